@@ -1,0 +1,9 @@
+"""On-device games (gymnax 1.x environments with jgtest telemetry)."""
+
+from jgtest.envs.base import BUG_KINDS, TestingEnv
+from jgtest.envs.blockmaze import BlockMaze
+from jgtest.envs.registration import make, register, registered_games
+
+register("BlockMaze-v0", BlockMaze)
+
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "make", "register", "registered_games"]

@@ -1,0 +1,111 @@
+"""The base class of every jgtest game: a gymnax 1.x environment plus testing hooks.
+
+A ``TestingEnv`` is a ``gymnax.environments.environment.Environment`` whose
+``step`` returns ``obs, state, reward, terminated, truncated, info`` with
+``info["telemetry"]`` a :class:`jgtest.types.Telemetry`. On top of gymnax it
+declares what a test campaign needs to know about the game:
+
+* ``bug_kinds``: one oracle kind per injected bug (``"crash"``, ``"stuck"``,
+  ``"logical"``, ``"balance"`` or ``"low_fps"``), so ``len(bug_kinds)`` is the
+  length of ``telemetry.bugs_fired``;
+* ``num_cells`` / ``map_shape``: the coverage cells and their bird's-eye layout;
+* ``validate_params``: a host-side check that refuses bad ``EnvParams`` (bugs
+  outside the map, ...) with a clear message;
+* ``randomize``: a jittable draw of new injected-bug placements (Wuji randomises
+  bugs per run); games with fixed placements return the params unchanged.
+
+Actions given as concrete values (numpy, Python or concrete jax arrays) are
+checked against the action space before anything runs; inside a caller's
+``jit`` an action is a tracer and cannot be checked, so each game documents
+what it does with an out-of-range traced action.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from gymnax.environments import environment, spaces
+
+BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps")
+
+
+class TestingEnv(environment.Environment):
+    """Common surface of the jgtest games (see module docstring)."""
+
+    #: Registered id, e.g. ``"BlockMaze-v0"``; set by subclasses.
+    env_id: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.env_id or type(self).__name__
+
+    # ----- testing metadata -------------------------------------------------
+    @property
+    def bug_kinds(self) -> tuple[str, ...]:
+        """Oracle kind of each injected bug (one entry per ``bugs_fired`` slot)."""
+        raise NotImplementedError
+
+    @property
+    def num_bugs(self) -> int:
+        return len(self.bug_kinds)
+
+    @property
+    def map_shape(self) -> tuple[int, int]:
+        """Bird's-eye layout of the coverage cells (rows, cols)."""
+        raise NotImplementedError
+
+    @property
+    def num_cells(self) -> int:
+        rows, cols = self.map_shape
+        return rows * cols
+
+    def validate_params(self, params) -> None:
+        """Raises ``ValueError`` naming the problem if ``params`` are unusable.
+
+        Host-side (reads concrete values); the base check covers episode length.
+        """
+        max_steps = int(np.asarray(params.max_steps_in_episode))
+        if max_steps <= 0:
+            raise ValueError(f"{self.name}: max_steps_in_episode must be positive, got {max_steps}")
+
+    def randomize(self, key: jax.Array, params):
+        """New injected-bug placements drawn with ``key`` (jittable).
+
+        Games whose bugs sit at fixed places from their paper (RELINE's
+        CartPole, Pac-Man gates) return ``params`` unchanged.
+        """
+        del key
+        return params
+
+    # ----- checked entry points --------------------------------------------
+    def check_action(self, action: Any, params=None) -> None:
+        """Raises ``ValueError`` if a concrete ``action`` is outside the action space."""
+        if isinstance(action, jax.core.Tracer):
+            return
+        space = self.action_space(params if params is not None else self.default_params)
+        value = np.asarray(action)
+        if isinstance(space, spaces.Discrete):
+            if not np.issubdtype(value.dtype, np.integer):
+                raise ValueError(
+                    f"{self.name}: actions must be integers in [0, {space.n}), got dtype {value.dtype}"
+                )
+            bad = (value < 0) | (value >= space.n)
+            if np.any(bad):
+                raise ValueError(
+                    f"{self.name}: action {value[bad].ravel()[0]} is out of range; "
+                    f"expected an integer in [0, {space.n})"
+                )
+        elif isinstance(space, spaces.Box):
+            low = np.broadcast_to(np.asarray(space.low), space.shape)
+            high = np.broadcast_to(np.asarray(space.high), space.shape)
+            if np.any(value < low) or np.any(value > high) or not np.all(np.isfinite(value)):
+                raise ValueError(
+                    f"{self.name}: action {value.tolist()} is outside [{low.tolist()}, {high.tolist()}]"
+                )
+
+    def step(self, key, state, action, params=None):
+        """gymnax ``step`` (auto-reset) after checking a concrete ``action``."""
+        self.check_action(action, params)
+        return super().step(key, state, action, params)

@@ -1,0 +1,253 @@
+"""Block Maze: Wuji's small game (Zheng et al., ASE 2019, §V-A "Datasets").
+
+A robot walks a grid maze to the gold coin with 4 actions (north, south, east,
+west); "every movement leads the agent to move into a neighbor grid in the
+corresponding direction except that a collision on the block results in no
+movement". Bugs are injected at cells and "triggered if the robot has reached
+the specific location of the map"; Wuji re-draws the bug and gold positions on
+every test run (§V-A, "to mitigate the potential bias of bug injection"), which
+:meth:`BlockMaze.randomize` does on device, keeping the paper's Fig. 1 mix of
+bugs near the start (easy, yellow) and bugs far off the direct path to the gold
+(hard, red/green).
+
+Each bug fires the first time per episode the robot stands on its cell (a bug
+at a place gives no new information when re-triggered in the same episode).
+
+Observation: ``float32[H, W, 3]`` planes (blocks, robot, gold); bug cells are
+hidden. Reward: ``gold_reward`` on reaching the gold (which terminates), else
+``-step_cost``; plus ``bug_reward`` per bug fired (0 by default; the game-only
+reward is in ``telemetry.game_reward``). A traced out-of-range action is
+clipped into ``[0, 4)``.
+"""
+
+from __future__ import annotations
+
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from jgtest.envs.base import TestingEnv
+from jgtest.envs.grid import NSEW, UNREACHABLE, grid_distances, parse_layout
+from jgtest.types import Telemetry
+
+#: 16x16 default map: ``S`` start, ``G`` gold, ``b`` bugs (3 near the start,
+#: 7 off the direct path), ``#`` blocks.
+DEFAULT_LAYOUT = """
+################
+#S.b#.....#..b.#
+#.#.#.###.#.##.#
+#b..#...#...#..#
+###.###.#####.##
+#...#b..#.....b#
+#.###.###.###..#
+#.....#.b.#G#..#
+#.###.#.###.#.##
+#..b#...#......#
+##.##.###.####.#
+#...#.#b....#..#
+#.#.#.#.###.#.##
+#.#...#...#.#.b#
+#b..#...#.#....#
+################
+"""
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    pos: jax.Array  # int32[2] robot (row, col)
+    bugs_seen: jax.Array  # bool[N] bugs already fired this episode
+    time: int
+
+
+@struct.dataclass(kw_only=True)
+class EnvParams(environment.EnvParams):
+    walls: jax.Array  # bool[H, W]
+    start: jax.Array  # int32[2]
+    gold: jax.Array  # int32[2]
+    bug_pos: jax.Array  # int32[N, 2]
+    gold_reward: float = 1.0
+    step_cost: float = 0.01
+    bug_reward: float = 0.0
+    max_steps_in_episode: int = 200
+
+
+class BlockMaze(TestingEnv):
+    """Wuji's Block Maze (see module docstring).
+
+    Args:
+      layout: ASCII map (``#`` block, ``.`` floor, ``S`` start, ``G`` gold,
+        ``b`` bug); its size sets the observation shape.
+      num_bugs: number of injected bugs; default: the ``b`` cells of the
+        layout. A different number draws the default placement with
+        :meth:`randomize` (seed 0).
+      near_radius: a "near" bug is at most this many steps from the start.
+      num_near: how many of the drawn bugs are near the start (rest far).
+      min_detour: a "far" bug costs at least this many extra steps over the
+        shortest start-to-gold path.
+
+    Example:
+      >>> env, params = jgtest.make("BlockMaze-v0")
+      >>> obs, state = env.reset(jax.random.key(0), params)
+    """
+
+    env_id = "BlockMaze-v0"
+
+    def __init__(
+        self,
+        layout: str = DEFAULT_LAYOUT,
+        num_bugs: int | None = None,
+        near_radius: int = 4,
+        num_near: int | None = None,
+        min_detour: int = 4,
+    ):
+        super().__init__()
+        parsed = parse_layout(layout)
+        for mark in ("S", "G"):
+            if mark not in parsed or len(parsed[mark]) != 1:
+                raise ValueError(f"layout must have exactly one '{mark}' cell")
+        layout_bugs = parsed.get("b", np.zeros((0, 2), np.int32))
+        self._walls = parsed["walls"]
+        self._start = parsed["S"][0]
+        self._gold = parsed["G"][0]
+        self._num_bugs = len(layout_bugs) if num_bugs is None else int(num_bugs)
+        if self._num_bugs < 1:
+            raise ValueError(f"num_bugs must be at least 1, got {self._num_bugs}")
+        self.near_radius = int(near_radius)
+        self.num_near = max(1, self._num_bugs // 4) if num_near is None else int(num_near)
+        self.min_detour = int(min_detour)
+        if not 0 <= self.num_near <= self._num_bugs:
+            raise ValueError(f"num_near must be in [0, num_bugs], got {self.num_near}")
+        base = EnvParams(
+            walls=jnp.asarray(self._walls),
+            start=jnp.asarray(self._start),
+            gold=jnp.asarray(self._gold),
+            bug_pos=jnp.asarray(layout_bugs if num_bugs is None else np.zeros((self._num_bugs, 2), np.int32)),
+        )
+        if num_bugs is not None:
+            base = jax.jit(self.randomize)(jax.random.key(0), base)
+        self._default_params = base
+
+    # ----- metadata ---------------------------------------------------------
+    @property
+    def default_params(self) -> EnvParams:
+        return self._default_params
+
+    @property
+    def bug_kinds(self) -> tuple[str, ...]:
+        return ("logical",) * self._num_bugs
+
+    @property
+    def map_shape(self) -> tuple[int, int]:
+        return tuple(self._walls.shape)
+
+    @property
+    def num_actions(self) -> int:
+        return 4
+
+    def action_space(self, params=None) -> spaces.Discrete:
+        return spaces.Discrete(4)
+
+    def observation_space(self, params) -> spaces.Box:
+        return spaces.Box(0.0, 1.0, (*self.map_shape, 3), jnp.float32)
+
+    # ----- dynamics ---------------------------------------------------------
+    def reset_env(self, key, params: EnvParams):
+        state = EnvState(
+            pos=params.start.astype(jnp.int32),
+            bugs_seen=jnp.zeros((self._num_bugs,), bool),
+            time=0,
+        )
+        return self.get_obs(state, params), state
+
+    def step_env(self, key, state: EnvState, action, params: EnvParams):
+        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 3)
+        target = state.pos + jnp.asarray(NSEW)[action]
+        rows, cols = self.map_shape
+        inside = (target[0] >= 0) & (target[0] < rows) & (target[1] >= 0) & (target[1] < cols)
+        blocked = ~inside | params.walls[jnp.clip(target[0], 0, rows - 1), jnp.clip(target[1], 0, cols - 1)]
+        pos = jnp.where(blocked, state.pos, target)
+
+        at_bug = jnp.all(params.bug_pos == pos, axis=-1)
+        fired = at_bug & ~state.bugs_seen
+        at_gold = jnp.all(pos == params.gold)
+        game_reward = jnp.where(at_gold, params.gold_reward, -params.step_cost)
+        reward = game_reward + params.bug_reward * jnp.sum(fired)
+
+        state = EnvState(pos=pos, bugs_seen=state.bugs_seen | at_bug, time=state.time + 1)
+        telemetry = Telemetry.make(
+            position=pos,
+            cell=pos[0] * cols + pos[1],
+            bugs_fired=fired,
+            game_reward=game_reward,
+        )
+        return self.get_obs(state, params), state, reward.astype(jnp.float32), at_gold, {"telemetry": telemetry}
+
+    def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
+        params = self.default_params if params is None else params
+        rows, cols = self.map_shape
+        robot = jnp.zeros((rows, cols), jnp.float32).at[state.pos[0], state.pos[1]].set(1.0)
+        gold = jnp.zeros((rows, cols), jnp.float32).at[params.gold[0], params.gold[1]].set(1.0)
+        return jnp.stack([params.walls.astype(jnp.float32), robot, gold], axis=-1)
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return jnp.all(state.pos == params.gold)
+
+    # ----- testing hooks ----------------------------------------------------
+    def randomize(self, key, params: EnvParams) -> EnvParams:
+        """Draws a new gold cell and bug cells (Wuji §V-A), jittable and vmappable.
+
+        Gold: a reachable cell at least half the maze's largest distance from
+        the start. Bugs: ``num_near`` on reachable cells within ``near_radius``
+        steps of the start, the rest on cells beyond it that cost at least
+        ``min_detour`` extra steps over the shortest start-to-gold path. All
+        cells are distinct and differ from the start and the gold.
+        """
+        key_gold, key_near, key_far = jax.random.split(key, 3)
+        d_start = grid_distances(params.walls, params.start)
+        reachable = d_start < UNREACHABLE
+        far_enough = reachable & (d_start >= jnp.max(jnp.where(reachable, d_start, 0)) // 2)
+        gold_flat = _pick(key_gold, far_enough.reshape(-1), 1)[0]
+        cols = self.map_shape[1]
+        gold = jnp.stack([gold_flat // cols, gold_flat % cols]).astype(jnp.int32)
+
+        d_gold = grid_distances(params.walls, gold)
+        detour = d_start + d_gold - d_start[gold[0], gold[1]]
+        not_special = (d_start > 0) & (d_gold > 0)
+        near = reachable & not_special & (d_start <= self.near_radius)
+        far = reachable & not_special & (d_start > self.near_radius) & (detour >= self.min_detour)
+        near_ids = _pick(key_near, near.reshape(-1), self.num_near)
+        far_ids = _pick(key_far, far.reshape(-1), self._num_bugs - self.num_near)
+        ids = jnp.concatenate([near_ids, far_ids])
+        bug_pos = jnp.stack([ids // cols, ids % cols], axis=-1).astype(jnp.int32)
+        return params.replace(gold=gold, bug_pos=bug_pos)
+
+    def validate_params(self, params: EnvParams) -> None:
+        super().validate_params(params)
+        walls = np.asarray(params.walls)
+        if walls.shape != self.map_shape:
+            raise ValueError(f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}")
+        rows, cols = self.map_shape
+        named = {"start": np.asarray(params.start)[None], "gold": np.asarray(params.gold)[None]}
+        bugs = np.asarray(params.bug_pos)
+        if bugs.shape != (self._num_bugs, 2):
+            raise ValueError(f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}")
+        named.update({f"bug {i}": b[None] for i, b in enumerate(bugs)})
+        for what, cell in named.items():
+            r, c = (int(v) for v in cell[0])
+            if not (0 <= r < rows and 0 <= c < cols):
+                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is outside the {rows}x{cols} map")
+            if walls[r, c]:
+                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is on a block")
+
+
+def _pick(key: jax.Array, mask: jax.Array, k: int) -> jax.Array:
+    """``k`` distinct indices drawn uniformly where ``mask`` is true (Gumbel top-k).
+
+    If fewer than ``k`` cells qualify, the extra picks fall on masked-out cells;
+    :meth:`BlockMaze.__init__` layouts are checked by ``validate_params``.
+    """
+    scores = jax.random.gumbel(key, mask.shape) + jnp.where(mask, 0.0, -1e9)
+    return jax.lax.top_k(scores, k)[1].astype(jnp.int32)

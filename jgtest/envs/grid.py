@@ -1,0 +1,62 @@
+"""Grid helpers shared by the maze games: ASCII layouts and shortest-path distances."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: Moves as (d_row, d_col) for actions N, S, E, W (Wuji's Block Maze, §V-A).
+NSEW = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]], np.int32)
+
+UNREACHABLE = 1 << 20
+
+
+def parse_layout(layout: str) -> dict[str, np.ndarray]:
+    """Parses an ASCII map: ``#`` wall, ``.`` floor, other letters mark cells.
+
+    Returns ``{"walls": bool[H, W], <char>: int32[k, 2] positions of that char}``.
+
+    Raises:
+      ValueError: rows of different lengths or an empty layout.
+    """
+    rows = [r for r in layout.strip("\n").splitlines()]
+    if not rows or any(len(r) != len(rows[0]) for r in rows):
+        raise ValueError("layout rows must be non-empty and all the same length")
+    grid = np.array([list(r) for r in rows])
+    out: dict[str, np.ndarray] = {"walls": grid == "#"}
+    for ch in set(grid.ravel()) - {"#", "."}:
+        out[ch] = np.argwhere(grid == ch).astype(np.int32)
+    return out
+
+
+def grid_distances(walls: jax.Array, source: jax.Array) -> jax.Array:
+    """Shortest-path step counts from ``source`` to every cell (4-neighbour moves).
+
+    Bellman-Ford relaxation by min-plus dilation until nothing changes (jittable). Walls and unreachable cells get ``UNREACHABLE``.
+
+    Args:
+      walls: ``bool[H, W]``.
+      source: ``int32[2]`` (row, col).
+    """
+    h, w = walls.shape
+    dist = jnp.full((h, w), UNREACHABLE, jnp.int32).at[source[0], source[1]].set(0)
+
+    def relax(d):
+        padded = jnp.pad(d, 1, constant_values=UNREACHABLE)
+        neighbours = jnp.stack(
+            [padded[:-2, 1:-1], padded[2:, 1:-1], padded[1:-1, 2:], padded[1:-1, :-2]]
+        )
+        best = jnp.minimum(d, jnp.min(neighbours, axis=0) + 1)
+        return jnp.where(walls, UNREACHABLE, jnp.minimum(best, UNREACHABLE))
+
+    def not_settled(carry):
+        d, previous = carry
+        return jnp.any(d != previous)
+
+    def body(carry):
+        d, _ = carry
+        return relax(d), d
+
+    dist, _ = jax.lax.while_loop(not_settled, body, (relax(dist), dist))
+    return dist
