@@ -2,8 +2,10 @@
 
 from jgtest.envs.base import BUG_KINDS, TestingEnv
 from jgtest.envs.blockmaze import BlockMaze
+from jgtest.envs.cartpole_bugs import CartPoleBugs
 from jgtest.envs.registration import make, register, registered_games
 
 register("BlockMaze-v0", BlockMaze)
+register("CartPoleBugs-v0", CartPoleBugs)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "make", "register", "registered_games"]
