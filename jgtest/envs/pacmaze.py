@@ -1,0 +1,357 @@
+"""PacMaze: RELINE's Ms. Pac-Man load-testing game (Tufano et al., 2022, §3).
+
+RELINE's preliminary study (§3.1) plays Ms. Pac-Man from pixels, "the classic
+Pac-Man game in which the goal is to eat all dots without touching the ghosts",
+with five actions, "go up, go right, go down, go left, do nothing" (§3.1.2, in
+that order: 0 up, 1 right, 2 down, 3 left, 4 noop). The game reward "provides a
++1 reward every time the agent eats one of the dots and a 0 reward otherwise"
+(§3.1.2). This is an on-device twin of that game: a 21x21-cell maze with dots
+(no power pills), four ghosts, three lives and two wrap-around tunnels, drawn
+as ``uint8`` RGB pixels on device.
+
+Performance bugs (§3.1.1): "a performance bug manifests when the agent enters
+the four gates" (the tunnel mouths at the left and right edges of the maze,
+white arrows in the paper's Fig. 2-(b)), and "the bugs reveal themselves only
+the first time the agent visits each buggy position" in an episode (§3.1.3).
+A bug is a "simulation of heavy resource loading" (§3.1.1): on the step it
+fires, the simulated frame time ``base_frame_ms + N(0, frame_noise_ms²)`` is
+raised by ``bug_delay_ms``. RELINE rewards +50 per bug seen (§3.1.3); here
+that bonus is ``bug_reward`` (0 by default, so the game alone is played) and
+the dots-only reward is ``telemetry.game_reward``.
+
+Dynamics of one step: the player moves one cell (walls stop it; leaving the
+map through a gate wraps to the opposite edge, as the tunnels do); it eats the
+dot there (+``dot_reward``); each gate the player has just entered fires its
+bug if not fired before in the episode; each ghost then moves with probability
+``ghost_move_prob`` one cell, never reversing except in a dead end, towards
+the player with probability ``ghost_chase_prob`` (the free direction that
+brings it closest, Manhattan distance) and otherwise in a random free
+direction. A ghost on the player's cell, or swapping cells with it, costs a
+life and sends the player and the ghosts back to their starts (dots eaten stay
+eaten). The episode terminates when the lives reach 0 or every dot is eaten;
+it is truncated after ``max_steps_in_episode`` steps (gymnax).
+
+Observation: ``uint8[H*cell_px, W*cell_px, 3]`` (84x84x3 by default), black
+floor, blue walls, small pink dots, a yellow player and red/pink/cyan/orange
+ghosts; the gates and bugs are not drawn. Telemetry: ``position`` is the
+player's ``(row, col)`` after its move (before a caught player is sent back to
+the start, so a frame-time spike maps to the cell that caused it), ``cell`` is
+``row * W + col`` and ``map_shape`` is the maze's ``(H, W)``. A traced
+out-of-range action is clipped into ``[0, 5)`` (concrete ones are refused by
+:meth:`TestingEnv.step`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from jgtest.envs.base import TestingEnv
+from jgtest.envs.grid import parse_layout
+from jgtest.types import Telemetry
+
+#: 21x21 default maze (left-right symmetric): ``#`` wall, ``.`` dot, ``_``
+#: floor without a dot, ``P`` player start, ``G`` ghost starts (one in the door
+#: of the pen, three inside), ``T`` the four gates (tunnel mouths, rows 7 and 13).
+DEFAULT_LAYOUT = """
+#####################
+#.........#.........#
+#.###.###.#.###.###.#
+#...................#
+#.###.#.#####.#.###.#
+#.....#...#...#.....#
+#####.###_#_###.#####
+T____._________.____T
+#####.#.##G##.#.#####
+#####.#.#GGG#.#.#####
+#####.#.#####.#.#####
+#####...........#####
+#####.###.#.###.#####
+T____.....#.....____T
+#####.#.#####.#.#####
+#.........P.........#
+#.###.###.#.###.###.#
+#...#...........#...#
+#.#####.#####.#####.#
+#...................#
+#####################
+"""
+
+#: Moves as (d_row, d_col) for RELINE's actions: 0 up, 1 right, 2 down, 3 left, 4 noop.
+MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1], [0, 0]], np.int32)
+ACTION_NAMES = ("up", "right", "down", "left", "noop")
+
+#: Colours (RGB) of the observation.
+FLOOR_RGB = (0, 0, 0)
+WALL_RGB = (33, 33, 222)
+DOT_RGB = (255, 184, 174)
+PLAYER_RGB = (255, 255, 0)
+GHOST_RGB = ((255, 0, 0), (255, 184, 255), (0, 255, 255), (255, 184, 82))
+
+_FLOOR, _WALL, _DOT, _PLAYER, _GHOST0 = 0, 1, 2, 3, 4
+_PALETTE = np.array([FLOOR_RGB, WALL_RGB, DOT_RGB, PLAYER_RGB, *GHOST_RGB], np.uint8)
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    pos: jax.Array  # int32[2] player (row, col)
+    ghosts: jax.Array  # int32[G, 2] ghost (row, col)
+    ghost_dir: jax.Array  # int32[G] last move of each ghost (0 up, 1 right, 2 down, 3 left)
+    dots: jax.Array  # bool[H, W] dots still to eat
+    lives: jax.Array  # int32 lives left
+    bugs_seen: jax.Array  # bool[N] gate bugs already fired this episode
+    time: int
+
+
+@struct.dataclass(kw_only=True)
+class EnvParams(environment.EnvParams):
+    walls: jax.Array  # bool[H, W]
+    dots: jax.Array  # bool[H, W] dots at the start of an episode
+    start: jax.Array  # int32[2] player start
+    ghost_start: jax.Array  # int32[G, 2]
+    bug_pos: jax.Array  # int32[N, 2] the gates (RELINE §3.1.1)
+    dot_reward: float = 1.0
+    bug_reward: float = 0.0
+    num_lives: int = 3
+    ghost_move_prob: float = 0.8
+    ghost_chase_prob: float = 0.5
+    base_frame_ms: float = 16.7
+    frame_noise_ms: float = 0.5
+    bug_delay_ms: float = 40.0
+    max_steps_in_episode: int = 1000
+
+
+class PacMaze(TestingEnv):
+    """RELINE's Ms. Pac-Man with four gate performance bugs (see module docstring).
+
+    Args:
+      layout: ASCII maze (``#`` wall, ``.`` dot, ``_`` empty floor, ``P``
+        player start, ``G`` ghost starts, ``T`` gates); its size sets the
+        observation shape. Each ``T`` cell carries one ``low_fps`` bug, in
+        row-major order (default: ``(7, 0), (7, 20), (13, 0), (13, 20)``).
+      cell_px: pixels per maze cell in the observation (4 gives 84x84).
+
+    Example:
+      >>> env, params = jgtest.make("PacMaze-v0", bug_reward=50.0)
+      >>> obs, state = env.reset(jax.random.key(0), params)
+      >>> obs.shape
+      (84, 84, 3)
+    """
+
+    env_id = "PacMaze-v0"
+
+    def __init__(self, layout: str = DEFAULT_LAYOUT, cell_px: int = 4):
+        super().__init__()
+        parsed = parse_layout(layout)
+        if "P" not in parsed or len(parsed["P"]) != 1:
+            raise ValueError("layout must have exactly one 'P' cell (player start)")
+        for mark, what in (("G", "ghost start"), ("T", "gate")):
+            if mark not in parsed:
+                raise ValueError(f"layout must have at least one '{mark}' cell ({what})")
+        unknown = sorted(set(parsed) - {"walls", "P", "G", "T", "_"})
+        if unknown:
+            raise ValueError(f"layout has unknown cell marks {unknown}; use # . _ P G T")
+        self.cell_px = int(cell_px)
+        if self.cell_px < 1:
+            raise ValueError(f"cell_px must be at least 1, got {cell_px}")
+        self._walls = parsed["walls"]
+        rows = [r for r in layout.strip("\n").splitlines()]
+        self._num_ghosts = len(parsed["G"])
+        self._num_bugs = len(parsed["T"])
+        self._default_params = EnvParams(
+            walls=jnp.asarray(self._walls),
+            dots=jnp.asarray(np.array([list(r) for r in rows]) == "."),
+            start=jnp.asarray(parsed["P"][0]),
+            ghost_start=jnp.asarray(parsed["G"]),
+            bug_pos=jnp.asarray(parsed["T"]),
+        )
+        s = self.cell_px
+        inner = np.zeros((s,), bool)
+        inner[s // 4 : s - s // 4] = True
+        #: Pixels of a cell covered by its dot (the centre square).
+        self._dot_mask = np.tile(inner[:, None] & inner[None, :], self.map_shape)
+
+    # ----- metadata ---------------------------------------------------------
+    @property
+    def default_params(self) -> EnvParams:
+        return self._default_params
+
+    @property
+    def bug_kinds(self) -> tuple[str, ...]:
+        return ("low_fps",) * self._num_bugs
+
+    @property
+    def map_shape(self) -> tuple[int, int]:
+        return tuple(self._walls.shape)
+
+    @property
+    def num_ghosts(self) -> int:
+        return self._num_ghosts
+
+    @property
+    def num_actions(self) -> int:
+        return 5
+
+    def action_space(self, params=None) -> spaces.Discrete:
+        return spaces.Discrete(5)
+
+    def observation_space(self, params) -> spaces.Box:
+        rows, cols = self.map_shape
+        return spaces.Box(0, 255, (rows * self.cell_px, cols * self.cell_px, 3), jnp.uint8)
+
+    # ----- dynamics ---------------------------------------------------------
+    def reset_env(self, key, params: EnvParams):
+        state = EnvState(
+            pos=params.start.astype(jnp.int32),
+            ghosts=params.ghost_start.astype(jnp.int32),
+            ghost_dir=jnp.zeros((self._num_ghosts,), jnp.int32),
+            dots=params.dots & ~params.walls,
+            lives=jnp.asarray(params.num_lives, jnp.int32),
+            bugs_seen=jnp.zeros((self._num_bugs,), bool),
+            time=0,
+        )
+        return self.get_obs(state, params), state
+
+    def step_env(self, key, state: EnvState, action, params: EnvParams):
+        k_move, k_chase, k_pick, k_frame = jax.random.split(key, 4)
+        rows, cols = self.map_shape
+        shape = jnp.array([rows, cols], jnp.int32)
+        moves = jnp.asarray(MOVES)
+
+        # Player: one cell, walls stop it, the map edges wrap (tunnels).
+        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 4)
+        target = (state.pos + moves[action]) % shape
+        pos = jnp.where(params.walls[target[0], target[1]], state.pos, target)
+        moved = jnp.any(pos != state.pos)
+
+        ate = state.dots[pos[0], pos[1]]
+        dots = state.dots.at[pos[0], pos[1]].set(False)
+        game_reward = jnp.where(ate, params.dot_reward, 0.0).astype(jnp.float32)
+
+        # Gate bugs: entering a gate cell, first time per episode (RELINE §3.1.1).
+        at_bug = jnp.all(params.bug_pos == pos, axis=-1) & moved
+        fired = at_bug & ~state.bugs_seen
+        reward = game_reward + params.bug_reward * jnp.sum(fired)
+        frame_ms = (
+            params.base_frame_ms
+            + params.frame_noise_ms * jax.random.normal(k_frame)
+            + params.bug_delay_ms * jnp.sum(fired)
+        )
+        frame_ms = jnp.maximum(frame_ms, 0.0)
+
+        # Ghosts: no reversing except in dead ends; chase or wander.
+        cand = (state.ghosts[:, None, :] + moves[None, :4]) % shape  # [G, 4, 2]
+        free = ~params.walls[cand[..., 0], cand[..., 1]]  # [G, 4]
+        reverse = jnp.arange(4)[None, :] == ((state.ghost_dir + 2) % 4)[:, None]
+        options = free & ~reverse
+        options = jnp.where(jnp.any(options, axis=-1, keepdims=True), options, free)
+        noise = jax.random.uniform(k_pick, options.shape)
+        dist = jnp.sum(jnp.abs(cand - pos), axis=-1).astype(jnp.float32)
+        chase_dir = jnp.argmin(jnp.where(options, dist + 0.5 * noise, jnp.inf), axis=-1)
+        wander_dir = jnp.argmax(jnp.where(options, noise, -1.0), axis=-1)
+        u_move, u_chase = jax.random.uniform(k_move, (2, self._num_ghosts))
+        new_dir = jnp.where(u_chase < params.ghost_chase_prob, chase_dir, wander_dir).astype(jnp.int32)
+        go = (u_move < params.ghost_move_prob) & jnp.any(free, axis=-1)
+        ghosts = jnp.where(go[:, None], jnp.take_along_axis(cand, new_dir[:, None, None], axis=1)[:, 0], state.ghosts)
+        ghost_dir = jnp.where(go, new_dir, state.ghost_dir)
+
+        # Collision: same cell, or player and ghost swapped cells.
+        same = jnp.all(ghosts == pos, axis=-1)
+        swap = jnp.all(state.ghosts == pos, axis=-1) & jnp.all(ghosts == state.pos, axis=-1)
+        caught = jnp.any(same | swap)
+        lives = state.lives - caught.astype(jnp.int32)
+
+        state = EnvState(
+            pos=jnp.where(caught, params.start.astype(jnp.int32), pos),
+            ghosts=jnp.where(caught, params.ghost_start.astype(jnp.int32), ghosts),
+            ghost_dir=jnp.where(caught, 0, ghost_dir),
+            dots=dots,
+            lives=lives,
+            bugs_seen=state.bugs_seen | at_bug,
+            time=state.time + 1,
+        )
+        terminated = self.is_terminated(state, params)
+        telemetry = Telemetry.make(
+            position=pos,
+            cell=pos[0] * cols + pos[1],
+            bugs_fired=fired,
+            game_reward=game_reward,
+            frame_time_ms=frame_ms,
+        )
+        return (
+            self.get_obs(state, params),
+            state,
+            reward.astype(jnp.float32),
+            terminated,
+            {"telemetry": telemetry},
+        )
+
+    def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
+        """Renders the maze as ``uint8[H*cell_px, W*cell_px, 3]`` RGB pixels.
+
+        A colour index per cell (ghosts drawn in order, the player on top) is
+        upsampled with ``jnp.repeat`` and looked up in a small palette; dots
+        cover only the centre of their cell.
+        """
+        params = self.default_params if params is None else params
+        rows, cols = self.map_shape
+        r = jnp.arange(rows)[:, None]
+        c = jnp.arange(cols)[None, :]
+        idx = jnp.where(params.walls, _WALL, jnp.where(state.dots, _DOT, _FLOOR))
+        for g in range(self._num_ghosts):
+            here = (r == state.ghosts[g, 0]) & (c == state.ghosts[g, 1])
+            idx = jnp.where(here, _GHOST0 + g % len(GHOST_RGB), idx)
+        idx = jnp.where((r == state.pos[0]) & (c == state.pos[1]), _PLAYER, idx)
+        s = self.cell_px
+        px = jnp.repeat(jnp.repeat(idx, s, axis=0), s, axis=1)
+        px = jnp.where((px == _DOT) & ~jnp.asarray(self._dot_mask), _FLOOR, px)
+        return jnp.asarray(_PALETTE)[px]
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return (state.lives <= 0) | ~jnp.any(state.dots)
+
+    # ----- testing hooks ----------------------------------------------------
+    def validate_params(self, params: EnvParams) -> None:
+        """Refuses bad maze arrays, positions off the map or on walls, and bad numbers.
+
+        The gates are fixed by the paper, so :meth:`randomize` (base) leaves
+        the params unchanged; a campaign that moves ``bug_pos`` itself is
+        checked here.
+        """
+        super().validate_params(params)
+        walls = np.asarray(params.walls)
+        if walls.shape != self.map_shape:
+            raise ValueError(f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}")
+        dots = np.asarray(params.dots)
+        if dots.shape != self.map_shape:
+            raise ValueError(f"{self.name}: dots shape {dots.shape} differs from the map's {self.map_shape}")
+        rows, cols = self.map_shape
+        ghosts = np.asarray(params.ghost_start)
+        if ghosts.shape != (self._num_ghosts, 2):
+            raise ValueError(f"{self.name}: ghost_start must have shape ({self._num_ghosts}, 2), got {ghosts.shape}")
+        bugs = np.asarray(params.bug_pos)
+        if bugs.shape != (self._num_bugs, 2):
+            raise ValueError(f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}")
+        named = {"start": np.asarray(params.start)[None]}
+        named.update({f"ghost {i} start": g[None] for i, g in enumerate(ghosts)})
+        named.update({f"bug {i} (gate)": b[None] for i, b in enumerate(bugs)})
+        for what, cell in named.items():
+            r, c = (int(v) for v in cell[0])
+            if not (0 <= r < rows and 0 <= c < cols):
+                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is outside the {rows}x{cols} map")
+            if walls[r, c]:
+                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is on a wall")
+        lives = int(np.asarray(params.num_lives))
+        if lives < 1:
+            raise ValueError(f"{self.name}: num_lives must be at least 1, got {lives}")
+        for field in ("ghost_move_prob", "ghost_chase_prob"):
+            p = float(np.asarray(getattr(params, field)))
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"{self.name}: {field} must be in [0, 1], got {p}")
+        for field in ("base_frame_ms", "frame_noise_ms", "bug_delay_ms"):
+            v = float(np.asarray(getattr(params, field)))
+            if not (np.isfinite(v) and v >= 0.0):
+                raise ValueError(f"{self.name}: {field} must be a finite number >= 0, got {v}")

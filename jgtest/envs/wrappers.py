@@ -1,0 +1,248 @@
+"""Wrappers for jgtest games: episode statistics, frame stacking, grayscale/resize, OD mask.
+
+All wrappers keep the gymnax 1.x contract (``step`` returns
+``obs, state, reward, terminated, truncated, info``), are jit- and vmap-safe,
+and pass attribute access through to the wrapped game (gymnax's
+``GymnaxWrapper``), so ``bug_kinds``, ``num_cells`` etc. stay reachable.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from gymnax.environments import spaces
+from gymnax.wrappers.purerl import GymnaxWrapper
+
+#: ITU-R BT.601 luma weights, as in OpenCV's and Pillow's RGB to grayscale.
+LUMA = (0.299, 0.587, 0.114)
+
+
+# ----- pure frame functions -------------------------------------------------------
+def grayscale(frame: jax.Array) -> jax.Array:
+    """``[..., H, W, 3]`` RGB to ``[..., H, W]`` luma, same dtype (uint8 rounded)."""
+    luma = jnp.tensordot(frame.astype(jnp.float32), jnp.asarray(LUMA, jnp.float32), axes=([-1], [0]))
+    if jnp.issubdtype(frame.dtype, jnp.integer):
+        return jnp.clip(jnp.round(luma), 0, 255).astype(frame.dtype)
+    return luma.astype(frame.dtype)
+
+
+def resize(frame: jax.Array, size: tuple[int, int]) -> jax.Array:
+    """Resizes ``[H, W, C]`` (or ``[H, W]``) to ``size`` with antialiased bilinear
+    interpolation (``jax.image.resize``), keeping the dtype."""
+    shape = (*size, *frame.shape[2:])
+    out = jax.image.resize(frame.astype(jnp.float32), shape, method="linear", antialias=True)
+    if jnp.issubdtype(frame.dtype, jnp.integer):
+        return jnp.clip(jnp.round(out), 0, 255).astype(frame.dtype)
+    return out.astype(frame.dtype)
+
+
+def od_mask(frame: jax.Array, box: jax.Array) -> jax.Array:
+    """PPGTA's object-detection mask: the frame in grayscale except inside ``box``.
+
+    PPGTA (§3.2, masked inverse dynamics) keeps the colours of the object under
+    test and greys out the rest of the frame.
+
+    Args:
+      frame: ``[H, W, 3]`` RGB frame.
+      box: ``int32[4]`` ``(row0, col0, row1, col1)``, half-open pixel box.
+
+    Returns:
+      ``[H, W, 3]`` frame, colour inside the box, gray (replicated) outside.
+    """
+    h, w = frame.shape[:2]
+    rows = jnp.arange(h)[:, None]
+    cols = jnp.arange(w)[None, :]
+    inside = (rows >= box[0]) & (rows < box[2]) & (cols >= box[1]) & (cols < box[3])
+    gray = jnp.repeat(grayscale(frame)[..., None], 3, axis=-1)
+    return jnp.where(inside[..., None], frame, gray)
+
+
+# ----- episode statistics ---------------------------------------------------------
+@struct.dataclass
+class EpisodeStatisticsState:
+    env_state: Any
+    episode_return: jax.Array
+    episode_length: jax.Array
+    bugs_found: jax.Array  # bool[num_bugs], this episode so far
+    cells_visited: jax.Array  # bool[num_cells], this episode so far
+    returned_episode_return: jax.Array
+    returned_episode_length: jax.Array
+    returned_episode_bugs: jax.Array
+    returned_episode_cells: jax.Array
+
+
+class EpisodeStatistics(GymnaxWrapper):
+    """Tracks return, length, bugs found so far and distinct cells visited.
+
+    ``info`` gains, for the running episode, ``episode_return``,
+    ``episode_length``, ``episode_bugs`` (count of distinct injected bugs fired)
+    and ``episode_cells`` (distinct coverage cells), and for the last finished
+    episode the same with a ``returned_`` prefix, plus ``returned_episode``
+    (true on the step an episode ended). Values for the step that ends an
+    episode include that step.
+    """
+
+    def __init__(self, env):
+        super().__init__(env)
+
+    @partial(jax.jit, static_argnames=("self",))
+    def reset(self, key, params=None):
+        obs, env_state = self._env.reset(key, params)
+        zero_f, zero_i = jnp.float32(0.0), jnp.int32(0)
+        state = EpisodeStatisticsState(
+            env_state=env_state,
+            episode_return=zero_f,
+            episode_length=zero_i,
+            bugs_found=jnp.zeros((self._env.num_bugs,), bool),
+            cells_visited=jnp.zeros((self._env.num_cells,), bool),
+            returned_episode_return=zero_f,
+            returned_episode_length=zero_i,
+            returned_episode_bugs=zero_i,
+            returned_episode_cells=zero_i,
+        )
+        return obs, state
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(self, key, state: EpisodeStatisticsState, action, params=None):
+        obs, env_state, reward, terminated, truncated, info = self._env.step(key, state.env_state, action, params)
+        tel = info["telemetry"]
+        done = terminated | truncated
+        ret = state.episode_return + reward
+        length = state.episode_length + 1
+        bugs = state.bugs_found | tel.bugs_fired
+        cells = state.cells_visited.at[tel.cell].set(True)
+        n_bugs = jnp.sum(bugs).astype(jnp.int32)
+        n_cells = jnp.sum(cells).astype(jnp.int32)
+        new_state = EpisodeStatisticsState(
+            env_state=env_state,
+            episode_return=jnp.where(done, 0.0, ret),
+            episode_length=jnp.where(done, 0, length),
+            bugs_found=jnp.where(done, False, bugs),
+            cells_visited=jnp.where(done, False, cells),
+            returned_episode_return=jnp.where(done, ret, state.returned_episode_return),
+            returned_episode_length=jnp.where(done, length, state.returned_episode_length),
+            returned_episode_bugs=jnp.where(done, n_bugs, state.returned_episode_bugs),
+            returned_episode_cells=jnp.where(done, n_cells, state.returned_episode_cells),
+        )
+        info = {
+            **info,
+            "episode_return": ret,
+            "episode_length": length,
+            "episode_bugs": n_bugs,
+            "episode_cells": n_cells,
+            "returned_episode": done,
+            "returned_episode_return": new_state.returned_episode_return,
+            "returned_episode_length": new_state.returned_episode_length,
+            "returned_episode_bugs": new_state.returned_episode_bugs,
+            "returned_episode_cells": new_state.returned_episode_cells,
+        }
+        return obs, new_state, reward, terminated, truncated, info
+
+
+# ----- observation wrappers -------------------------------------------------------
+@struct.dataclass
+class FrameStackState:
+    env_state: Any
+    frames: jax.Array  # [*obs_shape[:-1], num_frames * C]
+
+
+class FrameStack(GymnaxWrapper):
+    """Stacks the last ``num_frames`` observations along the last (channel) axis.
+
+    Observations of shape ``[..., C]`` become ``[..., num_frames * C]``, oldest
+    first (the DQN input of RELINE §3.1.2: "a set of contiguous screenshots ...
+    in our case 4"). On reset, and after an episode ends (auto-reset), the
+    stack is filled with the first frame.
+    """
+
+    def __init__(self, env, num_frames: int = 4):
+        super().__init__(env)
+        if num_frames < 1:
+            raise ValueError(f"num_frames must be at least 1, got {num_frames}")
+        self.num_frames = int(num_frames)
+
+    def observation_space(self, params) -> spaces.Box:
+        inner = self._env.observation_space(params)
+        shape = (*inner.shape[:-1], inner.shape[-1] * self.num_frames)
+        tile = lambda b: jnp.tile(jnp.broadcast_to(jnp.asarray(b), inner.shape), self.num_frames)
+        return spaces.Box(tile(inner.low), tile(inner.high), shape, inner.dtype)
+
+    def _fill(self, obs):
+        return jnp.tile(obs, (1,) * (obs.ndim - 1) + (self.num_frames,))
+
+    @partial(jax.jit, static_argnames=("self",))
+    def reset(self, key, params=None):
+        obs, env_state = self._env.reset(key, params)
+        frames = self._fill(obs)
+        return frames, FrameStackState(env_state=env_state, frames=frames)
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(self, key, state: FrameStackState, action, params=None):
+        obs, env_state, reward, terminated, truncated, info = self._env.step(key, state.env_state, action, params)
+        channels = obs.shape[-1]
+        shifted = jnp.concatenate([state.frames[..., channels:], obs], axis=-1)
+        frames = jnp.where(terminated | truncated, self._fill(obs), shifted)
+        return frames, FrameStackState(env_state=env_state, frames=frames), reward, terminated, truncated, info
+
+
+class GrayscaleResize(GymnaxWrapper):
+    """RGB ``uint8[H, W, 3]`` frames to grayscale ``uint8[h, w, 1]`` at ``size``.
+
+    RELINE §4.1.1 feeds SuperTuxKart screenshots "resized to 200x150 pixels and
+    converted in grayscale". ``size`` is ``(height, width)``; ``None`` keeps the size.
+    """
+
+    def __init__(self, env, size: tuple[int, int] | None = None):
+        super().__init__(env)
+        inner = env.observation_space(env.default_params)
+        if len(inner.shape) != 3 or inner.shape[-1] not in (1, 3):
+            raise ValueError(f"GrayscaleResize needs [H, W, 1|3] frames, got observation shape {inner.shape}")
+        self.size = tuple(inner.shape[:2]) if size is None else (int(size[0]), int(size[1]))
+
+    def observation_space(self, params) -> spaces.Box:
+        inner = self._env.observation_space(params)
+        return spaces.Box(0, 255, (*self.size, 1), inner.dtype)
+
+    def _convert(self, frame):
+        gray = grayscale(frame) if frame.shape[-1] == 3 else frame[..., 0]
+        return resize(gray, self.size)[..., None]
+
+    @partial(jax.jit, static_argnames=("self",))
+    def reset(self, key, params=None):
+        obs, env_state = self._env.reset(key, params)
+        return self._convert(obs), env_state
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(self, key, state, action, params=None):
+        obs, env_state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        return self._convert(obs), env_state, reward, terminated, truncated, info
+
+
+class ODMask(GymnaxWrapper):
+    """Applies :func:`od_mask` with a fixed ``box`` to every RGB frame.
+
+    For a box that follows the object under test, call :func:`od_mask` with the
+    box of the step (PPGTA computes it from the detector's output).
+    """
+
+    def __init__(self, env, box: tuple[int, int, int, int]):
+        super().__init__(env)
+        r0, c0, r1, c1 = (int(v) for v in box)
+        h, w = env.observation_space(env.default_params).shape[:2]
+        if not (0 <= r0 <= r1 <= h and 0 <= c0 <= c1 <= w):
+            raise ValueError(f"OD box {box} is not inside the {h}x{w} frame")
+        self.box = (r0, c0, r1, c1)
+
+    @partial(jax.jit, static_argnames=("self",))
+    def reset(self, key, params=None):
+        obs, env_state = self._env.reset(key, params)
+        return od_mask(obs, jnp.asarray(self.box)), env_state
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(self, key, state, action, params=None):
+        obs, env_state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        return od_mask(obs, jnp.asarray(self.box)), env_state, reward, terminated, truncated, info

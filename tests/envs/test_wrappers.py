@@ -1,0 +1,154 @@
+"""Wrappers: episode statistics, frame stacking, grayscale/resize, OD mask."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jgtest
+from jgtest.envs.wrappers import EpisodeStatistics, FrameStack, GrayscaleResize, ODMask, grayscale, od_mask, resize
+
+MAZE, MAZE_PARAMS = jgtest.make("BlockMaze-v0", max_steps_in_episode=6)
+
+
+def _run(env, params, actions, state=None):
+    """Steps ``env`` through ``actions`` in one scan; returns the stacked outputs."""
+    if state is None:
+        _, state = env.reset(jax.random.key(0), params)
+
+    def body(state, xs):
+        k, a = xs
+        obs, state, reward, term, trunc, info = env.step(k, state, a, params)
+        return state, (obs, reward, term, trunc, info)
+
+    keys = jax.random.split(jax.random.key(1), len(actions))
+    return jax.jit(lambda s: jax.lax.scan(body, s, (keys, jnp.asarray(actions))))(state)
+
+
+def test_episode_statistics_counts_return_length_bugs_and_cells():
+    env = EpisodeStatistics(MAZE)
+    # Start (1,1): S, S -> (3,1) is bug 'b' at row 3 col 1; then E, E, W, W.
+    actions = [1, 1, 2, 2, 3, 3, 1]
+    _, (obs, reward, term, trunc, info) = _run(env, MAZE_PARAMS, actions)
+    np.testing.assert_array_equal(np.asarray(info["episode_length"][:6]), [1, 2, 3, 4, 5, 6])
+    np.testing.assert_array_equal(np.asarray(info["episode_bugs"][:6]), [0, 1, 1, 1, 1, 1])
+    # Cells: (2,1), (3,1), (3,2), (3,3), (3,2), (3,1) -> 4 distinct.
+    np.testing.assert_array_equal(np.asarray(info["episode_cells"][:6]), [1, 2, 3, 4, 4, 4])
+    assert bool(trunc[5]) and bool(info["returned_episode"][5]) and not bool(info["returned_episode"][4])
+    np.testing.assert_allclose(float(info["returned_episode_return"][5]), -0.06, rtol=1e-5)
+    assert int(info["returned_episode_length"][5]) == 6
+    assert int(info["returned_episode_bugs"][5]) == 1 and int(info["returned_episode_cells"][5]) == 4
+    # The next episode starts from zero.
+    assert int(info["episode_length"][6]) == 1 and int(info["episode_bugs"][6]) == 0
+
+
+def test_episode_statistics_passes_attributes_through():
+    env = EpisodeStatistics(MAZE)
+    assert env.num_bugs == MAZE.num_bugs and env.bug_kinds == MAZE.bug_kinds
+
+
+def test_frame_stack_shifts_and_refills_after_reset():
+    env, params = jgtest.make("CartPoleBugs-v0")
+    stacked = FrameStack(env, num_frames=3)
+    assert stacked.observation_space(params).shape == (12,)
+    obs0, state = stacked.reset(jax.random.key(0), params)
+    np.testing.assert_array_equal(np.asarray(obs0).reshape(3, 4), np.tile(np.asarray(obs0[:4]), (3, 1)))
+    _, (obs, _, term, trunc, info) = _run(stacked, params, [1, 1, 0, 0, 1], state)
+    frames = np.asarray(obs).reshape(5, 3, 4)
+    np.testing.assert_array_equal(frames[1, 1], frames[0, 2])  # previous newest is now middle
+    np.testing.assert_array_equal(frames[2, 0], frames[0, 2])
+    np.testing.assert_array_equal(frames[2, 2], np.asarray(info["final_observation"][2]))
+    # An ending step refills with the reset frame.
+    state = state.replace(env_state=state.env_state.replace(x=jnp.float32(2.39), x_dot=jnp.float32(3.0)))
+    obs, _, _, term, _, _ = jax.jit(stacked.step)(jax.random.key(3), state, 1, params)
+    assert bool(term)
+    np.testing.assert_array_equal(np.asarray(obs).reshape(3, 4)[0], np.asarray(obs).reshape(3, 4)[2])
+
+
+def test_frame_stack_rejects_bad_count():
+    with pytest.raises(ValueError, match="num_frames"):
+        FrameStack(MAZE, num_frames=0)
+
+
+def test_grayscale_uses_bt601_luma():
+    frame = jnp.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [10, 20, 30]]], jnp.uint8)
+    np.testing.assert_array_equal(np.asarray(grayscale(frame)), [[76, 150, 29, round(0.299 * 10 + 0.587 * 20 + 0.114 * 30)]])
+
+
+def test_resize_keeps_constant_images_and_dtype():
+    frame = jnp.full((84, 84), 100, jnp.uint8)
+    out = resize(frame, (42, 21))
+    assert out.shape == (42, 21) and out.dtype == jnp.uint8
+    assert np.all(np.asarray(out) == 100)
+    ramp = jnp.tile(jnp.arange(8, dtype=jnp.float32), (8, 1))
+    half = np.asarray(resize(ramp, (4, 4)))
+    assert np.all(np.diff(half, axis=1) > 0)  # order is preserved by downsampling
+
+
+def test_od_mask_keeps_colour_only_inside_the_box():
+    frame = jnp.zeros((6, 8, 3), jnp.uint8).at[..., 0].set(200)
+    out = np.asarray(od_mask(frame, jnp.array([1, 2, 3, 5])))
+    np.testing.assert_array_equal(out[1:3, 2:5], np.asarray(frame[1:3, 2:5]))
+    gray = round(0.299 * 200)
+    assert np.all(out[0] == gray) and np.all(out[:, :2] == gray) and np.all(out[3:] == gray)
+
+
+class _PixelGame(jgtest.TestingEnv):
+    """A wrapper-test stand-in: the BlockMaze planes scaled to a uint8 RGB frame."""
+
+    def __init__(self):
+        super().__init__()
+        self._maze = MAZE
+
+    def __getattr__(self, name):
+        return getattr(self._maze, name)
+
+    @property
+    def default_params(self):
+        return MAZE_PARAMS
+
+    @property
+    def bug_kinds(self):
+        return MAZE.bug_kinds
+
+    @property
+    def map_shape(self):
+        return MAZE.map_shape
+
+    def action_space(self, params=None):
+        return MAZE.action_space(params)
+
+    def observation_space(self, params):
+        from gymnax.environments import spaces
+
+        return spaces.Box(0, 255, (32, 32, 3), jnp.uint8)
+
+    def _pixels(self, obs):
+        return (jnp.repeat(jnp.repeat(obs, 2, 0), 2, 1) * 255).astype(jnp.uint8)
+
+    def reset_env(self, key, params):
+        obs, state = MAZE.reset_env(key, params)
+        return self._pixels(obs), state
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, term, info = MAZE.step_env(key, state, action, params)
+        return self._pixels(obs), state, reward, term, info
+
+    def is_truncated(self, state, params):
+        return MAZE.is_truncated(state, params)
+
+
+def test_grayscale_resize_and_od_mask_wrappers_on_pixels():
+    game = _PixelGame()
+    small = GrayscaleResize(game, size=(16, 16))
+    assert small.observation_space(MAZE_PARAMS).shape == (16, 16, 1)
+    obs, state = small.reset(jax.random.key(0), MAZE_PARAMS)
+    assert obs.shape == (16, 16, 1) and obs.dtype == jnp.uint8
+    obs, *_ = small.step(jax.random.key(1), state, 1, MAZE_PARAMS)
+    assert small.observation_space(MAZE_PARAMS).contains(obs)
+    masked = ODMask(game, box=(0, 0, 8, 8))
+    obs, _ = masked.reset(jax.random.key(0), MAZE_PARAMS)
+    full, _ = game.reset(jax.random.key(0), MAZE_PARAMS)
+    np.testing.assert_array_equal(np.asarray(obs[:8, :8]), np.asarray(full[:8, :8]))
+    with pytest.raises(ValueError, match="not inside"):
+        ODMask(game, box=(0, 0, 40, 8))
