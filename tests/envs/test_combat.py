@@ -1,0 +1,258 @@
+"""CombatArena: Wuji's combat scenario and its crash, stuck and logical bugs."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.envs.combat import (
+    BUFF_A,
+    BUFF_B,
+    BUFF_C,
+    DASH,
+    HEAL,
+    MELEE,
+    SKILL,
+    CombatArena,
+    hp_never_rises_from_boss_hit,
+)
+
+N, S, E, W = 0, 1, 2, 3
+
+ENV = CombatArena()
+PARAMS = ENV.default_params
+STEP = jax.jit(ENV.step_env)  # traced once per params structure; reused by every test
+KEY = jax.random.key(0)
+
+
+def _scan_steps(state, actions, params):
+    def body(s, a):
+        _, s2, r, term, info = ENV.step_env(KEY, s, a, params)
+        return s2, (s2.player_pos, r, term, info["telemetry"].bugs_fired)
+
+    return jax.lax.scan(body, state, actions)
+
+
+SCAN = jax.jit(_scan_steps)
+
+
+def _state(**kw):
+    _, state = ENV.reset_env(KEY, PARAMS)
+    return state.replace(**kw)
+
+
+def _params(**kw):
+    return PARAMS.replace(**kw)
+
+
+def _pos(r, c):
+    return jnp.array([r, c], jnp.int32)
+
+
+# A calm boss (never moves, never attacks) for tests of the player's side.
+CALM = _params(boss_move_prob=0.0, boss_attack_prob=0.0)
+
+
+# ----- crash ---------------------------------------------------------------
+def test_skill_at_distance_zero_crashes():
+    state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4))
+    obs, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
+    tel = info["telemetry"]
+    assert bool(term) and bool(tel.crashed) and bool(s2.crashed)
+    np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [True, False, False])
+    assert float(tel.game_reward) == 0.0
+
+
+def test_skill_at_positive_distance_damages_without_crash():
+    for dist in (1, 2, 4):
+        state = _state(player_pos=_pos(4 + dist, 4), boss_pos=_pos(4, 4))
+        _, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
+        tel = info["telemetry"]
+        assert not bool(term) and not bool(tel.crashed)
+        assert not bool(tel.bugs_fired.any())
+        assert int(s2.boss_hp) == PARAMS.boss_max_hp - PARAMS.skill_damage // dist
+        assert int(s2.cooldowns[0]) == PARAMS.skill_cooldown
+
+
+def test_dash_lands_on_boss_then_skill_crashes():
+    # Facing north, two cells below the boss: the dash lands on its cell.
+    state = _state(player_pos=_pos(6, 4), boss_pos=_pos(4, 4), facing=jnp.int32(N))
+    actions = jnp.array([DASH, SKILL], jnp.int32)
+    final, (pos, _, term, fired) = SCAN(state, actions, CALM)
+    np.testing.assert_array_equal(np.asarray(pos[0]), [4, 4])
+    assert int(final.boss_hp) == PARAMS.boss_max_hp - PARAMS.dash_damage
+    np.testing.assert_array_equal(np.asarray(term), [False, True])
+    np.testing.assert_array_equal(np.asarray(fired[:, 0]), [False, True])
+
+
+def test_walking_cannot_enter_the_boss_cell():
+    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4))
+    _, s2, *_ = STEP(KEY, state, N, CALM)
+    np.testing.assert_array_equal(np.asarray(s2.player_pos), [5, 4])
+
+
+# ----- stuck ---------------------------------------------------------------
+def _stuck_setup(buff_on: bool):
+    params = _params(stuck_cell=_pos(3, 6), stuck_buff=1, boss_move_prob=1.0, boss_attack_prob=1.0)
+    timer = jnp.array([0, 3 if buff_on else 0, 0], jnp.int32)
+    state = _state(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=timer)
+    actions = jnp.array([N, N, W, S, E, DASH, MELEE, HEAL, BUFF_A], jnp.int32)
+    return SCAN(state, actions, params)
+
+
+def test_entering_stuck_cell_with_buff_freezes_player():
+    final, (pos, reward, term, fired) = _stuck_setup(buff_on=True)
+    assert bool(final.frozen)
+    np.testing.assert_array_equal(np.asarray(pos), np.tile([3, 6], (len(pos), 1)))
+    np.testing.assert_array_equal(np.asarray(fired[:, 1]), [True] + [False] * (len(pos) - 1))
+    assert not bool(term.any())
+    # Everything but the clock is frozen: the stuck oracle's input stops changing.
+    _, after_first = STEP(KEY, _stuck_setup_state_after_first(), N, CALM)[:2]
+    np.testing.assert_array_equal(np.asarray(ENV.get_obs(final, PARAMS)), np.asarray(ENV.get_obs(after_first, PARAMS)))
+
+
+def _stuck_setup_state_after_first():
+    params = _params(stuck_cell=_pos(3, 6), stuck_buff=1)
+    state = _state(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([0, 3, 0], jnp.int32))
+    return STEP(KEY, state, N, params)[1]
+
+
+def test_entering_stuck_cell_without_buff_is_harmless():
+    final, (pos, _, _, fired) = _stuck_setup(buff_on=False)
+    assert not bool(final.frozen)
+    assert not bool(fired.any())
+    np.testing.assert_array_equal(np.asarray(pos[0]), [3, 6])
+    np.testing.assert_array_equal(np.asarray(pos[1]), [2, 6])  # the next move works
+
+
+def test_other_buff_does_not_trigger_stuck():
+    params = _params(stuck_cell=_pos(3, 6), stuck_buff=1)
+    state = _state(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([3, 0, 3], jnp.int32))
+    _, s2, _, _, info = STEP(KEY, state, N, params)
+    assert not bool(s2.frozen) and not bool(info["telemetry"].bugs_fired.any())
+
+
+# ----- logical -------------------------------------------------------------
+def _hit(timers, atk, action=MELEE, player_hp=50, bugs_seen=(False, False, False)):
+    params = _params(boss_attack_prob=1.0, boss_atk_min=atk, boss_atk_max=atk)
+    state = _state(
+        player_pos=_pos(5, 4),
+        boss_pos=_pos(4, 4),
+        player_hp=jnp.int32(player_hp),
+        buff_timer=jnp.asarray(timers, jnp.int32),
+        bugs_seen=jnp.asarray(bugs_seen),
+    )
+    _, s2, reward, term, info = STEP(KEY, state, action, params)
+    return state, s2, info["telemetry"]
+
+
+def test_three_reduction_buffs_and_low_attack_heal_the_player():
+    for atk in (8, 9):  # 3 + 3 + 4 = 10 > atk
+        before, after, tel = _hit([3, 3, 3], atk)
+        assert int(after.player_hp) == 50 + 10 - atk > 50
+        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, True])
+        assert not bool(hp_never_rises_from_boss_hit(before, after))
+        assert not bool(CombatArena.logical_assertion(before, after))
+
+
+def test_logical_bug_fires_once_per_episode():
+    _, after, tel = _hit([3, 3, 3], 8, bugs_seen=(False, False, True))
+    assert int(after.player_hp) == 52
+    assert not bool(tel.bugs_fired.any())
+
+
+def test_two_buffs_or_high_attack_do_not_heal():
+    cases = [([3, 3, 0], 8), ([3, 0, 3], 8), ([0, 3, 3], 8), ([3, 3, 3], 10), ([3, 3, 3], 16), ([0, 0, 0], 12)]
+    for timers, atk in cases:
+        before, after, tel = _hit(timers, atk)
+        assert int(after.player_hp) <= 50, (timers, atk)
+        assert not bool(tel.bugs_fired.any()), (timers, atk)
+        assert bool(hp_never_rises_from_boss_hit(before, after)), (timers, atk)
+
+
+def test_assertion_allows_heal_before_the_hit():
+    # Heal (+20) then a hit for 16 - 3 = 13: hp rises, but not because of the hit.
+    before, after, tel = _hit([3, 0, 0], 16, action=HEAL)
+    assert int(after.player_hp) == 50 + 20 - 13
+    assert bool(hp_never_rises_from_boss_hit(before, after))
+    assert not bool(tel.bugs_fired.any())
+
+
+def test_buff_stacking_reaches_the_logical_bug():
+    # A B C in a row, boss adjacent and always hitting with atk 8.
+    params = _params(boss_attack_prob=1.0, boss_atk_min=8, boss_atk_max=8)
+    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), player_hp=jnp.int32(80))
+    final, (_, _, _, fired) = SCAN(state, jnp.array([BUFF_A, BUFF_B, BUFF_C, MELEE, MELEE], jnp.int32), params)
+    np.testing.assert_array_equal(np.asarray(fired[:, 2]), [False, False, True, False, False])
+    # hits: 8-3, 8-6, 8-10, 8-10, 8-7 (A expired on the last step)
+    assert int(final.player_hp) == 80 - 5 - 2 + 2 + 2 - 1
+
+
+# ----- win, loss, rewards ----------------------------------------------------
+def test_killing_the_boss_wins():
+    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), boss_hp=jnp.int32(4))
+    _, s2, reward, term, info = STEP(KEY, state, MELEE, _params(boss_attack_prob=1.0))
+    assert bool(term) and int(s2.boss_hp) <= 0
+    assert float(info["telemetry"].game_reward) == pytest.approx(PARAMS.melee_damage / PARAMS.boss_max_hp + 1.0)
+    assert int(s2.player_hp) == int(state.player_hp)  # a dead boss does not hit back
+
+
+def test_player_death_loses():
+    params = _params(boss_attack_prob=1.0, boss_atk_min=16, boss_atk_max=16)
+    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), player_hp=jnp.int32(10))
+    _, s2, reward, term, info = STEP(KEY, state, N, params)
+    assert bool(term) and int(s2.player_hp) <= 0
+    assert float(info["telemetry"].game_reward) == pytest.approx(-1.0)
+
+
+def test_bug_reward_not_in_game_reward():
+    state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4))
+    _, _, reward, _, info = STEP(KEY, state, SKILL, CALM.replace(bug_reward=0.5))
+    assert float(reward) == pytest.approx(0.5)
+    assert float(info["telemetry"].game_reward) == 0.0
+    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4))
+    _, _, reward, _, info = STEP(KEY, state, MELEE, CALM.replace(bug_reward=0.5))
+    assert float(reward) == pytest.approx(float(info["telemetry"].game_reward)) > 0
+
+
+def test_traced_out_of_range_action_is_clipped_and_cell_in_range():
+    state = _state(player_pos=_pos(5, 4), player_hp=jnp.int32(50))
+    _, s_hi, *_ = STEP(KEY, state, 99, CALM)
+    _, s_heal, _, _, info = STEP(KEY, state, HEAL, CALM)
+    assert int(s_hi.player_hp) == int(s_heal.player_hp) == 70
+    assert 0 <= int(info["telemetry"].cell) < ENV.num_cells
+    assert ENV.num_cells == 81 * 16
+
+
+def test_randomize_keeps_the_logical_bug_three_buff_only():
+    batch = jax.jit(jax.vmap(ENV.randomize, in_axes=(0, None)))(jax.random.split(KEY, 64), PARAMS)
+    red = np.asarray(batch.buff_reduction)
+    total, pair_max = red.sum(1), red.sum(1) - red.min(1)
+    assert np.all(np.asarray(batch.boss_atk_min) > pair_max)
+    assert np.all(np.asarray(batch.boss_atk_min) < total)
+    ENV.validate_params(jax.tree.map(lambda x: x[0], batch))
+
+
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        (dict(stuck_cell=np.array([9, 2])), "stuck_cell at \\(9, 2\\) is outside the 9x9 arena"),
+        (dict(buff_reduction=np.array([3, -1, 4])), "buff_reduction values must be non-negative"),
+        (dict(stuck_buff=3), "stuck_buff must be 0, 1 or 2"),
+        (dict(boss_atk_min=10, boss_atk_max=5), "boss attack range"),
+        (dict(player_start=np.array([1, 4])), "player_start and boss_start are the same cell"),
+        (dict(boss_move_prob=1.5), "boss_move_prob must be a probability"),
+        (dict(max_steps_in_episode=0), "max_steps_in_episode must be positive"),
+    ],
+)
+def test_validate_params_refusals(override, match):
+    ENV.validate_params(PARAMS)
+    with pytest.raises(ValueError, match=match):
+        ENV.validate_params(dataclasses.replace(PARAMS, **override))
+
+
+def test_constructor_refuses_tiny_arena():
+    with pytest.raises(ValueError, match="at least 3x3"):
+        CombatArena(rows=2)

@@ -1,0 +1,181 @@
+"""PacMaze: RELINE's Ms. Pac-Man twin (gate bugs, dots, ghosts, lives, tunnels, pixels)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.envs.pacmaze import GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
+
+UP, RIGHT, DOWN, LEFT, NOOP = range(5)
+
+ENV = PacMaze()
+#: Ghosts frozen in their pen and no frame-time noise: every step is exact.
+QUIET = ENV.default_params.replace(ghost_move_prob=0.0, frame_noise_ms=0.0)
+GATES = [(7, 0), (7, 20), (13, 0), (13, 20)]
+START = (15, 10)
+KEY = jax.random.key(0)
+
+
+@pytest.fixture(scope="module")
+def state0():
+    return ENV.reset(KEY, QUIET)[1]
+
+
+def at(row, col):
+    return jnp.array([row, col], jnp.int32)
+
+
+def play(state, actions, params=QUIET):
+    """Steps ``actions`` through the checked ``env.step`` (compiled once, reused)."""
+    out = []
+    for i, a in enumerate(actions):
+        obs, state, reward, term, trunc, info = ENV.step(jax.random.key(i + 1), state, a, params)
+        out.append((obs, state, float(reward), bool(term), info["telemetry"]))
+    return out
+
+
+def test_layout_and_spaces():
+    p = ENV.default_params
+    np.testing.assert_array_equal(np.asarray(p.bug_pos), GATES)
+    assert tuple(np.asarray(p.start)) == START
+    assert ENV.bug_kinds == ("low_fps",) * 4
+    assert ENV.map_shape == (21, 21) and ENV.num_cells == 441
+    assert ENV.action_space(p).n == 5
+    space = ENV.observation_space(p)
+    assert space.shape == (84, 84, 3) and space.dtype == jnp.uint8
+    np.testing.assert_array_equal(MOVES, [[-1, 0], [0, 1], [1, 0], [0, -1], [0, 0]])
+
+
+@pytest.mark.parametrize("gate", range(4))
+def test_gate_bug_fires_on_first_entry_only(state0, gate):
+    row, col = GATES[gate]
+    inward, outward = (RIGHT, LEFT) if col == 0 else (LEFT, RIGHT)
+    state = state0.replace(pos=at(row, col + (1 if col == 0 else -1)))
+    steps = play(state, [outward, inward, outward, NOOP])
+    fired = np.array([np.asarray(t.bugs_fired) for *_, t in steps])
+    expected = np.zeros((4, 4), bool)
+    expected[0, gate] = True
+    np.testing.assert_array_equal(fired, expected)
+    assert tuple(np.asarray(steps[0][1].pos)) == (row, col)
+    assert tuple(np.asarray(steps[0][4].position)) == (row, col)
+    assert int(steps[0][4].cell) == row * 21 + col
+    frame = [float(t.frame_time_ms) for *_, t in steps]
+    np.testing.assert_allclose(frame, [16.7 + 40.0, 16.7, 16.7, 16.7], rtol=1e-6)
+
+
+def test_tunnel_wraps_and_entering_by_wrap_fires_the_far_gate(state0):
+    steps = play(state0.replace(pos=at(7, 0)), [LEFT, RIGHT, LEFT])
+    assert tuple(np.asarray(steps[0][1].pos)) == (7, 20)
+    assert tuple(np.asarray(steps[1][1].pos)) == (7, 0)
+    fired = np.array([np.asarray(t.bugs_fired) for *_, t in steps])
+    np.testing.assert_array_equal(fired, [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]])
+    steps = play(state0.replace(pos=at(13, 20)), [RIGHT])
+    assert tuple(np.asarray(steps[0][1].pos)) == (13, 0)
+
+
+def test_walls_stop_movement(state0):
+    (_, s, reward, _, tel), (_, s2, *_) = play(state0, [UP, DOWN])
+    assert tuple(np.asarray(s.pos)) == START and tuple(np.asarray(s2.pos)) == START
+    assert reward == 0.0 and not bool(tel.bugs_fired.any())
+    (_, s, *_), = play(state0.replace(pos=at(1, 1)), [LEFT])
+    assert tuple(np.asarray(s.pos)) == (1, 1)
+
+
+def test_eating_a_dot_gives_one_and_removes_it(state0):
+    assert bool(state0.dots[15, 11])
+    steps = play(state0, [RIGHT, LEFT, RIGHT])
+    _, s, reward, term, tel = steps[0]
+    assert reward == 1.0 and float(tel.game_reward) == 1.0 and not term
+    assert not bool(s.dots[15, 11])
+    assert int(s.dots.sum()) == int(state0.dots.sum()) - 1
+    assert steps[2][2] == 0.0  # back on the eaten cell: nothing left
+
+
+def test_eating_the_last_dot_terminates(state0):
+    only = jnp.zeros_like(state0.dots).at[15, 11].set(True)
+    (_, _, reward, term, _), = play(state0.replace(dots=only), [RIGHT])
+    assert reward == 1.0 and term
+
+
+def test_ghost_collision_costs_a_life_and_resets_positions(state0):
+    state = state0.replace(pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)))
+    (_, s, _, term, tel), = play(state, [RIGHT])
+    assert int(s.lives) == 2 and not term
+    assert tuple(np.asarray(s.pos)) == START
+    np.testing.assert_array_equal(np.asarray(s.ghosts), np.asarray(QUIET.ghost_start))
+    assert tuple(np.asarray(tel.position)) == (15, 12)  # where the player was caught
+
+
+def test_swapping_cells_with_a_ghost_is_a_collision(state0):
+    # In the tunnel a ghost heading left can only go left: it swaps with the player.
+    params = QUIET.replace(ghost_move_prob=1.0)
+    state = state0.replace(
+        pos=at(7, 1),
+        ghosts=state0.ghosts.at[0].set(at(7, 2)),
+        ghost_dir=state0.ghost_dir.at[0].set(LEFT),
+    )
+    (_, s, *_), = play(state, [RIGHT], params)
+    assert int(s.lives) == 2 and tuple(np.asarray(s.pos)) == START
+
+
+def test_episode_terminates_at_zero_lives(state0):
+    state = state0.replace(pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)), lives=jnp.int32(1))
+    (_, s, _, term, _), = play(state, [RIGHT])
+    assert term
+    assert int(s.lives) == 3 and int(s.time) == 0  # gymnax auto-reset
+
+
+def test_pixels_show_player_ghosts_and_walls():
+    obs, state = ENV.reset(KEY, QUIET)
+    obs = np.asarray(obs)
+    assert obs.dtype == np.uint8 and obs.shape == (84, 84, 3)
+
+    def cell(o, r, c):
+        return o[4 * r : 4 * r + 4, 4 * c : 4 * c + 4].reshape(-1, 3)
+
+    assert (cell(obs, *START) == PLAYER_RGB).all()
+    assert (cell(obs, 0, 0) == WALL_RGB).all()
+    for g, (r, c) in enumerate(np.asarray(QUIET.ghost_start)):
+        assert (cell(obs, r, c) == GHOST_RGB[g % 4]).all()
+    (obs2, s, *_), = play(state, [RIGHT])
+    obs2 = np.asarray(obs2)
+    assert (cell(obs2, 15, 11) == PLAYER_RGB).all()
+    assert not (cell(obs2, *START) == PLAYER_RGB).all(axis=-1).any()
+    assert (PLAYER_RGB == np.asarray(obs2).reshape(-1, 3)).all(axis=-1).sum() == 16
+
+
+def test_validate_params_refuses_bad_bug_positions():
+    p = ENV.default_params
+    ENV.validate_params(p)
+    with pytest.raises(ValueError, match=r"bug 2 \(gate\) at \(0, 0\) is on a wall"):
+        ENV.validate_params(p.replace(bug_pos=p.bug_pos.at[2].set(at(0, 0))))
+    with pytest.raises(ValueError, match=r"bug 1 \(gate\) at \(7, 21\) is outside the 21x21 map"):
+        ENV.validate_params(p.replace(bug_pos=p.bug_pos.at[1].set(at(7, 21))))
+    with pytest.raises(ValueError, match="bug_pos must have shape"):
+        ENV.validate_params(p.replace(bug_pos=p.bug_pos[:3]))
+
+
+def test_bug_reward_adds_to_reward_not_game_reward(state0):
+    params = QUIET.replace(bug_reward=50.0, dots=QUIET.dots.at[7, 0].set(True))
+    state = state0.replace(pos=at(7, 1), dots=state0.dots.at[7, 0].set(True))
+    (_, _, reward, _, tel), (_, _, reward2, _, tel2) = play(state, [LEFT, RIGHT], params)
+    assert reward == 51.0 and float(tel.game_reward) == 1.0
+    assert reward2 == 0.0 and float(tel2.game_reward) == 0.0
+
+
+def test_moved_bug_fires_at_its_new_cell(state0):
+    params = QUIET.replace(bug_pos=QUIET.bug_pos.at[3].set(at(15, 11)))
+    (_, _, _, _, tel), = play(state0, [RIGHT], params)
+    np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, False, True])
+    assert float(tel.frame_time_ms) == pytest.approx(56.7)
+
+
+def test_traced_out_of_range_action_is_clipped_to_noop(state0):
+    step = jax.jit(ENV.step_env)
+    _, s, *_ = step(KEY, state0, jnp.int32(9), QUIET)
+    assert tuple(np.asarray(s.pos)) == START
+    _, s, *_ = step(KEY, state0, jnp.int32(-3), QUIET)  # clipped to 0 (up): a wall here
+    assert tuple(np.asarray(s.pos)) == START
+    with pytest.raises(ValueError, match="out of range"):
+        ENV.step(KEY, state0, 5, QUIET)
