@@ -70,7 +70,7 @@ timers / ``buff_duration``, ``[9:15]`` cooldowns of actions 5-10 / their
 length, ``[15]`` Manhattan distance / (rows + cols - 2), ``[16:20]`` facing
 one-hot (N, S, E, W).
 
-Reward: damage dealt to the boss / ``boss_max_hp``, ``+win_bonus`` when the
+Reward: damage dealt to the boss (at most its hp left) / ``boss_max_hp``, ``+win_bonus`` when the
 boss's hp reaches 0 and ``-lose_penalty`` when the player's does (both
 terminate, as does a crash); plus ``bug_reward`` per bug fired (0 by default;
 the game-only reward is in ``telemetry.game_reward``).
@@ -298,8 +298,8 @@ class CombatArena(TestingEnv):
         arrived = ~jnp.all(pos == state.player_pos) & jnp.all(pos == params.stuck_cell)
         stuck = arrived & (buff_timer[params.stuck_buff] > 0)
 
-        boss_hp = jnp.where(crashed, state.boss_hp, state.boss_hp - damage)
-        damage = jnp.where(crashed, 0, damage)
+        damage = jnp.where(crashed, 0, jnp.minimum(damage, jnp.maximum(state.boss_hp, 0)))
+        boss_hp = state.boss_hp - damage
         won = ~crashed & (boss_hp <= 0)
 
         # Boss turn (skipped after a crash, a win, or once the player is stuck).

@@ -261,7 +261,7 @@ class PacMaze(TestingEnv):
         # Collision: same cell, or player and ghost swapped cells.
         same = jnp.all(ghosts == pos, axis=-1)
         swap = jnp.all(state.ghosts == pos, axis=-1) & jnp.all(ghosts == state.pos, axis=-1)
-        caught = jnp.any(same)
+        caught = jnp.any(same | swap)
         lives = state.lives - caught.astype(jnp.int32)
 
         state = EnvState(

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.envs.pacmaze import GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
+from jgtest.envs.pacmaze import DOT_RGB, FLOOR_RGB, GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
 
 UP, RIGHT, DOWN, LEFT, NOOP = range(5)
 
@@ -136,6 +136,8 @@ def test_pixels_show_player_ghosts_and_walls():
 
     assert (cell(obs, *START) == PLAYER_RGB).all()
     assert (cell(obs, 0, 0) == WALL_RGB).all()
+    dot = obs[4 * 15 : 4 * 16, 4 * 11 : 4 * 12]  # a dot: centre 2x2 pixels on the floor
+    assert (dot[1:3, 1:3] == DOT_RGB).all() and (dot[0] == FLOOR_RGB).all() and (dot[:, 3] == FLOOR_RGB).all()
     for g, (r, c) in enumerate(np.asarray(QUIET.ghost_start)):
         assert (cell(obs, r, c) == GHOST_RGB[g % 4]).all()
     (obs2, s, *_), = play(state, [RIGHT])

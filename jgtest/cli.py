@@ -1,0 +1,159 @@
+"""The ``jgtest`` command line.
+
+    jgtest run random --game BlockMaze-v0 --out runs/demo
+    jgtest replay runs/demo/bugs.jsonl --index 0
+    jgtest games
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+METHODS = ("random",)
+
+
+def _parse_game_args(pairs: list[str]) -> dict:
+    kwargs = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"error: --game-arg expects KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        try:
+            kwargs[key] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key] = value
+    return kwargs
+
+
+def prepare_out_dir(path: str, overwrite: bool) -> Path:
+    """Creates the run directory or explains why it cannot be used."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"error: --out {path!r} is a file, not a directory")
+    if (out / "bugs.jsonl").exists() and not overwrite:
+        raise SystemExit(f"error: --out {path!r} already holds a campaign (bugs.jsonl); choose another directory or pass --overwrite")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SystemExit(f"error: cannot create --out directory {path!r}: {error.strerror}") from None
+    if not os.access(out, os.W_OK):
+        raise SystemExit(f"error: --out directory {path!r} is not writable")
+    if overwrite:
+        (out / "bugs.jsonl").unlink(missing_ok=True)
+    return out
+
+
+def _run(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    import jgtest
+    from jgtest.methods import random_testing
+
+    if args.game not in jgtest.registered_games():
+        try:
+            jgtest.make(args.game)
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+    try:
+        config = random_testing.RandomCampaignConfig(
+            game=args.game,
+            num_envs=args.envs,
+            steps_per_env=args.steps,
+            chunk_steps=min(args.chunk, args.steps),
+            seed=args.seed,
+            game_kwargs=_parse_game_args(args.game_arg),
+        )
+        jgtest.make(config.game, **config.game_kwargs)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    out = prepare_out_dir(args.out, args.overwrite)
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("bugs {task.fields[bugs]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=args.quiet) as progress:
+        task = progress.add_task(f"random × {config.game}", total=config.num_envs * config.steps_per_env, bugs=0)
+
+        def on_chunk(done, total, bugs):
+            progress.update(task, completed=min(done, total), total=total, bugs=bugs)
+
+        summary = random_testing.run(config, out, on_chunk=on_chunk)
+    table = Table(title=f"random testing of {config.game}")
+    for column in ("bugs found", "state coverage", "episodes", "env steps", "steps/s", "wall s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{summary['bugs_found']}/{summary['bugs_total']}",
+        f"{summary['state_coverage']} ({summary['state_coverage_fraction']:.1%})",
+        str(summary["episodes"]),
+        f"{summary['env_steps']:,}",
+        f"{summary['steps_per_s']:,.0f}",
+        f"{summary['wall_s']:.1f}",
+    )
+    Console().print(table)
+    print(f"wrote {out / 'bugs.jsonl'} and {out / 'summary.json'}")
+    return 0
+
+
+def _replay(args) -> int:
+    from jgtest.report.records import read_bug_records
+    from jgtest.report.replay import replay
+
+    try:
+        records = read_bug_records(args.records)
+    except FileNotFoundError:
+        raise SystemExit(f"error: no such bug record file: {args.records}") from None
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    if not records:
+        raise SystemExit(f"error: {args.records} holds no bug records")
+    if not -len(records) <= args.index < len(records):
+        raise SystemExit(f"error: --index {args.index} is out of range; {args.records} holds {len(records)} records (0..{len(records) - 1})")
+    result = replay(records[args.index])
+    print(result.describe())
+    return 0 if result.reproduced else 1
+
+
+def _games(args) -> int:
+    import jgtest
+
+    for name in jgtest.registered_games():
+        env, _ = jgtest.make(name)
+        print(f"{name:18s} actions={env.num_actions:<3d} bugs={env.num_bugs:<3d} kinds={','.join(sorted(set(env.bug_kinds)))}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jgtest", description="Automated video-game testing with learning agents, in JAX.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a test campaign (method × game)")
+    run.add_argument("method", choices=METHODS)
+    run.add_argument("--game", default="BlockMaze-v0", help="registered game id (see `jgtest games`)")
+    run.add_argument("--out", required=True, help="run directory for bugs.jsonl, summary.json, config.json")
+    run.add_argument("--envs", type=int, default=256, help="parallel episode slots (default 256)")
+    run.add_argument("--steps", type=int, default=2000, help="steps per slot (default 2000)")
+    run.add_argument("--chunk", type=int, default=200, help="steps per device call (default 200)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
+    run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=_run)
+    rep = sub.add_parser("replay", help="replay a recorded bug trace and check that the bug fires again")
+    rep.add_argument("records", help="a bugs.jsonl file")
+    rep.add_argument("--index", type=int, default=0, help="which record (0-based; negative counts from the end)")
+    rep.set_defaults(func=_replay)
+    games = sub.add_parser("games", help="list the registered games")
+    games.set_defaults(func=_games)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The test campaigns: each a frozen config plus a ``run`` function."""

@@ -1,0 +1,189 @@
+"""Random testing: a random agent plays many episodes in parallel on device.
+
+The baseline of every paper (Wuji's "random", RELINE's "random agent"): at each
+step an action drawn uniformly from the game's action space. Episodes run in
+``num_envs`` parallel slots under ``jit(vmap)`` with a ``lax.scan`` over
+``chunk_steps`` steps per device call; between calls the host writes a bug
+record for every injected bug seen for the first time (so a kill loses nothing
+already found), updates coverage and shows progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.coverage import visited
+from jgtest.envs.registration import make
+from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.rollout import action_key, episode_key, reset_key, step_key, step_with_reset
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomCampaignConfig:
+    """Settings of a random-testing campaign.
+
+    Attributes:
+      game: registered game id.
+      num_envs: parallel episode slots.
+      steps_per_env: steps each slot plays in total.
+      chunk_steps: steps per device call (granularity of records and progress).
+      seed: campaign seed; with the slot and episode index it fixes every key.
+      game_kwargs: options for ``jgtest.make``.
+    """
+
+    game: str = "BlockMaze-v0"
+    num_envs: int = 256
+    steps_per_env: int = 2_000
+    chunk_steps: int = 200
+    seed: int = 0
+    game_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("num_envs", "steps_per_env", "chunk_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int):
+    """Returns ``(init() -> carry, chunk(carry) -> (carry, outputs))``, both jitted.
+
+    ``outputs`` holds, per slot and step: action, bugs fired, cell, position,
+    done, episode index and step in episode; plus the cells visited in the chunk.
+    """
+    slots = jnp.arange(num_envs)
+
+    def init_slot(b):
+        _, state = env.reset_env(reset_key(episode_key(seed, b, 0)), params)
+        return state, jnp.int32(0), jnp.int32(0)
+
+    def step_slot(b, carry):
+        state, episode, t = carry
+        ep_key = episode_key(seed, b, episode)
+        action = env.action_space(params).sample(action_key(ep_key, t))
+        next_reset = reset_key(episode_key(seed, b, episode + 1))
+        _, state, _, terminated, truncated, info = step_with_reset(
+            env, params, state, action, step_key(ep_key, t), next_reset
+        )
+        done = terminated | truncated
+        tel = info["telemetry"]
+        out = (action, tel.bugs_fired, tel.cell, tel.position, done, episode, t)
+        return (state, episode + done, jnp.where(done, 0, t + 1)), out
+
+    def chunk(carry):
+        def body(carry, _):
+            return jax.vmap(step_slot)(slots, carry)
+
+        carry, out = jax.lax.scan(body, carry, None, length=chunk_steps)
+        out = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)  # [B, T, ...]
+        return carry, (*out, visited(out[2], env.num_cells))
+
+    return jax.jit(lambda: jax.vmap(init_slot)(slots)), jax.jit(chunk)
+
+
+class _EpisodeTraces:
+    """Host-side action traces of each slot's running episode."""
+
+    def __init__(self, num_envs: int):
+        self._pending = [np.zeros((0,), np.int32) for _ in range(num_envs)]
+
+    def trace(self, actions: np.ndarray, done: np.ndarray, b: int, t: int) -> np.ndarray:
+        """Actions of slot ``b``'s episode up to chunk step ``t`` (inclusive)."""
+        ended = np.flatnonzero(done[b, :t])
+        if ended.size:
+            return actions[b, ended[-1] + 1 : t + 1]
+        return np.concatenate([self._pending[b], actions[b, : t + 1]])
+
+    def advance(self, actions: np.ndarray, done: np.ndarray) -> None:
+        for b in range(actions.shape[0]):
+            ended = np.flatnonzero(done[b])
+            if ended.size:
+                self._pending[b] = actions[b, ended[-1] + 1 :].copy()
+            else:
+                self._pending[b] = np.concatenate([self._pending[b], actions[b]])
+
+
+def run(
+    config: RandomCampaignConfig,
+    out_dir: str | Path,
+    on_chunk: Callable[[int, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Runs the campaign, writing ``bugs.jsonl``, ``config.json`` and ``summary.json`` in ``out_dir``.
+
+    Args:
+      config: the campaign.
+      out_dir: an existing, writable run directory.
+      on_chunk: called after each device call with ``(steps_done, steps_total, bugs_found)``.
+
+    Returns:
+      The summary dict written to ``summary.json``.
+    """
+    out_dir = Path(out_dir)
+    env, params = make(config.game, **config.game_kwargs)
+    (out_dir / "config.json").write_text(json.dumps({"method": "random", **dataclasses.asdict(config)}, indent=2))
+    init, chunk = make_chunk_fn(env, params, config.seed, config.num_envs, config.chunk_steps)
+    num_chunks = -(-config.steps_per_env // config.chunk_steps)
+    found_at = np.full(env.num_bugs, np.nan)
+    covered = np.zeros(env.num_cells, bool)
+    traces = _EpisodeTraces(config.num_envs)
+    episodes = 0
+    start = time.perf_counter()
+    carry = init()
+    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        for c in range(num_chunks):
+            carry, out = chunk(carry)
+            actions, fired, _, position, done, episode, t_in_ep, chunk_visited = jax.device_get(out)
+            covered |= chunk_visited
+            new = fired & np.isnan(found_at)[None, None, :]
+            for b, t, bug in zip(*np.nonzero(new)):
+                if not np.isnan(found_at[bug]):
+                    continue  # found earlier in this chunk
+                found_at[bug] = time.perf_counter() - start
+                trace = traces.trace(actions, done, b, t)
+                writer.write(
+                    BugRecord(
+                        kind=env.bug_kinds[bug],
+                        game=config.game,
+                        bug_id=int(bug),
+                        step=int(t_in_ep[b, t]),
+                        episode=int(episode[b, t]),
+                        seed=config.seed,
+                        env_index=int(b),
+                        actions=tuple(int(a) for a in trace),
+                        game_kwargs=config.game_kwargs,
+                        position=tuple(float(p) for p in position[b, t]),
+                        wall_s=round(float(found_at[bug]), 3),
+                        detail=f"injected bug {bug} fired",
+                    )
+                )
+            traces.advance(actions, done)
+            episodes += int(done.sum())
+            if on_chunk is not None:
+                on_chunk((c + 1) * config.chunk_steps * config.num_envs, num_chunks * config.chunk_steps * config.num_envs, int((~np.isnan(found_at)).sum()))
+    wall_s = time.perf_counter() - start
+    env_steps = num_chunks * config.chunk_steps * config.num_envs
+    kinds = [env.bug_kinds[i] for i in np.flatnonzero(~np.isnan(found_at))]
+    summary = {
+        "method": "random",
+        "game": config.game,
+        "bugs_found": int((~np.isnan(found_at)).sum()),
+        "bugs_total": env.num_bugs,
+        "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
+        "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in found_at],
+        "state_coverage": int(covered.sum()),
+        "state_coverage_fraction": float(covered.mean()),
+        "episodes": episodes,
+        "env_steps": env_steps,
+        "wall_s": round(wall_s, 3),
+        "steps_per_s": round(env_steps / wall_s, 1),
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    np.save(out_dir / "visited_cells.npy", covered.reshape(env.map_shape))
+    return summary

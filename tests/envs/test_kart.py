@@ -1,0 +1,249 @@
+"""KartTrack: RELINE's path_done / centering, game reward, render-cost field and bugs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.envs.kart import (
+    KartTrack,
+    game_reward,
+    make_track,
+    render_cost,
+    track_coordinates,
+    track_point,
+)
+
+ENV = KartTrack()
+PARAMS = ENV.default_params
+L = ENV.track_length
+STEP = jax.jit(ENV.step_env)
+STEPS = 900
+
+
+def _controller(obs):
+    """Steers back to the centreline (obs[1] = sin heading error, obs[3] = centering / θ)."""
+    signal = 0.5 * obs[3] - obs[1] + 0.5 * obs[4]
+    return jnp.where(signal > 0.03, 3, jnp.where(signal < -0.03, 4, 1))
+
+
+@jax.jit
+def _drive(params, key, mode):
+    """Scans STEPS steps of ``step_env`` from reset; ``mode`` < 0: controller, else that constant action."""
+    obs, state = ENV.reset_env(key, params)
+
+    def body(carry, k):
+        obs, state = carry
+        action = jnp.where(mode < 0, _controller(obs), mode)
+        obs, state, reward, term, info = ENV.step_env(k, state, action, params)
+        return (obs, state), (state, reward, term, info["telemetry"])
+
+    return jax.lax.scan(body, (obs, state), jax.random.split(key, STEPS))[1]
+
+
+@pytest.fixture(scope="module")
+def lap():
+    return jax.tree.map(np.asarray, _drive(PARAMS, jax.random.key(0), -1))
+
+
+def test_coordinates_on_a_hand_made_circle():
+    # Counter-clockwise circle of radius 100: the right of the driving direction is outside.
+    t = np.linspace(0, 2 * np.pi, 4000, endpoint=False)
+    track = make_track(100 * np.stack([np.cos(t), np.sin(t)], 1), 720)
+    length = float(track.length)
+    assert length == pytest.approx(2 * np.pi * 100, rel=1e-4)
+    arc, c = track_coordinates(track, jnp.array([110.0, 0.0]))
+    assert float(c) == pytest.approx(10.0, abs=1e-2) and min(float(arc), length - float(arc)) < 1e-2
+    # A quarter lap, 10 to the left (the polygon's half-vertex angle moves the foot by ~0.04).
+    arc, c = track_coordinates(track, jnp.array([0.0, 90.0]))
+    assert float(c) == pytest.approx(-10.0, abs=1e-2) and float(arc) == pytest.approx(length / 4, abs=0.1)
+    arc, c = track_coordinates(track, jnp.array([-100.0, 0.0]))
+    assert float(c) == pytest.approx(0.0, abs=1e-2) and float(arc) == pytest.approx(length / 2, abs=0.1)
+
+
+def test_centreline_has_zero_centering_and_offsets_are_signed():
+    track = PARAMS.track
+    s = jnp.linspace(0.0, L, 97, endpoint=False)
+    coords = jax.jit(jax.vmap(lambda s, c: track_coordinates(track, track_point(track, s, c))))
+    arc, c = coords(s, jnp.zeros_like(s))
+    np.testing.assert_allclose(np.asarray(c), 0.0, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(arc), np.asarray(s), atol=1e-2)
+    # Right-hand normal built by hand from a segment's direction (x right, y up).
+    p = np.asarray(track.points)
+    for i in (0, 100, 333):
+        d = p[i + 1] - p[i]
+        right = np.array([d[1], -d[0]]) / np.linalg.norm(d)
+        mid = 0.5 * (p[i] + p[i + 1])
+        for offset in (7.0, -12.0):
+            arc, c = track_coordinates(track, jnp.asarray(mid + offset * right))
+            assert float(c) == pytest.approx(offset, abs=1e-2)
+            assert float(arc) == pytest.approx(float(track.cum[i]) + 0.5 * np.linalg.norm(d), abs=1e-2)
+
+
+def test_a_lap_adds_the_track_length(lap):
+    states, rewards, term, tel = lap
+    assert term.any(), "the controller should finish the lap within 90 s"
+    end = int(np.argmax(term))
+    assert 550 < end < STEPS  # ~60-70 s, as a lap in the paper (§4.1.3)
+    path = states.path_done[: end + 1]
+    assert np.all(np.diff(path) > -1e-3), "path_done should grow while driving forward"
+    # The start line is crossed once, at the end: path_done = L plus the last step's advance.
+    assert L <= path[-1] < L + 3.0
+    assert path[-2] < L
+    # Lap-local arc wraps to 0 at the finish line; path_done keeps counting.
+    assert states.arc[end] < 3.0
+    np.testing.assert_allclose(np.sum(np.diff(np.concatenate([[0.0], path]))), path[-1], rtol=1e-5)
+    assert rewards[end] == pytest.approx(1000.0 + path[-1] - path[-2], abs=1e-3)
+    assert not term[:end].any()
+    # Whole-lap game reward: the progress rewards sum to the lap (capped steps aside) + bonus.
+    assert np.sum(rewards[: end + 1]) == pytest.approx(1000.0 + path[-1], rel=1e-3)
+    np.testing.assert_array_equal(tel.game_reward[: end + 1], rewards[: end + 1])
+    np.testing.assert_allclose(tel.position[: end + 1], states.xy[: end + 1])
+    assert np.all((tel.cell >= 0) & (tel.cell < ENV.num_cells))
+
+
+def test_game_reward_formula_by_hand():
+    p = PARAMS
+    assert float(game_reward(p, 25.0, 5.0, False)) == -1.0  # |centering| > θ = 20
+    assert float(game_reward(p, -20.5, 5.0, False)) == -1.0
+    assert float(game_reward(p, 19.9, 4.0, False)) == 4.0  # off the road (18) but within θ
+    assert float(game_reward(p, 0.0, 12.0, False)) == 10.0  # capped at M = 10
+    assert float(game_reward(p, 3.0, -3.0, False)) == 0.0  # no reward for going backwards
+    assert float(game_reward(p, 5.0, 4.0, True)) == 1004.0  # finish-line bonus
+    assert float(game_reward(p, 25.0, 4.0, True)) == 999.0
+
+
+def test_step_rewards_by_hand():
+    p = PARAMS
+    key = jax.random.key(3)
+    # Beyond θ: -1 whatever the progress.
+    s0 = ENV.state_at(p, 300.0, centering=25.0, speed=10.0)
+    _, s1, r, term, _ = STEP(key, s0, 1, p)
+    assert abs(float(s1.centering)) > p.theta and float(r) == -1.0 and not bool(term)
+    # Within θ: the clipped progress of the step.
+    s0 = ENV.state_at(p, 300.0, centering=5.0, speed=10.0)
+    _, s1, r, _, _ = STEP(key, s0, 0, p)
+    delta = float(s1.path_done - s0.path_done)
+    assert 0.8 < delta < 1.2 and float(r) == pytest.approx(delta, abs=1e-5)
+    # Faster than M per step: capped at M.
+    fast = p.replace(max_speed=200.0)
+    s0 = ENV.state_at(fast, 300.0, speed=150.0)
+    _, s1, r, _, _ = STEP(key, s0, 0, fast)
+    assert float(s1.path_done - s0.path_done) > 14.0 and float(r) == 10.0
+    # Backwards (over the start line): path_done goes negative, no negative reward.
+    s0 = ENV.state_at(p, 0.5, speed=10.0, heading_error=np.pi)
+    _, s1, r, _, tel = STEP(key, s0, 0, p)
+    assert float(s1.path_done) == pytest.approx(-0.5, abs=0.1) and float(r) == 0.0
+    assert float(s1.arc) > L - 1.0
+    # Crossing the finish line: bonus and termination.
+    s0 = ENV.state_at(p, L - 1.0, speed=20.0)
+    _, s1, r, term, tel = STEP(key, s0, 1, p)
+    assert bool(term) and float(s1.path_done) >= L
+    assert float(r) == pytest.approx(1000.0 + float(s1.path_done - s0.path_done), abs=1e-3)
+    assert bool(ENV.is_terminated(s1, p))
+
+
+def test_frame_time_is_higher_at_heavy_spots():
+    p = PARAMS
+    pos, extra = np.asarray(p.heavy_pos), np.asarray(p.heavy_ms)
+    far = (0.5 * (pos[0, 0] + pos[1, 0]), 0.0)
+    # Noise-free field: base far from spots, base + heavy_ms at a centre.
+    assert float(render_cost(p, *far)) == pytest.approx(p.base_ms, abs=1e-3)
+    for k in range(ENV.num_bugs):
+        assert float(render_cost(p, pos[k, 0], pos[k, 1])) == pytest.approx(p.base_ms + extra[k], abs=1e-3)
+
+    # Noisy frame times reported by step, kart standing still (speed 0, coasting).
+    @jax.jit
+    def frame_times(state, keys):
+        return jax.vmap(lambda k: STEP(k, state, 0, p)[4]["telemetry"].frame_time_ms)(keys)
+
+    keys = jax.random.split(jax.random.key(7), 4000)
+    base = np.asarray(frame_times(ENV.state_at(p, far[0], far[1]), keys))
+    assert base.mean() == pytest.approx(p.base_ms, abs=0.03)
+    assert base.std() == pytest.approx(p.noise_ms, rel=0.1)
+    for k in (0, 1):
+        at = np.asarray(frame_times(ENV.state_at(p, pos[k, 0], pos[k, 1]), keys))
+        assert at.mean() - base.mean() == pytest.approx(extra[k], abs=0.05)
+
+
+def test_bug_fires_on_entering_a_spot_once_per_episode():
+    p = PARAMS
+    key = jax.random.key(0)
+    pos, radius = np.asarray(p.heavy_pos), np.asarray(p.heavy_radius)
+    k = 1
+    outside = ENV.state_at(p, pos[k, 0] - radius[k] - 1.0, pos[k, 1])
+    _, s, _, _, info = STEP(key, outside, 0, p)
+    assert not np.asarray(info["telemetry"].bugs_fired).any()
+    inside = ENV.state_at(p, pos[k, 0], pos[k, 1]).replace(bugs_seen=s.bugs_seen)
+    _, s, _, _, info = STEP(key, inside, 0, p)
+    expected = np.zeros(ENV.num_bugs, bool)
+    expected[k] = True
+    np.testing.assert_array_equal(np.asarray(info["telemetry"].bugs_fired), expected)
+    _, s, _, _, info = STEP(key, s, 0, p)  # still inside
+    assert not np.asarray(info["telemetry"].bugs_fired).any()
+    # Leave and come back in the same episode: no second report.
+    back = ENV.state_at(p, pos[k, 0], pos[k, 1]).replace(bugs_seen=s.bugs_seen)
+    _, _, _, _, info = STEP(key, back, 0, p)
+    assert not np.asarray(info["telemetry"].bugs_fired).any()
+    # A new episode reports it again.
+    _, fresh = ENV.reset_env(key, p)
+    _, _, _, _, info = STEP(key, inside.replace(bugs_seen=fresh.bugs_seen), 0, p)
+    np.testing.assert_array_equal(np.asarray(info["telemetry"].bugs_fired), expected)
+
+
+def test_bugs_fire_where_a_lap_enters_the_spots(lap):
+    states, _, term, tel = lap
+    end = int(np.argmax(term)) + 1
+    arc, c, fired = states.arc[:end], states.centering[:end], tel.bugs_fired[:end]
+    pos, radius = np.asarray(PARAMS.heavy_pos), np.asarray(PARAMS.heavy_radius)
+    assert fired.sum(0).max() <= 1, "a bug fired twice in one episode"
+    assert fired.any(), "the lap should pass through at least one heavy spot"
+    for k in range(ENV.num_bugs):
+        ds = (arc - pos[k, 0] + L / 2) % L - L / 2
+        inside = np.hypot(ds, c - pos[k, 1]) <= radius[k]
+        if inside.any():
+            assert fired[:, k].any() and int(np.argmax(fired[:, k])) == int(np.argmax(inside))
+        else:
+            assert not fired[:, k].any()
+    # Frame time = the hidden render-cost field at the kart's place + noise of sd noise_ms.
+    residual = tel.frame_time_ms[:end] - np.asarray(jax.vmap(lambda s, x: render_cost(PARAMS, s, x))(arc, c))
+    assert abs(residual.mean()) < 0.05 and residual.std() == pytest.approx(PARAMS.noise_ms, rel=0.15)
+
+
+def test_throttle_only_moves_forward_and_the_barrier_holds():
+    states, rewards, _, tel = jax.tree.map(np.asarray, _drive(PARAMS, jax.random.key(1), 1))
+    path = states.path_done[:100]
+    assert path[-1] > 100.0 and np.all(np.diff(path) >= -1e-3)
+    assert states.speed[50] > 5.0
+    # Holding throttle + right: the kart leaves the road, is penalised beyond θ and stopped by the barrier.
+    states, rewards, _, _ = jax.tree.map(np.asarray, _drive(PARAMS, jax.random.key(1), 4))
+    assert np.abs(states.centering).max() <= PARAMS.wall_offset + 1e-3
+    beyond = np.abs(states.centering) > PARAMS.theta
+    assert beyond.any() and np.all(rewards[beyond] == -1.0)
+
+
+def test_validate_params_refuses_spots_off_the_track():
+    ENV.validate_params(PARAMS)
+    pos = np.asarray(PARAMS.heavy_pos).copy()
+    for bad in ((L + 5.0, 0.0), (-1.0, 0.0), (100.0, PARAMS.wall_offset + 10.0)):
+        moved = pos.copy()
+        moved[2] = bad
+        with pytest.raises(ValueError, match="heavy spot 2 .*off the track"):
+            ENV.validate_params(PARAMS.replace(heavy_pos=jnp.asarray(moved)))
+    with pytest.raises(ValueError, match="heavy spot 0 .*radius"):
+        ENV.validate_params(PARAMS.replace(heavy_radius=PARAMS.heavy_radius.at[0].set(0.0)))
+    with pytest.raises(ValueError, match="wall_offset"):
+        ENV.validate_params(PARAMS.replace(wall_offset=60.0))
+
+
+def test_bug_reward_adds_to_reward_not_to_game_reward():
+    p = PARAMS.replace(bug_reward=50.0)
+    pos = np.asarray(p.heavy_pos)
+    state = ENV.state_at(p, pos[1, 0], pos[1, 1])
+    _, _, r, _, info = STEP(jax.random.key(0), state, 0, p)
+    tel = info["telemetry"]
+    assert int(np.asarray(tel.bugs_fired).sum()) == 1
+    assert float(tel.game_reward) == 0.0  # standing still within θ
+    assert float(r) == 50.0
+    _, _, r0, _, info0 = STEP(jax.random.key(0), state, 0, PARAMS)
+    assert float(r0) == 0.0 and float(info0["telemetry"].game_reward) == 0.0
