@@ -1,0 +1,105 @@
+"""The jgtest CLI: the random campaign, replay, bad input, and a kill mid-run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jgtest.cli import main
+from jgtest.report.records import read_bug_records
+from jgtest.report.replay import replay
+
+
+@pytest.fixture(scope="module")
+def maze_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    assert main(["run", "random", "--game", "BlockMaze-v0", "--out", str(out), "--envs", "64", "--steps", "400", "--quiet"]) == 0
+    return out
+
+
+def test_campaign_writes_records_and_summary(maze_run):
+    summary = json.loads((maze_run / "summary.json").read_text())
+    for key in ("bugs_found", "bugs_total", "state_coverage", "episodes", "wall_s"):
+        assert key in summary
+    records = read_bug_records(maze_run / "bugs.jsonl")
+    assert summary["bugs_total"] == 10
+    assert summary["bugs_found"] == len(records) == len({r.bug_id for r in records}) > 0
+    assert summary["episodes"] >= 64 * 400 // 200  # episodes last at most 200 steps
+    assert 0 < summary["state_coverage"] <= 256
+    assert json.loads((maze_run / "config.json").read_text())["game"] == "BlockMaze-v0"
+
+
+def test_every_record_replays(maze_run):
+    for record in read_bug_records(maze_run / "bugs.jsonl"):
+        result = replay(record)
+        assert result.reproduced, result.describe()
+        assert result.fired_at_steps[0] == record.step  # first firing of the episode
+
+
+def test_a_tampered_trace_does_not_reproduce(maze_run, tmp_path):
+    record = read_bug_records(maze_run / "bugs.jsonl")[0]
+    from dataclasses import replace
+
+    bad = replace(record, episode=record.episode + 1000)  # other keys, but BlockMaze is deterministic
+    moved = replace(record, bug_id=(record.bug_id + 1) % 10)
+    assert replay(bad).reproduced  # the maze has no randomness: same actions, same bug
+    assert not replay(moved).reproduced
+
+
+def test_replay_cli_exit_codes(maze_run, capsys):
+    assert main(["replay", str(maze_run / "bugs.jsonl"), "--index", "0"]) == 0
+    assert "reproduced" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="out of range"):
+        main(["replay", str(maze_run / "bugs.jsonl"), "--index", "99"])
+    with pytest.raises(SystemExit, match="no such bug record file"):
+        main(["replay", str(maze_run / "nope.jsonl")])
+
+
+def test_bad_input_is_refused_clearly(tmp_path):
+    with pytest.raises(SystemExit, match="unknown game 'NoSuchGame'"):
+        main(["run", "random", "--game", "NoSuchGame", "--out", str(tmp_path / "x")])
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    with pytest.raises(SystemExit, match="is a file, not a directory"):
+        main(["run", "random", "--out", str(a_file)])
+    with pytest.raises(SystemExit, match="cannot create --out directory"):
+        main(["run", "random", "--out", str(a_file / "sub")])
+    with pytest.raises(SystemExit, match="envs must be at least 1"):
+        main(["run", "random", "--out", str(tmp_path / "y"), "--envs", "0"])
+    with pytest.raises(SystemExit, match="outside the 16x16 map"):
+        main(["run", "random", "--out", str(tmp_path / "z"), "--game-arg", "gold=[30, 1]"])
+
+
+def test_existing_campaign_is_not_overwritten_silently(maze_run):
+    with pytest.raises(SystemExit, match="already holds a campaign"):
+        main(["run", "random", "--out", str(maze_run)])
+
+
+def test_killed_campaign_keeps_every_record_written(tmp_path):
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "jgtest.cli", "run", "random", "--game", "BlockMaze-v0", "--out", str(out),
+           "--envs", "8", "--steps", "10000000", "--chunk", "50", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            path = out / "bugs.jsonl"
+            if path.exists() and path.read_text().count("\n") >= 2:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the campaign wrote no records in 120 s")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    records = read_bug_records(out / "bugs.jsonl")
+    assert len(records) >= 2
+    assert not (out / "summary.json").exists()  # it really was killed mid-run
+    for record in records:
+        assert replay(record).reproduced
