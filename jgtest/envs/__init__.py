@@ -3,11 +3,13 @@
 from jgtest.envs.base import BUG_KINDS, TestingEnv
 from jgtest.envs.blockmaze import BlockMaze
 from jgtest.envs.cartpole_bugs import CartPoleBugs
+from jgtest.envs.combat import CombatArena
 from jgtest.envs.pacmaze import PacMaze
 from jgtest.envs.registration import make, register, registered_games
 
 register("BlockMaze-v0", BlockMaze)
 register("CartPoleBugs-v0", CartPoleBugs)
 register("PacMaze-v0", PacMaze)
+register("CombatArena-v0", CombatArena)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "PacMaze", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "PacMaze", "make", "register", "registered_games"]

@@ -188,7 +188,8 @@ def test_killing_the_boss_wins():
     state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), boss_hp=jnp.int32(4))
     _, s2, reward, term, info = STEP(KEY, state, MELEE, _params(boss_attack_prob=1.0))
     assert bool(term) and int(s2.boss_hp) <= 0
-    assert float(info["telemetry"].game_reward) == pytest.approx(4 / PARAMS.boss_max_hp + 1.0)  # damage capped at the hp left
+    # The damage reward is capped at the hp the boss had left.
+    assert float(info["telemetry"].game_reward) == pytest.approx(4 / PARAMS.boss_max_hp + 1.0)
     assert int(s2.player_hp) == int(state.player_hp)  # a dead boss does not hit back
 
 
