@@ -4,6 +4,7 @@ from jgtest.envs.base import BUG_KINDS, TestingEnv
 from jgtest.envs.blockmaze import BlockMaze
 from jgtest.envs.cartpole_bugs import CartPoleBugs
 from jgtest.envs.combat import CombatArena
+from jgtest.envs.kart import KartTrack
 from jgtest.envs.pacmaze import PacMaze
 from jgtest.envs.registration import make, register, registered_games
 
@@ -11,5 +12,6 @@ register("BlockMaze-v0", BlockMaze)
 register("CartPoleBugs-v0", CartPoleBugs)
 register("PacMaze-v0", PacMaze)
 register("CombatArena-v0", CombatArena)
+register("KartTrack-v0", KartTrack)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "PacMaze", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "KartTrack", "PacMaze", "make", "register", "registered_games"]

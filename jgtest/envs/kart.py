@@ -247,8 +247,8 @@ def _segments(track: Track) -> tuple[jax.Array, jax.Array, jax.Array]:
     return a, d, track.cum[1:] - track.cum[:-1]
 
 
-def _project(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Nearest point of the centreline to ``xy``: (arc length, centering, segment index)."""
+def _project(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Nearest point of the centreline to ``xy``: (arc length, centering, segment, distance along it)."""
     a, d, lengths = _segments(track)
     rel = xy - a
     t = jnp.clip(jnp.sum(rel * d, axis=-1) / (lengths**2), 0.0, 1.0)
@@ -258,8 +258,8 @@ def _project(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Arr
     # Right of the driving direction d is where cross(d, v) < 0.
     cross = d[i, 0] * diff[i, 1] - d[i, 1] * diff[i, 0]
     centering = -jnp.sign(cross) * jnp.sqrt(dist2[i])
-    arc = track.cum[i] + t[i] * lengths[i]
-    return jnp.mod(arc, track.length), centering, i
+    along = t[i] * lengths[i]
+    return jnp.mod(track.cum[i] + along, track.length), centering, i, along
 
 
 def track_coordinates(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -275,7 +275,7 @@ def track_coordinates(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array
       (the lap-local ``path_done``), and the signed distance to it, positive to
       the right of the driving direction, negative to the left.
     """
-    arc, centering, _ = _project(track, jnp.asarray(xy, jnp.float32))
+    arc, centering, _, _ = _project(track, jnp.asarray(xy, jnp.float32))
     return arc, centering
 
 
@@ -516,7 +516,7 @@ class KartTrack(TestingEnv):
         track = params.track
         path_done = jnp.asarray(path_done, jnp.float32)
         xy = track_point(track, path_done, centering)
-        arc, c, _ = _project(track, xy)
+        arc, c, _, _ = _project(track, xy)
         return EnvState(
             xy=xy,
             heading=(track_heading(track, path_done) + heading_error).astype(jnp.float32),
@@ -552,10 +552,10 @@ class KartTrack(TestingEnv):
         xy = state.xy + speed * params.dt * jnp.stack([jnp.cos(heading), jnp.sin(heading)])
 
         # Track coordinates, barrier.
-        arc, centering, seg = _project(track, xy)
+        arc, centering, seg, along = _project(track, xy)
         hit = jnp.abs(centering) > params.wall_offset
         centering = jnp.clip(centering, -params.wall_offset, params.wall_offset)
-        xy = jnp.where(hit, _point_on_segment(track, seg, arc - track.cum[seg], centering), xy)
+        xy = jnp.where(hit, _point_on_segment(track, seg, along, centering), xy)
         speed = jnp.where(hit, speed * params.wall_speed_factor, speed)
         delta = wrap_arc(arc - state.arc, length)
         path_done = state.path_done + delta

@@ -220,6 +220,13 @@ def test_throttle_only_moves_forward_and_the_barrier_holds():
     assert np.abs(states.centering).max() <= PARAMS.wall_offset + 1e-3
     beyond = np.abs(states.centering) > PARAMS.theta
     assert beyond.any() and np.all(rewards[beyond] == -1.0)
+    # Hitting the barrier right at the start line keeps the kart there, slowed down.
+    for start in (L - 0.3, 0.3):
+        s0 = ENV.state_at(PARAMS, start, centering=29.5, speed=20.0, heading_error=-np.pi / 2)
+        _, s1, _, _, _ = STEP(jax.random.key(0), s0, 0, PARAMS)
+        assert float(jnp.abs(s1.centering)) == pytest.approx(PARAMS.wall_offset, abs=1e-3)
+        assert float(jnp.linalg.norm(s1.xy - s0.xy)) < 2.0 and abs(float(s1.path_done - s0.path_done)) < 2.0
+        assert float(s1.speed) < 11.0
 
 
 def test_validate_params_refuses_spots_off_the_track():
