@@ -30,7 +30,7 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.envs.base import TestingEnv
-from jgtest.envs.grid import NSEW, UNREACHABLE, grid_distances, parse_layout
+from jgtest.envs.grid import NSEW, UNREACHABLE, check_cells, grid_distances, parse_layout
 from jgtest.types import Telemetry
 
 #: 16x16 default map: ``S`` start, ``G`` gold, ``b`` bugs (3 near the start,
@@ -229,18 +229,12 @@ class BlockMaze(TestingEnv):
         walls = np.asarray(params.walls)
         if walls.shape != self.map_shape:
             raise ValueError(f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}")
-        rows, cols = self.map_shape
-        named = {"start": np.asarray(params.start)[None], "gold": np.asarray(params.gold)[None]}
         bugs = np.asarray(params.bug_pos)
         if bugs.shape != (self._num_bugs, 2):
             raise ValueError(f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}")
-        named.update({f"bug {i}": b[None] for i, b in enumerate(bugs)})
-        for what, cell in named.items():
-            r, c = (int(v) for v in cell[0])
-            if not (0 <= r < rows and 0 <= c < cols):
-                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is outside the {rows}x{cols} map")
-            if walls[r, c]:
-                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is on a block")
+        named = {"start": params.start, "gold": params.gold}
+        named.update({f"bug {i}": b for i, b in enumerate(bugs)})
+        check_cells(self.name, named, walls, wall_word="block")
 
 
 def _pick(key: jax.Array, mask: jax.Array, k: int) -> jax.Array:

@@ -60,3 +60,19 @@ def grid_distances(walls: jax.Array, source: jax.Array) -> jax.Array:
 
     dist, _ = jax.lax.while_loop(not_settled, body, (relax(dist), dist))
     return dist
+
+
+def check_cells(game: str, cells: dict[str, np.ndarray], walls: np.ndarray, wall_word: str = "wall") -> None:
+    """Host-side check that every named ``(row, col)`` lies inside the map and off the walls.
+
+    Raises:
+      ValueError: naming the first offending cell, e.g. "bug 3 at (20, 4) is
+        outside the 16x16 map".
+    """
+    rows, cols = walls.shape
+    for what, cell in cells.items():
+        r, c = (int(v) for v in np.asarray(cell).reshape(2))
+        if not (0 <= r < rows and 0 <= c < cols):
+            raise ValueError(f"{game}: {what} at ({r}, {c}) is outside the {rows}x{cols} map")
+        if walls[r, c]:
+            raise ValueError(f"{game}: {what} at ({r}, {c}) is on a {wall_word}")

@@ -50,7 +50,7 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.envs.base import TestingEnv
-from jgtest.envs.grid import parse_layout
+from jgtest.envs.grid import check_cells, parse_layout
 from jgtest.types import Telemetry
 
 #: 21x21 default maze (left-right symmetric): ``#`` wall, ``.`` dot, ``_``
@@ -328,22 +328,16 @@ class PacMaze(TestingEnv):
         dots = np.asarray(params.dots)
         if dots.shape != self.map_shape:
             raise ValueError(f"{self.name}: dots shape {dots.shape} differs from the map's {self.map_shape}")
-        rows, cols = self.map_shape
         ghosts = np.asarray(params.ghost_start)
         if ghosts.shape != (self._num_ghosts, 2):
             raise ValueError(f"{self.name}: ghost_start must have shape ({self._num_ghosts}, 2), got {ghosts.shape}")
         bugs = np.asarray(params.bug_pos)
         if bugs.shape != (self._num_bugs, 2):
             raise ValueError(f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}")
-        named = {"start": np.asarray(params.start)[None]}
-        named.update({f"ghost {i} start": g[None] for i, g in enumerate(ghosts)})
-        named.update({f"bug {i} (gate)": b[None] for i, b in enumerate(bugs)})
-        for what, cell in named.items():
-            r, c = (int(v) for v in cell[0])
-            if not (0 <= r < rows and 0 <= c < cols):
-                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is outside the {rows}x{cols} map")
-            if walls[r, c]:
-                raise ValueError(f"{self.name}: {what} at ({r}, {c}) is on a wall")
+        named = {"start": params.start}
+        named.update({f"ghost {i} start": g for i, g in enumerate(ghosts)})
+        named.update({f"bug {i} (gate)": b for i, b in enumerate(bugs)})
+        check_cells(self.name, named, walls)
         lives = int(np.asarray(params.num_lives))
         if lives < 1:
             raise ValueError(f"{self.name}: num_lives must be at least 1, got {lives}")

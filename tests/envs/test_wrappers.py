@@ -93,62 +93,23 @@ def test_od_mask_keeps_colour_only_inside_the_box():
     assert np.all(out[0] == gray) and np.all(out[:, :2] == gray) and np.all(out[3:] == gray)
 
 
-class _PixelGame(jgtest.TestingEnv):
-    """A wrapper-test stand-in: the BlockMaze planes scaled to a uint8 RGB frame."""
-
-    def __init__(self):
-        super().__init__()
-        self._maze = MAZE
-
-    def __getattr__(self, name):
-        return getattr(self._maze, name)
-
-    @property
-    def default_params(self):
-        return MAZE_PARAMS
-
-    @property
-    def bug_kinds(self):
-        return MAZE.bug_kinds
-
-    @property
-    def map_shape(self):
-        return MAZE.map_shape
-
-    def action_space(self, params=None):
-        return MAZE.action_space(params)
-
-    def observation_space(self, params):
-        from gymnax.environments import spaces
-
-        return spaces.Box(0, 255, (32, 32, 3), jnp.uint8)
-
-    def _pixels(self, obs):
-        return (jnp.repeat(jnp.repeat(obs, 2, 0), 2, 1) * 255).astype(jnp.uint8)
-
-    def reset_env(self, key, params):
-        obs, state = MAZE.reset_env(key, params)
-        return self._pixels(obs), state
-
-    def step_env(self, key, state, action, params):
-        obs, state, reward, term, info = MAZE.step_env(key, state, action, params)
-        return self._pixels(obs), state, reward, term, info
-
-    def is_truncated(self, state, params):
-        return MAZE.is_truncated(state, params)
+PAC, PAC_PARAMS = jgtest.make("PacMaze-v0")
 
 
-def test_grayscale_resize_and_od_mask_wrappers_on_pixels():
-    game = _PixelGame()
-    small = GrayscaleResize(game, size=(16, 16))
-    assert small.observation_space(MAZE_PARAMS).shape == (16, 16, 1)
-    obs, state = small.reset(jax.random.key(0), MAZE_PARAMS)
-    assert obs.shape == (16, 16, 1) and obs.dtype == jnp.uint8
-    obs, *_ = small.step(jax.random.key(1), state, 1, MAZE_PARAMS)
-    assert small.observation_space(MAZE_PARAMS).contains(obs)
-    masked = ODMask(game, box=(0, 0, 8, 8))
-    obs, _ = masked.reset(jax.random.key(0), MAZE_PARAMS)
-    full, _ = game.reset(jax.random.key(0), MAZE_PARAMS)
-    np.testing.assert_array_equal(np.asarray(obs[:8, :8]), np.asarray(full[:8, :8]))
+def test_grayscale_resize_and_od_mask_wrappers_on_pacmaze_pixels():
+    small = GrayscaleResize(PAC, size=(42, 42))
+    assert small.observation_space(PAC_PARAMS).shape == (42, 42, 1)
+    obs, state = small.reset(jax.random.key(0), PAC_PARAMS)
+    full, _ = PAC.reset(jax.random.key(0), PAC_PARAMS)
+    assert obs.shape == (42, 42, 1) and obs.dtype == jnp.uint8
+    np.testing.assert_allclose(float(obs.mean()), float(grayscale(full).mean()), atol=1.0)
+    obs, *_ = small.step(jax.random.key(1), state, 1, PAC_PARAMS)
+    assert small.observation_space(PAC_PARAMS).contains(obs)
+    stacked = FrameStack(small, num_frames=4)
+    assert stacked.reset(jax.random.key(0), PAC_PARAMS)[0].shape == (42, 42, 4)
+    masked = ODMask(PAC, box=(0, 0, 20, 20))
+    obs, _ = masked.reset(jax.random.key(0), PAC_PARAMS)
+    np.testing.assert_array_equal(np.asarray(obs[:20, :20]), np.asarray(full[:20, :20]))
+    np.testing.assert_array_equal(np.asarray(obs[40:, 40:, 0]), np.asarray(grayscale(full)[40:, 40:]))
     with pytest.raises(ValueError, match="not inside"):
-        ODMask(game, box=(0, 0, 40, 8))
+        ODMask(PAC, box=(0, 0, 90, 8))
