@@ -103,3 +103,18 @@ def test_killed_campaign_keeps_every_record_written(tmp_path):
     assert not (out / "summary.json").exists()  # it really was killed mid-run
     for record in records:
         assert replay(record).reproduced
+
+
+@pytest.mark.parametrize("game", __import__("jgtest").registered_games())
+def test_every_game_runs_a_campaign_whose_records_replay(game, tmp_path):
+    from jgtest.methods.random_testing import RandomCampaignConfig, run
+
+    summary = run(RandomCampaignConfig(game=game, num_envs=16, steps_per_env=120, chunk_steps=60), tmp_path)
+    env, _ = __import__("jgtest").make(game)
+    assert summary["bugs_total"] == env.num_bugs and summary["env_steps"] == 16 * 120
+    assert 0 < summary["state_coverage"] <= env.num_cells
+    records = read_bug_records(tmp_path / "bugs.jsonl")
+    assert len(records) == summary["bugs_found"]
+    for record in records:
+        assert record.kind == env.bug_kinds[record.bug_id]
+        assert replay(record).reproduced
