@@ -247,19 +247,40 @@ def _segments(track: Track) -> tuple[jax.Array, jax.Array, jax.Array]:
     return a, d, track.cum[1:] - track.cum[:-1]
 
 
-def _project(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Nearest point of the centreline to ``xy``: (arc length, centering, segment, distance along it)."""
-    a, d, lengths = _segments(track)
+#: Segments searched on each side of the previous one when a step re-projects the
+#: kart (a step moves at most ``max_speed * dt`` = 2.7 units; segments are ≈ 3.5).
+PROJECTION_WINDOW = 8
+
+
+def _project_over(track: Track, xy: jax.Array, candidates: jax.Array):
+    """Nearest centreline point to ``xy`` among segments ``candidates``:
+    (arc length, centering, segment, distance along it)."""
+    a, d, lengths = (x[candidates] for x in _segments(track))
     rel = xy - a
     t = jnp.clip(jnp.sum(rel * d, axis=-1) / (lengths**2), 0.0, 1.0)
     diff = rel - t[:, None] * d
     dist2 = jnp.sum(diff**2, axis=-1)
-    i = jnp.argmin(dist2)
+    k = jnp.argmin(dist2)
     # Right of the driving direction d is where cross(d, v) < 0.
-    cross = d[i, 0] * diff[i, 1] - d[i, 1] * diff[i, 0]
-    centering = -jnp.sign(cross) * jnp.sqrt(dist2[i])
-    along = t[i] * lengths[i]
+    cross = d[k, 0] * diff[k, 1] - d[k, 1] * diff[k, 0]
+    centering = -jnp.sign(cross) * jnp.sqrt(dist2[k])
+    along = t[k] * lengths[k]
+    i = candidates[k]
     return jnp.mod(track.cum[i] + along, track.length), centering, i, along
+
+
+def _project(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Nearest point of the whole centreline to ``xy`` (see :func:`_project_over`)."""
+    return _project_over(track, xy, jnp.arange(track.points.shape[0]))
+
+
+def _project_near(track: Track, xy: jax.Array, arc_hint: jax.Array):
+    """:func:`_project` restricted to ``PROJECTION_WINDOW`` segments around the
+    one holding ``arc_hint`` (O(window) instead of O(N) per step)."""
+    n = track.points.shape[0]
+    hint, _ = _segment_at(track, arc_hint)
+    candidates = jnp.mod(hint + jnp.arange(-PROJECTION_WINDOW, PROJECTION_WINDOW + 1), n)
+    return _project_over(track, xy, candidates)
 
 
 def track_coordinates(track: Track, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -552,7 +573,7 @@ class KartTrack(TestingEnv):
         xy = state.xy + speed * params.dt * jnp.stack([jnp.cos(heading), jnp.sin(heading)])
 
         # Track coordinates, barrier.
-        arc, centering, seg, along = _project(track, xy)
+        arc, centering, seg, along = _project_near(track, xy, state.arc)
         hit = jnp.abs(centering) > params.wall_offset
         centering = jnp.clip(centering, -params.wall_offset, params.wall_offset)
         xy = jnp.where(hit, _point_on_segment(track, seg, along, centering), xy)

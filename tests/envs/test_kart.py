@@ -254,3 +254,23 @@ def test_bug_reward_adds_to_reward_not_to_game_reward():
     assert float(r) == 50.0
     _, _, r0, _, info0 = STEP(jax.random.key(0), state, 0, PARAMS)
     assert float(r0) == 0.0 and float(info0["telemetry"].game_reward) == 0.0
+
+
+def test_step_projection_window_matches_the_global_projection():
+    """The per-step windowed projection finds the same nearest point as a full search."""
+    from jgtest.envs.kart import _project, _project_near
+
+    env = KartTrack()
+    params = env.default_params
+    track = params.track
+    keys = jax.random.split(jax.random.key(3), 2)
+    arcs = jax.random.uniform(keys[0], (256,), minval=0.0, maxval=float(env.track_length))
+    offsets = jax.random.uniform(keys[1], (256,), minval=-30.0, maxval=30.0)
+    # A point moved by up to one step (2.7 units) from (arc, offset), hinted with the old arc.
+    from jgtest.envs.kart import track_point
+
+    moved = jax.vmap(lambda s, c: track_point(track, s + 2.7, c + 1.0))(arcs, offsets)
+    full = jax.jit(jax.vmap(lambda xy: _project(track, xy)))(moved)
+    near = jax.jit(jax.vmap(lambda xy, s: _project_near(track, xy, s)))(moved, arcs)
+    np.testing.assert_array_equal(np.asarray(full[2]), np.asarray(near[2]))
+    np.testing.assert_allclose(np.asarray(full[1]), np.asarray(near[1]), atol=1e-5)
