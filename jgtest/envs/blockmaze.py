@@ -240,8 +240,9 @@ class BlockMaze(TestingEnv):
 def _pick(key: jax.Array, mask: jax.Array, k: int) -> jax.Array:
     """``k`` distinct indices drawn uniformly where ``mask`` is true (Gumbel top-k).
 
-    If fewer than ``k`` cells qualify, the extra picks fall on masked-out cells;
-    :meth:`BlockMaze.__init__` layouts are checked by ``validate_params``.
+    If fewer than ``k`` cells qualify, the extra picks fall on masked-out cells
+    (possibly blocks), which ``validate_params`` refuses; the default layout has
+    room to spare for its 10 bugs.
     """
     scores = jax.random.gumbel(key, mask.shape) + jnp.where(mask, 0.0, -1e9)
     return jax.lax.top_k(scores, k)[1].astype(jnp.int32)
