@@ -23,7 +23,8 @@ from pathlib import Path
 # One XLA host device per core, so the env batch is split across cores (XLA's CPU
 # backend runs one small-kernel program mostly on one thread). Must precede jax's import.
 os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={os.cpu_count()}"
+    os.environ.get("XLA_FLAGS", "")
+    + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false"
 ).strip()
 
 import jax

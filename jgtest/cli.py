@@ -3,6 +3,7 @@
     jgtest run random --game BlockMaze-v0 --out runs/demo
     jgtest replay runs/demo/bugs.jsonl --index 0
     jgtest games
+    jgtest train ppo --game CartPoleBugs-v0 --steps 500000 --seeds 8 --out runs/ppo
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ import json
 import os
 import sys
 from pathlib import Path
+
+# XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs; campaigns
+# and training runs are long, so the CLI uses a single-threaded pool (a user's own
+# XLA_FLAGS setting wins). Must happen before JAX starts its backend.
+if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 METHODS = ("random",)
 
@@ -117,6 +124,68 @@ def _replay(args) -> int:
     return 0 if result.reproduced else 1
 
 
+def _train(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from jgtest.agents import make_config
+    from jgtest.agents.runner import run_training
+    from jgtest.envs.registration import make
+
+    overrides = _parse_game_args(args.set)
+    game_kwargs = _parse_game_args(args.game_arg)
+    try:
+        if args.steps is not None and args.steps < 1:
+            raise ValueError(f"--steps must be positive, got {args.steps}")
+        if args.seeds < 1:
+            raise ValueError(f"--seeds must be positive, got {args.seeds}")
+        _, env_params = make(args.game, **game_kwargs)
+        if args.algo == "cem" and args.steps is not None:
+            # CEM's budget is iterations of `episodes_per_iter` whole episodes; count an
+            # episode as half the cap, and keep a whole number of iterations per evaluation.
+            per_iter = 16 * max(1, int(env_params.max_steps_in_episode) // 2)
+            evals = overrides.get("num_evals", 10)
+            overrides.setdefault("num_iterations", max(evals, (args.steps // per_iter) // evals * evals))
+        elif args.steps is not None and args.algo != "random":
+            overrides["total_timesteps"] = args.steps
+        if game_kwargs or args.game != "CartPoleBugs-v0":
+            overrides["game_kwargs"] = tuple(sorted(game_kwargs.items()))
+        config = make_config(args.algo, game=args.game, **overrides)
+    except (ValueError, TypeError) as error:
+        raise SystemExit(f"error: {error}") from None
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"error: --out {args.out!r} is a file, not a directory")
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("eval return {task.fields[ret]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=args.quiet) as progress:
+        task = progress.add_task(f"{args.algo} × {args.game} × {args.seeds} seeds", total=config.num_evals, ret="-")
+
+        def on_period(done, total, metrics):
+            import numpy as np
+
+            progress.update(task, completed=done, ret=f"{float(np.mean(metrics['eval_return_mean'])):.1f}")
+
+        try:
+            summary = run_training(args.algo, config, out, num_seeds=args.seeds, seed=args.seed, on_period=on_period)
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+    table = Table(title=f"{args.algo} on {args.game}")
+    for column in ("seeds", "final return", "env steps", "steps/s", "wall s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(args.seeds),
+        f"{summary['final_return_mean']:.1f} ± {summary['final_return_std']:.1f}",
+        f"{summary['env_steps']:,}",
+        f"{summary['steps_per_s']:,.0f}",
+        f"{summary['wall_s']:.1f}",
+    )
+    Console().print(table)
+    print(f"wrote {out / 'summary.json'}, {out / 'curves.json'} and {out / 'curves.png'}")
+    return 0
+
+
 def _games(args) -> int:
     import jgtest
 
@@ -145,6 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("records", help="a bugs.jsonl file")
     rep.add_argument("--index", type=int, default=0, help="which record (0-based; negative counts from the end)")
     rep.set_defaults(func=_replay)
+    from jgtest.agents import ALGORITHMS
+
+    train = sub.add_parser("train", help="train an agent on a game, on device, with checkpoints (resumes in --out)")
+    train.add_argument("algo", choices=sorted(ALGORITHMS))
+    train.add_argument("--game", default="CartPoleBugs-v0")
+    train.add_argument("--steps", type=int, default=None, help="env-step budget per seed (default: the algorithm's)")
+    train.add_argument("--seeds", type=int, default=1, help="seeds trained together under vmap")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", default="runs/train", help="run directory (summary, curves, checkpoints)")
+    train.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="config field (JSON value), repeatable")
+    train.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
+    train.add_argument("--quiet", action="store_true")
+    train.set_defaults(func=_train)
     games = sub.add_parser("games", help="list the registered games")
     games.set_defaults(func=_games)
     return parser

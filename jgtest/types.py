@@ -59,3 +59,22 @@ class Telemetry:
             frame_time_ms=jnp.asarray(frame_time_ms, jnp.float32),
             crashed=jnp.asarray(crashed, bool),
         )
+
+
+@struct.dataclass
+class Transition:
+    """One step of experience, batched as ``[T, N, ...]`` by rollouts.
+
+    ``next_obs`` is the true next observation: the final observation of the
+    episode when this step ended it (not the auto-reset one), so a truncated
+    step can bootstrap from it (DESIGN.md, "terminated ≠ truncated").
+    """
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_obs: jax.Array
+    value: jax.Array = None
+    log_prob: jax.Array = None

@@ -1,0 +1,152 @@
+"""The cross-entropy method, RELINE's CartPole agent (Tufano et al., 2022, §3.1.2; Lapan, 2018).
+
+Each iteration the policy network (one hidden layer of 128) plays
+``episodes_per_iter`` (n = 16) episodes to their end, sampling its actions;
+the episodes whose return reaches the ``percentile``-th percentile are the
+elites, and the network is fitted to their actions by cross-entropy
+(:func:`jgtest.losses.cem_loss`, Adam, lr 0.01 as in Lapan's CartPole agent).
+All on device; ``num_iterations`` iterations in ``num_evals`` periods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jgtest.agents.common import batched, check_positive, evaluate, make_game, run_periods
+from jgtest.losses import cem_elite_mask, cem_loss
+from jgtest.nets import PolicyNetwork
+
+
+@struct.dataclass
+class CEMHyperparams:
+    learning_rate: float = 0.01
+    percentile: float = 30.0  # keep the best 70% of the episodes (the issue; RELINE §3.1.2)
+
+
+@dataclasses.dataclass(frozen=True)
+class CEMConfig:
+    game: str = "CartPoleBugs-v0"
+    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
+    episodes_per_iter: int = 16
+    num_iterations: int = 200
+    gradient_steps: int = 1
+    hidden_sizes: tuple[int, ...] = (128,)
+    activation: str = "relu"
+    num_evals: int = 10
+    eval_episodes: int = 16
+
+    def __post_init__(self):
+        check_positive(self, "episodes_per_iter", "num_iterations", "gradient_steps", "num_evals", "eval_episodes")
+        if self.num_iterations % self.num_evals:
+            raise ValueError(f"num_evals={self.num_evals} does not divide num_iterations={self.num_iterations}")
+
+    @property
+    def iterations_per_eval(self) -> int:
+        return self.num_iterations // self.num_evals
+
+
+@struct.dataclass
+class CEMState:
+    params: Any
+    opt_state: Any
+    key: jax.Array
+    env_steps: jax.Array  # int32, steps played inside episodes
+
+
+class CEMAgent(NamedTuple):
+    config: CEMConfig
+    network: PolicyNetwork
+    init: Any
+    period: Any
+    train: Any
+    play: Any  # (params, key) -> (obs [E, T, ...], actions [E, T], valid [E, T], returns [E])
+    update: Any  # (params, opt_state, obs, actions, valid, returns, hparams) -> (params, opt_state, metrics)
+
+
+def make_agent(config: CEMConfig) -> CEMAgent:
+    env, env_params, max_steps = make_game(config)
+    num_actions = env.action_space(env_params).n
+    obs_ndim = len(env.observation_space(env_params).shape)
+    network = PolicyNetwork(num_actions, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
+    reset, step = batched(env, env_params)
+    n = config.episodes_per_iter
+
+    def play(params, key):
+        """Plays ``n`` whole episodes (padded to the episode cap) with sampled actions."""
+        k_reset, k_run = jax.random.split(key)
+        obs, state = reset(jax.random.split(k_reset, n))
+
+        def body(carry, k):
+            obs, state, running = carry
+            k_act, k_step = jax.random.split(k)
+            action = jax.random.categorical(k_act, network.apply(params, obs))
+            next_obs, state, reward, term, trunc, _ = step(jax.random.split(k_step, n), state, action)
+            out = (obs, action, running, reward * running)
+            return (next_obs, state, running * (1.0 - (term | trunc))), out
+
+        _, (obs_t, actions, valid, rewards) = jax.lax.scan(body, (obs, state, jnp.ones(n)), jax.random.split(k_run, max_steps))
+        swap = lambda x: jnp.swapaxes(x, 0, 1)
+        return swap(obs_t), swap(actions), swap(valid), rewards.sum(axis=0)
+
+    def update(params, opt_state, obs, actions, valid, returns, hparams: CEMHyperparams):
+        elite = cem_elite_mask(returns, hparams.percentile)
+        weight = (valid * elite[:, None]).reshape(-1)
+        flat_obs = obs.reshape(-1, *obs.shape[2:])
+        tx = optax.adam(hparams.learning_rate)
+
+        def loss_fn(p):
+            return cem_loss(network.apply(p, flat_obs), actions.reshape(-1), weight)
+
+        def grad_step(carry, _):
+            p, o = carry
+            (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(p)
+            updates, o = tx.update(grads, o, p)
+            return (optax.apply_updates(p, updates), o), {"loss": loss, **metrics}
+
+        (params, opt_state), metrics = jax.lax.scan(grad_step, (params, opt_state), None, length=config.gradient_steps)
+        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+    def init(key, hparams=None):
+        hparams = CEMHyperparams() if hparams is None else hparams
+        k_net, k_run = jax.random.split(key)
+        obs, _ = reset(jax.random.split(k_net, 1))
+        params = network.init(k_net, obs[0])
+        return CEMState(params=params, opt_state=optax.adam(hparams.learning_rate).init(params), key=k_run, env_steps=jnp.int32(0))
+
+    def iteration(state: CEMState, hparams):
+        key, k_play = jax.random.split(state.key)
+        obs, actions, valid, returns = play(state.params, k_play)
+        params, opt_state, metrics = update(state.params, state.opt_state, obs, actions, valid, returns, hparams)
+        steps = state.env_steps + valid.sum().astype(jnp.int32)
+        return CEMState(params=params, opt_state=opt_state, key=key, env_steps=steps), {**metrics, "return": returns.mean()}
+
+    def period(state: CEMState, hparams=None):
+        hparams = CEMHyperparams() if hparams is None else hparams
+        state, m = jax.lax.scan(lambda s, _: iteration(s, hparams), state, None, length=config.iterations_per_eval)
+        key, k_eval = jax.random.split(state.key)
+        greedy = lambda obs, k: jnp.argmax(network.apply(state.params, obs), axis=-1)
+        eval_mean, eval_std = evaluate(env, env_params, greedy, k_eval, config.eval_episodes, max_steps)
+        metrics = {
+            "env_steps": state.env_steps,
+            "eval_return_mean": eval_mean,
+            "eval_return_std": eval_std,
+            "train_return_mean": m["return"].mean(),
+            "loss": m["loss"].mean(),
+        }
+        return state.replace(key=key), metrics
+
+    def train(key, hparams=None):
+        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
+
+    return CEMAgent(config, network, init, period, train, jax.jit(play), jax.jit(update))
+
+
+def make_train(config: CEMConfig):
+    """``train(key, hparams=None) -> (final CEMState, metrics per evaluation)``; jit- and vmap-able."""
+    return make_agent(config).train

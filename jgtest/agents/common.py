@@ -1,0 +1,112 @@
+"""Pieces every agent shares: config checks, the batched game, evaluation, the period loop.
+
+Each agent splits its settings in two (DESIGN.md, "static vs traced"):
+
+* a frozen dataclass ``Config`` of shapes and counts (hashable, safe as a static
+  argument): game, number of envs, steps, network sizes, ...;
+* a ``Hyperparams`` pytree of numbers (learning rate, discount, ...) that
+  ``train(key, hparams)`` takes as a traced argument, so ``jax.vmap`` sweeps
+  seeds and hyperparameters together.
+
+Training runs in ``num_evals`` *periods*: a period is ``lax.scan`` over a fixed
+number of updates followed by an evaluation. ``train(key)`` scans over the
+periods on device; a host loop (CLI, checkpoints) calls the same jitted
+``period`` function one period at a time, so both give identical results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.envs.registration import make
+from jgtest.envs.wrappers import EpisodeStatistics
+from jgtest.types import Transition
+
+
+def check_positive(config, *names: str) -> None:
+    """Raises ``ValueError`` naming the first field of ``config`` that is not a positive integer."""
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{type(config).__name__}.{name} must be a positive integer, got {value!r}")
+
+
+def make_game(config):
+    """The training game wrapped in episode statistics, its params, and the concrete episode cap.
+
+    Raises:
+      ValueError: unknown game or option (from ``jgtest.make``).
+    """
+    env, params = make(config.game, **dict(config.game_kwargs))
+    return EpisodeStatistics(env), params, int(np.asarray(params.max_steps_in_episode))
+
+
+def batched(env, params):
+    """``(reset(keys), step(keys, states, actions))`` vmapped over envs."""
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    return (lambda keys: reset(keys, params)), (lambda keys, states, actions: step(keys, states, actions, params))
+
+
+def evaluate(env, params, policy: Callable[[jax.Array, jax.Array], jax.Array], key, num_episodes: int, max_steps: int):
+    """Mean and std of the game return of ``num_episodes`` episodes played by ``policy(obs, key)``.
+
+    Each episode is played to its end (at most ``max_steps`` steps); the game
+    return is the sum of ``telemetry.game_reward`` (bonuses excluded).
+    """
+    reset, step = batched(env, params)
+    k_reset, k_run = jax.random.split(key)
+    obs, state = reset(jax.random.split(k_reset, num_episodes))
+
+    def body(carry, k):
+        obs, state, ret, running = carry
+        k_act, k_step = jax.random.split(k)
+        action = policy(obs, k_act)
+        obs, state, _, term, trunc, info = step(jax.random.split(k_step, num_episodes), state, action)
+        ret = ret + running * info["telemetry"].game_reward
+        running = running * (1.0 - (term | trunc))
+        return (obs, state, ret, running), None
+
+    init = (obs, state, jnp.zeros(num_episodes), jnp.ones(num_episodes))
+    (_, _, returns, _), _ = jax.lax.scan(body, init, jax.random.split(k_run, max_steps))
+    return jnp.mean(returns), jnp.std(returns)
+
+
+def run_periods(period: Callable, state, num_periods: int):
+    """``lax.scan`` of ``period(state) -> (state, metrics)`` over ``num_periods``."""
+    return jax.lax.scan(lambda s, _: period(s), state, None, length=num_periods)
+
+
+def config_to_json(config) -> dict[str, Any]:
+    """A JSON-ready dict of a frozen config (tuples as lists)."""
+    out = dataclasses.asdict(config)
+    out["game_kwargs"] = dict(config.game_kwargs)
+    return out
+
+
+def true_next_obs(next_obs: jax.Array, info: dict, done: jax.Array) -> jax.Array:
+    """The next observation before any auto-reset: ``final_observation`` where ``done``."""
+    mask = done.reshape(-1, *([1] * (next_obs.ndim - 1)))
+    return jnp.where(mask, info["final_observation"], next_obs)
+
+
+def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_envs: int):
+    """``num_steps`` steps of ``num_envs`` games with ``act(params, obs, key) -> (action, log_prob, value)``.
+
+    Returns ``(obs, env_state, Transition [T, N], episode_ended [T, N], episode_return [T, N])``.
+    """
+    def body(carry, k):
+        obs, env_state = carry
+        k_act, k_step = jax.random.split(k)
+        action, log_prob, value = act(params, obs, k_act)
+        next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, num_envs), env_state, action)
+        t = Transition(obs, action, reward, term, trunc, true_next_obs(next_obs, info, term | trunc), value, log_prob)
+        return (next_obs, env_state), (t, info["returned_episode"], info["returned_episode_return"])
+
+    (obs, env_state), (traj, ended, ep_return) = jax.lax.scan(body, (obs, env_state), jax.random.split(key, num_steps))
+    return obs, env_state, traj, ended, ep_return

@@ -1,0 +1,202 @@
+"""DQN trained end to end on device (Mnih et al., 2015), with a flashbax replay buffer.
+
+Each iteration steps ``num_envs`` games once with an ε-greedy policy (ε
+annealed linearly from ``epsilon_start`` to ``epsilon_end`` over
+``epsilon_anneal_steps``), adds the transitions to an on-device replay buffer
+of ``buffer_size`` (RELINE §3.1.2: "10k steps saved during the most recent
+episodes"), and, once ``learning_starts`` steps are in, takes one gradient
+step on the TD loss (:func:`jgtest.losses.dqn_loss`, double-Q optional) every
+``train_interval`` env steps; the target network is copied every
+``target_update_interval`` env steps. Defaults are PureJaxRL's / CleanRL's
+CartPole-v1 settings. The discount is ``γ·(1 − terminated)``: a truncated step
+bootstraps from its final observation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import flashbax as fbx
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jgtest.agents.common import batched, check_positive, evaluate, make_game, run_periods, true_next_obs
+from jgtest.losses import dqn_loss
+from jgtest.nets import QNetwork
+
+
+@struct.dataclass
+class DQNHyperparams:
+    learning_rate: float = 2.5e-4
+    gamma: float = 0.99
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    epsilon_anneal_steps: float = 250_000.0
+    tau: float = 1.0  # target update: 1 = hard copy
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    game: str = "CartPoleBugs-v0"
+    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
+    num_envs: int = 10
+    total_timesteps: int = 500_000
+    buffer_size: int = 10_000
+    batch_size: int = 128
+    learning_starts: int = 10_000
+    train_interval: int = 10
+    target_update_interval: int = 500
+    double_q: bool = False
+    huber_delta: float | None = None  # squared TD error, as CleanRL and PureJaxRL (Huber diverged here)
+    hidden_sizes: tuple[int, ...] = (120, 84)
+    activation: str = "relu"
+    torso: str = "mlp"
+    num_evals: int = 20
+    eval_episodes: int = 16
+
+    def __post_init__(self):
+        check_positive(
+            self, "num_envs", "total_timesteps", "buffer_size", "batch_size", "train_interval",
+            "target_update_interval", "num_evals", "eval_episodes",
+        )  # fmt: skip
+        if self.learning_starts < 0:
+            raise ValueError(f"DQNConfig.learning_starts must be >= 0, got {self.learning_starts}")
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}")
+        if self.iterations_per_eval < 1:
+            raise ValueError(f"total_timesteps={self.total_timesteps} is too small for {self.num_evals} evaluations")
+
+    @property
+    def iterations_per_eval(self) -> int:
+        return self.total_timesteps // (self.num_envs * self.num_evals)
+
+    @property
+    def env_steps(self) -> int:
+        return self.iterations_per_eval * self.num_evals * self.num_envs
+
+
+@struct.dataclass
+class DQNState:
+    params: Any
+    target_params: Any
+    opt_state: Any
+    buffer: Any
+    env_state: Any
+    obs: jax.Array
+    key: jax.Array
+    timesteps: jax.Array  # int32 env steps so far
+    updates: jax.Array  # int32 gradient steps so far
+
+
+class DQNAgent(NamedTuple):
+    config: DQNConfig
+    network: QNetwork
+    init: Any
+    period: Any
+    train: Any
+    act: Any  # (params, obs, key, epsilon) -> action
+    update: Any  # (params, target_params, opt_state, batch, hparams) -> (params, opt_state, metrics)
+
+
+def make_agent(config: DQNConfig) -> DQNAgent:
+    env, env_params, max_steps = make_game(config)
+    num_actions = env.action_space(env_params).n
+    obs_ndim = len(env.observation_space(env_params).shape)
+    network = QNetwork(num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
+    reset, step = batched(env, env_params)
+    buffer = fbx.make_item_buffer(
+        max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True
+    )
+
+    def act(params, obs, key, epsilon):
+        q = network.apply(params, obs)
+        k_explore, k_random = jax.random.split(key)
+        random_action = jax.random.randint(k_random, q.shape[:-1], 0, num_actions)
+        explore = jax.random.uniform(k_explore, q.shape[:-1]) < epsilon
+        return jnp.where(explore, random_action, jnp.argmax(q, axis=-1))
+
+    def update(params, target_params, opt_state, batch, hparams: DQNHyperparams):
+        tx = optax.adam(hparams.learning_rate)
+
+        def loss_fn(p):
+            q_tm1 = network.apply(p, batch["obs"])
+            q_t_target = network.apply(target_params, batch["next_obs"])
+            q_t_online = network.apply(p, batch["next_obs"]) if config.double_q else None
+            discount = hparams.gamma * (1.0 - batch["terminated"].astype(jnp.float32))
+            return dqn_loss(q_tm1, batch["action"], batch["reward"], discount, q_t_target, q_t_online, huber_delta=config.huber_delta)
+
+        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, {"loss": loss, **metrics}
+
+    def init(key, hparams=None):
+        hparams = DQNHyperparams() if hparams is None else hparams
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = reset(jax.random.split(k_env, config.num_envs))
+        params = network.init(k_net, obs[0])
+        item = {"obs": obs[0], "action": jnp.int32(0), "reward": jnp.float32(0), "terminated": jnp.bool_(False), "next_obs": obs[0]}
+        return DQNState(
+            params=params, target_params=params, opt_state=optax.adam(hparams.learning_rate).init(params),
+            buffer=buffer.init(item), env_state=env_state, obs=obs, key=k_run,
+            timesteps=jnp.int32(0), updates=jnp.int32(0),
+        )  # fmt: skip
+
+    def iteration(state: DQNState, hparams: DQNHyperparams):
+        key, k_act, k_step, k_sample = jax.random.split(state.key, 4)
+        frac = jnp.clip(state.timesteps / hparams.epsilon_anneal_steps, 0.0, 1.0)
+        epsilon = hparams.epsilon_start + frac * (hparams.epsilon_end - hparams.epsilon_start)
+        action = act(state.params, state.obs, k_act, epsilon)
+        next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, config.num_envs), state.env_state, action)
+        true_next = true_next_obs(next_obs, info, term | trunc)
+        items = {"obs": state.obs, "action": action.astype(jnp.int32), "reward": reward, "terminated": term, "next_obs": true_next}
+        buf = buffer.add(state.buffer, items)
+        timesteps = state.timesteps + config.num_envs
+
+        def learn(args):
+            params, opt_state = args
+            batch = buffer.sample(buf, k_sample).experience
+            return update(params, state.target_params, opt_state, batch, hparams)
+
+        def skip(args):
+            params, opt_state = args
+            return params, opt_state, {"loss": jnp.float32(0), "td_error": jnp.float32(0), "q_mean": jnp.float32(0)}
+
+        ready = (timesteps >= config.learning_starts) & buffer.can_sample(buf) & (timesteps % config.train_interval < config.num_envs)
+        params, opt_state, metrics = jax.lax.cond(ready, learn, skip, (state.params, state.opt_state))
+        sync = (timesteps % config.target_update_interval) < config.num_envs
+        target = optax.incremental_update(params, state.target_params, hparams.tau)
+        target_params = jax.tree.map(lambda new, old: jnp.where(sync, new, old), target, state.target_params)
+        state = state.replace(
+            params=params, target_params=target_params, opt_state=opt_state, buffer=buf, env_state=env_state,
+            obs=next_obs, key=key, timesteps=timesteps, updates=state.updates + ready,
+        )  # fmt: skip
+        ended = info["returned_episode"]
+        return state, {**metrics, "episodes": ended.sum(), "return_sum": jnp.sum(info["returned_episode_return"] * ended)}
+
+    def period(state: DQNState, hparams=None):
+        hparams = DQNHyperparams() if hparams is None else hparams
+        state, m = jax.lax.scan(lambda s, _: iteration(s, hparams), state, None, length=config.iterations_per_eval)
+        key, k_eval = jax.random.split(state.key)
+        greedy = lambda obs, k: jnp.argmax(network.apply(state.params, obs), axis=-1)
+        eval_mean, eval_std = evaluate(env, env_params, greedy, k_eval, config.eval_episodes, max_steps)
+        metrics = {
+            "env_steps": state.timesteps,
+            "eval_return_mean": eval_mean,
+            "eval_return_std": eval_std,
+            "train_return_mean": m["return_sum"].sum() / jnp.maximum(m["episodes"].sum(), 1),
+            "loss": m["loss"].sum() / jnp.maximum((m["loss"] != 0).sum(), 1),
+        }
+        return state.replace(key=key), metrics
+
+    def train(key, hparams=None):
+        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
+
+    return DQNAgent(config, network, init, period, train, jax.jit(act), jax.jit(update))
+
+
+def make_train(config: DQNConfig):
+    """``train(key, hparams=None) -> (final DQNState, metrics per evaluation)``; jit- and vmap-able."""
+    return make_agent(config).train

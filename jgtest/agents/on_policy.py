@@ -1,0 +1,166 @@
+"""The loop PPO and A2C share: collect a rollout, learn from it, evaluate every period.
+
+An algorithm supplies its network, its optimizer and its ``learn`` step; this
+module builds ``init``, ``act``, ``period`` and ``train`` around them (see
+:mod:`jgtest.agents.common` for periods).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jgtest.agents.common import batched, check_positive, collect_rollout, evaluate, make_game, run_periods
+from jgtest.losses import gae
+from jgtest.nets import ActorCritic
+from jgtest.types import Transition
+
+
+@dataclasses.dataclass(frozen=True)
+class OnPolicyConfig:
+    """Static settings every on-policy agent has: game, rollout shape, network, budget."""
+
+    game: str = "CartPoleBugs-v0"
+    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
+    num_envs: int = 4
+    num_steps: int = 128
+    total_timesteps: int = 500_000
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    torso: str = "mlp"
+    anneal_lr: bool = True
+    num_evals: int = 20
+    eval_episodes: int = 16
+
+    def __post_init__(self):
+        check_positive(self, "num_envs", "num_steps", "total_timesteps", "num_evals", "eval_episodes")
+        if self.updates_per_eval < 1:
+            raise ValueError(
+                f"total_timesteps={self.total_timesteps} is too small for {self.num_evals} evaluations of "
+                f"at least one update of {self.batch_size} steps"
+            )
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def updates_per_eval(self) -> int:
+        return self.total_timesteps // (self.batch_size * self.num_evals)
+
+    @property
+    def num_updates(self) -> int:
+        return self.updates_per_eval * self.num_evals
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps actually played (the budget rounded down to whole updates)."""
+        return self.num_updates * self.batch_size
+
+
+@struct.dataclass
+class OnPolicyState:
+    params: Any
+    opt_state: Any
+    env_state: Any
+    obs: jax.Array
+    key: jax.Array
+    update: jax.Array  # int32, updates done
+
+
+class OnPolicyAgent(NamedTuple):
+    """The jitted pieces of an on-policy run.
+
+    ``init(key, hparams) -> state``; ``period(state, hparams) -> (state, metrics)``;
+    ``train(key, hparams) -> (state, metrics per period)``;
+    ``act(params, obs, key) -> (action, log_prob, value)``;
+    ``update((params, opt_state, update_idx), Transition [T, N], hparams, key) -> ((params, opt_state), metrics)``.
+    """
+
+    config: Any
+    network: ActorCritic
+    init: Callable
+    period: Callable
+    train: Callable
+    act: Callable
+    update: Callable
+
+
+def advantages(network, params, traj: Transition, hparams):
+    """GAE over each env's stream of ``traj`` [T, N], bootstrapping from ``traj.next_obs``."""
+    _, v_tp1 = network.apply(params, traj.next_obs)
+    stream_gae = jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1)
+    return stream_gae(traj.reward, traj.value, v_tp1, traj.terminated, traj.truncated, hparams.gamma, hparams.gae_lambda)
+
+
+def learning_rate(config, hparams, update_idx):
+    """``hparams.learning_rate``, linearly annealed to 0 over the run if ``config.anneal_lr``."""
+    frac = 1.0 - update_idx / config.num_updates if config.anneal_lr else 1.0
+    return hparams.learning_rate * frac
+
+
+def build(config, default_hparams, make_optimizer: Callable, make_update: Callable) -> OnPolicyAgent:
+    """Assembles an on-policy agent.
+
+    Args:
+      config: frozen config with game, num_envs, num_steps, num_evals,
+        eval_episodes, updates_per_eval, batch_size, network fields.
+      default_hparams: the hyperparameters used when ``None`` is passed.
+      make_optimizer: ``hparams -> optax.GradientTransformation``.
+      make_update: ``network -> update`` (see :class:`OnPolicyAgent`).
+    """
+    env, env_params, max_steps = make_game(config)
+    num_actions = env.action_space(env_params).n
+    obs_ndim = len(env.observation_space(env_params).shape)
+    network = ActorCritic(
+        num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim
+    )
+    reset, step = batched(env, env_params)
+    update = make_update(network)
+
+    def act(params, obs, key):
+        logits, value = network.apply(params, obs)
+        action = jax.random.categorical(key, logits)
+        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], axis=-1)[..., 0]
+        return action, log_prob, value
+
+    def init(key, hparams=None):
+        hparams = default_hparams if hparams is None else hparams
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = reset(jax.random.split(k_env, config.num_envs))
+        params = network.init(k_net, obs[0])
+        opt_state = make_optimizer(hparams).init(params)
+        return OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=k_run, update=jnp.int32(0))
+
+    def one_update(state: OnPolicyState, hparams):
+        key, k_roll, k_upd = jax.random.split(state.key, 3)
+        obs, env_state, traj, ended, ep_return = collect_rollout(
+            act, step, state.params, state.obs, state.env_state, k_roll, config.num_steps, config.num_envs
+        )
+        (params, opt_state), metrics = update((state.params, state.opt_state, state.update), traj, hparams, k_upd)
+        state = OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key, update=state.update + 1)
+        return state, {**metrics, "episodes": ended.sum(), "return_sum": jnp.sum(ep_return * ended)}
+
+    def period(state: OnPolicyState, hparams=None):
+        hparams = default_hparams if hparams is None else hparams
+        state, m = jax.lax.scan(lambda s, _: one_update(s, hparams), state, None, length=config.updates_per_eval)
+        key, k_eval = jax.random.split(state.key)
+        greedy = lambda obs, k: jnp.argmax(network.apply(state.params, obs)[0], axis=-1)
+        eval_mean, eval_std = evaluate(env, env_params, greedy, k_eval, config.eval_episodes, max_steps)
+        metrics = {
+            "env_steps": state.update * config.batch_size,
+            "eval_return_mean": eval_mean,
+            "eval_return_std": eval_std,
+            "train_return_mean": m["return_sum"].sum() / jnp.maximum(m["episodes"].sum(), 1),
+            **{k: jnp.mean(v) for k, v in m.items() if k not in ("episodes", "return_sum")},
+        }
+        return state.replace(key=key), metrics
+
+    def train(key, hparams=None):
+        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
+
+    return OnPolicyAgent(config, network, init, period, train, jax.jit(act), jax.jit(update))

@@ -1,0 +1,71 @@
+"""Advantage actor-critic (A2C) loss on one stream (categorical policy)."""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from jgtest.losses._common import entropy_of, log_prob_of
+
+
+def a2c_loss(
+    logits_t: jax.Array,
+    v_t: jax.Array,
+    a_t: jax.Array,
+    advantage_t: jax.Array,
+    return_t: jax.Array,
+    *,
+    vf_coef: float = 0.5,
+    ent_coef: float = 0.01,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Advantage actor-critic loss: policy gradient + value regression − entropy bonus.
+
+    Mnih, Badia, Mirza, Graves, Lillicrap, Harley, Silver & Kavukcuoglu (2016),
+    "Asynchronous methods for deep reinforcement learning" (A3C), ICML,
+    arXiv:1602.01783; A2C is its synchronous variant. Wuji (Zheng et al. 2019,
+    "Wuji: automatic online combat game testing using evolutionary deep
+    reinforcement learning", ASE, §III-D "DRL training") fine-tunes every
+    offspring policy with "a standard DRL algorithm named advantage actor critic
+    (A2C)"::
+
+        L_pi  = −mean_t log π(a_t|s_t) · sg(A_t)
+        L_v   = 0.5·mean_t (v_t − sg(R_t))²
+        H     = mean_t H[π(·|s_t)]
+        loss  = L_pi + vf_coef·L_v − ent_coef·H
+
+    where ``sg`` is ``stop_gradient``. With n-step returns, ``A_t = R_t − V(s_t)``;
+    :func:`jgtest.losses.gae` with ``lam=1`` gives those (bootstrapped from the
+    last value, terminated ≠ truncated).
+
+    Args:
+      logits_t: ``float[T, A]`` policy logits.
+      v_t: ``float[T]`` value estimates ``V(s_t)``.
+      a_t: ``int[T]`` actions taken.
+      advantage_t: ``float[T]`` advantages (constants of the update).
+      return_t: ``float[T]`` value targets (constants of the update).
+      vf_coef: weight of the value loss.
+      ent_coef: weight of the entropy bonus.
+
+    Returns:
+      ``(loss, metrics)``: scalar loss and a dict of scalars ``policy_loss``,
+      ``value_loss`` (``L_v``, before ``vf_coef``) and ``entropy``.
+
+    Example:
+      >>> adv, ret = gae(r, v_old, v_next, term, trunc, gamma=0.99, lam=1.0)
+      >>> loss, metrics = a2c_loss(logits, v, a, adv, ret)
+    """
+    chex.assert_rank([logits_t, v_t, a_t, advantage_t, return_t], [2, 1, 1, 1, 1])
+    chex.assert_type([logits_t, v_t, advantage_t, return_t], float)
+    chex.assert_type(a_t, int)
+    chex.assert_equal_shape([v_t, a_t, advantage_t, return_t])
+    chex.assert_equal_shape_prefix([logits_t, v_t], 1)
+
+    advantage_t = jax.lax.stop_gradient(advantage_t)
+    return_t = jax.lax.stop_gradient(return_t)
+
+    policy_loss = -jnp.mean(log_prob_of(logits_t, a_t) * advantage_t)
+    value_loss = 0.5 * jnp.mean(jnp.square(v_t - return_t))
+    entropy = jnp.mean(entropy_of(logits_t))
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
+    return loss, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}

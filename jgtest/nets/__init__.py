@@ -1,0 +1,37 @@
+"""Networks (SPEC §2), as flax linen modules.
+
+* :class:`MLP` — dense stack over the last axis, PPO-style orthogonal init;
+* :class:`CNNEncoder` — the Nature-DQN frame encoder (Mnih et al., 2015);
+* :class:`ActorCritic` — separate actor and critic MLPs (or a shared CNN) for PPO / A2C;
+* :class:`QNetwork` — DQN's action values (CleanRL's 120-84 MLP, or the Nature CNN);
+* :class:`PolicyNetwork` — the cross-entropy method's one-hidden-layer policy (RELINE).
+
+Every module takes observations with any leading (batch, time) dims. The
+MLP-torso modules flatten the trailing ``obs_ndim`` dims (one observation), so
+``[..., H, W, 3]`` grids work with ``obs_ndim=3``.
+
+Example::
+
+    from jgtest.nets import ActorCritic
+
+    net = ActorCritic(num_actions=4, obs_ndim=3)
+    params = net.init(jax.random.key(0), jnp.zeros((10, 10, 3)))
+    logits, value = net.apply(params, obs)    # obs [T, B, 10, 10, 3] -> [T, B, 4], [T, B]
+"""
+
+from jgtest.nets.cnn import CNNEncoder, frames_to_float
+from jgtest.nets.heads import TORSOS, ActorCritic, PolicyNetwork, QNetwork
+from jgtest.nets.mlp import ACTIVATIONS, MLP, flatten_obs, get_activation
+
+__all__ = [
+    "ACTIVATIONS",
+    "ActorCritic",
+    "CNNEncoder",
+    "MLP",
+    "PolicyNetwork",
+    "QNetwork",
+    "TORSOS",
+    "flatten_obs",
+    "frames_to_float",
+    "get_activation",
+]

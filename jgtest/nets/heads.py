@@ -1,0 +1,165 @@
+"""Agent networks: actor-critic, Q network, and the cross-entropy method's policy.
+
+Each takes a batch of observations with any leading dims. With the ``"mlp"``
+torso the trailing ``obs_ndim`` dims form one observation and are flattened
+(``[..., H, W, 3]`` BlockMaze grids with ``obs_ndim=3``); with the ``"cnn"``
+torso the trailing dims are one frame ``[H, W, C]`` (or ``[H, W]``, given
+``obs_ndim=2``, which gets a channel axis) fed to :class:`CNNEncoder`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jgtest.nets.cnn import CNNEncoder
+from jgtest.nets.mlp import MLP, dense_init, flatten_obs
+
+TORSOS = ("mlp", "cnn")
+
+
+def _check_torso(owner: str, torso: str) -> None:
+    if torso not in TORSOS:
+        raise ValueError(f"{owner}: torso must be one of {TORSOS}, got {torso!r}")
+
+
+def _frames(obs: jax.Array, obs_ndim: int) -> jax.Array:
+    """Frames for the CNN torso: a channel axis is added to ``[..., H, W]`` observations."""
+    return obs[..., None] if obs_ndim == 2 else obs
+
+
+class ActorCritic(nn.Module):
+    """Separate-torso actor-critic of PPO / A2C.
+
+    ``torso="mlp"``: two MLPs, one for the policy and one for the value, as in
+    PureJaxRL's and CleanRL's PPO (Schulman et al., 2017, "Proximal Policy
+    Optimization Algorithms"; Huang et al., 2022, "The 37 Implementation
+    Details of PPO"): orthogonal weights, gain ``sqrt(2)`` in the hidden layers,
+    ``0.01`` on the policy head (so the initial policy is near uniform) and
+    ``1.0`` on the value head, zero biases.
+
+    ``torso="cnn"``: one shared :class:`CNNEncoder` (Mnih et al., 2015) then a
+    linear policy head (gain 0.01) and a linear value head (gain 1.0), as in
+    the Atari PPO of the same implementations; ``hidden_sizes`` and
+    ``activation`` are not used.
+
+    Attributes:
+      num_actions: number of discrete actions ``A``.
+      torso: ``"mlp"`` or ``"cnn"``.
+      hidden_sizes: hidden widths of each MLP torso.
+      activation: hidden activation of the MLP torsos.
+      obs_ndim: how many trailing dims form one observation (flattened by the
+        MLP torso; 2 or 3 for the CNN torso).
+
+    Returns from ``__call__(obs)``: ``(logits [..., A], value [...])`` where
+    ``...`` are the leading dims of ``obs``.
+
+    Example::
+
+        net = ActorCritic(num_actions=2)
+        params = net.init(jax.random.key(0), jnp.zeros(4))
+        logits, value = net.apply(params, obs)        # obs [T, B, 4]
+    """
+
+    num_actions: int
+    torso: str = "mlp"
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        _check_torso("ActorCritic", self.torso)
+        if self.torso == "mlp":
+            x = flatten_obs(obs, self.obs_ndim)
+            logits = MLP(self.hidden_sizes, self.activation, self.num_actions, out_gain=0.01, name="actor")(x)
+            value = MLP(self.hidden_sizes, self.activation, 1, out_gain=1.0, name="critic")(x)
+        else:
+            features = CNNEncoder(name="encoder")(_frames(obs, self.obs_ndim))
+            logits = nn.Dense(self.num_actions, name="actor_head", **dense_init(True, 0.01))(features)
+            value = nn.Dense(1, name="critic_head", **dense_init(True, 1.0))(features)
+        return logits, jnp.squeeze(value, -1)
+
+
+class QNetwork(nn.Module):
+    """Action-value network of DQN (Mnih et al., 2015).
+
+    ``torso="mlp"``: an MLP with ReLU hidden layers of 120 and 84 units and a
+    linear output of ``A`` values, the CartPole network of CleanRL's DQN (Huang
+    et al., 2022, "CleanRL", JMLR 23). ``torso="cnn"``: the Nature-DQN
+    :class:`CNNEncoder` (512 ReLU features) then a linear output, as in the
+    paper. Both use flax's default initialization, as CleanRL's JAX DQN does.
+
+    Attributes:
+      num_actions: number of discrete actions ``A``.
+      torso: ``"mlp"`` or ``"cnn"``.
+      hidden_sizes: hidden widths of the MLP torso (unused by the CNN torso).
+      activation: hidden activation of the MLP torso.
+      obs_ndim: how many trailing dims form one observation.
+
+    Returns from ``__call__(obs)``: ``q [..., A]``.
+
+    Example::
+
+        net = QNetwork(num_actions=2)
+        params = net.init(jax.random.key(0), jnp.zeros(4))
+        q = net.apply(params, obs)                    # obs [B, 4] -> q [B, 2]
+    """
+
+    num_actions: int
+    torso: str = "mlp"
+    hidden_sizes: Sequence[int] = (120, 84)
+    activation: str = "relu"
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        _check_torso("QNetwork", self.torso)
+        if self.torso == "mlp":
+            x = flatten_obs(obs, self.obs_ndim)
+            return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, name="mlp")(x)
+        features = CNNEncoder(orthogonal_init=False, name="encoder")(_frames(obs, self.obs_ndim))
+        return nn.Dense(self.num_actions, name="q_head")(features)
+
+
+class PolicyNetwork(nn.Module):
+    """Feed-forward policy of the cross-entropy method.
+
+    The FNN that RELINE trains on CartPole with the cross-entropy method
+    (Tufano et al., 2022, "Using Reinforcement Learning for Load Testing of
+    Video Games", §3.1.2): game state in, action logits out. The paper leaves
+    the size to the implementation it follows (Lapan, 2018, "Deep
+    Reinforcement Learning Hands-On", ch. 4): one ReLU hidden layer of 128
+    units and a linear output of ``A`` logits, the defaults here. flax's
+    default initialization.
+
+    Attributes:
+      num_actions: number of discrete actions ``A``.
+      hidden_sizes: hidden widths.
+      activation: hidden activation.
+      obs_ndim: how many trailing dims form one observation (flattened).
+
+    Returns from ``__call__(obs)``: ``logits [..., A]``.
+
+    Example::
+
+        net = PolicyNetwork(num_actions=2)
+        params = net.init(jax.random.key(0), jnp.zeros(4))
+        action = jax.random.categorical(key, net.apply(params, obs))
+    """
+
+    num_actions: int
+    hidden_sizes: Sequence[int] = (128,)
+    activation: str = "relu"
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = flatten_obs(obs, self.obs_ndim)
+        return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, name="mlp")(x)
+
+
+__all__ = ["ActorCritic", "PolicyNetwork", "QNetwork", "TORSOS"]

@@ -1,0 +1,79 @@
+"""Nature-DQN frame encoder."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.nets import CNNEncoder, frames_to_float
+
+# 36x36 frames keep the tests fast: 36 -> 8 -> 3 -> 1 with the paper's VALID convolutions.
+H = W = 36
+
+
+@pytest.fixture(scope="module")
+def encoder_and_params():
+    # flax's default init compiles much faster on CPU than orthogonal (QR); the
+    # orthogonal CNN is initialized in tests/nets/test_heads.py.
+    enc = CNNEncoder(dense=32, orthogonal_init=False)
+    params = enc.init(jax.random.key(0), jnp.zeros((H, W, 4), jnp.uint8))
+    return enc, params
+
+
+@pytest.mark.parametrize("lead", [(), (3,), (2, 3)])
+def test_shapes_over_leading_dims(encoder_and_params, lead):
+    enc, params = encoder_and_params
+    out = jax.eval_shape(enc.apply, params, jax.ShapeDtypeStruct((*lead, H, W, 4), jnp.uint8))
+    assert out.shape == (*lead, 32) and out.dtype == jnp.float32
+
+
+def test_leading_dims_are_merged_and_restored(encoder_and_params):
+    enc, params = encoder_and_params
+    apply = jax.jit(enc.apply)
+    frames = jax.random.uniform(jax.random.key(5), (2, 3, H, W, 4))
+    np.testing.assert_allclose(
+        apply(params, frames), apply(params, frames.reshape(6, H, W, 4)).reshape(2, 3, 32), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_nature_dqn_layers_on_84x84():
+    enc = CNNEncoder()
+    shapes = jax.eval_shape(enc.init, jax.random.key(0), jnp.zeros((84, 84, 4), jnp.uint8))["params"]
+    assert shapes["conv_0"]["kernel"].shape == (8, 8, 4, 32)
+    assert shapes["conv_1"]["kernel"].shape == (4, 4, 32, 64)
+    assert shapes["conv_2"]["kernel"].shape == (3, 3, 64, 64)
+    assert shapes["dense"]["kernel"].shape == (7 * 7 * 64, 512)  # 84 -> 20 -> 9 -> 7
+    out = jax.eval_shape(lambda p, x: enc.apply({"params": p}, x), shapes, jnp.zeros((5, 84, 84, 4), jnp.uint8))
+    assert out.shape == (5, 512) and out.dtype == jnp.float32
+
+
+def test_uint8_frames_are_scaled_by_1_over_255(encoder_and_params):
+    enc, params = encoder_and_params
+    apply = jax.jit(enc.apply)
+    frames = jax.random.randint(jax.random.key(1), (6, H, W, 4), 0, 256).astype(jnp.uint8)
+    scaled = frames.astype(jnp.float32) / 255.0
+    np.testing.assert_allclose(apply(params, frames), apply(params, scaled), rtol=1e-5, atol=1e-6)
+    # float frames are used as they are, not rescaled
+    raw = frames.astype(jnp.float32)
+    assert not np.allclose(apply(params, raw), apply(params, scaled))
+    np.testing.assert_allclose(frames_to_float(jnp.array([0, 51, 255], jnp.uint8)), [0.0, 0.2, 1.0], rtol=1e-6)
+
+
+def test_init_is_deterministic_and_jit_matches_eager(encoder_and_params):
+    enc, params = encoder_and_params
+    again = enc.init(jax.random.key(0), jnp.zeros((H, W, 4), jnp.uint8))
+    jax.tree.map(np.testing.assert_array_equal, params, again)
+    other = enc.init(jax.random.key(1), jnp.zeros((H, W, 4), jnp.uint8))
+    assert not np.allclose(params["params"]["conv_0"]["kernel"], other["params"]["conv_0"]["kernel"])
+    frames = jax.random.uniform(jax.random.key(2), (3, H, W, 4))
+    np.testing.assert_allclose(jax.jit(enc.apply)(params, frames), enc.apply(params, frames), rtol=1e-5, atol=1e-5)
+
+
+def test_small_frames_need_same_padding():
+    with pytest.raises(ValueError, match="too small"):
+        CNNEncoder().init(jax.random.key(0), jnp.zeros((10, 10, 3)))
+    enc = CNNEncoder(dense=None, padding="SAME")
+    out = jax.eval_shape(enc.init, jax.random.key(0), jnp.zeros((10, 10, 3)))
+    assert out["params"]["conv_2"]["kernel"].shape == (3, 3, 64, 64)
+    feats = jax.eval_shape(enc.apply, out, jax.ShapeDtypeStruct((2, 10, 10, 3), jnp.float32))
+    assert feats.shape == (2, 2 * 2 * 64)  # SAME: 10 -> 3 -> 2 -> 2
