@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jgtest.agents.common import batched, check_positive, evaluate, make_game, run_periods
+from jgtest.agents.common import batched, check_positive, make_game, run_periods, scan_then_evaluate
 from jgtest.losses import cem_elite_mask, cem_loss
 from jgtest.nets import PolicyNetwork
 
@@ -128,10 +128,10 @@ def make_agent(config: CEMConfig) -> CEMAgent:
 
     def period(state: CEMState, hparams=None):
         hparams = CEMHyperparams() if hparams is None else hparams
-        state, m = jax.lax.scan(lambda s, _: iteration(s, hparams), state, None, length=config.iterations_per_eval)
-        key, k_eval = jax.random.split(state.key)
-        greedy = lambda obs, k: jnp.argmax(network.apply(state.params, obs), axis=-1)
-        eval_mean, eval_std = evaluate(env, env_params, greedy, k_eval, config.eval_episodes, max_steps)
+        greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1)
+        state, m, eval_mean, eval_std = scan_then_evaluate(
+            state, lambda s: iteration(s, hparams), config.iterations_per_eval, greedy, env, env_params, config.eval_episodes, max_steps
+        )
         metrics = {
             "env_steps": state.env_steps,
             "eval_return_mean": eval_mean,
@@ -139,7 +139,7 @@ def make_agent(config: CEMConfig) -> CEMAgent:
             "train_return_mean": m["return"].mean(),
             "loss": m["loss"].mean(),
         }
-        return state.replace(key=key), metrics
+        return state, metrics
 
     def train(key, hparams=None):
         return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)

@@ -110,3 +110,20 @@ def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_
 
     (obs, env_state), (traj, ended, ep_return) = jax.lax.scan(body, (obs, env_state), jax.random.split(key, num_steps))
     return obs, env_state, traj, ended, ep_return
+
+
+def scan_then_evaluate(state, one_step, length: int, greedy, env, env_params, eval_episodes: int, max_steps: int):
+    """One evaluation period: ``one_step`` scanned ``length`` times, then the greedy policy evaluated.
+
+    Args:
+      state: agent state with a ``key`` field.
+      one_step: ``state -> (state, metrics)``.
+      greedy: ``params -> policy(obs, key)`` evaluated on ``state.params``.
+
+    Returns:
+      ``(state, stacked step metrics, eval_return_mean, eval_return_std)``.
+    """
+    state, metrics = jax.lax.scan(lambda s, _: one_step(s), state, None, length=length)
+    key, k_eval = jax.random.split(state.key)
+    mean, std = evaluate(env, env_params, greedy(state.params), k_eval, eval_episodes, max_steps)
+    return state.replace(key=key), metrics, mean, std

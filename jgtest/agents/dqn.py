@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jgtest.agents.common import batched, check_positive, evaluate, make_game, run_periods, true_next_obs
+from jgtest.agents.common import batched, check_positive, make_game, run_periods, scan_then_evaluate, true_next_obs
 from jgtest.losses import dqn_loss
 from jgtest.nets import QNetwork
 
@@ -178,10 +178,10 @@ def make_agent(config: DQNConfig) -> DQNAgent:
 
     def period(state: DQNState, hparams=None):
         hparams = DQNHyperparams() if hparams is None else hparams
-        state, m = jax.lax.scan(lambda s, _: iteration(s, hparams), state, None, length=config.iterations_per_eval)
-        key, k_eval = jax.random.split(state.key)
-        greedy = lambda obs, k: jnp.argmax(network.apply(state.params, obs), axis=-1)
-        eval_mean, eval_std = evaluate(env, env_params, greedy, k_eval, config.eval_episodes, max_steps)
+        greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1)
+        state, m, eval_mean, eval_std = scan_then_evaluate(
+            state, lambda s: iteration(s, hparams), config.iterations_per_eval, greedy, env, env_params, config.eval_episodes, max_steps
+        )
         metrics = {
             "env_steps": state.timesteps,
             "eval_return_mean": eval_mean,
@@ -189,7 +189,7 @@ def make_agent(config: DQNConfig) -> DQNAgent:
             "train_return_mean": m["return_sum"].sum() / jnp.maximum(m["episodes"].sum(), 1),
             "loss": m["loss"].sum() / jnp.maximum((m["loss"] != 0).sum(), 1),
         }
-        return state.replace(key=key), metrics
+        return state, metrics
 
     def train(key, hparams=None):
         return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jgtest.agents.common import batched, check_positive, collect_rollout, evaluate, make_game, run_periods
+from jgtest.agents.common import batched, check_positive, collect_rollout, make_game, run_periods, scan_then_evaluate
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic
 from jgtest.types import Transition
@@ -147,10 +147,10 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
 
     def period(state: OnPolicyState, hparams=None):
         hparams = default_hparams if hparams is None else hparams
-        state, m = jax.lax.scan(lambda s, _: one_update(s, hparams), state, None, length=config.updates_per_eval)
-        key, k_eval = jax.random.split(state.key)
-        greedy = lambda obs, k: jnp.argmax(network.apply(state.params, obs)[0], axis=-1)
-        eval_mean, eval_std = evaluate(env, env_params, greedy, k_eval, config.eval_episodes, max_steps)
+        greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs)[0], axis=-1)
+        state, m, eval_mean, eval_std = scan_then_evaluate(
+            state, lambda s: one_update(s, hparams), config.updates_per_eval, greedy, env, env_params, config.eval_episodes, max_steps
+        )
         metrics = {
             "env_steps": state.update * config.batch_size,
             "eval_return_mean": eval_mean,
@@ -158,7 +158,7 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
             "train_return_mean": m["return_sum"].sum() / jnp.maximum(m["episodes"].sum(), 1),
             **{k: jnp.mean(v) for k, v in m.items() if k not in ("episodes", "return_sum")},
         }
-        return state.replace(key=key), metrics
+        return state, metrics
 
     def train(key, hparams=None):
         return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
