@@ -1,19 +1,68 @@
-"""State coverage (Wuji) and visited-cell maps.
+"""Coverage: the cells of a game's state, and the distinct cells a run covers.
 
-Wuji (Zheng et al., ASE 2019, §V-C "Evaluation on coverage increase"): every
-state feature is cut into ``m`` equal intervals; a state falls into one bucket
-per feature, and the state coverage is the number of distinct bucket tuples
-covered (at most ``m**n`` for ``n`` features).
+**Cells.** Wuji (Zheng et al., ASE 2019, §V-C "Evaluation on coverage
+increase") cuts every state feature into ``m`` equal intervals; a state falls
+into one bucket per feature, and the state coverage is the number of distinct
+bucket tuples covered (at most ``m**n`` for ``n`` features). :func:`bucket_id`
+numbers the tuples; every game reports the cell of each step in
+``telemetry.cell``.
 
-All functions are pure and jittable.
+**Distinct cells: one mechanism for every consumer.** A *cell set* is a pure
+``init`` / ``add`` / ``contains`` / ``clear`` interface over a small pytree
+(:class:`CellSetState`); ``add`` returns how many cells were new, so counts are
+kept incrementally (never a sum over the whole map per step). Consumers:
+
+* :class:`jgtest.envs.wrappers.EpisodeStatistics`: one set per env, cleared
+  when an episode ends (``info["episode_cells"]``);
+* the random campaign: one set for the whole campaign, each device call's
+  cells added in one chunk (``summary["state_coverage"]``);
+* Wuji's exploration score (distinct states of a run over bucket tuples that
+  can number ``m**n``): :func:`count_distinct`, or a :class:`HashSet`;
+* PPGTA's pathway coverage: :func:`fraction_covered` of the pathway cells;
+* RELINE's low-FPS cells: per-cell visit counts over a map-sized grid,
+  :func:`visit_counts` (dense by nature: every cell carries two counts).
+
+Two representations share the interface; :func:`cell_set` picks the smaller:
+
+==================  ===============================  ====================================
+                    :class:`BitSet` (``num_cells``)   :class:`HashSet` (``capacity``)
+==================  ===============================  ====================================
+memory              ``ceil(num_cells / 32)`` uint32   ``capacity`` int32 (power of two)
+exact               always                           while distinct cells ≤ capacity; a
+                                                     new cell beyond that is dropped and
+                                                     ``overflowed`` is set
+``add`` cost         one word gathered and written    ~1-2 probes per cell at load ≤ 1/2
+suits               cell spaces up to ~10^8 cells     huge or unbounded spaces (``m**n``)
+==================  ===============================  ====================================
+
+``add`` takes any number of cells at once: several are first sorted and
+de-duplicated, then written together (a chunk of a campaign). Cell ids are
+non-negative ``int32``; ids outside the set's range (and those masked off by
+``valid``) are ignored.
+
+All device functions are pure and jittable; sets are static, hashable
+dataclasses, so they can be closed over or passed as static arguments.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+#: Sort key of ignored cells in :func:`_first_occurrences` (no valid cell id reaches it).
+_IGNORED = np.iinfo(np.int32).max
+#: Marks an empty slot of a :class:`HashSet`.
+_EMPTY = -1
+#: Knuth's multiplicative-hash constant, ``2**32 / golden ratio``.
+_GOLDEN = 0x9E3779B1
 
 
+# ----- cells ------------------------------------------------------------------------
 def bucketize(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
     """Bucket index of each feature: ``floor((f - low) / (high - low) * m)``.
 
@@ -34,18 +83,267 @@ def bucketize(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
 def bucket_id(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
     """Flat id of the bucket tuple of a state, in ``[0, m**n)``.
 
+    Raises:
+      ValueError: ``m**n`` does not fit an ``int32`` cell id.
+
     Example:
       >>> int(bucket_id(jnp.array([0.1, 0.9]), 0.0, 1.0, 10))
       19
     """
+    n = features.shape[-1]
+    if num_buckets**n > _IGNORED:
+        raise ValueError(
+            f"{num_buckets}**{n} bucket tuples do not fit int32 cell ids; use fewer buckets or features"
+        )
     idx = bucketize(features, low, high, num_buckets)
-    n = idx.shape[-1]
-    strides = num_buckets ** jnp.arange(n - 1, -1, -1, dtype=jnp.int32)
+    strides = np.asarray([num_buckets ** (n - 1 - i) for i in range(n)], np.int32)
     return jnp.sum(idx * strides, axis=-1).astype(jnp.int32)
 
 
+# ----- distinct cells -----------------------------------------------------------------
+@struct.dataclass
+class CellSetState:
+    """The contents of a cell set.
+
+    Attributes:
+      table: ``uint32[words]`` bits (:class:`BitSet`) or ``int32[capacity]``
+        slots (:class:`HashSet`).
+      size: ``int32``, distinct cells in the set.
+      overflowed: ``bool``, a new cell was dropped because the set was full
+        (never for a :class:`BitSet`); ``size`` is then a lower bound.
+    """
+
+    table: jax.Array
+    size: jax.Array
+    overflowed: jax.Array
+
+
+def _cleared(state: CellSetState, where, empty) -> CellSetState:
+    """``state`` emptied (every table entry ``empty``) where the scalar ``where`` is true."""
+    where = jnp.asarray(where, bool)
+    return CellSetState(
+        jnp.where(where, empty, state.table), jnp.where(where, 0, state.size), state.overflowed & ~where
+    )
+
+
+def _valid_cells(cells, valid, num_cells: int | None):
+    """``cells`` as ``int32`` and the mask of those to add: in range and ``valid``."""
+    cells = jnp.asarray(cells, jnp.int32)
+    ok = cells >= 0
+    if num_cells is not None:
+        ok &= cells < num_cells
+    if valid is not None:
+        ok &= jnp.broadcast_to(jnp.asarray(valid, bool), cells.shape)
+    return cells, ok
+
+
+def _first_occurrences(cells: jax.Array, ok: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Flattened cells (sorted when more than one) and the mask of each valid cell's first copy."""
+    flat = jnp.where(ok, cells, _IGNORED).reshape(-1)
+    if flat.shape[0] == 1:
+        return flat, ok.reshape(-1)
+    flat = jnp.sort(flat)
+    first = jnp.concatenate([jnp.ones((1,), bool), flat[1:] != flat[:-1]])
+    return flat, first & (flat != _IGNORED)
+
+
+def count_distinct(cells: jax.Array, valid: jax.Array | None = None) -> jax.Array:
+    """Number of distinct non-negative cell ids in ``cells`` (any shape), sort-based.
+
+    No table at all: ``O(N log N)`` for ``N`` cells, whatever the size of the
+    cell space. Wuji's exploration score of a run is ``count_distinct`` of its
+    cells; ``jax.vmap`` it over runs.
+
+    Example:
+      >>> int(count_distinct(jnp.array([7, 3, 7, 10**9, 3])))
+      3
+    """
+    cells, ok = _valid_cells(cells, valid, None)
+    return jnp.sum(_first_occurrences(cells, ok)[1]).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class BitSet:
+    """Exact set of cells in ``[0, num_cells)``: one bit per cell, packed in uint32 words.
+
+    Example:
+      >>> cells = BitSet(100)
+      >>> state, new = cells.add(cells.init(), jnp.array([5, 9, 5]))
+      >>> int(new), int(state.size), bool(cells.contains(state, 9))
+      (2, 2, True)
+    """
+
+    num_cells: int
+
+    def __post_init__(self):
+        if not isinstance(self.num_cells, (int, np.integer)) or not 0 < self.num_cells <= _IGNORED:
+            raise ValueError(f"BitSet needs 0 < num_cells <= 2**31 - 1, got {self.num_cells!r}")
+
+    @property
+    def num_words(self) -> int:
+        return -(-self.num_cells // 32)
+
+    def init(self) -> CellSetState:
+        return CellSetState(jnp.zeros((self.num_words,), jnp.uint32), jnp.int32(0), jnp.bool_(False))
+
+    @staticmethod
+    def _word_and_bit(cells):
+        return cells >> 5, jnp.left_shift(jnp.uint32(1), (cells & 31).astype(jnp.uint32))
+
+    def add(self, state: CellSetState, cells, valid=None) -> tuple[CellSetState, jax.Array]:
+        """Adds ``cells`` (any shape); returns the new state and how many were new."""
+        cells, first = _first_occurrences(*_valid_cells(cells, valid, self.num_cells))
+        word, bit = self._word_and_bit(cells)
+        is_new = first & ((state.table.at[word].get(mode="fill", fill_value=0) & bit) == 0)
+        # New cells are distinct bits of words where they are unset, so adding them is or-ing them.
+        table = state.table.at[word].add(jnp.where(is_new, bit, jnp.uint32(0)), mode="drop")
+        num_new = jnp.sum(is_new).astype(jnp.int32)
+        return state.replace(table=table, size=state.size + num_new), num_new
+
+    def contains(self, state: CellSetState, cells) -> jax.Array:
+        """``bool`` array like ``cells``: which cells are in the set."""
+        cells, ok = _valid_cells(cells, None, self.num_cells)
+        word, bit = self._word_and_bit(jnp.where(ok, cells, 0))
+        return ok & ((state.table[word] & bit) != 0)
+
+    def clear(self, state: CellSetState, where=True) -> CellSetState:
+        """Empties the set where ``where`` (a scalar bool) is true."""
+        return _cleared(state, where, jnp.uint32(0))
+
+    def members(self, state: CellSetState) -> np.ndarray:
+        """Host-side sorted ``int64`` array of the cells in the set."""
+        bits = np.unpackbits(np.asarray(state.table).astype("<u4").view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: self.num_cells])
+
+
+@dataclasses.dataclass(frozen=True)
+class HashSet:
+    """Set of any non-negative ``int32`` cells in ``capacity`` slots (open addressing).
+
+    Linear probing from a multiplicative hash; exact while it holds at most
+    ``capacity`` cells (keep the load at most 1/2 for short probes). A new
+    cell that finds no free slot is dropped and ``overflowed`` is set.
+    Several cells are added in parallel rounds: each pending cell reads its
+    probe slot, claims it if empty (one of the cells racing for a slot wins,
+    the others probe on), and stops when it finds itself.
+
+    Example:
+      >>> cells = HashSet(8)
+      >>> state, new = cells.add(cells.init(), jnp.array([3, 10**9, 3]))
+      >>> int(new), sorted(cells.members(state).tolist())
+      (2, [3, 1000000000])
+    """
+
+    capacity: int
+
+    def __post_init__(self):
+        c = self.capacity
+        if not isinstance(c, (int, np.integer)) or c < 2 or c & (c - 1) or c > 2**30:
+            raise ValueError(f"HashSet capacity must be a power of two in [2, 2**30], got {c!r}")
+
+    def init(self) -> CellSetState:
+        return CellSetState(jnp.full((self.capacity,), _EMPTY, jnp.int32), jnp.int32(0), jnp.bool_(False))
+
+    def _home(self, cells):
+        bits = self.capacity.bit_length() - 1
+        return (cells.astype(jnp.uint32) * jnp.uint32(_GOLDEN)) >> jnp.uint32(32 - bits)
+
+    def _slot(self, home, probe):
+        return ((home + probe.astype(jnp.uint32)) & jnp.uint32(self.capacity - 1)).astype(jnp.int32)
+
+    def add(self, state: CellSetState, cells, valid=None) -> tuple[CellSetState, jax.Array]:
+        """Adds ``cells`` (any shape); returns the new state and how many were new."""
+        cells, pending = _first_occurrences(*_valid_cells(cells, valid, None))
+        home = self._home(cells)
+
+        def probe_round(carry):
+            table, pending, probe, num_new, overflowed = carry
+            slot = self._slot(home, probe)
+            current = table[slot]
+            found = pending & (current == cells)
+            claim = pending & (current == _EMPTY)
+            table = table.at[jnp.where(claim, slot, self.capacity)].set(cells, mode="drop")
+            won = claim & (table[slot] == cells)
+            pending = pending & ~found & ~won
+            full = pending & (probe + 1 >= self.capacity)
+            pending = pending & ~full
+            num_new = num_new + jnp.sum(won).astype(jnp.int32)
+            return table, pending, probe + pending, num_new, overflowed | jnp.any(full)
+
+        init = (state.table, pending, jnp.zeros(cells.shape, jnp.int32), jnp.int32(0), state.overflowed)
+        table, _, _, num_new, overflowed = jax.lax.while_loop(lambda c: jnp.any(c[1]), probe_round, init)
+        return CellSetState(table, state.size + num_new, overflowed), num_new
+
+    def contains(self, state: CellSetState, cells) -> jax.Array:
+        """``bool`` array like ``cells``: which cells are in the set."""
+        cells, ok = _valid_cells(cells, None, None)
+        home = self._home(cells)
+
+        def probe_round(carry):
+            searching, probe, found = carry
+            current = state.table[self._slot(home, probe)]
+            found = found | (searching & (current == cells))
+            searching = searching & (current != cells) & (current != _EMPTY) & (probe + 1 < self.capacity)
+            return searching, probe + searching, found
+
+        init = (ok, jnp.zeros(cells.shape, jnp.int32), jnp.zeros(cells.shape, bool))
+        return jax.lax.while_loop(lambda c: jnp.any(c[0]), probe_round, init)[2]
+
+    def clear(self, state: CellSetState, where=True) -> CellSetState:
+        """Empties the set where ``where`` (a scalar bool) is true."""
+        return _cleared(state, where, jnp.int32(_EMPTY))
+
+    def members(self, state: CellSetState) -> np.ndarray:
+        """Host-side sorted ``int64`` array of the cells in the set."""
+        table = np.asarray(state.table)
+        return np.sort(table[table != _EMPTY]).astype(np.int64)
+
+
+CellSet = BitSet | HashSet
+
+
+def cell_set(num_cells: int, max_distinct: int | None = None) -> CellSet:
+    """The smaller exact set for cells in ``[0, num_cells)``, at most ``max_distinct`` of them.
+
+    A :class:`BitSet` takes ``ceil(num_cells / 32)`` words; a :class:`HashSet`
+    for ``max_distinct`` cells at load ≤ 1/2 takes the next power of two
+    ``≥ 2 * max_distinct`` slots. Without ``max_distinct`` it is a ``BitSet``.
+
+    Example:
+      >>> cell_set(4096, max_distinct=500)        # 128 words < 1,024 slots
+      BitSet(num_cells=4096)
+      >>> cell_set(10**9, max_distinct=1000)      # 31,250,000 words > 2,048 slots
+      HashSet(capacity=2048)
+    """
+    bits = BitSet(num_cells)
+    if max_distinct is None:
+        return bits
+    if max_distinct < 1:
+        raise ValueError(f"max_distinct must be positive, got {max_distinct}")
+    slots = 1 << max(1, math.ceil(math.log2(2 * max_distinct)))
+    return bits if bits.num_words <= slots else HashSet(slots)
+
+
+def fraction_covered(cells: CellSet, state: CellSetState, targets: jax.Array) -> jax.Array:
+    """Share of the distinct ``targets`` cells that are in the set (PPGTA's pathway coverage).
+
+    Args:
+      cells: the set's representation.
+      state: its contents.
+      targets: ``int32[K]`` cells to cover (e.g. the pathway cells); repeats count once.
+    """
+    targets, ok = _valid_cells(targets, None, None)
+    sorted_targets, first = _first_occurrences(targets, ok)
+    hit = first & cells.contains(state, jnp.where(first, sorted_targets, 0))
+    return jnp.sum(hit) / jnp.maximum(jnp.sum(first), 1)
+
+
+# ----- visit counts (maps) ---------------------------------------------------------------
 def visit_counts(cells: jax.Array, num_cells: int, mask: jax.Array | None = None) -> jax.Array:
-    """How many times each cell id occurs in ``cells`` (any shape).
+    """How many times each cell id occurs in ``cells`` (any shape): a dense map.
+
+    For bird's-eye maps and RELINE's low-FPS grid, where every cell has a
+    count; to count distinct cells, use a cell set.
 
     Args:
       cells: integer cell ids.
@@ -59,19 +357,6 @@ def visit_counts(cells: jax.Array, num_cells: int, mask: jax.Array | None = None
     return jnp.zeros((num_cells,), jnp.int32).at[cells.reshape(-1)].add(weights.reshape(-1))
 
 
-def visited(cells: jax.Array, num_cells: int, mask: jax.Array | None = None) -> jax.Array:
-    """``bool[num_cells]``: which cells occur at least once."""
-    return visit_counts(cells, num_cells, mask) > 0
-
-
-def state_coverage(cells: jax.Array, num_cells: int, mask: jax.Array | None = None) -> jax.Array:
-    """Wuji's state coverage: the number of distinct cells covered."""
-    return jnp.sum(visited(cells, num_cells, mask)).astype(jnp.int32)
-
-
 def visit_map(cells: jax.Array, map_shape: tuple[int, ...], mask: jax.Array | None = None) -> jax.Array:
     """Bird's-eye visit counts: ``visit_counts`` reshaped to ``map_shape``."""
-    num_cells = 1
-    for d in map_shape:
-        num_cells *= d
-    return visit_counts(cells, num_cells, mask).reshape(map_shape)
+    return visit_counts(cells, math.prod(map_shape), mask).reshape(map_shape)

@@ -37,13 +37,37 @@ def check_positive(config, *names: str) -> None:
 
 
 def make_game(config):
-    """The training game wrapped in episode statistics, its params, and the concrete episode cap.
+    """The game of ``config``, its params, and the concrete episode cap.
 
     Raises:
       ValueError: unknown game or option (from ``jgtest.make``).
     """
     env, params = make(config.game, **dict(config.game_kwargs))
-    return EpisodeStatistics(env), params, int(np.asarray(params.max_steps_in_episode))
+    return env, params, int(np.asarray(params.max_steps_in_episode))
+
+
+def training_game(env, config) -> EpisodeStatistics:
+    """``env`` with episode statistics for training rollouts; distinct cells
+    are counted when ``config.track_coverage`` (evaluation plays the bare game)."""
+    return EpisodeStatistics(env, cells=None if config.track_coverage else False)
+
+
+def finished_episodes(info: dict) -> dict:
+    """Sums over the episodes that ended at this step: count, return and, if tracked, distinct cells."""
+    ended = info["returned_episode"]
+    sums = {"episodes": ended.sum(), "return_sum": jnp.sum(info["returned_episode_return"] * ended)}
+    if "episode_cells" in info:
+        sums["cells_sum"] = jnp.sum(info["returned_episode_cells"] * ended)
+    return sums
+
+
+def episode_means(sums: dict) -> dict:
+    """``train_return_mean`` (and ``train_cells_mean``) from stacked :func:`finished_episodes` sums."""
+    episodes = jnp.maximum(sums["episodes"].sum(), 1)
+    means = {"train_return_mean": sums["return_sum"].sum() / episodes}
+    if "cells_sum" in sums:
+        means["train_cells_mean"] = sums["cells_sum"].sum() / episodes
+    return means
 
 
 def batched(env, params):
@@ -98,7 +122,8 @@ def true_next_obs(next_obs: jax.Array, info: dict, done: jax.Array) -> jax.Array
 def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_envs: int):
     """``num_steps`` steps of ``num_envs`` games with ``act(params, obs, key) -> (action, log_prob, value)``.
 
-    Returns ``(obs, env_state, Transition [T, N], episode_ended [T, N], episode_return [T, N])``.
+    Returns ``(obs, env_state, Transition [T, N], finished-episode sums [T])``
+    (see :func:`finished_episodes`).
     """
     def body(carry, k):
         obs, env_state = carry
@@ -106,10 +131,10 @@ def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_
         action, log_prob, value = act(params, obs, k_act)
         next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, num_envs), env_state, action)
         t = Transition(obs, action, reward, term, trunc, true_next_obs(next_obs, info, term | trunc), value, log_prob)
-        return (next_obs, env_state), (t, info["returned_episode"], info["returned_episode_return"])
+        return (next_obs, env_state), (t, finished_episodes(info))
 
-    (obs, env_state), (traj, ended, ep_return) = jax.lax.scan(body, (obs, env_state), jax.random.split(key, num_steps))
-    return obs, env_state, traj, ended, ep_return
+    (obs, env_state), (traj, episodes) = jax.lax.scan(body, (obs, env_state), jax.random.split(key, num_steps))
+    return obs, env_state, traj, episodes
 
 
 def scan_then_evaluate(state, one_step, length: int, greedy, env, env_params, eval_episodes: int, max_steps: int):

@@ -23,7 +23,10 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jgtest.agents.common import batched, check_positive, make_game, run_periods, scan_then_evaluate, true_next_obs
+from jgtest.agents.common import (
+    batched, check_positive, episode_means, finished_episodes, make_game, run_periods, scan_then_evaluate, training_game,
+    true_next_obs,
+)  # fmt: skip
 from jgtest.losses import dqn_loss
 from jgtest.nets import QNetwork
 
@@ -56,6 +59,7 @@ class DQNConfig:
     torso: str = "mlp"
     num_evals: int = 20
     eval_episodes: int = 16
+    track_coverage: bool = True  # distinct cells per training episode (metric train_cells_mean)
 
     def __post_init__(self):
         check_positive(
@@ -102,11 +106,11 @@ class DQNAgent(NamedTuple):
 
 
 def make_agent(config: DQNConfig) -> DQNAgent:
-    env, env_params, max_steps = make_game(config)
-    num_actions = env.action_space(env_params).n
-    obs_ndim = len(env.observation_space(env_params).shape)
+    game, env_params, max_steps = make_game(config)
+    num_actions = game.action_space(env_params).n
+    obs_ndim = len(game.observation_space(env_params).shape)
     network = QNetwork(num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
-    reset, step = batched(env, env_params)
+    reset, step = batched(training_game(game, config), env_params)
     buffer = fbx.make_item_buffer(
         max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True
     )
@@ -173,20 +177,19 @@ def make_agent(config: DQNConfig) -> DQNAgent:
             params=params, target_params=target_params, opt_state=opt_state, buffer=buf, env_state=env_state,
             obs=next_obs, key=key, timesteps=timesteps, updates=state.updates + ready,
         )  # fmt: skip
-        ended = info["returned_episode"]
-        return state, {**metrics, "episodes": ended.sum(), "return_sum": jnp.sum(info["returned_episode_return"] * ended)}
+        return state, (metrics, finished_episodes(info))
 
     def period(state: DQNState, hparams=None):
         hparams = DQNHyperparams() if hparams is None else hparams
         greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1)
-        state, m, eval_mean, eval_std = scan_then_evaluate(
-            state, lambda s: iteration(s, hparams), config.iterations_per_eval, greedy, env, env_params, config.eval_episodes, max_steps
+        state, (m, episodes), eval_mean, eval_std = scan_then_evaluate(
+            state, lambda s: iteration(s, hparams), config.iterations_per_eval, greedy, game, env_params, config.eval_episodes, max_steps
         )
         metrics = {
             "env_steps": state.timesteps,
             "eval_return_mean": eval_mean,
             "eval_return_std": eval_std,
-            "train_return_mean": m["return_sum"].sum() / jnp.maximum(m["episodes"].sum(), 1),
+            **episode_means(episodes),
             "loss": m["loss"].sum() / jnp.maximum((m["loss"] != 0).sum(), 1),
         }
         return state, metrics

@@ -14,7 +14,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jgtest.agents.common import batched, check_positive, collect_rollout, make_game, run_periods, scan_then_evaluate
+from jgtest.agents.common import (
+    batched, check_positive, collect_rollout, episode_means, make_game, run_periods, scan_then_evaluate, training_game,
+)  # fmt: skip
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic
 from jgtest.types import Transition
@@ -35,6 +37,7 @@ class OnPolicyConfig:
     anneal_lr: bool = True
     num_evals: int = 20
     eval_episodes: int = 16
+    track_coverage: bool = True  # distinct cells per training episode (metric train_cells_mean)
 
     def __post_init__(self):
         check_positive(self, "num_envs", "num_steps", "total_timesteps", "num_evals", "eval_episodes")
@@ -113,13 +116,13 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
       make_optimizer: ``hparams -> optax.GradientTransformation``.
       make_update: ``network -> update`` (see :class:`OnPolicyAgent`).
     """
-    env, env_params, max_steps = make_game(config)
-    num_actions = env.action_space(env_params).n
-    obs_ndim = len(env.observation_space(env_params).shape)
+    game, env_params, max_steps = make_game(config)
+    num_actions = game.action_space(env_params).n
+    obs_ndim = len(game.observation_space(env_params).shape)
     network = ActorCritic(
         num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim
     )
-    reset, step = batched(env, env_params)
+    reset, step = batched(training_game(game, config), env_params)
     update = make_update(network)
 
     def act(params, obs, key):
@@ -138,25 +141,25 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
 
     def one_update(state: OnPolicyState, hparams):
         key, k_roll, k_upd = jax.random.split(state.key, 3)
-        obs, env_state, traj, ended, ep_return = collect_rollout(
+        obs, env_state, traj, episodes = collect_rollout(
             act, step, state.params, state.obs, state.env_state, k_roll, config.num_steps, config.num_envs
         )
         (params, opt_state), metrics = update((state.params, state.opt_state, state.update), traj, hparams, k_upd)
         state = OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key, update=state.update + 1)
-        return state, {**metrics, "episodes": ended.sum(), "return_sum": jnp.sum(ep_return * ended)}
+        return state, (metrics, jax.tree.map(jnp.sum, episodes))
 
     def period(state: OnPolicyState, hparams=None):
         hparams = default_hparams if hparams is None else hparams
         greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs)[0], axis=-1)
-        state, m, eval_mean, eval_std = scan_then_evaluate(
-            state, lambda s: one_update(s, hparams), config.updates_per_eval, greedy, env, env_params, config.eval_episodes, max_steps
+        state, (m, episodes), eval_mean, eval_std = scan_then_evaluate(
+            state, lambda s: one_update(s, hparams), config.updates_per_eval, greedy, game, env_params, config.eval_episodes, max_steps
         )
         metrics = {
             "env_steps": state.update * config.batch_size,
             "eval_return_mean": eval_mean,
             "eval_return_std": eval_std,
-            "train_return_mean": m["return_sum"].sum() / jnp.maximum(m["episodes"].sum(), 1),
-            **{k: jnp.mean(v) for k, v in m.items() if k not in ("episodes", "return_sum")},
+            **episode_means(episodes),
+            **jax.tree.map(jnp.mean, m),
         }
         return state, metrics
 

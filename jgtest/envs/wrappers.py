@@ -17,6 +17,8 @@ from flax import struct
 from gymnax.environments import spaces
 from gymnax.wrappers.purerl import GymnaxWrapper
 
+from jgtest.coverage import CellSet, CellSetState, cell_set
+
 #: ITU-R BT.601 luma weights, as in OpenCV's and Pillow's RGB to grayscale.
 LUMA = (0.299, 0.587, 0.114)
 
@@ -68,7 +70,7 @@ class EpisodeStatisticsState:
     episode_return: jax.Array
     episode_length: jax.Array
     bugs_found: jax.Array  # bool[num_bugs], this episode so far
-    cells_visited: jax.Array  # bool[num_cells], this episode so far
+    cells: CellSetState | None  # distinct cells of this episode so far (None: not tracked)
     returned_episode_return: jax.Array
     returned_episode_length: jax.Array
     returned_episode_bugs: jax.Array
@@ -84,10 +86,27 @@ class EpisodeStatistics(GymnaxWrapper):
     episode the same with a ``returned_`` prefix, plus ``returned_episode``
     (true on the step an episode ended). Values for the step that ends an
     episode include that step.
+
+    Distinct cells are kept in one cell set per env (:mod:`jgtest.coverage`),
+    counted as they are added and cleared when an episode ends: by default
+    :func:`jgtest.coverage.cell_set` for the game's ``num_cells`` and at most
+    ``max_steps_in_episode`` (of the default params) cells an episode, so a
+    game with a huge cell space gets a small hash set, not a map per env. A
+    hash set that fills up (an episode longer than it was sized for) sets
+    ``info["episode_cells_overflowed"]``; its count is then a lower bound.
+
+    Args:
+      env: the game.
+      cells: the cell set to use, ``None`` for the default, or ``False`` to not
+        track cells (no ``*_cells`` entries in ``info``; saves the set's memory
+        and time).
     """
 
-    def __init__(self, env):
+    def __init__(self, env, cells: CellSet | None | bool = None):
         super().__init__(env)
+        if cells is None or cells is True:
+            cells = cell_set(env.num_cells, max_distinct=int(env.default_params.max_steps_in_episode))
+        self.cells: CellSet | None = cells or None
 
     @partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
@@ -98,7 +117,7 @@ class EpisodeStatistics(GymnaxWrapper):
             episode_return=zero_f,
             episode_length=zero_i,
             bugs_found=jnp.zeros((self._env.num_bugs,), bool),
-            cells_visited=jnp.zeros((self._env.num_cells,), bool),
+            cells=None if self.cells is None else self.cells.init(),
             returned_episode_return=zero_f,
             returned_episode_length=zero_i,
             returned_episode_bugs=zero_i,
@@ -114,32 +133,29 @@ class EpisodeStatistics(GymnaxWrapper):
         ret = state.episode_return + reward
         length = state.episode_length + 1
         bugs = state.bugs_found | tel.bugs_fired
-        cells = state.cells_visited.at[tel.cell].set(True)
         n_bugs = jnp.sum(bugs).astype(jnp.int32)
-        n_cells = jnp.sum(cells).astype(jnp.int32)
+        stats = {"episode_return": ret, "episode_length": length, "episode_bugs": n_bugs}
+        returned = {
+            "returned_episode_return": jnp.where(done, ret, state.returned_episode_return),
+            "returned_episode_length": jnp.where(done, length, state.returned_episode_length),
+            "returned_episode_bugs": jnp.where(done, n_bugs, state.returned_episode_bugs),
+        }
+        cells = state.cells
+        if self.cells is not None:
+            cells, _ = self.cells.add(cells, tel.cell)
+            stats["episode_cells"] = cells.size
+            stats["episode_cells_overflowed"] = cells.overflowed
+            returned["returned_episode_cells"] = jnp.where(done, cells.size, state.returned_episode_cells)
+            cells = self.cells.clear(cells, done)
         new_state = EpisodeStatisticsState(
             env_state=env_state,
             episode_return=jnp.where(done, 0.0, ret),
             episode_length=jnp.where(done, 0, length),
             bugs_found=jnp.where(done, False, bugs),
-            cells_visited=jnp.where(done, False, cells),
-            returned_episode_return=jnp.where(done, ret, state.returned_episode_return),
-            returned_episode_length=jnp.where(done, length, state.returned_episode_length),
-            returned_episode_bugs=jnp.where(done, n_bugs, state.returned_episode_bugs),
-            returned_episode_cells=jnp.where(done, n_cells, state.returned_episode_cells),
+            cells=cells,
+            **{"returned_episode_cells": state.returned_episode_cells, **returned},
         )
-        info = {
-            **info,
-            "episode_return": ret,
-            "episode_length": length,
-            "episode_bugs": n_bugs,
-            "episode_cells": n_cells,
-            "returned_episode": done,
-            "returned_episode_return": new_state.returned_episode_return,
-            "returned_episode_length": new_state.returned_episode_length,
-            "returned_episode_bugs": new_state.returned_episode_bugs,
-            "returned_episode_cells": new_state.returned_episode_cells,
-        }
+        info = {**info, **stats, "returned_episode": done, **returned}
         return obs, new_state, reward, terminated, truncated, info
 
 

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jgtest.coverage import visited
+from jgtest.coverage import cell_set
 from jgtest.envs.registration import make
 from jgtest.report.records import BugRecord, BugRecordWriter
 from jgtest.rollout import action_key, episode_key, reset_key, step_key, step_with_reset
@@ -52,11 +52,13 @@ class RandomCampaignConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
 
-def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int):
+def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int, covered):
     """Returns ``(init() -> carry, chunk(carry) -> (carry, outputs))``, both jitted.
 
     ``outputs`` holds, per slot and step: action, bugs fired, cell, position,
-    done, episode index and step in episode; plus the cells visited in the chunk.
+    done, episode index and step in episode. The carry holds the slots' games
+    and the campaign's distinct cells so far in the cell set ``covered``; each
+    chunk's cells are added to it on device, in one sorted batch.
     """
     slots = jnp.arange(num_envs)
 
@@ -78,14 +80,12 @@ def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int):
         return (state, episode + done, jnp.where(done, 0, t + 1)), out
 
     def chunk(carry):
-        def body(carry, _):
-            return jax.vmap(step_slot)(slots, carry)
+        slot_carry, cover = carry
+        slot_carry, out = jax.lax.scan(lambda c, _: jax.vmap(step_slot)(slots, c), slot_carry, None, length=chunk_steps)
+        cover, _ = covered.add(cover, out[2])
+        return (slot_carry, cover), jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)  # [B, T, ...]
 
-        carry, out = jax.lax.scan(body, carry, None, length=chunk_steps)
-        out = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)  # [B, T, ...]
-        return carry, (*out, visited(out[2], env.num_cells))
-
-    return jax.jit(lambda: jax.vmap(init_slot)(slots)), jax.jit(chunk)
+    return jax.jit(lambda: (jax.vmap(init_slot)(slots), covered.init())), jax.jit(chunk)
 
 
 class _EpisodeTraces:
@@ -128,10 +128,10 @@ def run(
     out_dir = Path(out_dir)
     env, params = make(config.game, **config.game_kwargs)
     (out_dir / "config.json").write_text(json.dumps({"method": "random", **dataclasses.asdict(config)}, indent=2))
-    init, chunk = make_chunk_fn(env, params, config.seed, config.num_envs, config.chunk_steps)
     num_chunks = -(-config.steps_per_env // config.chunk_steps)
+    covered = cell_set(env.num_cells, max_distinct=num_chunks * config.chunk_steps * config.num_envs)
+    init, chunk = make_chunk_fn(env, params, config.seed, config.num_envs, config.chunk_steps, covered)
     found_at = np.full(env.num_bugs, np.nan)
-    covered = np.zeros(env.num_cells, bool)
     traces = _EpisodeTraces(config.num_envs)
     episodes = 0
     start = time.perf_counter()
@@ -139,8 +139,7 @@ def run(
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         for c in range(num_chunks):
             carry, out = chunk(carry)
-            actions, fired, _, position, done, episode, t_in_ep, chunk_visited = jax.device_get(out)
-            covered |= chunk_visited
+            actions, fired, _, position, done, episode, t_in_ep = jax.device_get(out)
             new = fired & np.isnan(found_at)[None, None, :]
             for b, t, bug in zip(*np.nonzero(new)):
                 if not np.isnan(found_at[bug]):
@@ -170,6 +169,8 @@ def run(
     wall_s = time.perf_counter() - start
     env_steps = num_chunks * config.chunk_steps * config.num_envs
     kinds = [env.bug_kinds[i] for i in np.flatnonzero(~np.isnan(found_at))]
+    visited = np.zeros(env.num_cells, bool)
+    visited[covered.members(carry[1])] = True
     summary = {
         "method": "random",
         "game": config.game,
@@ -177,13 +178,13 @@ def run(
         "bugs_total": env.num_bugs,
         "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
         "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in found_at],
-        "state_coverage": int(covered.sum()),
-        "state_coverage_fraction": float(covered.mean()),
+        "state_coverage": int(carry[1].size),
+        "state_coverage_fraction": float(carry[1].size) / env.num_cells,
         "episodes": episodes,
         "env_steps": env_steps,
         "wall_s": round(wall_s, 3),
         "steps_per_s": round(env_steps / wall_s, 1),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    np.save(out_dir / "visited_cells.npy", covered.reshape(env.map_shape))
+    np.save(out_dir / "visited_cells.npy", visited.reshape(env.map_shape))
     return summary
