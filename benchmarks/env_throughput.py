@@ -1,14 +1,31 @@
-"""Env steps/s of every game under jit(vmap) + lax.scan, against Gymnasium's CartPole-v1
-stepped in a Python loop (the way the papers worked), on the same machine in the same run.
+"""Env steps/s of every game under jit(vmap) + lax.scan, bare and with telemetry, next to
+gymnax's own CartPole-v1 (the JAX peer) and Gymnasium's CartPole-v1 stepped in a Python
+loop (the way the papers worked), on the same machine in the same run.
 
-    python benchmarks/env_throughput.py --quick --json results/env_throughput.json
+    python benchmarks/env_throughput.py --quick --json benchmarks/results/env_throughput_quick.json
 
-The batch is sharded over all local devices (``jax.sharding``; on CPU, one
-host device per core) whenever it divides evenly. Each measurement runs a random policy for ``steps`` steps per environment inside
-one ``lax.scan`` (auto-reset included) after a warm-up call that compiles, and
-reports ``batch * steps / seconds``. The JSON holds every row and
-``speedup_vs_gymnasium``: ``CartPoleBugs-v0`` at the largest batch over the
-Gymnasium loop.
+What is timed is what a trainer or a campaign pays. Each step's outputs are folded
+into a checksum, so XLA cannot drop any of them as dead code:
+
+* **bare**: observation, reward, terminated, truncated and the gymnax ``info``
+  entries (``final_observation``, ...), everything but the telemetry;
+* **telemetry**: all of that plus every field of ``info["telemetry"]`` (the
+  frame-time noise, the coverage cell, position, bugs fired, ...), what oracles,
+  coverage and reports read. gymnax's CartPole-v1 has no telemetry: its row
+  consumes all it returns.
+
+The harness's own work is kept small: the reset key, every step's key and a
+random action per step are drawn before the clock starts and streamed in through
+the ``lax.scan``. Its cost is measured by the **harness floor** row, a do-nothing
+game whose outputs (telemetry included) are built from the action and the key at
+almost no cost; ``harness share`` is that row's time per step over a game's.
+
+Rows of one batch size are timed interleaved, round after round, and each row
+reports its median, so that drift of the machine hits every row alike. The batch
+is sharded over all local devices (on CPU, one host device per core) whenever it
+divides evenly. The JSON holds every row, ``cartpole_telemetry_vs_gymnax``
+(``CartPoleBugs-v0`` with telemetry over gymnax ``CartPole-v1`` at the largest
+batch) and ``speedup_vs_gymnasium``.
 """
 
 from __future__ import annotations
@@ -27,49 +44,103 @@ os.environ["XLA_FLAGS"] = (
     + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false"
 ).strip()
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+import gymnax  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
-import jgtest
+import jgtest  # noqa: E402
+from jgtest.types import Telemetry  # noqa: E402
 
 FULL_BATCHES = (1, 4, 16, 64, 256, 1024, 4096)
 QUICK_BATCHES = (1, 64, 4096)
+FLOOR = "harness floor (do-nothing game)"
+GYMNAX = "gymnax CartPole-v1"
 
 
-def jax_steps_per_second(name: str, batch: int, steps: int, repeats: int) -> float:
-    """Best-of-``repeats`` steps/s of ``batch`` copies of ``name`` for ``steps`` scanned steps."""
-    env, params = jgtest.make(name)
+class DoNothing(jgtest.TestingEnv):
+    """A game that does no work: its outputs, telemetry included, are cheap functions of
+    the action and the step key, so the harness row times the harness alone."""
 
-    def run(keys):
-        def one(k):
-            k_reset, k_run = jax.random.split(k)
-            obs, state = env.reset(k_reset, params)
+    @property
+    def default_params(self):
+        return gymnax.environments.environment.EnvParams(max_steps_in_episode=1_000_000)
 
-            def body(carry, k_t):
-                state, checksum = carry
-                k_act, k_step = jax.random.split(k_t)
-                action = env.action_space(params).sample(k_act)
-                _, state, reward, _, _, _ = env.step(k_step, state, action, params)
-                return (state, checksum + reward), None
+    @property
+    def bug_kinds(self):
+        return ("low_fps",)
 
-            (state, checksum), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(k_run, steps))
-            return checksum
+    @property
+    def map_shape(self):
+        return (1, 1)
 
-        return jax.vmap(one)(keys)
+    def action_space(self, params=None):
+        return gymnax.environments.spaces.Discrete(2)
+
+    def observation_space(self, params):
+        return gymnax.environments.spaces.Box(0.0, 2.0**32, (4,), jnp.float32)
+
+    def reset_env(self, key, params):
+        return jnp.zeros(4), gymnax.environments.environment.EnvState(time=0)
+
+    def step(self, key, state, action, params=None):
+        value = action.astype(jnp.float32) + jax.random.key_data(key)[0].astype(jnp.float32)
+        obs, flag = jnp.full((4,), value), action > 1
+        telemetry = Telemetry.make(jnp.stack([value, value]), action, flag[None], value, value, flag)
+        info = {"telemetry": telemetry, "terminated": flag, "truncated": flag, "final_observation": obs}
+        return obs, state, value, flag, flag, info
+
+
+def _checksum(outputs) -> jax.Array:
+    """Sum of every leaf of ``outputs``, as float32: keeps all of them alive."""
+    return sum(jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(outputs))
+
+
+def make_runner(env, params, batch: int, steps: int, telemetry: bool):
+    """A jitted ``run(inputs) -> checksum`` of ``batch`` games for ``steps`` scanned
+    steps, and its inputs (reset keys, step keys, actions) drawn and placed beforehand."""
+
+    def one_game(reset_key, step_keys, actions):
+        _, state = env.reset(reset_key, params)
+
+        def body(carry, xs):
+            state, checksum = carry
+            key, action = xs
+            obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+            if not telemetry:
+                info = {k: v for k, v in info.items() if k != "telemetry"}
+            return (state, checksum + _checksum((obs, reward, terminated, truncated, info))), None
+
+        (_, checksum), _ = jax.lax.scan(body, (state, jnp.float32(0)), (step_keys, actions))
+        return checksum
 
     devices = jax.devices()
     n_shards = len(devices) if batch % len(devices) == 0 else 1
-    sharding = jax.sharding.NamedSharding(jax.sharding.Mesh(devices[:n_shards], ("env",)), jax.sharding.PartitionSpec("env"))
-    keys = [jax.device_put(jax.random.split(jax.random.key(r), batch), sharding) for r in range(repeats + 1)]
-    run = jax.jit(run)
-    run(keys[0]).block_until_ready()  # compile
-    best = float("inf")
-    for r in range(repeats):
-        start = time.perf_counter()
-        run(keys[r + 1]).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return batch * steps / best
+    mesh = jax.sharding.Mesh(devices[:n_shards], ("env",))
+    by_env = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("env"))
+    by_step_env = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "env"))
+    key = jax.random.key(batch)
+    step_keys = jax.random.split(jax.random.fold_in(key, 1), (steps, batch))
+    actions = jax.vmap(env.action_space(params).sample)(jax.random.split(jax.random.fold_in(key, 2), steps * batch))
+    inputs = (
+        jax.device_put(jax.random.split(jax.random.fold_in(key, 0), batch), by_env),
+        jax.device_put(step_keys, by_step_env),
+        jax.device_put(actions.reshape(steps, batch, *actions.shape[1:]), by_step_env),
+    )
+    run = jax.jit(jax.vmap(one_game, in_axes=(0, 1, 1)))
+    run(*inputs).block_until_ready()  # compile
+    return run, inputs
+
+
+def time_interleaved(runners: dict, batch: int, steps: int, rounds: int) -> dict[str, float]:
+    """Median steps/s of each runner, timed one after another for ``rounds`` rounds."""
+    seconds = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, (run, inputs) in runners.items():
+            start = time.perf_counter()
+            run(*inputs).block_until_ready()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: batch * steps / float(np.median(s)) for name, s in seconds.items()}
 
 
 def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
@@ -98,20 +169,38 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     batches = QUICK_BATCHES if args.quick else FULL_BATCHES
     steps = 200 if args.quick else 500
-    repeats = 2 if args.quick else 3
+    rounds = 9 if args.quick else 15
     games = args.games or list(jgtest.registered_games())
 
-    gym_sps = gymnasium_steps_per_second(20_000 if args.quick else 100_000, repeats)
-    rows = [{"game": "Gymnasium CartPole-v1 (Python loop)", "batch": 1, "steps_per_s": gym_sps, "speedup_vs_gymnasium": 1.0}]
-    print(f"{'game':38s} {'batch':>6s} {'steps/s':>14s} {'× gymnasium':>12s}")
-    print(f"{rows[0]['game']:38s} {1:>6d} {gym_sps:>14,.0f} {1.0:>12.1f}")
-    for name in games:
-        for batch in batches:
-            sps = jax_steps_per_second(name, batch, steps, repeats)
-            rows.append({"game": name, "batch": batch, "steps_per_s": sps, "speedup_vs_gymnasium": sps / gym_sps})
-            print(f"{name:38s} {batch:>6d} {sps:>14,.0f} {sps / gym_sps:>12.1f}", flush=True)
+    gym_sps = gymnasium_steps_per_second(20_000 if args.quick else 100_000, 3)
+    rows = [{"game": "Gymnasium CartPole-v1 (Python loop)", "telemetry": False, "batch": 1, "steps_per_s": gym_sps}]
+    envs = {FLOOR: (DoNothing(), DoNothing().default_params), GYMNAX: gymnax.make("CartPole-v1")}
+    envs.update({name: jgtest.make(name) for name in games})
+    print(f"{'game':34s} {'consumes':>10s} {'batch':>6s} {'steps/s':>14s} {'× gymnasium':>12s} {'harness share':>14s}")
+    print(f"{rows[0]['game']:34s} {'-':>10s} {1:>6d} {gym_sps:>14,.0f} {1.0:>12.1f} {'-':>14s}")
+    for batch in batches:
+        runners = {}
+        for name, (env, params) in envs.items():
+            variants = (True,) if name in (FLOOR, GYMNAX) else (False, True)
+            for telemetry in variants:
+                runners[(name, telemetry)] = make_runner(env, params, batch, steps, telemetry)
+        sps = time_interleaved(runners, batch, steps, rounds)
+        for (name, telemetry), value in sps.items():
+            harness = sps[(FLOOR, True)]
+            row = {"game": name, "telemetry": telemetry, "batch": batch, "steps_per_s": value}
+            row["harness_share"] = value / harness
+            rows.append(row)
+            consumes = "all" if name in (FLOOR, GYMNAX) else ("telemetry" if telemetry else "bare")
+            print(
+                f"{name:34s} {consumes:>10s} {batch:>6d} {value:>14,.0f} {value / gym_sps:>12.1f} {row['harness_share']:>14.1%}",
+                flush=True,
+            )
 
-    cartpole = [r for r in rows if r["game"] == "CartPoleBugs-v0" and r["batch"] == max(batches)]
+    def at_largest(game, telemetry):
+        found = [r for r in rows if r["game"] == game and r["telemetry"] == telemetry and r["batch"] == max(batches)]
+        return found[0]["steps_per_s"] if found else None
+
+    cartpole, peer = at_largest("CartPoleBugs-v0", True), at_largest(GYMNAX, True)
     result = {
         "benchmark": "env_throughput",
         "quick": args.quick,
@@ -120,12 +209,17 @@ def main(argv=None) -> dict:
         "cpu_count": os.cpu_count(),
         "jax_version": jax.__version__,
         "steps_per_measurement": steps,
+        "rounds": rounds,
         "rows": rows,
         "gymnasium_steps_per_s": gym_sps,
-        "speedup_vs_gymnasium": cartpole[0]["speedup_vs_gymnasium"] if cartpole else None,
+        "speedup_vs_gymnasium": None if cartpole is None else cartpole / gym_sps,
+        "cartpole_telemetry_vs_gymnax": None if cartpole is None else cartpole / peer,
     }
-    if result["speedup_vs_gymnasium"] is not None:
-        print(f"\nCartPoleBugs-v0 at batch {max(batches)}: {result['speedup_vs_gymnasium']:.0f}× Gymnasium's Python loop")
+    if cartpole is not None:
+        print(
+            f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× gymnax CartPole-v1, "
+            f"{cartpole / gym_sps:.0f}× Gymnasium's Python loop"
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))

@@ -14,10 +14,16 @@ same budget per seed. Measured:
   and reported apart; SB3: its evaluation time excluded);
 * **env steps/s including updates**: jgtest with 1 seed and with ``--seeds``
   seeds vmapped (aggregate; the seed axis is sharded over one XLA host device
-  per core), SB3 with 1 seed (PyTorch's default threads).
+  per core), SB3 with 1 seed (PyTorch's default threads). jgtest's time
+  includes its greedy evaluation after every period (it runs inside the
+  jitted period); SB3's excludes its evaluations;
+* **coverage cost**: the vmapped run twice, counting each training episode's
+  distinct cells (``track_coverage``, the default) and not, their periods
+  interleaved so that drift of the machine hits both alike.
 
-The JSON has ``speedup_vs_sb3`` (vmapped aggregate steps/s over SB3's),
-``single_seed_speedup_vs_sb3`` and both times to 475.
+The JSON has ``speedup_vs_sb3`` (vmapped aggregate steps/s, coverage on, over
+SB3's), ``coverage_on_over_off``, ``single_seed_speedup_vs_sb3`` and both
+times to 475.
 """
 
 from __future__ import annotations
@@ -47,9 +53,9 @@ from jgtest.agents import ppo  # noqa: E402
 TARGET = 475.0
 
 
-def jgtest_ppo(total_steps: int, num_seeds: int, num_evals: int) -> dict:
-    """Trains ``num_seeds`` vmapped seeds period by period; times training after a compile call."""
-    config = ppo.PPOConfig(total_timesteps=total_steps, num_evals=num_evals)
+def _compiled(config: ppo.PPOConfig, num_seeds: int):
+    """``(state, period)``: ``num_seeds`` vmapped seeds initialised and ``period`` compiled
+    (seed axis sharded over the host devices when it divides), and the compile seconds."""
     agent = ppo.make_agent(config)
     keys = jax.random.split(jax.random.key(0), num_seeds)
     devices = jax.devices()
@@ -64,31 +70,49 @@ def jgtest_ppo(total_steps: int, num_seeds: int, num_evals: int) -> dict:
     t0 = time.perf_counter()
     state = jax.block_until_ready(init(keys))
     compiled = period.lower(state).compile()
-    compile_s = time.perf_counter() - t0
-    wall, reached, curve = 0.0, None, []
-    for _ in range(num_evals):
-        t = time.perf_counter()
-        state, metrics = compiled(state)
-        returns = np.asarray(jax.device_get(metrics["eval_return_mean"]))
-        wall += time.perf_counter() - t
-        steps = int(np.asarray(metrics["env_steps"])[0])
-        curve.append((steps, float(returns.mean())))
-        if reached is None and returns.mean() >= TARGET:
-            reached = (wall, steps)
-    env_steps = config.env_steps * num_seeds
-    return {
-        "num_seeds": num_seeds,
-        "env_steps_per_seed": config.env_steps,
-        "env_steps": env_steps,
-        "wall_s": wall,
-        "compile_s": compile_s,
-        "steps_per_s": env_steps / wall,
-        "time_to_target_s": None if reached is None else reached[0],
-        "steps_to_target": None if reached is None else reached[1],
-        "final_eval_return_mean": curve[-1][1],
-        "final_eval_return_per_seed": returns.tolist(),
-        "eval_curve": curve,
-    }
+    return state, compiled, time.perf_counter() - t0
+
+
+def jgtest_ppo(configs: dict[str, ppo.PPOConfig], num_seeds: int) -> dict[str, dict]:
+    """Trains each config's ``num_seeds`` vmapped seeds period by period, the configs'
+    periods interleaved (order alternating each round) so that machine drift hits
+    all of them alike; times training after a compile call."""
+    runs = {name: dict(zip(("state", "period", "compile_s"), _compiled(c, num_seeds))) for name, c in configs.items()}
+    for run in runs.values():
+        run.update(wall=0.0, reached=None, curve=[])
+    num_evals = {c.num_evals for c in configs.values()}.pop()
+    names = list(runs)
+    for i in range(num_evals):
+        for name in names if i % 2 == 0 else names[::-1]:
+            run = runs[name]
+            t = time.perf_counter()
+            run["state"], metrics = run["period"](run["state"])
+            returns = np.asarray(jax.device_get(metrics["eval_return_mean"]))
+            run["wall"] += time.perf_counter() - t
+            steps = int(np.asarray(metrics["env_steps"])[0])
+            run["curve"].append((steps, float(returns.mean())))
+            run["returns"] = returns
+            if run["reached"] is None and returns.mean() >= TARGET:
+                run["reached"] = (run["wall"], steps)
+    results = {}
+    for name, run in runs.items():
+        config, reached = configs[name], run["reached"]
+        env_steps = config.env_steps * num_seeds
+        results[name] = {
+            "num_seeds": num_seeds,
+            "track_coverage": config.track_coverage,
+            "env_steps_per_seed": config.env_steps,
+            "env_steps": env_steps,
+            "wall_s": run["wall"],
+            "compile_s": run["compile_s"],
+            "steps_per_s": env_steps / run["wall"],
+            "time_to_target_s": None if reached is None else reached[0],
+            "steps_to_target": None if reached is None else reached[1],
+            "final_eval_return_mean": run["curve"][-1][1],
+            "final_eval_return_per_seed": run["returns"].tolist(),
+            "eval_curve": run["curve"],
+        }
+    return results
 
 
 def main(argv=None) -> dict:
@@ -101,20 +125,25 @@ def main(argv=None) -> dict:
     many_budget = 100_000 if args.quick else budget
     sb3_budget = 100_000 if args.quick else budget
 
-    single = jgtest_ppo(budget, 1, num_evals=20)
-    many = jgtest_ppo(many_budget, args.seeds, num_evals=4)
+    single = jgtest_ppo({"on": ppo.PPOConfig(total_timesteps=budget, num_evals=20)}, 1)["on"]
+    many = jgtest_ppo(
+        {cov: ppo.PPOConfig(total_timesteps=many_budget, num_evals=4, track_coverage=cov == "on") for cov in ("on", "off")},
+        args.seeds,
+    )
     sb3 = sb3_ppo_cartpole(sb3_budget, seed=0, hyperparams=MATCHED, eval_every=25_000)
 
     rows = [
         ("jgtest PPO, 1 seed", single),
-        (f"jgtest PPO, {args.seeds} seeds vmapped", many),
+        (f"jgtest PPO, {args.seeds} seeds, coverage on", many["on"]),
+        (f"jgtest PPO, {args.seeds} seeds, coverage off", many["off"]),
         ("SB3 PPO (PyTorch CPU), 1 seed", sb3),
     ]
-    print(f"{'run':34s} {'env steps':>12s} {'wall s':>8s} {'steps/s':>12s} {'time to 475 s':>14s} {'final return':>13s}")
+    print(f"{'run':38s} {'env steps':>12s} {'wall s':>8s} {'steps/s':>12s} {'× SB3':>7s} {'time to 475 s':>14s} {'final return':>13s}")
     for name, r in rows:
         ttt = "-" if r["time_to_target_s"] is None else f"{r['time_to_target_s']:.1f}"
         final = r.get("final_eval_return_mean", r.get("final_eval_return"))
-        print(f"{name:34s} {r['env_steps']:>12,d} {r['wall_s']:>8.1f} {r['steps_per_s']:>12,.0f} {ttt:>14s} {final:>13.1f}")
+        ratio = r["steps_per_s"] / sb3["steps_per_s"]
+        print(f"{name:38s} {r['env_steps']:>12,d} {r['wall_s']:>8.1f} {r['steps_per_s']:>12,.0f} {ratio:>7.1f} {ttt:>14s} {final:>13.1f}")
     result = {
         "benchmark": "train_throughput",
         "quick": args.quick,
@@ -123,16 +152,19 @@ def main(argv=None) -> dict:
         "devices": [str(d) for d in jax.devices()],
         "jax_version": jax.__version__,
         "jgtest_single_seed": single,
-        "jgtest_many_seeds": many,
+        "jgtest_many_seeds": many["on"],
+        "jgtest_many_seeds_coverage_off": many["off"],
         "sb3": sb3,
-        "speedup_vs_sb3": many["steps_per_s"] / sb3["steps_per_s"],
+        "coverage_on_over_off": many["on"]["steps_per_s"] / many["off"]["steps_per_s"],
+        "speedup_vs_sb3": many["on"]["steps_per_s"] / sb3["steps_per_s"],
         "single_seed_speedup_vs_sb3": single["steps_per_s"] / sb3["steps_per_s"],
         "jgtest_time_to_475_s": single["time_to_target_s"],
         "sb3_time_to_475_s": sb3["time_to_target_s"],
     }
     print(
         f"\n{args.seeds} vmapped seeds: {result['speedup_vs_sb3']:.0f}x SB3's steps/s; "
-        f"1 seed: {result['single_seed_speedup_vs_sb3']:.1f}x"
+        f"1 seed: {result['single_seed_speedup_vs_sb3']:.1f}x; "
+        f"coverage on/off: {result['coverage_on_over_off']:.3f}"
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,10 @@ agent's action keys are derived. Replaying a bug record therefore needs only
 ``(seed, env_index, episode)`` and the action trace: :func:`replay` re-runs the
 same jitted step function with the same keys.
 
-:func:`step_with_reset` is gymnax's auto-resetting ``step`` with the reset key
-given explicitly (gymnax derives it from the step key, which would tie an
-episode's start to the previous episode's last step).
+Campaigns step with :func:`jgtest.envs.base.step_with_reset`, the games'
+auto-resetting ``step`` with the reset key given explicitly (``step`` derives
+it from the step key, which would tie an episode's start to the previous
+episode's last step).
 """
 
 from __future__ import annotations
@@ -38,22 +39,6 @@ def step_key(ep_key: PRNGKey, t: int | jax.Array) -> PRNGKey:
 def action_key(ep_key: PRNGKey, t: int | jax.Array) -> PRNGKey:
     """Key for the agent's action at step ``t`` of the episode."""
     return jax.random.fold_in(jax.random.fold_in(ep_key, 2), t)
-
-
-def step_with_reset(env, params, state, action, key_step: PRNGKey, key_next_reset: PRNGKey):
-    """One auto-resetting step: ``step_env``, truncation, then reset with ``key_next_reset`` if done.
-
-    Returns ``(obs, state, reward, terminated, truncated, info)`` like gymnax,
-    with ``info["final_observation"]`` the observation before any reset.
-    """
-    obs_st, state_st, reward, terminated, info = env.step_env(key_step, state, action, params)
-    truncated = env.is_truncated(state_st, params)
-    done = terminated | truncated
-    obs_re, state_re = env.reset_env(key_next_reset, params)
-    state = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), state_re, state_st)
-    obs = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), obs_re, obs_st)
-    info = {**info, "terminated": terminated, "truncated": truncated, "final_observation": obs_st}
-    return obs, state, reward, terminated, truncated, info
 
 
 @partial(jax.jit, static_argnames=("env",))

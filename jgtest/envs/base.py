@@ -18,10 +18,18 @@ Actions given as concrete values (numpy, Python or concrete jax arrays) are
 checked against the action space before anything runs; inside a caller's
 ``jit`` an action is a tracer and cannot be checked, so each game documents
 what it does with an out-of-range traced action.
+
+``step`` auto-resets like gymnax's, with one difference in how the reset key
+is made: gymnax splits the key into a step key and a reset key (two threefry
+blocks); here ``step_env`` gets the key itself and the reset key is
+``fold_in(key, AUTO_RESET_COUNTER)`` (one block). Under vmap the reset is
+drawn on every step, so for a small game such as CartPole that block is a
+sixth of the step (``benchmarks/env_throughput.py``).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import jax
@@ -29,6 +37,29 @@ import numpy as np
 from gymnax.environments import environment, spaces
 
 BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps")
+
+#: Folded into a step's key to make its auto-reset key. A draw of ``n`` values
+#: from a key uses the threefry blocks at counters ``0 .. n-1``, and
+#: ``fold_in(key, i)`` is the block at counter ``i``; this last counter is
+#: reached only by a single draw of 2**32 values from the step key, so the
+#: reset key never equals anything ``step_env`` draws.
+AUTO_RESET_COUNTER = 0xFFFFFFFF
+
+
+def step_with_reset(env, params, state, action, key_step, key_reset):
+    """One auto-resetting step: ``step_env``, truncation, then ``reset_env(key_reset)`` if done.
+
+    Returns ``(obs, state, reward, terminated, truncated, info)`` like gymnax,
+    with ``info["final_observation"]`` the observation before any reset.
+    """
+    obs_st, state_st, reward, terminated, info = env.step_env(key_step, state, action, params)
+    truncated = env.is_truncated(state_st, params)
+    done = terminated | truncated
+    obs_re, state_re = env.reset_env(key_reset, params)
+    state = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), state_re, state_st)
+    obs = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), obs_re, obs_st)
+    info = {**info, "terminated": terminated, "truncated": truncated, "final_observation": obs_st}
+    return obs, state, reward, terminated, truncated, info
 
 
 class TestingEnv(environment.Environment):
@@ -106,6 +137,10 @@ class TestingEnv(environment.Environment):
                 )
 
     def step(self, key, state, action, params=None):
-        """gymnax ``step`` (auto-reset) after checking a concrete ``action``."""
+        """Auto-resetting step (see the module docstring) after checking a concrete ``action``."""
         self.check_action(action, params)
-        return super().step(key, state, action, params)
+        return self._auto_reset_step(key, state, action, self.default_params if params is None else params)
+
+    @partial(jax.jit, static_argnames=("self",))
+    def _auto_reset_step(self, key, state, action, params):
+        return step_with_reset(self, params, state, action, key, jax.random.fold_in(key, AUTO_RESET_COUNTER))

@@ -37,6 +37,7 @@ from gymnax.environments import environment, spaces
 
 from jgtest.coverage import bucket_id
 from jgtest.envs.base import TestingEnv
+from jgtest.envs.rng import uniform
 from jgtest.types import Telemetry
 
 #: Feature bounds used to bucket the state for coverage (x, x_dot, theta, theta_dot).
@@ -126,7 +127,7 @@ class CartPoleBugs(TestingEnv):
         return spaces.Box(-high, high, (4,), jnp.float32)
 
     def reset_env(self, key, params: EnvParams):
-        init = jax.random.uniform(key, (4,), dtype=float, minval=-0.05, maxval=0.05)
+        init = uniform(key, (4,), minval=-0.05, maxval=0.05)
         state = EnvState(
             x=init[0], x_dot=init[1], theta=init[2], theta_dot=init[3], time=0, bugs_seen=jnp.zeros((2,), bool)
         )

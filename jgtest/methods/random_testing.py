@@ -23,7 +23,8 @@ import numpy as np
 from jgtest.coverage import cell_set
 from jgtest.envs.registration import make
 from jgtest.report.records import BugRecord, BugRecordWriter
-from jgtest.rollout import action_key, episode_key, reset_key, step_key, step_with_reset
+from jgtest.envs.base import step_with_reset
+from jgtest.rollout import action_key, episode_key, reset_key, step_key
 
 
 @dataclasses.dataclass(frozen=True)
