@@ -96,9 +96,26 @@ def _checksum(outputs) -> jax.Array:
     return sum(jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(outputs))
 
 
-def make_runner(env, params, batch: int, steps: int, telemetry: bool):
-    """A jitted ``run(inputs) -> checksum`` of ``batch`` games for ``steps`` scanned
-    steps, and its inputs (reset keys, step keys, actions) drawn and placed beforehand."""
+def make_runner(env, params, batch: int, steps: int, telemetry: bool, max_seconds: float = 1.0):
+    """A compiled ``run(inputs) -> checksum`` of ``batch`` games for at most ``steps``
+    scanned steps, its inputs (reset keys, step keys, actions, drawn and placed
+    beforehand) and the steps it runs.
+
+    A 4-step probe run first sizes the measurement: a game so slow that ``steps``
+    would take over ``max_seconds`` is measured over fewer steps (at least 4), so
+    that slow pixel games at large batches do not hold up the benchmark.
+    """
+    run, inputs = _compiled_runner(env, params, batch, 4, telemetry)
+    start = time.perf_counter()
+    run(*inputs).block_until_ready()
+    per_step = (time.perf_counter() - start) / 4
+    steps = max(4, min(steps, int(max_seconds / per_step)))
+    if steps > 4:
+        run, inputs = _compiled_runner(env, params, batch, steps, telemetry)
+    return run, inputs, steps
+
+
+def _compiled_runner(env, params, batch: int, steps: int, telemetry: bool):
 
     def one_game(reset_key, step_keys, actions):
         _, state = env.reset(reset_key, params)
@@ -127,20 +144,18 @@ def make_runner(env, params, batch: int, steps: int, telemetry: bool):
         jax.device_put(step_keys, by_step_env),
         jax.device_put(actions.reshape(steps, batch, *actions.shape[1:]), by_step_env),
     )
-    run = jax.jit(jax.vmap(one_game, in_axes=(0, 1, 1)))
-    run(*inputs).block_until_ready()  # compile
-    return run, inputs
+    return jax.jit(jax.vmap(one_game, in_axes=(0, 1, 1))).lower(*inputs).compile(), inputs
 
 
-def time_interleaved(runners: dict, batch: int, steps: int, rounds: int) -> dict[str, float]:
-    """Median steps/s of each runner, timed one after another for ``rounds`` rounds."""
+def time_interleaved(runners: dict, batch: int, rounds: int) -> dict[str, float]:
+    """Median steps/s of each ``(run, inputs, steps)`` runner, timed one after another for ``rounds`` rounds."""
     seconds = {name: [] for name in runners}
     for _ in range(rounds):
-        for name, (run, inputs) in runners.items():
+        for name, (run, inputs, _) in runners.items():
             start = time.perf_counter()
             run(*inputs).block_until_ready()
             seconds[name].append(time.perf_counter() - start)
-    return {name: batch * steps / float(np.median(s)) for name, s in seconds.items()}
+    return {name: batch * runners[name][2] / float(np.median(s)) for name, s in seconds.items()}
 
 
 def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
@@ -184,10 +199,10 @@ def main(argv=None) -> dict:
             variants = (True,) if name in (FLOOR, GYMNAX) else (False, True)
             for telemetry in variants:
                 runners[(name, telemetry)] = make_runner(env, params, batch, steps, telemetry)
-        sps = time_interleaved(runners, batch, steps, rounds)
+        sps = time_interleaved(runners, batch, rounds)
         for (name, telemetry), value in sps.items():
             harness = sps[(FLOOR, True)]
-            row = {"game": name, "telemetry": telemetry, "batch": batch, "steps_per_s": value}
+            row = {"game": name, "telemetry": telemetry, "batch": batch, "steps": runners[(name, telemetry)][2], "steps_per_s": value}
             row["harness_share"] = value / harness
             rows.append(row)
             consumes = "all" if name in (FLOOR, GYMNAX) else ("telemetry" if telemetry else "bare")
@@ -208,7 +223,7 @@ def main(argv=None) -> dict:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "jax_version": jax.__version__,
-        "steps_per_measurement": steps,
+        "steps_per_measurement": steps,  # fewer for a row whose "steps" says so
         "rounds": rounds,
         "rows": rows,
         "gymnasium_steps_per_s": gym_sps,

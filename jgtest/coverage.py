@@ -27,11 +27,13 @@ Two representations share the interface; :func:`cell_set` picks the smaller:
 ==================  ===============================  ====================================
                     :class:`BitSet` (``num_cells``)   :class:`HashSet` (``capacity``)
 ==================  ===============================  ====================================
-memory              ``ceil(num_cells / 32)`` uint32   ``capacity`` int32 (power of two)
+memory              ``ceil(num_cells / 32)`` uint32   ``2 * capacity`` int32 (power of two)
 exact               always                           while distinct cells ≤ capacity; a
                                                      new cell beyond that is dropped and
                                                      ``overflowed`` is set
 ``add`` cost         one word gathered and written    ~1-2 probes per cell at load ≤ 1/2
+``clear`` cost       every word zeroed                one counter bumped (entries are
+                                                     stamped with a generation)
 suits               cell spaces up to ~10^8 cells     huge or unbounded spaces (``m**n``)
 ==================  ===============================  ====================================
 
@@ -106,24 +108,20 @@ class CellSetState:
     """The contents of a cell set.
 
     Attributes:
-      table: ``uint32[words]`` bits (:class:`BitSet`) or ``int32[capacity]``
-        slots (:class:`HashSet`).
+      table: ``uint32[words]`` bits (:class:`BitSet`) or ``int32[capacity, 2]``
+        slots of ``(cell, generation)`` (:class:`HashSet`).
       size: ``int32``, distinct cells in the set.
       overflowed: ``bool``, a new cell was dropped because the set was full
         (never for a :class:`BitSet`); ``size`` is then a lower bound.
+      generation: ``int32``, :class:`HashSet` slots stamped with it hold the
+        set's cells; ``clear`` starts the next generation, so older slots count
+        as empty (a :class:`BitSet` zeroes its words instead and keeps 0).
     """
 
     table: jax.Array
     size: jax.Array
     overflowed: jax.Array
-
-
-def _cleared(state: CellSetState, where, empty) -> CellSetState:
-    """``state`` emptied (every table entry ``empty``) where the scalar ``where`` is true."""
-    where = jnp.asarray(where, bool)
-    return CellSetState(
-        jnp.where(where, empty, state.table), jnp.where(where, 0, state.size), state.overflowed & ~where
-    )
+    generation: jax.Array
 
 
 def _valid_cells(cells, valid, num_cells: int | None):
@@ -184,7 +182,7 @@ class BitSet:
         return -(-self.num_cells // 32)
 
     def init(self) -> CellSetState:
-        return CellSetState(jnp.zeros((self.num_words,), jnp.uint32), jnp.int32(0), jnp.bool_(False))
+        return CellSetState(jnp.zeros((self.num_words,), jnp.uint32), jnp.int32(0), jnp.bool_(False), jnp.int32(0))
 
     @staticmethod
     def _word_and_bit(cells):
@@ -207,8 +205,11 @@ class BitSet:
         return ok & ((state.table[word] & bit) != 0)
 
     def clear(self, state: CellSetState, where=True) -> CellSetState:
-        """Empties the set where ``where`` (a scalar bool) is true."""
-        return _cleared(state, where, jnp.uint32(0))
+        """Empties the set where ``where`` (a scalar bool) is true: ``O(words)``."""
+        where = jnp.asarray(where, bool)
+        return state.replace(
+            table=jnp.where(where, jnp.uint32(0), state.table), size=jnp.where(where, 0, state.size), overflowed=state.overflowed & ~where
+        )
 
     def members(self, state: CellSetState) -> np.ndarray:
         """Host-side sorted ``int64`` array of the cells in the set."""
@@ -224,14 +225,23 @@ class HashSet:
     ``capacity`` cells (keep the load at most 1/2 for short probes). A new
     cell that finds no free slot is dropped and ``overflowed`` is set.
     Several cells are added in parallel rounds: each pending cell reads its
-    probe slot, claims it if empty (one of the cells racing for a slot wins,
+    probe slot, claims it if free (one of the cells racing for a slot wins,
     the others probe on), and stops when it finds itself.
+
+    Each slot holds ``(cell, generation)``; only slots of the set's current
+    generation are occupied, so :meth:`clear` is ``O(1)`` (a per-env set
+    cleared at every episode end costs nothing per step). Probing stays
+    correct: within a generation slots are only ever filled, as in a fresh
+    table.
 
     Example:
       >>> cells = HashSet(8)
       >>> state, new = cells.add(cells.init(), jnp.array([3, 10**9, 3]))
       >>> int(new), sorted(cells.members(state).tolist())
       (2, [3, 1000000000])
+      >>> state = cells.clear(state)
+      >>> int(state.size), cells.members(state).tolist()
+      (0, [])
     """
 
     capacity: int
@@ -242,28 +252,34 @@ class HashSet:
             raise ValueError(f"HashSet capacity must be a power of two in [2, 2**30], got {c!r}")
 
     def init(self) -> CellSetState:
-        return CellSetState(jnp.full((self.capacity,), _EMPTY, jnp.int32), jnp.int32(0), jnp.bool_(False))
+        table = jnp.full((self.capacity, 2), -1, jnp.int32)  # generation -1: never current
+        return CellSetState(table, jnp.int32(0), jnp.bool_(False), jnp.int32(0))
 
     def _home(self, cells):
         bits = self.capacity.bit_length() - 1
         return (cells.astype(jnp.uint32) * jnp.uint32(_GOLDEN)) >> jnp.uint32(32 - bits)
 
-    def _slot(self, home, probe):
-        return ((home + probe.astype(jnp.uint32)) & jnp.uint32(self.capacity - 1)).astype(jnp.int32)
+    def _probe(self, state: CellSetState, home, probe):
+        """Slot index, its cell and whether it is occupied, at ``probe`` steps from ``home``."""
+        slot = ((home + probe.astype(jnp.uint32)) & jnp.uint32(self.capacity - 1)).astype(jnp.int32)
+        entry = state.table[slot]
+        return slot, entry[..., 0], entry[..., 1] == state.generation
 
     def add(self, state: CellSetState, cells, valid=None) -> tuple[CellSetState, jax.Array]:
         """Adds ``cells`` (any shape); returns the new state and how many were new."""
         cells, pending = _first_occurrences(*_valid_cells(cells, valid, None))
         home = self._home(cells)
+        stamped = jnp.stack([cells, jnp.broadcast_to(state.generation, cells.shape)], axis=-1)
+        if cells.shape[0] == 1:
+            return self._add_one(state, cells, pending, home, stamped)
 
         def probe_round(carry):
             table, pending, probe, num_new, overflowed = carry
-            slot = self._slot(home, probe)
-            current = table[slot]
-            found = pending & (current == cells)
-            claim = pending & (current == _EMPTY)
-            table = table.at[jnp.where(claim, slot, self.capacity)].set(cells, mode="drop")
-            won = claim & (table[slot] == cells)
+            slot, current, occupied = self._probe(state.replace(table=table), home, probe)
+            found = pending & occupied & (current == cells)
+            claim = pending & ~occupied
+            table = table.at[jnp.where(claim, slot, self.capacity)].set(stamped, mode="drop")
+            won = claim & (table[slot, 0] == cells)
             pending = pending & ~found & ~won
             full = pending & (probe + 1 >= self.capacity)
             pending = pending & ~full
@@ -272,7 +288,27 @@ class HashSet:
 
         init = (state.table, pending, jnp.zeros(cells.shape, jnp.int32), jnp.int32(0), state.overflowed)
         table, _, _, num_new, overflowed = jax.lax.while_loop(lambda c: jnp.any(c[1]), probe_round, init)
-        return CellSetState(table, state.size + num_new, overflowed), num_new
+        return state.replace(table=table, size=state.size + num_new, overflowed=overflowed), num_new
+
+    def _add_one(self, state: CellSetState, cell, valid, home, stamped):
+        """One cell: a read-only probe for it or a free slot, then one write.
+
+        The table stays out of the loop's carry: under ``vmap`` (a set per env)
+        a loop carries each element through a select per round, which for the
+        table would cost ``O(capacity)`` a round.
+        """
+
+        def searching(probe):
+            _, current, occupied = self._probe(state, home, probe)
+            return valid & occupied & (current != cell) & (probe + 1 < self.capacity)
+
+        probe = jax.lax.while_loop(lambda p: jnp.any(searching(p)), lambda p: p + searching(p), jnp.zeros((1,), jnp.int32))
+        slot, current, occupied = self._probe(state, home, probe)
+        is_new = valid & ~occupied
+        table = state.table.at[jnp.where(is_new, slot, self.capacity)].set(stamped, mode="drop")
+        overflowed = state.overflowed | jnp.any(valid & occupied & (current != cell))
+        num_new = jnp.sum(is_new).astype(jnp.int32)
+        return state.replace(table=table, size=state.size + num_new, overflowed=overflowed), num_new
 
     def contains(self, state: CellSetState, cells) -> jax.Array:
         """``bool`` array like ``cells``: which cells are in the set."""
@@ -281,22 +317,28 @@ class HashSet:
 
         def probe_round(carry):
             searching, probe, found = carry
-            current = state.table[self._slot(home, probe)]
-            found = found | (searching & (current == cells))
-            searching = searching & (current != cells) & (current != _EMPTY) & (probe + 1 < self.capacity)
+            _, current, occupied = self._probe(state, home, probe)
+            hit = occupied & (current == cells)
+            found = found | (searching & hit)
+            searching = searching & occupied & ~hit & (probe + 1 < self.capacity)
             return searching, probe + searching, found
 
         init = (ok, jnp.zeros(cells.shape, jnp.int32), jnp.zeros(cells.shape, bool))
         return jax.lax.while_loop(lambda c: jnp.any(c[0]), probe_round, init)[2]
 
     def clear(self, state: CellSetState, where=True) -> CellSetState:
-        """Empties the set where ``where`` (a scalar bool) is true."""
-        return _cleared(state, where, jnp.int32(_EMPTY))
+        """Empties the set where ``where`` (a scalar bool) is true: ``O(1)``, a new generation."""
+        where = jnp.asarray(where, bool)
+        return state.replace(
+            size=jnp.where(where, 0, state.size),
+            overflowed=state.overflowed & ~where,
+            generation=state.generation + where.astype(jnp.int32),
+        )
 
     def members(self, state: CellSetState) -> np.ndarray:
         """Host-side sorted ``int64`` array of the cells in the set."""
         table = np.asarray(state.table)
-        return np.sort(table[table != _EMPTY]).astype(np.int64)
+        return np.sort(table[table[:, 1] == int(state.generation), 0]).astype(np.int64)
 
 
 CellSet = BitSet | HashSet
@@ -307,12 +349,13 @@ def cell_set(num_cells: int, max_distinct: int | None = None) -> CellSet:
 
     A :class:`BitSet` takes ``ceil(num_cells / 32)`` words; a :class:`HashSet`
     for ``max_distinct`` cells at load ≤ 1/2 takes the next power of two
-    ``≥ 2 * max_distinct`` slots. Without ``max_distinct`` it is a ``BitSet``.
+    ``≥ 2 * max_distinct`` slots of two words. Without ``max_distinct`` it is a
+    ``BitSet``.
 
     Example:
-      >>> cell_set(4096, max_distinct=500)        # 128 words < 1,024 slots
+      >>> cell_set(4096, max_distinct=500)        # 128 words < 2 * 1,024
       BitSet(num_cells=4096)
-      >>> cell_set(10**9, max_distinct=1000)      # 31,250,000 words > 2,048 slots
+      >>> cell_set(10**9, max_distinct=1000)      # 31,250,000 words > 2 * 2,048
       HashSet(capacity=2048)
     """
     bits = BitSet(num_cells)
@@ -321,7 +364,7 @@ def cell_set(num_cells: int, max_distinct: int | None = None) -> CellSet:
     if max_distinct < 1:
         raise ValueError(f"max_distinct must be positive, got {max_distinct}")
     slots = 1 << max(1, math.ceil(math.log2(2 * max_distinct)))
-    return bits if bits.num_words <= slots else HashSet(slots)
+    return bits if bits.num_words <= 2 * slots else HashSet(slots)
 
 
 def fraction_covered(cells: CellSet, state: CellSetState, targets: jax.Array) -> jax.Array:

@@ -82,6 +82,11 @@ def test_hash_set_is_exact_to_capacity_then_flags_overflow():
     cells = HashSet(8)
     state, num_new = cells.add(cells.init(), jnp.arange(8) * 1_000_003)
     assert int(num_new) == 8 and int(state.size) == 8 and not bool(state.overflowed)
+    for present in range(8):  # one cell at a time (the per-env path): each found, none new
+        again, num_new = cells.add(state, jnp.int32(present * 1_000_003))
+        assert int(num_new) == 0 and not bool(again.overflowed)
+    full, num_new = cells.add(state, jnp.int32(5))
+    assert int(num_new) == 0 and int(full.size) == 8 and bool(full.overflowed)
     state, num_new = cells.add(state, jnp.array([5, 1_000_003]))  # one new (dropped), one present
     assert int(num_new) == 0 and int(state.size) == 8 and bool(state.overflowed)
     assert not bool(cells.clear(state).overflowed) and int(cells.clear(state).size) == 0
@@ -130,7 +135,7 @@ def test_episode_statistics_on_a_huge_cell_space_uses_a_small_hash_set():
     env = EpisodeStatistics(game)
     assert game.num_cells == 40**4 and env.cells == HashSet(2048)
     _, state = env.reset(jax.random.key(0), params)
-    assert state.cells.table.shape == (2048,)
+    assert state.cells.table.shape == (2048, 2)
 
     def body(state, xs):
         k, a = xs
