@@ -56,8 +56,8 @@ TARGET = 475.0
 
 
 def _compiled(config: ppo.PPOConfig, num_seeds: int):
-    """``(state, period)``: ``num_seeds`` vmapped seeds initialised and ``period`` compiled
-    (seed axis sharded over the host devices when it divides), and the compile seconds."""
+    """``(state, compiled period, seconds)``: ``num_seeds`` vmapped seeds initialised and
+    ``period`` compiled (seed axis sharded over the host devices when it divides)."""
     agent = ppo.make_agent(config)
     keys = jax.random.split(jax.random.key(0), num_seeds)
     devices = jax.devices()

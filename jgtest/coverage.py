@@ -58,8 +58,6 @@ from flax import struct
 
 #: Sort key of ignored cells in :func:`_first_occurrences` (no valid cell id reaches it).
 _IGNORED = np.iinfo(np.int32).max
-#: Marks an empty slot of a :class:`HashSet`.
-_EMPTY = -1
 #: Knuth's multiplicative-hash constant, ``2**32 / golden ratio``.
 _GOLDEN = 0x9E3779B1
 
@@ -208,7 +206,9 @@ class BitSet:
         """Empties the set where ``where`` (a scalar bool) is true: ``O(words)``."""
         where = jnp.asarray(where, bool)
         return state.replace(
-            table=jnp.where(where, jnp.uint32(0), state.table), size=jnp.where(where, 0, state.size), overflowed=state.overflowed & ~where
+            table=jnp.where(where, jnp.uint32(0), state.table),
+            size=jnp.where(where, 0, state.size),
+            overflowed=state.overflowed & ~where,
         )
 
     def members(self, state: CellSetState) -> np.ndarray:
@@ -290,20 +290,25 @@ class HashSet:
         table, _, _, num_new, overflowed = jax.lax.while_loop(lambda c: jnp.any(c[1]), probe_round, init)
         return state.replace(table=table, size=state.size + num_new, overflowed=overflowed), num_new
 
-    def _add_one(self, state: CellSetState, cell, valid, home, stamped):
-        """One cell: a read-only probe for it or a free slot, then one write.
+    def _find(self, state: CellSetState, cells, searching, home):
+        """Read-only probe of each ``searching`` cell up to itself or a free slot.
 
-        The table stays out of the loop's carry: under ``vmap`` (a set per env)
-        a loop carries each element through a select per round, which for the
+        Returns ``(slot, cell there, occupied)`` where each search stopped. The
+        table stays out of the loop's carry: under ``vmap`` (a set per env) a
+        loop carries each element through a select per round, which for the
         table would cost ``O(capacity)`` a round.
         """
 
-        def searching(probe):
+        def go_on(probe):
             _, current, occupied = self._probe(state, home, probe)
-            return valid & occupied & (current != cell) & (probe + 1 < self.capacity)
+            return searching & occupied & (current != cells) & (probe + 1 < self.capacity)
 
-        probe = jax.lax.while_loop(lambda p: jnp.any(searching(p)), lambda p: p + searching(p), jnp.zeros((1,), jnp.int32))
-        slot, current, occupied = self._probe(state, home, probe)
+        probe = jax.lax.while_loop(lambda p: jnp.any(go_on(p)), lambda p: p + go_on(p), jnp.zeros(cells.shape, jnp.int32))
+        return self._probe(state, home, probe)
+
+    def _add_one(self, state: CellSetState, cell, valid, home, stamped):
+        """One cell: :meth:`_find` it or a free slot, then one write."""
+        slot, current, occupied = self._find(state, cell, valid, home)
         is_new = valid & ~occupied
         table = state.table.at[jnp.where(is_new, slot, self.capacity)].set(stamped, mode="drop")
         overflowed = state.overflowed | jnp.any(valid & occupied & (current != cell))
@@ -313,18 +318,8 @@ class HashSet:
     def contains(self, state: CellSetState, cells) -> jax.Array:
         """``bool`` array like ``cells``: which cells are in the set."""
         cells, ok = _valid_cells(cells, None, None)
-        home = self._home(cells)
-
-        def probe_round(carry):
-            searching, probe, found = carry
-            _, current, occupied = self._probe(state, home, probe)
-            hit = occupied & (current == cells)
-            found = found | (searching & hit)
-            searching = searching & occupied & ~hit & (probe + 1 < self.capacity)
-            return searching, probe + searching, found
-
-        init = (ok, jnp.zeros(cells.shape, jnp.int32), jnp.zeros(cells.shape, bool))
-        return jax.lax.while_loop(lambda c: jnp.any(c[0]), probe_round, init)[2]
+        _, current, occupied = self._find(state, cells, ok, self._home(cells))
+        return ok & occupied & (current == cells)
 
     def clear(self, state: CellSetState, where=True) -> CellSetState:
         """Empties the set where ``where`` (a scalar bool) is true: ``O(1)``, a new generation."""

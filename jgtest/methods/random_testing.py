@@ -21,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.coverage import cell_set
+from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
 from jgtest.report.records import BugRecord, BugRecordWriter
-from jgtest.envs.base import step_with_reset
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
 
 
