@@ -36,13 +36,18 @@ def check_positive(config, *names: str) -> None:
             raise ValueError(f"{type(config).__name__}.{name} must be a positive integer, got {value!r}")
 
 
-def make_game(config):
-    """The game of ``config``, its params, and the concrete episode cap.
+def make_game(config, game=None):
+    """The game of ``config`` (or ``game``), its params, and the concrete episode cap.
+
+    Args:
+      config: an agent config; ``config.game`` and ``config.game_kwargs`` name the game.
+      game: ``(env, env_params)`` to use instead, e.g. a game in wrappers (frame
+        stacking, a reward of a method); ``config.game`` is then only a label.
 
     Raises:
       ValueError: unknown game or option (from ``jgtest.make``).
     """
-    env, params = make(config.game, **dict(config.game_kwargs))
+    env, params = make(config.game, **dict(config.game_kwargs)) if game is None else game
     return env, params, int(np.asarray(params.max_steps_in_episode))
 
 

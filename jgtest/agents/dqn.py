@@ -8,8 +8,9 @@ episodes"), and, once ``learning_starts`` steps are in, takes one gradient
 step on the TD loss (:func:`jgtest.losses.dqn_loss`, double-Q optional) every
 ``train_interval`` env steps; the target network is copied every
 ``target_update_interval`` env steps. Defaults are PureJaxRL's / CleanRL's
-CartPole-v1 settings. The discount is ``γ·(1 − terminated)``: a truncated step
-bootstraps from its final observation.
+CartPole-v1 settings; :func:`lapan_config` and :data:`LAPAN_HYPERPARAMS` give
+RELINE's (the implementation it cites, Lapan 2018, ch. 6). The discount is
+``γ·(1 − terminated)``: a truncated step bootstraps from its final observation.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from jgtest.agents.common import (
 )  # fmt: skip
 from jgtest.losses import dqn_loss
 from jgtest.nets import QNetwork
+from jgtest.nets.heads import NATURE_CNN
 
 
 @struct.dataclass
@@ -57,6 +59,9 @@ class DQNConfig:
     hidden_sizes: tuple[int, ...] = (120, 84)
     activation: str = "relu"
     torso: str = "mlp"
+    cnn_layers: tuple[tuple[int, int, int], ...] = NATURE_CNN  # (filters, kernel, stride), torso "cnn"
+    cnn_dense: int = 512
+    cnn_padding: str = "VALID"
     num_evals: int = 20
     eval_episodes: int = 16
     track_coverage: bool = True  # distinct cells per training episode (metric train_cells_mean)
@@ -105,11 +110,31 @@ class DQNAgent(NamedTuple):
     update: Any  # (params, target_params, opt_state, batch, hparams) -> (params, opt_state, metrics)
 
 
-def make_agent(config: DQNConfig) -> DQNAgent:
-    game, env_params, max_steps = make_game(config)
+def lapan_config(game: str, **overrides) -> DQNConfig:
+    """RELINE's DQN settings (§3.1.2: "10k steps saved", updates "at each step"
+    once 10k are in; the rest from the implementation it cites, Lapan 2018,
+    "Deep Reinforcement Learning Hands-On", ch. 6: batch 32, target synced
+    every 1,000 steps), one game per agent; ``overrides`` replace any field."""
+    settings = dict(
+        game=game, num_envs=1, buffer_size=10_000, batch_size=32, learning_starts=10_000, train_interval=1,
+        target_update_interval=1_000,
+    )  # fmt: skip
+    return DQNConfig(**{**settings, **overrides})
+
+
+#: Lapan's (2018, ch. 6) learning rate, discount and ε schedule (1 → 0.02 over 100k steps).
+LAPAN_HYPERPARAMS = DQNHyperparams(learning_rate=1e-4, gamma=0.99, epsilon_start=1.0, epsilon_end=0.02, epsilon_anneal_steps=100_000.0)
+
+
+def make_agent(config: DQNConfig, game=None) -> DQNAgent:
+    """The DQN agent of ``config`` on its game, or on ``game = (env, env_params)`` (see :func:`make_game`)."""
+    game, env_params, max_steps = make_game(config, game)
     num_actions = game.action_space(env_params).n
     obs_ndim = len(game.observation_space(env_params).shape)
-    network = QNetwork(num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
+    network = QNetwork(
+        num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation,
+        obs_ndim=obs_ndim, cnn_layers=config.cnn_layers, cnn_dense=config.cnn_dense, cnn_padding=config.cnn_padding,
+    )  # fmt: skip
     reset, step = batched(training_game(game, config), env_params)
     buffer = fbx.make_item_buffer(
         max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True
@@ -170,6 +195,7 @@ def make_agent(config: DQNConfig) -> DQNAgent:
 
         ready = (timesteps >= config.learning_starts) & buffer.can_sample(buf) & (timesteps % config.train_interval < config.num_envs)
         params, opt_state, metrics = jax.lax.cond(ready, learn, skip, (state.params, state.opt_state))
+        metrics = {**metrics, "learned": ready}
         sync = (timesteps % config.target_update_interval) < config.num_envs
         target = optax.incremental_update(params, state.target_params, hparams.tau)
         target_params = jax.tree.map(lambda new, old: jnp.where(sync, new, old), target, state.target_params)
@@ -190,7 +216,7 @@ def make_agent(config: DQNConfig) -> DQNAgent:
             "eval_return_mean": eval_mean,
             "eval_return_std": eval_std,
             **episode_means(episodes),
-            "loss": m["loss"].sum() / jnp.maximum((m["loss"] != 0).sum(), 1),
+            "loss": jnp.sum(m["loss"] * m["learned"]) / jnp.maximum(m["learned"].sum(), 1),
         }
         return state, metrics
 
@@ -200,6 +226,6 @@ def make_agent(config: DQNConfig) -> DQNAgent:
     return DQNAgent(config, network, init, period, train, jax.jit(act), jax.jit(update))
 
 
-def make_train(config: DQNConfig):
+def make_train(config: DQNConfig, game=None):
     """``train(key, hparams=None) -> (final DQNState, metrics per evaluation)``; jit- and vmap-able."""
-    return make_agent(config).train
+    return make_agent(config, game).train

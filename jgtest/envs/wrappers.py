@@ -160,6 +160,14 @@ class EpisodeStatistics(GymnaxWrapper):
 
 
 # ----- observation wrappers -------------------------------------------------------
+def _map_final_observation(info: dict, transform) -> dict:
+    """``info`` with ``final_observation`` (the observation before an auto-reset,
+    which agents bootstrap from on truncation) passed through the wrapper's
+    ``transform``, so it has the shape and content of the wrapped observations."""
+    if "final_observation" not in info:
+        return info
+    return {**info, "final_observation": transform(info["final_observation"])}
+
 @struct.dataclass
 class FrameStackState:
     env_state: Any
@@ -190,6 +198,10 @@ class FrameStack(GymnaxWrapper):
     def _fill(self, obs):
         return jnp.tile(obs, (1,) * (obs.ndim - 1) + (self.num_frames,))
 
+    def _push(self, frames, obs):
+        """``frames`` with ``obs`` appended and the oldest frame dropped."""
+        return jnp.concatenate([frames[..., obs.shape[-1] :], obs], axis=-1)
+
     @partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
         obs, env_state = self._env.reset(key, params)
@@ -199,9 +211,8 @@ class FrameStack(GymnaxWrapper):
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key, state: FrameStackState, action, params=None):
         obs, env_state, reward, terminated, truncated, info = self._env.step(key, state.env_state, action, params)
-        channels = obs.shape[-1]
-        shifted = jnp.concatenate([state.frames[..., channels:], obs], axis=-1)
-        frames = jnp.where(terminated | truncated, self._fill(obs), shifted)
+        frames = jnp.where(terminated | truncated, self._fill(obs), self._push(state.frames, obs))
+        info = _map_final_observation(info, lambda final: self._push(state.frames, final))
         return frames, FrameStackState(env_state=env_state, frames=frames), reward, terminated, truncated, info
 
 
@@ -235,6 +246,7 @@ class GrayscaleResize(GymnaxWrapper):
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key, state, action, params=None):
         obs, env_state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        info = _map_final_observation(info, self._convert)
         return self._convert(obs), env_state, reward, terminated, truncated, info
 
 
@@ -261,4 +273,5 @@ class ODMask(GymnaxWrapper):
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key, state, action, params=None):
         obs, env_state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        return od_mask(obs, jnp.asarray(self.box)), env_state, reward, terminated, truncated, info
+        mask = lambda frame: od_mask(frame, jnp.asarray(self.box))
+        return mask(obs), env_state, reward, terminated, truncated, _map_final_observation(info, mask)

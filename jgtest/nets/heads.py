@@ -18,6 +18,9 @@ import jax.numpy as jnp
 from jgtest.nets.cnn import CNNEncoder
 from jgtest.nets.mlp import MLP, dense_init, flatten_obs
 
+#: ``(filters, kernel, stride)`` of the Nature-DQN convolutions (Mnih et al., 2015).
+NATURE_CNN = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+
 TORSOS = ("mlp", "cnn")
 
 
@@ -89,9 +92,11 @@ class QNetwork(nn.Module):
 
     ``torso="mlp"``: an MLP with ReLU hidden layers of 120 and 84 units and a
     linear output of ``A`` values, the CartPole network of CleanRL's DQN (Huang
-    et al., 2022, "CleanRL", JMLR 23). ``torso="cnn"``: the Nature-DQN
-    :class:`CNNEncoder` (512 ReLU features) then a linear output, as in the
-    paper. Both use flax's default initialization, as CleanRL's JAX DQN does.
+    et al., 2022, "CleanRL", JMLR 23). ``torso="cnn"``: a :class:`CNNEncoder`
+    then a linear output; by default the Nature-DQN encoder (three convolutions,
+    512 ReLU features), as in the paper; ``cnn_layers``, ``cnn_dense`` and
+    ``cnn_padding`` size a smaller one for small frames. Both use flax's default
+    initialization, as CleanRL's JAX DQN does.
 
     Attributes:
       num_actions: number of discrete actions ``A``.
@@ -99,6 +104,9 @@ class QNetwork(nn.Module):
       hidden_sizes: hidden widths of the MLP torso (unused by the CNN torso).
       activation: hidden activation of the MLP torso.
       obs_ndim: how many trailing dims form one observation.
+      cnn_layers: ``(filters, kernel, stride)`` of each convolution of the CNN torso.
+      cnn_dense: width of the CNN torso's ReLU dense layer.
+      cnn_padding: ``"VALID"`` (Nature DQN) or ``"SAME"``.
 
     Returns from ``__call__(obs)``: ``q [..., A]``.
 
@@ -114,6 +122,9 @@ class QNetwork(nn.Module):
     hidden_sizes: Sequence[int] = (120, 84)
     activation: str = "relu"
     obs_ndim: int = 1
+    cnn_layers: Sequence[tuple[int, int, int]] = NATURE_CNN
+    cnn_dense: int = 512
+    cnn_padding: str = "VALID"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -121,7 +132,9 @@ class QNetwork(nn.Module):
         if self.torso == "mlp":
             x = flatten_obs(obs, self.obs_ndim)
             return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, name="mlp")(x)
-        features = CNNEncoder(orthogonal_init=False, name="encoder")(_frames(obs, self.obs_ndim))
+        channels, kernels, strides = zip(*self.cnn_layers)
+        encoder = CNNEncoder(channels, kernels, strides, self.cnn_dense, self.cnn_padding, orthogonal_init=False, name="encoder")
+        features = encoder(_frames(obs, self.obs_ndim))
         return nn.Dense(self.num_actions, name="q_head")(features)
 
 

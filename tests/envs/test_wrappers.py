@@ -57,7 +57,7 @@ def test_frame_stack_shifts_and_refills_after_reset():
     frames = np.asarray(obs).reshape(5, 3, 4)
     np.testing.assert_array_equal(frames[1, 1], frames[0, 2])  # previous newest is now middle
     np.testing.assert_array_equal(frames[2, 0], frames[0, 2])
-    np.testing.assert_array_equal(frames[2, 2], np.asarray(info["final_observation"][2]))
+    np.testing.assert_array_equal(frames[2], np.asarray(info["final_observation"][2]).reshape(3, 4))
     # An ending step refills with the reset frame.
     state = state.replace(env_state=state.env_state.replace(x=jnp.float32(2.39), x_dot=jnp.float32(3.0)))
     obs, _, _, term, _, _ = jax.jit(stacked.step)(jax.random.key(3), state, 1, params)
@@ -113,3 +113,55 @@ def test_grayscale_resize_and_od_mask_wrappers_on_pacmaze_pixels():
     np.testing.assert_array_equal(np.asarray(obs[40:, 40:, 0]), np.asarray(grayscale(full)[40:, 40:]))
     with pytest.raises(ValueError, match="not inside"):
         ODMask(PAC, box=(0, 0, 90, 8))
+
+
+PIXELS, PIXEL_PARAMS = jgtest.make("PacMaze-v0", cell_px=1, max_steps_in_episode=3)
+
+
+def test_observation_wrappers_transform_the_final_observation():
+    """At a truncated step, ``final_observation`` is the wrapped frame the episode
+    ended on (stacked, grayscale, masked), not the game's raw RGB frame."""
+    gray = GrayscaleResize(PIXELS)
+    stacked = FrameStack(gray, num_frames=4)
+    masked = ODMask(PIXELS, (2, 2, 10, 10))
+    _, state = PIXELS.reset(jax.random.key(0), PIXEL_PARAMS)
+    _, (raw_obs, _, _, _, raw_info) = _run(PIXELS, PIXEL_PARAMS, [3, 3, 3], state)
+    for env, transform in ((gray, gray._convert), (masked, lambda f: od_mask(f, jnp.asarray(masked.box)))):
+        _, (obs, _, _, trunc, info) = _run(env, PIXEL_PARAMS, [3, 3, 3], state)
+        assert bool(trunc[2])
+        np.testing.assert_array_equal(np.asarray(info["final_observation"][2]), np.asarray(transform(raw_info["final_observation"][2])))
+        assert info["final_observation"].shape == obs.shape
+    _, fs_state = stacked.reset(jax.random.key(0), PIXEL_PARAMS)
+    fs_state = fs_state.replace(env_state=state)  # same start as the raw run
+    frames0 = np.asarray(gray._convert(PIXELS.get_obs(state, PIXEL_PARAMS)))
+    fs_state = fs_state.replace(frames=jnp.asarray(np.repeat(frames0, 4, axis=-1)))
+    _, (obs, _, _, trunc, info) = _run(stacked, PIXEL_PARAMS, [3, 3, 3], fs_state)
+    final = np.asarray(info["final_observation"][2])
+    assert final.shape == (21, 21, 4) and bool(trunc[2])
+    gray_frames = [np.asarray(gray._convert(raw_obs[t]))[..., 0] for t in range(2)]
+    expected = np.stack([frames0[..., 0], *gray_frames, np.asarray(gray._convert(raw_info["final_observation"][2]))[..., 0]], -1)
+    np.testing.assert_array_equal(final, expected)
+    # The observation after the auto-reset is the new episode's first frame, repeated.
+    assert (np.asarray(obs[2]) == np.asarray(obs[2])[..., :1]).all()
+
+
+def test_dqn_on_a_stacked_pixel_game_bootstraps_truncation_from_the_stacked_final_frame():
+    from jgtest.agents import dqn
+
+    game = (FrameStack(GrayscaleResize(PIXELS), 4), PIXEL_PARAMS)
+    config = dqn.DQNConfig(
+        game="PacMaze-v0", num_envs=1, total_timesteps=12, buffer_size=16, batch_size=4, learning_starts=4,
+        train_interval=1, target_update_interval=4, num_evals=1, eval_episodes=1, torso="cnn",
+        cnn_layers=((4, 3, 2),), cnn_dense=8, cnn_padding="SAME",
+    )  # fmt: skip
+    state, metrics = jax.jit(dqn.make_train(config, game))(jax.random.key(0))
+    exp = jax.device_get(state.buffer.experience)
+    obs, next_obs = exp["obs"][0, :12], exp["next_obs"][0, :12]  # 12 transitions, episodes of 3 steps
+    assert next_obs.shape == (12, 21, 21, 4)
+    for t in range(11):
+        if (t + 1) % 3:  # inside an episode: next_obs is the next step's obs
+            np.testing.assert_array_equal(next_obs[t], obs[t + 1])
+        else:  # truncated: the stacked final frame continues obs[t], not the reset frame obs[t + 1]
+            np.testing.assert_array_equal(next_obs[t][..., :3], obs[t][..., 1:])
+            assert not np.array_equal(next_obs[t], obs[t + 1])
+    assert float(metrics["loss"][0]) > 0
