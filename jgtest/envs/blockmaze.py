@@ -15,8 +15,7 @@ at a place gives no new information when re-triggered in the same episode).
 
 Observation: ``float32[H, W, 3]`` planes (blocks, robot, gold); bug cells are
 hidden. Reward: ``gold_reward`` on reaching the gold (which terminates), else
-``-step_cost``; plus ``bug_reward`` per bug fired (0 by default; the game-only
-reward is in ``telemetry.game_reward``). A traced out-of-range action is
+``-step_cost`` (also in ``telemetry.game_reward``). A traced out-of-range action is
 clipped into ``[0, 4)``.
 """
 
@@ -70,7 +69,6 @@ class EnvParams(environment.EnvParams):
     bug_pos: jax.Array  # int32[N, 2]
     gold_reward: float = 1.0
     step_cost: float = 0.01
-    bug_reward: float = 0.0
     max_steps_in_episode: int = 200
 
 
@@ -174,7 +172,6 @@ class BlockMaze(TestingEnv):
         fired = at_bug & ~state.bugs_seen
         at_gold = jnp.all(pos == params.gold)
         game_reward = jnp.where(at_gold, params.gold_reward, -params.step_cost)
-        reward = game_reward + params.bug_reward * jnp.sum(fired)
 
         state = EnvState(pos=pos, bugs_seen=state.bugs_seen | at_bug, time=state.time + 1)
         telemetry = Telemetry.make(
@@ -183,7 +180,7 @@ class BlockMaze(TestingEnv):
             bugs_fired=fired,
             game_reward=game_reward,
         )
-        return self.get_obs(state, params), state, reward.astype(jnp.float32), at_gold, {"telemetry": telemetry}
+        return self.get_obs(state, params), state, game_reward.astype(jnp.float32), at_gold, {"telemetry": telemetry}
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
         params = self.default_params if params is None else params

@@ -19,8 +19,9 @@ x ∈ [−0.50, −0.45] and x ∈ [0.45, 0.50]", and "reveal themselves only th
 time the agent visits each buggy position" in an episode. The on-device game
 simulates the heavy-weight operation as a frame time raised by
 ``bug_delay_ms`` on the step a bug fires. Episodes last up to 1,000 steps as in
-the paper (Gymnasium's default is 500). ``bug_reward`` (RELINE: +50) is added to
-the reward when set; ``telemetry.game_reward`` is always the game's own reward.
+the paper (Gymnasium's default is 500). The reward is the game's own
+(``telemetry.game_reward``); RELINE's +50 a bug is
+:class:`jgtest.rewards.RelineReward`.
 
 State fields keep gymnax's CartPole names (``x``, ``x_dot``, ``theta``,
 ``theta_dot``, ``time``) so a test can place the cart with ``state.replace``.
@@ -71,7 +72,6 @@ class EnvParams(environment.EnvParams):
     bug_intervals: jax.Array = struct.field(
         default_factory=lambda: jnp.array([[-0.50, -0.45], [0.45, 0.50]], jnp.float32)
     )
-    bug_reward: float = 0.0
     base_frame_ms: float = 16.7
     frame_noise_ms: float = 0.5
     bug_delay_ms: float = 40.0
@@ -159,7 +159,6 @@ class CartPoleBugs(TestingEnv):
         new = new.replace(bugs_seen=state.bugs_seen | in_bug)
 
         game_reward = 1.0 - prev_terminal.astype(jnp.float32)
-        reward = game_reward + params.bug_reward * jnp.sum(fired)
         noise = params.frame_noise_ms * jax.random.normal(key, ())
         frame_ms = params.base_frame_ms + noise + params.bug_delay_ms * jnp.any(fired)
         features = jnp.stack([new.x, new.x_dot, new.theta, new.theta_dot]).astype(jnp.float32)
@@ -171,7 +170,7 @@ class CartPoleBugs(TestingEnv):
             frame_time_ms=jnp.maximum(frame_ms, 0.0),
         )
         terminated = self.is_terminated(new, params)
-        return self.get_obs(new), new, reward.astype(jnp.float32), terminated, {"telemetry": telemetry}
+        return self.get_obs(new), new, jnp.float32(game_reward), terminated, {"telemetry": telemetry}
 
     def get_obs(self, state: EnvState, params=None, key=None) -> jax.Array:
         return jnp.stack([state.x, state.x_dot, state.theta, state.theta_dot]).astype(jnp.float32)

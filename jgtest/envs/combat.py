@@ -72,8 +72,7 @@ one-hot (N, S, E, W).
 
 Reward: damage dealt to the boss (at most its hp left) / ``boss_max_hp``, ``+win_bonus`` when the
 boss's hp reaches 0 and ``-lose_penalty`` when the player's does (both
-terminate, as does a crash); plus ``bug_reward`` per bug fired (0 by default;
-the game-only reward is in ``telemetry.game_reward``).
+terminate, as does a crash); also in ``telemetry.game_reward``.
 
 Coverage (Wuji §V-C, bucketed state features): a cell is (player cell, boss-hp
 bucket out of ``hp_buckets``, number of active buffs 0..3); ``map_shape`` is
@@ -146,7 +145,6 @@ class EnvParams(environment.EnvParams):
     heal_cooldown: int = 10
     win_bonus: float = 1.0
     lose_penalty: float = 1.0
-    bug_reward: float = 0.0
     max_steps_in_episode: int = 200
 
 
@@ -325,7 +323,6 @@ class CombatArena(TestingEnv):
             + jnp.where(won, params.win_bonus, 0.0)
             - jnp.where(lost, params.lose_penalty, 0.0)
         ).astype(jnp.float32)
-        reward = game_reward + params.bug_reward * jnp.sum(fired)
 
         new_state = EnvState(
             player_pos=pos.astype(jnp.int32),
@@ -348,7 +345,6 @@ class CombatArena(TestingEnv):
         no_bug = jnp.zeros((3,), bool)
         fired = jnp.where(frozen, no_bug, fired)
         game_reward = jnp.where(frozen, 0.0, game_reward).astype(jnp.float32)
-        reward = jnp.where(frozen, 0.0, reward).astype(jnp.float32)
         terminated = ~frozen & (crashed | won | lost)
 
         telemetry = Telemetry.make(
@@ -358,7 +354,7 @@ class CombatArena(TestingEnv):
             game_reward=game_reward,
             crashed=new_state.crashed,
         )
-        return self.get_obs(new_state, params), new_state, reward, terminated, {"telemetry": telemetry}
+        return self.get_obs(new_state, params), new_state, game_reward, terminated, {"telemetry": telemetry}
 
     def cell_id(self, state: EnvState, params: EnvParams) -> jax.Array:
         """Coverage cell: (player cell, boss-hp bucket, number of active buffs)."""
@@ -471,7 +467,7 @@ class CombatArena(TestingEnv):
             value = float(np.asarray(getattr(params, what)))
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{self.name}: {what} must be a probability in [0, 1], got {value}")
-        for what in ("win_bonus", "lose_penalty", "bug_reward"):
+        for what in ("win_bonus", "lose_penalty"):
             value = float(np.asarray(getattr(params, what)))
             if not np.isfinite(value):
                 raise ValueError(f"{self.name}: {what} must be finite, got {value}")

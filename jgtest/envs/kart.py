@@ -23,22 +23,30 @@ Track. A smooth closed centreline (by default a rounded rectangle, a
 superellipse of half-extents 320 x 180 with a gentle radial wiggle; length
 ``L`` ≈ 1,791 units, tightest radius ≈ 49 units), driven counter-clockwise,
 resampled into ``num_points`` vertices at equal arc length, vertex 0 on the
-start/finish line. The road's limits are ``|centering| <= half_width`` (18
-units: the paper's Fig. 4-(c) shows the track limits at ≈ ±18); off the road
-the kart is slowed by friction. A barrier at ``|centering| = wall_offset``
-(30 = 1.5 θ) stops the kart from leaving the track's surroundings (it is put
-back on the barrier and loses speed), so the projection on the centreline is
-always unique.
+start/finish line. Centering is in the paper's units (Fig. 4-(c)): θ = 20
+"roughly represents the double of |x| when the agent approaches the sides of
+the road" (§4.1.1), so the road's limits are ``|centering| <= half_width`` =
+10, and the band 10 < |centering| <= θ is off the road (the kart is slowed by
+friction) but not penalised by ``r_g``. (Fig. 4-(c) draws the limits at ≈ ±18
+on an axis normalised so that θ = 20 reads ≈ 36: 10 × 36/20 = 18.) A barrier
+at ``|centering| = wall_offset`` (30 = 1.5 θ) stops the kart from leaving the
+track's surroundings (it is put back on the barrier and loses speed), so the
+projection on the centreline is always unique.
 
-Dynamics (kinematic, one step = ``dt`` = 0.1 s, i.e. the four frames RELINE
-renders after each action, §4.1.2): speed in ``[0, max_speed]`` (no reverse),
-changed by throttle ``accel``, brake ``brake_decel`` and rolling ``drag``; off
-the road (``|centering| > half_width``) an extra ``offtrack_decel`` slows the
-kart down to ``offtrack_max_speed``. Steering turns the heading at
-``min(speed * max_curvature, max_yaw_rate)`` rad/s. Episodes last up to 900
-steps = 90 s as in the paper (§4.1.3: "a maximum duration of 90 seconds",
-"~70 seconds are sufficient to complete a lap"; a good driver laps this track
-in ≈ 65-70 s) or end when the lap is completed (``path_done >= L``).
+Dynamics (kinematic): one step is one action followed by the four frames
+RELINE renders after it (§4.1.2), ``dt`` = 0.4 s of game time, so that a lap
+takes about as many steps as the paper's: its trained rl-baseline produced
+48,825 render times in 300 episodes (§4.1.3), ≈ 163 actions a lap, with
+"~70 seconds ... sufficient to complete a lap"; a good driver laps this track
+in ≈ 170 steps (68 s). At the top speed a step advances ≈ 10.8 units, so the
+cap M = 10 on Δpath_done binds on straights, as the paper intends ("the same
+maximum reward also given by the performance reward function", §4.1.1).
+Speed is in ``[0, max_speed]`` (no reverse), changed by throttle ``accel``,
+brake ``brake_decel`` and rolling ``drag``; off the road an extra
+``offtrack_decel`` slows the kart down to ``offtrack_max_speed``. Steering
+turns the heading at ``min(speed * max_curvature, max_yaw_rate)`` rad/s.
+Episodes last up to 225 steps = 90 s as in the paper (§4.1.3: "a maximum
+duration of 90 seconds") or end when the lap is completed (``path_done >= L``).
 
 Actions (``Discrete(7)``):
 
@@ -68,17 +76,27 @@ Render cost. A hidden field gives the time (ms) to render the four frames that
 follow each action (§4.1.2, "rT_i"): ``base_ms`` plus ``K`` heavy spots,
 Gaussian bumps in ``(path_done mod L, centering)`` coordinates
 (:func:`render_cost`), plus Gaussian noise of sd ``noise_ms`` drawn with the
-step key. Spot ``k`` adds ``heavy_ms[k] * exp(-2 d² / heavy_radius[k]²)`` at
-distance ``d`` from its centre (so ``heavy_ms[k]`` at the centre and 13.5% of
-it at the radius); by default some sit on the racing line (``|centering|``
-≤ 3) and some off it (``|centering|`` ≈ 14-15, still inside ``θ``). The
-default base cost (14 ms) and spot heights (7-10 ms) put the spots' centres
-above a threshold like the paper's ``t = 18.36`` ms (§4.1.3).
+step key; the machine's load scales and shifts it (:func:`frame_time`,
+``load_scale`` and ``load_offset_ms``: 1 and 0 when the game is played alone,
+set by a training loop to model "the load on the server ... higher during
+training", §4.1.3, so that RELINE's δ is a measurement). Spot ``k`` adds
+``heavy_ms[k] * exp(-2 d² / heavy_radius[k]²)`` at distance ``d`` from its
+centre. The default spots (:data:`DEFAULT_SPOTS`) follow what the paper
+found: some near the start line, where its random agent found all its points,
+and some near the end of the lap, where RELINE's points concentrated besides
+the start (§4.2), plus two in the middle; half of them on the racing line
+(``|centering|`` ≤ 2) and half off the road but inside θ (``|centering|``
+13-15), which only an agent rewarded for slow frames has a reason to visit.
 
-Injected bugs: the heavy spots, of kind ``"low_fps"``; bug ``k`` fires the
-first time per episode the kart is within ``heavy_radius[k]`` of spot ``k``.
-``reward = r_g + bug_reward * (number of bugs fired)`` (``bug_reward`` = 0 by
-default); ``telemetry.game_reward`` is ``r_g``.
+Injected bugs: the heavy spots, of kind ``"low_fps"``. Bug ``k`` fires the
+first time per episode a step inside spot ``k`` (within ``heavy_radius[k]``)
+renders slower than ``threshold_ms``, the low-FPS threshold in force
+(RELINE's ``t``; a method sets it from its calibration, §4.1.3), i.e. when
+the low-FPS oracle fires there. ``reward`` is ``r_g``
+(``telemetry.game_reward``).
+
+``info`` also carries the step's ``centering`` and ``delta_path_done`` (RELINE's
+``x`` and ``δ_y``, for :class:`jgtest.rewards.RelineReward`).
 
 Observation: ``float32[11]``:
 
@@ -98,8 +116,12 @@ Observation: ``float32[11]``:
 Telemetry: ``position`` = world ``(x, y)`` of the kart (for bird's-eye maps of
 the track); ``cell`` = bucket of (lap-local path_done in ``[0, L]``, centering
 in ``[-1.5 θ, 1.5 θ]``) with ``cell_buckets`` buckets each (row = path_done
-bucket, column = centering bucket, so ``map_shape = cell_buckets``);
-``frame_time_ms`` = the noisy render time of the step.
+bucket, column = centering bucket, so ``map_shape = cell_buckets``): RELINE's
+"points" (§4.1.3, a point "is represented by its coordinates"), by default
+200 × 24 cells of ≈ 9 × 2.5 units, about one step of a fast kart long, so the
+cells at the core of a heavy spot render above ``t`` on most visits of an
+agent that drives through it; ``frame_time_ms`` = the noisy render time of the
+step.
 
 State fields (``xy``, ``heading``, ``speed``, ``arc``, ``centering``,
 ``path_done``, ``bugs_seen``, ``time``) can be set with ``state.replace`` to
@@ -117,6 +139,7 @@ from gymnax.environments import environment, spaces
 
 from jgtest.coverage import bucketize
 from jgtest.envs.base import TestingEnv
+from jgtest.rewards import kart_progress_reward
 from jgtest.types import Telemetry
 
 #: (throttle, brake, steer) of each action; steer +1 = left (counter-clockwise).
@@ -140,16 +163,18 @@ LOOK_AHEAD = (10.0, 25.0, 50.0, 80.0, 120.0)
 CURVATURE_SCALE = 50.0
 OBS_SIZE = 6 + len(LOOK_AHEAD)
 
-#: Default heavy-spot pattern, cycled: (centering, radius, extra ms); spots are
-#: spread along the lap at 10%..90% of its length. Near the racing line
-#: (|centering| <= 3) and off it (|centering| 12-15, inside θ = 20).
-HEAVY_PATTERN = (
-    (0.0, 10.0, 8.0),
-    (14.0, 8.0, 10.0),
-    (-3.0, 10.0, 7.0),
-    (-15.0, 8.0, 10.0),
-    (3.0, 10.0, 9.0),
-    (12.0, 8.0, 9.0),
+#: Default heavy spots: (share of the lap at the centre, centering, radius,
+#: extra ms at the centre). Pairs near the start, in the middle and in the last
+#: quarter of the lap, one of each on the racing line and one off the road. The
+#: last two sit 17-22% of a lap before the line, beyond the reach of a random
+#: kart, which wanders ≈ 140 units (8% of a lap, median) either way in 90 s.
+DEFAULT_SPOTS = (
+    (0.025, 0.0, 8.0, 12.0),
+    (0.06, -14.0, 7.0, 14.0),
+    (0.33, 2.0, 8.0, 12.0),
+    (0.55, 14.0, 7.0, 14.0),
+    (0.78, -2.0, 8.0, 12.0),
+    (0.83, 13.0, 7.0, 14.0),
 )
 
 
@@ -248,7 +273,7 @@ def _segments(track: Track) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 #: Segments searched on each side of the previous one when a step re-projects the
-#: kart (a step moves at most ``max_speed * dt`` = 2.7 units; segments are ≈ 3.5).
+#: kart (a step moves at most ``max_speed * dt`` = 10.8 units; segments are ≈ 3.5).
 PROJECTION_WINDOW = 8
 
 
@@ -368,33 +393,35 @@ class EnvParams(environment.EnvParams):
       heavy_radius: ``float32[K]`` spot radii (bug trigger distance; the extra
         render cost falls to 13.5% at the radius).
       heavy_ms: ``float32[K]`` extra render time at each spot's centre (ms).
-      half_width: road limits, ``|centering| <= half_width`` is on the road.
+      half_width: road limits, ``|centering| <= half_width`` is on the road
+        (10: half of θ, §4.1.1).
       theta: RELINE's θ (§4.1.1): ``r_g = -1`` when ``|centering| > theta``.
       progress_cap: RELINE's M (§4.1.1): cap of the per-step progress reward.
       finish_bonus: reward for completing the lap (§4.1.1: +1,000).
       wall_offset: barrier at ``|centering| = wall_offset``.
       wall_speed_factor: speed kept when hitting the barrier.
-      dt: seconds per step (the four frames rendered after an action).
+      dt: seconds per step (an action and the four frames rendered after it).
       max_speed, accel, brake_decel, drag: longitudinal dynamics (units/s, units/s²).
       offtrack_max_speed, offtrack_decel: friction off the road.
       max_curvature, max_yaw_rate: steering (1/units, rad/s).
       base_ms: render time of four frames away from heavy spots (ms).
       noise_ms: sd of the Gaussian render-time noise (ms).
-      bug_reward: reward per bug fired (RELINE's toy games use +50; 0 here).
-      max_steps_in_episode: 900 steps of 0.1 s = 90 s (§4.1.3).
+      load_scale, load_offset_ms: the machine's load (:func:`frame_time`).
+      threshold_ms: the low-FPS threshold ``t`` in force, for ``bugs_fired``.
+      max_steps_in_episode: 225 steps of 0.4 s = 90 s (§4.1.3).
     """
 
     track: Track
     heavy_pos: jax.Array
     heavy_radius: jax.Array
     heavy_ms: jax.Array
-    half_width: float = 18.0
+    half_width: float = 10.0
     theta: float = 20.0
     progress_cap: float = 10.0
     finish_bonus: float = 1000.0
     wall_offset: float = 30.0
     wall_speed_factor: float = 0.5
-    dt: float = 0.1
+    dt: float = 0.4
     max_speed: float = 27.0
     accel: float = 8.0
     brake_decel: float = 25.0
@@ -405,19 +432,27 @@ class EnvParams(environment.EnvParams):
     max_yaw_rate: float = 0.6
     base_ms: float = 14.0
     noise_ms: float = 0.3
-    bug_reward: float = 0.0
-    max_steps_in_episode: int = 900
+    load_scale: float = 1.0
+    load_offset_ms: float = 0.0
+    threshold_ms: float = 18.0
+    max_steps_in_episode: int = 225
 
 
 def game_reward(params: EnvParams, centering: jax.Array, delta_path_done: jax.Array, lap_done: jax.Array) -> jax.Array:
-    """RELINE's SuperTuxKart game reward ``r_g`` (§4.1.1).
+    """RELINE's SuperTuxKart game reward ``r_g`` (§4.1.1), with the game-only finish bonus.
 
-    ``-1`` if ``|centering| > theta``, else ``max(min(Δpath_done, M), 0)``;
-    plus ``finish_bonus`` when ``lap_done``.
+    :func:`jgtest.rewards.kart_progress_reward` (``-1`` if ``|centering| > θ``,
+    else ``max(min(Δpath_done, M), 0)``) plus ``finish_bonus`` (+1,000) when
+    ``lap_done``.
     """
-    progress = jnp.clip(delta_path_done, 0.0, params.progress_cap)
-    base = jnp.where(jnp.abs(centering) > params.theta, -1.0, progress)
-    return (base + jnp.where(lap_done, params.finish_bonus, 0.0)).astype(jnp.float32)
+    progress = kart_progress_reward(centering, delta_path_done, params.theta, params.progress_cap)
+    return (progress + jnp.where(lap_done, params.finish_bonus, 0.0)).astype(jnp.float32)
+
+
+def frame_time(params: EnvParams, cost_ms: jax.Array, key: jax.Array) -> jax.Array:
+    """Measured render time of the four frames: ``max(load_scale · cost + load_offset + N(0, noise²), 0)``."""
+    noise = params.noise_ms * jax.random.normal(key, (), jnp.float32)
+    return jnp.maximum(params.load_scale * cost_ms + params.load_offset_ms + noise, 0.0)
 
 
 def heavy_distance(params: EnvParams, path_done: jax.Array, centering: jax.Array) -> jax.Array:
@@ -447,9 +482,10 @@ class KartTrack(TestingEnv):
     """RELINE's SuperTuxKart case study on device (see module docstring).
 
     Args:
-      num_heavy: ``K``, the number of heavy spots (= injected ``low_fps`` bugs).
-        Default placement: spread over 10%..90% of the lap, cycling through
-        ``HEAVY_PATTERN`` (near and off the racing line).
+      heavy_spots: the ``K`` heavy spots (= injected ``low_fps`` bugs) as
+        ``(share of the lap, centering, radius, extra ms)`` (default
+        :data:`DEFAULT_SPOTS`); their params (``heavy_pos`` etc.) can also be
+        set directly.
       cell_buckets: ``(path_done buckets, centering buckets)`` of the coverage
         cells; also ``map_shape``.
       centreline: ``[M, 2]`` closed polyline in driving order, start line at
@@ -467,29 +503,29 @@ class KartTrack(TestingEnv):
 
     def __init__(
         self,
-        num_heavy: int = 5,
-        cell_buckets: tuple[int, int] = (64, 16),
+        heavy_spots: tuple[tuple[float, float, float, float], ...] = DEFAULT_SPOTS,
+        cell_buckets: tuple[int, int] = (200, 24),
         centreline: np.ndarray | None = None,
         num_points: int = 512,
     ):
         super().__init__()
-        self._num_heavy = int(num_heavy)
-        if self._num_heavy < 1:
-            raise ValueError(f"num_heavy must be at least 1, got {self._num_heavy}")
+        spots = np.asarray(heavy_spots, np.float32)
+        if spots.ndim != 2 or spots.shape[0] < 1 or spots.shape[1] != 4:
+            raise ValueError(f"heavy_spots must be a non-empty list of (share, centering, radius, ms), got {heavy_spots!r}")
+        if not np.all((spots[:, 0] >= 0) & (spots[:, 0] < 1)):
+            raise ValueError(f"heavy_spots: each share of the lap must be in [0, 1), got {spots[:, 0].tolist()}")
+        self._num_heavy = len(spots)
         buckets = tuple(int(b) for b in cell_buckets)
         if len(buckets) != 2 or min(buckets) < 1:
             raise ValueError(f"cell_buckets must be two positive ints, got {cell_buckets}")
         self._cell_buckets = buckets
         self.track = make_track(default_centreline() if centreline is None else centreline, num_points)
         length = float(self.track.length)
-        k = np.arange(self._num_heavy)
-        frac = 0.1 + 0.8 * k / max(self._num_heavy - 1, 1) if self._num_heavy > 1 else np.array([0.5])
-        pattern = np.array([HEAVY_PATTERN[i % len(HEAVY_PATTERN)] for i in k], np.float32)
         self._default_params = EnvParams(
             track=self.track,
-            heavy_pos=jnp.asarray(np.stack([frac * length, pattern[:, 0]], axis=1), jnp.float32),
-            heavy_radius=jnp.asarray(pattern[:, 1]),
-            heavy_ms=jnp.asarray(pattern[:, 2]),
+            heavy_pos=jnp.asarray(np.stack([spots[:, 0] * length, spots[:, 1]], axis=1), jnp.float32),
+            heavy_radius=jnp.asarray(spots[:, 2]),
+            heavy_ms=jnp.asarray(spots[:, 3]),
         )
 
     # ----- metadata ---------------------------------------------------------
@@ -584,12 +620,10 @@ class KartTrack(TestingEnv):
 
         r_game = game_reward(params, centering, delta, lap_done)
 
-        # Render cost (noisy) and heavy-spot bugs.
-        noise = params.noise_ms * jax.random.normal(key, (), jnp.float32)
-        frame_ms = jnp.maximum(render_cost(params, arc, centering) + noise, 0.0)
-        inside = heavy_distance(params, arc, centering) <= params.heavy_radius
-        fired = inside & ~state.bugs_seen
-        reward = r_game + params.bug_reward * jnp.sum(fired)
+        # Render time (noisy, under the machine's load) and the heavy spots' low-FPS bugs.
+        frame_ms = frame_time(params, render_cost(params, arc, centering), key)
+        slow_here = (heavy_distance(params, arc, centering) <= params.heavy_radius) & (frame_ms > params.threshold_ms)
+        fired = slow_here & ~state.bugs_seen
 
         state = EnvState(
             xy=xy.astype(jnp.float32),
@@ -598,7 +632,7 @@ class KartTrack(TestingEnv):
             arc=arc.astype(jnp.float32),
             centering=centering.astype(jnp.float32),
             path_done=path_done.astype(jnp.float32),
-            bugs_seen=state.bugs_seen | inside,
+            bugs_seen=state.bugs_seen | slow_here,
             time=state.time + 1,
         )
         telemetry = Telemetry.make(
@@ -608,7 +642,8 @@ class KartTrack(TestingEnv):
             game_reward=r_game,
             frame_time_ms=frame_ms,
         )
-        return self.get_obs(state, params), state, reward.astype(jnp.float32), lap_done, {"telemetry": telemetry}
+        info = {"telemetry": telemetry, "centering": state.centering, "delta_path_done": delta.astype(jnp.float32)}
+        return self.get_obs(state, params), state, r_game, lap_done, info
 
     def cell_of(self, params: EnvParams, path_done, centering) -> jax.Array:
         """Coverage cell of (lap-local path_done, centering): row-major in ``map_shape``."""
@@ -670,13 +705,13 @@ class KartTrack(TestingEnv):
             for name in (
                 "half_width", "theta", "progress_cap", "finish_bonus", "wall_offset", "wall_speed_factor", "dt",
                 "max_speed", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel",
-                "max_curvature", "max_yaw_rate", "base_ms", "noise_ms", "bug_reward",
+                "max_curvature", "max_yaw_rate", "base_ms", "noise_ms", "load_scale", "load_offset_ms", "threshold_ms",
             )
         }
         for name, value in scalars.items():
             if not np.isfinite(value):
                 raise ValueError(f"{self.name}: {name} must be finite, got {value}")
-        for name in ("half_width", "theta", "wall_offset", "dt", "max_speed"):
+        for name in ("half_width", "theta", "wall_offset", "dt", "max_speed", "load_scale"):
             if scalars[name] <= 0:
                 raise ValueError(f"{self.name}: {name} must be positive, got {scalars[name]}")
         for name in ("progress_cap", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel",

@@ -52,13 +52,6 @@ def test_each_bug_fires_exactly_at_its_cell_first_time_only(bug):
     assert not np.asarray(info["telemetry"].bugs_fired).any()
 
 
-def test_bug_reward_adds_to_reward_not_game_reward():
-    row, col = (int(v) for v in PARAMS.bug_pos[2])  # (3, 1), below (2, 1)
-    params = PARAMS.replace(bug_reward=50.0)
-    _, _, reward, _, _, info = STEP(jax.random.key(0), _at(row - 1, col), S, params)
-    assert float(reward) == pytest.approx(49.99) and float(info["telemetry"].game_reward) == pytest.approx(-0.01)
-
-
 def test_randomize_places_bugs_near_the_start_and_off_the_path():
     keys = jax.random.split(jax.random.key(7), 16)
     drawn = jax.jit(jax.vmap(ENV.randomize, in_axes=(0, None)))(keys, PARAMS)

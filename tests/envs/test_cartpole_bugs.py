@@ -138,13 +138,6 @@ def test_bug_fires_again_in_a_new_episode():
     assert not np.asarray(fresh.bugs_seen).any()
 
 
-def test_bug_reward_is_added_but_not_to_game_reward():
-    params = PARAMS.replace(bug_reward=50.0)
-    _, _, reward, _, _, info = STEP(jax.random.key(1), _place(0.47), 1, params)
-    assert float(reward) == 51.0
-    assert float(info["telemetry"].game_reward) == 1.0
-
-
 def test_episode_is_truncated_at_1000_steps_as_in_the_paper():
     state = _place(0.0).replace(time=999)
     _, _, _, term, trunc, _ = STEP(jax.random.key(1), state, 1, PARAMS)

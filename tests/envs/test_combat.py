@@ -201,17 +201,6 @@ def test_player_death_loses():
     assert float(info["telemetry"].game_reward) == pytest.approx(-1.0)
 
 
-def test_bug_reward_not_in_game_reward():
-    state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4))
-    _, _, reward, _, info = STEP(KEY, state, SKILL, CALM.replace(bug_reward=0.5))
-    assert float(reward) == pytest.approx(0.5)
-    assert float(info["telemetry"].game_reward) == 0.0
-    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4))
-    _, _, reward, _, info = STEP(KEY, state, MELEE, CALM.replace(bug_reward=0.5))
-    assert float(info["telemetry"].game_reward) > 0
-    assert float(reward) == pytest.approx(float(info["telemetry"].game_reward))
-
-
 def test_traced_out_of_range_action_is_clipped_and_cell_in_range():
     state = _state(player_pos=_pos(5, 4), player_hp=jnp.int32(50))
     _, s_hi, *_ = STEP(KEY, state, 99, CALM)

@@ -18,7 +18,7 @@ ENV = KartTrack()
 PARAMS = ENV.default_params
 L = ENV.track_length
 STEP = jax.jit(ENV.step_env)
-STEPS = 900
+STEPS = 225
 
 
 def _controller(obs):
@@ -84,19 +84,23 @@ def test_a_lap_adds_the_track_length(lap):
     states, rewards, term, tel = lap
     assert term.any(), "the controller should finish the lap within 90 s"
     end = int(np.argmax(term))
-    assert 550 < end < STEPS  # ~60-70 s, as a lap in the paper (§4.1.3)
+    # ≈ 163 actions a lap in the paper (48,825 render times in 300 episodes, §4.1.3), ~70 s.
+    assert 150 < end < 200 and 60.0 < end * PARAMS.dt < 80.0
     path = states.path_done[: end + 1]
     assert np.all(np.diff(path) > -1e-3), "path_done should grow while driving forward"
     # The start line is crossed once, at the end: path_done = L plus the last step's advance.
-    assert L <= path[-1] < L + 3.0
+    assert L <= path[-1] < L + 11.0
     assert path[-2] < L
     # Lap-local arc wraps to 0 at the finish line; path_done keeps counting.
-    assert states.arc[end] < 3.0
+    assert states.arc[end] < 11.0
     np.testing.assert_allclose(np.sum(np.diff(np.concatenate([[0.0], path]))), path[-1], rtol=1e-5)
     assert rewards[end] == pytest.approx(1000.0 + path[-1] - path[-2], abs=1e-3)
     assert not term[:end].any()
-    # Whole-lap game reward: the progress rewards sum to the lap (capped steps aside) + bonus.
-    assert np.sum(rewards[: end + 1]) == pytest.approx(1000.0 + path[-1], rel=1e-3)
+    # Whole-lap game reward: the progress rewards sum to the lap, less what M = 10 cut off
+    # (the cap binds on the straights, as in the paper: §4.1.1), plus the bonus.
+    delta = np.diff(np.concatenate([[0.0], path]))
+    assert (delta > PARAMS.progress_cap).mean() > 0.2
+    np.testing.assert_allclose(np.sum(rewards[: end + 1]), 1000.0 + np.minimum(delta, 10.0).sum(), rtol=1e-4)
     np.testing.assert_array_equal(tel.game_reward[: end + 1], rewards[: end + 1])
     np.testing.assert_allclose(tel.position[: end + 1], states.xy[: end + 1])
     assert np.all((tel.cell >= 0) & (tel.cell < ENV.num_cells))
@@ -106,7 +110,7 @@ def test_game_reward_formula_by_hand():
     p = PARAMS
     assert float(game_reward(p, 25.0, 5.0, False)) == -1.0  # |centering| > θ = 20
     assert float(game_reward(p, -20.5, 5.0, False)) == -1.0
-    assert float(game_reward(p, 19.9, 4.0, False)) == 4.0  # off the road (18) but within θ
+    assert float(game_reward(p, 19.9, 4.0, False)) == 4.0  # off the road (10) but within θ
     assert float(game_reward(p, 0.0, 12.0, False)) == 10.0  # capped at M = 10
     assert float(game_reward(p, 3.0, -3.0, False)) == 0.0  # no reward for going backwards
     assert float(game_reward(p, 5.0, 4.0, True)) == 1004.0  # finish-line bonus
@@ -124,14 +128,14 @@ def test_step_rewards_by_hand():
     s0 = ENV.state_at(p, 300.0, centering=5.0, speed=10.0)
     _, s1, r, _, _ = STEP(key, s0, 0, p)
     delta = float(s1.path_done - s0.path_done)
-    assert 0.8 < delta < 1.2 and float(r) == pytest.approx(delta, abs=1e-5)
+    assert 3.0 < delta < 5.0 and float(r) == pytest.approx(delta, abs=1e-5)
     # Faster than M per step: capped at M.
-    fast = p.replace(max_speed=200.0)
-    s0 = ENV.state_at(fast, 300.0, speed=150.0)
+    fast = p.replace(max_speed=40.0)
+    s0 = ENV.state_at(fast, 300.0, speed=40.0)
     _, s1, r, _, _ = STEP(key, s0, 0, fast)
-    assert float(s1.path_done - s0.path_done) > 14.0 and float(r) == 10.0
+    assert float(s1.path_done - s0.path_done) > 12.0 and float(r) == 10.0
     # Backwards (over the start line): path_done goes negative, no negative reward.
-    s0 = ENV.state_at(p, 0.5, speed=10.0, heading_error=np.pi)
+    s0 = ENV.state_at(p, 0.5, speed=3.1, heading_error=np.pi)  # 2.5 units/s after drag: 1 unit back
     _, s1, r, _, tel = STEP(key, s0, 0, p)
     assert float(s1.path_done) == pytest.approx(-0.5, abs=0.1) and float(r) == 0.0
     assert float(s1.arc) > L - 1.0
@@ -166,7 +170,8 @@ def test_frame_time_is_higher_at_heavy_spots():
         assert at.mean() - base.mean() == pytest.approx(extra[k], abs=0.05)
 
 
-def test_bug_fires_on_entering_a_spot_once_per_episode():
+def test_bug_fires_on_the_first_slow_step_in_a_spot_per_episode():
+    """``bugs_fired`` is the low-FPS oracle inside a spot: frame time above the threshold in force."""
     p = PARAMS
     key = jax.random.key(0)
     pos, radius = np.asarray(p.heavy_pos), np.asarray(p.heavy_radius)
@@ -189,32 +194,53 @@ def test_bug_fires_on_entering_a_spot_once_per_episode():
     _, fresh = ENV.reset_env(key, p)
     _, _, _, _, info = STEP(key, inside.replace(bugs_seen=fresh.bugs_seen), 0, p)
     np.testing.assert_array_equal(np.asarray(info["telemetry"].bugs_fired), expected)
+    # Inside the radius but rendering below the threshold: no bug (the oracle did not fire).
+    rim = ENV.state_at(p, pos[k, 0] + 0.95 * radius[k], pos[k, 1])
+    _, s, _, _, info = STEP(key, rim, 0, p)
+    assert float(info["telemetry"].frame_time_ms) < p.threshold_ms
+    assert not np.asarray(info["telemetry"].bugs_fired).any() and not bool(s.bugs_seen[k])
+    # A threshold above the spot's peak: the centre never fires.
+    _, _, _, _, info = STEP(key, inside.replace(bugs_seen=fresh.bugs_seen), 0, p.replace(threshold_ms=p.base_ms + 50.0))
+    assert not np.asarray(info["telemetry"].bugs_fired).any()
 
 
-def test_bugs_fire_where_a_lap_enters_the_spots(lap):
+def test_machine_load_scales_and_shifts_the_frame_time():
+    pos = np.asarray(PARAMS.heavy_pos)
+    state = ENV.state_at(PARAMS, pos[0, 0], pos[0, 1])
+    quiet = PARAMS.replace(noise_ms=0.0)
+    loaded = quiet.replace(load_scale=1.1, load_offset_ms=0.5)
+    cost = float(render_cost(PARAMS, pos[0, 0], pos[0, 1]))
+    ms = lambda p: float(STEP(jax.random.key(0), state, 0, p)[4]["telemetry"].frame_time_ms)
+    assert ms(quiet) == pytest.approx(cost, abs=1e-4)
+    assert ms(loaded) == pytest.approx(1.1 * cost + 0.5, abs=1e-4)
+    with pytest.raises(ValueError, match="load_scale"):
+        ENV.validate_params(PARAMS.replace(load_scale=0.0))
+
+
+def test_bugs_fire_where_a_lap_renders_slowly_in_the_spots(lap):
     states, _, term, tel = lap
     end = int(np.argmax(term)) + 1
     arc, c, fired = states.arc[:end], states.centering[:end], tel.bugs_fired[:end]
     pos, radius = np.asarray(PARAMS.heavy_pos), np.asarray(PARAMS.heavy_radius)
     assert fired.sum(0).max() <= 1, "a bug fired twice in one episode"
-    assert fired.any(), "the lap should pass through at least one heavy spot"
+    assert fired.sum() >= 3, "the lap should fire the three spots on the racing line"
     for k in range(ENV.num_bugs):
         ds = (arc - pos[k, 0] + L / 2) % L - L / 2
-        inside = np.hypot(ds, c - pos[k, 1]) <= radius[k]
-        if inside.any():
-            assert fired[:, k].any() and int(np.argmax(fired[:, k])) == int(np.argmax(inside))
+        slow = (np.hypot(ds, c - pos[k, 1]) <= radius[k]) & (tel.frame_time_ms[:end] > PARAMS.threshold_ms)
+        if slow.any():
+            assert fired[:, k].any() and int(np.argmax(fired[:, k])) == int(np.argmax(slow))
         else:
             assert not fired[:, k].any()
     # Frame time = the hidden render-cost field at the kart's place + noise of sd noise_ms.
     residual = tel.frame_time_ms[:end] - np.asarray(jax.vmap(lambda s, x: render_cost(PARAMS, s, x))(arc, c))
-    assert abs(residual.mean()) < 0.05 and residual.std() == pytest.approx(PARAMS.noise_ms, rel=0.15)
+    assert abs(residual.mean()) < 0.08 and residual.std() == pytest.approx(PARAMS.noise_ms, rel=0.2)
 
 
 def test_throttle_only_moves_forward_and_the_barrier_holds():
     states, rewards, _, tel = jax.tree.map(np.asarray, _drive(PARAMS, jax.random.key(1), 1))
-    path = states.path_done[:100]
+    path = states.path_done[:50]
     assert path[-1] > 100.0 and np.all(np.diff(path) >= -1e-3)
-    assert states.speed[50] > 5.0
+    assert states.speed[20] > 5.0
     # Holding throttle + right: the kart leaves the road, is penalised beyond θ and stopped by the barrier.
     states, rewards, _, _ = jax.tree.map(np.asarray, _drive(PARAMS, jax.random.key(1), 4))
     assert np.abs(states.centering).max() <= PARAMS.wall_offset + 1e-3
@@ -243,19 +269,6 @@ def test_validate_params_refuses_spots_off_the_track():
         ENV.validate_params(PARAMS.replace(wall_offset=60.0))
 
 
-def test_bug_reward_adds_to_reward_not_to_game_reward():
-    p = PARAMS.replace(bug_reward=50.0)
-    pos = np.asarray(p.heavy_pos)
-    state = ENV.state_at(p, pos[1, 0], pos[1, 1])
-    _, _, r, _, info = STEP(jax.random.key(0), state, 0, p)
-    tel = info["telemetry"]
-    assert int(np.asarray(tel.bugs_fired).sum()) == 1
-    assert float(tel.game_reward) == 0.0  # standing still within θ
-    assert float(r) == 50.0
-    _, _, r0, _, info0 = STEP(jax.random.key(0), state, 0, PARAMS)
-    assert float(r0) == 0.0 and float(info0["telemetry"].game_reward) == 0.0
-
-
 def test_step_projection_window_matches_the_global_projection():
     """The per-step windowed projection finds the same nearest point as a full search."""
     from jgtest.envs.kart import _project, _project_near
@@ -266,10 +279,10 @@ def test_step_projection_window_matches_the_global_projection():
     keys = jax.random.split(jax.random.key(3), 2)
     arcs = jax.random.uniform(keys[0], (256,), minval=0.0, maxval=float(env.track_length))
     offsets = jax.random.uniform(keys[1], (256,), minval=-30.0, maxval=30.0)
-    # A point moved by up to one step (2.7 units) from (arc, offset), hinted with the old arc.
+    # A point moved by up to one step (10.8 units) from (arc, offset), hinted with the old arc.
     from jgtest.envs.kart import track_point
 
-    moved = jax.vmap(lambda s, c: track_point(track, s + 2.7, c + 1.0))(arcs, offsets)
+    moved = jax.vmap(lambda s, c: track_point(track, s + 10.8, c + 1.0))(arcs, offsets)
     full = jax.jit(jax.vmap(lambda xy: _project(track, xy)))(moved)
     near = jax.jit(jax.vmap(lambda xy, s: _project_near(track, xy, s)))(moved, arcs)
     np.testing.assert_array_equal(np.asarray(full[2]), np.asarray(near[2]))
