@@ -20,7 +20,7 @@ from pathlib import Path
 if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
-METHODS = ("random",)
+METHODS = ("random", "reline")
 
 
 def _parse_game_args(pairs: list[str]) -> dict:
@@ -55,6 +55,8 @@ def prepare_out_dir(path: str, overwrite: bool) -> Path:
 
 
 def _run(args) -> int:
+    if args.method == "reline":
+        return _run_reline(args)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -202,10 +204,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("method", choices=METHODS)
     run.add_argument("--game", default="BlockMaze-v0", help="registered game id (see `jgtest games`)")
     run.add_argument("--out", required=True, help="run directory for bugs.jsonl, summary.json, config.json")
-    run.add_argument("--envs", type=int, default=256, help="parallel episode slots (default 256)")
-    run.add_argument("--steps", type=int, default=2000, help="steps per slot (default 2000)")
-    run.add_argument("--chunk", type=int, default=200, help="steps per device call (default 200)")
+    run.add_argument("--envs", type=int, default=256, help="random: parallel episode slots (default 256)")
+    run.add_argument("--steps", type=int, default=2000, help="random: steps per slot (default 2000)")
+    run.add_argument("--chunk", type=int, default=200, help="random: steps per device call (default 200)")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--models", type=int, default=10, help="reline: models per agent, trained vmapped (default 10)")
+    run.add_argument("--eval-episodes", type=int, default=1000, help="reline: evaluation episodes per model (default 1000)")
+    run.add_argument("--agents", default="reline,rl-baseline,random", help="reline: comma-separated agents")
+    run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")
+    run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU)")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -230,6 +237,60 @@ def build_parser() -> argparse.ArgumentParser:
     games = sub.add_parser("games", help="list the registered games")
     games.set_defaults(func=_games)
     return parser
+
+
+def _run_reline(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from jgtest.methods import reline
+
+    try:
+        config = reline.RelineConfig(
+            game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
+            train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
+        )  # fmt: skip
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    out = prepare_out_dir(args.out, args.overwrite)
+    learn = reline.learner(config)
+    budget = getattr(learn.config, "total_timesteps", None)
+    budget = f"{budget:,} steps" if budget else f"{learn.config.num_iterations * learn.config.episodes_per_iter:,} episodes"
+    console = Console(stderr=True)
+    console.print(
+        f"RELINE on {config.game}: {', '.join(config.agents)}; {config.models} model(s) per agent, "
+        f"{type(learn.config).__name__} trained for {budget} each, {config.eval_episodes:,} evaluation episodes per model"
+    )
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=args.quiet) as progress:
+        tasks = {}
+
+        def on_progress(phase, done, total):
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(phase, total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        summary = reline.run(config, out, progress=on_progress)
+    if "table1" in summary:
+        table = Table(title=f"RELINE Table 1, {config.game}: episodes (of {config.eval_episodes:,}) with at least n bugs")
+        for column in ("agent", "n", "mean", "median", "sd", "paper mean / median / sd"):
+            table.add_column(column, justify="right")
+        for agent, rows in summary["table1"].items():
+            for n, row in rows.items():
+                paper = row["paper"]
+                ref = "—" if paper is None else f"{paper['mean']} / {paper['median']} / {paper['sd']}"
+                table.add_row(agent, n, f"{row['mean']:.1f}", f"{row['median']:.1f}", f"{row['sd']:.1f}", ref)
+        Console().print(table)
+    else:
+        table = Table(title=f"RELINE low-FPS points, {config.game} (t = {summary.get('threshold', {}).get('t_ms', float('nan')):.2f} ms)")
+        for column in ("agent", "points", "heavy spots among them", "visits / 1,000 episodes"):
+            table.add_column(column, justify="right")
+        for agent, row in summary["low_fps"].items():
+            table.add_row(agent, str(row["count"]), str(row["spots_found"]), f"{row['visits_per_1000_episodes']:.0f}")
+        Console().print(table)
+    print(f"wrote {out}: bugs.jsonl, summary.json, {'table1.json' if 'table1' in summary else 'low_fps.json and plots'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,3 +58,48 @@ def replay_trace(env, params, seed, env_index, episode, actions: jax.Array):
 
     _, out = jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))
     return out
+
+
+def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=()):
+    """Plays one episode in each of ``num_episodes`` slots with the campaign's keys.
+
+    Slot ``b`` plays episode 0 of run ``seed``: reset with
+    ``reset_key(episode_key(seed, b, 0))``, step ``t`` with ``step_key`` and the
+    policy's action drawn with ``action_key``, so an episode's action trace
+    replays exactly with :func:`replay_trace` (and ``jgtest replay``) on the
+    bare game. ``env`` may wrap the game (frame stacking, a method's reward):
+    the policy sees the wrapped observation, the game inside gets the same keys.
+    Jit- and vmap-able (``seed`` may be traced, e.g. one per trained model).
+
+    Args:
+      env: the game or a wrapper of it (gymnax ``reset``/``step``).
+      params: the game's params.
+      policy: ``(policy_params, obs, key) -> action`` for one observation.
+      policy_params: the policy's parameters.
+      seed: run seed (int or traced int32).
+      num_episodes: ``E``, parallel slots.
+      max_steps: ``T``, the episode cap (steps after an episode's end are masked).
+      info_keys: extra ``info`` entries to stack per step (e.g. ``"delta_path_done"``).
+
+    Returns:
+      dict of ``[E, T]`` arrays: ``actions``, ``valid`` (the step is inside the
+      episode), ``telemetry`` (a stacked :class:`jgtest.types.Telemetry`) and
+      the ``info_keys``.
+    """
+    slots = jnp.arange(num_episodes)
+    ep_keys = jax.vmap(lambda b: episode_key(seed, b, 0))(slots)
+    obs, state = jax.vmap(lambda k: env.reset(reset_key(k), params))(ep_keys)
+
+    def one(ep_key, obs, state, running, t):
+        action = policy(policy_params, obs, action_key(ep_key, t))
+        obs, state, _, terminated, truncated, info = env.step(step_key(ep_key, t), state, action, params)
+        out = {"actions": action, "valid": running, "telemetry": info["telemetry"], **{k: info[k] for k in info_keys}}
+        return obs, state, running & ~(terminated | truncated), out
+
+    def body(carry, t):
+        obs, state, running = carry
+        obs, state, running, out = jax.vmap(one, in_axes=(0, 0, 0, 0, None))(ep_keys, obs, state, running, t)
+        return (obs, state, running), out
+
+    _, out = jax.lax.scan(body, (obs, state, jnp.ones(num_episodes, bool)), jnp.arange(max_steps))
+    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)

@@ -184,17 +184,20 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
         buf = buffer.add(state.buffer, items)
         timesteps = state.timesteps + config.num_envs
 
+        # The batch is drawn outside the cond: a branch closing over the buffer makes XLA
+        # copy the whole buffer every step (2x slower for a 10k buffer of 21x21x4 frames).
+        batch = buffer.sample(buf, k_sample).experience
+
         def learn(args):
-            params, opt_state = args
-            batch = buffer.sample(buf, k_sample).experience
+            params, opt_state, batch = args
             return update(params, state.target_params, opt_state, batch, hparams)
 
         def skip(args):
-            params, opt_state = args
+            params, opt_state, _ = args
             return params, opt_state, {"loss": jnp.float32(0), "td_error": jnp.float32(0), "q_mean": jnp.float32(0)}
 
         ready = (timesteps >= config.learning_starts) & buffer.can_sample(buf) & (timesteps % config.train_interval < config.num_envs)
-        params, opt_state, metrics = jax.lax.cond(ready, learn, skip, (state.params, state.opt_state))
+        params, opt_state, metrics = jax.lax.cond(ready, learn, skip, (state.params, state.opt_state, batch))
         metrics = {**metrics, "learned": ready}
         sync = (timesteps % config.target_update_interval) < config.num_envs
         target = optax.incremental_update(params, state.target_params, hparams.tau)
