@@ -1,0 +1,139 @@
+"""RELINE: config checks, the pure analysis pieces, and tiny end-to-end runs on CartPole and the kart."""
+
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jgtest
+import jgtest.analysis
+from jgtest.cli import main
+from jgtest.methods import reline
+from jgtest.report.records import read_bug_records
+from jgtest.report.replay import replay
+
+TINY_CEM = (("num_iterations", 2), ("num_evals", 1), ("episodes_per_iter", 4), ("eval_episodes", 1))
+TINY_DQN = (("total_timesteps", 160), ("learning_starts", 40), ("num_evals", 2), ("eval_episodes", 1), ("buffer_size", 64))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"game": "Pong-v0"}, "RELINE runs on"),
+        ({"game": "PacMaze-v0", "agents": ("reline", "greedy")}, "unknown RELINE agent"),
+        ({"game": "KartTrack-v0", "theta": -1.0}, "theta"),
+        ({"game": "KartTrack-v0", "progress_cap": -10.0}, "progress_cap"),
+        ({"game": "CartPoleBugs-v0", "models": 0}, "models"),
+        ({"game": "KartTrack-v0", "agents": ("reline", "random")}, "needs rl-baseline"),
+        ({"game": "CartPoleBugs-v0", "replays": 1}, "replays"),
+    ],
+)
+def test_bad_config_is_refused_before_anything_compiles(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        reline.RelineConfig(**kwargs)
+
+
+def test_bad_input_errors_name_the_problem(tmp_path, capsys):
+    with pytest.raises(ValueError, match="no field"):
+        reline.learner(reline.RelineConfig(game="CartPoleBugs-v0", learner_overrides=(("bogus", 1),)))
+    with pytest.raises(ValueError, match="more bugs than the game has"):  # n > k
+        jgtest.analysis.at_least_n_table([[3, 0]], num_bugs=2)
+    with pytest.raises(ValueError, match="at least two"):
+        jgtest.oracles.reline_threshold([18.0])
+    with pytest.raises(SystemExit, match="RELINE runs on"):
+        main(["run", "reline", "--game", "BlockMaze-v0", "--out", str(tmp_path / "x"), "--quiet"])
+    with pytest.raises(SystemExit, match="unknown RELINE agent"):
+        main(["run", "reline", "--game", "PacMaze-v0", "--agents", "reline,oracle", "--out", str(tmp_path / "y"), "--quiet"])
+
+
+def _bugs(counts, k):
+    """``bool[N, E, k]`` with the first ``counts[m][e]`` bugs found."""
+    counts = np.asarray(counts)
+    out = np.zeros(counts.shape + (k,), bool)
+    for idx in np.ndindex(counts.shape):
+        out[idx][: counts[idx]] = True
+    return out
+
+
+def test_table1_counts_episodes_with_at_least_n_bugs_next_to_the_paper():
+    config = reline.RelineConfig(game="CartPoleBugs-v0")
+    found = {"reline": _bugs([[2, 1, 0, 2], [1, 1, 1, 0], [2, 2, 2, 2]], k=2)}
+    rows = reline.table1(config, found)["reline"]
+    assert rows["1"]["counts"] == [3, 3, 4] and rows["2"]["counts"] == [2, 0, 4]
+    assert rows["2"]["mean"] == pytest.approx(2.0) and rows["2"]["median"] == 2.0 and rows["2"]["sd"] == pytest.approx(2.0)
+    assert rows["1"]["paper"] == {"mean": 965, "median": 984, "sd": 47} and rows["2"]["paper"]["mean"] == 102
+
+
+def test_until_stuck_cuts_an_episode_when_the_kart_stops_advancing():
+    delta = np.array([[5.0] * 12 + [0.05] * 12 + [5.0] * 6])
+    valid = np.ones_like(delta, bool)
+    valid[0, -2:] = False
+    kept = reline.until_stuck(delta, valid)
+    # Stuck once the last 10 steps advanced < 1 unit: from step 12 + 10 - 1 = 21 on... at step 21 the
+    # window (12..21) holds 10 slow steps = 0.5 units.
+    assert kept[0, :21].all() and not kept[0, 21:].any()
+
+
+def test_cell_centres_and_heavy_spots_found():
+    env, params = jgtest.make("KartTrack-v0")
+    pos = np.asarray(params.heavy_pos)
+    cells = np.asarray([int(env.cell_of(params, p, c)) for p, c in pos])
+    path_done, centering = reline.cell_centres(env, params, cells)
+    assert np.all(np.abs(path_done - pos[:, 0]) <= env.track_length / env.map_shape[0] / 2 + 1e-3)
+    assert np.all(np.abs(centering - pos[:, 1]) <= 60.0 / env.map_shape[1] / 2 + 1e-3)
+    assert reline.heavy_spots_found(params, path_done[[0, 3]], centering[[0, 3]]) == [0, 3]
+    assert reline.heavy_spots_found(params, np.array([900.0]), np.array([-25.0])) == []
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reline_cartpole")
+    config = reline.RelineConfig(
+        game="CartPoleBugs-v0", models=2, eval_episodes=16, learner_overrides=TINY_CEM,
+        game_kwargs=(("max_steps_in_episode", 80),),
+    )  # fmt: skip
+    return config, reline.run(config, out), out
+
+
+def test_cartpole_run_writes_table1_summary_and_replayable_records(cartpole_run):
+    config, summary, out = cartpole_run
+    table = json.loads((out / "table1.json").read_text())
+    assert set(table) == {"reline", "rl-baseline", "random"} and set(table["random"]) == {"1", "2"}
+    for agent, rows in table.items():
+        assert len(rows["1"]["counts"]) == 2 and all(0 <= c <= 16 for c in rows["1"]["counts"])
+        assert rows["2"]["mean"] <= rows["1"]["mean"]
+    assert table["random"]["1"]["paper"]["mean"] == 12
+    assert set(summary["phases_s"]) >= {"train reline", "evaluate random"}
+    records = read_bug_records(out / "bugs.jsonl")
+    # One record per (agent, model, bug) found; each replays on the bare game.
+    found = sum(int(np.sign(np.sum(r["counts"]))) for rows in table.values() for r in [rows["1"]])
+    assert len(records) >= found
+    for record in records[:4]:
+        assert record.game_kwargs == {"max_steps_in_episode": 80}
+        assert replay(record).reproduced
+
+
+def test_kart_run_calibrates_the_threshold_and_finds_low_fps_points(tmp_path):
+    config = reline.RelineConfig(
+        game="KartTrack-v0", models=1, eval_episodes=8, threshold_episodes=4, warmup_episodes=4, replays=3,
+        learner_overrides=TINY_DQN, game_kwargs=(("max_steps_in_episode", 40),),
+    )  # fmt: skip
+    summary = reline.run(config, tmp_path)
+    threshold = summary["threshold"]
+    # 4 rl-baseline episodes of at most 40 steps; δ from the training load (scale 1.03, +0.4 ms on ~14 ms).
+    assert 0 < threshold["baseline_render_times"] <= 160 and threshold["warmup_render_times"] > 0
+    assert 0.5 < threshold["delta_ms"] < 1.2 and threshold["t_ms"] == pytest.approx(threshold["t_b_ms"] + threshold["delta_ms"])
+    low = json.loads((tmp_path / "low_fps.json").read_text())
+    assert low["threshold_ms"] == pytest.approx(threshold["t_ms"])
+    assert set(low["per_agent"]) == {"reline", "rl-baseline", "random"}
+    for agent, row in low["per_agent"].items():
+        assert row["count"] == len(row["points"])
+        for point in row["points"]:
+            assert point["confidence"] > 0.5 and point["visits"] >= 1
+    assert low["replay_reliability"]["replays"] == 3
+    for name in ("render_times.png", "low_fps_points.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for record in read_bug_records(tmp_path / "bugs.jsonl")[:2]:
+        assert record.game_kwargs["threshold_ms"] == pytest.approx(threshold["t_ms"])
+        assert replay(record).reproduced
