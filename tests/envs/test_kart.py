@@ -10,6 +10,7 @@ from jgtest.envs.kart import (
     game_reward,
     make_track,
     render_cost,
+    scenery_cost,
     track_coordinates,
     track_point,
 )
@@ -151,10 +152,15 @@ def test_frame_time_is_higher_at_heavy_spots():
     p = PARAMS
     pos, extra = np.asarray(p.heavy_pos), np.asarray(p.heavy_ms)
     far = (0.5 * (pos[0, 0] + pos[1, 0]), 0.0)
-    # Noise-free field: base far from spots, base + heavy_ms at a centre.
-    assert float(render_cost(p, *far)) == pytest.approx(p.base_ms, abs=1e-3)
+    # Noise-free field: base + scenery far from spots, plus heavy_ms at a centre.
+    scenery = lambda s: float(scenery_cost(p, s))
+    assert float(render_cost(p, *far)) == pytest.approx(p.base_ms + scenery(far[0]), abs=1e-3)
     for k in range(ENV.num_bugs):
-        assert float(render_cost(p, pos[k, 0], pos[k, 1])) == pytest.approx(p.base_ms + extra[k], abs=1e-3)
+        assert float(render_cost(p, pos[k, 0], pos[k, 1])) == pytest.approx(p.base_ms + scenery(pos[k, 0]) + extra[k], abs=1e-3)
+    # The scenery: a smooth trend along the lap within ±scenery_ms, the same every lap.
+    lap = np.asarray(jax.vmap(lambda s: scenery_cost(p, s))(jnp.linspace(0.0, L, 400)))
+    assert np.abs(lap).max() <= p.scenery_ms and lap.max() - lap.min() > p.scenery_ms
+    assert scenery(10.0) == pytest.approx(scenery(10.0 + L), abs=1e-4)
 
     # Noisy frame times reported by step, kart standing still (speed 0, coasting).
     @jax.jit
@@ -163,11 +169,11 @@ def test_frame_time_is_higher_at_heavy_spots():
 
     keys = jax.random.split(jax.random.key(7), 4000)
     base = np.asarray(frame_times(ENV.state_at(p, far[0], far[1]), keys))
-    assert base.mean() == pytest.approx(p.base_ms, abs=0.03)
+    assert base.mean() == pytest.approx(p.base_ms + scenery(far[0]), abs=0.03)
     assert base.std() == pytest.approx(p.noise_ms, rel=0.1)
     for k in (0, 1):
         at = np.asarray(frame_times(ENV.state_at(p, pos[k, 0], pos[k, 1]), keys))
-        assert at.mean() - base.mean() == pytest.approx(extra[k], abs=0.05)
+        assert at.mean() - base.mean() == pytest.approx(extra[k] + scenery(pos[k, 0]) - scenery(far[0]), abs=0.05)
 
 
 def test_bug_fires_on_the_first_slow_step_in_a_spot_per_episode():
