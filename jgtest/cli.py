@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--steps", type=int, default=2000, help="random: steps per slot (default 2000)")
     run.add_argument("--chunk", type=int, default=200, help="random: steps per device call (default 200)")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--models", type=int, default=10, help="reline: models per agent, trained vmapped (default 10)")
+    run.add_argument("--models", type=int, default=None, help="reline: models per agent, trained vmapped (default: the paper's, 10; 1 on the kart)")
     run.add_argument("--eval-episodes", type=int, default=1000, help="reline: evaluation episodes per model (default 1000)")
     run.add_argument("--agents", default="reline,rl-baseline,random", help="reline: comma-separated agents")
     run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")

@@ -23,7 +23,7 @@ import optax
 from flax import struct
 
 from jgtest.agents.common import batched, check_positive, make_game, run_periods, scan_then_evaluate
-from jgtest.losses import cem_elite_mask, cem_loss
+from jgtest.losses import cem_elite_mask, cem_loss, cem_top_m_mask
 from jgtest.nets import PolicyNetwork
 
 
@@ -40,6 +40,7 @@ class CEMConfig:
     episodes_per_iter: int = 16
     num_iterations: int = 200
     gradient_steps: int = 1
+    elite_episodes: int | None = None  # keep exactly this many by rank (RELINE's m = 11) instead of the percentile cut
     hidden_sizes: tuple[int, ...] = (128,)
     activation: str = "relu"
     num_evals: int = 10
@@ -47,6 +48,8 @@ class CEMConfig:
 
     def __post_init__(self):
         check_positive(self, "episodes_per_iter", "num_iterations", "gradient_steps", "num_evals", "eval_episodes")
+        if self.elite_episodes is not None and not 1 <= self.elite_episodes <= self.episodes_per_iter:
+            raise ValueError(f"elite_episodes={self.elite_episodes} must be in [1, episodes_per_iter={self.episodes_per_iter}]")
         if self.num_iterations % self.num_evals:
             raise ValueError(f"num_evals={self.num_evals} does not divide num_iterations={self.num_iterations}")
 
@@ -100,7 +103,10 @@ def make_agent(config: CEMConfig, game=None) -> CEMAgent:
         return swap(obs_t), swap(actions), swap(valid), rewards.sum(axis=0)
 
     def update(params, opt_state, obs, actions, valid, returns, hparams: CEMHyperparams):
-        elite = cem_elite_mask(returns, hparams.percentile)
+        if config.elite_episodes is None:
+            elite = cem_elite_mask(returns, hparams.percentile)
+        else:
+            elite = cem_top_m_mask(returns, config.elite_episodes)
         weight = (valid * elite[:, None]).reshape(-1)
         flat_obs = obs.reshape(-1, *obs.shape[2:])
         tx = optax.adam(hparams.learning_rate)

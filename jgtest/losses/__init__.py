@@ -5,7 +5,7 @@
 * :func:`a2c_loss` — advantage actor-critic (Wuji's fine-tuning);
 * :func:`dqn_loss` — DQN / double DQN with Huber loss; :func:`polyak_update`,
   :func:`periodic_update` for the target network (RELINE's Pac-Man and kart agents);
-* :func:`cem_elite_mask`, :func:`cem_loss` — cross-entropy method (RELINE's CartPole agent);
+* :func:`cem_elite_mask`, :func:`cem_top_m_mask`, :func:`cem_loss` — cross-entropy method (RELINE's CartPole agent);
 * :func:`bc_loss` — behaviour cloning.
 
 Names follow rlax: ``_tm1`` / ``_t`` / ``_tp1`` mark time. Each returns
@@ -14,7 +14,7 @@ updates), ready for ``jax.value_and_grad(..., has_aux=True)``.
 """
 
 from jgtest.losses.a2c import a2c_loss
-from jgtest.losses.cem import cem_elite_mask, cem_loss
+from jgtest.losses.cem import cem_elite_mask, cem_loss, cem_top_m_mask
 from jgtest.losses.dqn import dqn_loss, periodic_update, polyak_update
 from jgtest.losses.gae import gae
 from jgtest.losses.imitation import bc_loss
@@ -25,6 +25,7 @@ __all__ = [
     "bc_loss",
     "cem_elite_mask",
     "cem_loss",
+    "cem_top_m_mask",
     "dqn_loss",
     "gae",
     "periodic_update",

@@ -51,6 +51,32 @@ def cem_elite_mask(episode_returns: jax.Array, percentile: float | jax.Array = 7
     return episode_returns >= bound
 
 
+def cem_top_m_mask(episode_returns: jax.Array, m: int) -> jax.Array:
+    """The ``m`` episodes with the highest returns, by rank (ties broken by episode order).
+
+    RELINE's wording of the elite (§3.1.2): after ``n = 16`` episodes the agent
+    "selects the m = 11 (70%) episodes having the highest score". Unlike the
+    percentile cut-off of :func:`cem_elite_mask`, which keeps every episode
+    tied with the bound (all of them once most episodes hit the step cap), this
+    keeps exactly ``m``, so episodes that scored more than the tied ones always
+    make up a larger share of the elite. The episodes of a batch are i.i.d., so
+    breaking ties by order is breaking them at random.
+
+    Args:
+      episode_returns: ``float[N]`` total return of each episode.
+      m: elite size, ``1 ≤ m ≤ N`` (static).
+
+    Returns:
+      ``bool[N]`` with exactly ``m`` true entries.
+    """
+    chex.assert_rank(episode_returns, 1)
+    n = episode_returns.shape[0]
+    if not 1 <= m <= n:
+        raise ValueError(f"cem_top_m_mask: m must be in [1, {n}], got {m}")
+    order = jnp.argsort(-episode_returns, stable=True)
+    return jnp.zeros(n, bool).at[order[:m]].set(True)
+
+
 def cem_loss(logits_t: jax.Array, a_t: jax.Array, weight_t: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Cross-entropy of the policy to the elite episodes' actions (weighted mean).
 

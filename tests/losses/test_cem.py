@@ -97,3 +97,16 @@ def test_bad_ranks_and_dtypes_raise():
         cem_loss(jnp.zeros((2, 2)), jnp.array([0, 1]), jnp.ones(3))
     with pytest.raises(AssertionError):
         cem_loss(jnp.zeros((2, 2)), jnp.array([0, 1]), jnp.ones(2, jnp.int32))
+
+
+def test_top_m_mask_keeps_exactly_m_by_rank_even_with_ties():
+    from jgtest.losses import cem_top_m_mask
+
+    returns = jnp.array([1000.0, 1050.0, 1000.0, 30.0, 1100.0, 1000.0, 1000.0, 80.0])
+    mask = np.asarray(cem_top_m_mask(returns, 4))
+    assert mask.sum() == 4 and mask[1] and mask[4] and not mask[3] and not mask[7]
+    np.testing.assert_array_equal(np.flatnonzero(mask), [0, 1, 2, 4])  # ties: the earlier episodes
+    # The percentile cut keeps every tied episode instead.
+    assert int(np.asarray(cem_elite_mask(returns, 30.0)).sum()) == 6
+    with pytest.raises(ValueError, match="m must be in"):
+        cem_top_m_mask(returns, 9)

@@ -13,7 +13,7 @@ from jgtest.methods import reline
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
 
-TINY_CEM = (("num_iterations", 2), ("num_evals", 1), ("episodes_per_iter", 4), ("eval_episodes", 1))
+TINY_CEM = (("num_iterations", 2), ("num_evals", 1), ("episodes_per_iter", 4), ("elite_episodes", 3), ("eval_episodes", 1))
 TINY_DQN = (("total_timesteps", 160), ("learning_starts", 40), ("num_evals", 2), ("eval_episodes", 1), ("buffer_size", 64))
 
 
@@ -70,9 +70,13 @@ def test_until_stuck_cuts_an_episode_when_the_kart_stops_advancing():
     valid = np.ones_like(delta, bool)
     valid[0, -2:] = False
     kept = reline.until_stuck(delta, valid)
-    # Stuck once the last 10 steps advanced < 1 unit: from step 12 + 10 - 1 = 21 on... at step 21 the
-    # window (12..21) holds 10 slow steps = 0.5 units.
-    assert kept[0, :21].all() and not kept[0, 21:].any()
+    # Steps 12..21 advance 0.5 units in all: the first stuck window; the episode ends before it.
+    assert kept[0, :12].all() and not kept[0, 12:].any()
+    # A slow patch shorter than the window, or at the very start, long enough: also handled.
+    short = np.array([[5.0] * 5 + [0.05] * 9 + [5.0] * 10])
+    assert reline.until_stuck(short, np.ones_like(short, bool)).all()
+    start = np.array([[0.0] * 10 + [5.0] * 5])
+    assert not reline.until_stuck(start, np.ones_like(start, bool)).any()
 
 
 def test_cell_centres_and_heavy_spots_found():
