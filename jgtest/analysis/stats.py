@@ -23,19 +23,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sp
 
-__all__ = [
-    "at_least_n_table",
-    "cliffs_delta",
-    "cliffs_magnitude",
-    "compare_groups",
-    "holm",
-    "mann_whitney",
-    "replay_reliability",
-]
-
-
-def _sample(x: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
-    """1-D finite float array from ``x``; ``name`` is used in error messages."""
+def as_sample(x: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
+    """1-D finite float array from ``x``; ``name`` is used in error messages (also for the plots)."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -71,7 +60,7 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     Raises:
         ValueError: if the input is not 1-D or has a value outside [0, 1] or NaN.
     """
-    p = _sample(p_values, "p_values", allow_empty=True)
+    p = as_sample(p_values, "p_values", allow_empty=True)
     if np.any((p < 0.0) | (p > 1.0)):
         raise ValueError(f"p_values must lie in [0, 1], got min {p.min()} max {p.max()}")
     m = p.size
@@ -102,8 +91,8 @@ def mann_whitney(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarra
     Raises:
         ValueError: if either sample is empty, not 1-D or has NaN / infinite values.
     """
-    x = _sample(a, "a")
-    y = _sample(b, "b")
+    x = as_sample(a, "a")
+    y = as_sample(b, "b")
     res = _sp.mannwhitneyu(x, y, alternative="two-sided")
     return float(res.statistic), float(res.pvalue)
 
@@ -126,8 +115,8 @@ def cliffs_delta(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarra
     Raises:
         ValueError: if either sample is empty, not 1-D or has NaN / infinite values.
     """
-    x = _sample(a, "a")
-    y = np.sort(_sample(b, "b"))
+    x = as_sample(a, "a")
+    y = np.sort(as_sample(b, "b"))
     n, m = x.size, y.size
     below = np.searchsorted(y, x, side="left").astype(np.int64)  # b_j < a_i
     above = m - np.searchsorted(y, x, side="right").astype(np.int64)  # b_j > a_i
@@ -190,7 +179,7 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray]) -> list[d
     samples: dict[str, np.ndarray] = {}
     empty: list[str] = []
     for name, values in groups.items():
-        arr = _sample(values, f"group {name!r}", allow_empty=True)
+        arr = as_sample(values, f"group {name!r}", allow_empty=True)
         if arr.size == 0:
             empty.append(str(name))
         else:

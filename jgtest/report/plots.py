@@ -21,19 +21,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from jgtest.analysis.stats import as_sample
+
 __all__ = ["position_plot", "violin_plot"]
-
-
-def _values(x, name: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D sequence of numbers ({exc})") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
 
 
 def _save(fig: Figure, path: str | os.PathLike) -> Path:
@@ -69,7 +59,7 @@ def violin_plot(
     """
     if not isinstance(groups, Mapping) or len(groups) == 0:
         raise ValueError("violin_plot needs at least one group")
-    data = [(str(name), _values(v, f"group {name!r}")) for name, v in groups.items()]
+    data = [(str(name), as_sample(v, f"group {name!r}", allow_empty=True)) for name, v in groups.items()]
     if threshold_ms is not None and not np.isfinite(float(threshold_ms)):
         raise ValueError(f"threshold_ms must be finite, got {threshold_ms!r}")
 
@@ -155,8 +145,8 @@ def position_plot(
     for name, pair in points.items():
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"points[{name!r}] must be a (path_done, centering) pair")
-        x = _values(pair[0], f"points[{name!r}] path_done")
-        y = _values(pair[1], f"points[{name!r}] centering")
+        x = as_sample(pair[0], f"points[{name!r}] path_done", allow_empty=True)
+        y = as_sample(pair[1], f"points[{name!r}] centering", allow_empty=True)
         if x.size != y.size:
             raise ValueError(f"points[{name!r}]: path_done has {x.size} values, centering {y.size}")
         if path_length is not None:
