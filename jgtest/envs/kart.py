@@ -105,7 +105,7 @@ the low-FPS oracle fires there. ``reward`` is ``r_g``
 ``info`` also carries the step's ``centering`` and ``delta_path_done`` (RELINE's
 ``x`` and ``δ_y``, for :class:`jgtest.rewards.RelineReward`).
 
-Observation: ``float32[11]``:
+Observation: ``float32[14]``:
 
 ====  ==================================================================
  0    speed / max_speed, in [0, 1]
@@ -118,7 +118,19 @@ Observation: ``float32[11]``:
       [-1, 1]
  9    path_done / L, clipped to [-1, 1]
  10   time / max_steps_in_episode, in [0, 1]
+ 11   1 if a heavy spot is in view, else 0
+ 12   its distance ahead along the track / ``VIEW_RANGE`` (120), in
+      [-1, 1] (negative: the kart is inside it, past its centre); 1 if none
+ 13   (its centering - the kart's centering) / θ, clipped to [-2, 2]; 0 if none
 ====  ==================================================================
+
+The spot in view (:func:`spot_in_view`) stands for what the paper's agent
+sees: it plays from four 200x150 grayscale screenshots (§4.1), in which the
+objects that make frames slow (the sheep of Fig. 2-(c)) are visible before
+the kart reaches them; a vector twin without them would ask its agents to
+locate spots from ``path_done`` alone (a spot's core is 0.6% of the lap).
+The nearest spot whose centre is at most ``VIEW_RANGE`` ahead (the farthest
+curvature sample) and not yet more than its radius behind is in view.
 
 Telemetry: ``position`` = world ``(x, y)`` of the kart (for bird's-eye maps of
 the track); ``cell`` = bucket of (lap-local path_done in ``[0, L]``, centering
@@ -168,7 +180,9 @@ ACTION_NAMES = ("coast", "throttle", "brake", "throttle_left", "throttle_right",
 LOOK_AHEAD = (10.0, 25.0, 50.0, 80.0, 120.0)
 #: Curvature (1/units) is multiplied by this before clipping to [-1, 1].
 CURVATURE_SCALE = 50.0
-OBS_SIZE = 6 + len(LOOK_AHEAD)
+#: How far ahead (track units) a heavy spot is in view (the last curvature sample).
+VIEW_RANGE = LOOK_AHEAD[-1]
+OBS_SIZE = 9 + len(LOOK_AHEAD)
 
 #: Default heavy spots: (share of the lap at the centre, centering, radius,
 #: extra ms at the centre). Pairs near the start, in the middle and in the last
@@ -464,6 +478,21 @@ def frame_time(params: EnvParams, cost_ms: jax.Array, key: jax.Array) -> jax.Arr
     return jnp.maximum(params.load_scale * cost_ms + params.load_offset_ms + noise, 0.0)
 
 
+def spot_in_view(params: EnvParams, path_done: jax.Array, centering: jax.Array) -> jax.Array:
+    """``float32[3]``: (in view, distance ahead / VIEW_RANGE, centering offset / θ) of the
+    nearest heavy spot at most ``VIEW_RANGE`` ahead and at most its radius behind
+    (``(0, 1, 0)`` when none is); see the module docstring."""
+    ahead = wrap_arc(params.heavy_pos[:, 0] - path_done, params.track.length)
+    candidate = (ahead >= -params.heavy_radius) & (ahead <= VIEW_RANGE)
+    k = jnp.argmin(jnp.where(candidate, ahead, jnp.inf))
+    seen = candidate[k]
+    return jnp.stack([
+        seen.astype(jnp.float32),
+        jnp.where(seen, jnp.clip(ahead[k] / VIEW_RANGE, -1.0, 1.0), 1.0),
+        jnp.where(seen, jnp.clip((params.heavy_pos[k, 1] - centering) / params.theta, -2.0, 2.0), 0.0),
+    ])  # fmt: skip
+
+
 def heavy_distance(params: EnvParams, path_done: jax.Array, centering: jax.Array) -> jax.Array:
     """``float32[K]`` distance from ``(path_done, centering)`` to each heavy spot.
 
@@ -571,8 +600,8 @@ class KartTrack(TestingEnv):
         return spaces.Discrete(len(ACTIONS))
 
     def observation_space(self, params) -> spaces.Box:
-        low = np.array([0.0, -1.0, -1.0, -2.0] + [-1.0] * len(LOOK_AHEAD) + [-1.0, 0.0], np.float32)
-        high = np.array([1.0, 1.0, 1.0, 2.0] + [1.0] * len(LOOK_AHEAD) + [1.0, 1.0], np.float32)
+        low = np.array([0.0, -1.0, -1.0, -2.0] + [-1.0] * len(LOOK_AHEAD) + [-1.0, 0.0, 0.0, -1.0, -2.0], np.float32)
+        high = np.array([1.0, 1.0, 1.0, 2.0] + [1.0] * len(LOOK_AHEAD) + [1.0, 1.0, 1.0, 1.0, 2.0], np.float32)
         return spaces.Box(jnp.asarray(low), jnp.asarray(high), (OBS_SIZE,), jnp.float32)
 
     # ----- dynamics ---------------------------------------------------------
@@ -693,6 +722,7 @@ class KartTrack(TestingEnv):
                         jnp.clip(state.time / params.max_steps_in_episode, 0.0, 1.0),
                     ]
                 ),
+                spot_in_view(params, state.arc, state.centering),
             ]
         )
         return obs.astype(jnp.float32)

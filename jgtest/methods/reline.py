@@ -19,8 +19,9 @@ same learner on the game reward only) and a **random** agent:
   models per agent train in about half an hour (the paper: 84×84 Atari frames
   and the Nature CNN, 1,000 episodes).
 * KartTrack-v0 (§4): the same DQN on 4 stacked observation vectors (the twin
-  exposes the game's internals, not screenshots; the SuperTuxKart bridge gives
-  pixels), 2,300 training episodes in the paper.
+  exposes the game's internals and the heavy spot in view, where the paper's
+  agent saw four 200x150 screenshots; the SuperTuxKart bridge gives pixels),
+  2,300 training episodes in the paper.
 
 The experiment (:func:`run`): N models per learning agent trained **vmapped**
 (one compiled program for all), each evaluated on ``eval_episodes`` episodes

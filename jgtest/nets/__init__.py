@@ -19,9 +19,9 @@ Example::
     logits, value = net.apply(params, obs)    # obs [T, B, 10, 10, 3] -> [T, B, 4], [T, B]
 """
 
-from jgtest.nets.cnn import CNNEncoder, frames_to_float
+from jgtest.nets.cnn import CNNEncoder
 from jgtest.nets.heads import TORSOS, ActorCritic, PolicyNetwork, QNetwork
-from jgtest.nets.mlp import ACTIVATIONS, MLP, flatten_obs, get_activation
+from jgtest.nets.mlp import ACTIVATIONS, MLP, flatten_obs, frames_to_float, get_activation
 
 __all__ = [
     "ACTIVATIONS",

@@ -9,14 +9,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jgtest.nets.mlp import dense_init
-
-
-def frames_to_float(frames: jax.Array) -> jax.Array:
-    """``uint8`` frames scaled to ``[0, 1]`` by 1/255; other dtypes cast to float32 as they are."""
-    if frames.dtype == jnp.uint8:
-        return frames.astype(jnp.float32) * (1.0 / 255.0)
-    return jnp.asarray(frames, jnp.float32)
+from jgtest.nets.mlp import dense_init, frames_to_float
 
 
 class CNNEncoder(nn.Module):

@@ -9,8 +9,10 @@ from jgtest.envs.kart import (
     KartTrack,
     game_reward,
     make_track,
+    VIEW_RANGE,
     render_cost,
     scenery_cost,
+    spot_in_view,
     track_coordinates,
     track_point,
 )
@@ -174,6 +176,25 @@ def test_frame_time_is_higher_at_heavy_spots():
     for k in (0, 1):
         at = np.asarray(frame_times(ENV.state_at(p, pos[k, 0], pos[k, 1]), keys))
         assert at.mean() - base.mean() == pytest.approx(extra[k] + scenery(pos[k, 0]) - scenery(far[0]), abs=0.05)
+
+
+def test_the_observation_shows_the_nearest_heavy_spot_ahead():
+    p = PARAMS
+    pos, radius, theta = np.asarray(p.heavy_pos), np.asarray(p.heavy_radius), float(p.theta)
+    view = lambda s, c: np.asarray(spot_in_view(p, jnp.float32(s), jnp.float32(c)))
+    # 30 units before spot 1 (centering -12; spot 0 is 33 units behind, beyond its radius): ahead 30, offset -12.
+    np.testing.assert_allclose(view(pos[1, 0] - 30.0, 0.0), [1.0, 30.0 / VIEW_RANGE, -12.0 / theta], atol=1e-5)
+    # Inside spot 0, past its centre but within its radius: still in view (negative distance).
+    np.testing.assert_allclose(view(pos[0, 0] + 0.5 * radius[0], 3.0), [1.0, -0.5 * radius[0] / VIEW_RANGE, -3.0 / theta], atol=1e-5)
+    # Farther than VIEW_RANGE from every spot: none in view.
+    np.testing.assert_allclose(view(0.5 * (pos[1, 0] + pos[2, 0]), 0.0), [0.0, 1.0, 0.0])
+    # The lap wraps: before the start line, spot 0 (2.5% of the lap) is ahead.
+    ahead = pos[0, 0] + 20.0
+    np.testing.assert_allclose(view(L - 20.0, 0.0), [1.0, ahead / VIEW_RANGE, pos[0, 1] / theta], atol=1e-4)
+    # The game's observation carries it in its last three entries.
+    obs = np.asarray(ENV.get_obs(ENV.state_at(p, pos[1, 0] - 30.0, 0.0), p))
+    assert obs.shape == ENV.observation_space(p).shape == (14,)
+    np.testing.assert_allclose(obs[11:], view(pos[1, 0] - 30.0, 0.0), atol=1e-4)
 
 
 def test_bug_fires_on_the_first_slow_step_in_a_spot_per_episode():

@@ -78,3 +78,9 @@ def test_flatten_obs():
         flatten_obs(jnp.zeros((4, 5)), 3)
     with pytest.raises(ValueError, match="obs_ndim must be >= 1"):
         flatten_obs(jnp.zeros(3), 0)
+
+
+def test_flatten_obs_scales_uint8_pixels_to_unit_range():
+    pixels = jnp.array([[[0, 51], [204, 255]]], jnp.uint8)
+    np.testing.assert_allclose(flatten_obs(pixels, 2), [[0.0, 0.2, 0.8, 1.0]], rtol=1e-6)
+    np.testing.assert_array_equal(flatten_obs(jnp.array([[0, 51]], jnp.int32), 1), [[0.0, 51.0]])  # only uint8 is pixels
