@@ -62,6 +62,7 @@ class DQNConfig:
     cnn_layers: tuple[tuple[int, int, int], ...] = NATURE_CNN  # (filters, kernel, stride), torso "cnn"
     cnn_dense: int = 512
     cnn_padding: str = "VALID"
+    conv_impl: str = "lax"  # "im2col": the same convolutions, faster on CPU for small frames
     num_evals: int = 20
     eval_episodes: int = 16
     track_coverage: bool = True  # distinct cells per training episode (metric train_cells_mean)
@@ -134,6 +135,7 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
     network = QNetwork(
         num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation,
         obs_ndim=obs_ndim, cnn_layers=config.cnn_layers, cnn_dense=config.cnn_dense, cnn_padding=config.cnn_padding,
+        conv_impl=config.conv_impl,
     )  # fmt: skip
     reset, step = batched(training_game(game, config), env_params)
     buffer = fbx.make_item_buffer(

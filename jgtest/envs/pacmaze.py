@@ -58,8 +58,9 @@ agent's figures above do not depend on the dots (it ignores them and never
 clears the maze).
 
 Observation: ``uint8[H*cell_px, W*cell_px, 3]`` (84x84x3 by default), black
-floor, blue walls, small pink dots, a yellow player and red/pink/cyan/orange
-ghosts; the gates and bugs are not drawn. Telemetry: ``position`` is the
+floor, blue walls, small dim-pink dots, a yellow player and light-red/pink/
+cyan/orange ghosts (brightnesses kept apart for the grayscale agents: the
+colour constants); the gates and bugs are not drawn. Telemetry: ``position`` is the
 player's ``(row, col)`` after its move (before a caught player is sent back to
 the start, so a frame-time spike maps to the cell that caused it), ``cell`` is
 ``row * W + col`` and ``map_shape`` is the maze's ``(H, W)``. A traced
@@ -111,12 +112,16 @@ T.........#.........T
 MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1], [0, 0]], np.int32)
 ACTION_NAMES = ("up", "right", "down", "left", "noop")
 
-#: Colours (RGB) of the observation.
+#: Colours (RGB) of the observation: Ms. Pac-Man's hues, with brightnesses chosen so
+#: that the paper's grayscale preprocessing (§3.1.2) keeps the classes apart at one
+#: pixel a cell, where only intensity tells them apart: floor 0 < wall 54 < dot 131 <
+#: ghosts 174-193 < player 226 (ITU-R 601 luma, :func:`jgtest.envs.wrappers.grayscale`).
+#: With the arcade's pale dots (luma 204) a one-pixel player (226) hid among them.
 FLOOR_RGB = (0, 0, 0)
 WALL_RGB = (33, 33, 222)
-DOT_RGB = (255, 184, 174)
+DOT_RGB = (200, 100, 100)
 PLAYER_RGB = (255, 255, 0)
-GHOST_RGB = ((255, 0, 0), (255, 184, 255), (0, 255, 255), (255, 184, 82))
+GHOST_RGB = ((255, 140, 140), (255, 150, 220), (0, 255, 255), (255, 184, 82))
 
 _FLOOR, _WALL, _DOT, _PLAYER, _GHOST0 = 0, 1, 2, 3, 4
 _PALETTE = np.array([FLOOR_RGB, WALL_RGB, DOT_RGB, PLAYER_RGB, *GHOST_RGB], np.uint8)

@@ -2,6 +2,7 @@
 
 * :class:`MLP` — dense stack over the last axis, PPO-style orthogonal init;
 * :class:`CNNEncoder` — the Nature-DQN frame encoder (Mnih et al., 2015);
+* :class:`PatchConv` — a convolution as patches × kernel (``flax.linen.Conv``'s function, faster on CPU);
 * :class:`ActorCritic` — separate actor and critic MLPs (or a shared CNN) for PPO / A2C;
 * :class:`QNetwork` — DQN's action values (CleanRL's 120-84 MLP, or the Nature CNN);
 * :class:`PolicyNetwork` — the cross-entropy method's one-hidden-layer policy (RELINE).
@@ -19,7 +20,7 @@ Example::
     logits, value = net.apply(params, obs)    # obs [T, B, 10, 10, 3] -> [T, B, 4], [T, B]
 """
 
-from jgtest.nets.cnn import CNNEncoder
+from jgtest.nets.cnn import CONV_IMPLS, CNNEncoder, PatchConv, image_patches
 from jgtest.nets.heads import TORSOS, ActorCritic, PolicyNetwork, QNetwork
 from jgtest.nets.mlp import ACTIVATIONS, MLP, flatten_obs, frames_to_float, get_activation
 
@@ -27,11 +28,14 @@ __all__ = [
     "ACTIVATIONS",
     "ActorCritic",
     "CNNEncoder",
+    "CONV_IMPLS",
     "MLP",
+    "PatchConv",
     "PolicyNetwork",
     "QNetwork",
     "TORSOS",
     "flatten_obs",
+    "image_patches",
     "frames_to_float",
     "get_activation",
 ]

@@ -107,6 +107,8 @@ class QNetwork(nn.Module):
       cnn_layers: ``(filters, kernel, stride)`` of each convolution of the CNN torso.
       cnn_dense: width of the CNN torso's ReLU dense layer.
       cnn_padding: ``"VALID"`` (Nature DQN) or ``"SAME"``.
+      conv_impl: how the CNN torso convolves, ``"lax"`` or ``"im2col"`` (see
+        :class:`CNNEncoder`).
 
     Returns from ``__call__(obs)``: ``q [..., A]``.
 
@@ -125,6 +127,7 @@ class QNetwork(nn.Module):
     cnn_layers: Sequence[tuple[int, int, int]] = NATURE_CNN
     cnn_dense: int = 512
     cnn_padding: str = "VALID"
+    conv_impl: str = "lax"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -133,7 +136,10 @@ class QNetwork(nn.Module):
             x = flatten_obs(obs, self.obs_ndim)
             return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, name="mlp")(x)
         channels, kernels, strides = zip(*self.cnn_layers)
-        encoder = CNNEncoder(channels, kernels, strides, self.cnn_dense, self.cnn_padding, orthogonal_init=False, name="encoder")
+        encoder = CNNEncoder(
+            channels, kernels, strides, self.cnn_dense, self.cnn_padding, orthogonal_init=False, conv_impl=self.conv_impl,
+            name="encoder",
+        )  # fmt: skip
         features = encoder(_frames(obs, self.obs_ndim))
         return nn.Dense(self.num_actions, name="q_head")(features)
 

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jgtest.envs.wrappers import grayscale
 from jgtest.envs.pacmaze import DOT_RGB, FLOOR_RGB, GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
 
 UP, RIGHT, DOWN, LEFT, NOOP = range(5)
@@ -145,6 +146,17 @@ def test_pixels_show_player_ghosts_and_walls():
     assert (cell(obs2, 15, 11) == PLAYER_RGB).all()
     assert not (cell(obs2, *START) == PLAYER_RGB).all(axis=-1).any()
     assert (PLAYER_RGB == np.asarray(obs2).reshape(-1, 3)).all(axis=-1).sum() == 16
+
+
+def test_grayscale_keeps_the_classes_apart():
+    # RELINE's agents see grayscale frames at one pixel a cell: only brightness tells
+    # floor < wall < dot < ghosts < player apart, each class at least 24 levels from the next.
+    luma = lambda rgb: int(grayscale(jnp.asarray([rgb], jnp.uint8))[0])
+    levels = [luma(FLOOR_RGB), luma(WALL_RGB), luma(DOT_RGB), *sorted(map(luma, GHOST_RGB)), luma(PLAYER_RGB)]
+    assert levels == sorted(levels)
+    ghosts = [luma(g) for g in GHOST_RGB]
+    steps = [luma(WALL_RGB) - luma(FLOOR_RGB), luma(DOT_RGB) - luma(WALL_RGB), min(ghosts) - luma(DOT_RGB), luma(PLAYER_RGB) - max(ghosts)]
+    assert min(steps) >= 24, steps
 
 
 def test_validate_params_refuses_bad_bug_positions():

@@ -1,11 +1,12 @@
 """Nature-DQN frame encoder."""
 
+import flax.linen
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.nets import CNNEncoder, frames_to_float
+from jgtest.nets import CNNEncoder, PatchConv, frames_to_float, image_patches
 
 # 36x36 frames keep the tests fast: 36 -> 8 -> 3 -> 1 with the paper's VALID convolutions.
 H = W = 36
@@ -77,3 +78,34 @@ def test_small_frames_need_same_padding():
     assert out["params"]["conv_2"]["kernel"].shape == (3, 3, 64, 64)
     feats = jax.eval_shape(enc.apply, out, jax.ShapeDtypeStruct((2, 10, 10, 3), jnp.float32))
     assert feats.shape == (2, 2 * 2 * 64)  # SAME: 10 -> 3 -> 2 -> 2
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, stride, padding",
+    [((21, 21, 4), 3, 2, "SAME"), ((21, 21, 4), 3, 2, "VALID"), ((10, 12, 3), 4, 3, "SAME"), ((36, 36, 2), 8, 4, "VALID")],
+)
+def test_patch_conv_is_flax_conv(shape, kernel, stride, padding):
+    x = jax.random.normal(jax.random.key(3), (2, *shape))
+    conv = flax.linen.Conv(5, (kernel, kernel), (stride, stride), padding=padding)
+    params = conv.init(jax.random.key(4), x)
+    patch = PatchConv(5, kernel, stride, padding)
+    # same parameter tree and initialization, same outputs
+    jax.tree.map(np.testing.assert_array_equal, patch.init(jax.random.key(4), x), params)
+    np.testing.assert_allclose(patch.apply(params, x), conv.apply(params, x), rtol=1e-5, atol=1e-5)
+
+
+def test_image_patches_layout():
+    x = jnp.arange(2 * 4 * 4 * 3, dtype=jnp.float32).reshape(2, 4, 4, 3)
+    patches = image_patches(x, 2, 2, "VALID")
+    assert patches.shape == (2, 2, 2, 2 * 2 * 3)
+    # output (1, 0) of image 1: window rows 2-3, cols 0-1, entry (i * k + j) * C + c
+    np.testing.assert_array_equal(patches[1, 1, 0].reshape(2, 2, 3), x[1, 2:4, 0:2])
+
+
+def test_im2col_encoder_equals_lax_encoder(encoder_and_params):
+    enc, params = encoder_and_params
+    fast = CNNEncoder(dense=32, orthogonal_init=False, conv_impl="im2col")
+    frames = jax.random.uniform(jax.random.key(6), (3, H, W, 4))
+    np.testing.assert_allclose(fast.apply(params, frames), enc.apply(params, frames), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="conv_impl"):
+        CNNEncoder(conv_impl="fft").init(jax.random.key(0), jnp.zeros((H, W, 4)))
