@@ -35,7 +35,7 @@ __all__ = [
     "QNetwork",
     "TORSOS",
     "flatten_obs",
-    "image_patches",
     "frames_to_float",
     "get_activation",
+    "image_patches",
 ]

@@ -55,6 +55,7 @@ class PatchConv(nn.Module):
       kernel_size: window side ``k``.
       stride: step ``s`` in both directions.
       padding: ``"VALID"`` or ``"SAME"``.
+      kernel_init, bias_init: initializers, as ``flax.linen.Conv``'s.
     """
 
     features: int
