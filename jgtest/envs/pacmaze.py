@@ -19,36 +19,47 @@ raised by ``bug_delay_ms``. The reward is the game's, dots only
 (``telemetry.game_reward``); RELINE's +50 per bug seen (§3.1.3) is
 :class:`jgtest.rewards.RelineReward`.
 
-Dynamics of one step: the player moves one cell (walls stop it; leaving the
-map through a gate wraps to the opposite edge, as the tunnels do); it eats the
-dot there (+``dot_reward``); each gate the player has just entered fires its
-bug if not fired before in the episode; each ghost then moves with probability
-``ghost_move_prob`` one cell, never reversing except in a dead end, towards
-the player with probability ``ghost_chase_prob`` (the free direction that
-brings it closest, Manhattan distance) and otherwise in a random free
-direction. A ghost on the player's cell, or swapping cells with it, costs a
-life and sends the player and the ghosts back to their starts (dots eaten stay
-eaten). The episode terminates when the lives reach 0 or every dot is eaten;
-it is truncated after ``max_steps_in_episode`` steps (gymnax).
+Dynamics of one step: the player moves one cell, and keeps moving as
+Ms. Pac-Man does: it turns to the asked direction when that cell is free,
+otherwise (and on noop, "do nothing") it goes on in its heading, and only a
+wall ahead stops it; each life starts heading left, as in the arcade game.
+Leaving the map through a gate wraps to the opposite edge, as the tunnels do.
+It eats the dot there (+``dot_reward``); each gate the player has just entered
+fires its bug if not fired before in the episode; each ghost then moves with
+probability ``ghost_move_prob`` one cell, never reversing except in a dead
+end, towards the player with probability ``ghost_chase_prob`` (the free
+direction that brings it closest, Manhattan distance) and otherwise in a
+random free direction. A ghost on the player's cell, or swapping cells with
+it, costs a life and sends the player and the ghosts back to their starts
+(dots eaten stay eaten). The episode terminates when the lives reach 0 or
+every dot is eaten; it is truncated after ``max_steps_in_episode`` steps
+(gymnax).
 
-Calibration: the defaults (``ghost_move_prob=0.6``, ``ghost_chase_prob=0.5``,
-``num_lives=3``, ``max_steps_in_episode=1000``) are set so that a uniformly
-random agent plays the part it plays in RELINE's Table 1 (§3.2): it "quickly
-looses the played episodes due to its inability to play the game" and finds
-the gates "only by chance in a few episodes out of the 1,000". Measured over
-10 x 1,000 random-agent episodes (each counted up to its first end), the
-episodes with at least n of the 4 gate bugs are, mean / median / sd, for
-n = 1: 22.8 / 23.5 / 4.8 (paper 24 / 23 / 5); n = 2: 15.0 / 14.5 / 3.6
-(paper 17 / 16 / 3); n = 3 and n = 4: 0 / 0 / 0 (paper 1 / 1 / 1). Every
-random episode is lost to the ghosts (mean 160 steps; none reaches the step
-cap). A walk through a tunnel enters one gate and wraps into the other of the
-same row, hence n = 2 close to n = 1; three gates need both tunnels, which
-the random agent does not live long enough to reach. The former ghost speed
-0.8 left the random agent 11.6 / 6.8 episodes for n = 1 / 2, half the paper's.
-The game stays winnable: a ghost-blind walker that follows shortest paths
-(tunnels wrap) to the nearest unvisited gate enters all four in 955 of 1,000
-episodes (median 30 steps; 1,000 of 1,000 with the ghosts frozen), so
-RELINE's 879/1000 for n = 4 is within reach of a learning agent.
+Calibration: the defaults (``ghost_move_prob=0.9``, ``ghost_chase_prob=0.7``,
+``num_lives=3``, ``max_steps_in_episode=1000``, the player starting in the
+bottom corridor) are set so that a uniformly random agent plays the part it
+plays in RELINE's Table 1 (§3.2): it "quickly looses the played episodes due
+to its inability to play the game" and finds the gates "only by chance in a
+few episodes out of the 1,000". Measured over 10 x 1,000 random-agent
+episodes (each counted up to its first end), the episodes with at least n of
+the 4 gate bugs are, mean / median / sd, for n = 1: 21.1 / 22.5 / 5.0 (paper
+24 / 23 / 5); n = 2: 17.9 / 19.0 / 4.6 (paper 17 / 16 / 3); n = 3 and
+n = 4: 0.2 / 0 / 0.4 (paper 1 / 1 / 1). Every random episode is lost to the
+ghosts (mean 113 steps; none reaches the step cap), after eating 30 dots on
+average (the Atari random agent's 307 points, DQN's table, are about 30
+dots). A walk through a tunnel enters one gate and wraps into the other of
+the same row, hence n = 2 close to n = 1; three gates need both tunnels,
+which the random agent does not live long enough to reach. The ghosts run
+at 0.9 of the player's speed (the arcade's first level: ghosts 75%, Pac-Man
+80% of full speed). Before the player kept its heading (noop stood still,
+a direction into a wall stopped it), a start two rows under the lower tunnel
+and ghosts at 0.6 gave the random agent the paper's rates; with the heading
+kept it wanders 10x farther, so the start moved to the bottom corridor and
+the ghosts sped up. The game stays winnable: a ghost-blind walker that
+follows shortest paths (tunnels wrap) to the nearest unvisited gate enters
+all four in 711 of 1,000 episodes (median 34 steps; 1,000 of 1,000 with the
+ghosts frozen), so RELINE's 879/1000 for n = 4 asks a learner to dodge the
+ghosts as well.
 
 Dots line the tunnel corridors up to the gates, as in the Atari maze the
 paper plays, where eating dots leads into the tunnels (its rl-baseline,
@@ -81,9 +92,9 @@ from jgtest.envs.grid import check_cells, parse_layout
 from jgtest.types import Telemetry
 
 #: 21x21 default maze (left-right symmetric): ``#`` wall, ``.`` dot, ``_``
-#: floor without a dot, ``P`` player start, ``G`` ghost starts (one in the door
-#: of the pen, three inside), ``T`` the four gates (tunnel mouths, rows 7 and 13,
-#: their corridors lined with dots).
+#: floor without a dot, ``P`` player start (the bottom corridor, see the
+#: calibration), ``G`` ghost starts (one in the door of the pen, three inside),
+#: ``T`` the four gates (tunnel mouths, rows 7 and 13, their corridors lined with dots).
 DEFAULT_LAYOUT = """
 #####################
 #.........#.........#
@@ -100,17 +111,20 @@ T....._________.....T
 #####.###.#.###.#####
 T.........#.........T
 #####.#.#####.#.#####
-#.........P.........#
+#...................#
 #.###.###.#.###.###.#
 #...#...........#...#
 #.#####.#####.#####.#
-#...................#
+#.........P.........#
 #####################
 """
 
 #: Moves as (d_row, d_col) for RELINE's actions: 0 up, 1 right, 2 down, 3 left, 4 noop.
 MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1], [0, 0]], np.int32)
 ACTION_NAMES = ("up", "right", "down", "left", "noop")
+NOOP = 4
+#: Each life starts heading left, as in the arcade game.
+START_HEADING = 3
 
 #: Colours (RGB) of the observation: Ms. Pac-Man's hues, with brightnesses chosen so
 #: that the paper's grayscale preprocessing (§3.1.2) keeps the classes apart at one
@@ -130,6 +144,7 @@ _PALETTE = np.array([FLOOR_RGB, WALL_RGB, DOT_RGB, PLAYER_RGB, *GHOST_RGB], np.u
 @struct.dataclass
 class EnvState(environment.EnvState):
     pos: jax.Array  # int32[2] player (row, col)
+    heading: jax.Array  # int32 the player's direction of travel (0 up, 1 right, 2 down, 3 left)
     ghosts: jax.Array  # int32[G, 2] ghost (row, col)
     ghost_dir: jax.Array  # int32[G] last move of each ghost (0 up, 1 right, 2 down, 3 left)
     dots: jax.Array  # bool[H, W] dots still to eat
@@ -147,8 +162,8 @@ class EnvParams(environment.EnvParams):
     bug_pos: jax.Array  # int32[N, 2] the gates (RELINE §3.1.1)
     dot_reward: float = 1.0
     num_lives: int = 3
-    ghost_move_prob: float = 0.6
-    ghost_chase_prob: float = 0.5
+    ghost_move_prob: float = 0.9
+    ghost_chase_prob: float = 0.7
     base_frame_ms: float = 16.7
     frame_noise_ms: float = 0.5
     bug_delay_ms: float = 40.0
@@ -237,6 +252,7 @@ class PacMaze(TestingEnv):
     def reset_env(self, key, params: EnvParams):
         state = EnvState(
             pos=params.start.astype(jnp.int32),
+            heading=jnp.int32(START_HEADING),
             ghosts=params.ghost_start.astype(jnp.int32),
             ghost_dir=jnp.zeros((self._num_ghosts,), jnp.int32),
             dots=params.dots & ~params.walls,
@@ -252,10 +268,14 @@ class PacMaze(TestingEnv):
         shape = jnp.array([rows, cols], jnp.int32)
         moves = jnp.asarray(MOVES)
 
-        # Player: one cell, walls stop it, the map edges wrap (tunnels).
+        # Player: turns to the asked direction if that cell is free, else keeps
+        # its heading; only a wall ahead stops it; the map edges wrap (tunnels).
         action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 4)
-        target = (state.pos + moves[action]) % shape
-        pos = jnp.where(params.walls[target[0], target[1]], state.pos, target)
+        asked = jnp.where(action == NOOP, state.heading, action)
+        ahead = (state.pos + moves[jnp.stack([asked, state.heading])]) % shape  # [2, 2]
+        free = ~params.walls[ahead[:, 0], ahead[:, 1]]
+        heading = jnp.where(free[0], asked, state.heading)
+        pos = jnp.where(free[0], ahead[0], jnp.where(free[1], ahead[1], state.pos))
         moved = jnp.any(pos != state.pos)
 
         ate = state.dots[pos[0], pos[1]]
@@ -296,6 +316,7 @@ class PacMaze(TestingEnv):
 
         state = EnvState(
             pos=jnp.where(caught, params.start.astype(jnp.int32), pos),
+            heading=jnp.where(caught, START_HEADING, heading),
             ghosts=jnp.where(caught, params.ghost_start.astype(jnp.int32), ghosts),
             ghost_dir=jnp.where(caught, 0, ghost_dir),
             dots=dots,
