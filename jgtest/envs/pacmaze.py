@@ -51,11 +51,10 @@ dots). A walk through a tunnel enters one gate and wraps into the other of
 the same row, hence n = 2 close to n = 1; three gates need both tunnels,
 which the random agent does not live long enough to reach. The ghosts run
 at 0.9 of the player's speed (the arcade's first level: ghosts 75%, Pac-Man
-80% of full speed). Before the player kept its heading (noop stood still,
-a direction into a wall stopped it), a start two rows under the lower tunnel
-and ghosts at 0.6 gave the random agent the paper's rates; with the heading
-kept it wanders 10x farther, so the start moved to the bottom corridor and
-the ghosts sped up. The game stays winnable: a ghost-blind walker that
+80% of full speed). A random player that keeps its heading wanders far:
+started two rows under the lower tunnel, with the ghosts at 0.6, it entered
+a gate in about 300 of 1,000 episodes, hence the start in the bottom
+corridor. The game stays winnable: a ghost-blind walker that
 follows shortest paths (tunnels wrap) to the nearest unvisited gate enters
 all four in 711 of 1,000 episodes (median 34 steps; 1,000 of 1,000 with the
 ghosts frozen), so RELINE's 879/1000 for n = 4 asks a learner to dodge the
