@@ -36,6 +36,11 @@ def _parse_game_args(pairs: list[str]) -> dict:
     return kwargs
 
 
+def _hashable(value):
+    """A JSON value with its lists as tuples (configs are hashable, static under jit)."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
 def prepare_out_dir(path: str, overwrite: bool) -> Path:
     """Creates the run directory or explains why it cannot be used."""
     out = Path(path)
@@ -244,13 +249,16 @@ def _run_reline(args) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    import jgtest
     from jgtest.methods import reline
 
     try:
         config = reline.RelineConfig(
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
+            game_kwargs=tuple(sorted((k, _hashable(v)) for k, v in _parse_game_args(args.game_arg).items())),
         )  # fmt: skip
+        jgtest.make(config.game, **dict(config.game_kwargs))
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     out = prepare_out_dir(args.out, args.overwrite)

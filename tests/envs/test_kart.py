@@ -153,7 +153,7 @@ def test_step_rewards_by_hand():
 def test_frame_time_is_higher_at_heavy_spots():
     p = PARAMS
     pos, extra = np.asarray(p.heavy_pos), np.asarray(p.heavy_ms)
-    far = (0.5 * (pos[0, 0] + pos[1, 0]), 0.0)
+    far = (0.5 * (pos[1, 0] + pos[2, 0]), 0.0)
     # Noise-free field: base + scenery far from spots, plus heavy_ms at a centre.
     scenery = lambda s: float(scenery_cost(p, s))
     assert float(render_cost(p, *far)) == pytest.approx(p.base_ms + scenery(far[0]), abs=1e-3)
@@ -178,12 +178,28 @@ def test_frame_time_is_higher_at_heavy_spots():
         assert at.mean() - base.mean() == pytest.approx(extra[k] + scenery(pos[k, 0]) - scenery(far[0]), abs=0.05)
 
 
+def test_edge_areas_are_slow_only_off_the_racing_line():
+    """Spots 1, 3, 5 are broad areas at the road's edge: a kart on the racing line renders
+    below ``t`` beside them, one dwelling in them (centering 9-20) above it for ≈ 17 units."""
+    p = PARAMS
+    pos = np.asarray(p.heavy_pos)
+    cost = jax.jit(jax.vmap(lambda s, c: render_cost(p, s, c)))
+    for k in (1, 3, 5):
+        side = np.sign(pos[k, 1])
+        along = pos[k, 0] + np.linspace(-8.0, 8.0, 9)
+        line = np.asarray(cost(jnp.asarray(along), jnp.full(9, 2.0 * side)))
+        assert line.max() < p.threshold_ms - 1.0, f"spot {k} slows the racing line"
+        for c in (9.0, 15.0, 20.0):
+            core = np.asarray(cost(jnp.asarray(along[2:-2]), jnp.full(5, c * side)))
+            assert core.min() > p.threshold_ms, f"spot {k} at centering {c * side}"
+
+
 def test_the_observation_shows_the_nearest_heavy_spot_ahead():
     p = PARAMS
     pos, radius, theta = np.asarray(p.heavy_pos), np.asarray(p.heavy_radius), float(p.theta)
     view = lambda s, c: np.asarray(spot_in_view(p, jnp.float32(s), jnp.float32(c)))
-    # 30 units before spot 1 (centering -12; spot 0 is 33 units behind, beyond its radius): ahead 30, offset -12.
-    np.testing.assert_allclose(view(pos[1, 0] - 30.0, 0.0), [1.0, 30.0 / VIEW_RANGE, -12.0 / theta], atol=1e-5)
+    # 30 units before spot 1 (centering -15; spot 0 is 33 units behind, beyond its radius): ahead 30, offset -15.
+    np.testing.assert_allclose(view(pos[1, 0] - 30.0, 0.0), [1.0, 30.0 / VIEW_RANGE, -15.0 / theta], atol=1e-5)
     # Inside spot 0, past its centre but within its radius: still in view (negative distance).
     np.testing.assert_allclose(view(pos[0, 0] + 0.5 * radius[0], 3.0), [1.0, -0.5 * radius[0] / VIEW_RANGE, -3.0 / theta], atol=1e-5)
     # Farther than VIEW_RANGE from every spot: none in view.

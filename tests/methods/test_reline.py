@@ -45,6 +45,8 @@ def test_bad_input_errors_name_the_problem(tmp_path, capsys):
         main(["run", "reline", "--game", "BlockMaze-v0", "--out", str(tmp_path / "x"), "--quiet"])
     with pytest.raises(SystemExit, match="unknown RELINE agent"):
         main(["run", "reline", "--game", "PacMaze-v0", "--agents", "reline,oracle", "--out", str(tmp_path / "y"), "--quiet"])
+    with pytest.raises(SystemExit, match="unknown option"):  # --game-arg reaches RELINE's game
+        main(["run", "reline", "--game", "PacMaze-v0", "--game-arg", "ghost_speed=2", "--out", str(tmp_path / "z"), "--quiet"])
 
 
 def _bugs(counts, k):
