@@ -292,10 +292,14 @@ def _run_reline(args) -> int:
         Console().print(table)
     else:
         table = Table(title=f"RELINE low-FPS points, {config.game} (t = {summary.get('threshold', {}).get('t_ms', float('nan')):.2f} ms)")
-        for column in ("agent", "points", "heavy spots among them", "visits / 1,000 episodes"):
+        for column in ("agent", "points (paper)", "heavy spots among them", "visits / 1,000 episodes (paper)"):
             table.add_column(column, justify="right")
+        paper = reline.PAPER_KART
         for agent, row in summary["low_fps"].items():
-            table.add_row(agent, str(row["count"]), str(row["spots_found"]), f"{row['visits_per_1000_episodes']:.0f}")
+            table.add_row(
+                agent, f"{row['count']} ({paper['points'][agent]})", str(row["spots_found"]),
+                f"{row['visits_per_1000_episodes']:.0f} ({paper['visits_per_point'][agent]})",
+            )  # fmt: skip
         Console().print(table)
     print(f"wrote {out}: bugs.jsonl, summary.json, {'table1.json' if 'table1' in summary else 'low_fps.json and plots'}")
     return 0

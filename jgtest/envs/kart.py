@@ -36,11 +36,13 @@ projection on the centreline is always unique.
 Dynamics (kinematic): one step is one action followed by the four frames
 RELINE renders after it (§4.1.2), ``dt`` = 0.4 s of game time, so that a lap
 takes about as many steps as the paper's: its trained rl-baseline produced
-48,825 render times in 300 episodes (§4.1.3), ≈ 163 actions a lap, with
+48,825 render times in 300 episodes (§4.1.3), ≈ 163 actions an episode
+(episodes stopped when the kart got stuck, footnote 2, so about a lap), with
 "~70 seconds ... sufficient to complete a lap"; a good driver laps this track
 in ≈ 170 steps (68 s). At the top speed a step advances ≈ 10.8 units, so the
-cap M = 10 on Δpath_done binds on straights, as the paper intends ("the same
-maximum reward also given by the performance reward function", §4.1.1).
+cap M = 10 on Δpath_done binds on straights and a step of progress weighs what
+a slow frame does, the paper's reason for M ("the same maximum reward also
+given by the performance reward function", §4.1.1).
 Speed is in ``[0, max_speed]`` (no reverse), changed by throttle ``accel``,
 brake ``brake_decel`` and rolling ``drag``; off the road an extra
 ``offtrack_decel`` slows the kart down to ``offtrack_max_speed``. Steering
@@ -94,12 +96,14 @@ edge, inside θ (``|centering|`` 15, radius 16, +18 ms), which only an agent
 rewarded for slow frames has a reason to visit. Sized so that a driver's
 five-σ threshold (≈ 24.5-25.5 ms: the spots it drives through or near widen
 the spread, as real slow spots do) leaves the cores of the spots above it on
-most visits. The edge areas are broad (their core above ``t``, ≈ 17 units
-across, takes 3-4 steps at the off-road speed) because the paper's RELINE
-found its 173 points (rl-baseline: 33) by going where the racing line does
-not, in areas wide enough to dwell in (§4.2, Fig. 4-(b)); narrow edge spots
-(centering 12, radius 8, a core about one step long) drew neither agent off
-the line: RELINE 14 points, rl-baseline 15 (400k steps each).
+most visits. The paper's RELINE found its points (173; rl-baseline 33)
+"within or very close [to] the area of the game we ask it to explore", the
+band up to θ beyond the road's limits, while rl-baseline's are "closer to the
+track" (§4.2, Fig. 4-(c)); the edge areas are that band's slow places. They
+are broad (their core above ``t``, ≈ 17 units across, takes 3-4 steps at the
+off-road speed) by choice: narrow edge spots (centering 12, radius 8, a core
+about one step long) drew neither agent off the racing line (RELINE 14
+points, rl-baseline 15, 400k steps each).
 
 Injected bugs: the heavy spots, of kind ``"low_fps"``. Bug ``k`` fires the
 first time per episode a step inside spot ``k`` (within ``heavy_radius[k]``)

@@ -39,11 +39,17 @@ with Holm's correction and Cliff's delta between the render times at the
 agents' points, the constant-action replay reliability check (pairwise
 Spearman, Holm) and the violin and position plots.
 
-Choices where the paper is silent: the evaluation episodes of the kart are
-played under training load, as the paper's (it "train[s] both agents for
-additional 1,000 episodes" and judges them with ``t``, which includes δ); the
-DQN agents evaluate ε-greedily with Lapan's final ε = 0.02 and CEM samples
-its policy, as they played in training; ``sd`` is the sample sd (ddof = 1).
+Choices where the paper is silent or unclear: the evaluation episodes of the
+kart are played under training load, as the paper's (it "train[s] both
+agents for additional 1,000 episodes" and judges them with ``t``, which
+includes δ), with the weights fixed (the same sentence says "as also done in
+our preliminary study", whose agents were "run" for 1,000 episodes, §3.1.4);
+the warm-up episodes that measure δ are rollouts of the trained rl-baseline
+under the training load outside RELINE's training loop (the paper plays them
+at the start of RELINE's training, its network learning from them; here the
+load is a game parameter, so δ does not depend on where they run); the DQN
+agents evaluate ε-greedily with Lapan's final ε = 0.02 and CEM samples its
+policy, as they played in training; ``sd`` is the sample sd (ddof = 1).
 """
 
 from __future__ import annotations
@@ -83,10 +89,16 @@ PAPER_TABLE1 = {
         "random": {1: (24, 23, 5), 2: (17, 16, 3), 3: (1, 1, 1), 4: (1, 1, 1)},
     },
 }
-#: The paper's kart figures (§4.2, Fig. 4): threshold, points' mean visits per 1,000 episodes.
+#: The paper's kart figures: the calibration and the replay check (§4.1.3); low-FPS points,
+#: their mean visits per 1,000 episodes and median confidence, render-time medians, Cliff's
+#: delta (Table 2) and shared points (§4.2, Fig. 4).
 PAPER_KART = {
     "threshold_ms": 18.36, "baseline_render_times": 48_825, "threshold_episodes": 300, "warmup_episodes": 100,
+    "points": {"reline": 173, "rl-baseline": 33, "random": 90},
+    "confidence_median": {"reline": 0.99, "rl-baseline": 0.94, "random": 0.76},
     "visits_per_point": {"reline": 89, "rl-baseline": 210, "random": 829},
+    "cliffs_delta": {"reline vs rl-baseline": 0.34, "reline vs random": 0.36, "rl-baseline vs random": 0.16},
+    "overlap": {"reline&rl-baseline": 14, "reline&random": 11, "rl-baseline&random": 10},
     "median_ms_at_points": {"reline": 24.54, "rl-baseline": 21.69, "random": 19.39},
     "replay": {"replays": 300, "rho_min": 0.77, "rho_median": 0.91},
 }  # fmt: skip
