@@ -24,20 +24,22 @@ METHODS = ("random", "reline")
 
 
 def _parse_game_args(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` pairs as options; a value is JSON where it parses (lists become
+    tuples, so configs holding them stay hashable, static under jit), else a string."""
     kwargs = {}
     for pair in pairs:
         if "=" not in pair:
             raise SystemExit(f"error: --game-arg expects KEY=VALUE, got {pair!r}")
         key, value = pair.split("=", 1)
         try:
-            kwargs[key] = json.loads(value)
+            kwargs[key] = _hashable(json.loads(value))
         except json.JSONDecodeError:
             kwargs[key] = value
     return kwargs
 
 
 def _hashable(value):
-    """A JSON value with its lists as tuples (configs are hashable, static under jit)."""
+    """A JSON value with its lists as tuples."""
     return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
@@ -256,7 +258,7 @@ def _run_reline(args) -> int:
         config = reline.RelineConfig(
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
-            game_kwargs=tuple(sorted((k, _hashable(v)) for k, v in _parse_game_args(args.game_arg).items())),
+            game_kwargs=tuple(sorted(_parse_game_args(args.game_arg).items())),
         )  # fmt: skip
         jgtest.make(config.game, **dict(config.game_kwargs))
     except ValueError as error:
