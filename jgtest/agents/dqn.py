@@ -109,6 +109,8 @@ class DQNAgent(NamedTuple):
     train: Any
     act: Any  # (params, obs, key, epsilon) -> action
     update: Any  # (params, target_params, opt_state, batch, hparams) -> (params, opt_state, metrics)
+    init_learner: Any  # (key, obs, hparams=None) -> DQNState without a game state
+    learn: Any  # (state, items, key, hparams) -> (state, metrics)
 
 
 def lapan_config(game: str, **overrides) -> DQNConfig:
@@ -125,6 +127,12 @@ def lapan_config(game: str, **overrides) -> DQNConfig:
 
 #: Lapan's (2018, ch. 6) learning rate, discount and ε schedule (1 → 0.02 over 100k steps).
 LAPAN_HYPERPARAMS = DQNHyperparams(learning_rate=1e-4, gamma=0.99, epsilon_start=1.0, epsilon_end=0.02, epsilon_anneal_steps=100_000.0)
+
+
+def epsilon_at(timesteps, hparams: DQNHyperparams):
+    """ε after ``timesteps`` env steps: linear from ``epsilon_start`` to ``epsilon_end`` over ``epsilon_anneal_steps``."""
+    frac = jnp.clip(timesteps / hparams.epsilon_anneal_steps, 0.0, 1.0)
+    return hparams.epsilon_start + frac * (hparams.epsilon_end - hparams.epsilon_start)
 
 
 def make_agent(config: DQNConfig, game=None) -> DQNAgent:
@@ -163,10 +171,8 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, {"loss": loss, **metrics}
 
-    def init(key, hparams=None):
+    def initial_state(k_net, k_run, obs, env_state, hparams):
         hparams = DQNHyperparams() if hparams is None else hparams
-        k_net, k_env, k_run = jax.random.split(key, 3)
-        obs, env_state = reset(jax.random.split(k_env, config.num_envs))
         params = network.init(k_net, obs[0])
         item = {"obs": obs[0], "action": jnp.int32(0), "reward": jnp.float32(0), "terminated": jnp.bool_(False), "next_obs": obs[0]}
         return DQNState(
@@ -175,22 +181,30 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
             timesteps=jnp.int32(0), updates=jnp.int32(0),
         )  # fmt: skip
 
-    def iteration(state: DQNState, hparams: DQNHyperparams):
-        key, k_act, k_step, k_sample = jax.random.split(state.key, 4)
-        frac = jnp.clip(state.timesteps / hparams.epsilon_anneal_steps, 0.0, 1.0)
-        epsilon = hparams.epsilon_start + frac * (hparams.epsilon_end - hparams.epsilon_start)
-        action = act(state.params, state.obs, k_act, epsilon)
-        next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, config.num_envs), state.env_state, action)
-        true_next = true_next_obs(next_obs, info, term | trunc)
-        items = {"obs": state.obs, "action": action.astype(jnp.int32), "reward": reward, "terminated": term, "next_obs": true_next}
+    def init(key, hparams=None):
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = reset(jax.random.split(k_env, config.num_envs))
+        return initial_state(k_net, k_run, obs, env_state, hparams)
+
+    def init_learner(key, obs, hparams=None):
+        """The agent's state for a game stepped by a host loop: the batch of first
+        observations ``obs``, no game state (``env_state`` is ``None``)."""
+        k_net, k_run = jax.random.split(key)
+        return initial_state(k_net, k_run, obs, None, hparams)
+
+    def learn(state: DQNState, items: dict, key, hparams: DQNHyperparams):
+        """Adds a batch of transitions (``obs, action, reward, terminated, next_obs``)
+        to the replay buffer and, when due, takes a gradient step and syncs the
+        target network; ``key`` draws the replayed batch. Shared by the on-device
+        iteration and the host loop (:mod:`jgtest.host_loop`)."""
         buf = buffer.add(state.buffer, items)
-        timesteps = state.timesteps + config.num_envs
+        timesteps = state.timesteps + items["action"].shape[0]
 
         # The batch is drawn outside the cond: a branch closing over the buffer makes XLA
         # copy the whole buffer every step (2x slower for a 10k buffer of 21x21x4 frames).
-        batch = buffer.sample(buf, k_sample).experience
+        batch = buffer.sample(buf, key).experience
 
-        def learn(args):
+        def learn_batch(args):
             params, opt_state, batch = args
             return update(params, state.target_params, opt_state, batch, hparams)
 
@@ -199,16 +213,24 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
             return params, opt_state, {"loss": jnp.float32(0), "td_error": jnp.float32(0), "q_mean": jnp.float32(0)}
 
         ready = (timesteps >= config.learning_starts) & buffer.can_sample(buf) & (timesteps % config.train_interval < config.num_envs)
-        params, opt_state, metrics = jax.lax.cond(ready, learn, skip, (state.params, state.opt_state, batch))
-        metrics = {**metrics, "learned": ready}
+        params, opt_state, metrics = jax.lax.cond(ready, learn_batch, skip, (state.params, state.opt_state, batch))
         sync = (timesteps % config.target_update_interval) < config.num_envs
         target = optax.incremental_update(params, state.target_params, hparams.tau)
         target_params = jax.tree.map(lambda new, old: jnp.where(sync, new, old), target, state.target_params)
         state = state.replace(
-            params=params, target_params=target_params, opt_state=opt_state, buffer=buf, env_state=env_state,
-            obs=next_obs, key=key, timesteps=timesteps, updates=state.updates + ready,
+            params=params, target_params=target_params, opt_state=opt_state, buffer=buf, timesteps=timesteps,
+            updates=state.updates + ready,
         )  # fmt: skip
-        return state, (metrics, finished_episodes(info))
+        return state, {**metrics, "learned": ready}
+
+    def iteration(state: DQNState, hparams: DQNHyperparams):
+        key, k_act, k_step, k_sample = jax.random.split(state.key, 4)
+        action = act(state.params, state.obs, k_act, epsilon_at(state.timesteps, hparams))
+        next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, config.num_envs), state.env_state, action)
+        true_next = true_next_obs(next_obs, info, term | trunc)
+        items = {"obs": state.obs, "action": action.astype(jnp.int32), "reward": reward, "terminated": term, "next_obs": true_next}
+        state, metrics = learn(state, items, k_sample, hparams)
+        return state.replace(env_state=env_state, obs=next_obs, key=key), (metrics, finished_episodes(info))
 
     def period(state: DQNState, hparams=None):
         hparams = DQNHyperparams() if hparams is None else hparams
@@ -228,7 +250,7 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
     def train(key, hparams=None):
         return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
 
-    return DQNAgent(config, network, init, period, train, jax.jit(act), jax.jit(update))
+    return DQNAgent(config, network, init, period, train, jax.jit(act), jax.jit(update), init_learner, learn)
 
 
 def make_train(config: DQNConfig, game=None):

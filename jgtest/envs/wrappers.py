@@ -4,6 +4,11 @@ All wrappers keep the gymnax 1.x contract (``step`` returns
 ``obs, state, reward, terminated, truncated, info``), are jit- and vmap-safe,
 and pass attribute access through to the wrapped game (gymnax's
 ``GymnaxWrapper``), so ``bug_kinds``, ``num_cells`` etc. stay reachable.
+
+The frame functions (:func:`grayscale`, :func:`resize`, :func:`gray_resized`,
+:func:`stack_fill`, :func:`stack_push`) are pure; the wrappers and the host
+loop's :class:`ObservationPipeline` (frames of bridged games) both use them,
+so an agent sees the same observation on device and on a real game.
 """
 
 from __future__ import annotations
@@ -40,6 +45,24 @@ def resize(frame: jax.Array, size: tuple[int, int]) -> jax.Array:
     if jnp.issubdtype(frame.dtype, jnp.integer):
         return jnp.clip(jnp.round(out), 0, 255).astype(frame.dtype)
     return out.astype(frame.dtype)
+
+
+def gray_resized(frame: jax.Array, size: tuple[int, int]) -> jax.Array:
+    """``[..., H, W, 1|3]`` frames to grayscale ``[..., *size, 1]`` (same dtype)."""
+    gray = grayscale(frame) if frame.shape[-1] == 3 else frame[..., 0]
+    if gray.shape[-2:] == tuple(size):
+        return gray[..., None]
+    return jax.vmap(lambda g: resize(g, size))(gray.reshape(-1, *gray.shape[-2:])).reshape(*gray.shape[:-2], *size, 1)
+
+
+def stack_fill(frame: jax.Array, num_frames: int) -> jax.Array:
+    """``[..., C]`` to ``[..., num_frames * C]``: the stack of an episode's first frame."""
+    return jnp.tile(frame, (1,) * (frame.ndim - 1) + (num_frames,))
+
+
+def stack_push(frames: jax.Array, frame: jax.Array) -> jax.Array:
+    """``frames`` (``[..., K * C]``, oldest first) with ``frame`` appended and the oldest dropped."""
+    return jnp.concatenate([frames[..., frame.shape[-1] :], frame], axis=-1)
 
 
 def od_mask(frame: jax.Array, box: jax.Array) -> jax.Array:
@@ -195,24 +218,17 @@ class FrameStack(GymnaxWrapper):
         tile = lambda b: jnp.tile(jnp.broadcast_to(jnp.asarray(b), inner.shape), self.num_frames)
         return spaces.Box(tile(inner.low), tile(inner.high), shape, inner.dtype)
 
-    def _fill(self, obs):
-        return jnp.tile(obs, (1,) * (obs.ndim - 1) + (self.num_frames,))
-
-    def _push(self, frames, obs):
-        """``frames`` with ``obs`` appended and the oldest frame dropped."""
-        return jnp.concatenate([frames[..., obs.shape[-1] :], obs], axis=-1)
-
     @partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
         obs, env_state = self._env.reset(key, params)
-        frames = self._fill(obs)
+        frames = stack_fill(obs, self.num_frames)
         return frames, FrameStackState(env_state=env_state, frames=frames)
 
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key, state: FrameStackState, action, params=None):
         obs, env_state, reward, terminated, truncated, info = self._env.step(key, state.env_state, action, params)
-        frames = jnp.where(terminated | truncated, self._fill(obs), self._push(state.frames, obs))
-        info = _map_final_observation(info, lambda final: self._push(state.frames, final))
+        frames = jnp.where(terminated | truncated, stack_fill(obs, self.num_frames), stack_push(state.frames, obs))
+        info = _map_final_observation(info, lambda final: stack_push(state.frames, final))
         return frames, FrameStackState(env_state=env_state, frames=frames), reward, terminated, truncated, info
 
 
@@ -235,8 +251,7 @@ class GrayscaleResize(GymnaxWrapper):
         return spaces.Box(0, 255, (*self.size, 1), inner.dtype)
 
     def _convert(self, frame):
-        gray = grayscale(frame) if frame.shape[-1] == 3 else frame[..., 0]
-        return resize(gray, self.size)[..., None]
+        return gray_resized(frame, self.size)
 
     @partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
@@ -275,3 +290,35 @@ class ODMask(GymnaxWrapper):
         obs, env_state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         mask = lambda frame: od_mask(frame, jnp.asarray(self.box))
         return mask(obs), env_state, reward, terminated, truncated, _map_final_observation(info, mask)
+
+
+class ObservationPipeline(struct.PyTreeNode):
+    """The on-device observation pipeline for frames that come from the host.
+
+    A bridged game's ``uint8[N, H, W, C]`` frames become what
+    ``FrameStack(GrayscaleResize(game, size), num_frames)`` gives on device:
+    grayscale at ``size``, the last ``num_frames`` stacked (oldest first), the
+    stack refilled with the first frame of a new episode. Pure and jittable::
+
+        pipeline = ObservationPipeline(size=(84, 84), num_frames=4)
+        stack = pipeline.reset(frames)                   # [N, 84, 84, 4]
+        stack = pipeline.push(stack, frames, fresh)      # fresh: bool[N], a new episode began
+
+    Attributes:
+      size: ``(height, width)`` of the agent's frames.
+      num_frames: frames stacked (RELINE §3.1.2: 4).
+    """
+
+    size: tuple[int, int] = struct.field(pytree_node=False, default=(84, 84))
+    num_frames: int = struct.field(pytree_node=False, default=4)
+
+    def frame(self, frames: jax.Array) -> jax.Array:
+        return gray_resized(jnp.asarray(frames), self.size)
+
+    def reset(self, frames: jax.Array) -> jax.Array:
+        return stack_fill(self.frame(frames), self.num_frames)
+
+    def push(self, stack: jax.Array, frames: jax.Array, fresh: jax.Array) -> jax.Array:
+        frame = self.frame(frames)
+        fresh = jnp.asarray(fresh).reshape(-1, *([1] * (stack.ndim - 1)))
+        return jnp.where(fresh, stack_fill(frame, self.num_frames), stack_push(stack, frame))

@@ -1,0 +1,72 @@
+"""Host bridges: real games behind the host contract (:mod:`envs_bridge.protocol`).
+
+* ``ale:MsPacman`` — the Atari game through envpool (:mod:`envs_bridge.ale`).
+* ``supertuxkart:<track>`` — SuperTuxKart through pystk2
+  (:mod:`envs_bridge.supertuxkart`), one race per process.
+* Any of them as a game farm of Ray actors, one game process each
+  (:mod:`envs_bridge.pool`), for parallel races and crash-proof campaigns.
+
+Games are built by name with :func:`make`; each backend is imported only when
+its game is asked for (``pip install jgtest[bridges]``, ``jgtest[dist]``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+PREFIXES = ("ale", "supertuxkart")
+ALE_GAMES = ("MsPacman",)
+
+
+def is_host_game(name: str) -> bool:
+    """Whether ``name`` names a bridged game (``prefix:game``) rather than an on-device one."""
+    return name.split(":", 1)[0] in PREFIXES and ":" in name
+
+
+def game_factory(name: str, **options):
+    """A picklable ``() -> HostEnv`` for one game of ``name`` (``options`` go to its constructor).
+
+    Raises:
+      ValueError: an unknown prefix or game.
+    """
+    prefix, _, game = name.partition(":")
+    if prefix == "ale":
+        if game not in ALE_GAMES:
+            raise ValueError(f"unknown ALE game {game!r}; bridged: {', '.join(ALE_GAMES)}")
+        from envs_bridge.ale import MsPacmanEnv
+
+        return functools.partial(MsPacmanEnv, **options)
+    if prefix == "supertuxkart":
+        from envs_bridge.supertuxkart import SuperTuxKartEnv
+
+        return functools.partial(SuperTuxKartEnv, track=game or "lighthouse", **options)
+    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>")
+
+
+def make(name: str, num_envs: int = 1, seed: int = 0, actors: int = 0, **options):
+    """The host game ``name`` with ``num_envs`` games.
+
+    Args:
+      name: ``"ale:MsPacman"`` or ``"supertuxkart:<track>"``.
+      num_envs: games stepped together. SuperTuxKart runs one race per
+        process, so more than one race needs ``actors``.
+      seed: seed of game 0 (game ``i`` gets ``seed + i``).
+      actors: run the games as a Ray game farm with this many actors (one game
+        each; ``num_envs`` is then ``actors``); 0 runs them in this process.
+      options: the game's constructor options; with ``actors``, also
+        ``ray_address``, ``timeout_s`` and ``on_crash`` for the farm.
+
+    Raises:
+      ValueError: unknown game, bad counts or options.
+    """
+    if actors < 0:
+        raise ValueError(f"actors must be >= 0, got {actors}")
+    farm_keys = ("ray_address", "timeout_s", "on_crash")
+    farm_options = {k: options.pop(k) for k in farm_keys if k in options}
+    if actors:
+        from envs_bridge.pool import GameFarm
+
+        return GameFarm(game_factory(name, num_envs=1, **options), actors=actors, seed=seed, name=name, **farm_options)
+    if farm_options:
+        raise ValueError(f"{', '.join(farm_options)} only apply to a game farm (actors >= 1)")
+    return game_factory(name, num_envs=num_envs, **options)(seed=seed)

@@ -1,0 +1,228 @@
+"""The real Atari Ms. Pac-Man (ALE, through envpool) with RELINE's four gate bugs.
+
+RELINE's preliminary study (Tufano et al., 2022, §3) plays Gym's MsPacman with
+four artificial performance bugs "when the agent enters the four gates
+indicated by the white arrows in Fig. 2-(b)" (the two wrap-around tunnels of
+the first maze, one mouth on each side), shown "only the first time the agent
+visits each buggy position" in an episode (§3.1.3), five actions ("go up, go
+right, go down, go left, do nothing", §3.1.2) and a game reward of "+1 ...
+every time the agent eats one of the dots and a 0 reward otherwise".
+
+Where things come from:
+
+* **Position**: Ms. Pac-Man's ``(x, y)`` from the console RAM that envpool
+  returns in ``info["ram"]``: byte 10 is x, byte 16 is y (the AtariARI
+  annotation, Anand et al., 2019). In the first maze x runs over the maze
+  columns 18…158; inside a tunnel it goes past them (12…17 on the left,
+  159…171 on the right), on two rows only: y = 50 (upper tunnel) and y = 98
+  (lower tunnel). Measured from 160,000 random steps; a recorded trace that
+  drives the player into each gate is a test fixture
+  (``tests/bridges/data/mspacman_gates.json``).
+* **Gates** (:func:`gates_at`): bug ``k`` fires when the player is inside a
+  tunnel mouth: ``|y − row| ≤ 2`` and ``x ≤ 17`` (left) or ``x ≥ 159``
+  (right), in the order upper-left, upper-right, lower-left, lower-right. The
+  later mazes have their tunnels on other rows, so the gates are the first
+  maze's, as the paper's figure.
+* **Game reward**: the dots eaten this step, from RAM byte 119 (the AtariARI
+  ``dots_eaten_count``; energizers count as dots), not ALE's score, which
+  also pays for ghosts and fruit.
+* **Actions**: RELINE's five in its order, mapped to ALE's minimal action set
+  (:data:`ALE_ACTIONS`).
+
+Settings where the paper is silent: envpool's ``MsPacman-v5`` with 4 frames
+per step (Mnih et al., 2015, which §3.1.2 cites; Gym's ``MsPacman-v0`` drew
+2–4), the 27,000-step cap (108k frames), frames grayscaled and resized to
+84×84 by envpool's C++ (area interpolation; the host loop only stacks them),
+no episodic life, no random no-ops at reset and, by default, no sticky
+actions: the game is then a function of its actions alone, so every episode's
+action trace (a bug record) replays exactly, whatever the seed. Gym's ``-v0``
+repeated the last action with probability 0.25; ``sticky_action_prob=0.25``
+gives that, and traces then replay only in a game seeded as the one that
+recorded them (envpool seeds game ``i`` with ``seed + i``).
+
+:func:`xla_step` is the same step as a pure JAX function over envpool's XLA
+handle (``env.xla()``), so an agent's whole collection loop can run inside
+one ``jit`` (:func:`jgtest.host_loop.xla_collect`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs_bridge.protocol import HostEnv, check_frames, host_telemetry
+
+#: RELINE's actions (§3.1.2) in its order, and ALE's minimal-set ids for them.
+ACTION_NAMES = ("up", "right", "down", "left", "noop")
+ALE_ACTIONS = (1, 2, 4, 3, 0)  # ALE: NOOP 0, UP 1, RIGHT 2, LEFT 3, DOWN 4
+
+#: RAM bytes (AtariARI): player x, player y, dots eaten.
+RAM_X, RAM_Y, RAM_DOTS = 10, 16, 119
+#: Tunnel rows (RAM y) of the first maze, the tolerance around them, and the x beyond the maze columns.
+TUNNEL_ROWS = (50, 98)
+ROW_TOLERANCE = 2
+LEFT_MOUTH_X, RIGHT_MOUTH_X = 17, 159
+GATE_NAMES = ("upper-left", "upper-right", "lower-left", "lower-right")
+#: Coverage cells: 8×8-pixel squares of the 256×256 RAM coordinate space.
+CELL_PIXELS, CELLS_PER_ROW = 8, 32
+
+
+def gates_at(x, y):
+    """``bool[..., 4]``: which gate (:data:`GATE_NAMES` order) the position is in.
+
+    Works on numpy and jax arrays alike (operators only), so the host loop
+    and the XLA loop share it.
+    """
+    left, right = x <= LEFT_MOUTH_X, x >= RIGHT_MOUTH_X
+    upper = abs(y - TUNNEL_ROWS[0]) <= ROW_TOLERANCE
+    lower = abs(y - TUNNEL_ROWS[1]) <= ROW_TOLERANCE
+    return [upper & left, upper & right, lower & left, lower & right]
+
+
+def position_cell(x, y):
+    """Coverage cell of a RAM position (8×8-pixel squares), numpy or jax."""
+    return (y // CELL_PIXELS) * CELLS_PER_ROW + x // CELL_PIXELS
+
+
+class MsPacmanEnv(HostEnv):
+    """``num_envs`` games of the real Ms. Pac-Man on the host contract (module docstring).
+
+    Args:
+      num_envs: games stepped together (envpool's batch; one thread pool).
+      seed: envpool's seed (game ``i`` gets ``seed + i``); :meth:`reset` with
+        another seed rebuilds the pool.
+      frame_size: ``(height, width)`` of the grayscale frames.
+      sticky_action_prob: ALE's repeat-action probability.
+      max_steps_in_episode: the cap (steps of 4 frames).
+      num_threads: envpool's threads (0: one per game, up to the cores).
+    """
+
+    name = "ale:MsPacman"
+    action_names = ACTION_NAMES
+    bug_kinds = ("low_fps",) * 4
+    num_cells = CELLS_PER_ROW * CELLS_PER_ROW
+
+    def __init__(
+        self, num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (84, 84),
+        sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0,
+    ):  # fmt: skip
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        if not 0.0 <= sticky_action_prob <= 1.0:
+            raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob}")
+        self.num_envs = int(num_envs)
+        self.num_actions = len(ACTION_NAMES)
+        self.frame_shape = (int(frame_size[0]), int(frame_size[1]), 1)
+        self.max_steps_in_episode = int(max_steps_in_episode)
+        self._options = dict(
+            num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=True, frame_skip=4,
+            img_height=self.frame_shape[0], img_width=self.frame_shape[1], noop_max=1, episodic_life=False,
+            reward_clip=False, repeat_action_probability=float(sticky_action_prob),
+            max_episode_steps=self.max_steps_in_episode, num_threads=int(num_threads),
+        )  # fmt: skip
+        self._ale_actions = np.asarray(ALE_ACTIONS, np.int32)
+        self._pool, self._seed = None, None
+        self._build(seed)
+
+    def _build(self, seed: int) -> None:
+        import envpool
+
+        self.close()
+        self._pool = envpool.make("MsPacman-v5", env_type="gymnasium", seed=int(seed), **self._options)
+        self._seed = int(seed)
+
+    @property
+    def pool(self):
+        """The envpool environment (for its XLA handle: ``env.pool.xla()``)."""
+        return self._pool
+
+    def _frames(self, obs) -> np.ndarray:
+        return check_frames(np.moveaxis(obs, 1, -1), (self.num_envs, *self.frame_shape), self.name)
+
+    def _observe(self, ram, reward_dots, autoreset, info) -> dict:
+        x, y = ram[:, RAM_X].astype(np.int32), ram[:, RAM_Y].astype(np.int32)
+        inside = np.stack(gates_at(x, y), axis=-1) & ~autoreset[:, None]
+        fired = inside & ~self._found
+        self._found |= fired
+        telemetry = host_telemetry(
+            position=np.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired,
+            game_reward=reward_dots, frame_time_ms=np.zeros(self.num_envs), crashed=np.zeros(self.num_envs, bool),
+        )  # fmt: skip
+        return {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"]}
+
+    def reset(self, seed: int):
+        if seed != self._seed:
+            self._build(seed)
+        obs, info = self._pool.reset()
+        self._found = np.zeros((self.num_envs, len(GATE_NAMES)), bool)
+        self._done = np.zeros(self.num_envs, bool)
+        self._dots = info["ram"][:, RAM_DOTS].astype(np.int32)
+        autoreset = np.zeros(self.num_envs, bool)
+        return self._frames(obs), self._observe(info["ram"], np.zeros(self.num_envs, np.float32), autoreset, info)
+
+    def step(self, actions):
+        actions = self.check_actions(actions)
+        obs, _, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
+        ram = info["ram"]
+        autoreset = self._done
+        self._found[autoreset] = False
+        dots = ram[:, RAM_DOTS].astype(np.int32)
+        reward = np.where(autoreset, 0, np.maximum(dots - self._dots, 0)).astype(np.float32)
+        self._dots = dots
+        self._done = terminated | truncated
+        return self._frames(obs), reward, terminated, truncated, self._observe(ram, reward, autoreset, info)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+class XlaMsPacman:
+    """:class:`MsPacmanEnv`'s step as pure JAX over envpool's XLA handle (``env.pool.xla()``).
+
+    The same rules as the host path (gates by :func:`gates_at`, first visit
+    per episode, dots from RAM byte 119, next-step auto-reset), carried in
+    arrays so that a ``lax.scan`` of :meth:`step` runs the game inside ``jit``.
+    Creating it resets the pool asynchronously; :meth:`start` receives those
+    first frames.
+    """
+
+    def __init__(self, env: MsPacmanEnv):
+        import jax.numpy as jnp
+
+        self._jnp = jnp
+        self.num_envs, self.frame_shape = env.num_envs, env.frame_shape
+        env.pool.async_reset()
+        self.handle, self._recv, self._send, self._step = env.pool.xla()
+        self._ale_actions = jnp.asarray(ALE_ACTIONS, jnp.int32)
+
+    def _frames(self, obs):
+        return self._jnp.moveaxis(obs, 1, -1)
+
+    def start(self, handle):
+        """``(handle, frames, carry)`` after the reset; ``carry`` = (gates found, dots, done)."""
+        jnp = self._jnp
+        handle, (obs, _, _, _, info) = self._recv(handle)
+        carry = (jnp.zeros((self.num_envs, len(GATE_NAMES)), bool), info["ram"][:, RAM_DOTS].astype(jnp.int32), jnp.zeros(self.num_envs, bool))
+        return handle, self._frames(obs), carry
+
+    def step(self, handle, carry, actions):
+        """``(handle, frames, carry, telemetry, done, autoreset)`` after ``actions`` (RELINE's ids)."""
+        from jgtest.types import Telemetry
+
+        jnp = self._jnp
+        found, dots_before, autoreset = carry
+        handle, (obs, _, terminated, truncated, info) = self._step(handle, self._ale_actions[actions])
+        ram = info["ram"].astype(jnp.int32)
+        x, y = ram[:, RAM_X], ram[:, RAM_Y]
+        found = found & ~autoreset[:, None]
+        inside = jnp.stack(gates_at(x, y), axis=-1) & ~autoreset[:, None]
+        fired = inside & ~found
+        dots = ram[:, RAM_DOTS]
+        reward = jnp.where(autoreset, 0, jnp.maximum(dots - dots_before, 0)).astype(jnp.float32)
+        telemetry = Telemetry.make(
+            position=jnp.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired, game_reward=reward,
+            frame_time_ms=jnp.zeros(self.num_envs), crashed=jnp.zeros(self.num_envs, bool),
+        )  # fmt: skip
+        done = terminated | truncated
+        return handle, self._frames(obs), (found | fired, dots, done), telemetry, done, autoreset

@@ -1,0 +1,150 @@
+"""The host contract every bridged game keeps: batched numpy ``reset`` / ``step``.
+
+A host game runs outside JAX (a C++ emulator, a real game process) and is
+stepped by the host loop (:mod:`jgtest.host_loop`), which feeds its frames to
+the same jitted agents as the on-device games. Its contract mirrors the
+on-device one (gymnax 1.x, SPEC §4), batched over ``num_envs`` games::
+
+    obs, info = env.reset(seed)                    # game i seeded with seed + i
+    obs, reward, terminated, truncated, info = env.step(actions)
+
+* ``obs``: ``uint8[N, H, W, C]`` frames (``frame_shape``), as the game drew them
+  (the host loop grayscales, resizes and stacks them with the on-device
+  wrappers' functions).
+* ``reward``: ``float32[N]``, the game reward of the paper's setting.
+* ``info["telemetry"]``: a :class:`jgtest.types.Telemetry` of numpy arrays,
+  batched ``[N, ...]``, with the same fields as on device (position, cell,
+  bugs_fired, game_reward, frame_time_ms, crashed), so oracles, coverage,
+  bug records and reports read bridged games unchanged.
+* ``info["autoreset"]``: ``bool[N]``. Episodes restart on the **next** step,
+  as in envpool and Gymnasium's vector envs (``AutoresetMode.NEXT_STEP``): the
+  step after ``terminated | truncated`` ignores the action, resets that game
+  and returns its first frame with reward 0; ``autoreset`` marks those steps,
+  which are not transitions of any episode.
+
+Games may add their own entries to ``info`` (``"ram"`` for Atari,
+``"path_done"`` and ``"centering"`` for SuperTuxKart). Errors a game can raise
+are below: a dead or hung game is a :class:`GameCrashed` /
+:class:`GameTimeout`, a bad frame a :class:`MalformedFrame`; the game farm
+(:mod:`envs_bridge.pool`) turns them into crash bug records and restarts the
+game.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+
+from jgtest.types import Telemetry
+
+
+class BridgeError(RuntimeError):
+    """Base class of what a bridged game can fail with."""
+
+
+class GameCrashed(BridgeError):
+    """The game process died (or the game reported a crash) during a call."""
+
+
+class GameTimeout(BridgeError, TimeoutError):
+    """A call to the game did not answer within its timeout (a hang)."""
+
+
+class MalformedFrame(BridgeError, ValueError):
+    """A frame of the wrong shape or dtype, or with NaN or infinite values."""
+
+
+def host_telemetry(position, cell, bugs_fired, game_reward, frame_time_ms, crashed) -> Telemetry:
+    """A batched :class:`Telemetry` of numpy arrays with the on-device dtypes
+    (``float32`` position, reward and frame time, ``int32`` cell, ``bool`` flags)."""
+    return Telemetry(
+        position=np.asarray(position, np.float32),
+        cell=np.asarray(cell, np.int32),
+        bugs_fired=np.asarray(bugs_fired, bool),
+        game_reward=np.asarray(game_reward, np.float32),
+        frame_time_ms=np.asarray(frame_time_ms, np.float32),
+        crashed=np.asarray(crashed, bool),
+    )
+
+
+def check_frames(frames: Any, shape: tuple[int, ...], game: str) -> np.ndarray:
+    """``frames`` as a ``uint8`` array of ``shape``, or :class:`MalformedFrame` saying what is wrong.
+
+    Float frames are accepted when finite and in ``[0, 255]`` (and rounded);
+    NaN or infinite values, a wrong shape or a non-numeric dtype are refused.
+    """
+    array = np.asarray(frames)
+    if array.shape != tuple(shape):
+        raise MalformedFrame(f"{game}: frame batch has shape {array.shape}, expected {tuple(shape)}")
+    if array.dtype == np.uint8:
+        return array
+    if not np.issubdtype(array.dtype, np.number):
+        raise MalformedFrame(f"{game}: frames have dtype {array.dtype}, expected uint8")
+    if not np.all(np.isfinite(array)):
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise MalformedFrame(f"{game}: {bad} NaN or infinite pixel value(s) in the frame batch")
+    if array.min() < 0 or array.max() > 255:
+        raise MalformedFrame(f"{game}: pixel values in [{array.min()}, {array.max()}], outside [0, 255]")
+    return np.round(array).astype(np.uint8)
+
+
+class HostEnv(abc.ABC):
+    """A batch of ``num_envs`` copies of a game on the host (see the module docstring).
+
+    Subclasses set the attributes below in ``__init__`` and implement
+    :meth:`reset`, :meth:`step` and :meth:`close`.
+
+    Attributes:
+      name: the game's id as the CLI names it (``"ale:MsPacman"``).
+      num_envs: games stepped together.
+      num_actions: size of the discrete action set.
+      action_names: one name per action.
+      frame_shape: ``(H, W, C)`` of one frame.
+      bug_kinds: the oracle kind of each injected bug (``bugs_fired`` order).
+      num_cells: size of the coverage-cell space (``telemetry.cell`` range).
+      max_steps_in_episode: the episode cap (truncation).
+    """
+
+    name: str
+    num_envs: int
+    num_actions: int
+    action_names: tuple[str, ...]
+    frame_shape: tuple[int, int, int]
+    bug_kinds: tuple[str, ...]
+    num_cells: int
+    max_steps_in_episode: int
+
+    @property
+    def num_bugs(self) -> int:
+        return len(self.bug_kinds)
+
+    @abc.abstractmethod
+    def reset(self, seed: int) -> tuple[np.ndarray, dict]:
+        """Resets every game (game ``i`` with ``seed + i``): ``(frames, info)``."""
+
+    @abc.abstractmethod
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Steps every game: ``(frames, reward, terminated, truncated, info)``."""
+
+    def close(self) -> None:
+        """Frees the games (idempotent)."""
+
+    def check_actions(self, actions) -> np.ndarray:
+        """``actions`` as ``int32[num_envs]``, or ``ValueError`` naming the bad entry."""
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"{self.name}: expected {self.num_envs} actions, got shape {actions.shape}")
+        if not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(f"{self.name}: actions must be integers, got dtype {actions.dtype}")
+        bad = np.flatnonzero((actions < 0) | (actions >= self.num_actions))
+        if bad.size:
+            raise ValueError(f"{self.name}: action {actions[bad[0]]} of game {bad[0]} is outside [0, {self.num_actions})")
+        return actions.astype(np.int32)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

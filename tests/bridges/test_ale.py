@@ -1,0 +1,143 @@
+"""The real Ms. Pac-Man through envpool, its gate bugs, and the host loop driving jitted agents over it."""
+
+import ast
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from envs_bridge.ale import GATE_NAMES, MsPacmanEnv, gates_at
+from jgtest import host_loop
+from jgtest.agents import dqn
+from jgtest.envs.wrappers import GrayscaleResize, ObservationPipeline
+from jgtest.rewards import bug_bonus_reward
+
+GATE_TRACES = json.loads((Path(__file__).parent / "data" / "mspacman_gates.json").read_text())["traces"]
+PIPELINE = ObservationPipeline(size=(84, 84), num_frames=4)
+RANDOM = lambda params, obs, key: jax.random.randint(key, (), 0, 5)
+LEFT = lambda params, obs, key: jnp.int32(3)
+
+
+@pytest.fixture(scope="module")
+def game():
+    with MsPacmanEnv(num_envs=2, seed=3) as env:
+        yield env
+
+
+def test_gate_geometry():
+    # Inside each tunnel mouth, on its row (±2): that gate only; the maze's edge columns are not gates.
+    x = np.array([16, 160, 12, 171, 18, 158, 16, 88])
+    y = np.array([50, 51, 98, 96, 50, 98, 74, 98])
+    inside = np.stack(gates_at(x, y), axis=-1)
+    expected = np.zeros((8, 4), bool)
+    expected[[0, 1, 2, 3], [0, 1, 2, 3]] = True
+    np.testing.assert_array_equal(inside, expected)
+
+
+@pytest.mark.parametrize("trace", GATE_TRACES, ids=[t["gate"] for t in GATE_TRACES])
+def test_recorded_trace_places_the_player_in_its_gate(trace):
+    # The trace was recorded with seed 0; the game is a function of its actions, so any seed replays it.
+    with MsPacmanEnv(num_envs=1, seed=11) as env:
+        env.reset(11)
+        fired = []
+        for action in trace["actions"]:
+            _, _, terminated, _, info = env.step(np.array([action]))
+            assert not terminated[0]
+            fired.append(info["telemetry"].bugs_fired[0].copy())
+    gate = GATE_NAMES.index(trace["gate"])
+    fired = np.array(fired)
+    assert fired[-1, gate], "the trace's last step enters its gate"
+    assert not fired[:-1, gate].any(), "and not before"
+    np.testing.assert_array_equal(info["telemetry"].position[0], trace["position"])
+
+
+def test_contract_dots_and_autoreset(game):
+    frames, info = game.reset(3)
+    assert frames.shape == (2, 84, 84, 1) and frames.dtype == np.uint8
+    np.testing.assert_array_equal(info["telemetry"].position[0], [88, 98])  # the start, below the ghost house
+    rng = np.random.default_rng(0)
+    dots, ended, after_end = np.zeros(2), 0, []
+    while ended < 2:
+        frames, reward, terminated, truncated, info = game.step(rng.integers(0, 5, 2))
+        tel = info["telemetry"]
+        assert tel.position.dtype == np.float32 and tel.cell.dtype == np.int32 and tel.bugs_fired.shape == (2, 4)
+        np.testing.assert_array_equal(reward, tel.game_reward)
+        assert set(np.unique(reward)) <= {0.0, 1.0}  # +1 a dot (§3.1.2), never ALE's 10/50/200 points
+        dots += reward
+        for i in np.flatnonzero(info["autoreset"]):
+            after_end.append((reward[i], info["ram"][i, 119], tel.bugs_fired[i].any()))
+        for i in np.flatnonzero(terminated | truncated):
+            ended += 1
+            assert dots[i] == info["ram"][i, 119]  # the episode's dots = RAM's dots-eaten counter
+            dots[i] = 0
+    frames, reward, _, _, info = game.step(np.zeros(2, int))
+    assert info["autoreset"].any()
+    assert all(r == 0 and counter == 0 and not bug for r, counter, bug in after_end)
+
+
+def test_bad_actions_are_refused(game):
+    game.reset(3)
+    with pytest.raises(ValueError, match="outside"):
+        game.step(np.array([0, 5]))
+    with pytest.raises(ValueError, match="expected 2 actions"):
+        game.step(np.array([0]))
+
+
+def test_pipeline_matches_the_on_device_wrappers():
+    frames = np.random.default_rng(0).integers(0, 256, (3, 40, 30, 3), dtype=np.uint8)
+    stack = PIPELINE.reset(frames)
+    assert stack.shape == (3, 84, 84, 4)
+    nxt = PIPELINE.push(stack, frames[::-1], jnp.array([False, True, False]))
+    one = GrayscaleResize.__new__(GrayscaleResize)
+    one.size = (84, 84)
+    # The same functions; a batched program may round a pixel at .5 the other way.
+    close = lambda a, b: np.testing.assert_allclose(np.asarray(a, int), np.asarray(b, int), atol=1)
+    close(nxt[0, ..., -1], one._convert(frames[2])[..., 0])
+    np.testing.assert_array_equal(nxt[0, ..., :3], stack[0, ..., 1:])
+    close(nxt[1], jnp.repeat(one._convert(frames[1]), 4, axis=-1))  # a new episode refills the stack
+
+
+def test_host_loop_trains_the_jitted_dqn_and_plays(game):
+    config = dqn.lapan_config(
+        "ale:MsPacman", num_envs=2, torso="cnn", cnn_layers=((8, 8, 4),), cnn_dense=32, conv_impl="im2col",
+        learning_starts=40, batch_size=8, buffer_size=100, track_coverage=False,
+    )  # fmt: skip
+    agent = dqn.make_agent(config, host_loop.spec_game(game, PIPELINE))
+    reward = lambda r, info: bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)
+    state, stats = host_loop.train_dqn(agent, game, PIPELINE, dqn.LAPAN_HYPERPARAMS, jax.random.key(0), 80, reward, seed=3)
+    assert int(state.timesteps) >= 80 and int(state.updates) == (int(state.timesteps) - 40) // 2 + 1
+    assert state.obs.shape == (2, 84, 84, 4) and state.env_state is None
+
+    bugs = []
+    out = host_loop.play(game, PIPELINE, RANDOM, None, 3, jax.random.key(1), seed=3, on_bug=bugs.append)
+    lengths = out["valid"].sum(axis=1)
+    assert out["actions"].shape == out["valid"].shape == out["telemetry"].game_reward.shape
+    assert len(lengths) == 3 and lengths.min() > 100  # three random lives take hundreds of steps
+    assert set(out["env_index"]) <= {0, 1}
+    for bug in bugs:  # every bug record's trace ends at the step its gate fired
+        e = np.flatnonzero((out["env_index"] == bug["env_index"]) & (out["episode"] == bug["episode"]))
+        if e.size:
+            np.testing.assert_array_equal(out["actions"][e[0], : bug["step"] + 1], bug["actions"])
+
+
+def test_xla_loop_plays_the_same_game_as_the_host_loop():
+    with MsPacmanEnv(num_envs=2, seed=5) as env:
+        totals = host_loop.xla_rollout(env, PIPELINE, LEFT, None, jax.random.key(0), 150)
+    with MsPacmanEnv(num_envs=2, seed=5) as env:
+        env.reset(5)
+        host = sum(env.step(np.full(2, 3))[1].sum() for _ in range(150))
+    assert float(totals["game_reward"]) == host > 0
+
+
+def test_only_the_host_loop_imports_envs_bridge():
+    root = Path(host_loop.__file__).parent
+    importers = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "envs_bridge" or n.startswith("envs_bridge.") for n in names):
+                importers.append(path.relative_to(root).as_posix())
+    assert sorted(set(importers)) == ["host_loop.py"]
