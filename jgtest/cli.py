@@ -220,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agents", default="reline,rl-baseline,random", help="reline: comma-separated agents")
     run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")
     run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU)")
+    run.add_argument("--actors", type=int, default=0, help="reline on a bridged game: a Ray game farm of N actors (default: in process)")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -258,9 +259,10 @@ def _run_reline(args) -> int:
         config = reline.RelineConfig(
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
-            game_kwargs=tuple(sorted(_parse_game_args(args.game_arg).items())),
+            game_kwargs=tuple(sorted(_parse_game_args(args.game_arg).items())), actors=args.actors,
         )  # fmt: skip
-        jgtest.make(config.game, **dict(config.game_kwargs))
+        if config.game not in reline.HOST_GAMES:
+            jgtest.make(config.game, **dict(config.game_kwargs))
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     out = prepare_out_dir(args.out, args.overwrite)

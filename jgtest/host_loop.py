@@ -26,6 +26,7 @@ from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import jax
@@ -127,7 +128,13 @@ def train_dqn(
         raise ValueError(f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}")
     reward = reward or (lambda r, info: r)
     start, observe = jax.jit(pipeline.reset), jax.jit(pipeline.push)
-    learn = jax.jit(agent.learn)
+
+    # The state is donated so the replay buffer is updated in place (a copy of a 10k buffer of
+    # 84x84x4 frames a step cost ~0.8 s on 2 CPU cores); its observations travel in ``items``.
+    @partial(jax.jit, donate_argnums=0)
+    def learn(state, items, key, hparams):
+        state, metrics = agent.learn(state, items, key, hparams)
+        return state.replace(obs=items["next_obs"]), metrics
 
     @jax.jit
     def choose(state, hparams):
@@ -150,9 +157,9 @@ def train_dqn(
             "terminated": np.asarray(terminated, bool), "next_obs": next_obs,
         }  # fmt: skip
         if valid.all():
-            state, _ = learn(state, items, k_sample, hparams)
+            state, _ = learn(state.replace(obs=None), items, k_sample, hparams)
         elif valid.any():
-            state, _ = learn(state, _subset(items, np.flatnonzero(valid)), k_sample, hparams)
+            state, _ = learn(state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams)
         state = state.replace(obs=next_obs)
         running_return = np.where(valid, running_return + game_reward, 0.0)
         running_bugs = np.where(valid[:, None], running_bugs | info["telemetry"].bugs_fired, False)

@@ -74,6 +74,8 @@ from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 
 GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
+#: The real games, through the host loop (:mod:`jgtest.methods.reline_host`).
+HOST_GAMES = ("ale:MsPacman",)
 AGENTS = ("reline", "rl-baseline", "random")
 
 #: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
@@ -89,6 +91,7 @@ PAPER_TABLE1 = {
         "random": {1: (24, 23, 5), 2: (17, 16, 3), 3: (1, 1, 1), 4: (1, 1, 1)},
     },
 }
+PAPER_TABLE1["ale:MsPacman"] = PAPER_TABLE1["PacMaze-v0"]  # the paper's MsPacman row, twin and real game
 #: The paper's kart figures: the calibration and the replay check (§4.1.3); low-FPS points,
 #: their mean visits per 1,000 episodes and median confidence, render-time medians, Cliff's
 #: delta (Table 2) and shared points (§4.2, Fig. 4).
@@ -131,6 +134,8 @@ class RelineConfig:
         ``max_steps_in_episode`` for a smoke test); recorded in bug records.
       learner_overrides: ``(field, value)`` pairs replacing fields of the
         learner's config (:func:`learner`), e.g. ``(("num_iterations", 50),)``.
+      actors: bridged games only: play them as a Ray game farm of this many
+        actors (0: in this process; :mod:`jgtest.methods.reline_host`).
     """
 
     game: str
@@ -149,10 +154,13 @@ class RelineConfig:
     replays: int = 300
     game_kwargs: tuple[tuple[str, Any], ...] = ()
     learner_overrides: tuple[tuple[str, Any], ...] = ()
+    actors: int = 0
 
     def __post_init__(self):
-        if self.game not in GAMES:
-            raise ValueError(f"RELINE runs on {', '.join(GAMES)}; got game {self.game!r}")
+        if self.game not in GAMES + HOST_GAMES:
+            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
+        if self.actors < 0 or (self.actors and self.game in GAMES):
+            raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
         if self.models is None:
             object.__setattr__(self, "models", 1 if self.game == "KartTrack-v0" else 10)
         unknown = [a for a in self.agents if a not in AGENTS]
@@ -234,6 +242,11 @@ def learner(config: RelineConfig) -> Learner:
 
 
 def _paper_learner(config: RelineConfig) -> Learner:
+    if config.game in HOST_GAMES:
+        from jgtest.methods import reline_host
+
+        dqn_config, hparams = reline_host.paper_dqn(config)
+        return Learner(dqn, dqn_config, hparams, lambda env: env, _epsilon_greedy(float(hparams.epsilon_end)))
     if config.game == "CartPoleBugs-v0":
         cem_config = cem.CEMConfig(game=config.game, elite_episodes=11, num_evals=10, eval_episodes=4)
         return Learner(cem, cem_config, cem.CEMHyperparams(), lambda env: env, _sampled)
@@ -454,6 +467,10 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
     Returns:
       The summary written to ``summary.json``.
     """
+    if config.game in HOST_GAMES:
+        from jgtest.methods import reline_host
+
+        return reline_host.run(config, out_dir, progress)
     out_dir = Path(out_dir)
     start = time.perf_counter()
     env, params = make(config.game, **game_options(config))

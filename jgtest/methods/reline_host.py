@@ -1,0 +1,133 @@
+"""RELINE on the real Ms. Pac-Man (ALE through envpool; Tufano et al., 2022, §3).
+
+The experiment of :mod:`jgtest.methods.reline` on a bridged game: the same
+DQN (Lapan's settings, :func:`jgtest.agents.dqn.lapan_config`) learning
+through the host loop (:mod:`jgtest.host_loop`) with the same jitted
+``act``/``learn``, RELINE's reward ``r_g + 50 · #(gates first entered)``
+(:func:`jgtest.rewards.bug_bonus_reward`) against rl-baseline (``r_g``, +1 a
+dot) and a random agent, then Table 1 (episodes of ``eval_episodes`` with at
+least n of the 4 gate bugs) next to the paper's MsPacman row.
+
+Network and budget: the paper's DQN is Mnih et al.'s on 4 stacked 84×84
+frames (§3.1.2), :data:`jgtest.nets.heads.NATURE_CNN`, here computed as
+patches × kernel (``conv_impl="im2col"``, the same convolutions, faster on
+CPU). It trained "1,000 episodes" per model (§3.1.4), ≈ 700k steps at the
+≈ 700 steps a learning agent's episode lasts (ALE_STEPS). A gradient step of
+that network on batch 32 costs ≈ 50–100 ms on 2 CPU cores, so one model at
+the paper's budget is ≈ 10–20 hours there: the paper-scale run needs a GPU.
+``--quick`` (:data:`ALE_STEPS`' second value, 1 model, 10 evaluation
+episodes) is a smoke run of the whole pipeline, not a reproduction.
+Evaluation plays the trained model ε-greedily (Lapan's final ε = 0.02), as
+on device, in :data:`EVAL_GAMES` games at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jgtest import host_loop
+from jgtest.agents import dqn
+from jgtest.envs.wrappers import ObservationPipeline
+from jgtest.methods import reline
+from jgtest.nets.heads import NATURE_CNN
+from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.rewards import bug_bonus_reward
+
+#: DQN steps per model: (the paper's 1,000 episodes at ≈ 700 steps each, --quick).
+ALE_STEPS = (700_000, 3_000)
+#: Games played at once in evaluation (a model's policy is fixed there).
+EVAL_GAMES = 8
+#: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
+PIPELINE = ObservationPipeline(size=(84, 84), num_frames=4)
+
+
+def paper_dqn(config: reline.RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams]:
+    """The DQN config and hyperparameters for ``config`` (Lapan's, the Nature CNN, ε annealed
+    over 100k steps or the first half of a smaller budget); :func:`jgtest.methods.reline.learner`
+    applies ``learner_overrides``."""
+    full, quick = ALE_STEPS
+    steps = config.train_steps or (quick if config.quick else full)
+    dqn_config = dqn.lapan_config(
+        config.game, num_envs=max(1, config.actors), total_timesteps=steps, torso="cnn", cnn_layers=NATURE_CNN,
+        conv_impl="im2col", track_coverage=False, learning_starts=min(10_000, steps // 2), num_evals=1,
+    )  # fmt: skip
+    return dqn_config, dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
+
+
+def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict:
+    """Runs RELINE's Table 1 experiment on a bridged game (see :func:`jgtest.methods.reline.run`
+    for the files written); bug records are written the moment each bug first shows for a model."""
+    out_dir, start = Path(out_dir), time.perf_counter()
+    phases = reline._Phases(progress)
+    learn = reline.learner(config)
+    dqn_config, hparams = learn.config, learn.hparams
+    (out_dir / "config.json").write_text(json.dumps(
+        {"method": "reline", **dataclasses.asdict(config), "learner": reline._jsonable(dataclasses.asdict(dqn_config))}, indent=2))  # fmt: skip
+    found: dict[str, list[np.ndarray]] = {}
+    curves: dict[str, list[dict]] = {}
+    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        game_options = {"on_crash": writer.write} if config.actors else {}
+        for a, agent in enumerate(config.agents):
+            found[agent] = []
+            for m in range(config.models):
+                key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), reline.AGENTS.index(agent)), m)
+                seed = reline.eval_seed(config, agent, m)
+                policy, policy_params = _random_policy(), None
+                if agent != "random":
+                    network, policy_params, stats = _train(config, agent, m, dqn_config, hparams, key, seed, phases, game_options)
+                    policy = learn.policy(network)
+                    curves.setdefault(agent, []).append(stats)
+                out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, writer, start, game_options)
+                one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
+                found[agent].append(reline.bugs_found(one_model)[0])
+    rows = reline.table1(config, {a: np.stack(f) for a, f in found.items()})
+    (out_dir / "table1.json").write_text(json.dumps(reline._jsonable(rows), indent=2))
+    summary: dict[str, Any] = {
+        "method": "reline", "game": config.game, "models": config.models, "eval_episodes": config.eval_episodes,
+        "learner": "DQNConfig", "train_steps": dqn_config.total_timesteps, "table1": rows,
+        "training": curves, "phases_s": phases.wall_s, "wall_s": round(time.perf_counter() - start, 2),
+    }  # fmt: skip
+    (out_dir / "summary.json").write_text(json.dumps(reline._jsonable(summary), indent=2))
+    return summary
+
+
+def _random_policy():
+    return lambda params, obs, key: jax.random.randint(key, (), 0, 5)
+
+
+def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options):
+    """Trains one model through the host loop: ``(policy, params, training stats)``."""
+    with host_loop.host_game(config.game, num_envs=dqn_config.num_envs, seed=seed + 50_000, actors=config.actors, **game_options) as game:
+        trainer = dqn.make_agent(dqn_config, host_loop.spec_game(game, PIPELINE))
+        reward = None if agent == "rl-baseline" else (
+            lambda r, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
+        state, stats = phases.run(f"train {agent} {model}", lambda report: host_loop.train_dqn(
+            trainer, game, PIPELINE, hparams, key, dqn_config.total_timesteps, reward, seed=seed + 50_000, on_progress=report))  # fmt: skip
+    episodes = stats["episode_return"]
+    summary = {"episodes": int(episodes.size), "return_last_10_mean": float(episodes[-10:].mean()) if episodes.size else None,
+               "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if episodes.size else None}  # fmt: skip
+    return trainer.network, state.params, summary
+
+
+def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, writer, start, game_options):
+    """Plays ``eval_episodes`` episodes; each bug's first showing is written as a record at once."""
+    num_envs = config.actors or EVAL_GAMES
+
+    def on_bug(fields):
+        writer.write(BugRecord(
+            kind="low_fps", game=config.game, bug_id=fields["bug_id"], step=fields["step"], episode=fields["episode"],
+            seed=fields["seed"], env_index=fields["env_index"], actions=fields["actions"], position=fields["position"],
+            wall_s=round(time.perf_counter() - start, 3), detail=f"{agent} model {model}: gate bug {fields['bug_id']} showed",
+        ))  # fmt: skip
+
+    with host_loop.host_game(config.game, num_envs=num_envs, seed=seed, actors=config.actors, **game_options) as game:
+        return phases.run(f"evaluate {agent} {model}", lambda report: host_loop.play(
+            game, PIPELINE, policy, policy_params, config.eval_episodes, jax.random.fold_in(key, 1), seed=seed,
+            on_bug=on_bug, on_progress=report))  # fmt: skip
