@@ -204,9 +204,8 @@ class _CompileClock:
 # ----- 1. Ms. Pac-Man: raw envpool, the host loop, the XLA loop ------------------------------
 def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     import jax
-    import jax.numpy as jnp
 
-    from envs_bridge.ale import ALE_ACTIONS, MsPacmanEnv, XlaMsPacman
+    from envs_bridge.ale import ALE_ACTIONS, MsPacmanEnv
     from jgtest import host_loop
     from jgtest.envs.wrappers import ObservationPipeline
 
@@ -309,30 +308,8 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
         })  # fmt: skip
         return {PLAY: (wall, game.calls * n)}
 
-    # The XLA loop: xla_rollout's body, over one XlaMsPacman, jitted once (its constructor's reset is pending).
-    xla = XlaMsPacman(env)
-    xla_act = jax.vmap(random_policy, in_axes=(None, 0, 0))
-
-    @jax.jit
-    def rollout(handle, policy_params, key):
-        handle, frames, carry = xla.start(handle)
-        obs = pipeline.reset(frames)
-
-        def body(loop, k):
-            handle, obs, carry, totals = loop
-            action = xla_act(policy_params, obs, jax.random.split(k, n))
-            handle, frames, carry, tel, done, autoreset = xla.step(handle, carry, action)
-            obs = pipeline.push(obs, frames, autoreset)
-            totals = {
-                "game_reward": totals["game_reward"] + tel.game_reward.sum(),
-                "bugs_fired": totals["bugs_fired"] + tel.bugs_fired.sum(axis=0),
-                "episodes": totals["episodes"] + done.sum(),
-            }
-            return (handle, obs, carry, totals), None
-
-        totals = {"game_reward": jnp.float32(0), "bugs_fired": jnp.zeros(env.num_bugs, jnp.int32), "episodes": jnp.int32(0)}
-        (handle, _, _, totals), _ = jax.lax.scan(body, (handle, obs, carry, totals), jax.random.split(key, steps))
-        return handle, totals
+    # The XLA loop, built and jitted once (its constructor's reset is pending).
+    xla, rollout = host_loop.make_xla_rollout(env, pipeline, random_policy, steps)
 
     def xla_loop(seed, first=False):
         if not first:

@@ -20,7 +20,7 @@ from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 * :func:`train_dqn` — DQN training over a host game.
 * :func:`play` — episodes of a policy, padded like
   :func:`jgtest.rollout.play_episodes`' output, bug records as found.
-* :func:`xla_rollout` — Ms. Pac-Man's collection loop inside one ``jit``
+* :func:`make_xla_rollout` / :func:`xla_rollout` — Ms. Pac-Man's collection loop inside one ``jit``
   through envpool's XLA interface.
 """
 
@@ -249,18 +249,19 @@ def _pad_episodes(episodes, seed: int, info_keys) -> dict:
     return out
 
 
-def xla_rollout(game, pipeline: ObservationPipeline, policy, policy_params, key, num_steps: int):
-    """Ms. Pac-Man's collection loop in one ``jit`` over envpool's XLA handle.
+def make_xla_rollout(game, pipeline: ObservationPipeline, policy, num_steps: int):
+    """``(xla, rollout)``: Ms. Pac-Man's collection loop in one ``jit`` over envpool's XLA handle.
 
     ``game`` is an :class:`envs_bridge.ale.MsPacmanEnv`; ``policy`` as in
-    :func:`play`. Each of ``num_steps`` steps (all games at once) acts,
-    steps the game through the XLA custom call, reads the gates from RAM
+    :func:`play`. ``rollout(xla.handle, policy_params, key) -> (handle, totals)``
+    acts, steps the game through the XLA custom call, reads the gates from RAM
     (:func:`envs_bridge.ale.gates_at`, shared with the host path) and pushes
-    the frames through the pipeline, inside ``lax.scan``.
-
-    Returns:
-      dict: ``game_reward`` (sum over steps and games), ``bugs_fired`` (count
-      per gate) and ``episodes`` (episodes ended), as device arrays.
+    the frames through the pipeline, ``num_steps`` times (all games at once)
+    inside ``lax.scan``. It starts by receiving a pending reset: the
+    :class:`~envs_bridge.ale.XlaMsPacman` constructor's, or call
+    ``game.pool.async_reset()`` before calling it again. ``totals``:
+    ``game_reward`` (sum over steps and games), ``bugs_fired`` (count per gate)
+    and ``episodes`` (episodes ended), as device arrays.
     """
     from envs_bridge import ale
 
@@ -288,6 +289,12 @@ def xla_rollout(game, pipeline: ObservationPipeline, policy, policy_params, key,
         (handle, _, _, totals), _ = jax.lax.scan(body, (handle, obs, carry, totals), jax.random.split(key, num_steps))
         return handle, totals
 
+    return xla, rollout
+
+
+def xla_rollout(game, pipeline: ObservationPipeline, policy, policy_params, key, num_steps: int):
+    """One call of :func:`make_xla_rollout`'s loop (builds and compiles it: to time or repeat
+    the loop, build it once with :func:`make_xla_rollout`). Returns its ``totals``."""
+    xla, rollout = make_xla_rollout(game, pipeline, policy, num_steps)
     _, totals = rollout(xla.handle, policy_params, key)
     return totals
-
