@@ -12,6 +12,7 @@ import os
 import signal
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,6 +92,10 @@ def ray_session():
     start = time.monotonic()
     with warnings.catch_warnings():  # JAX warns of any fork; Ray's is subprocess's fork + exec
         warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+        # The toy game lives in this test module: actor processes must import it, and under
+        # pytest-xdist no script directory puts the repository on their path, so PYTHONPATH does.
+        root = str(Path(__file__).resolve().parents[2])
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"ray start-up: {time.monotonic() - start:.1f} s")
     yield
