@@ -4,12 +4,13 @@
 
 The issue's target: **the bridge's host loop costs at most 10% over raw envpool at
 the same batch (same run)**. It applies to the row ``host loop, lean`` below (the
-host loop's per-step work); its overhead is its time per step over raw envpool's,
-minus one, taken in each round from the two loops' interleaved chunks and reported
-as the median over rounds (``host_loop_overhead``; the row medians' ratio is shown too).
-Every rate is wall-clock env steps per second (a batch step of ``N`` games counts
-``N``), after a warm-up that absorbs compilation; each row is reported with its
-time per step over its baseline's (``× base``) and that ratio minus one (overhead).
+host loop's per-step work) and to the batch sweep; an overhead is the loop's time
+per step over raw envpool's, minus one, taken in each round from the two loops'
+interleaved chunks and reported as the median over rounds (the row medians' ratio
+is shown too). Every rate is wall-clock env steps per second (a batch step of ``N``
+games counts ``N``), after a warm-up that absorbs compilation; each row is
+reported with its time per step over its baseline's (``× base``) and that ratio
+minus one (overhead).
 
 1. **Ms. Pac-Man** (envpool ``MsPacman-v5``), ``N`` = 8 games, every row on an
    :class:`envs_bridge.ale.MsPacmanEnv` (so every row runs the very options
@@ -18,37 +19,41 @@ time per step over its baseline's (``× base``) and that ratio minus one (overhe
    * ``raw envpool`` (baseline): ``env.pool.step(ALE_ACTIONS[actions])`` with
      actions drawn by numpy, nothing else.
    * ``host loop, lean``: what :func:`jgtest.host_loop.play` does per step without
-     its per-episode bookkeeping: the jitted vmapped random policy ``act`` (keys
-     derived as ``play`` does, ``split(fold_in(key, t), N)``), actions to the host,
-     ``MsPacmanEnv.step`` (action check, RAM telemetry, gates, next-step
-     autoreset) and the jitted ``ObservationPipeline.push`` (frames to the
-     device, 4-frame stack). **The ≤10% target applies to this row.**
+     its per-episode bookkeeping: ``MsPacmanEnv.step`` (action check, RAM
+     telemetry, gates, next-step autoreset) and one jitted call,
+     :func:`jgtest.host_loop.make_player`'s ``advance`` (frames to the device,
+     the 4-frame stack, the step's keys ``split(fold_in(key, t), N)``, the
+     vmapped random policy), then the actions to the host.
    * ``host_loop.play``: ``play`` itself for a fixed number of episodes per call,
      steps counted by a thin proxy of the game; once as the whole call and once
-     without the time JAX spends re-tracing and compiling ``act``, ``reset`` and
-     ``push`` (``play`` jits them anew on every call; measured with
+     without the time JAX spends tracing and compiling (``make_player`` caches
+     its functions, so only the first call compiles; measured with
      ``jax.monitoring``'s compile events).
-   * ``XLA loop, compiled once``: :func:`jgtest.host_loop.xla_rollout`'s loop
+   * ``XLA loop, compiled once``: :func:`jgtest.host_loop.make_xla_rollout`'s loop
      (policy, envpool's XLA step, gates, pipeline in one ``lax.scan``), built
      here once over one :class:`envs_bridge.ale.XlaMsPacman` and called again
-     (``env.pool.async_reset()`` before each call), since ``xla_rollout`` makes
-     a new ``XlaMsPacman`` and a new jitted function, so compiles, on every call;
-     ``xla_rollout`` as called (its 2nd call, compile included) is a row too.
-   * diagnostics: ``host loop, lean, keys in jit``, the lean loop with the key
-     derivation moved inside ``act``'s ``jit`` (same keys, same actions); and
-     ``push+act in one jit``, that with ``push`` and ``act`` fused into one jitted
-     call per step (frames in, actions out): what changes to the host loop buy.
+     (``env.pool.async_reset()`` before each call); :func:`jgtest.host_loop.xla_rollout`
+     builds a new ``XlaMsPacman`` and a new jitted function, so compiles, on
+     every call: as called (its 2nd call, compile included) it is a row too.
 
    The rows are timed in rounds. In each, after fresh resets (untimed), the raw
    and lean loops run in turn, 25 steps (a chunk) at a time, the order rotated
    every chunk, each on a ``MsPacmanEnv`` of its own (same options) so that each
    keeps its games between chunks; the XLA loop and ``play`` run as whole calls
-   on a fifth; these three units are rotated each round. A row reports its median
-   over rounds; a lean loop's overhead is taken within each round (both loops
+   on a third; these three units are rotated each round. A row reports its median
+   over rounds; the lean loop's overhead is taken within each round (both loops
    shared the same seconds of the machine, which is shared and drifts) and
    reported as the median over rounds. A profile pass then times the lean loop's
-   phases one by one, blocking after each (key derivation, ``act``, actions to
-   host, ``pool.step``, the rest of ``MsPacmanEnv.step``, frames to device, ``push``).
+   phases one by one, blocking after each (actions to host, ``pool.step``, the
+   rest of ``MsPacmanEnv.step``, ``advance``).
+
+   **Batch sweep** (:func:`batch_sweep`): the raw and lean loops again at
+   ``N`` = 8, 32, 64, 128. The host loop's cost is about 1 ms a batch step
+   whatever ``N``: each step starts its JAX call and its numpy telemetry on caches
+   the emulator has just filled (the same ``device_put`` of 56 KB of frames takes
+   0.1 ms in a tight loop, 0.6–0.8 ms right after ``pool.step``, and so does one of
+   8 bytes), while envpool's step costs ≈ 0.5 ms per game here. So the target is a
+   matter of batch size: the sweep says from which ``N`` it holds.
 
 2. **SuperTuxKart** (``lighthouse``, 128×96 frames, ``GraphicsConfig.ld()``),
    each in a process of its own (``pystk2.init`` runs once per process), a fixed
@@ -74,7 +79,7 @@ time per step over its baseline's (``× base``) and that ratio minus one (overhe
 The JSON holds every row (``rows``), each section's rounds and settings, the lean
 loop's profile, machine and versions, the load average before and after
 (``loadavg``: the machine is shared), ``host_loop_overhead`` and
-``host_loop_within_target``.
+``host_loop_within_target`` (N = 8), ``batch_sweep`` and ``host_loop_within_target_at_batch``.
 """
 
 from __future__ import annotations
@@ -100,6 +105,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 TARGET = 0.10  # the issue: the host loop costs at most 10% over raw envpool
 BATCH = 8
+#: Batch sizes of the host-loop overhead sweep (batch_sweep).
+SWEEP = (8, 32, 64, 128)
 SEED = 0
 STK_TRACK = "lighthouse"
 STK_FRAME_SIZE = (96, 128)  # (height, width): 128×96, SuperTuxKartEnv's default
@@ -110,24 +117,22 @@ STK_THROTTLE = "throttle"
 # Names of the rows.
 RAW = "raw envpool"
 LEAN = "host loop, lean"
-LEAN_JIT_KEYS = "host loop, lean, keys in jit (diagnostic)"
-LEAN_FUSED = "host loop, lean, push+act in one jit (diagnostic)"
 PLAY = "host_loop.play, whole calls"
 PLAY_NO_JIT = "host_loop.play, per-call jit excluded"
 XLA = "XLA loop, compiled once"
 XLA_AS_CALLED = "host_loop.xla_rollout as called (2nd call)"
-GROUP = (RAW, LEAN, LEAN_JIT_KEYS, LEAN_FUSED)  # timed chunk by chunk in turn
+GROUP = (RAW, LEAN)  # timed chunk by chunk in turn
 STK_RAW = "raw pystk2"
 STK_BRIDGE = "SuperTuxKartEnv.step"
 STK_RAW_SAME = "raw pystk2 in the bridge's process"
 
 QUICK = dict(
-    rounds=3, steps=150, chunk=25, warmup=30, play_episodes=4, profile_steps=150,
+    rounds=3, steps=150, chunk=25, warmup=30, play_episodes=4, profile_steps=150, sweep_rounds=3, sweep_game_steps=3_000,
     stk_steps=100, stk_warmup=10, stk_rounds=1, stk_segments=2,
     farm_rounds=2, farm_steps=200, farm_warmup=20, stk_farm_steps=40, stk_farm_warmup=5,
 )  # fmt: skip
 FULL = dict(
-    rounds=9, steps=300, chunk=25, warmup=50, play_episodes=6, profile_steps=400,
+    rounds=9, steps=300, chunk=25, warmup=50, play_episodes=6, profile_steps=400, sweep_rounds=7, sweep_game_steps=12_000,
     stk_steps=300, stk_warmup=20, stk_rounds=3, stk_segments=6,
     farm_rounds=3, farm_steps=600, farm_warmup=30, stk_farm_steps=100, stk_farm_warmup=10,
 )  # fmt: skip
@@ -202,6 +207,99 @@ class _CompileClock:
 
 
 # ----- 1. Ms. Pac-Man: raw envpool, the host loop, the XLA loop ------------------------------
+def _raw_loop(game, ale_actions):
+    """``(reset, run)`` of raw envpool: ``run(k)`` times ``k`` ``pool.step`` calls with numpy's random actions."""
+    pool, rng, n = game.pool, np.random.default_rng(SEED), game.num_envs
+
+    def run(num_steps):
+        begin = time.perf_counter()
+        for _ in range(num_steps):
+            pool.step(ale_actions[rng.integers(0, 5, n)])
+        return time.perf_counter() - begin
+
+    return pool.reset, run
+
+
+def _lean_loop(game, start, advance, key):
+    """``(reset, run)`` of the lean host loop: per step ``MsPacmanEnv.step`` and ``play``'s one jitted
+    call (:func:`jgtest.host_loop.make_player`'s ``advance``), without ``play``'s bookkeeping."""
+    import jax
+
+    state = {"t": 0}  # play's step counter t (continued over chunks and rounds: new keys)
+
+    def reset():
+        frames, _ = game.reset(SEED)
+        state["obs"], state["action"] = jax.block_until_ready(start(None, frames, key))
+
+    def run(num_steps):
+        obs, action, t0 = state["obs"], state["action"], state["t"]
+        begin = time.perf_counter()
+        for t in range(t0 + 1, t0 + num_steps + 1):
+            frames, _, terminated, truncated, info = game.step(np.asarray(action))
+            obs, action = advance(None, obs, frames, info["autoreset"], key, t)
+        action = np.asarray(action)
+        state["obs"], state["action"], state["t"] = obs, action, t0 + num_steps
+        return time.perf_counter() - begin
+
+    return reset, run
+
+
+def _interleaved(loops: dict, r: int, steps: int, chunk: int) -> dict:
+    """Seconds of each loop for ``steps`` steps, run ``chunk`` steps at a time in turn (the order
+    rotated every chunk and round), each loop from a fresh reset."""
+    names = list(loops)
+    for reset, _ in loops.values():
+        reset()
+    seconds = dict.fromkeys(names, 0.0)
+    for c in range(steps // chunk):
+        for name in names[(r + c) % len(names) :] + names[: (r + c) % len(names)]:
+            seconds[name] += loops[name][1](chunk)
+    return seconds
+
+
+def batch_sweep(s: dict) -> list[dict]:
+    """The lean host loop against raw envpool at each batch size of ``SWEEP``: the paired overhead.
+
+    The host loop's cost per batch step is about 1 ms whatever ``N`` (one jitted call, the
+    telemetry's numpy work, each starting on caches the emulator has just filled), plus a little
+    per game; envpool's step costs ≈ 0.5 ms per game on these 2 cores. So the overhead falls as
+    ``N`` grows. Each ``N`` runs ``rounds`` rounds of ``sweep_game_steps`` game steps per loop,
+    interleaved in chunks of a tenth; the overhead is the median over rounds of the paired ratio.
+
+    Tried and left out: double-buffering two halves of the batch (envpool's ``send``/``recv``,
+    the host work on one half while the other steps) measured no better here (N=64: +11% against
+    +10%; N=128: +5.5% against +6%): envpool's step already keeps both cores ≈ 85% busy.
+    """
+    import jax
+
+    from envs_bridge.ale import ALE_ACTIONS, MsPacmanEnv
+    from jgtest import host_loop
+    from jgtest.envs.wrappers import ObservationPipeline
+
+    ale_actions, key, rows = np.asarray(ALE_ACTIONS, np.int32), jax.random.key(SEED), []
+    for n in SWEEP:
+        raw_game, lean_game = MsPacmanEnv(num_envs=n, seed=SEED), MsPacmanEnv(num_envs=n, seed=SEED)
+        start, advance = host_loop.make_player(random_policy, ObservationPipeline(size=lean_game.frame_shape[:2], num_frames=4), n)
+        loops = {RAW: _raw_loop(raw_game, ale_actions), LEAN: _lean_loop(lean_game, start, advance, key)}
+        steps = max(10, s["sweep_game_steps"] // n)
+        chunk = max(1, steps // 10)
+        steps = steps // chunk * chunk
+        _interleaved(loops, 0, max(2, steps // 5), 1)  # warm-up (compiles advance)
+        per_round = [_interleaved(loops, r, steps, chunk) for r in range(s["sweep_rounds"])]
+        paired = [x[LEAN] / x[RAW] - 1.0 for x in per_round]
+        raw_sps, lean_sps = (float(np.median([steps * n / x[name] for x in per_round])) for name in (RAW, LEAN))
+        rows.append({
+            "batch": n, "steps_per_round": steps, "raw_steps_per_s": raw_sps, "host_loop_steps_per_s": lean_sps,
+            "overhead_paired_rounds": paired, "overhead": float(np.median(paired)),
+            "host_loop_ms_per_batch_step": float(np.median([(x[LEAN] - x[RAW]) / steps * 1e3 for x in per_round])),
+            "within_target": bool(np.median(paired) <= TARGET),
+        })  # fmt: skip
+        print(f"  batch sweep N={n}: raw {raw_sps:,.0f}, host loop {lean_sps:,.0f} steps/s, overhead {np.median(paired):+.1%}", flush=True)
+        raw_game.close()
+        lean_game.close()
+    return rows
+
+
 def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     import jax
 
@@ -218,80 +316,13 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     ale_actions = np.asarray(ALE_ACTIONS, np.int32)
     key = jax.random.key(SEED)
     compile_clock = _CompileClock()
-    # What play builds: the vmapped policy and the pipeline, jitted.
-    act = jax.jit(jax.vmap(random_policy, in_axes=(None, 0, 0)))
-    start, observe = jax.jit(pipeline.reset), jax.jit(pipeline.push)
+    # What play runs each step: one jitted call (push the frames, derive the keys, act).
+    start, advance = host_loop.make_player(random_policy, pipeline, n)
 
-    @jax.jit
-    def act_keyed(params, obs, key, t):  # diagnostic: play's key derivation inside the jit
-        return jax.vmap(random_policy, in_axes=(None, 0, 0))(params, obs, jax.random.split(jax.random.fold_in(key, t), n))
-
-    @jax.jit
-    def push_act(params, obs, frames, fresh, key, t):  # diagnostic: one jitted call per step, frames in, actions out
-        obs = pipeline.push(obs, frames, fresh)
-        return obs, act_keyed(params, obs, key, t)
-
-    def raw_loop(game):
-        pool, rng = game.pool, np.random.default_rng(SEED)
-
-        def run(num_steps):
-            begin = time.perf_counter()
-            for _ in range(num_steps):
-                pool.step(ale_actions[rng.integers(0, 5, n)])
-            return time.perf_counter() - begin
-
-        return pool.reset, run
-
-    def lean_loop(game, mode):
-        state = {"t": 0}  # play's step counter t (continued over chunks and rounds: new keys)
-
-        def reset():
-            frames, _ = game.reset(SEED)
-            state["obs"] = start(frames).block_until_ready()
-            if mode == "fused":  # the first action; each later one comes out of push_act
-                state["action"] = np.asarray(act_keyed(None, state["obs"], key, state["t"]))
-                state["t"] += 1
-
-        def run(num_steps):
-            obs, t0 = state["obs"], state["t"]
-            begin = time.perf_counter()
-            if mode == "fused":
-                action = state["action"]
-                for t in range(t0, t0 + num_steps):
-                    frames, _, terminated, truncated, info = game.step(action)
-                    obs, action = push_act(None, obs, frames, info["autoreset"], key, t)
-                    action = np.asarray(action)
-                state["action"] = action
-            else:
-                for t in range(t0, t0 + num_steps):
-                    if mode == "keys in jit":
-                        action = np.asarray(act_keyed(None, obs, key, t))
-                    else:  # play's per-step work
-                        action = np.asarray(act(None, obs, jax.random.split(jax.random.fold_in(key, t), n)))
-                    frames, _, terminated, truncated, info = game.step(action)
-                    obs = observe(obs, frames, info["autoreset"])
-                obs.block_until_ready()
-            state["obs"], state["t"] = obs, t0 + num_steps
-            return time.perf_counter() - begin
-
-        return reset, run
-
-    loops = {
-        RAW: raw_loop(envs[RAW]),
-        LEAN: lean_loop(envs[LEAN], "play"),
-        LEAN_JIT_KEYS: lean_loop(envs[LEAN_JIT_KEYS], "keys in jit"),
-        LEAN_FUSED: lean_loop(envs[LEAN_FUSED], "fused"),
-    }
+    loops = {RAW: _raw_loop(envs[RAW], ale_actions), LEAN: _lean_loop(envs[LEAN], start, advance, key)}
 
     def group(r):
-        """The raw and lean loops, chunk by chunk in turn (order rotated each chunk), each from a fresh reset."""
-        for reset, _ in loops.values():
-            reset()
-        seconds = dict.fromkeys(GROUP, 0.0)
-        for c in range(steps // chunk):
-            for name in GROUP[(r + c) % len(GROUP) :] + GROUP[: (r + c) % len(GROUP)]:
-                seconds[name] += loops[name][1](chunk)
-        return {name: (seconds[name], steps * n) for name in GROUP}
+        return {name: (seconds, steps * n) for name, seconds in _interleaved(loops, r, steps, chunk).items()}
 
     play_calls = []
 
@@ -340,10 +371,10 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     median[PLAY_NO_JIT] = float(np.median(play_no_jit))
     paired = {
         name: [x["seconds"] / x["steps"] / (ra["seconds"] / ra["steps"]) - 1.0 for x, ra in zip(rounds[name], rounds[RAW])]
-        for name in (LEAN, LEAN_JIT_KEYS, LEAN_FUSED)
+        for name in (LEAN,)
     }
 
-    profile = profile_lean(env, env.pool, act, observe, start, key, n, s["profile_steps"], ale_actions)
+    profile = profile_lean(env, env.pool, start, advance, key, n, s["profile_steps"], ale_actions)
 
     # xla_rollout as the host loop offers it: a new XlaMsPacman and a new jit per call.
     as_called = []
@@ -363,13 +394,9 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
         _row(section, LEAN, n, total[LEAN], median[LEAN], RAW, base,
              note=f"the <= {TARGET:.0%} target applies here; paired rounds: {np.median(paired[LEAN]):+.1%}"),
         _row(section, PLAY, n, total[PLAY], median[PLAY], RAW, base, note=f"{s['play_episodes']} episodes/call, incl. per-call jit"),
-        _row(section, PLAY_NO_JIT, n, total[PLAY], median[PLAY_NO_JIT], RAW, base, note="play's re-trace/compile time subtracted"),
+        _row(section, PLAY_NO_JIT, n, total[PLAY], median[PLAY_NO_JIT], RAW, base, note="compile time subtracted (make_player caches: only the first call compiles)"),
         _row(section, XLA, n, total[XLA], median[XLA], RAW, base, note=f"{steps}-step lax.scan per call"),
         _row(section, XLA_AS_CALLED, n, steps * n, as_called_sps, RAW, base, note="re-jits every call"),
-        _row(section, LEAN_JIT_KEYS, n, total[LEAN_JIT_KEYS], median[LEAN_JIT_KEYS], RAW, base,
-             note=f"diagnostic; paired rounds: {np.median(paired[LEAN_JIT_KEYS]):+.1%}"),
-        _row(section, LEAN_FUSED, n, total[LEAN_FUSED], median[LEAN_FUSED], RAW, base,
-             note=f"diagnostic; paired rounds: {np.median(paired[LEAN_FUSED]):+.1%}"),
     ]
     details = {
         "batch": n,
@@ -382,8 +409,6 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
         "round_order": [_round_order(r) for r in range(s["rounds"])],
         "lean_overhead_paired_rounds": paired[LEAN],
         "lean_overhead_paired_median": float(np.median(paired[LEAN])),
-        "lean_keys_in_jit_overhead_paired_median": float(np.median(paired[LEAN_JIT_KEYS])),
-        "lean_fused_overhead_paired_median": float(np.median(paired[LEAN_FUSED])),
         "play_calls": play_calls,
         "xla_first_call_s": xla_compile_and_first_s,
         "xla_rollout_as_called_s": as_called,
@@ -400,38 +425,30 @@ def _round_order(r: int) -> list[str]:
     return units[r % 3 :] + units[: r % 3]
 
 
-def profile_lean(env, pool, act, observe, start, key, n, num_steps, ale_actions) -> dict:
+def profile_lean(env, pool, start, advance, key, n, num_steps, ale_actions) -> dict:
     """ms per step of each phase of the lean host loop, each phase blocked on before the next, and of a
     raw ``pool.step`` run right after (same pass)."""
     import jax
 
-    phases = ("key derivation (eager split(fold_in))", "act (jitted, vmapped)", "actions to host",
-              "pool.step (envpool)", "MsPacmanEnv.step minus pool.step", "frames to device",
-              "pipeline push (jitted)")  # fmt: skip
+    phases = ("advance (jitted: frames in, push, keys, act)", "actions to host", "pool.step (envpool)",
+              "MsPacmanEnv.step minus pool.step")  # fmt: skip
     spent = dict.fromkeys(phases, 0.0)
     timed = _TimedPool(pool)
     frames, _ = env.reset(SEED)
-    obs = start(frames).block_until_ready()
+    obs, action = jax.block_until_ready(start(None, frames, key))
     env._pool = timed  # the profile only: MsPacmanEnv steps through the timing proxy
     try:
-        for t in range(num_steps):
+        for t in range(1, num_steps + 1):
             t0 = time.perf_counter()
-            keys = jax.random.split(jax.random.fold_in(key, 10**6 + t), n).block_until_ready()
+            taken = np.asarray(action)
             t1 = time.perf_counter()
-            action_dev = act(None, obs, keys).block_until_ready()
-            t2 = time.perf_counter()
-            action = np.asarray(action_dev)
-            t3 = time.perf_counter()
             before = timed.seconds
-            frames, _, _, _, info = env.step(action)
-            t4 = time.perf_counter()
+            frames, _, _, _, info = env.step(taken)
+            t2 = time.perf_counter()
             pool_s = timed.seconds - before
-            frames_dev, fresh_dev = jax.device_put((frames, info["autoreset"]))
-            jax.block_until_ready((frames_dev, fresh_dev))
-            t5 = time.perf_counter()
-            obs = observe(obs, frames_dev, fresh_dev).block_until_ready()
-            t6 = time.perf_counter()
-            for phase, seconds in zip(phases, (t1 - t0, t2 - t1, t3 - t2, pool_s, t4 - t3 - pool_s, t5 - t4, t6 - t5)):
+            obs, action = jax.block_until_ready(advance(None, obs, frames, info["autoreset"], key, 10**6 + t))
+            t3 = time.perf_counter()
+            for phase, seconds in zip(phases, (t3 - t2, t1 - t0, pool_s, t2 - t1 - pool_s)):
                 spent[phase] += seconds
     finally:
         env._pool = pool
@@ -723,6 +740,8 @@ def main(argv=None) -> dict:
     load_before = os.getloadavg()
     print(f"Ms. Pac-Man, N={BATCH}: {settings['rounds']} rounds of {settings['steps']} batch steps per row", flush=True)
     pacman_rows, pacman = mspacman_section(settings)
+    print(f"Ms. Pac-Man, host loop vs raw envpool at N = {', '.join(map(str, SWEEP))}", flush=True)
+    sweep = batch_sweep(settings)
     print("SuperTuxKart: one process per run", flush=True)
     stk_rows, stk = stk_section(settings)
     print("Ray game farms", flush=True)
@@ -739,6 +758,11 @@ def main(argv=None) -> dict:
         f"\nHost loop (lean) vs raw envpool at N={BATCH}: {overhead:+.1%} (median over rounds of the interleaved chunks' ratio), "
         f"{lean['overhead']:+.1%} from the rows' medians; target <= {TARGET:.0%}: {'met' if within else 'NOT met'}."
     )
+    print("Host loop vs raw envpool by batch size (paired rounds):")
+    for row in sweep:
+        print(f"  N={row['batch']:4d}: raw {row['raw_steps_per_s']:7,.0f}  host loop {row['host_loop_steps_per_s']:7,.0f} steps/s  "
+              f"overhead {row['overhead']:+6.1%} ({row['host_loop_ms_per_batch_step']:.2f} ms per batch step)  "
+              f"{'within' if row['within_target'] else 'over'} {TARGET:.0%}")
     print(f"Lean loop's phases, blocking after each ({profile['steps']} steps; ms per batch step):")
     for phase, ms in profile["ms_per_batch_step"].items():
         print(f"  {phase:40s} {ms:7.3f}")
@@ -771,6 +795,8 @@ def main(argv=None) -> dict:
         "host_loop_overhead": overhead,
         "host_loop_overhead_from_row_medians": lean["overhead"],
         "host_loop_within_target": bool(within),
+        "batch_sweep": sweep,
+        "host_loop_within_target_at_batch": [row["batch"] for row in sweep if row["within_target"]],
         "rows": rows,
         "mspacman": pacman,
         "supertuxkart": stk,

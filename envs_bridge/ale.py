@@ -42,14 +42,15 @@ recorded them (envpool seeds game ``i`` with ``seed + i``).
 
 :func:`xla_step` is the same step as a pure JAX function over envpool's XLA
 handle (``env.xla()``), so an agent's whole collection loop can run inside
-one ``jit`` (:func:`jgtest.host_loop.xla_collect`).
+one ``jit`` (:func:`jgtest.host_loop.make_xla_rollout`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from envs_bridge.protocol import HostEnv, check_frames, host_telemetry
+from envs_bridge.protocol import HostEnv, check_frames
+from jgtest.types import Telemetry
 
 #: RELINE's actions (§3.1.2) in its order, and ALE's minimal-set ids for them.
 ACTION_NAMES = ("up", "right", "down", "left", "noop")
@@ -81,6 +82,14 @@ def gates_at(x, y):
 def position_cell(x, y):
     """Coverage cell of a RAM position (8×8-pixel squares), numpy or jax."""
     return (y // CELL_PIXELS) * CELLS_PER_ROW + x // CELL_PIXELS
+
+
+#: :func:`gates_at` and :func:`position_cell` tabulated over the 256 × 256 RAM positions, indexed
+#: ``[x, y]``: the host path reads both with one lookup each (its per-step numpy work is a fixed
+#: cost of every step, see benchmarks/bridge_throughput.py).
+_X, _Y = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+GATES_TABLE = np.stack(gates_at(_X, _Y), axis=-1)
+CELL_TABLE = position_cell(_X, _Y).astype(np.int32)
 
 
 class MsPacmanEnv(HostEnv):
@@ -121,6 +130,8 @@ class MsPacmanEnv(HostEnv):
         )  # fmt: skip
         self._ale_actions = np.asarray(ALE_ACTIONS, np.int32)
         self._pool, self._seed = None, None
+        self._zeros, self._false = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool)
+        self._zeros.flags.writeable = self._false.flags.writeable = False  # shared by every step's telemetry
         self._build(seed)
 
     def _build(self, seed: int) -> None:
@@ -136,16 +147,17 @@ class MsPacmanEnv(HostEnv):
         return self._pool
 
     def _frames(self, obs) -> np.ndarray:
-        return check_frames(np.moveaxis(obs, 1, -1), (self.num_envs, *self.frame_shape), self.name)
+        # envpool's [N, 1, H, W] as [N, H, W, 1]: a reshape keeps the view C-contiguous with plain
+        # strides (moveaxis gives the size-1 axis a stride JAX copies slowly, +0.1 ms a step).
+        return check_frames(obs.reshape(len(obs), *self.frame_shape), (self.num_envs, *self.frame_shape), self.name)
 
     def _observe(self, ram, reward_dots, autoreset, info) -> dict:
-        x, y = ram[:, RAM_X].astype(np.int32), ram[:, RAM_Y].astype(np.int32)
-        inside = np.stack(gates_at(x, y), axis=-1) & ~autoreset[:, None]
-        fired = inside & ~self._found
+        x, y = ram[:, RAM_X], ram[:, RAM_Y]
+        fired = GATES_TABLE[x, y] & ~autoreset[:, None] & ~self._found
         self._found |= fired
-        telemetry = host_telemetry(
-            position=np.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired,
-            game_reward=reward_dots, frame_time_ms=np.zeros(self.num_envs), crashed=np.zeros(self.num_envs, bool),
+        telemetry = Telemetry(
+            position=ram[:, [RAM_X, RAM_Y]].astype(np.float32), cell=CELL_TABLE[x, y], bugs_fired=fired,
+            game_reward=reward_dots, frame_time_ms=self._zeros, crashed=self._false,
         )  # fmt: skip
         return {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"]}
 

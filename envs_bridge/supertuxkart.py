@@ -212,6 +212,8 @@ class SuperTuxKartEnv(HostEnv):
         self.frame_shape = (height, width, 3)
         self.map_shape = buckets
         self.num_cells = buckets[0] * buckets[1]
+        #: Centering units: the road's edge, and the span the cells cover (±1.5 θ, KartTrack's).
+        self.road_half_width, self.centering_span = HALF_WIDTH, 1.5 * THETA
         self.frames_per_step = int(frames_per_step)
         self.step_seconds = self.frames_per_step * round(pystk2.RaceConfig().step_size, 6)
         self.max_steps_in_episode = max(1, math.ceil(max_seconds / self.step_seconds - 1e-6))
@@ -281,7 +283,7 @@ class SuperTuxKartEnv(HostEnv):
     def _observe(self, frame, reward, delta, centering, xz, frame_ms, autoreset) -> tuple[np.ndarray, dict]:
         length = self.track_length
         n_path, n_cent = self.map_shape
-        span = 1.5 * THETA
+        span = self.centering_span
         row = _buckets(self._path_done % length, 0.0, length, n_path)
         cell = row * n_cent + _buckets(centering, -span, span, n_cent)
         history = self._history

@@ -221,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")
     run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU)")
     run.add_argument("--actors", type=int, default=0, help="reline on a bridged game: a Ray game farm of N actors (default: in process)")
+    for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
+        run.add_argument(flag, type=int, default=None, help=f"reline on a kart: {field.replace('_', ' ')} (default: the paper's)")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -260,6 +262,7 @@ def _run_reline(args) -> int:
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
             game_kwargs=tuple(sorted(_parse_game_args(args.game_arg).items())), actors=args.actors,
+            **{f: getattr(args, f) for f in ("threshold_episodes", "warmup_episodes", "replays") if getattr(args, f) is not None},
         )  # fmt: skip
         if config.game not in reline.HOST_GAMES:
             jgtest.make(config.game, **dict(config.game_kwargs))
@@ -269,10 +272,15 @@ def _run_reline(args) -> int:
     learn = reline.learner(config)
     budget = getattr(learn.config, "total_timesteps", None)
     budget = f"{budget:,} steps" if budget else f"{learn.config.num_iterations * learn.config.episodes_per_iter:,} episodes"
+    episodes = f"{config.eval_episodes:,} evaluation episodes per model"
+    if config.game in reline.HOST_GAMES and config.game in reline.KART_GAMES:
+        from jgtest.methods import reline_stk
+
+        episodes = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in reline_stk.settings(config).items())
     console = Console(stderr=True)
     console.print(
         f"RELINE on {config.game}: {', '.join(config.agents)}; {config.models} model(s) per agent, "
-        f"{type(learn.config).__name__} trained for {budget} each, {config.eval_episodes:,} evaluation episodes per model"
+        f"{type(learn.config).__name__} trained for {budget} each; {episodes}"
     )
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=args.quiet) as progress:
@@ -301,10 +309,17 @@ def _run_reline(args) -> int:
         paper = reline.PAPER_KART
         for agent, row in summary["low_fps"].items():
             table.add_row(
-                agent, f"{row['count']} ({paper['points'][agent]})", str(row["spots_found"]),
+                agent, f"{row['count']} ({paper['points'][agent]})", str(row.get("spots_found", "—")),
                 f"{row['visits_per_1000_episodes']:.0f} ({paper['visits_per_point'][agent]})",
             )  # fmt: skip
         Console().print(table)
+        replay = summary.get("replay_reliability") or {}
+        if "per_section" in replay:  # the real kart: the replayed laps, by step and by section
+            by = {k: replay[k] for k in ("per_step", "per_section") if replay[k]}
+            print(f"replayed {replay['per_step']['replays']} times ({replay['replayed_steps']} steps, lap completed: "
+                  f"{replay['lap_completed']}): Spearman rho " + "; ".join(
+                      f"{k.replace('_', ' ')} min {v['rho_min']:.2f} median {v['rho_median']:.2f}" for k, v in by.items())
+                  + f" (paper, per step over 300: min {paper['replay']['rho_min']}, median {paper['replay']['rho_median']})")  # fmt: skip
     print(f"wrote {out}: bugs.jsonl, summary.json, {'table1.json' if 'table1' in summary else 'low_fps.json and plots'}")
     return 0
 

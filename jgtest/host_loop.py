@@ -26,7 +26,7 @@ from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable
 
 import jax
@@ -98,8 +98,9 @@ def _subset(tree, rows: np.ndarray):
 
 def train_dqn(
     agent, game: HostEnv, pipeline: ObservationPipeline, hparams, key, num_steps: int,
-    reward: Callable[[np.ndarray, dict], np.ndarray] | None = None, seed: int = 0,
-    on_progress: Callable[[int, int], None] | None = None,
+    reward: Callable[[np.ndarray, np.ndarray, dict], np.ndarray] | None = None, seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None, *, state=None, behaviour=None,
+    max_episodes: int | None = None, record_frame_times: bool = False,
 ):  # fmt: skip
     """Trains a DQN agent (:func:`jgtest.agents.dqn.make_agent`) on a host game.
 
@@ -114,19 +115,28 @@ def train_dqn(
       hparams: ``DQNHyperparams``.
       key: PRNG key (network init, exploration, replay sampling).
       num_steps: environment steps in total (over all games).
-      reward: ``(game_reward, info) -> float32[N]``, the training reward
-        (default: the game's).
+      reward: ``(game_reward, terminated, info) -> float32[N]``, the training
+        reward, called on every step, ``autoreset`` ones included (default: the game's).
       seed: the game's reset seed.
       on_progress: ``(steps done, num_steps)`` after every 1,000 steps.
+      state: a ``DQNState`` to continue from (its replay buffer, counters and
+        networks; the game is reset and its observations replace the state's).
+      behaviour: ``(policy, params)``: the actions come from
+        ``policy(params, obs, key)`` (vmapped) instead of the agent's, which
+        still learns from them, off-policy (RELINE's warm-up, §4.1.3).
+      max_episodes: stop after this many episodes too.
+      record_frame_times: also return ``frame_time_ms``, the telemetry's frame
+        time of every step learned from.
 
     Returns:
-      ``(final DQNState, dict of per-episode training returns and bug counts)``.
+      ``(final DQNState, dict)``: per-episode ``episode_return`` (the training
+      reward) and ``episode_bugs``, and ``frame_time_ms`` when asked.
     """
     from jgtest.agents.dqn import epsilon_at
 
     if game.num_envs != agent.config.num_envs:
         raise ValueError(f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}")
-    reward = reward or (lambda r, info: r)
+    reward = reward or (lambda r, terminated, info: r)
     start, observe = jax.jit(pipeline.reset), jax.jit(pipeline.push)
 
     # The state is donated so the replay buffer is updated in place (a copy of a 10k buffer of
@@ -136,24 +146,42 @@ def train_dqn(
         state, metrics = agent.learn(state, items, key, hparams)
         return state.replace(obs=items["next_obs"]), metrics
 
+    # Only what acting reads goes in: a jitted function returning the state would return its
+    # replay buffer too, and XLA copies an undonated input it returns (≈ 170 ms a step for a
+    # 10k buffer of 84x84x4 frames, where acting costs ≈ 1 ms).
     @jax.jit
+    def choose_agent(params, obs, key, timesteps, hparams):
+        key, k_act, k_sample = jax.random.split(key, 3)
+        return key, agent.act(params, obs, k_act, epsilon_at(timesteps, hparams)), k_sample
+
     def choose(state, hparams):
-        key, k_act, k_sample = jax.random.split(state.key, 3)
-        action = agent.act(state.params, state.obs, k_act, epsilon_at(state.timesteps, hparams))
+        key, action, k_sample = choose_agent(state.params, state.obs, state.key, state.timesteps, hparams)
         return state.replace(key=key), action, k_sample
 
+    if behaviour is not None:
+        behaviour_policy, behaviour_params = behaviour
+        act_behaviour = jax.jit(jax.vmap(behaviour_policy, in_axes=(None, 0, 0)))
+        choose_learner = choose
+
+        def choose(state, hparams):
+            state, _, k_sample = choose_learner(state, hparams)
+            keys = jax.random.split(jax.random.fold_in(k_sample, 1), game.num_envs)
+            return state, act_behaviour(behaviour_params, state.obs, keys), k_sample
+
     frames, _ = game.reset(seed)
-    state = jax.jit(agent.init_learner)(key, start(frames), hparams)
-    returns, bugs, running_return, running_bugs = [], [], np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
+    state = jax.jit(agent.init_learner)(key, start(frames), hparams) if state is None else state.replace(obs=start(frames))
+    returns, bugs, times = [], [], []
+    running_return, running_bugs = np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
     done_steps, every = 0, max(1_000, game.num_envs)
-    while done_steps < num_steps:
+    while done_steps < num_steps and (max_episodes is None or len(returns) < max_episodes):
         state, action, k_sample = choose(state, hparams)
         action = np.asarray(action)
         frames, game_reward, terminated, truncated, info = game.step(action)
         valid = ~info["autoreset"]
         next_obs = observe(state.obs, frames, info["autoreset"])
+        train_reward = np.asarray(reward(game_reward, terminated, info), np.float32)
         items = {
-            "obs": state.obs, "action": action.astype(np.int32), "reward": np.asarray(reward(game_reward, info), np.float32),
+            "obs": state.obs, "action": action.astype(np.int32), "reward": train_reward,
             "terminated": np.asarray(terminated, bool), "next_obs": next_obs,
         }  # fmt: skip
         if valid.all():
@@ -161,7 +189,9 @@ def train_dqn(
         elif valid.any():
             state, _ = learn(state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams)
         state = state.replace(obs=next_obs)
-        running_return = np.where(valid, running_return + game_reward, 0.0)
+        if record_frame_times:
+            times.append(info["telemetry"].frame_time_ms[valid])
+        running_return = np.where(valid, running_return + train_reward, 0.0)
         running_bugs = np.where(valid[:, None], running_bugs | info["telemetry"].bugs_fired, False)
         for i in np.flatnonzero(valid & (terminated | truncated)):
             returns.append(float(running_return[i]))
@@ -169,7 +199,42 @@ def train_dqn(
         before, done_steps = done_steps, done_steps + int(valid.sum())
         if on_progress is not None and done_steps // every > before // every:
             on_progress(min(done_steps, num_steps), num_steps)
-    return state, {"episode_return": np.asarray(returns), "episode_bugs": np.asarray(bugs, np.int32)}
+    stats = {"episode_return": np.asarray(returns), "episode_bugs": np.asarray(bugs, np.int32)}
+    if record_frame_times:
+        stats["frame_time_ms"] = np.concatenate(times) if times else np.zeros(0, np.float32)
+    return state, stats
+
+
+@lru_cache(maxsize=32)
+def make_player(policy, pipeline: ObservationPipeline, num_envs: int) -> tuple[Callable, Callable]:
+    """``(start, advance)``: :func:`play`'s per-step device work, each one jitted call.
+
+    ``start(params, frames, key) -> (obs, action)`` begins the stacks with the
+    reset frames and picks step 0's actions; ``advance(params, obs, frames,
+    autoreset, key, t) -> (obs, action)`` pushes step ``t − 1``'s frames
+    (restarting the stacks of ``autoreset`` games) and picks step ``t``'s
+    actions. Step ``t``'s keys are ``split(fold_in(key, t), num_envs)``, made
+    inside the call: one dispatch per step, frames in and actions out (the
+    key derivation alone cost ≈ 0.9 ms a step eagerly). Built once per
+    ``(policy, pipeline, num_envs)`` (cached), so repeated :func:`play` calls
+    do not re-trace.
+    """
+    act = jax.vmap(policy, in_axes=(None, 0, 0))
+
+    def choose(params, obs, key, t):
+        return act(params, obs, jax.random.split(jax.random.fold_in(key, t), num_envs))
+
+    @jax.jit
+    def start(params, frames, key):
+        obs = pipeline.reset(frames)
+        return obs, choose(params, obs, key, 0)
+
+    @jax.jit
+    def advance(params, obs, frames, autoreset, key, t):
+        obs = pipeline.push(obs, frames, autoreset)
+        return obs, choose(params, obs, key, t)
+
+    return start, advance
 
 
 def play(
@@ -179,74 +244,101 @@ def play(
 ) -> dict:  # fmt: skip
     """Plays ``num_episodes`` episodes of ``policy(params, obs, key) -> action`` (one observation).
 
-    The policy is vmapped over the games and jitted. Returns, like
+    The policy is vmapped over the games and jitted with the pipeline, one
+    call per step (:func:`make_player`). Returns, like
     :func:`jgtest.rollout.play_episodes`, ``[E, T]`` arrays (``T`` the longest
     episode): ``actions``, ``valid``, ``telemetry`` (a :class:`Telemetry`) and
-    ``info_keys``; plus ``seed`` and ``env_index`` and ``episode`` per episode
+    ``info_keys``; plus ``seed``, ``env_index`` and ``episode`` per episode
     (where it was played: the game's reset seed, slot and that slot's episode
-    count). ``on_bug(fields)`` is called the first time each injected bug
-    shows in this call, at once, with the fields of a bug record (``bug_id``,
-    ``step``, ``episode``, ``env_index``, ``seed``, ``actions``, ``position``).
+    count), in the order the episodes ended. ``on_bug(fields)`` is called the
+    first time each injected bug shows in this call, at once, with the fields
+    of a bug record (``bug_id``, ``step``, ``episode``, ``env_index``,
+    ``seed``, ``actions``, ``position``). The steps are kept as the game
+    returns them, batched, and cut per game only when an episode ends or a
+    bug shows.
     """
-    act = jax.jit(jax.vmap(policy, in_axes=(None, 0, 0)))
-    start, observe = jax.jit(pipeline.reset), jax.jit(pipeline.push)
-    n = game.num_envs
+    start, advance = make_player(policy, pipeline, game.num_envs)
     frames, _ = game.reset(seed)
-    obs = start(frames)
-    slot_episode = np.zeros(n, np.int64)
-    steps = [[] for _ in range(n)]  # per slot: the running episode's steps
-    episodes, seen = [], np.zeros(game.num_bugs, bool)
-    t = 0
+    obs, action = start(policy_params, frames, key)
+    history = _StepHistory(game.num_envs)
+    seen = np.zeros(game.num_bugs, bool)
+    episodes, t = [], 0
     while len(episodes) < num_episodes:
-        action = np.asarray(act(policy_params, obs, jax.random.split(jax.random.fold_in(key, t), n)))
-        frames, _, terminated, truncated, info = game.step(action)
-        obs = observe(obs, frames, info["autoreset"])
-        tel = info["telemetry"]
-        for i in range(n):
-            if info["autoreset"][i]:
-                continue
-            record = {"action": int(action[i]), "telemetry": jax.tree.map(lambda x: x[i], tel)}
-            record.update({k: np.asarray(info[k])[i] for k in info_keys})
-            steps[i].append(record)
-            for bug in np.flatnonzero(tel.bugs_fired[i] & ~seen):
-                seen[bug] = True
-                if on_bug is not None:
-                    on_bug({
-                        "bug_id": int(bug), "step": len(steps[i]) - 1, "episode": int(slot_episode[i]), "env_index": i,
-                        "seed": seed, "actions": tuple(s["action"] for s in steps[i]),
-                        "position": tuple(float(p) for p in tel.position[i]),
-                    })  # fmt: skip
-            if terminated[i] or truncated[i]:
-                if len(episodes) < num_episodes:
-                    episodes.append((i, int(slot_episode[i]), steps[i]))
-                    if on_progress is not None:
-                        on_progress(len(episodes), num_episodes)
-                steps[i], slot_episode[i] = [], slot_episode[i] + 1
+        taken = np.asarray(action)
+        frames, _, terminated, truncated, info = game.step(taken)
         t += 1
-    return _pad_episodes(episodes, seed, info_keys)
+        obs, action = advance(policy_params, obs, frames, info["autoreset"], key, t)
+        tel, live = info["telemetry"], ~info["autoreset"]
+        history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
+        for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
+            if seen[bug]:
+                continue
+            seen[bug] = True
+            if on_bug is not None:
+                actions = history.episode(i)["actions"]
+                on_bug({
+                    "bug_id": int(bug), "step": len(actions) - 1, "episode": history.count[i], "env_index": int(i),
+                    "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[i]),
+                })  # fmt: skip
+        for i in np.flatnonzero(live & (terminated | truncated)):
+            if len(episodes) < num_episodes:
+                episodes.append((int(i), history.count[i], history.episode(i)))
+                if on_progress is not None:
+                    on_progress(len(episodes), num_episodes)
+            history.end_episode(i)
+    return _pad_episodes(episodes, seed)
 
 
-def _pad_episodes(episodes, seed: int, info_keys) -> dict:
-    """``[E, T]`` arrays of the episodes' steps, padded with zeros (``valid`` false)."""
-    length = max(len(steps) for _, _, steps in episodes)
+class _StepHistory:
+    """The steps of each game's running episode, kept batched as the game returns them.
 
-    def padded(get):
-        rows = []
-        for _, _, steps in episodes:
-            values = np.stack([np.asarray(get(s)) for s in steps])
-            rows.append(np.concatenate([values, np.zeros((length - len(steps), *values.shape[1:]), values.dtype)]))
-        return np.stack(rows)
+    ``append`` stores a step's ``[N]`` arrays as they are (no per-game work);
+    ``episode(i)`` cuts game ``i``'s running episode out of them; ``end_episode(i)``
+    starts its next one. Steps no running episode needs are dropped.
+    """
 
-    out = {
-        "actions": padded(lambda s: s["action"]).astype(np.int32),
-        "valid": np.stack([np.arange(length) < len(steps) for _, _, steps in episodes]),
-        "telemetry": Telemetry(**{f: padded(lambda s, f=f: getattr(s["telemetry"], f)) for f in Telemetry.__dataclass_fields__}),
+    def __init__(self, num_envs: int):
+        self.steps: list[tuple] = []  # (actions, telemetry, extras) per step, batched
+        self.offset = 0  # global index of steps[0]
+        self.first = np.zeros(num_envs, np.int64)  # global index of each game's episode start
+        self.count = [0] * num_envs  # episodes each game has ended
+
+    def append(self, actions, telemetry: Telemetry, extras: dict, live: np.ndarray) -> None:
+        index = self.offset + len(self.steps)
+        self.steps.append((actions, telemetry, extras))
+        self.first[~live] = index + 1  # an autoreset step belongs to no episode
+        if len(self.steps) >= 1024 and self.first.min() - self.offset >= 512:
+            drop = int(self.first.min() - self.offset)
+            del self.steps[:drop]
+            self.offset += drop
+
+    def episode(self, i: int) -> dict:
+        """Game ``i``'s running episode so far: ``actions``, ``telemetry`` and the extras, ``[T, ...]``."""
+        rows = self.steps[int(self.first[i]) - self.offset :]
+        tel = Telemetry(**{f: np.stack([getattr(r[1], f)[i] for r in rows]) for f in Telemetry.__dataclass_fields__})
+        extras = {k: np.stack([r[2][k][i] for r in rows]) for k in rows[0][2]}
+        return {"actions": np.asarray([r[0][i] for r in rows], np.int32), "telemetry": tel, **extras}
+
+    def end_episode(self, i: int) -> None:
+        self.first[i] = self.offset + len(self.steps)
+        self.count[i] += 1
+
+
+def _pad_episodes(episodes: list[tuple[int, int, dict]], seed: int) -> dict:
+    """``[E, T]`` arrays of the ``(game, episode, steps)`` episodes, padded with zeros (``valid`` false)."""
+    length = max(len(steps["actions"]) for _, _, steps in episodes)
+
+    def padded(values: np.ndarray) -> np.ndarray:
+        return np.concatenate([values, np.zeros((length - len(values), *values.shape[1:]), values.dtype)])
+
+    columns = jax.tree.map(lambda *rows: np.stack([padded(r) for r in rows]), *[steps for _, _, steps in episodes])
+    return {
+        **columns,
+        "valid": np.stack([np.arange(length) < len(steps["actions"]) for _, _, steps in episodes]),
         "seed": np.full(len(episodes), seed),
         "env_index": np.asarray([i for i, _, _ in episodes]),
         "episode": np.asarray([e for _, e, _ in episodes]),
     }
-    out.update({k: padded(lambda s, k=k: s[k]) for k in info_keys})
-    return out
 
 
 def make_xla_rollout(game, pipeline: ObservationPipeline, policy, num_steps: int):

@@ -23,6 +23,10 @@ same learner on the game reward only) and a **random** agent:
   exposes the game's internals and the heavy spot in view, where the paper's
   agent saw four 200x150 screenshots; the SuperTuxKart bridge gives pixels),
   2,300 training episodes in the paper.
+* The real games, through the host loop: Ms. Pac-Man (ALE, :mod:`jgtest.methods.reline_host`,
+  Table 1) and SuperTuxKart (pystk2, :mod:`jgtest.methods.reline_stk`: the kart
+  experiment with real render times, the warm-up inside RELINE's training as the
+  paper, and the replay check by track section).
 
 The experiment (:func:`run`): N models per learning agent trained **vmapped**
 (one compiled program for all), each evaluated on ``eval_episodes`` episodes
@@ -75,7 +79,9 @@ from jgtest.rollout import play_episodes, replay_trace
 
 GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
 #: The real games, through the host loop (:mod:`jgtest.methods.reline_host`).
-HOST_GAMES = ("ale:MsPacman",)
+HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
+#: The kart games, on device and real: calibration, low-FPS points, no Table 1.
+KART_GAMES = ("KartTrack-v0", "supertuxkart:lighthouse")
 AGENTS = ("reline", "rl-baseline", "random")
 
 #: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
@@ -161,8 +167,14 @@ class RelineConfig:
             raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
         if self.actors < 0 or (self.actors and self.game in GAMES):
             raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
-        if self.models is None:
-            object.__setattr__(self, "models", 1 if self.game == "KartTrack-v0" else 10)
+        if self.actors and self.game in KART_GAMES:
+            raise ValueError(
+                f"{self.game}'s campaign runs its race in this process (actors=0): RELINE's kart reward and the "
+                "stuck rule read the race's path_done and centering, which a game farm does not carry"
+            )
+        if self.models is None:  # the paper's (10 models, 1 on the kart); a quick real game: 1
+            quick_real = self.quick and self.game in HOST_GAMES
+            object.__setattr__(self, "models", 1 if self.game in KART_GAMES or quick_real else 10)
         unknown = [a for a in self.agents if a not in AGENTS]
         if unknown or not self.agents:
             raise ValueError(f"unknown RELINE agent(s) {unknown or list(self.agents)}; choose from {', '.join(AGENTS)}")
@@ -178,7 +190,7 @@ class RelineConfig:
             raise ValueError(f"RelineConfig.train_load_scale must be positive, got {self.train_load_scale}")
         if self.train_steps is not None and self.train_steps < 1:
             raise ValueError(f"RelineConfig.train_steps must be positive, got {self.train_steps}")
-        if self.game == "KartTrack-v0" and "reline" in self.agents and "rl-baseline" not in self.agents:
+        if self.game in KART_GAMES and "reline" in self.agents and "rl-baseline" not in self.agents:
             raise ValueError("the kart's RELINE needs rl-baseline: its threshold comes from the trained rl-baseline (§4.1.3)")
 
 
@@ -373,28 +385,40 @@ def cell_centres(env, params, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return (rows + 0.5) * length / n_path, -span + (cols + 0.5) * 2 * span / n_cent
 
 
-def low_fps_analysis(env, params, threshold_ms: float, outs: dict[str, dict]) -> dict:
-    """Low-FPS points per agent and the comparisons of §4.1.3 (render times at the points)."""
+def low_fps_analysis(
+    num_cells: int, centres: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], threshold_ms: float,
+    outs: dict[str, dict], spots: Callable[[np.ndarray, np.ndarray], list[int]] | None = None,
+) -> dict:  # fmt: skip
+    """Low-FPS points per agent and the comparisons of §4.1.3 (render times at the points).
+
+    Args:
+      num_cells: the game's cell count (``telemetry.cell`` range).
+      centres: cells → ``(path_done, centering)`` of their centres (the twin's
+        :func:`cell_centres`, the real game's bucket centres).
+      threshold_ms: ``t``.
+      outs: per agent, evaluation episodes (``telemetry``, ``valid``).
+      spots: ``(path_done, centering)`` of the points → the known heavy spots
+        among them (the twin's :func:`heavy_spots_found`); a real game has none.
+    """
     per_agent, visits_all, exceed_all = {}, 0, 0
     for agent, out in outs.items():
         cells, ms, valid = (np.asarray(x) for x in (out["telemetry"].cell, out["telemetry"].frame_time_ms, out["valid"]))
-        is_low, visits, confidence = (np.asarray(x) for x in low_fps_points(cells, ms, threshold_ms, env.num_cells, valid))
+        is_low, visits, confidence = (np.asarray(x) for x in low_fps_points(cells, ms, threshold_ms, num_cells, valid))
         points = np.flatnonzero(is_low)
         at_points = valid & is_low[cells]
-        path_done, centering = cell_centres(env, params, points)
-        spots = heavy_spots_found(params, path_done, centering)
+        path_done, centering = centres(points)
         per_agent[agent] = {
             "count": int(points.size),
             "visits_mean": float(visits[points].mean()) if points.size else 0.0,
             "visits_per_1000_episodes": float(visits[points].mean() * 1000 / valid[..., 0].size) if points.size else 0.0,
             "confidence": _describe(confidence[points]),
-            "spots_found": spots,
+            **({} if spots is None else {"spots_found": spots(path_done, centering)}),
             "points": [{"cell": int(c), "path_done": float(p), "centering": float(x), "visits": int(visits[c]),
                         "confidence": float(confidence[c])} for c, p, x in zip(points, path_done, centering)],
             "render_ms": ms[at_points],
         }  # fmt: skip
         visits_all = visits_all + visits
-        exceed_all = exceed_all + np.bincount(cells[valid & (ms > threshold_ms)], minlength=env.num_cells)
+        exceed_all = exceed_all + np.bincount(cells[valid & (ms > threshold_ms)], minlength=num_cells)
     regular_cells = (visits_all > 0) & (exceed_all == 0)
     regular = np.concatenate([
         np.asarray(o["telemetry"].frame_time_ms)[np.asarray(o["valid"]) & regular_cells[np.asarray(o["telemetry"].cell)]]
@@ -468,9 +492,9 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
       The summary written to ``summary.json``.
     """
     if config.game in HOST_GAMES:
-        from jgtest.methods import reline_host
+        from jgtest.methods import reline_host, reline_stk
 
-        return reline_host.run(config, out_dir, progress)
+        return (reline_stk if config.game in KART_GAMES else reline_host).run(config, out_dir, progress)
     out_dir = Path(out_dir)
     start = time.perf_counter()
     env, params = make(config.game, **game_options(config))
@@ -520,8 +544,6 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
 
 def _kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir) -> dict:
     """The kart's part of :func:`run`: calibration, RELINE against ``t``, low-FPS analysis, plots."""
-    from jgtest.report.plots import position_plot, violin_plot
-
     loaded = params.replace(load_scale=config.train_load_scale, load_offset_ms=config.train_load_offset_ms)
     result: dict[str, Any] = {}
     threshold = float(params.threshold_ms)
@@ -550,28 +572,45 @@ def _kart(config, env, params, learn, phases, train, evaluate, trained, outs, wr
         train("reline", in_force)
     for agent in config.agents:
         evaluate(agent, in_force, writer, options)
-    analysis = phases.run("low-FPS analysis", lambda _: low_fps_analysis(env, params, threshold, outs))
+    analysis = phases.run("low-FPS analysis", lambda _: low_fps_analysis(
+        env.num_cells, lambda cells: cell_centres(env, params, cells), threshold, outs,
+        lambda path_done, centering: heavy_spots_found(params, path_done, centering)))  # fmt: skip
     if "rl-baseline" in outs:
         result["replay_reliability"] = phases.run("replay check", lambda _: _replay_check(config, env, in_force, outs["rl-baseline"]))
+    heavy_spots = [{"index": k, "path_done": float(p[0]), "centering": float(p[1]), "on_racing_line": bool(abs(p[1]) <= float(params.half_width))}
+                   for k, p in enumerate(np.asarray(params.heavy_pos))]  # fmt: skip
+    low_fps = write_low_fps(
+        config, analysis, threshold, out_dir, float(params.half_width), float(params.track.length),
+        heavy_spots=heavy_spots, replay_reliability=result.get("replay_reliability"),
+    )  # fmt: skip
+    result["low_fps"] = {a: {"count": r["count"], "spots_found": r["spots_found"], "visits_per_1000_episodes": r["visits_per_1000_episodes"]}
+                         for a, r in low_fps["per_agent"].items()}  # fmt: skip
+    return result
+
+
+def write_low_fps(config: RelineConfig, analysis: dict, threshold: float, out_dir: Path, road_half_width: float,
+                  path_length: float, **extra) -> dict:  # fmt: skip
+    """Plots the low-FPS analysis (render-time violins, the points on the track) and writes
+    ``low_fps.json`` (the points per agent, medians, comparisons, overlap, ``extra``, the paper's
+    figures); returns what it wrote."""
+    from jgtest.report.plots import position_plot, violin_plot
+
+    points = {a: (np.array([p["path_done"] for p in r["points"]]), np.array([p["centering"] for p in r["points"]]))
+              for a, r in analysis["per_agent"].items()}  # fmt: skip
     plots = {
         "violin": str(violin_plot(analysis["groups"], out_dir / "render_times.png", threshold_ms=threshold,
                                   title=f"{config.game}: render times at low-FPS points")),
-        "positions": str(position_plot({a: (np.array([p["path_done"] for p in r["points"]]), np.array([p["centering"] for p in r["points"]]))
-                                        for a, r in analysis["per_agent"].items()}, out_dir / "low_fps_points.png",
-                                       theta=config.theta, road_half_width=float(params.half_width), path_length=float(params.track.length))),
+        "positions": str(position_plot(points, out_dir / "low_fps_points.png", theta=config.theta,
+                                       road_half_width=road_half_width, path_length=path_length)),
     }  # fmt: skip
     low_fps = {
         "threshold_ms": threshold,
         "per_agent": {a: {k: v for k, v in r.items() if k != "render_ms"} for a, r in analysis["per_agent"].items()},
-        "heavy_spots": [{"index": k, "path_done": float(p[0]), "centering": float(p[1]), "on_racing_line": bool(abs(p[1]) <= float(params.half_width))}
-                        for k, p in enumerate(np.asarray(params.heavy_pos))],
         "medians_ms": analysis["medians_ms"], "comparisons": analysis["comparisons"], "overlap": analysis["overlap"],
-        "replay_reliability": result.get("replay_reliability"), "plots": plots, "paper": PAPER_KART,
+        **extra, "plots": plots, "paper": PAPER_KART,
     }  # fmt: skip
     (out_dir / "low_fps.json").write_text(json.dumps(_jsonable(low_fps), indent=2))
-    result["low_fps"] = {a: {"count": r["count"], "spots_found": r["spots_found"], "visits_per_1000_episodes": r["visits_per_1000_episodes"]}
-                         for a, r in low_fps["per_agent"].items()}  # fmt: skip
-    return result
+    return low_fps
 
 
 def _replay_check(config: RelineConfig, env, params, out) -> dict:

@@ -12,13 +12,22 @@ Network and budget: the paper's DQN is Mnih et al.'s on 4 stacked 84×84
 frames (§3.1.2), :data:`jgtest.nets.heads.NATURE_CNN`, here computed as
 patches × kernel (``conv_impl="im2col"``, the same convolutions, faster on
 CPU). It trained "1,000 episodes" per model (§3.1.4), ≈ 700k steps at the
-≈ 700 steps a learning agent's episode lasts (ALE_STEPS). A gradient step of
-that network on batch 32 costs ≈ 50–100 ms on 2 CPU cores, so one model at
-the paper's budget is ≈ 10–20 hours there: the paper-scale run needs a GPU.
-``--quick`` (:data:`ALE_STEPS`' second value, 1 model, 10 evaluation
-episodes) is a smoke run of the whole pipeline, not a reproduction.
-Evaluation plays the trained model ε-greedily (Lapan's final ε = 0.02), as
-on device, in :data:`EVAL_GAMES` games at once.
+≈ 700 steps a learning agent's episode lasts (:data:`ALE_STEPS`).
+
+Our choice where the paper is silent on speed: a learner steps
+:data:`TRAIN_GAMES` games at once and takes one gradient step (batch 32) per
+4 environment steps, Mnih et al.'s (2015) update frequency (Lapan's code
+updates after every step of its one game; 4 games a learner step cut the
+host loop's per-step dispatches 4×). Measured on 2 CPU cores through
+:func:`jgtest.host_loop.train_dqn`: ≈ 14 ms an environment step with the
+Nature CNN, ≈ 9.4 ms with :data:`NIPS_CNN`; one model at the paper's budget
+is therefore ≈ 2.7 hours there, ten models per agent a GPU's job.
+``--quick`` is the budget a 2-core CPU runs in about an hour per learning
+agent: :data:`ALE_STEPS`' second value, Mnih et al.'s (2013) smaller network
+(:data:`NIPS_CNN`), one model per agent (unless ``--models`` says otherwise),
+1,000 evaluation episodes as the paper. Evaluation plays the trained model
+ε-greedily (Lapan's final ε = 0.02), as on device, in :data:`EVAL_GAMES`
+games at once.
 """
 
 from __future__ import annotations
@@ -41,7 +50,16 @@ from jgtest.report.records import BugRecord, BugRecordWriter
 from jgtest.rewards import bug_bonus_reward
 
 #: DQN steps per model: (the paper's 1,000 episodes at ≈ 700 steps each, --quick).
-ALE_STEPS = (700_000, 3_000)
+ALE_STEPS = (700_000, 200_000)
+#: Games a Ms. Pac-Man learner steps at once (in process; a farm's learner steps one per actor).
+TRAIN_GAMES = 4
+#: Environment steps per gradient step (Mnih et al., 2015: "update frequency 4").
+TRAIN_INTERVAL = 4
+#: Mnih et al.'s (2013) network: 16 8×8 stride-4 and 32 4×4 stride-2 filters, 256 units (--quick).
+NIPS_CNN = dict(cnn_layers=((16, 8, 4), (32, 4, 2)), cnn_dense=256)
+#: SuperTuxKart (:mod:`jgtest.methods.reline_stk`): (the paper's 2,300 training episodes, §4.1.3, at
+#: ≈ 163 steps each, the lap our trained kart twin drives, --quick).
+STK_STEPS = (375_000, 1_500)
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
 #: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
@@ -49,14 +67,23 @@ PIPELINE = ObservationPipeline(size=(84, 84), num_frames=4)
 
 
 def paper_dqn(config: reline.RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams]:
-    """The DQN config and hyperparameters for ``config`` (Lapan's, the Nature CNN, ε annealed
-    over 100k steps or the first half of a smaller budget); :func:`jgtest.methods.reline.learner`
-    applies ``learner_overrides``."""
-    full, quick = ALE_STEPS
+    """The DQN config and hyperparameters for ``config`` on a bridged game (Lapan's, the Nature
+    CNN, ε annealed over 100k steps or the first half of a smaller budget): both real games, as
+    the paper trained a DQN on 4 stacked grayscale frames for each (§3.1.2, §4.1.1). Ms. Pac-Man
+    steps :data:`TRAIN_GAMES` games a learner step (or one per farm actor) with a gradient step
+    every :data:`TRAIN_INTERVAL` environment steps, and ``--quick`` uses :data:`NIPS_CNN`
+    (module docstring); :func:`jgtest.methods.reline.learner` applies ``learner_overrides``."""
+    kart = config.game.startswith("supertuxkart:")
+    full, quick = STK_STEPS if kart else ALE_STEPS
     steps = config.train_steps or (quick if config.quick else full)
+    if kart:
+        games = {"num_envs": max(1, config.actors)}
+    else:
+        games = {"num_envs": config.actors or TRAIN_GAMES, "train_interval": TRAIN_INTERVAL}
+    network = NIPS_CNN if config.quick and not kart else {"cnn_layers": NATURE_CNN}
     dqn_config = dqn.lapan_config(
-        config.game, num_envs=max(1, config.actors), total_timesteps=steps, torso="cnn", cnn_layers=NATURE_CNN,
-        conv_impl="im2col", track_coverage=False, learning_starts=min(10_000, steps // 2), num_evals=1,
+        config.game, total_timesteps=steps, torso="cnn", conv_impl="im2col", track_coverage=False,
+        learning_starts=min(10_000, steps // 2), num_evals=1, **games, **network,
     )  # fmt: skip
     return dqn_config, dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
 
@@ -107,7 +134,7 @@ def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_op
     with host_loop.host_game(config.game, num_envs=dqn_config.num_envs, seed=seed + 50_000, actors=config.actors, **game_options) as game:
         trainer = dqn.make_agent(dqn_config, host_loop.spec_game(game, PIPELINE))
         reward = None if agent == "rl-baseline" else (
-            lambda r, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
+            lambda r, terminated, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
         state, stats = phases.run(f"train {agent} {model}", lambda report: host_loop.train_dqn(
             trainer, game, PIPELINE, hparams, key, dqn_config.total_timesteps, reward, seed=seed + 50_000, on_progress=report))  # fmt: skip
     episodes = stats["episode_return"]

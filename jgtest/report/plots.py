@@ -5,8 +5,10 @@
 * :func:`position_plot` — Fig. 4-(b)/(c) in one scatter: where along the lap
   (``path_done``, 0..100) and how far from the track centre (``centering``) each
   agent's low-FPS points lie.
+* :func:`section_plot` — the replay check of §4.1.3 (Fig. 3) per track section:
+  each replayed lap's mean render time per section, their median, and ``t``.
 
-Both build a :class:`matplotlib.figure.Figure` drawn by ``FigureCanvasAgg`` directly —
+All build a :class:`matplotlib.figure.Figure` drawn by ``FigureCanvasAgg`` directly —
 no pyplot, so no global figure state, no GUI window, safe from worker threads — and
 write a PNG.
 """
@@ -23,7 +25,7 @@ from matplotlib.figure import Figure
 
 from jgtest.analysis.stats import as_sample
 
-__all__ = ["position_plot", "violin_plot"]
+__all__ = ["position_plot", "section_plot", "violin_plot"]
 
 
 def _save(fig: Figure, path: str | os.PathLike) -> Path:
@@ -170,6 +172,49 @@ def position_plot(
     ax.set_xlim(lo - 2.0, hi + 2.0)
     ax.set_xlabel("path_done (% of the lap)")
     ax.set_ylabel("centering")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def section_plot(
+    section_ms: Sequence[Sequence[float]] | np.ndarray,
+    section_start: Sequence[float] | np.ndarray,
+    path: str | os.PathLike,
+    threshold_ms: float | None = None,
+    title: str | None = None,
+) -> Path:
+    """Render time per track section over replayed laps (RELINE Fig. 3, by section).
+
+    ``section_ms`` is ``[R, S]``: replay ``r``'s mean render time in section ``s``;
+    ``section_start`` the ``S`` sections' starts (any unit: the x axis). Each replay
+    is a thin grey line, the median over replays a thick one; ``threshold_ms``, when
+    given, a red horizontal line.
+
+    Raises:
+        ValueError: if ``section_ms`` is not a finite 2-D array whose width is
+            ``len(section_start)``, or ``threshold_ms`` is not finite.
+    """
+    ms = np.asarray(section_ms, dtype=np.float64)
+    start = np.asarray(section_start, dtype=np.float64)
+    if ms.ndim != 2 or ms.shape[0] < 1 or ms.shape[1] != start.shape[0] or start.ndim != 1:
+        raise ValueError(f"section_ms must be [replays, sections] with one column per section start; got {ms.shape} and {start.shape}")
+    if not (np.all(np.isfinite(ms)) and np.all(np.isfinite(start))):
+        raise ValueError("section_ms and section_start must be finite")
+    if threshold_ms is not None and not np.isfinite(float(threshold_ms)):
+        raise ValueError(f"threshold_ms must be finite, got {threshold_ms!r}")
+    fig = Figure(figsize=(9.0, 4.5))
+    ax = fig.add_subplot()
+    for row in ms:
+        ax.plot(start, row, color="gray", linewidth=0.6, alpha=0.5)
+    ax.plot(start, np.median(ms, axis=0), color="C0", linewidth=2.0, marker="o", markersize=3, label=f"median of {ms.shape[0]} laps")
+    if threshold_ms is not None:
+        ax.axhline(float(threshold_ms), color="red", linewidth=1.2, label=f"t = {float(threshold_ms):.2f} ms")
+    ax.set_xlabel("section start (path_done)")
+    ax.set_ylabel("mean ms to render the frames after an action")
+    if title:
+        ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()

@@ -106,7 +106,7 @@ def test_host_loop_trains_the_jitted_dqn_and_plays(game):
         learning_starts=40, batch_size=8, buffer_size=100, track_coverage=False,
     )  # fmt: skip
     agent = dqn.make_agent(config, host_loop.spec_game(game, PIPELINE))
-    reward = lambda r, info: bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)
+    reward = lambda r, terminated, info: bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)
     state, stats = host_loop.train_dqn(agent, game, PIPELINE, dqn.LAPAN_HYPERPARAMS, jax.random.key(0), 80, reward, seed=3)
     assert int(state.timesteps) >= 80 and int(state.updates) == (int(state.timesteps) - 40) // 2 + 1
     assert state.obs.shape == (2, 84, 84, 4) and state.env_state is None
@@ -141,3 +141,4 @@ def test_only_the_host_loop_imports_envs_bridge():
             if any(n == "envs_bridge" or n.startswith("envs_bridge.") for n in names):
                 importers.append(path.relative_to(root).as_posix())
     assert sorted(set(importers)) == ["host_loop.py"]
+

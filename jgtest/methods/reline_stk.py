@@ -1,0 +1,279 @@
+"""RELINE on the real SuperTuxKart (pystk2 through the host loop; Tufano et al., 2022, §4).
+
+The kart experiment of :mod:`jgtest.methods.reline` (``_kart``, on the twin)
+on the real game, one race in this process (:mod:`envs_bridge.supertuxkart`,
+real render times measured around the four frames of a step):
+
+1. **rl-baseline** learns on the game reward ``r_g`` (§4.1.1, the bridge's):
+   the DQN of :func:`jgtest.methods.reline_host.paper_dqn` (Lapan's settings,
+   the Nature CNN) on 4 stacked grayscale frames at the game's render size,
+   96 × 128 (:data:`PIPELINE`; the paper fed 4 × 200 × 150, §4.1.1).
+2. **Calibration** (§4.1.3): the trained rl-baseline plays
+   ``threshold_episodes`` episodes, each cut where the kart got stuck
+   (footnote 2, :func:`jgtest.methods.reline.until_stuck`), and
+   ``t_b = mean + 5 sd`` of their render times (all their steps if the kart
+   was stuck from the first, ``stuck_cut_skipped``: an under-trained
+   rl-baseline of a quick run). RELINE's training then starts
+   with ``warmup_episodes`` episodes in which rl-baseline picks the actions
+   while RELINE's network learns (the whole training procedure runs, so the
+   machine's load is training's): ``δ = max(Q1ᵗʳ − Q1, Q3ᵗʳ − Q3)`` and
+   ``t = t_b + δ`` (:func:`jgtest.oracles.reline_threshold`). The paper does
+   not say which ``t`` the warm-up's rewards use; ``t`` is not known yet, so
+   they use ``t_b``.
+3. **RELINE** learns on ``r_g + r_p`` and the finish bonus against ``t``
+   (§4.1.2, :class:`KartRelineReward`), continuing from its warm-up up to
+   the same budget of steps as rl-baseline (the warm-up counts: the paper's
+   100 warm-up episodes are the first of its 2,300).
+4. **Evaluation**: each agent plays ``eval_episodes`` episodes (the paper:
+   1,000), ε-greedy with Lapan's final ε as on the twin. Low-FPS points are the
+   coverage cells whose render time exceeded ``t`` in more than half their
+   visits, with their confidence (§4.1.3, :func:`jgtest.methods.reline.low_fps_analysis`).
+   Each agent's points are written as ``low_fps`` bug records when its
+   evaluation ends (a point needs all its visits): the trace of the point's
+   first visit over ``t``; the race is deterministic, so a restart with the
+   same seed and actions drives there again.
+5. **Replay check by section** (§4.1.3, Fig. 3): an rl-baseline evaluation
+   episode that completed the lap (else its longest) is replayed ``replays``
+   times. Reported: the pairwise Spearman correlations of the per-step render
+   times across replays (the paper's check: ρ min 0.77, median 0.91 over 300),
+   and the lap split into :data:`SECTIONS` sections of ``path_done``: each
+   replay's mean render time per section, the correlation of those section
+   profiles from lap to lap, and each section's median (``sections.png``).
+
+Budget: the paper trained each agent 2,300 episodes (§4.1.3), ≈ 375k steps at
+the ≈ 163 steps a lap of the trained twin takes (:data:`reline_host.STK_STEPS`);
+one gradient step of this network costs ≈ 0.1 s on 2 CPU cores, so a model at
+that budget is ≈ 10 hours there (the paper: 3 hours for rl-baseline, 30 for
+RELINE, on a GPU). ``--quick`` trains 1,500 steps a model and caps the episode
+counts at :data:`QUICK_EPISODES`: a campaign of minutes that runs every phase,
+not a reproduction.
+
+The cells are the bridge's: 200 buckets of ``path_done`` along the lap × 24 of
+``centering`` over ``±1.5 θ``; a point's coordinates are its cell's centre.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jgtest import host_loop
+from jgtest.agents import dqn
+from jgtest.analysis import replay_reliability
+from jgtest.envs.wrappers import ObservationPipeline
+from jgtest.methods import reline
+from jgtest.oracles import low_fps_points, reline_threshold
+from jgtest.report.plots import section_plot
+from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.rewards import kart_finish_bonus, kart_performance_reward, kart_progress_reward
+
+#: 4 stacked grayscale frames at the bridge's render size (height, width).
+PIPELINE = ObservationPipeline(size=(96, 128), num_frames=4)
+#: Sections of the lap in the replay check.
+SECTIONS = 20
+#: ``--quick``'s caps on the episode counts (the paper's: 300, 100, 1,000 and 300).
+QUICK_EPISODES = {"threshold_episodes": 10, "warmup_episodes": 4, "eval_episodes": 6, "replays": 6}
+#: What the evaluation keeps of the game's info.
+INFO_KEYS = ("delta_path_done", "path_done")
+
+
+class KartRelineReward:
+    """RELINE's kart reward over a host game's steps (§4.1.2), as ``RelineReward(env, "kart")`` on device.
+
+    ``r = r_g + r_p + 10 · Σ r_p`` on the step that completes the lap, with
+    ``r_g`` = :func:`jgtest.rewards.kart_progress_reward` and ``r_p`` =
+    :func:`jgtest.rewards.kart_performance_reward` (10 when the step's render
+    time exceeds ``threshold_ms`` within ``θ`` of the centre line). The running
+    ``Σ r_p`` restarts on each game's autoreset step, whose reward is 0 (it is
+    not learned from). ``threshold_ms`` may be changed between steps (the
+    warm-up uses ``t_b``). Call signature: :func:`jgtest.host_loop.train_dqn`'s ``reward``.
+    """
+
+    def __init__(self, num_envs: int, threshold_ms: float, theta: float, progress_cap: float):
+        self.threshold_ms, self.theta, self.progress_cap = float(threshold_ms), float(theta), float(progress_cap)
+        self.performance_return = np.zeros(num_envs, np.float32)
+
+    def __call__(self, game_reward, terminated, info) -> np.ndarray:
+        centering, fresh = info["centering"], info["autoreset"]
+        r_g = kart_progress_reward(centering, info["delta_path_done"], self.theta, self.progress_cap)
+        r_p = np.asarray(kart_performance_reward(centering, info["telemetry"].frame_time_ms, self.threshold_ms, self.theta))
+        self.performance_return = np.where(fresh, 0.0, self.performance_return + r_p).astype(np.float32)
+        reward = np.asarray(r_g) + r_p + np.asarray(kart_finish_bonus(self.performance_return, terminated))
+        return np.where(fresh, 0.0, reward).astype(np.float32)
+
+
+def settings(config: reline.RelineConfig) -> dict[str, int]:
+    """The episode counts of the run: ``config``'s, capped by :data:`QUICK_EPISODES` under ``quick``."""
+    counts = {name: getattr(config, name) for name in QUICK_EPISODES}
+    return {k: min(v, QUICK_EPISODES[k]) for k, v in counts.items()} if config.quick else counts
+
+
+def cell_centres(game, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(path_done, centering)`` at the centre of each of the bridge's cells."""
+    n_path, n_cent = game.map_shape
+    rows, cols = np.divmod(np.asarray(cells), n_cent)
+    span = game.centering_span
+    return (rows + 0.5) * game.track_length / n_path, -span + (cols + 0.5) * 2 * span / n_cent
+
+
+def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict:
+    """Runs the campaign (module docstring), writing in ``out_dir``: ``config.json``,
+    ``bugs.jsonl`` (low-FPS points, as each agent's evaluation ends), ``low_fps.json``, the
+    plots (``render_times.png``, ``low_fps_points.png``, ``sections.png``) and ``summary.json``."""
+    out_dir, start = Path(out_dir), time.perf_counter()
+    phases = reline._Phases(progress)
+    learn = reline.learner(config)
+    counts = settings(config)
+    (out_dir / "config.json").write_text(json.dumps(
+        {"method": "reline", **dataclasses.asdict(config), "episodes": counts,
+         "learner": reline._jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
+    key = jax.random.key(config.seed)
+    train_seed = config.seed * 100_000 + 50_000
+    summary: dict[str, Any] = {"method": "reline", "game": config.game, "episodes": counts, "train_steps": learn.config.total_timesteps}
+    with host_loop.host_game(config.game, seed=train_seed, **dict(config.game_kwargs)) as game, \
+            BugRecordWriter(out_dir / "bugs.jsonl") as writer:  # fmt: skip
+        campaign = _Campaign(config, learn, game, phases, writer, start, counts)
+        threshold, trained = campaign.train(key, train_seed)
+        outs = {agent: campaign.evaluate(agent, trained.get(agent), threshold) for agent in config.agents}
+        analysis = phases.run("low-FPS analysis", lambda _: reline.low_fps_analysis(
+            game.num_cells, lambda cells: cell_centres(game, cells), threshold["t_ms"], outs))  # fmt: skip
+        replay = phases.run("replay check", lambda _: campaign.replay_sections(outs["rl-baseline"], threshold["t_ms"], out_dir)) \
+            if "rl-baseline" in outs else None  # fmt: skip
+        low_fps = reline.write_low_fps(
+            config, analysis, threshold["t_ms"], out_dir, road_half_width=game.road_half_width,
+            path_length=game.track_length, replay_reliability=replay,
+        )  # fmt: skip
+    summary.update(
+        threshold=threshold, training=campaign.curves,
+        low_fps={a: {"count": r["count"], "visits_per_1000_episodes": r["visits_per_1000_episodes"],
+                     "confidence_median": r["confidence"]["median"]} for a, r in low_fps["per_agent"].items()},
+        medians_ms=low_fps["medians_ms"], replay_reliability=replay, phases_s=phases.wall_s,
+        wall_s=round(time.perf_counter() - start, 2), paper=reline.PAPER_KART,
+    )  # fmt: skip
+    (out_dir / "summary.json").write_text(json.dumps(reline._jsonable(summary), indent=2))
+    return summary
+
+
+class _Campaign:
+    """The phases of :func:`run` over one open race."""
+
+    def __init__(self, config, learn, game, phases, writer, start, counts):
+        self.config, self.learn, self.game, self.phases = config, learn, game, phases
+        self.writer, self.start, self.counts = writer, start, counts
+        self.curves: dict[str, dict] = {}
+
+    def _trainer(self):
+        return dqn.make_agent(self.learn.config, host_loop.spec_game(self.game, PIPELINE))
+
+    def _train(self, agent, trainer, key, seed, state=None, **options):
+        """``train_dqn`` up to the budget (counting the steps ``state`` has taken: RELINE's warm-up)."""
+        hparams, steps = self.learn.hparams, self.learn.config.total_timesteps - (0 if state is None else int(state.timesteps))
+        return self.phases.run(f"train {agent}", lambda report: host_loop.train_dqn(
+            trainer, self.game, PIPELINE, hparams, key, max(steps, 0), seed=seed, on_progress=report, state=state, **options))  # fmt: skip
+
+    def _curve(self, agent, stats):
+        returns = stats["episode_return"]
+        self.curves[agent] = {"episodes": int(returns.size), "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None}
+
+    def train(self, key, seed):
+        """rl-baseline, the calibration and RELINE: ``(threshold dict, {agent: (policy, params)})``."""
+        config, learn, trained = self.config, self.learn, {}
+        t_b = None
+        if "rl-baseline" in config.agents:
+            trainer = self._trainer()
+            state, stats = self._train("rl-baseline", trainer, jax.random.fold_in(key, reline.AGENTS.index("rl-baseline")), seed)
+            self._curve("rl-baseline", stats)
+            trained["rl-baseline"] = (learn.policy(trainer.network), state.params)
+            base = self.phases.run("calibrate t_b", lambda report: host_loop.play(
+                self.game, PIPELINE, *trained["rl-baseline"], self.counts["threshold_episodes"], jax.random.fold_in(key, 500),
+                seed=reline.eval_seed(config, "rl-baseline", 0) + 500, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
+            driving = reline.until_stuck(base["delta_path_done"], base["valid"])
+            stuck_everywhere = driving.sum() < 2  # an under-trained kart that never drives: keep every step
+            base_ms = base["telemetry"].frame_time_ms[base["valid"] if stuck_everywhere else driving]
+            t_b = reline_threshold(base_ms)
+        threshold = {"t_b_ms": t_b, "delta_ms": 0.0, "t_ms": t_b, "baseline_render_times": None if t_b is None else int(base_ms.size),
+                     "stuck_cut_skipped": None if t_b is None else bool(stuck_everywhere)}  # fmt: skip
+        if "reline" in config.agents:
+            trainer = self._trainer()
+            reward = KartRelineReward(1, t_b, config.theta, config.progress_cap)
+            k_reline = jax.random.fold_in(key, reline.AGENTS.index("reline"))
+            state, warm = self.phases.run("RELINE warm-up", lambda report: host_loop.train_dqn(
+                trainer, self.game, PIPELINE, learn.hparams, k_reline, self.counts["warmup_episodes"] * self.game.max_steps_in_episode,
+                reward, seed=seed, on_progress=report,
+                behaviour=trained["rl-baseline"], max_episodes=self.counts["warmup_episodes"], record_frame_times=True))  # fmt: skip
+            t = reline_threshold(base_ms, warm["frame_time_ms"])
+            threshold.update(delta_ms=t - t_b, t_ms=t, warmup_render_times=int(warm["frame_time_ms"].size))
+            reward.threshold_ms = t
+            state, stats = self._train("reline", trainer, k_reline, seed, reward=reward, state=state)
+            self._curve("reline", stats)
+            trained["reline"] = (learn.policy(trainer.network), state.params)
+        if threshold["t_ms"] is None:
+            raise ValueError("the SuperTuxKart campaign calibrates t from rl-baseline: include it in the agents")
+        return threshold, trained
+
+    def evaluate(self, agent, trained, threshold):
+        """``eval_episodes`` episodes of ``agent``; its low-FPS points written as bug records at once."""
+        policy, params = trained or (reline._random_policy(self.game.num_actions), None)
+        seed = reline.eval_seed(self.config, agent, 0)
+        out = self.phases.run(f"evaluate {agent}", lambda report: host_loop.play(
+            self.game, PIPELINE, policy, params, self.counts["eval_episodes"], jax.random.fold_in(jax.random.key(seed), 1),
+            seed=seed, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
+        for record in self._point_records(agent, out, threshold["t_ms"], seed):
+            self.writer.write(record)
+        return out
+
+    def _point_records(self, agent, out, threshold_ms, seed):
+        """A ``low_fps`` record per low-FPS point of ``out``: its first visit over ``t``."""
+        tel, valid = out["telemetry"], out["valid"]
+        is_low, visits, confidence = (np.asarray(x) for x in low_fps_points(tel.cell, tel.frame_time_ms, threshold_ms, self.game.num_cells, valid))
+        slow = valid & (tel.frame_time_ms > threshold_ms)
+        for cell in np.flatnonzero(is_low):
+            episode, step = (int(i[0]) for i in np.nonzero(slow & (tel.cell == cell)))
+            path_done, centering = cell_centres(self.game, np.array([cell]))
+            yield BugRecord(
+                kind="low_fps", game=self.config.game, bug_id=int(cell), step=step, episode=episode, seed=seed, env_index=0,
+                actions=tuple(int(a) for a in out["actions"][episode, : step + 1]), game_kwargs=dict(self.config.game_kwargs),
+                position=tuple(float(p) for p in tel.position[episode, step]), wall_s=round(time.perf_counter() - self.start, 3),
+                detail=(f"{agent}: low-FPS point at path_done {path_done[0]:.0f} m, centering {centering[0]:+.1f}: "
+                        f"{tel.frame_time_ms[episode, step]:.2f} ms > t = {threshold_ms:.2f} ms; over t in "
+                        f"{confidence[cell]:.0%} of {visits[cell]} visits"),
+            )  # fmt: skip
+
+    def replay_sections(self, out, threshold_ms, out_dir) -> dict:
+        """The replay check and the per-section render times (module docstring, point 5)."""
+        lengths = out["valid"].sum(axis=1)
+        laps = np.flatnonzero(lengths < self.game.max_steps_in_episode)  # ended before the cap: the lap is done
+        episode = int(laps[0]) if laps.size else int(np.argmax(lengths))
+        actions = out["actions"][episode, : lengths[episode]]
+        seed = int(out["seed"][episode])
+        ms, path = [], []
+        for _ in range(self.counts["replays"]):
+            self.game.reset(seed)
+            ms.append([]), path.append([])
+            for a in actions:
+                _, _, terminated, truncated, info = self.game.step(np.array([a]))
+                ms[-1].append(float(info["telemetry"].frame_time_ms[0])), path[-1].append(float(info["path_done"][0]))
+                if terminated[0] or truncated[0]:
+                    break
+        steps = min(len(m) for m in ms)  # the race is deterministic: every replay runs the whole trace
+        ms, path = np.asarray([m[:steps] for m in ms]), np.asarray([p[:steps] for p in path])
+        edges = np.linspace(0.0, self.game.track_length, SECTIONS + 1)
+        section = np.clip(np.searchsorted(edges, np.mod(path, self.game.track_length), side="right") - 1, 0, SECTIONS - 1)
+        visited = np.flatnonzero(np.all([np.isin(np.arange(SECTIONS), row) for row in section], axis=0))
+        profile = np.array([[ms[r][section[r] == s].mean() for s in visited] for r in range(len(ms))])
+        plot = section_plot(profile, edges[visited], out_dir / "sections.png", threshold_ms=threshold_ms,
+                            title=f"{self.config.game}: render time per section over {len(ms)} replayed laps")  # fmt: skip
+        return {
+            "episode_steps": int(lengths[episode]), "replayed_steps": int(steps), "lap_completed": bool(laps.size), "seed": seed,
+            "per_step": replay_reliability(ms),
+            "per_section": replay_reliability(profile) if len(visited) >= 3 else None,
+            "sections": [{"start_m": float(edges[s]), "end_m": float(edges[s + 1]), "median_ms": float(np.median(profile[:, i])),
+                          "min_ms": float(profile[:, i].min()), "max_ms": float(profile[:, i].max())} for i, s in enumerate(visited)],
+            "plot": str(plot), "paper": reline.PAPER_KART["replay"],
+        }  # fmt: skip
