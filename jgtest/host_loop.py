@@ -100,7 +100,7 @@ def train_dqn(
     agent, game: HostEnv, pipeline: ObservationPipeline, hparams, key, num_steps: int,
     reward: Callable[[np.ndarray, np.ndarray, dict], np.ndarray] | None = None, seed: int = 0,
     on_progress: Callable[[int, int], None] | None = None, *, state=None, behaviour=None,
-    max_episodes: int | None = None, record_frame_times: bool = False,
+    max_episodes: int | None = None, record: tuple[str, ...] | None = None,
 ):  # fmt: skip
     """Trains a DQN agent (:func:`jgtest.agents.dqn.make_agent`) on a host game.
 
@@ -125,12 +125,14 @@ def train_dqn(
         ``policy(params, obs, key)`` (vmapped) instead of the agent's, which
         still learns from them, off-policy (RELINE's warm-up, §4.1.3).
       max_episodes: stop after this many episodes too.
-      record_frame_times: also return ``frame_time_ms``, the telemetry's frame
-        time of every step learned from.
+      record: keep the episodes played, with these ``info`` keys besides the
+        telemetry (``()`` for none): the steps of a campaign that evaluates
+        while it trains (RELINE's kart, §4.1.3).
 
     Returns:
       ``(final DQNState, dict)``: per-episode ``episode_return`` (the training
-      reward) and ``episode_bugs``, and ``frame_time_ms`` when asked.
+      reward) and ``episode_bugs``; with ``record``, ``episodes``: the episodes
+      that ended, as :func:`play` returns them.
     """
     from jgtest.agents.dqn import epsilon_at
 
@@ -170,7 +172,8 @@ def train_dqn(
 
     frames, _ = game.reset(seed)
     state = jax.jit(agent.init_learner)(key, start(frames), hparams) if state is None else state.replace(obs=start(frames))
-    returns, bugs, times = [], [], []
+    returns, bugs, episodes = [], [], []
+    history = None if record is None else _StepHistory(game.num_envs)
     running_return, running_bugs = np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
     done_steps, every = 0, max(1_000, game.num_envs)
     while done_steps < num_steps and (max_episodes is None or len(returns) < max_episodes):
@@ -189,19 +192,22 @@ def train_dqn(
         elif valid.any():
             state, _ = learn(state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams)
         state = state.replace(obs=next_obs)
-        if record_frame_times:
-            times.append(info["telemetry"].frame_time_ms[valid])
+        if history is not None:
+            history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record}, valid)
         running_return = np.where(valid, running_return + train_reward, 0.0)
         running_bugs = np.where(valid[:, None], running_bugs | info["telemetry"].bugs_fired, False)
         for i in np.flatnonzero(valid & (terminated | truncated)):
             returns.append(float(running_return[i]))
             bugs.append(int(running_bugs[i].sum()))
+            if history is not None:
+                episodes.append((int(i), history.count[i], history.episode(i)))
+                history.end_episode(i)
         before, done_steps = done_steps, done_steps + int(valid.sum())
         if on_progress is not None and done_steps // every > before // every:
             on_progress(min(done_steps, num_steps), num_steps)
     stats = {"episode_return": np.asarray(returns), "episode_bugs": np.asarray(bugs, np.int32)}
-    if record_frame_times:
-        stats["frame_time_ms"] = np.concatenate(times) if times else np.zeros(0, np.float32)
+    if history is not None:
+        stats["episodes"] = _pad_episodes(episodes, seed) if episodes else None
     return state, stats
 
 

@@ -190,6 +190,15 @@ class RelineConfig:
             raise ValueError(f"RelineConfig.train_load_scale must be positive, got {self.train_load_scale}")
         if self.train_steps is not None and self.train_steps < 1:
             raise ValueError(f"RelineConfig.train_steps must be positive, got {self.train_steps}")
+        if self.game in HOST_GAMES and self.game in KART_GAMES:
+            from jgtest.envs.kart import EnvParams as KartParams
+
+            fixed = {name: getattr(KartParams, name) for name in ("theta", "progress_cap")}
+            if any(getattr(self, name) != value for name, value in fixed.items()):
+                raise ValueError(
+                    f"{self.game}'s bridge pays rl-baseline r_g with θ = {fixed['theta']} and M = {fixed['progress_cap']} "
+                    f"(KartTrack's); RELINE must use the same, got theta={self.theta}, progress_cap={self.progress_cap}"
+                )
         if self.game in KART_GAMES and "reline" in self.agents and "rl-baseline" not in self.agents:
             raise ValueError("the kart's RELINE needs rl-baseline: its threshold comes from the trained rl-baseline (§4.1.3)")
 

@@ -25,7 +25,12 @@ real render times measured around the four frames of a step):
    the same budget of steps as rl-baseline (the warm-up counts: the paper's
    100 warm-up episodes are the first of its 2,300).
 4. **Evaluation**: each agent plays ``eval_episodes`` episodes (the paper:
-   1,000), ε-greedy with Lapan's final ε as on the twin. Low-FPS points are the
+   1,000). The learning agents go on training on their own rewards meanwhile
+   (ε-greedy at Lapan's final ε), as the paper's "we train both agents for
+   additional 1,000 episodes and collect the frame render times": the render
+   times are taken under the training load ``δ`` allows for (the twin
+   simulates that load, :mod:`jgtest.methods.reline`); the random agent does
+   not learn. Low-FPS points are the
    coverage cells whose render time exceeded ``t`` in more than half their
    visits, with their confidence (§4.1.3, :func:`jgtest.methods.reline.low_fps_analysis`).
    Each agent's points are written as ``low_fps`` bug records when its
@@ -99,6 +104,10 @@ class KartRelineReward:
         self.threshold_ms, self.theta, self.progress_cap = float(threshold_ms), float(theta), float(progress_cap)
         self.performance_return = np.zeros(num_envs, np.float32)
 
+    def reset(self) -> None:
+        """Starts every game's ``Σ r_p`` afresh (a new phase resets the race without an autoreset step)."""
+        self.performance_return[:] = 0.0
+
     def __call__(self, game_reward, terminated, info) -> np.ndarray:
         centering, fresh = info["centering"], info["autoreset"]
         r_g = kart_progress_reward(centering, info["delta_path_done"], self.theta, self.progress_cap)
@@ -139,8 +148,8 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     with host_loop.host_game(config.game, seed=train_seed, **dict(config.game_kwargs)) as game, \
             BugRecordWriter(out_dir / "bugs.jsonl") as writer:  # fmt: skip
         campaign = _Campaign(config, learn, game, phases, writer, start, counts)
-        threshold, trained = campaign.train(key, train_seed)
-        outs = {agent: campaign.evaluate(agent, trained.get(agent), threshold) for agent in config.agents}
+        threshold = campaign.train(key, train_seed)
+        outs = {agent: campaign.evaluate(agent, threshold) for agent in config.agents}
         analysis = phases.run("low-FPS analysis", lambda _: reline.low_fps_analysis(
             game.num_cells, lambda cells: cell_centres(game, cells), threshold["t_ms"], outs))  # fmt: skip
         replay = phases.run("replay check", lambda _: campaign.replay_sections(outs["rl-baseline"], threshold["t_ms"], out_dir)) \
@@ -167,6 +176,8 @@ class _Campaign:
         self.config, self.learn, self.game, self.phases = config, learn, game, phases
         self.writer, self.start, self.counts = writer, start, counts
         self.curves: dict[str, dict] = {}
+        #: Per learning agent, what its evaluation trains on: ``(trainer, DQNState, reward or None, key)``.
+        self.learners: dict[str, tuple] = {}
 
     def _trainer(self):
         return dqn.make_agent(self.learn.config, host_loop.spec_game(self.game, PIPELINE))
@@ -181,17 +192,19 @@ class _Campaign:
         returns = stats["episode_return"]
         self.curves[agent] = {"episodes": int(returns.size), "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None}
 
-    def train(self, key, seed):
-        """rl-baseline, the calibration and RELINE: ``(threshold dict, {agent: (policy, params)})``."""
-        config, learn, trained = self.config, self.learn, {}
+    def train(self, key, seed) -> dict:
+        """rl-baseline, the calibration and RELINE (kept in :attr:`learners`): the threshold dict."""
+        config, learn = self.config, self.learn
         t_b = None
         if "rl-baseline" in config.agents:
             trainer = self._trainer()
-            state, stats = self._train("rl-baseline", trainer, jax.random.fold_in(key, reline.AGENTS.index("rl-baseline")), seed)
+            k_base = jax.random.fold_in(key, reline.AGENTS.index("rl-baseline"))
+            state, stats = self._train("rl-baseline", trainer, k_base, seed)
             self._curve("rl-baseline", stats)
-            trained["rl-baseline"] = (learn.policy(trainer.network), state.params)
+            self.learners["rl-baseline"] = (trainer, state, None, k_base)
+            baseline = (learn.policy(trainer.network), state.params)
             base = self.phases.run("calibrate t_b", lambda report: host_loop.play(
-                self.game, PIPELINE, *trained["rl-baseline"], self.counts["threshold_episodes"], jax.random.fold_in(key, 500),
+                self.game, PIPELINE, *baseline, self.counts["threshold_episodes"], jax.random.fold_in(key, 500),
                 seed=reline.eval_seed(config, "rl-baseline", 0) + 500, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
             driving = reline.until_stuck(base["delta_path_done"], base["valid"])
             stuck_everywhere = driving.sum() < 2  # an under-trained kart that never drives: keep every step
@@ -206,24 +219,42 @@ class _Campaign:
             state, warm = self.phases.run("RELINE warm-up", lambda report: host_loop.train_dqn(
                 trainer, self.game, PIPELINE, learn.hparams, k_reline, self.counts["warmup_episodes"] * self.game.max_steps_in_episode,
                 reward, seed=seed, on_progress=report,
-                behaviour=trained["rl-baseline"], max_episodes=self.counts["warmup_episodes"], record_frame_times=True))  # fmt: skip
-            t = reline_threshold(base_ms, warm["frame_time_ms"])
-            threshold.update(delta_ms=t - t_b, t_ms=t, warmup_render_times=int(warm["frame_time_ms"].size))
+                behaviour=baseline, max_episodes=self.counts["warmup_episodes"], record=()))  # fmt: skip
+            warm_ms = warm["episodes"]["telemetry"].frame_time_ms[warm["episodes"]["valid"]]
+            t = reline_threshold(base_ms, warm_ms)
+            threshold.update(delta_ms=t - t_b, t_ms=t, warmup_render_times=int(warm_ms.size))
             reward.threshold_ms = t
+            reward.reset()  # the warm-up stopped mid-race: RELINE's first episode starts its own Σ r_p
             state, stats = self._train("reline", trainer, k_reline, seed, reward=reward, state=state)
             self._curve("reline", stats)
-            trained["reline"] = (learn.policy(trainer.network), state.params)
+            self.learners["reline"] = (trainer, state, reward, k_reline)
         if threshold["t_ms"] is None:
             raise ValueError("the SuperTuxKart campaign calibrates t from rl-baseline: include it in the agents")
-        return threshold, trained
+        return threshold
 
-    def evaluate(self, agent, trained, threshold):
-        """``eval_episodes`` episodes of ``agent``; its low-FPS points written as bug records at once."""
-        policy, params = trained or (reline._random_policy(self.game.num_actions), None)
+    def evaluate(self, agent, threshold):
+        """``eval_episodes`` episodes of ``agent``; its low-FPS points written as bug records at once.
+
+        A learning agent goes on training while it is evaluated, on its own
+        reward, as the paper's "we train both agents for additional 1,000
+        episodes and collect the frame render times" (§4.1.3): the render times
+        are taken under the training load ``δ`` was calibrated for. The random
+        agent does not learn, as the paper's.
+        """
         seed = reline.eval_seed(self.config, agent, 0)
-        out = self.phases.run(f"evaluate {agent}", lambda report: host_loop.play(
-            self.game, PIPELINE, policy, params, self.counts["eval_episodes"], jax.random.fold_in(jax.random.key(seed), 1),
-            seed=seed, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
+        episodes = self.counts["eval_episodes"]
+        if agent in self.learners:
+            trainer, state, reward, key = self.learners[agent]
+            if reward is not None:
+                reward.reset()
+            _, stats = self.phases.run(f"evaluate {agent} (training on)", lambda report: host_loop.train_dqn(
+                trainer, self.game, PIPELINE, self.learn.hparams, jax.random.fold_in(key, 1), episodes * self.game.max_steps_in_episode,
+                reward, seed=seed, on_progress=report, state=state, max_episodes=episodes, record=INFO_KEYS))  # fmt: skip
+            out = stats["episodes"]
+        else:
+            out = self.phases.run(f"evaluate {agent}", lambda report: host_loop.play(
+                self.game, PIPELINE, reline._random_policy(self.game.num_actions), None, episodes,
+                jax.random.fold_in(jax.random.key(seed), 1), seed=seed, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
         for record in self._point_records(agent, out, threshold["t_ms"], seed):
             self.writer.write(record)
         return out

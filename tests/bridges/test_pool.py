@@ -1,7 +1,7 @@
 """The Ray game farm (envs_bridge.pool): batching, per-slot seeds, and faults as crash records.
 
-Most tests farm :class:`ToyGame`, a deterministic single game defined here (Ray
-workers import it from this module), which can crash, hang or draw a NaN frame
+Most tests farm :class:`tests.bridges.toy_game.ToyGame`, a deterministic single game (Ray
+workers import it from that module), which can crash, hang or draw a NaN frame
 at a chosen step of a chosen episode seed; one test farms the real Ms. Pac-Man.
 """
 
@@ -20,67 +20,9 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from envs_bridge.pool import GameFarm  # noqa: E402
-from envs_bridge.protocol import GameCrashed, HostEnv, host_telemetry  # noqa: E402
+from envs_bridge.protocol import GameCrashed  # noqa: E402
 from jgtest.report.records import BugRecordWriter, read_bug_records  # noqa: E402
-
-EPISODE = 20
-
-
-class ToyGame(HostEnv):
-    """A counter game: the frame is ``(seed + 3 t + sum of actions) % 256`` everywhere.
-
-    Action 1 pays 1; episodes end (terminated) after 20 steps; next-step auto-reset.
-    ``faults`` maps an episode seed to ``(kind, step)``: at that step index of
-    an episode reset with that seed the game raises GameCrashed (``"crash"``),
-    sleeps ``hang_s`` (``"hang"``) or returns a NaN float frame (``"nan"``).
-    """
-
-    name = "toy"
-    num_actions = 3
-    action_names = ("stay", "score", "skip")
-    frame_shape = (8, 8, 1)
-    bug_kinds = ()
-    num_cells = EPISODE + 1
-    max_steps_in_episode = EPISODE
-
-    def __init__(self, num_envs: int = 1, faults: dict | None = None, hang_s: float = 60.0):
-        self.num_envs, self.faults, self.hang_s = num_envs, dict(faults or {}), hang_s
-
-    def _observe(self, reward: float, autoreset: bool):
-        frames = np.full((self.num_envs, *self.frame_shape), (self.seed + 3 * self.t + self.total) % 256, np.uint8)
-        telemetry = host_telemetry(
-            position=[[self.t, self.total]] * self.num_envs, cell=[self.t] * self.num_envs,
-            bugs_fired=np.zeros((self.num_envs, 0)), game_reward=[reward] * self.num_envs,
-            frame_time_ms=[0.0] * self.num_envs, crashed=[False] * self.num_envs,
-        )  # fmt: skip
-        return frames, {"telemetry": telemetry, "autoreset": np.full(self.num_envs, autoreset)}
-
-    def reset(self, seed: int):
-        self.seed, self.t, self.total = int(seed), 0, 0
-        return self._observe(0.0, False)
-
-    def step(self, actions):
-        action = int(self.check_actions(actions)[0])
-        if self.t == EPISODE:
-            frames, info = self.reset(self.seed)
-            info["autoreset"][:] = True
-            return frames, np.zeros(1, np.float32), np.zeros(1, bool), np.zeros(1, bool), info
-        kind, at = self.faults.get(self.seed, (None, -1))
-        if self.t == at and kind == "crash":
-            raise GameCrashed(f"toy: crashed at step {at}")
-        if self.t == at and kind == "hang":
-            time.sleep(self.hang_s)
-        self.t, self.total = self.t + 1, self.total + action
-        reward = float(action == 1)
-        frames, info = self._observe(reward, False)
-        if self.t - 1 == at and kind == "nan":
-            frames = np.full(frames.shape, np.nan, np.float32)
-        return frames, np.full(1, reward, np.float32), np.full(1, self.t == EPISODE), np.zeros(1, bool), info
-
-
-def toy_value(seed: int, actions) -> int:
-    return (seed + 3 * len(actions) + sum(actions)) % 256
-
+from tests.bridges.toy_game import EPISODE, ToyGame, toy_value  # noqa: E402
 
 #: Faults of the farm's games by episode seed (each test resets with its own seeds).
 FAULTS = {1: ("crash", 2), 1000: ("hang", 1), 1001: ("nan", 1)}
@@ -92,7 +34,7 @@ def ray_session():
     start = time.monotonic()
     with warnings.catch_warnings():  # JAX warns of any fork; Ray's is subprocess's fork + exec
         warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
-        # The toy game lives in this test module: actor processes must import it, and under
+        # The toy game lives in tests/bridges/toy_game.py: actor processes must import it, and under
         # pytest-xdist no script directory puts the repository on their path, so PYTHONPATH does.
         root = str(Path(__file__).resolve().parents[2])
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)

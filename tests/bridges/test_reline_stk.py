@@ -34,6 +34,9 @@ def test_kart_reline_reward_follows_the_paper():
     assert reward(None, yes, _info(0.0, 2.0, 5.0)) == pytest.approx(2.0 + 10.0 + 10.0 * 20.0)  # Σ r_p = 20
     assert reward(None, no, _info(0.0, 2.0, 5.0, autoreset=True)) == 0.0
     assert reward.performance_return[0] == 0.0
+    reward(None, no, _info(0.0, 2.0, 5.0))
+    reward.reset()  # a new phase's first race: its own Σ r_p
+    assert reward(None, yes, _info(0.0, 2.0, 5.0)) == pytest.approx(2.0 + 10.0 + 10.0 * 10.0)
 
 
 def test_cell_centres_invert_the_bridges_buckets():
@@ -51,6 +54,8 @@ def test_quick_caps_the_episode_counts_and_configs_are_checked():
     assert reline_stk.settings(full) == {"threshold_episodes": 300, "warmup_episodes": 100, "eval_episodes": 1000, "replays": 300}
     with pytest.raises(ValueError, match="in this process"):
         reline.RelineConfig(game="supertuxkart:lighthouse", actors=2)
+    with pytest.raises(ValueError, match="must use the same"):  # the bridge pays rl-baseline with θ = 20, M = 10
+        reline.RelineConfig(game="supertuxkart:lighthouse", theta=15.0)
     with pytest.raises(ValueError, match="needs rl-baseline"):
         reline.RelineConfig(game="supertuxkart:lighthouse", agents=("reline",))
 

@@ -1,0 +1,32 @@
+"""The host loop over a toy host game: training that keeps the episodes it played."""
+
+import jax
+import numpy as np
+
+from jgtest import host_loop
+from jgtest.agents import dqn
+from jgtest.envs.wrappers import ObservationPipeline
+from tests.bridges.toy_game import EPISODE, ToyGame
+
+PIPELINE = ObservationPipeline(size=(8, 8), num_frames=4)
+
+
+def test_train_dqn_records_the_episodes_it_trains_on():
+    """``record`` keeps every finished episode as ``play`` returns them (RELINE's kart evaluates while training)."""
+    game = ToyGame()
+    config = dqn.lapan_config("toy", torso="mlp", hidden_sizes=(16,), learning_starts=10, batch_size=4, buffer_size=64, track_coverage=False)
+    agent = dqn.make_agent(config, host_loop.spec_game(game, PIPELINE))
+    state, stats = host_loop.train_dqn(
+        agent, game, PIPELINE, dqn.LAPAN_HYPERPARAMS, jax.random.key(0), 10_000, seed=7, max_episodes=2, record=(),
+    )  # fmt: skip
+    out = stats["episodes"]
+    assert out["valid"].shape == (2, EPISODE) and out["valid"].all()
+    assert int(state.timesteps) == 2 * EPISODE  # the autoreset step between them is not learned from
+    tel = out["telemetry"]
+    np.testing.assert_array_equal(tel.cell, np.tile(np.arange(1, EPISODE + 1), (2, 1)))  # the toy's cell is its step
+    np.testing.assert_array_equal(tel.position[..., 1], np.cumsum(out["actions"], axis=1))  # its total of actions
+    np.testing.assert_array_equal(out["episode"], [0, 1])
+    np.testing.assert_allclose(stats["episode_return"], (out["actions"] == 1).sum(axis=1))  # action 1 pays 1
+    assert (out["seed"] == 7).all()
+    _, plain = host_loop.train_dqn(agent, game, PIPELINE, dqn.LAPAN_HYPERPARAMS, jax.random.key(0), 30, seed=7)
+    assert "episodes" not in plain and plain["episode_return"].shape == (1,)
