@@ -221,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")
     run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU)")
     run.add_argument("--actors", type=int, default=0, help="reline on a bridged game: a Ray game farm of N actors (default: in process)")
+    run.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
         run.add_argument(flag, type=int, default=None, help=f"reline on a kart: {field.replace('_', ' ')} (default: the paper's)")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
@@ -261,7 +262,7 @@ def _run_reline(args) -> int:
         config = reline.RelineConfig(
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
-            game_kwargs=tuple(sorted(_parse_game_args(args.game_arg).items())), actors=args.actors,
+            game_kwargs=tuple(sorted(_parse_game_args(args.game_arg).items())), actors=args.actors, ray_address=args.ray_address,
             **{f: getattr(args, f) for f in ("threshold_episodes", "warmup_episodes", "replays") if getattr(args, f) is not None},
         )  # fmt: skip
         if config.game not in reline.HOST_GAMES:

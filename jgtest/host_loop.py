@@ -256,7 +256,10 @@ def play(
     episode): ``actions``, ``valid``, ``telemetry`` (a :class:`Telemetry`) and
     ``info_keys``; plus ``seed``, ``env_index`` and ``episode`` per episode
     (where it was played: the game's reset seed, slot and that slot's episode
-    count), in the order the episodes ended. ``on_bug(fields)`` is called the
+    count), in the order the episodes ended. Game ``i`` contributes its first
+    ``⌊E/N⌋`` episodes (one more for ``i < E mod N``): taking the first ``E``
+    to end over all games would leave out the longest ones still running.
+    ``on_bug(fields)`` is called the
     first time each injected bug shows in this call, at once, with the fields
     of a bug record (``bug_id``, ``step``, ``episode``, ``env_index``,
     ``seed``, ``actions``, ``position``). The steps are kept as the game
@@ -268,6 +271,7 @@ def play(
     obs, action = start(policy_params, frames, key)
     history = _StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
+    quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
     episodes, t = [], 0
     while len(episodes) < num_episodes:
         taken = np.asarray(action)
@@ -287,7 +291,7 @@ def play(
                     "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[i]),
                 })  # fmt: skip
         for i in np.flatnonzero(live & (terminated | truncated)):
-            if len(episodes) < num_episodes:
+            if history.count[i] < quota[i]:
                 episodes.append((int(i), history.count[i], history.episode(i)))
                 if on_progress is not None:
                     on_progress(len(episodes), num_episodes)

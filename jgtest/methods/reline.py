@@ -142,6 +142,8 @@ class RelineConfig:
         learner's config (:func:`learner`), e.g. ``(("num_iterations", 50),)``.
       actors: bridged games only: play them as a Ray game farm of this many
         actors (0: in this process; :mod:`jgtest.methods.reline_host`).
+      ray_address: with ``actors``, the Ray cluster the farm joins (``"auto"``
+        or ``host:port``); by default a local Ray is started.
     """
 
     game: str
@@ -161,12 +163,15 @@ class RelineConfig:
     game_kwargs: tuple[tuple[str, Any], ...] = ()
     learner_overrides: tuple[tuple[str, Any], ...] = ()
     actors: int = 0
+    ray_address: str | None = None
 
     def __post_init__(self):
         if self.game not in GAMES + HOST_GAMES:
             raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
         if self.actors < 0 or (self.actors and self.game in GAMES):
             raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
+        if self.ray_address is not None and not self.actors:
+            raise ValueError(f"RelineConfig.ray_address joins a Ray cluster for a game farm: set actors too (got {self.actors})")
         if self.actors and self.game in KART_GAMES:
             raise ValueError(
                 f"{self.game}'s campaign runs its race in this process (actors=0): RELINE's kart reward and the "

@@ -14,11 +14,15 @@ patches × kernel (``conv_impl="im2col"``, the same convolutions, faster on
 CPU). It trained "1,000 episodes" per model (§3.1.4), ≈ 700k steps at the
 ≈ 700 steps a learning agent's episode lasts (:data:`ALE_STEPS`).
 
-Our choice where the paper is silent on speed: a learner steps
-:data:`TRAIN_GAMES` games at once and takes one gradient step (batch 32) per
-4 environment steps, Mnih et al.'s (2015) update frequency (Lapan's code
-updates after every step of its one game; 4 games a learner step cut the
-host loop's per-step dispatches 4×). Measured on 2 CPU cores through
+Where we depart from the paper, for speed: its DQN "starts updating at each
+step" (§3.1.2, one game); ours steps :data:`TRAIN_GAMES` games at once and
+takes one gradient step (batch 32) per 4 environment steps, Mnih et al.'s
+(2015) update frequency (4 games a learner step also cut the host loop's
+per-step dispatches 4×); the target network still syncs every
+1,000 environment steps, Lapan's period in steps (250 gradient steps here,
+1,000 in Lapan's). The paper's 84×84 frames and network come from the works
+it cites for its DQN (Mnih et al., 2013 and 2015; §3.1.2 says 4 stacked
+screenshots). Measured on 2 CPU cores through
 :func:`jgtest.host_loop.train_dqn`: ≈ 14 ms an environment step with the
 Nature CNN, ≈ 9.4 ms with :data:`NIPS_CNN`; one model at the paper's budget
 is therefore ≈ 2.7 hours there, ten models per agent a GPU's job.
@@ -100,7 +104,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     found: dict[str, list[np.ndarray]] = {}
     curves: dict[str, list[dict]] = {}
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-        game_options = {"on_crash": writer.write} if config.actors else {}
+        game_options = {"on_crash": writer.write, "ray_address": config.ray_address} if config.actors else {}
         for a, agent in enumerate(config.agents):
             found[agent] = []
             for m in range(config.models):

@@ -13,6 +13,7 @@ from envs_bridge.ale import GATE_NAMES, MsPacmanEnv, gates_at
 from jgtest import host_loop
 from jgtest.agents import dqn
 from jgtest.envs.wrappers import GrayscaleResize, ObservationPipeline
+from jgtest.nets.heads import NATURE_CNN
 from jgtest.rewards import bug_bonus_reward
 
 GATE_TRACES = json.loads((Path(__file__).parent / "data" / "mspacman_gates.json").read_text())["traces"]
@@ -116,7 +117,7 @@ def test_host_loop_trains_the_jitted_dqn_and_plays(game):
     lengths = out["valid"].sum(axis=1)
     assert out["actions"].shape == out["valid"].shape == out["telemetry"].game_reward.shape
     assert len(lengths) == 3 and lengths.min() > 100  # three random lives take hundreds of steps
-    assert set(out["env_index"]) <= {0, 1}
+    assert sorted(out["env_index"]) == [0, 0, 1]  # each game its share of the episodes, ⌊3/2⌋ + 1 and ⌊3/2⌋
     for bug in bugs:  # every bug record's trace ends at the step its gate fired
         e = np.flatnonzero((out["env_index"] == bug["env_index"]) & (out["episode"] == bug["episode"]))
         if e.size:
@@ -142,3 +143,18 @@ def test_only_the_host_loop_imports_envs_bridge():
                 importers.append(path.relative_to(root).as_posix())
     assert sorted(set(importers)) == ["host_loop.py"]
 
+
+def test_reline_learner_settings_on_the_real_game():
+    """The paper's network and 10 models by default; --quick: Mnih 2013's network, 1 model, 200k steps;
+    4 games a learner step, a gradient step every 4 environment steps (reline_host's docstring)."""
+    from jgtest.methods import reline, reline_host
+
+    full, quick = reline.RelineConfig(game="ale:MsPacman"), reline.RelineConfig(game="ale:MsPacman", quick=True)
+    assert (full.models, quick.models) == (10, 1)
+    paper, small = reline.learner(full).config, reline.learner(quick).config
+    assert paper.cnn_layers == NATURE_CNN and paper.total_timesteps == 700_000
+    assert small.cnn_layers == reline_host.NIPS_CNN["cnn_layers"] and small.total_timesteps == 200_000
+    for config in (paper, small):
+        assert (config.num_envs, config.train_interval, config.batch_size, config.buffer_size) == (4, 4, 32, 10_000)
+    farm = reline.learner(reline.RelineConfig(game="ale:MsPacman", actors=2)).config
+    assert farm.num_envs == 2 and farm.train_interval == 4

@@ -27,6 +27,8 @@ TINY_DQN = (("total_timesteps", 160), ("learning_starts", 40), ("num_evals", 2),
         ({"game": "CartPoleBugs-v0", "models": 0}, "models"),
         ({"game": "KartTrack-v0", "agents": ("reline", "random")}, "needs rl-baseline"),
         ({"game": "CartPoleBugs-v0", "replays": 1}, "replays"),
+        ({"game": "ale:MsPacman", "ray_address": "auto"}, "set actors too"),
+        ({"game": "PacMaze-v0", "actors": 2}, "for bridged games"),
     ],
 )
 def test_bad_config_is_refused_before_anything_compiles(kwargs, match):
