@@ -299,7 +299,8 @@ class _Campaign:
         visited = np.flatnonzero(np.all([np.isin(np.arange(SECTIONS), row) for row in section], axis=0))
         profile = np.array([[ms[r][section[r] == s].mean() for s in visited] for r in range(len(ms))])
         plot = section_plot(profile, edges[visited], out_dir / "sections.png", threshold_ms=threshold_ms,
-                            title=f"{self.config.game}: render time per section over {len(ms)} replayed laps")  # fmt: skip
+                            title=f"{self.config.game}: render time per section over {len(ms)} replays of "
+                                  + ("a lap" if laps.size else "an episode that did not finish the lap"))  # fmt: skip
         return {
             "episode_steps": int(lengths[episode]), "replayed_steps": int(steps), "lap_completed": bool(laps.size), "seed": seed,
             "per_step": replay_reliability(ms),
