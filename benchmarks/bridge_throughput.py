@@ -50,10 +50,10 @@ minus one (overhead).
    **Batch sweep** (:func:`batch_sweep`): the raw and lean loops again at
    ``N`` = 8, 32, 64, 128. In the last full run (``benchmarks/results/bridge_throughput.json``,
    2 CPU cores) envpool took ≈ 0.2 ms a game-step (its two threads busy) and the host loop
-   added 0.30 ms a batch step at ``N`` = 8 and 2.3 ms at 128: ≈ 0.15 ms of fixed cost
+   added ≈ 0.3 ms a batch step at ``N`` = 8 and ≈ 2.2 ms at 128: ≈ 0.15 ms of fixed cost
    (one jitted call, the telemetry's numpy) and ≈ 15 µs a game (frames to the device, the
    4-frame stacks, the policy), all on the main thread while envpool's threads wait, so
-   the overhead stays near 10–18% at every ``N``; the sweep says where it holds. The
+   the overhead stays near 10–20% at every ``N``; the sweep says where it holds. The
    same numpy runs 7× slower right after ``pool.step`` than in a tight loop (22 µs).
 
 2. **SuperTuxKart** (``lighthouse``, 128×96 frames, ``GraphicsConfig.ld()``),
