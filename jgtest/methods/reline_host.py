@@ -26,8 +26,9 @@ screenshots). Measured on 2 CPU cores through
 :func:`jgtest.host_loop.train_dqn`: ≈ 14 ms an environment step with the
 Nature CNN, ≈ 9.4 ms with :data:`NIPS_CNN`; one model at the paper's budget
 is therefore ≈ 2.7 hours there, ten models per agent a GPU's job.
-``--quick`` is the budget a 2-core CPU runs in about an hour per learning
-agent: :data:`ALE_STEPS`' second value, Mnih et al.'s (2013) smaller network
+``--quick`` is the budget a 2-core CPU runs in ≈ 25 min of training per
+learning agent (46 min with another agent training beside it) plus ≈ 5 min
+of evaluation: :data:`ALE_STEPS`' second value, Mnih et al.'s (2013) smaller network
 (:data:`NIPS_CNN`), one model per agent (unless ``--models`` says otherwise),
 1,000 evaluation episodes as the paper. Evaluation plays the trained model
 ε-greedily (Lapan's final ε = 0.02), as on device, in :data:`EVAL_GAMES`
