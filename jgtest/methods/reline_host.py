@@ -33,6 +33,16 @@ of evaluation: :data:`ALE_STEPS`' second value, Mnih et al.'s (2013) smaller net
 1,000 evaluation episodes as the paper. Evaluation plays the trained model
 ε-greedily (Lapan's final ε = 0.02), as on device, in :data:`EVAL_GAMES`
 games at once.
+
+The game is stochastic as the paper's: Gym's ``MsPacman-v0`` (§3.1) repeated
+the agent's previous action with probability 0.25 (:data:`ALE_OPTIONS`). The
+bridge's default, a deterministic ALE, would make a trained model's 1,000
+evaluation episodes one trajectory played 1,000 times (ε = 0.02 seldom turns
+it), so Table 1 would count whether that one path crosses a gate: our first
+``--quick`` runs without it gave 0/49/668 episodes of 1,000, all or nothing
+by model. The price: ALE draws the repeats from its game's generator, seeded
+once, so a bug record's action trace replays exactly only as the first episode
+of a game seeded as the record's (the deterministic default replays any).
 """
 
 from __future__ import annotations
@@ -65,6 +75,8 @@ NIPS_CNN = dict(cnn_layers=((16, 8, 4), (32, 4, 2)), cnn_dense=256)
 #: SuperTuxKart (:mod:`jgtest.methods.reline_stk`): (the paper's 2,300 training episodes, §4.1.3, at
 #: ≈ 163 steps each, the lap our trained kart twin drives, --quick).
 STK_STEPS = (375_000, 1_500)
+#: Ms. Pac-Man's options for RELINE: Gym ``MsPacman-v0``'s sticky actions (module docstring).
+ALE_OPTIONS = {"sticky_action_prob": 0.25}
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
 #: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
@@ -105,7 +117,8 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     found: dict[str, list[np.ndarray]] = {}
     curves: dict[str, list[dict]] = {}
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-        game_options = {"on_crash": writer.write, "ray_address": config.ray_address} if config.actors else {}
+        farm = {"on_crash": writer.write, "ray_address": config.ray_address} if config.actors else {}
+        game_options = {**ALE_OPTIONS, **farm}
         for a, agent in enumerate(config.agents):
             found[agent] = []
             for m in range(config.models):

@@ -158,3 +158,23 @@ def test_reline_learner_settings_on_the_real_game():
         assert (config.num_envs, config.train_interval, config.batch_size, config.buffer_size) == (4, 4, 32, 10_000)
     farm = reline.learner(reline.RelineConfig(game="ale:MsPacman", actors=2)).config
     assert farm.num_envs == 2 and farm.train_interval == 4
+
+
+def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
+    """RELINE's game repeats the previous action with probability 0.25 (Gym ``MsPacman-v0``,
+    reline_host's docstring): the same actions then take two differently seeded games apart,
+    where the deterministic default keeps them together."""
+    from jgtest.methods import reline_host
+
+    assert reline_host.ALE_OPTIONS == {"sticky_action_prob": 0.25}
+    actions = np.tile(np.repeat(np.arange(4), 6), 8)  # up, right, down, left: 6 steps each, 8 times
+
+    def paths(**options):
+        with MsPacmanEnv(num_envs=2, seed=11, **options) as env:
+            env.reset(11)
+            out = [env.step(np.full(2, a))[4]["telemetry"].position for a in actions]
+        return np.stack(out, 1)
+
+    deterministic, sticky = paths(), paths(**reline_host.ALE_OPTIONS)
+    np.testing.assert_array_equal(deterministic[0], deterministic[1])
+    assert np.abs(sticky[0] - sticky[1]).max() > 0
