@@ -6,9 +6,14 @@ corresponding direction except that a collision on the block results in no
 movement". Bugs are injected at cells and "triggered if the robot has reached
 the specific location of the map"; Wuji re-draws the bug and gold positions on
 every test run (§V-A, "to mitigate the potential bias of bug injection"), which
-:meth:`BlockMaze.randomize` does on device, keeping the paper's Fig. 1 mix of
-bugs near the start (easy, yellow) and bugs far off the direct path to the gold
-(hard, red/green).
+:meth:`BlockMaze.randomize` does on device. The injected bugs "are randomly
+distributed within the environment" (§V-A), and Fig. 1 has them on the way to
+the gold too ("the strategy of accomplishing mission helps reach the green
+dots"): by default they are drawn uniformly over the reachable free cells
+(``placement="uniform"``). ``placement="near_far"`` draws the harder mix of
+bugs near the start and bugs far off the direct path instead. The paper does
+not give the number of bugs (its copy here lost it; Fig. 7's Block Maze axis
+runs to 25): the default layout has 10.
 
 Each bug fires the first time per episode the robot stands on its cell (a bug
 at a place gives no new information when re-triggered in the same episode).
@@ -54,6 +59,10 @@ DEFAULT_LAYOUT = """
 """
 
 
+#: How :meth:`BlockMaze.randomize` draws bug cells.
+PLACEMENTS = ("uniform", "near_far")
+
+
 @struct.dataclass
 class EnvState(environment.EnvState):
     pos: jax.Array  # int32[2] robot (row, col)
@@ -81,10 +90,13 @@ class BlockMaze(TestingEnv):
       num_bugs: number of injected bugs; default: the ``b`` cells of the
         layout. A different number draws the default placement with
         :meth:`randomize` (seed 0).
-      near_radius: a "near" bug is at most this many steps from the start.
-      num_near: how many of the drawn bugs are near the start (rest far).
-      min_detour: a "far" bug costs at least this many extra steps over the
-        shortest start-to-gold path.
+      placement: how :meth:`randomize` draws bugs: ``"uniform"`` over the
+        reachable free cells (the paper's), or ``"near_far"``: ``num_near``
+        near the start, the rest far off the direct path.
+      near_radius: ``"near_far"``: a near bug is at most this many steps from the start.
+      num_near: ``"near_far"``: how many drawn bugs are near the start (rest far).
+      min_detour: ``"near_far"``: a far bug costs at least this many extra
+        steps over the shortest start-to-gold path.
 
     Example:
       >>> env, params = jgtest.make("BlockMaze-v0")
@@ -97,6 +109,7 @@ class BlockMaze(TestingEnv):
         self,
         layout: str = DEFAULT_LAYOUT,
         num_bugs: int | None = None,
+        placement: str = "uniform",
         near_radius: int = 4,
         num_near: int | None = None,
         min_detour: int = 4,
@@ -113,6 +126,9 @@ class BlockMaze(TestingEnv):
         self._num_bugs = len(layout_bugs) if num_bugs is None else int(num_bugs)
         if self._num_bugs < 1:
             raise ValueError(f"num_bugs must be at least 1, got {self._num_bugs}")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+        self.placement = placement
         self.near_radius = int(near_radius)
         self.num_near = max(1, self._num_bugs // 4) if num_near is None else int(num_near)
         self.min_detour = int(min_detour)
@@ -197,10 +213,12 @@ class BlockMaze(TestingEnv):
         """Draws a new gold cell and bug cells (Wuji §V-A), jittable and vmappable.
 
         Gold: a reachable cell at least half the maze's largest distance from
-        the start. Bugs: ``num_near`` on reachable cells within ``near_radius``
-        steps of the start, the rest on cells beyond it that cost at least
-        ``min_detour`` extra steps over the shortest start-to-gold path. All
-        cells are distinct and differ from the start and the gold.
+        the start (our choice: the paper only says it is re-drawn; a far gold
+        keeps winning a journey). Bugs, ``"uniform"``: distinct reachable free
+        cells drawn uniformly; ``"near_far"``: ``num_near`` within
+        ``near_radius`` steps of the start, the rest beyond it costing at
+        least ``min_detour`` extra steps over the shortest start-to-gold path.
+        Bug cells always differ from each other, the start and the gold.
         """
         key_gold, key_near, key_far = jax.random.split(key, 3)
         d_start = grid_distances(params.walls, params.start)
@@ -213,6 +231,9 @@ class BlockMaze(TestingEnv):
         d_gold = grid_distances(params.walls, gold)
         detour = d_start + d_gold - d_start[gold[0], gold[1]]
         not_special = (d_start > 0) & (d_gold > 0)
+        if self.placement == "uniform":
+            ids = _pick(key_near, (reachable & not_special).reshape(-1), self._num_bugs)
+            return params.replace(gold=gold, bug_pos=jnp.stack([ids // cols, ids % cols], axis=-1).astype(jnp.int32))
         near = reachable & not_special & (d_start <= self.near_radius)
         far = reachable & not_special & (d_start > self.near_radius) & (detour >= self.min_detour)
         near_ids = _pick(key_near, near.reshape(-1), self.num_near)

@@ -18,6 +18,7 @@ Actions (``Discrete(11)``):
  5    skill        ranged skill ``use_skill(skill_id, distance)``:
                    ``skill_damage // distance`` if ``distance <= skill_range``;
                    cooldown ``skill_cooldown``. **Crash bug** at distance 0
+                   while a buff is active
  6    dash         jump ``dash_length`` cells in the facing direction, through
                    the boss (it can land on the boss's cell); ``dash_damage``
                    if it ends within distance 1; cooldown ``dash_cooldown``
@@ -43,9 +44,11 @@ logical bugs previously known ... injected in the selected scenarios") and the
 two L10 cases of §V-D "Bug analysis":
 
 0. **crash** (§V-D, "will crash if distance == 0"): the ranged skill divides by
-   the player-boss distance; used at distance 0 (reachable only by dashing onto
-   the boss) the game crashes: ``telemetry.crashed`` is set and the episode
-   terminates.
+   the player-boss distance, and in the paper's snippet the call sits under
+   ``if player.buff_time …``: used at distance 0 (reachable only by dashing
+   onto the boss) while any buff is active, the game crashes:
+   ``telemetry.crashed`` is set and the episode terminates. Without a buff the
+   skill at distance 0 misses (the guarded call is not made).
 1. **stuck**: arriving at ``stuck_cell`` (by a move or a dash) while reduction
    buff ``stuck_buff`` is active traps the player in the scenery: from then on
    its actions have no effect and the boss, which cannot path to it, stands
@@ -75,8 +78,12 @@ boss's hp reaches 0 and ``-lose_penalty`` when the player's does (both
 terminate, as does a crash); also in ``telemetry.game_reward``.
 
 Coverage (Wuji §V-C, bucketed state features): a cell is (player cell, boss-hp
-bucket out of ``hp_buckets``, number of active buffs 0..3); ``map_shape`` is
-``(rows * cols, hp_buckets * 4)``, one row per arena cell.
+bucket out of ``hp_buckets``, which buffs are active (3 bits), player–boss
+Manhattan distance 0..rows+cols−2): "distance is a feature in the state, new
+states will be covered when distance changes" (§V-D), and the active buffs
+are where the crash, stuck and logical bugs hide. ``map_shape`` is
+``(rows * cols, hp_buckets * 8 * (rows + cols - 1))``, one row per arena cell
+(44,064 cells on the default 9×9 arena).
 """
 
 from __future__ import annotations
@@ -210,7 +217,11 @@ class CombatArena(TestingEnv):
 
     @property
     def map_shape(self) -> tuple[int, int]:
-        return (self.rows * self.cols, self.hp_buckets * (NUM_BUFFS + 1))
+        return (self.rows * self.cols, self.hp_buckets * 2**NUM_BUFFS * self._num_distances)
+
+    @property
+    def _num_distances(self) -> int:
+        return self.rows + self.cols - 1
 
     @property
     def num_actions(self) -> int:
@@ -270,7 +281,8 @@ class CombatArena(TestingEnv):
         # Attacks on the boss.
         melee_hit = (action == MELEE) & (dist0 <= 1)
         is_skill = (action == SKILL) & ready
-        crashed = is_skill & (dist0 == 0)  # "will crash if distance == 0" (Wuji §V-D)
+        buffed = jnp.any(buff_timer > 0)
+        crashed = is_skill & (dist0 == 0) & buffed  # under `if player.buff_time`: "will crash if distance == 0" (§V-D)
         skill_hit = is_skill & (dist0 > 0) & (dist0 <= params.skill_range)
         skill_dmg = params.skill_damage // jnp.maximum(dist0, 1)
         damage = (
@@ -357,12 +369,13 @@ class CombatArena(TestingEnv):
         return self.get_obs(new_state, params), new_state, game_reward, terminated, {"telemetry": telemetry}
 
     def cell_id(self, state: EnvState, params: EnvParams) -> jax.Array:
-        """Coverage cell: (player cell, boss-hp bucket, number of active buffs)."""
+        """Coverage cell: (player cell, boss-hp bucket, active-buff bits, player–boss distance)."""
         hp_frac = jnp.asarray(state.boss_hp, jnp.float32) / params.boss_max_hp
         hp_bucket = bucket_id(hp_frac[None], 0.0, 1.0, self.hp_buckets)
-        active = jnp.sum(state.buff_timer > 0).astype(jnp.int32)
+        buff_bits = jnp.sum((state.buff_timer > 0) * 2 ** jnp.arange(NUM_BUFFS)).astype(jnp.int32)
         flat = state.player_pos[0] * self.cols + state.player_pos[1]
-        return (flat * self.hp_buckets + hp_bucket) * (NUM_BUFFS + 1) + active
+        dist = _distance(state.player_pos, state.boss_pos)
+        return ((flat * self.hp_buckets + hp_bucket) * 2**NUM_BUFFS + buff_bits) * self._num_distances + dist
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
         params = self.default_params if params is None else params

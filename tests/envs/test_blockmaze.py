@@ -52,9 +52,34 @@ def test_each_bug_fires_exactly_at_its_cell_first_time_only(bug):
     assert not np.asarray(info["telemetry"].bugs_fired).any()
 
 
-def test_randomize_places_bugs_near_the_start_and_off_the_path():
-    keys = jax.random.split(jax.random.key(7), 16)
+def test_randomize_draws_bugs_uniformly_over_reachable_cells_including_the_mission_path():
+    """Wuji §V-A: bugs "randomly distributed within the environment", on the way to the gold too."""
+    keys = jax.random.split(jax.random.key(3), 200)
     drawn = jax.jit(jax.vmap(ENV.randomize, in_axes=(0, None)))(keys, PARAMS)
+    d_start = np.asarray(grid_distances(PARAMS.walls, PARAMS.start))
+    counts = np.zeros(PARAMS.walls.shape)
+    on_path_far = 0
+    for i in range(200):
+        p = jax.tree.map(lambda x: x[i], drawn)
+        bugs = [tuple(int(v) for v in b) for b in np.asarray(p.bug_pos)]
+        gold = tuple(int(v) for v in np.asarray(p.gold))
+        assert len(set(bugs)) == 10 and gold not in bugs and (1, 1) not in bugs
+        assert all(d_start[b] < UNREACHABLE for b in bugs)
+        d_gold = np.asarray(grid_distances(PARAMS.walls, p.gold))
+        on_path_far += sum(d_start[b] + d_gold[b] == d_start[gold] and d_start[b] > ENV.near_radius for b in bugs)
+        for b in bugs:
+            counts[b] += 1
+    free = (d_start < UNREACHABLE) & (d_start > 0)
+    assert on_path_far > 50, "bugs must also lie on the shortest path to the gold, far from the start"
+    # every free cell drawn, each about 200 · 10 / (free cells − 1) times (the gold takes one)
+    expected = 200 * 10 / (free.sum() - 1)
+    assert counts[free].min() > 0 and 0.5 * expected < np.median(counts[free]) < 1.5 * expected
+
+
+def test_near_far_placement_puts_bugs_near_the_start_and_off_the_path():
+    env, _ = jgtest.make("BlockMaze-v0", placement="near_far")
+    keys = jax.random.split(jax.random.key(7), 16)
+    drawn = jax.jit(jax.vmap(env.randomize, in_axes=(0, None)))(keys, PARAMS)
     walls = PARAMS.walls
     d_start = np.asarray(grid_distances(walls, PARAMS.start))
     golds = set()
@@ -67,10 +92,10 @@ def test_randomize_places_bugs_near_the_start_and_off_the_path():
         assert len(set(bugs)) == 10 and gold not in bugs and (1, 1) not in bugs
         d_gold = np.asarray(grid_distances(walls, p.gold))
         shortest = d_start[gold]
-        near = [b for b in bugs if d_start[b] <= ENV.near_radius]
-        far = [b for b in bugs if d_start[b] > ENV.near_radius]
-        assert len(near) == ENV.num_near and len(far) == 10 - ENV.num_near
-        assert all(d_start[b] + d_gold[b] - shortest >= ENV.min_detour for b in far)
+        near = [b for b in bugs if d_start[b] <= env.near_radius]
+        far = [b for b in bugs if d_start[b] > env.near_radius]
+        assert len(near) == env.num_near and len(far) == 10 - env.num_near
+        assert all(d_start[b] + d_gold[b] - shortest >= env.min_detour for b in far)
         assert all(d_start[b] < UNREACHABLE for b in bugs)
     assert len(golds) > 4, "gold should move between runs"
 
@@ -82,6 +107,8 @@ def test_bad_bug_placements_are_refused():
         jgtest.make("BlockMaze-v0", bug_pos=[[0, 0]] + [[1, 3]] * 9)
     with pytest.raises(ValueError, match="bug_pos must have shape \\(10, 2\\)"):
         jgtest.make("BlockMaze-v0", bug_pos=[[1, 3]])
+    with pytest.raises(ValueError, match="placement must be one of \\('uniform', 'near_far'\\), got 'ring'"):
+        jgtest.make("BlockMaze-v0", placement="ring")
     with pytest.raises(ValueError, match="exactly one 'G'"):
         jgtest.make("BlockMaze-v0", layout="#####\n#S..#\n#####")
 

@@ -54,13 +54,24 @@ CALM = _params(boss_move_prob=0.0, boss_attack_prob=0.0)
 
 
 # ----- crash ---------------------------------------------------------------
-def test_skill_at_distance_zero_crashes():
-    state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4))
-    obs, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
-    tel = info["telemetry"]
-    assert bool(term) and bool(tel.crashed) and bool(s2.crashed)
-    np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [True, False, False])
-    assert float(tel.game_reward) == 0.0
+def test_skill_at_distance_zero_with_a_buff_crashes():
+    """The skill call sits under `if player.buff_time` in the paper's snippet (§V-D)."""
+    for buff in range(3):
+        timers = jnp.zeros(3, jnp.int32).at[buff].set(2)  # still 1 after the step's countdown
+        state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4), buff_timer=timers)
+        obs, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
+        tel = info["telemetry"]
+        assert bool(term) and bool(tel.crashed) and bool(s2.crashed)
+        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [True, False, False])
+        assert float(tel.game_reward) == 0.0
+
+
+def test_skill_at_distance_zero_without_a_buff_does_not_crash():
+    for timers in ([0, 0, 0], [1, 0, 0]):  # a timer of 1 runs out at the step's countdown
+        state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4), buff_timer=jnp.asarray(timers, jnp.int32))
+        _, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
+        assert not bool(term) and not bool(info["telemetry"].crashed)
+        assert not bool(info["telemetry"].bugs_fired.any()) and int(s2.boss_hp) == PARAMS.boss_max_hp
 
 
 def test_skill_at_positive_distance_damages_without_crash():
@@ -74,15 +85,25 @@ def test_skill_at_positive_distance_damages_without_crash():
         assert int(s2.cooldowns[0]) == PARAMS.skill_cooldown
 
 
-def test_dash_lands_on_boss_then_skill_crashes():
+def test_buff_then_dash_onto_the_boss_then_skill_crashes():
     # Facing north, two cells below the boss: the dash lands on its cell.
     state = _state(player_pos=_pos(6, 4), boss_pos=_pos(4, 4), facing=jnp.int32(N))
-    actions = jnp.array([DASH, SKILL], jnp.int32)
+    actions = jnp.array([BUFF_A, DASH, SKILL], jnp.int32)
     final, (pos, _, term, fired) = SCAN(state, actions, CALM)
-    np.testing.assert_array_equal(np.asarray(pos[0]), [4, 4])
+    np.testing.assert_array_equal(np.asarray(pos[1]), [4, 4])
     assert int(final.boss_hp) == PARAMS.boss_max_hp - PARAMS.dash_damage
-    np.testing.assert_array_equal(np.asarray(term), [False, True])
-    np.testing.assert_array_equal(np.asarray(fired[:, 0]), [False, True])
+    np.testing.assert_array_equal(np.asarray(term), [False, False, True])
+    np.testing.assert_array_equal(np.asarray(fired[:, 0]), [False, False, True])
+
+
+def test_the_coverage_cell_sees_distance_and_which_buffs_are_active():
+    """§V-D: "distance is a feature in the state, new states will be covered when distance changes"."""
+    cells = set()
+    for boss_row in (0, 1, 2):
+        for timers in ([0, 0, 0], [3, 0, 0], [0, 3, 0], [0, 0, 3], [3, 3, 0]):
+            state = _state(player_pos=_pos(4, 4), boss_pos=_pos(boss_row, 4), buff_timer=jnp.asarray(timers, jnp.int32))
+            cells.add(int(ENV.cell_id(state, PARAMS)))
+    assert len(cells) == 15 and all(0 <= c < ENV.num_cells for c in cells)
 
 
 def test_walking_cannot_enter_the_boss_cell():
@@ -207,7 +228,7 @@ def test_traced_out_of_range_action_is_clipped_and_cell_in_range():
     _, s_heal, _, _, info = STEP(KEY, state, HEAL, CALM)
     assert int(s_hi.player_hp) == int(s_heal.player_hp) == 70
     assert 0 <= int(info["telemetry"].cell) < ENV.num_cells
-    assert ENV.num_cells == 81 * 16
+    assert ENV.num_cells == 81 * 4 * 8 * 17
 
 
 def test_randomize_keeps_the_logical_bug_three_buff_only():
