@@ -16,8 +16,8 @@ kept incrementally (never a sum over the whole map per step). Consumers:
   when an episode ends (``info["episode_cells"]``);
 * the random campaign: one set for the whole campaign, each device call's
   cells added in one chunk (``summary["state_coverage"]``);
-* Wuji's exploration score (distinct states of a run over bucket tuples that
-  can number ``m**n``): :func:`count_distinct`, or a :class:`HashSet`;
+* Wuji's exploration score (distinct states of a run over bucket tuples of all
+  its features, which can number ``m**n``): :func:`count_distinct_states`;
 * PPGTA's pathway coverage: :func:`fraction_covered` of the pathway cells;
 * RELINE's low-FPS cells: per-cell visit counts over a map-sized grid,
   :func:`visit_counts` (dense by nature: every cell carries two counts).
@@ -147,8 +147,7 @@ def count_distinct(cells: jax.Array, valid: jax.Array | None = None) -> jax.Arra
     """Number of distinct non-negative cell ids in ``cells`` (any shape), sort-based.
 
     No table at all: ``O(N log N)`` for ``N`` cells, whatever the size of the
-    cell space. Wuji's exploration score of a run is ``count_distinct`` of its
-    cells; ``jax.vmap`` it over runs.
+    cell space (for states given as feature vectors: :func:`count_distinct_states`).
 
     Example:
       >>> int(count_distinct(jnp.array([7, 3, 7, 10**9, 3])))
@@ -156,6 +155,40 @@ def count_distinct(cells: jax.Array, valid: jax.Array | None = None) -> jax.Arra
     """
     cells, ok = _valid_cells(cells, valid, None)
     return jnp.sum(_first_occurrences(cells, ok)[1]).astype(jnp.int32)
+
+
+def count_distinct_states(features: jax.Array, valid: jax.Array | None, low, high, num_buckets: int) -> jax.Array:
+    """Distinct bucket tuples among the states ``features [T, n]`` (Wuji §IV-B, §V-C), no table.
+
+    Each of the ``n`` features is cut into ``num_buckets`` equal intervals of
+    ``[low, high]`` (:func:`bucketize`); a state is its tuple of buckets, one of
+    ``m**n`` (far beyond any table for, say, 20 features). Each tuple is hashed
+    to 64 bits (two independent multiply-add hashes over ``uint32``), the
+    hashes sorted, and the first copy of each counted: ``O(T log T + T n)``.
+    Two distinct tuples share a hash with probability about ``2**-62``
+    (distinct tuples collide in one hash when ``Σ (b_i − b'_i)·a_i ≡ 0 mod
+    2**32`` for random odd ``a_i``).
+
+    Wuji's exploration score of a policy is the mean of this over its ``m`` runs
+    (``jax.vmap`` over runs).
+
+    Args:
+      features: ``[T, n]`` state features of one run (a trailing observation
+        shape is flattened).
+      valid: ``bool[T]`` steps inside the run, or ``None``.
+      low, high: the features' range (scalars or ``[n]``); values outside are
+        clipped into the end buckets.
+      num_buckets: ``m`` buckets per feature.
+    """
+    rows = bucketize(jnp.reshape(features, (features.shape[0], -1)), low, high, num_buckets).astype(jnp.uint32)
+    n = rows.shape[1]
+    multipliers = np.random.default_rng(0x5EED).integers(0, 2**31, size=(2, n), dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    h1, h2 = (jnp.sum((rows + jnp.uint32(1)) * jnp.asarray(a), axis=1, dtype=jnp.uint32) for a in multipliers)
+    ok = jnp.ones(rows.shape[0], bool) if valid is None else jnp.asarray(valid, bool)
+    order = jnp.lexsort((h2, h1, ~ok))  # valid rows first, then by hash
+    h1, h2, ok = h1[order], h2[order], ok[order]
+    new = jnp.concatenate([jnp.ones((1,), bool), (h1[1:] != h1[:-1]) | (h2[1:] != h2[:-1])])
+    return jnp.sum(new & ok).astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -174,3 +174,25 @@ def test_campaign_coverage_equals_a_python_set_of_its_cells(covered):
         seen |= set(np.asarray(out[2]).ravel().tolist())
     assert int(carry[1].size) == len(seen)
     np.testing.assert_array_equal(covered.members(carry[1]), sorted(seen))
+
+
+def test_count_distinct_states_counts_bucket_tuples_of_every_feature():
+    from jgtest.coverage import count_distinct_states
+
+    rng = np.random.default_rng(0)
+    features = rng.uniform(0, 1, size=(300, 20)).astype(np.float32)
+    features[150:] = features[:150]  # every state twice
+    features[:, 5:] = 0.5  # 15 constant features: 10 buckets each, 10**20 tuples in all
+    buckets = np.floor(features[:, :5] * 3).astype(int)
+    expected = len({tuple(b) for b in buckets})
+    assert int(count_distinct_states(jnp.asarray(features), None, 0.0, 1.0, 3)) == expected
+    valid = np.arange(300) < 150
+    assert int(count_distinct_states(jnp.asarray(features), jnp.asarray(valid), 0.0, 1.0, 3)) == expected
+    only_first = np.zeros(300, bool)
+    only_first[0] = True
+    assert int(count_distinct_states(jnp.asarray(features), jnp.asarray(only_first), 0.0, 1.0, 3)) == 1
+    # an image-shaped state (Block Maze planes): one state per robot cell
+    planes = np.zeros((6, 4, 4, 3), np.float32)
+    for t, (r, c) in enumerate([(0, 0), (0, 1), (0, 0), (2, 3), (0, 1), (3, 3)]):
+        planes[t, r, c, 1] = 1.0
+    assert int(count_distinct_states(jnp.asarray(planes), None, 0.0, 1.0, 2)) == 4

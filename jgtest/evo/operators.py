@@ -1,0 +1,114 @@
+"""Variation operators on flattened policy weights (Wuji, Zheng et al., 2019, §IV-B, Algorithm 1).
+
+Wuji breeds a new policy from two parents chosen by Pareto-dominance binary
+tournaments: "single-point crossover (SPX)" of their weight vectors, then
+additive Gaussian mutation of the weights. A population is a pytree of
+parameters stacked on a leading axis; :func:`ravel_population` turns it into
+a ``[P, D]`` matrix of weight vectors and back.
+
+From evosax (0.3): the pytree ravelling (``evosax.algorithms.base.get_ravel_fn``)
+and the additive Gaussian mutation (``simple_ga.mutation``: ``x + σ·N(0, I)``).
+Written here because evosax lacks them: single-point crossover (evosax's GA
+crossover is uniform, gene by gene), the per-weight mutation mask and the
+rates that apply each operator, and the Pareto tournament
+(:func:`jgtest.evo.pareto.binary_tournament`).
+
+Rates and σ: this copy of the paper lost their values ("are set to and
+respectively"; "a gaussian distribution N(0, .)", §V-A4). Defaults
+(:class:`VariationParams`): crossover with probability 0.9 (Deb et al.'s
+NSGA-II setting for real-coded GAs), each weight mutated with probability 0.1
+by ``N(0, 0.1²)`` — small next to the A2C fine-tuning that follows.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from evosax.algorithms.base import get_ravel_fn
+from evosax.algorithms.population_based.simple_ga import mutation as evosax_mutation
+from flax import struct
+
+from jgtest.evo.pareto import _check_objectives, _tournament
+
+__all__ = ["VariationParams", "breed", "gaussian_mutation", "ravel_population", "single_point_crossover"]
+
+
+@struct.dataclass
+class VariationParams:
+    """Numbers of Algorithm 1 (a pytree: ``vmap`` sweeps them).
+
+    Attributes:
+      crossover_rate: probability a child is the single-point crossover of its
+        two parents (else a copy of the first).
+      mutation_rate: probability each weight of a child is mutated.
+      sigma: standard deviation of the additive Gaussian mutation.
+    """
+
+    crossover_rate: float = 0.9
+    mutation_rate: float = 0.1
+    sigma: float = 0.1
+
+
+def ravel_population(population):
+    """``(flat [P, D], unravel)``: each member's parameters as one weight vector; ``unravel(flat)``
+    gives the stacked pytree back (evosax's ``get_ravel_fn``, vmapped)."""
+    ravel, unravel = get_ravel_fn(jax.tree.map(lambda x: x[0], population))
+    return jax.vmap(ravel)(population), jax.vmap(unravel)
+
+
+def single_point_crossover(key: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
+    """SPX: ``a[:c] ++ b[c:]`` for a cut ``c`` drawn uniformly in ``[1, D)`` (both parents
+    contribute); ``D = 1`` returns ``a``."""
+    size = a.shape[-1]
+    cut = jax.random.randint(key, (), 1, max(size, 2))
+    return jnp.where(jnp.arange(size) < cut, a, b)
+
+
+def gaussian_mutation(key: jax.Array, x: jax.Array, mutation_rate, sigma) -> jax.Array:
+    """Each weight, with probability ``mutation_rate``, plus ``σ·N(0, 1)`` (evosax's mutation)."""
+    k_mask, k_noise = jax.random.split(key)
+    mutated = evosax_mutation(k_noise, x, jnp.asarray(sigma, x.dtype))
+    return jnp.where(jax.random.bernoulli(k_mask, mutation_rate, x.shape), mutated, x)
+
+
+def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params: VariationParams = VariationParams(),
+          maximize: bool = True) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+    """Algorithm 1: ``num_children`` children of the population ``flat [P, D]``.
+
+    For each child: two parents by Pareto-dominance binary tournaments on
+    ``objectives [P, M]``; with probability ``crossover_rate`` their
+    single-point crossover, else the first parent; then per-weight Gaussian
+    mutation. Returns ``(children [num_children, D], first parents
+    int32[num_children])`` (the first parent's non-weight state, e.g. batch
+    statistics, goes with the child).
+
+    Raises:
+      ValueError: fewer than 2 members, or objectives not ``(P, M)``.
+    """
+    if flat.ndim != 2:
+        raise ValueError(f"the population must be [P, D] weight vectors, got shape {flat.shape}")
+    if flat.shape[0] < 2:
+        raise ValueError(f"crossover needs a population of at least 2, got {flat.shape[0]}")
+    objectives = _check_objectives(objectives)
+    if objectives.shape[0] != flat.shape[0]:
+        raise ValueError(f"objectives have {objectives.shape[0]} rows for a population of {flat.shape[0]}")
+    if int(num_children) < 1:
+        raise ValueError(f"num_children must be at least 1, got {num_children}")
+    return _breed(key, flat, objectives, int(num_children), params, maximize)
+
+
+@functools.partial(jax.jit, static_argnames=("num_children", "maximize"))
+def _breed(key, flat, objectives, num_children, params, maximize):
+    k_first, k_second, k_children = jax.random.split(key, 3)
+    first = _tournament(k_first, objectives, num_children, maximize)
+    second = _tournament(k_second, objectives, num_children, maximize)
+
+    def child(k, a, b):
+        k_cross, k_apply, k_mutate = jax.random.split(k, 3)
+        crossed = jnp.where(jax.random.bernoulli(k_apply, params.crossover_rate), single_point_crossover(k_cross, a, b), a)
+        return gaussian_mutation(k_mutate, crossed, params.mutation_rate, params.sigma)
+
+    children = jax.vmap(child)(jax.random.split(k_children, num_children), flat[first], flat[second])
+    return children, first
