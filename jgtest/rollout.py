@@ -18,6 +18,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+from flax import struct
 
 from jgtest.types import PRNGKey
 
@@ -103,3 +104,36 @@ def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, m
 
     _, out = jax.lax.scan(body, (obs, state, jnp.ones(num_episodes, bool)), jnp.arange(max_steps))
     return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
+
+
+@struct.dataclass
+class BugCatch:
+    """The first firing of each injected bug in a stretch of keyed rollouts, with its trace.
+
+    Attributes:
+      found: ``bool[K]``, bug ``k`` fired.
+      where: ``int32[K, 3]``: ``(slot, episode, step)`` of its first firing.
+      actions: ``int32[K, T]``: that episode's actions up to and including
+        ``step`` (the rest is padding), so a bug record replays with
+        :func:`replay_trace`.
+    """
+
+    found: jax.Array
+    where: jax.Array
+    actions: jax.Array
+
+    @classmethod
+    def empty(cls, num_bugs: int, max_steps: int) -> "BugCatch":
+        return cls(jnp.zeros(num_bugs, bool), jnp.zeros((num_bugs, 3), jnp.int32), jnp.zeros((num_bugs, max_steps), jnp.int32))
+
+    def add(self, fired: jax.Array, slot_traces: jax.Array, episode: jax.Array, t: jax.Array) -> "BugCatch":
+        """Records bugs fired this step: ``fired bool[B, K]`` over slots, each slot's episode
+        actions so far ``slot_traces int32[B, T]`` (this step's included), ``episode``/``t int32[B]``."""
+        new = jnp.any(fired, axis=0) & ~self.found
+        slot = jnp.argmax(fired, axis=0)  # first slot that fired each bug
+        where = jnp.stack([slot, episode[slot], t[slot]], axis=-1).astype(jnp.int32)
+        return BugCatch(
+            found=self.found | new,
+            where=jnp.where(new[:, None], where, self.where),
+            actions=jnp.where(new[:, None], slot_traces[slot], self.actions),
+        )

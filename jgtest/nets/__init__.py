@@ -4,6 +4,8 @@
 * :class:`CNNEncoder` — the Nature-DQN frame encoder (Mnih et al., 2015);
 * :class:`PatchConv` — a convolution as patches × kernel (``flax.linen.Conv``'s function, faster on CPU);
 * :class:`ActorCritic` — separate actor and critic MLPs (or a shared CNN) for PPO / A2C;
+* :class:`BatchNormActorCritic` — Wuji's A2C network (batch-normalised ReLU layers), with
+  :func:`floored_log_probs` for its floor on every action's probability;
 * :class:`QNetwork` — DQN's action values (CleanRL's 120-84 MLP, or the Nature CNN);
 * :class:`PolicyNetwork` — the cross-entropy method's one-hidden-layer policy (RELINE).
 
@@ -21,12 +23,13 @@ Example::
 """
 
 from jgtest.nets.cnn import CONV_IMPLS, CNNEncoder, PatchConv, image_patches
-from jgtest.nets.heads import TORSOS, ActorCritic, PolicyNetwork, QNetwork
+from jgtest.nets.heads import TORSOS, ActorCritic, BatchNormActorCritic, PolicyNetwork, QNetwork, floored_log_probs
 from jgtest.nets.mlp import ACTIVATIONS, MLP, flatten_obs, frames_to_float, get_activation
 
 __all__ = [
     "ACTIVATIONS",
     "ActorCritic",
+    "BatchNormActorCritic",
     "CNNEncoder",
     "CONV_IMPLS",
     "MLP",
@@ -35,6 +38,7 @@ __all__ = [
     "QNetwork",
     "TORSOS",
     "flatten_obs",
+    "floored_log_probs",
     "frames_to_float",
     "get_activation",
     "image_patches",

@@ -182,3 +182,52 @@ class PolicyNetwork(nn.Module):
 
 
 __all__ = ["ActorCritic", "PolicyNetwork", "QNetwork", "TORSOS"]
+
+
+class BatchNormActorCritic(nn.Module):
+    """Wuji's A2C network (Zheng et al., 2019, §V-A4): "three fully connected linear layers",
+    "normalized using batch normalization" with ReLU "between two consecutive layers".
+
+    One shared torso of ``Dense → BatchNorm → ReLU`` per hidden size, then a
+    linear policy head (``A`` logits) and a linear value head (the paper does
+    not say whether actor and critic share layers; sharing halves the cost of
+    a population). ``__call__(obs, train)``: with ``train=True`` batch
+    statistics normalise and the running averages in the ``batch_stats``
+    collection are updated (``mutable=["batch_stats"]``); with
+    ``train=False`` (acting, evaluation) the running averages are used, so an
+    action never depends on the other games of the batch.
+
+    Example::
+
+        net = BatchNormActorCritic(num_actions=4, hidden_sizes=(64, 64, 64))
+        variables = net.init(jax.random.key(0), jnp.zeros((2, 20)))   # {"params", "batch_stats"}
+        logits, value = net.apply(variables, obs)                       # acting
+        (logits, value), updates = net.apply(variables, obs, train=True, mutable=["batch_stats"])
+    """
+
+    num_actions: int
+    hidden_sizes: Sequence[int] = (64, 64, 64)
+    obs_ndim: int = 1
+    momentum: float = 0.99
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
+        x = flatten_obs(obs, self.obs_ndim)
+        lead = x.shape[:-1]
+        x = x.reshape(-1, x.shape[-1])  # batch norm over every leading dim at once
+        for i, size in enumerate(self.hidden_sizes):
+            x = nn.Dense(size, name=f"hidden_{i}")(x)
+            x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=self.momentum, name=f"norm_{i}")(x))
+        logits = nn.Dense(self.num_actions, name="actor", **dense_init(True, 0.01))(x)
+        value = nn.Dense(1, name="critic", **dense_init(True, 1.0))(x)
+        return logits.reshape(*lead, self.num_actions), value.reshape(lead)
+
+
+def floored_log_probs(logits: jax.Array, min_prob) -> jax.Array:
+    """``log π'`` with ``π' = (1 − A·ε)·softmax(logits) + ε``: every one of the ``A`` actions keeps
+    probability at least ``ε = min_prob`` (Wuji §V-A4: "ensure at least [ε] possibility of each valid
+    action being selected"). ``A·ε`` must be below 1. The result is a valid logits vector
+    (``log_softmax`` leaves it unchanged), so samplers and losses take it as they take logits."""
+    num_actions = logits.shape[-1]
+    probs = (1.0 - num_actions * min_prob) * jax.nn.softmax(logits, axis=-1) + min_prob
+    return jnp.log(probs)

@@ -1,0 +1,226 @@
+"""A2C as Wuji configures it, for a population of policies fine-tuned at once (Zheng et al., 2019).
+
+Wuji trains every offspring policy with "a standard DRL algorithm named
+advantage actor critic (A2C)" (§IV-D), "asynchronously and simultaneously",
+"until either reaching maximum training time or none performance improvement
+after certain consecutive training rounds". §V-A4 configures it: "the MSE
+loss", "the Adam optimizer", an entropy term in the actor's loss, "at least
+[ε] possibility of each valid action being selected", and "three fully
+connected linear layers" with batch normalisation and ReLU between
+consecutive layers (:class:`jgtest.nets.BatchNormActorCritic`).
+
+This copy of the paper lost every number of that paragraph (learning rate
+"[?]e-3", entropy weight, ε, layer width, the rounds and minutes of the early
+stop). Our choices (:class:`WujiA2CConfig`, :class:`WujiA2CHyperparams`):
+Adam at 1e-3 (the lost value's order of magnitude), entropy weight 0.01 (A3C's),
+ε = 0.01 per action, 64 units a layer, n-step returns of 5 steps in 8 games (A2C's
+usual shape), a round of 25 updates, at most 8 rounds, stop after 2 rounds
+without a better mean training return. "Maximum training time" is wall-clock
+and applies to the whole population between rounds (the host loop of
+:mod:`jgtest.methods.wuji`); on device a round count caps it.
+
+Everything is one individual's, pure and jittable; ``jax.vmap`` trains a
+population (an inactive learner, stopped early, keeps its weights while the
+others go on). Rollouts are **keyed** as a campaign's (:mod:`jgtest.rollout`):
+slot ``b`` of a learner with seed ``s`` plays episode ``e`` with
+``episode_key(s, b, e)``, so every bug that fires during training is caught
+with its episode's actions (:class:`jgtest.rollout.BugCatch`) and replays on the
+bare game.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jgtest.agents.common import check_positive
+from jgtest.agents.on_policy import advantages
+from jgtest.envs.base import step_with_reset
+from jgtest.losses import a2c_loss
+from jgtest.nets import BatchNormActorCritic, floored_log_probs
+from jgtest.rollout import BugCatch, action_key, episode_key, reset_key, step_key
+from jgtest.types import Transition
+
+
+@dataclasses.dataclass(frozen=True)
+class WujiA2CConfig:
+    """Static shape of the learner (module docstring for the choices)."""
+
+    hidden_sizes: tuple[int, ...] = (64, 64, 64)
+    num_envs: int = 8
+    num_steps: int = 5
+    updates_per_round: int = 25
+    max_rounds: int = 8
+    patience: int = 2
+    bn_momentum: float = 0.99
+
+    def __post_init__(self):
+        check_positive(self, "num_envs", "num_steps", "updates_per_round", "max_rounds", "patience")
+        if len(self.hidden_sizes) < 1 or min(self.hidden_sizes) < 1:
+            raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}")
+
+    @property
+    def steps_per_round(self) -> int:
+        """Game steps one learner plays a round."""
+        return self.updates_per_round * self.num_steps * self.num_envs
+
+
+@struct.dataclass
+class WujiA2CHyperparams:
+    learning_rate: float = 1e-3
+    gamma: float = 0.99
+    gae_lambda: float = 1.0  # n-step returns (A2C)
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    min_action_prob: float = 0.01
+
+
+@struct.dataclass
+class Slots:
+    """One learner's games: observations, states, each slot's episode, step and actions so far."""
+
+    obs: jax.Array
+    state: object
+    episode: jax.Array  # int32[B]
+    t: jax.Array  # int32[B]
+    traces: jax.Array  # int32[B, T]
+    ret: jax.Array  # float32[B] return of the running episode
+
+
+@struct.dataclass
+class Learner:
+    """One policy in training: weights and batch statistics, Adam's state, the early stop."""
+
+    variables: dict
+    opt_state: optax.OptState
+    best: jax.Array  # float32, best mean training return of a round so far
+    stale: jax.Array  # int32, rounds since it improved
+    active: jax.Array  # bool, still training
+    rounds: jax.Array  # int32
+
+
+class WujiA2C:
+    """The learner of :mod:`jgtest.agents.wuji_a2c` on one game.
+
+    Args:
+      env: a jgtest game (``step_env``/``reset_env``; ``num_actions``, ``num_bugs``).
+      config: the static settings.
+      max_steps: the game's episode cap (the length of an action trace).
+    """
+
+    def __init__(self, env, config: WujiA2CConfig, max_steps: int):
+        self.env, self.config, self.max_steps = env, config, int(max_steps)
+        obs_shape = env.observation_space(env.default_params).shape
+        self.network = BatchNormActorCritic(env.num_actions, config.hidden_sizes, len(obs_shape), config.bn_momentum)
+        self._obs_shape = obs_shape
+        self._adam = optax.scale_by_adam()
+
+    # ----- policy -----------------------------------------------------------------------
+    def init_variables(self, key: jax.Array) -> dict:
+        """A fresh policy's ``{"params", "batch_stats"}``."""
+        return self.network.init(key, jnp.zeros((2, *self._obs_shape)))
+
+    def log_probs(self, variables, obs, hparams: WujiA2CHyperparams) -> jax.Array:
+        """``log π'(·|obs)`` with the floor on every action (running batch statistics)."""
+        logits, _ = self.network.apply(variables, obs)
+        return floored_log_probs(logits, hparams.min_action_prob)
+
+    def policy(self, variables, obs, key, hparams: WujiA2CHyperparams = WujiA2CHyperparams()) -> jax.Array:
+        """An action for one observation, sampled from the floored policy."""
+        return jax.random.categorical(key, self.log_probs(variables, obs[None], hparams)[0])
+
+    # ----- state ------------------------------------------------------------------------
+    def init_slots(self, env_params, seed) -> Slots:
+        """The learner's ``num_envs`` games at episode 0 of run ``seed`` (keyed resets)."""
+        slots = jnp.arange(self.config.num_envs)
+        obs, state = jax.vmap(lambda b: self.env.reset_env(reset_key(episode_key(seed, b, 0)), env_params))(slots)
+        zeros = jnp.zeros(self.config.num_envs, jnp.int32)
+        traces = jnp.zeros((self.config.num_envs, self.max_steps), jnp.int32)
+        return Slots(obs, state, zeros, zeros, traces, jnp.zeros(self.config.num_envs, jnp.float32))
+
+    def init_learner(self, variables) -> Learner:
+        return Learner(variables, self._adam.init(variables["params"]), jnp.float32(-jnp.inf), jnp.int32(0), jnp.bool_(True), jnp.int32(0))
+
+    # ----- training ---------------------------------------------------------------------
+    def _collect(self, variables, slots: Slots, catch: BugCatch, env_params, seed, hparams):
+        """``num_steps`` keyed steps of every slot: ``(slots, catch, Transition [T, B], finished sum, count)``."""
+        b_ids = jnp.arange(self.config.num_envs)
+
+        def step(carry, _):
+            slots, catch, ret_sum, ret_count = carry
+            logits, value = self.network.apply(variables, slots.obs)
+            log_p = floored_log_probs(logits, hparams.min_action_prob)
+            ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
+            action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(ep_keys, slots.t, log_p)
+            next_reset = jax.vmap(lambda b, e: reset_key(episode_key(seed, b, e + 1)))(b_ids, slots.episode)
+            obs, state, reward, term, trunc, info = jax.vmap(
+                lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
+            )(slots.state, action, ep_keys, slots.t, next_reset)
+            traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
+            catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t)
+            done = term | trunc
+            ret = slots.ret + reward
+            transition = Transition(
+                slots.obs, action, reward, term, trunc, info["final_observation"], value,
+                jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
+            )  # fmt: skip
+            slots = Slots(obs, state, slots.episode + done, jnp.where(done, 0, slots.t + 1), traces, jnp.where(done, 0.0, ret))
+            return (slots, catch, ret_sum + jnp.sum(jnp.where(done, ret, 0.0)), ret_count + jnp.sum(done)), transition
+
+        (slots, catch, ret_sum, ret_count), traj = jax.lax.scan(
+            step, (slots, catch, jnp.float32(0), jnp.int32(0)), None, length=self.config.num_steps
+        )
+        return slots, catch, traj, ret_sum, ret_count
+
+    def _update(self, learner: Learner, traj: Transition, hparams):
+        """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout."""
+        advantage, returns = advantages(self.network, learner.variables, traj, hparams)
+        flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), (traj.obs, traj.action, advantage, returns))
+        batch_stats = learner.variables["batch_stats"]
+
+        def loss_fn(params):
+            (logits, value), updates = self.network.apply(
+                {"params": params, "batch_stats": batch_stats}, flat[0], train=True, mutable=["batch_stats"]
+            )
+            log_p = floored_log_probs(logits, hparams.min_action_prob)
+            loss, _ = a2c_loss(log_p, value, flat[1], flat[2], flat[3], vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef)
+            return loss, updates["batch_stats"]
+
+        (_, new_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.variables["params"])
+        updates, opt_state = self._adam.update(grads, learner.opt_state)
+        params = optax.apply_updates(learner.variables["params"], jax.tree.map(lambda u: -hparams.learning_rate * u, updates))
+        trained = learner.replace(variables={"params": params, "batch_stats": new_stats}, opt_state=opt_state)
+        return jax.tree.map(lambda new, old: jnp.where(learner.active, new, old), trained, learner)
+
+    def round(self, learner: Learner, slots: Slots, env_params, seed, hparams: WujiA2CHyperparams = WujiA2CHyperparams()):
+        """One training round: ``updates_per_round`` rollouts and updates, then the early stop.
+
+        Returns ``(learner, slots, catch, mean return of the episodes finished in the round (NaN if
+        none))``. The learner stops (``active`` false) after ``patience`` rounds without a better
+        mean, or after ``max_rounds`` rounds.
+        """
+        catch = BugCatch.empty(self.env.num_bugs, self.max_steps)
+
+        def one(carry, _):
+            learner, slots, catch, ret_sum, ret_count = carry
+            slots, catch, traj, s, c = self._collect(learner.variables, slots, catch, env_params, seed, hparams)
+            return (self._update(learner, traj, hparams), slots, catch, ret_sum + s, ret_count + c), None
+
+        (trained, slots, catch, ret_sum, ret_count), _ = jax.lax.scan(
+            one, (learner, slots, catch, jnp.float32(0), jnp.int32(0)), None, length=self.config.updates_per_round
+        )
+        mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
+        improved = learner.active & (ret_count > 0) & (mean > learner.best)
+        stale = jnp.where(improved, 0, learner.stale + 1)
+        rounds = learner.rounds + learner.active
+        trained = trained.replace(
+            best=jnp.where(improved, mean, learner.best),
+            stale=jnp.where(learner.active, stale, learner.stale),
+            rounds=rounds,
+            active=learner.active & (stale < self.config.patience) & (rounds < self.config.max_rounds),
+        )
+        return trained, slots, catch, mean
