@@ -1,0 +1,314 @@
+"""Wuji: evolutionary multi-objective search plus A2C for game testing (Zheng et al., ASE 2019).
+
+A population of policies evolves for two objectives (§IV-B): the
+**exploration score** ES(π) = (1/m) Σ_i size(‖G(a_i)‖_S), the distinct states
+of each of ``m`` runs averaged (states: every observation feature cut into
+``num_buckets`` equal intervals, §V-C; :func:`jgtest.coverage.count_distinct_states`),
+and the **winning score** RS(π) = (1/m) Σ_i Σ_t γ^t r_t, the discounted return
+(Def. 1) averaged over the same runs. A generation (Algorithms 1–3):
+
+1. children by Pareto-dominance binary tournaments, single-point crossover
+   and Gaussian mutation of the weights (:func:`jgtest.evo.breed`);
+2. with DRL, every child fine-tuned by A2C at once (vmap), each until it stops
+   improving or its rounds run out (:mod:`jgtest.agents.wuji_a2c`);
+3. NSGA-II over parents ∪ children ∪ trained children keeps the population
+   size (:func:`jgtest.evo.select`).
+
+Every game played — the ``m`` evaluation runs of every policy and every A2C
+rollout — goes through the games' oracles (``telemetry.bugs_fired``), and the
+first firing of each bug is written as a :class:`jgtest.report.BugRecord`
+with its action trace the moment the host sees it (after each device call);
+bug and gold positions are re-drawn per run (§V-A) and written with the
+record, so ``jgtest replay`` reproduces it on the bare game.
+
+The paper's six strategies (§V-A3), :data:`STRATEGIES`: ``random`` (uniform
+actions), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
+objectives), ``drl`` (A2C alone: the population trained round after round),
+``ea_s+drl`` and ``wuji`` (``ea_m`` + DRL).
+
+Numbers: population and offspring 30 (§V-A4). ``m``, the buckets, the rates
+and σ are lost or absent in the paper (see :mod:`jgtest.evo.operators` and
+:class:`WujiConfig` for our choices).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
+from jgtest.coverage import count_distinct_states
+from jgtest.envs.registration import make
+from jgtest.evo import VariationParams, breed, ravel_population, select
+from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.rollout import play_episodes
+
+#: The paper's strategies (§V-A3), in its order.
+STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
+_EVOLVES = {"ea_s", "ea_m", "ea_s+drl", "wuji"}
+_TRAINS = {"drl", "ea_s+drl", "wuji"}
+_MULTI = {"ea_m", "wuji"}
+
+
+@dataclasses.dataclass(frozen=True)
+class WujiConfig:
+    """One Wuji campaign (one strategy, one run seed).
+
+    Attributes:
+      game: ``"BlockMaze-v0"`` or ``"CombatArena-v0"`` (any game with ``randomize``).
+      strategy: one of :data:`STRATEGIES`.
+      population: population and offspring size (the paper's 30).
+      generations: generations to run (``budget_s`` may stop it sooner).
+      budget_s: wall-clock budget in seconds, checked between device calls.
+      runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 4).
+      num_buckets: intervals per observation feature for ES (paper: lost; 10).
+      seed: the run's seed (its bug and gold placement, its keys).
+      a2c: the A2C learner's settings.
+      variation: crossover/mutation rates and σ.
+    """
+
+    game: str = "BlockMaze-v0"
+    strategy: str = "wuji"
+    population: int = 30
+    generations: int = 10
+    budget_s: float | None = None
+    runs_per_eval: int = 4
+    num_buckets: int = 10
+    seed: int = 0
+    a2c: WujiA2CConfig = WujiA2CConfig()
+    variation: VariationParams = VariationParams()
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        for name in ("generations", "runs_per_eval", "num_buckets"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.population < 2:
+            raise ValueError(f"population must be at least 2 (crossover needs two parents), got {self.population}")
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise ValueError(f"budget_s must be positive, got {self.budget_s}")
+
+
+class _Search:
+    """The jitted pieces of one game's search: evaluation of a population, A2C rounds, random play."""
+
+    def __init__(self, env, params, config: WujiConfig):
+        self.env, self.config = env, config
+        self.max_steps = int(np.asarray(params.max_steps_in_episode))
+        self.a2c = WujiA2C(env, config.a2c, self.max_steps)
+        self.hparams = WujiA2CHyperparams()
+        space = env.observation_space(params)
+        low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+        m, buckets, gamma = config.runs_per_eval, config.num_buckets, self.hparams.gamma
+        discount = gamma ** jnp.arange(self.max_steps)
+
+        def evaluate_one(variables, params, seed):
+            policy = lambda v, obs, key: self.a2c.policy(v, obs, key, self.hparams)
+            out = play_episodes(env, params, policy, variables, seed, m, self.max_steps, info_keys=("final_observation",))
+            states = jax.vmap(count_distinct_states, in_axes=(0, 0, None, None, None))(
+                out["final_observation"], out["valid"], low.reshape(-1), high.reshape(-1), buckets
+            )
+            rs = jnp.sum(jnp.where(out["valid"], out["telemetry"].game_reward, 0.0) * discount, axis=1)
+            scores = jnp.stack([jnp.mean(states.astype(jnp.float32)), jnp.mean(rs)])
+            return scores, _trace_out(out)
+
+        self.evaluate = jax.jit(jax.vmap(evaluate_one, in_axes=(0, None, 0)))
+        self.init_variables = jax.jit(jax.vmap(self.a2c.init_variables))
+        self.init_training = jax.jit(
+            lambda variables, params, seeds: (
+                jax.vmap(self.a2c.init_learner)(variables), jax.vmap(self.a2c.init_slots, in_axes=(None, 0))(params, seeds)
+            )
+        )  # fmt: skip
+        self.train_round = jax.jit(jax.vmap(lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams), in_axes=(0, 0, None, 0)))
+        random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
+        self.play_random = jax.jit(
+            jax.vmap(lambda params, seed: _trace_out(play_episodes(env, params, random_policy, None, seed, m, self.max_steps)), in_axes=(None, 0))
+        )  # fmt: skip
+
+
+def _trace_out(out: dict) -> dict:
+    """What the host needs from played episodes to write bug records and coverage."""
+    tel = out["telemetry"]
+    return {"actions": out["actions"], "valid": out["valid"], "fired": tel.bugs_fired, "cell": tel.cell, "position": tel.position}
+
+
+class _Bookkeeper:
+    """Bug records the moment the host sees them, coverage, and bugs over time."""
+
+    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float):
+        self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
+        self.found_at = np.full(env.num_bugs, np.nan)
+        self.visited = np.zeros(env.num_cells, bool)
+        self.env_steps = 0
+        self.timeline: list[tuple[float, int, int]] = []  # (seconds, env steps, bugs found)
+
+    def played(self, out: dict, seeds: np.ndarray, phase: str) -> None:
+        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``)."""
+        out = jax.device_get(out)
+        valid = out["valid"]
+        self.env_steps += int(valid.sum())
+        self.visited[out["cell"][valid]] = True
+        new = out["fired"] & valid[..., None] & np.isnan(self.found_at)
+        for p, b, t, bug in zip(*np.nonzero(new)):
+            if np.isnan(self.found_at[bug]):
+                self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase)
+        self._tick()
+
+    def caught(self, catch, seeds: np.ndarray, steps: int) -> None:
+        """Bugs an A2C round caught (:class:`jgtest.rollout.BugCatch` per learner)."""
+        catch = jax.device_get(catch)
+        self.env_steps += steps
+        for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
+            if np.isnan(self.found_at[bug]):
+                slot, episode, t = (int(v) for v in catch.where[p, bug])
+                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), "a2c")
+        self._tick()
+
+    def _record(self, bug, seed, slot, episode, t, actions, position, phase) -> None:
+        self.found_at[bug] = time.perf_counter() - self.start
+        self.writer.write(BugRecord(
+            kind=self.env.bug_kinds[bug], game=self.config.game, bug_id=int(bug), step=t, episode=episode, seed=seed,
+            env_index=slot, actions=tuple(int(a) for a in actions), game_kwargs=self.game_kwargs,
+            position=tuple(float(v) for v in position), wall_s=round(float(self.found_at[bug]), 3),
+            detail=f"{self.config.strategy} ({phase}): injected bug {bug} fired",
+        ))  # fmt: skip
+
+    def _tick(self) -> None:
+        self.timeline.append((round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum())))
+
+
+def run_params(env, params, seed: int) -> tuple[Any, dict]:
+    """The run's game: bugs (and gold) re-drawn from ``seed`` (§V-A), and the ``jgtest.make``
+    overrides that rebuild it (written with every bug record)."""
+    drawn = jax.jit(env.randomize)(jax.random.fold_in(jax.random.key(seed), 0x5EED), params)
+    overrides = {}
+    for field in dataclasses.fields(params):
+        old, new = np.asarray(getattr(params, field.name)), np.asarray(getattr(drawn, field.name))
+        if old.shape != new.shape or not np.array_equal(old, new):
+            overrides[field.name] = new.tolist()
+    return drawn, overrides
+
+
+def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None) -> dict:
+    """Runs one campaign, writing ``bugs.jsonl`` (as bugs are found), ``config.json``,
+    ``summary.json`` and ``population.json`` (the final population's scores and fronts) in ``out_dir``.
+
+    Args:
+      config: the campaign.
+      out_dir: an existing, writable run directory.
+      on_generation: called after each generation with ``(generation, generations, bugs found)``.
+    """
+    out_dir = Path(out_dir)
+    env, base = make(config.game)
+    params, game_kwargs = run_params(env, base, config.seed)
+    (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **_jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
+    search = _Search(env, params, config)
+    key = jax.random.fold_in(jax.random.key(config.seed), 1)
+    start = time.perf_counter()
+    seed_counter = iter(range(config.seed * 1_000_003 % 2**30, 2**31))
+    next_seeds = lambda n: np.asarray([next(seed_counter) for _ in range(n)], np.int32)
+    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        book = _Bookkeeper(env, config, game_kwargs, writer, start)
+        strategy, pop = config.strategy, config.population
+        objectives = None
+        if strategy != "random":
+            key, k_init = jax.random.split(key)
+            population = search.init_variables(jax.random.split(k_init, pop))
+            objectives = _evaluate(search, book, population, params, next_seeds(pop), "evaluation")
+        generation = 0
+        for generation in range(1, config.generations + 1):
+            if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
+                generation -= 1
+                break
+            key, k_gen = jax.random.split(key)
+            if strategy == "random":
+                seeds = next_seeds(pop)
+                book.played(search.play_random(params, seeds), seeds, "random")
+            elif strategy == "drl":
+                population = _fine_tune(search, book, population, params, next_seeds(pop), config, start)
+                objectives = _evaluate(search, book, population, params, next_seeds(pop), "evaluation")
+            else:
+                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, next_seeds, start)
+            if on_generation is not None:
+                on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
+    summary = _summary(config, env, book, generation, time.perf_counter() - start)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if objectives is not None:
+        (out_dir / "population.json").write_text(json.dumps(_front_json(np.asarray(objectives)), indent=2))
+    return summary
+
+
+def _evaluate(search, book, population, params, seeds, phase):
+    scores, out = search.evaluate(population, params, jnp.asarray(seeds))
+    book.played(out, seeds, phase)
+    return scores
+
+
+def _fine_tune(search, book, population, params, seeds, config, start):
+    """A2C on every member at once until each stops (or the budget ends); the trained population."""
+    learners, slots = search.init_training(population, params, jnp.asarray(seeds))
+    for _ in range(config.a2c.max_rounds):
+        learners, slots, catch, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
+        book.caught(catch, seeds, config.a2c.steps_per_round * len(seeds))
+        if not bool(np.asarray(learners.active).any()):
+            break
+        if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
+            break
+    return learners.variables
+
+
+def _generation(search, book, population, objectives, params, key, config, next_seeds, start):
+    """Algorithms 1–3: breed, (train,) evaluate, select."""
+    pop = config.population
+    fitness = objectives if config.strategy in _MULTI else objectives[:, 1:]
+    flat, unravel = ravel_population(population["params"])
+    children_flat, first = breed(key, flat, fitness, pop, config.variation)
+    children = {"params": unravel(children_flat), "batch_stats": jax.tree.map(lambda x: x[first], population["batch_stats"])}
+    candidates = [population, children]
+    scores = [objectives, _evaluate(search, book, children, params, next_seeds(pop), "evaluation")]
+    if config.strategy in _TRAINS:
+        trained = _fine_tune(search, book, children, params, next_seeds(pop), config, start)
+        candidates.append(trained)
+        scores.append(_evaluate(search, book, trained, params, next_seeds(pop), "evaluation"))
+    union = jax.tree.map(lambda *xs: jnp.concatenate(xs), *candidates)
+    union_scores = jnp.concatenate(scores)
+    keep = select(union_scores if config.strategy in _MULTI else union_scores[:, 1:], pop)
+    return jax.tree.map(lambda x: x[keep], union), union_scores[keep]
+
+
+def _front_json(objectives: np.ndarray) -> dict:
+    from jgtest.evo import non_dominated_rank
+
+    ranks = np.asarray(non_dominated_rank(objectives))
+    return {"exploration": objectives[:, 0].tolist(), "winning": objectives[:, 1].tolist(), "front": ranks.tolist()}
+
+
+def _summary(config, env, book, generations, wall_s) -> dict:
+    found = ~np.isnan(book.found_at)
+    kinds = [env.bug_kinds[i] for i in np.flatnonzero(found)]
+    return {
+        "method": "wuji", "strategy": config.strategy, "game": config.game, "seed": config.seed,
+        "generations": generations, "bugs_found": int(found.sum()), "bugs_total": env.num_bugs,
+        "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
+        "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in book.found_at],
+        "state_coverage": int(book.visited.sum()), "state_coverage_fraction": float(book.visited.mean()),
+        "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
+    }  # fmt: skip
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.generic, jax.Array)):
+        return np.asarray(value).tolist()
+    return value
