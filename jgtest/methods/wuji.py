@@ -143,12 +143,16 @@ def _trace_out(out: dict) -> dict:
 class _Bookkeeper:
     """Bug records the moment the host sees them, coverage, and bugs over time."""
 
-    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float):
+    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict):
         self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
-        self.found_at = np.full(env.num_bugs, np.nan)
-        self.visited = np.zeros(env.num_cells, bool)
-        self.env_steps = 0
-        self.timeline: list[tuple[float, int, int]] = []  # (seconds, env steps, bugs found)
+        self.found_at = np.array(progress["found_at"], np.float64)
+        self.visited = np.array(progress["visited"], bool)
+        self.env_steps = int(progress["env_steps"])
+        # (seconds, env steps, bugs found) after each device call
+        self.timeline = [tuple(row) for row in np.asarray(progress["timeline"])[: int(progress["timeline_len"])].tolist()]
+
+    def seen(self, bug: int) -> bool:
+        return not np.isnan(self.found_at[bug])
 
     def played(self, out: dict, seeds: np.ndarray, phase: str) -> None:
         """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``)."""
@@ -182,7 +186,8 @@ class _Bookkeeper:
         ))  # fmt: skip
 
     def _tick(self) -> None:
-        self.timeline.append((round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum())))
+        if len(self.timeline) < _timeline_length(self.config):
+            self.timeline.append((round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum())))
 
 
 def run_params(env, params, seed: int) -> tuple[Any, dict]:
@@ -197,53 +202,111 @@ def run_params(env, params, seed: int) -> tuple[Any, dict]:
     return drawn, overrides
 
 
-def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None) -> dict:
-    """Runs one campaign, writing ``bugs.jsonl`` (as bugs are found), ``config.json``,
-    ``summary.json`` and ``population.json`` (the final population's scores and fronts) in ``out_dir``.
+def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None,
+        resume: bool = False) -> dict:  # fmt: skip
+    """Runs one campaign in ``out_dir``: ``bugs.jsonl`` (each bug as it is found), ``config.json``,
+    ``summary.json``, ``population.json`` (the final population's scores and fronts) and
+    ``checkpoints/`` (orbax, after the initial evaluation and every generation).
 
     Args:
       config: the campaign.
       out_dir: an existing, writable run directory.
       on_generation: called after each generation with ``(generation, generations, bugs found)``.
+      resume: continue from the latest checkpoint in ``out_dir`` (a killed campaign): the records
+        already written stay, and the run ends where an uninterrupted one ends (with a
+        ``generations`` budget; wall-clock times differ).
+
+    Raises:
+      ValueError: ``resume`` with a checkpoint of another config.
     """
+    from jgtest.checkpoint import Checkpointer, config_fingerprint
+    from jgtest.report.records import read_bug_records
+
     out_dir = Path(out_dir)
     env, base = make(config.game)
     params, game_kwargs = run_params(env, base, config.seed)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **_jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
     search = _Search(env, params, config)
-    key = jax.random.fold_in(jax.random.key(config.seed), 1)
-    start = time.perf_counter()
-    seed_counter = iter(range(config.seed * 1_000_003 % 2**30, 2**31))
-    next_seeds = lambda n: np.asarray([next(seed_counter) for _ in range(n)], np.int32)
-    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-        book = _Bookkeeper(env, config, game_kwargs, writer, start)
-        strategy, pop = config.strategy, config.population
-        objectives = None
-        if strategy != "random":
-            key, k_init = jax.random.split(key)
-            population = search.init_variables(jax.random.split(k_init, pop))
-            objectives = _evaluate(search, book, population, params, next_seeds(pop), "evaluation")
-        generation = 0
-        for generation in range(1, config.generations + 1):
+    progress = _fresh_progress(search, config)
+    kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
+    with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        resumed = resume and ckpt.latest_step() is not None
+        if resumed:
+            progress = ckpt.restore(progress)
+        start = time.perf_counter() - float(progress["elapsed_s"])
+        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress)
+        for record in kept:  # records written after the last checkpoint stay, and are not written twice
+            if not book.seen(record.bug_id):
+                book.found_at[record.bug_id] = record.wall_s
+        seeds = _SeedCounter(progress)
+        if not resumed:
+            if config.strategy != "random":
+                progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(config.population), "evaluation")
+            ckpt.save(0, _snapshot(progress, book, seeds))
+        for generation in range(int(progress["generation"]) + 1, config.generations + 1):
             if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
-                generation -= 1
                 break
-            key, k_gen = jax.random.split(key)
+            key, k_gen = jax.random.split(progress["key"])
+            population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, config.population
             if strategy == "random":
-                seeds = next_seeds(pop)
-                book.played(search.play_random(params, seeds), seeds, "random")
+                random_seeds = seeds.take(pop)
+                book.played(search.play_random(params, jnp.asarray(random_seeds)), random_seeds, "random")
             elif strategy == "drl":
-                population = _fine_tune(search, book, population, params, next_seeds(pop), config, start)
-                objectives = _evaluate(search, book, population, params, next_seeds(pop), "evaluation")
+                population = _fine_tune(search, book, population, params, seeds.take(pop), config, start)
+                objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
             else:
-                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, next_seeds, start)
+                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, seeds.take, start)
+            progress.update(population=population, objectives=objectives, key=key, generation=generation)
+            ckpt.save(generation, _snapshot(progress, book, seeds))
             if on_generation is not None:
                 on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
-    summary = _summary(config, env, book, generation, time.perf_counter() - start)
+    summary = _summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    if objectives is not None:
-        (out_dir / "population.json").write_text(json.dumps(_front_json(np.asarray(objectives)), indent=2))
+    if config.strategy != "random":
+        (out_dir / "population.json").write_text(json.dumps(_front_json(np.asarray(progress["objectives"])), indent=2))
     return summary
+
+
+def _fresh_progress(search: "_Search", config: WujiConfig) -> dict:
+    """A campaign's state before its first evaluation (also the structure checkpoints restore into)."""
+    key = jax.random.fold_in(jax.random.key(config.seed), 1)
+    key, k_init = jax.random.split(key)
+    pop = config.population
+    population = {} if config.strategy == "random" else search.init_variables(jax.random.split(k_init, pop))
+    return {
+        "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
+        "next_seed": config.seed * 1_000_003 % 2**30, "elapsed_s": 0.0,
+        "found_at": np.full(search.env.num_bugs, np.nan), "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0,
+        "timeline": np.zeros((_timeline_length(config), 3)), "timeline_len": 0,
+    }  # fmt: skip
+
+
+def _timeline_length(config: WujiConfig) -> int:
+    """Entries of the bugs-over-time curve: one per device call (evaluations and A2C rounds)."""
+    return 2 + config.generations * (3 + 2 * config.a2c.max_rounds)
+
+
+class _SeedCounter:
+    """Run seeds of the episodes played (one per policy evaluated or trained), in order."""
+
+    def __init__(self, progress: dict):
+        self.next = int(progress["next_seed"])
+
+    def take(self, n: int) -> np.ndarray:
+        seeds = np.arange(self.next, self.next + n, dtype=np.int32)
+        self.next += n
+        return seeds
+
+
+def _snapshot(progress: dict, book: "_Bookkeeper", seeds: _SeedCounter) -> dict:
+    """``progress`` with the bookkeeping and the seed counter as they are now (a checkpoint)."""
+    timeline = np.zeros_like(progress["timeline"])
+    timeline[: len(book.timeline)] = book.timeline
+    progress.update(
+        next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
+        visited=book.visited.copy(), env_steps=book.env_steps, timeline=timeline, timeline_len=len(book.timeline),
+    )  # fmt: skip
+    return progress
 
 
 def _evaluate(search, book, population, params, seeds, phase):
@@ -261,11 +324,11 @@ def _fine_tune(search, book, population, params, seeds, config, start):
         if not bool(np.asarray(learners.active).any()):
             break
         if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
-            break
+            break  # "maximum training time": the campaign's budget
     return learners.variables
 
 
-def _generation(search, book, population, objectives, params, key, config, next_seeds, start):
+def _generation(search, book, population, objectives, params, key, config, take_seeds, start):
     """Algorithms 1–3: breed, (train,) evaluate, select."""
     pop = config.population
     fitness = objectives if config.strategy in _MULTI else objectives[:, 1:]
@@ -273,11 +336,11 @@ def _generation(search, book, population, objectives, params, key, config, next_
     children_flat, first = breed(key, flat, fitness, pop, config.variation)
     children = {"params": unravel(children_flat), "batch_stats": jax.tree.map(lambda x: x[first], population["batch_stats"])}
     candidates = [population, children]
-    scores = [objectives, _evaluate(search, book, children, params, next_seeds(pop), "evaluation")]
+    scores = [objectives, _evaluate(search, book, children, params, take_seeds(pop), "evaluation")]
     if config.strategy in _TRAINS:
-        trained = _fine_tune(search, book, children, params, next_seeds(pop), config, start)
+        trained = _fine_tune(search, book, children, params, take_seeds(pop), config, start)
         candidates.append(trained)
-        scores.append(_evaluate(search, book, trained, params, next_seeds(pop), "evaluation"))
+        scores.append(_evaluate(search, book, trained, params, take_seeds(pop), "evaluation"))
     union = jax.tree.map(lambda *xs: jnp.concatenate(xs), *candidates)
     union_scores = jnp.concatenate(scores)
     keep = select(union_scores if config.strategy in _MULTI else union_scores[:, 1:], pop)

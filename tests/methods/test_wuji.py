@@ -51,3 +51,28 @@ def test_run_params_redraws_bugs_per_seed():
 def test_bad_configs_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         wuji.WujiConfig(**kwargs)
+
+
+class _Killed(Exception):
+    pass
+
+
+def _kill_after_first_generation(generation, generations, bugs):
+    if generation == 1:
+        raise _Killed  # after generation 1's checkpoint, before anything else
+
+
+def test_a_killed_campaign_resumes_to_the_uninterrupted_result(tmp_path):
+    config = wuji.WujiConfig(game="CombatArena-v0", strategy="ea_m", population=4, generations=3, seed=5, a2c=TINY_A2C)
+    whole = wuji.run(config, tmp_path / "whole")
+    killed = tmp_path / "killed"
+    with pytest.raises(_Killed):
+        wuji.run(config, killed, on_generation=_kill_after_first_generation)
+    before = read_bug_records(killed / "bugs.jsonl")
+    resumed = wuji.run(config, killed, resume=True)
+    after = read_bug_records(killed / "bugs.jsonl")
+    assert after[: len(before)] == before  # nothing written before the kill is lost
+    for field in ("bugs_found", "state_coverage", "env_steps", "generations"):
+        assert resumed[field] == whole[field], field
+    assert {r.bug_id: r.actions for r in after} == {r.bug_id: r.actions for r in read_bug_records(tmp_path / "whole" / "bugs.jsonl")}
+    assert json.loads((killed / "population.json").read_text()) == json.loads((tmp_path / "whole" / "population.json").read_text())
