@@ -210,7 +210,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
 
     Args:
       config: the campaign.
-      out_dir: an existing, writable run directory.
+      out_dir: the run directory (created if missing).
       on_generation: called after each generation with ``(generation, generations, bugs found)``.
       resume: continue from the latest checkpoint in ``out_dir`` (a killed campaign): the records
         already written stay, and the run ends where an uninterrupted one ends (with a
@@ -223,6 +223,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     from jgtest.report.records import read_bug_records
 
     out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     env, base = make(config.game)
     params, game_kwargs = run_params(env, base, config.seed)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **_jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
