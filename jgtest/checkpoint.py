@@ -7,18 +7,20 @@ every so often, and on restart find the newest one and load it back into the
 same structure. Two guards make resuming safe:
 
 * a checkpoint directory belongs to one config: its fingerprint
-  (:func:`config_fingerprint`) is written to ``DIR/jgtest_config.json`` when the
-  first :class:`Checkpointer` opens the directory, and any later
-  :class:`Checkpointer` (or restore) with a different fingerprint is refused
-  with a ``ValueError``;
-* :meth:`Checkpointer.restore` checks the stored tree against ``state_like``
-  (same leaf paths, same shapes, same PRNG key implementations) and names every
-  difference instead of failing deep inside orbax.
+  (:func:`config_fingerprint`) is written to ``DIR/jgtest_config.json`` (and to
+  the manager's own root metadata) when the first :class:`Checkpointer` opens
+  the directory, and any later :class:`Checkpointer` (or restore) with a
+  different fingerprint is refused with a ``ValueError``;
+* :meth:`Checkpointer.restore` checks the stored tree (orbax's metadata of the
+  step) against ``state_like`` (same leaf paths, same shapes, same PRNG key
+  implementations) and names every difference instead of failing deep inside
+  orbax, or restoring a mismatched leaf silently.
 
-Typed PRNG key arrays (``jax.random.key``) cannot be serialized as such; they
-are stored as their ``jax.random.key_data`` and the key implementation's name
-is kept in the step's metadata, so they come back as keys of the same
-implementation.
+The state is saved and restored by orbax's standard pytree handler
+(``StandardSave``/``StandardRestore``), typed PRNG key arrays
+(``jax.random.key``) included. Orbax's step metadata shows a key array only as
+its ``uint32`` key data, so the implementation of every key is also kept in the
+step's custom metadata for that check.
 
 Example::
 
@@ -41,11 +43,12 @@ import hashlib
 import json
 import math
 import os
-import tempfile
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
@@ -53,10 +56,8 @@ PyTree = Any
 
 #: Name of the file, inside a checkpoint directory, holding the config fingerprint.
 CONFIG_FILENAME = "jgtest_config.json"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 1 stored typed PRNG keys as their key data, tuples as dicts
 _KEY_IMPLS = "jgtest_key_impls"
-_FINGERPRINT = "jgtest_config_fingerprint"
-_ITEM = "default"  # orbax's name for the single item of a CheckpointManager
 _MAX_LISTED = 8
 
 
@@ -123,75 +124,29 @@ def config_fingerprint(config: Any) -> str:
 
 
 # ----------------------------------------------------------------------------
-# Pytree <-> nested dict of arrays
+# Checkpointer
 # ----------------------------------------------------------------------------
-def _path_part(entry: Any) -> str:
-    if isinstance(entry, jax.tree_util.DictKey):
-        return str(entry.key)
-    if isinstance(entry, jax.tree_util.SequenceKey):
-        return str(entry.idx)
-    if isinstance(entry, jax.tree_util.GetAttrKey):
-        return entry.name
-    if isinstance(entry, jax.tree_util.FlattenedIndexKey):
-        return str(entry.key)
-    return str(entry)
-
-
-def _leaf_paths(tree: PyTree) -> tuple[list[tuple[str, ...]], list[Any], Any]:
-    leaves_with_paths, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    paths = [tuple(_path_part(e) for e in path) for path, _ in leaves_with_paths]
-    leaves = [leaf for _, leaf in leaves_with_paths]
-    names = [".".join(p) for p in paths]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"checkpoint: the state has leaves whose paths collide when written: {dup}")
-    return paths, leaves, treedef
-
-
-def _nest(paths: list[tuple[str, ...]], values: list[Any]) -> dict:
-    out: dict = {}
-    for path, value in zip(paths, values):
-        node = out
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"checkpoint: leaf path {'.'.join(path)} collides with another leaf")
-        if path[-1] in node:
-            raise ValueError(f"checkpoint: leaf path {'.'.join(path)} collides with another leaf")
-        node[path[-1]] = value
-    return out
-
-
-def _flatten_nested(tree: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
-    """Flattens the nested-dict metadata tree orbax returns."""
-    if isinstance(tree, Mapping):
-        out = {}
-        for k, v in tree.items():
-            out.update(_flatten_nested(v, prefix + (str(k),)))
-        return out
-    if isinstance(tree, (list, tuple)) and not hasattr(tree, "shape"):
-        out = {}
-        for i, v in enumerate(tree):
-            out.update(_flatten_nested(v, prefix + (str(i),)))
-        return out
-    return {prefix: tree}
-
-
 def _is_key(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    return jax.dtypes.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key)
 
 
 def _key_impl(x: Any) -> str:
-    if isinstance(x, jax.ShapeDtypeStruct):
-        found: list[str] = []
-        jax.eval_shape(lambda k: found.append(str(jax.random.key_impl(k))), x)
-        return found[0]
-    return str(jax.random.key_impl(x))
+    """Name of a typed key array's implementation; ``x`` may be a ``ShapeDtypeStruct``."""
+    return str(jax.random.key_impl(jnp.zeros((), x.dtype)))
 
 
-def _fmt(path: tuple[str, ...]) -> str:
-    return ".".join(path) if path else "<root>"
+def _numpy_scalar_as_array(leaf: Any) -> Any:
+    """A numpy scalar as a 0-d array (orbax saves arrays and Python numbers, not numpy scalars)."""
+    return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
+
+
+def _flat(tree: PyTree) -> dict[str, Any]:
+    """Leaves by dotted path, as orbax names them (``opt_state.0.mu``); colliding paths are refused."""
+    flat = ocp.tree.to_flat_dict(tree)
+    names = [".".join(path) for path in flat]
+    if dup := sorted(name for name, count in Counter(names).items() if count > 1):
+        raise ValueError(f"checkpoint: the state has leaves whose paths collide when written: {dup}")
+    return dict(zip(names, flat.values()))
 
 
 def _listing(items: list[str]) -> str:
@@ -200,9 +155,6 @@ def _listing(items: list[str]) -> str:
     return shown + (f", ... ({more} more)" if more > 0 else "")
 
 
-# ----------------------------------------------------------------------------
-# Checkpointer
-# ----------------------------------------------------------------------------
 class Checkpointer:
     """Saves and restores training state in one directory, for one config.
 
@@ -233,13 +185,8 @@ class Checkpointer:
         self.directory = os.path.abspath(os.fspath(directory))
         self.config_fingerprint = config_fingerprint
         self.max_to_keep = int(max_to_keep)
-        os.makedirs(self.directory, exist_ok=True)
-        # One item ("default"), saved and restored by the standard pytree handler. Registering
-        # the handler up front lets a fresh manager (a resumed run) read existing steps' metadata.
-        handler = ocp.StandardCheckpointHandler()
-        registry = ocp.handlers.DefaultCheckpointHandlerRegistry()
-        registry.add(_ITEM, ocp.args.StandardSave, handler)
-        registry.add(_ITEM, ocp.args.StandardRestore, handler)
+        self._config_path = os.path.join(self.directory, CONFIG_FILENAME)
+        # The handler given up front lets a fresh manager (a resumed run) read existing steps' metadata.
         self._manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(
@@ -247,40 +194,37 @@ class Checkpointer:
                 enable_async_checkpointing=False,
                 create=True,
             ),
-            handler_registry=registry,
+            item_handlers=ocp.StandardCheckpointHandler(),
+            metadata={"config_fingerprint": config_fingerprint},
         )
         try:
-            config_path = os.path.join(self.directory, CONFIG_FILENAME)
-            if os.path.exists(config_path):
+            if os.path.exists(self._config_path):
                 self._check_fingerprint()
-            elif self._manager.all_steps():
+            elif steps := self._manager.all_steps():
                 raise ValueError(
-                    f"checkpoint at {self.directory} holds checkpoints (steps {list(self._manager.all_steps())}) "
+                    f"checkpoint at {self.directory} holds checkpoints (steps {list(steps)}) "
                     f"but no {CONFIG_FILENAME}, so its config cannot be checked; use another directory"
                 )
             else:
-                self._write_fingerprint(config_path)
+                self._write_fingerprint()
         except BaseException:
             self._manager.close()
             raise
 
     # ----- fingerprint file ----------------------------------------------------
-    def _write_fingerprint(self, config_path: str) -> None:
-        payload = {"config_fingerprint": self.config_fingerprint, "format": _FORMAT_VERSION}
-        fd, tmp = tempfile.mkstemp(prefix=".jgtest_config.", dir=self.directory)
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, sort_keys=True)
-            f.write("\n")
+    def _write_fingerprint(self) -> None:
+        tmp = self._config_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"config_fingerprint": self.config_fingerprint, "format": _FORMAT_VERSION}, f, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, config_path)
+        os.replace(tmp, self._config_path)
 
     def _check_fingerprint(self) -> None:
-        config_path = os.path.join(self.directory, CONFIG_FILENAME)
         try:
-            with open(config_path) as f:
-                stored = json.load(f)["config_fingerprint"]
+            with open(self._config_path) as f:
+                payload = json.load(f)
+            stored, version = payload["config_fingerprint"], payload.get("format", 1)
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ValueError(f"checkpoint at {self.directory}: cannot read {CONFIG_FILENAME} ({e})") from e
         if stored != self.config_fingerprint:
@@ -288,6 +232,11 @@ class Checkpointer:
                 f"checkpoint at {self.directory} was written for a different config: "
                 f"stored fingerprint {stored}, this run's fingerprint {self.config_fingerprint}; "
                 "resume with the same config or use another directory"
+            )
+        if version != _FORMAT_VERSION:
+            raise ValueError(
+                f"checkpoint at {self.directory} has format {version}, this jgtest reads format {_FORMAT_VERSION} "
+                "(format 1 stored PRNG keys as raw key data); start the run again in another directory"
             )
 
     # ----- public API ------------------------------------------------------------
@@ -307,11 +256,12 @@ class Checkpointer:
         Args:
           step: training step (or update) number; must be greater than every
             step already saved in the directory.
-          state: any pytree whose leaves are arrays (jax or numpy), Python
-            numbers, or typed PRNG key arrays.
+          state: any pytree whose leaves are arrays (jax or numpy), Python or
+            numpy numbers, or typed PRNG key arrays.
 
         Raises:
-          ValueError: if ``step`` is not after the latest saved step.
+          ValueError: if ``step`` is not after the latest saved step, or the
+            state has no leaves.
           TypeError: if a leaf is not an array or a number.
         """
         step = int(step)
@@ -321,25 +271,17 @@ class Checkpointer:
                 f"checkpoint at {self.directory}: cannot save step {step}, it is not after the latest "
                 f"saved step {latest}"
             )
-        paths, leaves, _ = _leaf_paths(state)
+        leaves = _flat(state)
         if not leaves:
-            raise ValueError("Checkpointer.save: the state has no array leaves")
-        values, key_impls = [], {}
-        for path, leaf in zip(paths, leaves):
-            if _is_key(leaf):
-                key_impls[".".join(path)] = _key_impl(leaf)
-                leaf = jax.random.key_data(leaf)
-            elif isinstance(leaf, (bool, int, float, np.generic)):
-                leaf = np.asarray(leaf)
-            elif not isinstance(leaf, (jax.Array, np.ndarray)):
-                raise TypeError(
-                    f"Checkpointer.save: leaf {_fmt(path)} is a {type(leaf).__name__}, not an array or a number"
-                )
-            values.append(leaf)
+            raise ValueError("Checkpointer.save: the state has no leaves")
+        for name, leaf in leaves.items():
+            if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float)):
+                raise TypeError(f"Checkpointer.save: leaf {name} is a {type(leaf).__name__}, not an array or a number")
+        key_impls = {name: _key_impl(leaf) for name, leaf in leaves.items() if _is_key(leaf)}
         self._manager.save(
             step,
-            args=ocp.args.StandardSave(_nest(paths, values)),
-            custom_metadata={_KEY_IMPLS: key_impls, _FINGERPRINT: self.config_fingerprint},
+            args=ocp.args.StandardSave(jax.tree.map(_numpy_scalar_as_array, state)),
+            custom_metadata={_KEY_IMPLS: key_impls},
             force=True,
         )
         self._manager.wait_until_finished()
@@ -353,8 +295,8 @@ class Checkpointer:
             Leaves come back with its dtypes (values are cast if the stored
             dtype differs), as jax arrays where it holds jax arrays or
             ``ShapeDtypeStruct``s, numpy arrays where it holds numpy arrays,
-            Python numbers where it holds Python numbers, and PRNG keys of the
-            same implementation where it holds keys.
+            Python or numpy numbers where it holds such numbers, and PRNG keys
+            of the same implementation where it holds keys.
           step: which step; ``None`` for the latest.
 
         Returns:
@@ -377,85 +319,43 @@ class Checkpointer:
                 f"checkpoint at {self.directory}: no checkpoint for step {step} (kept steps: {steps})"
             )
         step = int(step)
-
         metadata = self._manager.metadata(step)
-        custom = metadata.custom_metadata or {}
-        stored_fp = custom.get(_FINGERPRINT)
-        if stored_fp is not None and stored_fp != self.config_fingerprint:
-            raise ValueError(
-                f"checkpoint at {self.directory} was written for a different config: step {step} has "
-                f"fingerprint {stored_fp}, this run's fingerprint {self.config_fingerprint}"
-            )
-        stored_impls: dict[str, str] = dict(custom.get(_KEY_IMPLS) or {})
-        item_md = metadata.item_metadata
-        if item_md is not None and not hasattr(item_md, "tree") and _ITEM in getattr(item_md, "keys", lambda: ())():
-            item_md = item_md[_ITEM]
-        stored_tree = getattr(item_md, "tree", item_md)
-        if stored_tree is None:
-            raise ValueError(f"checkpoint at {self.directory}, step {step}: cannot read the stored tree's metadata")
-        stored = _flatten_nested(stored_tree)
+        stored = _flat(metadata.item_metadata.tree)
+        self._check_structure(step, stored, metadata.custom_metadata[_KEY_IMPLS], state_like)
+        device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
 
-        paths, leaves, treedef = _leaf_paths(state_like)
-        wanted = set(paths)
-        problems: list[str] = []
-        missing = sorted(_fmt(p) for p in wanted - set(stored))
-        extra = sorted(_fmt(p) for p in set(stored) - wanted)
-        if missing:
+        def target(leaf: Any) -> Any:
+            if isinstance(leaf, jax.ShapeDtypeStruct) and leaf.sharding is None:
+                return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device)  # a jax.Array, not numpy
+            return _numpy_scalar_as_array(leaf)
+
+        restored = self._manager.restore(step, args=ocp.args.StandardRestore(jax.tree.map(target, state_like)))
+        return jax.tree.map(lambda like, x: x[()] if isinstance(like, np.generic) else x, state_like, restored)
+
+    def _check_structure(self, step: int, stored: dict, stored_impls: dict[str, str], state_like: PyTree) -> None:
+        """Raises a ``ValueError`` naming every difference between ``stored`` (orbax's metadata of the
+        step's leaves, by dotted path, and its keys' implementations) and ``state_like``."""
+        wanted = _flat(state_like)
+        problems = []
+        if missing := sorted(wanted.keys() - stored.keys()):
             problems.append(f"in state_like but not in the checkpoint: {_listing(missing)}")
-        if extra:
+        if extra := sorted(stored.keys() - wanted.keys()):
             problems.append(f"in the checkpoint but not in state_like: {_listing(extra)}")
-
-        targets = []
-        default_sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-        for path, leaf in zip(paths, leaves):
-            name = ".".join(path)
-            if _is_key(leaf):
-                impl = _key_impl(leaf)
-                if stored_impls.get(name) != impl:
-                    what = stored_impls.get(name) or "raw (not a typed key)"
-                    problems.append(f"{name}: PRNG key impl {impl} in state_like, {what} in the checkpoint")
-                target = jax.eval_shape(jax.random.key_data, leaf) if isinstance(
-                    leaf, jax.ShapeDtypeStruct
-                ) else jax.random.key_data(leaf)
-            elif name in stored_impls:
-                problems.append(f"{name}: a PRNG key ({stored_impls[name]}) in the checkpoint, not in state_like")
-                target = leaf
-            elif isinstance(leaf, (bool, int, float, np.generic)):
-                target = np.asarray(leaf)
-            elif isinstance(leaf, (jax.Array, np.ndarray, jax.ShapeDtypeStruct)):
-                target = leaf
-            else:
-                raise TypeError(
-                    f"Checkpointer.restore: state_like leaf {_fmt(path)} is a {type(leaf).__name__}, "
-                    "not an array, a ShapeDtypeStruct or a number"
-                )
-            if isinstance(target, jax.ShapeDtypeStruct) and target.sharding is None:
-                target = jax.ShapeDtypeStruct(target.shape, target.dtype, sharding=default_sharding)
-            stored_shape = getattr(stored.get(path), "shape", None)
-            if path in stored and stored_shape is not None and tuple(stored_shape) != tuple(np.shape(target)):
-                problems.append(
-                    f"{name}: shape {tuple(stored_shape)} in the checkpoint, {tuple(np.shape(target))} in state_like"
-                )
-            targets.append(target)
+        for name, leaf in wanted.items():
+            impl = _key_impl(leaf) if _is_key(leaf) else None
+            if stored_impls.get(name) != impl:
+                have, want = (f"a PRNG key ({i})" if i else "not a PRNG key" for i in (stored_impls.get(name), impl))
+                problems.append(f"{name}: {have} in the checkpoint, {want} in state_like")
+                continue
+            # orbax's metadata gives a key array the shape of its key data (with the implementation's trailing dims)
+            shape = tuple(jax.eval_shape(jax.random.key_data, leaf).shape if impl else np.shape(leaf))
+            if name in stored and tuple(stored[name].shape) != shape:
+                problems.append(f"{name}: shape {tuple(stored[name].shape)} in the checkpoint, {shape} in state_like")
         if problems:
             raise ValueError(
                 f"checkpoint at {self.directory}, step {step}, does not match state_like:\n  - "
                 + "\n  - ".join(problems)
             )
-
-        restored = self._manager.restore(step, args=ocp.args.StandardRestore(_nest(paths, targets)))
-        flat = _flatten_nested(restored)
-        out = []
-        for path, leaf in zip(paths, leaves):
-            value = flat[path]
-            if _is_key(leaf):
-                value = jax.random.wrap_key_data(value, impl=_key_impl(leaf))
-            elif isinstance(leaf, (bool, int, float)):
-                value = type(leaf)(np.asarray(value).item())
-            elif isinstance(leaf, np.generic):
-                value = np.asarray(value, dtype=leaf.dtype)[()]
-            out.append(value)
-        return jax.tree_util.tree_unflatten(treedef, out)
 
     def close(self) -> None:
         """Releases orbax's resources; the directory stays as it is."""

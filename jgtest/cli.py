@@ -1,6 +1,7 @@
 """The ``jgtest`` command line.
 
     jgtest run random --game BlockMaze-v0 --out runs/demo
+    jgtest run wuji --game CombatArena-v0 --compare --seeds 10 --generations 5 --out runs/wuji
     jgtest replay runs/demo/bugs.jsonl --index 0
     jgtest games
     jgtest train ppo --game CartPoleBugs-v0 --steps 500000 --seeds 8 --out runs/ppo
@@ -20,7 +21,7 @@ from pathlib import Path
 if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
-METHODS = ("random", "reline")
+METHODS = ("random", "reline", "wuji")
 
 
 def _parse_game_args(pairs: list[str]) -> dict:
@@ -64,6 +65,8 @@ def prepare_out_dir(path: str, overwrite: bool) -> Path:
 def _run(args) -> int:
     if args.method == "reline":
         return _run_reline(args)
+    if args.method == "wuji":
+        return _run_wuji(args)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -224,6 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
         run.add_argument(flag, type=int, default=None, help=f"reline on a kart: {field.replace('_', ' ')} (default: the paper's)")
+    run.add_argument("--strategy", default="wuji", help="wuji: one of random, ea_s, ea_m, drl, ea_s+drl, wuji (default wuji)")
+    run.add_argument("--compare", action="store_true", help="wuji: all six strategies, same budget")
+    run.add_argument("--generations", type=int, default=None, help="wuji: generations per run (default 10)")
+    run.add_argument("--budget-s", type=float, default=None, help="wuji: wall-clock budget per run in seconds")
+    run.add_argument("--seeds", type=int, default=1, help="wuji: runs (bug placements) per strategy, seeds --seed …")
+    run.add_argument("--population", type=int, default=30, help="wuji: population and offspring size (default: the paper's 30)")
+    run.add_argument("--resume", action="store_true", help="wuji: continue a killed campaign in --out from its checkpoints")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -323,6 +333,65 @@ def _run_reline(args) -> int:
                       f"{k.replace('_', ' ')} min {v['rho_min']:.2f} median {v['rho_median']:.2f}" for k, v in by.items())
                   + f" (paper, per step over 300: min {paper['replay']['rho_min']}, median {paper['replay']['rho_median']})")  # fmt: skip
     print(f"wrote {out}: bugs.jsonl, summary.json, {'table1.json' if 'table1' in summary else 'low_fps.json and plots'}")
+    return 0
+
+
+def _run_wuji(args) -> int:
+    import shutil
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from jgtest.methods import wuji
+
+    if args.game_arg:
+        raise SystemExit("error: wuji re-draws its game per run (bugs and gold from the seed); --game-arg does not apply")
+    if args.seeds < 1:
+        raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
+    strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
+    try:
+        generations = args.generations if args.generations is not None else (10**6 if args.budget_s is not None else 10)
+        config = wuji.WujiConfig(
+            game=args.game, strategy=strategies[0], population=args.population, generations=generations, budget_s=args.budget_s, seed=args.seed
+        )  # fmt: skip
+        for strategy in strategies:
+            wuji.WujiConfig(strategy=strategy)
+        import jgtest
+
+        jgtest.make(config.game)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    out = Path(args.out)
+    previous = [out / s for s in strategies if (out / s).exists()]
+    if previous and not (args.resume or args.overwrite):
+        raise SystemExit(f"error: --out {args.out!r} already holds a campaign ({previous[0].name}/); pass --resume to continue it or --overwrite")
+    if args.overwrite and not args.resume:
+        for path in previous:
+            shutil.rmtree(path)
+    out = prepare_out_dir(args.out, overwrite=False)
+    console = Console(stderr=True)
+    budget = f"{config.budget_s:g} s" if config.budget_s is not None else f"{config.generations} generations"
+    console.print(f"Wuji on {config.game}: {', '.join(strategies)}; {args.seeds} seed(s), {budget} each, population {config.population}")
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("bugs {task.fields[bugs]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=args.quiet) as progress:
+        tasks = {}
+
+        def on_run(strategy, seed, generation, total, bugs):
+            name = f"{strategy} seed {seed}"
+            if name not in tasks:
+                tasks[name] = progress.add_task(name, total=None if args.budget_s is not None else total, bugs=0)
+            progress.update(tasks[name], completed=generation, bugs=bugs)
+
+        summary = wuji.campaign(config, out, strategies, args.seeds, resume=args.resume, on_run=on_run)
+    table = Table(title=f"Wuji, {config.game}: {args.seeds} seed(s), {budget} each")
+    for column in ("strategy", "bugs found (mean ± sd)", "state coverage (mean ± sd)", "env steps (mean)"):
+        table.add_column(column, justify="right")
+    for s in strategies:
+        b, c, e = summary["bugs_found"][s], summary["state_coverage"][s], summary["env_steps"][s]
+        table.add_row(s, f"{b['mean']:.1f} ± {b['sd']:.1f} / {summary['bugs_total']}", f"{c['mean']:.0f} ± {c['sd']:.0f}", f"{e['mean']:,.0f}")
+    Console().print(table)
+    print(f"wrote {out}: summary.json, bugs_over_time.png, coverage.png, population.png; runs in {out}/STRATEGY/seed-S/ (bugs.jsonl, checkpoints)")
     return 0
 
 

@@ -37,7 +37,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -302,7 +302,8 @@ class _SeedCounter:
 def _snapshot(progress: dict, book: "_Bookkeeper", seeds: _SeedCounter) -> dict:
     """``progress`` with the bookkeeping and the seed counter as they are now (a checkpoint)."""
     timeline = np.zeros_like(progress["timeline"])
-    timeline[: len(book.timeline)] = book.timeline
+    if book.timeline:
+        timeline[: len(book.timeline)] = np.asarray(book.timeline)
     progress.update(
         next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
         visited=book.visited.copy(), env_steps=book.env_steps, timeline=timeline, timeline_len=len(book.timeline),
@@ -376,3 +377,51 @@ def _jsonable(value):
     if isinstance(value, (np.generic, jax.Array)):
         return np.asarray(value).tolist()
     return value
+
+
+def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] | None = None, seeds: int = 1,
+             resume: bool = False, on_run: Callable[[str, int, int, int, int], None] | None = None) -> dict:  # fmt: skip
+    """Runs ``config`` for each strategy (default: ``config.strategy`` alone) and seeds
+    ``config.seed … config.seed + seeds − 1``, each in ``out_dir/STRATEGY/seed-S``, with the same budget;
+    then writes ``out_dir/summary.json`` (per strategy: ``bugs_found``, ``state_coverage`` as mean, sd
+    and per seed, ``bugs_total``, steps and time) and the plots ``bugs_over_time.png``,
+    ``coverage.png`` and ``population.png`` (each strategy's first seed's final population).
+
+    Args:
+      on_run: called after each generation with ``(strategy, seed, generation, generations, bugs)``.
+    """
+    from jgtest.report.wuji_plots import bugs_over_time_plot, coverage_plot, population_plot
+
+    strategies = tuple(strategies or (config.strategy,))
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {s!r}")
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, got {seeds}")
+    out_dir = Path(out_dir)
+    results: dict[str, list[dict]] = {}
+    for strategy in strategies:
+        for seed in range(config.seed, config.seed + seeds):
+            run_config = dataclasses.replace(config, strategy=strategy, seed=seed)
+            report = None if on_run is None else (lambda g, n, b, s=strategy, k=seed: on_run(s, k, g, n, b))
+            summary = run(run_config, out_dir / strategy / f"seed-{seed}", on_generation=report, resume=resume)
+            results.setdefault(strategy, []).append(summary)
+    first = next(iter(results.values()))[0]
+    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
+    summary = {
+        "method": "wuji", "game": config.game, "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
+        "bugs_total": first["bugs_total"], "strategies": list(strategies),
+        "bugs_found": {s: stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
+        "state_coverage": {s: stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},
+        "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
+        "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
+    }  # fmt: skip
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    title = f"{config.game}, {seeds} seed(s)"
+    bugs_over_time_plot({s: [np.asarray(r["timeline"]).reshape(-1, 3) for r in runs] for s, runs in results.items()},
+                        out_dir / "bugs_over_time.png", first["bugs_total"], title)  # fmt: skip
+    coverage_plot({s: summary["state_coverage"][s]["per_seed"] for s in strategies}, out_dir / "coverage.png", title)
+    fronts = {s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text()) for s in strategies if s != "random"}
+    if fronts:
+        population_plot(fronts, out_dir / "population.png", f"{config.game}, seed {config.seed}: final populations")
+    return summary
