@@ -34,6 +34,7 @@ and σ are lost or absent in the paper (see :mod:`jgtest.evo.operators` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from pathlib import Path
@@ -97,17 +98,25 @@ class WujiConfig:
             raise ValueError(f"budget_s must be positive, got {self.budget_s}")
 
 
+@functools.lru_cache(maxsize=8)
+def _search(game: str, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig) -> "_Search":
+    """The search's jitted functions for a game, shared by every run (strategy, seed) that uses
+    the same settings: a run's game params and seeds are arguments, so nothing recompiles."""
+    env, params = make(game)
+    return _Search(env, params, runs_per_eval, num_buckets, a2c)
+
+
 class _Search:
     """The jitted pieces of one game's search: evaluation of a population, A2C rounds, random play."""
 
-    def __init__(self, env, params, config: WujiConfig):
-        self.env, self.config = env, config
+    def __init__(self, env, params, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig):
+        self.env = env
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
-        self.a2c = WujiA2C(env, config.a2c, self.max_steps)
+        self.a2c = WujiA2C(env, a2c, self.max_steps)
         self.hparams = WujiA2CHyperparams()
         space = env.observation_space(params)
         low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
-        m, buckets, gamma = config.runs_per_eval, config.num_buckets, self.hparams.gamma
+        m, buckets, gamma = runs_per_eval, num_buckets, self.hparams.gamma
         discount = gamma ** jnp.arange(self.max_steps)
 
         def evaluate_one(variables, params, seed):
@@ -224,10 +233,10 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env, base = make(config.game)
-    params, game_kwargs = run_params(env, base, config.seed)
+    search = _search(config.game, config.runs_per_eval, config.num_buckets, config.a2c)
+    env = search.env
+    params, game_kwargs = run_params(env, env.default_params, config.seed)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **_jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
-    search = _Search(env, params, config)
     progress = _fresh_progress(search, config)
     kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
