@@ -19,7 +19,7 @@ from jgtest.envs.combat import (
 
 N, S, E, W = 0, 1, 2, 3
 
-ENV = CombatArena()
+ENV = CombatArena(num_late_stuck=0)  # the paper's three bugs; the late stuck bugs are tested below
 PARAMS = ENV.default_params
 STEP = jax.jit(ENV.step_env)  # traced once per params structure; reused by every test
 KEY = jax.random.key(0)
@@ -261,3 +261,53 @@ def test_validate_params_refusals(override, match):
 def test_constructor_refuses_tiny_arena():
     with pytest.raises(ValueError, match="at least 3x3"):
         CombatArena(rows=2)
+
+
+# ----- late stuck bugs ---------------------------------------------------------
+LATE = CombatArena()
+LATE_STEP = jax.jit(LATE.step_env)
+
+
+def test_late_stuck_bugs_are_placed_apart_from_the_starts():
+    params = LATE.default_params
+    assert LATE.bug_kinds == ("crash", "stuck", "logical") + ("stuck",) * 6
+    LATE.validate_params(params)
+    cells = {tuple(c) for c in np.asarray(params.late_cells).tolist()}
+    assert len(cells) == 6 and not cells & {(7, 4), (1, 4)}
+    assert set(np.asarray(params.late_phase).tolist()) <= set(np.float32([0.5, 0.3, 0.15]).tolist())
+    drawn = jax.jit(jax.vmap(LATE.randomize, in_axes=(0, None)))(jax.random.split(KEY, 8), params)
+    assert len({tuple(np.asarray(drawn.late_cells[i]).ravel().tolist()) for i in range(8)}) == 8
+
+
+def test_a_late_stuck_bug_fires_only_once_the_boss_is_worn_down():
+    params = LATE.default_params.replace(
+        late_cells=LATE.default_params.late_cells.at[0].set(jnp.array([3, 6])), late_buffs=LATE.default_params.late_buffs.at[0].set(1),
+        late_phase=LATE.default_params.late_phase.at[0].set(0.5), boss_move_prob=0.0, boss_attack_prob=0.0,
+    )  # fmt: skip
+    _, state = LATE.reset_env(KEY, params)
+    for boss_hp, fires in ((126, False), (125, True)):  # 250 max: 125 is 50%
+        start = state.replace(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([0, 3, 0], jnp.int32), boss_hp=jnp.int32(boss_hp))
+        _, after, _, _, info = LATE_STEP(KEY, start, N, params)
+        fired = np.asarray(info["telemetry"].bugs_fired)
+        assert bool(fired[3]) == fires and bool(after.frozen) == fires and fired.sum() == int(fires)
+
+
+def test_bad_late_stuck_bugs_are_refused():
+    with pytest.raises(ValueError, match="late stuck bug 0 at \\(9, 0\\) is outside the 9x9 arena"):
+        LATE.validate_params(LATE.default_params.replace(late_cells=LATE.default_params.late_cells.at[0].set(jnp.array([9, 0]))))
+    with pytest.raises(ValueError, match="late_phase must be 6 hp fractions"):
+        LATE.validate_params(LATE.default_params.replace(late_phase=jnp.zeros(6)))
+    with pytest.raises(ValueError, match="num_late_stuck must be in"):
+        CombatArena(num_late_stuck=-1)
+
+
+def test_the_fight_has_depth():
+    """A random player seldom wears the boss down (combat.py's "Balance"): the late stuck bugs
+    need a player who fights well."""
+    from jgtest.rollout import play_episodes
+
+    env, params = LATE, LATE.default_params
+    policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
+    out = jax.jit(lambda: play_episodes(env, params, policy, None, 0, 1000, 200, info_keys=("final_observation",)))()
+    boss = np.where(np.asarray(out["valid"]), np.asarray(out["final_observation"])[..., 5], 1.0).min(axis=1)
+    assert 0.1 < (boss <= 0.5).mean() < 0.35 and (boss <= 0.3).mean() < 0.1 and (boss <= 0.15).mean() < 0.03
