@@ -118,3 +118,21 @@ def test_every_game_runs_a_campaign_whose_records_replay(game, tmp_path):
     for record in records:
         assert record.kind == env.bug_kinds[record.bug_id]
         assert replay(record).reproduced
+
+
+def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path, capsys):
+    out = tmp_path / "wuji"
+    argv = ["run", "wuji", "--game", "BlockMaze-v0", "--strategy", "ea_m", "--population", "4", "--generations", "1", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["strategies"] == ["ea_m"] and summary["bugs_found"]["ea_m"]["per_seed"][0] >= 1
+    assert (out / "bugs_over_time.png").stat().st_size > 0 and (out / "population.png").stat().st_size > 0
+    assert main(["replay", str(out / "ea_m" / "seed-0" / "bugs.jsonl"), "--index", "-1"]) == 0
+    with pytest.raises(SystemExit, match="already holds a campaign \\(ea_m/\\); pass --resume"):
+        main(argv)
+    assert main(argv + ["--resume"]) == 0  # nothing left to run: ends where it ended
+    assert json.loads((out / "summary.json").read_text())["bugs_found"] == summary["bugs_found"]
+    for bad, message in ((["--strategy", "monkey"], "strategy must be one of"), (["--seeds", "0"], "--seeds must be at least 1"),
+                         (["--population", "1"], "population must be at least 2")):  # fmt: skip
+        with pytest.raises(SystemExit, match=message):
+            main(["run", "wuji", "--out", str(tmp_path / "bad"), *bad])
