@@ -39,6 +39,7 @@ from flax import struct
 
 from jgtest.agents.common import check_positive
 from jgtest.agents.on_policy import advantages
+from jgtest.coverage import BitSet
 from jgtest.envs.base import step_with_reset
 from jgtest.losses import a2c_loss
 from jgtest.nets import BatchNormActorCritic, floored_log_probs
@@ -118,6 +119,8 @@ class WujiA2C:
         self.network = BatchNormActorCritic(env.num_actions, config.hidden_sizes, len(obs_shape), config.bn_momentum)
         self._obs_shape = obs_shape
         self._adam = optax.scale_by_adam()
+        #: The cells a round's rollouts cover (returned by :meth:`round`).
+        self.cells = BitSet(env.num_cells)
 
     # ----- policy -----------------------------------------------------------------------
     def init_variables(self, key: jax.Array) -> dict:
@@ -146,12 +149,13 @@ class WujiA2C:
         return Learner(variables, self._adam.init(variables["params"]), jnp.float32(-jnp.inf), jnp.int32(0), jnp.bool_(True), jnp.int32(0))
 
     # ----- training ---------------------------------------------------------------------
-    def _collect(self, variables, slots: Slots, catch: BugCatch, env_params, seed, hparams):
-        """``num_steps`` keyed steps of every slot: ``(slots, catch, Transition [T, B], finished sum, count)``."""
+    def _collect(self, variables, slots: Slots, catch: BugCatch, cover, env_params, seed, hparams):
+        """``num_steps`` keyed steps of every slot: ``(slots, catch, cover, Transition [T, B], finished
+        sum, count)``."""
         b_ids = jnp.arange(self.config.num_envs)
 
         def step(carry, _):
-            slots, catch, ret_sum, ret_count = carry
+            slots, catch, cover, ret_sum, ret_count = carry
             logits, value = self.network.apply(variables, slots.obs)
             log_p = floored_log_probs(logits, hparams.min_action_prob)
             ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
@@ -162,6 +166,7 @@ class WujiA2C:
             )(slots.state, action, ep_keys, slots.t, next_reset)
             traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
             catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t)
+            cover, _ = self.cells.add(cover, info["telemetry"].cell)
             done = term | trunc
             ret = slots.ret + reward
             transition = Transition(
@@ -169,12 +174,12 @@ class WujiA2C:
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
             )  # fmt: skip
             slots = Slots(obs, state, slots.episode + done, jnp.where(done, 0, slots.t + 1), traces, jnp.where(done, 0.0, ret))
-            return (slots, catch, ret_sum + jnp.sum(jnp.where(done, ret, 0.0)), ret_count + jnp.sum(done)), transition
+            return (slots, catch, cover, ret_sum + jnp.sum(jnp.where(done, ret, 0.0)), ret_count + jnp.sum(done)), transition
 
-        (slots, catch, ret_sum, ret_count), traj = jax.lax.scan(
-            step, (slots, catch, jnp.float32(0), jnp.int32(0)), None, length=self.config.num_steps
+        (slots, catch, cover, ret_sum, ret_count), traj = jax.lax.scan(
+            step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), None, length=self.config.num_steps
         )
-        return slots, catch, traj, ret_sum, ret_count
+        return slots, catch, cover, traj, ret_sum, ret_count
 
     def _update(self, learner: Learner, traj: Transition, hparams):
         """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout."""
@@ -199,19 +204,20 @@ class WujiA2C:
     def round(self, learner: Learner, slots: Slots, env_params, seed, hparams: WujiA2CHyperparams = WujiA2CHyperparams()):
         """One training round: ``updates_per_round`` rollouts and updates, then the early stop.
 
-        Returns ``(learner, slots, catch, mean return of the episodes finished in the round (NaN if
-        none))``. The learner stops (``active`` false) after ``patience`` rounds without a better
+        Returns ``(learner, slots, catch, cover, mean return of the episodes finished in the round
+        (NaN if none))``: ``catch`` the first firing of each bug (:class:`jgtest.rollout.BugCatch`),
+        ``cover`` the cells the round's games visited (a :attr:`cells` set). The learner stops (``active`` false) after ``patience`` rounds without a better
         mean, or after ``max_rounds`` rounds.
         """
         catch = BugCatch.empty(self.env.num_bugs, self.max_steps)
 
         def one(carry, _):
-            learner, slots, catch, ret_sum, ret_count = carry
-            slots, catch, traj, s, c = self._collect(learner.variables, slots, catch, env_params, seed, hparams)
-            return (self._update(learner, traj, hparams), slots, catch, ret_sum + s, ret_count + c), None
+            learner, slots, catch, cover, ret_sum, ret_count = carry
+            slots, catch, cover, traj, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams)
+            return (self._update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), None
 
-        (trained, slots, catch, ret_sum, ret_count), _ = jax.lax.scan(
-            one, (learner, slots, catch, jnp.float32(0), jnp.int32(0)), None, length=self.config.updates_per_round
+        (trained, slots, catch, cover, ret_sum, ret_count), _ = jax.lax.scan(
+            one, (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)), None, length=self.config.updates_per_round
         )
         mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
         improved = learner.active & (ret_count > 0) & (mean > learner.best)
@@ -223,4 +229,4 @@ class WujiA2C:
             rounds=rounds,
             active=learner.active & (stale < self.config.patience) & (rounds < self.config.max_rounds),
         )
-        return trained, slots, catch, mean
+        return trained, slots, catch, cover, mean

@@ -175,10 +175,13 @@ class _Bookkeeper:
                 self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase)
         self._tick()
 
-    def caught(self, catch, seeds: np.ndarray, steps: int) -> None:
-        """Bugs an A2C round caught (:class:`jgtest.rollout.BugCatch` per learner)."""
-        catch = jax.device_get(catch)
+    def caught(self, catch, cover, cells, seeds: np.ndarray, steps: int) -> None:
+        """Bugs an A2C round caught (:class:`jgtest.rollout.BugCatch` per learner) and the cells it
+        covered (``cover``, a stacked state of the cell set ``cells``)."""
+        catch, cover = jax.device_get((catch, cover))
         self.env_steps += steps
+        for p in range(len(seeds)):
+            self.visited[cells.members(jax.tree.map(lambda x: x[p], cover))] = True
         for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
@@ -330,8 +333,8 @@ def _fine_tune(search, book, population, params, seeds, config, start):
     """A2C on every member at once until each stops (or the budget ends); the trained population."""
     learners, slots = search.init_training(population, params, jnp.asarray(seeds))
     for _ in range(config.a2c.max_rounds):
-        learners, slots, catch, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
-        book.caught(catch, seeds, config.a2c.steps_per_round * len(seeds))
+        learners, slots, catch, cover, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
+        book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds))
         if not bool(np.asarray(learners.active).any()):
             break
         if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:

@@ -51,7 +51,7 @@ def test_rounds_train_the_population_catch_replayable_bugs_and_stop(population):
     before = jax.tree.map(np.asarray, learners.variables)
     caught = 0
     for r in range(CONFIG.max_rounds + 1):
-        learners, slots, catch, mean = ROUND(learners, slots, PARAMS, SEEDS)
+        learners, slots, catch, cover, mean = ROUND(learners, slots, PARAMS, SEEDS)
         catch = jax.tree.map(np.asarray, catch)
         for i, k in zip(*np.nonzero(catch.found)):
             slot, episode, step = (int(v) for v in catch.where[i, k])
@@ -60,6 +60,10 @@ def test_rounds_train_the_population_catch_replayable_bugs_and_stop(population):
             caught += 1
         if r == 0:
             assert np.isfinite(np.asarray(mean)).all()
+            # the round's cells: at most one per step played, and more than one
+            sizes = np.asarray(cover.size)
+            assert (sizes > 1).all() and (sizes <= CONFIG.steps_per_round).all()
+            assert len(A2C.cells.members(jax.tree.map(lambda x: x[0], cover))) == sizes[0]
             changed = jax.tree.map(lambda a, b: not np.allclose(a, b), before, jax.tree.map(np.asarray, learners.variables))
             assert all(jax.tree.leaves(changed["params"])) and all(jax.tree.leaves(changed["batch_stats"]))
         if r == CONFIG.max_rounds - 1:
@@ -87,5 +91,5 @@ def test_a2c_learns_to_beat_the_boss():
     slots = jax.vmap(a2c.init_slots, in_axes=(None, 0))(PARAMS, seeds)
     round_fn = jax.jit(jax.vmap(a2c.round, in_axes=(0, 0, None, 0)))
     for _ in range(20):
-        learners, slots, _, mean = round_fn(learners, slots, PARAMS, seeds)
+        learners, slots, _, _, mean = round_fn(learners, slots, PARAMS, seeds)
     assert float(np.nanmean(np.asarray(learners.best))) > 1.2
