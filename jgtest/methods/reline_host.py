@@ -41,9 +41,10 @@ evaluation episodes one trajectory played 1,000 times (ε = 0.02 seldom turns
 it), so Table 1 would count whether that one path crosses a gate: our first
 ``--quick`` runs without it gave 49 (RELINE), 157 (its second seed) and 668
 (rl-baseline) episodes of 1,000 with a gate, all or nothing by model; with it,
-82, 100 and 29 for random (the paper's random: 24). The price: ALE draws the repeats from its game's generator, seeded
-once, so a bug record's action trace replays exactly only as the first episode
-of a game seeded as the record's (the deterministic default replays any).
+82, 100 and 29 for random (the paper's random: 24). The price: ALE draws the
+repeats from its game's generator, seeded once, so a bug record's action trace
+replays exactly only as the first episode of a game seeded as the record's (the
+deterministic default replays any).
 """
 
 from __future__ import annotations
