@@ -104,6 +104,12 @@ def crowding_distance(objectives, ranks) -> jax.Array:
     ``inf``. Ties in ``f_m`` are ordered by index. The distance does not depend
     on whether objectives are maximised.
 
+    This is Deb et al.'s (2002) definition. Wuji's Algorithm 4 differs: only
+    the best point of each objective gets the largest distance, and the gaps
+    are not normalised by the front's range (on Wuji's two objectives, states
+    counted in tens and returns near 1, the unnormalised sum would rank by
+    exploration alone); we keep NSGA-II's.
+
     Args:
       objectives: ``(N, M)`` objective values.
       ranks: ``int[N]`` fronts, as :func:`non_dominated_rank` gives.
