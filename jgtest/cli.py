@@ -351,7 +351,7 @@ def _run_wuji(args) -> int:
         raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
     strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
     try:
-        generations = args.generations if args.generations is not None else (10**6 if args.budget_s is not None else 10)
+        generations = args.generations if args.generations is not None else (None if args.budget_s is not None else 10)
         config = wuji.WujiConfig(
             game=args.game, strategy=strategies[0], population=args.population, generations=generations, budget_s=args.budget_s, seed=args.seed
         )  # fmt: skip

@@ -455,13 +455,7 @@ class CombatArena(TestingEnv):
         * the late stuck bugs (:meth:`_draw_late`).
         """
         k_cell, k_buff, k_red, k_min, k_span, k_late = jax.random.split(key, 6)
-        rows, cols = self.rows, self.cols
-        ids = jnp.arange(rows * cols)
-        starts = jnp.stack([params.player_start, params.boss_start])
-        taken = jnp.any(ids[:, None] == starts[:, 0] * cols + starts[:, 1], axis=-1)
-        scores = jax.random.gumbel(k_cell, (rows * cols,)) + jnp.where(taken, -1e9, 0.0)
-        flat = jnp.argmax(scores)
-        stuck_cell = jnp.stack([flat // cols, flat % cols]).astype(jnp.int32)
+        stuck_cell = self._free_cells(k_cell, params, 1)[0]
         reduction = jax.random.randint(k_red, (NUM_BUFFS,), 2, 6).astype(jnp.int32)
         total = jnp.sum(reduction)
         pair_max = total - jnp.min(reduction)
@@ -476,17 +470,22 @@ class CombatArena(TestingEnv):
             boss_atk_max=atk_max,
         )
 
+    def _free_cells(self, key, params: EnvParams, n: int) -> jax.Array:
+        """``int32[n, 2]``: ``n`` distinct cells drawn uniformly among those that are no start cell."""
+        rows, cols = self.rows, self.cols
+        ids = jnp.arange(rows * cols)
+        starts = jnp.stack([params.player_start, params.boss_start])
+        taken = jnp.any(ids[:, None] == starts[:, 0] * cols + starts[:, 1], axis=-1)
+        _, flat = jax.lax.top_k(jax.random.gumbel(key, (rows * cols,)) + jnp.where(taken, -1e9, 0.0), n)
+        return jnp.stack([flat // cols, flat % cols], axis=-1).astype(jnp.int32)
+
     def _draw_late(self, key, params: EnvParams) -> dict:
         """Late stuck bugs: distinct cells other than the starts, uniform buffs, phases from
         :data:`LATE_PHASES`."""
         k_cell, k_buff, k_phase = jax.random.split(key, 3)
-        rows, cols, n = self.rows, self.cols, self.num_late_stuck
-        ids = jnp.arange(rows * cols)
-        starts = jnp.stack([params.player_start, params.boss_start])
-        taken = jnp.any(ids[:, None] == starts[:, 0] * cols + starts[:, 1], axis=-1)
-        _, flat = jax.lax.top_k(jax.random.gumbel(k_cell, (rows * cols,)) + jnp.where(taken, -1e9, 0.0), n)
+        n = self.num_late_stuck
         return {
-            "late_cells": jnp.stack([flat // cols, flat % cols], axis=-1).astype(jnp.int32),
+            "late_cells": self._free_cells(k_cell, params, n),
             "late_buffs": jax.random.randint(k_buff, (n,), 0, NUM_BUFFS).astype(jnp.int32),
             "late_phase": jax.random.choice(k_phase, jnp.array(LATE_PHASES, jnp.float32), (n,)),
         }

@@ -73,7 +73,7 @@ from jgtest.analysis import at_least_n_table, compare_groups, replay_reliability
 from jgtest.envs.registration import make
 from jgtest.envs.wrappers import FrameStack, GrayscaleResize
 from jgtest.oracles import low_fps_points, reline_threshold
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 
@@ -515,7 +515,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
     learn = learner(config)
     phases = _Phases(progress)
     (out_dir / "config.json").write_text(json.dumps({"method": "reline", **dataclasses.asdict(config),
-                                                     "learner": _jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
+                                                     "learner": jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
     models = np.arange(config.models)
     keys = {a: jax.random.split(jax.random.fold_in(jax.random.key(config.seed), i), config.models) for i, a in enumerate(AGENTS)}
     summary: dict[str, Any] = {"method": "reline", "game": config.game, "models": config.models,
@@ -547,12 +547,12 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
                     train(agent, params)
                 evaluate(agent, params, writer, options)
             rows = table1(config, {a: bugs_found(o) for a, o in outs.items()})
-            (out_dir / "table1.json").write_text(json.dumps(_jsonable(rows), indent=2))
+            (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
             summary["table1"] = rows
         else:
             summary.update(_kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir))
     summary.update(training_curves=curves, phases_s=phases.wall_s, wall_s=round(time.perf_counter() - start, 2))
-    (out_dir / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
+    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
 
 
@@ -623,7 +623,7 @@ def write_low_fps(config: RelineConfig, analysis: dict, threshold: float, out_di
         "medians_ms": analysis["medians_ms"], "comparisons": analysis["comparisons"], "overlap": analysis["overlap"],
         **extra, "plots": plots, "paper": PAPER_KART,
     }  # fmt: skip
-    (out_dir / "low_fps.json").write_text(json.dumps(_jsonable(low_fps), indent=2))
+    (out_dir / "low_fps.json").write_text(json.dumps(jsonable(low_fps), indent=2))
     return low_fps
 
 
@@ -638,16 +638,3 @@ def _replay_check(config: RelineConfig, env, params, out) -> dict:
     seeds = jnp.arange(config.replays, dtype=jnp.int32) + config.seed * 100_000 + 90_000
     telemetry, _, _ = jax.vmap(lambda s: replay_trace(env, params, s, 0, 0, actions))(seeds)
     return {**replay_reliability(np.asarray(telemetry.frame_time_ms)), "episode_steps": int(lengths[episode]), "lap_completed": bool(laps.size)}
-
-
-def _jsonable(value):
-    """Numpy scalars and arrays to plain JSON values, recursively."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return value.item()
-    return value

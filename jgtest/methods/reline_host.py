@@ -63,7 +63,7 @@ from jgtest.agents import dqn
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods import reline
 from jgtest.nets.heads import NATURE_CNN
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
 from jgtest.rewards import bug_bonus_reward
 
 #: DQN steps per model: (the paper's 1,000 episodes at ≈ 700 steps each, --quick).
@@ -115,7 +115,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     learn = reline.learner(config)
     dqn_config, hparams = learn.config, learn.hparams
     (out_dir / "config.json").write_text(json.dumps(
-        {"method": "reline", **dataclasses.asdict(config), "learner": reline._jsonable(dataclasses.asdict(dqn_config))}, indent=2))  # fmt: skip
+        {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(dqn_config))}, indent=2))  # fmt: skip
     found: dict[str, list[np.ndarray]] = {}
     curves: dict[str, list[dict]] = {}
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -135,13 +135,13 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
                 one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
                 found[agent].append(reline.bugs_found(one_model)[0])
     rows = reline.table1(config, {a: np.stack(f) for a, f in found.items()})
-    (out_dir / "table1.json").write_text(json.dumps(reline._jsonable(rows), indent=2))
+    (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
     summary: dict[str, Any] = {
         "method": "reline", "game": config.game, "models": config.models, "eval_episodes": config.eval_episodes,
         "learner": "DQNConfig", "train_steps": dqn_config.total_timesteps, "table1": rows,
         "training": curves, "phases_s": phases.wall_s, "wall_s": round(time.perf_counter() - start, 2),
     }  # fmt: skip
-    (out_dir / "summary.json").write_text(json.dumps(reline._jsonable(summary), indent=2))
+    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
 
 

@@ -75,7 +75,7 @@ from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods import reline
 from jgtest.oracles import low_fps_points, reline_threshold
 from jgtest.report.plots import section_plot
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
 from jgtest.rewards import kart_finish_bonus, kart_performance_reward, kart_progress_reward
 
 #: 4 stacked grayscale frames at the bridge's render size (height, width).
@@ -141,7 +141,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     counts = settings(config)
     (out_dir / "config.json").write_text(json.dumps(
         {"method": "reline", **dataclasses.asdict(config), "episodes": counts,
-         "learner": reline._jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
+         "learner": jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
     key = jax.random.key(config.seed)
     train_seed = config.seed * 100_000 + 50_000
     summary: dict[str, Any] = {"method": "reline", "game": config.game, "episodes": counts, "train_steps": learn.config.total_timesteps}
@@ -165,7 +165,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
         medians_ms=low_fps["medians_ms"], replay_reliability=replay, phases_s=phases.wall_s,
         wall_s=round(time.perf_counter() - start, 2), paper=reline.PAPER_KART,
     )  # fmt: skip
-    (out_dir / "summary.json").write_text(json.dumps(reline._jsonable(summary), indent=2))
+    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
 
 

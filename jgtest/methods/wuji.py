@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import time
 from pathlib import Path
@@ -47,8 +48,9 @@ import numpy as np
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
 from jgtest.coverage import count_distinct_states
 from jgtest.envs.registration import make
-from jgtest.evo import VariationParams, breed, ravel_population, select
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.evo import VariationParams, breed, non_dominated_rank, ravel_population, select
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
 from jgtest.rollout import play_episodes
 
 #: The paper's strategies (§V-A3), in its order.
@@ -66,7 +68,8 @@ class WujiConfig:
       game: ``"BlockMaze-v0"`` or ``"CombatArena-v0"`` (any game with ``randomize``).
       strategy: one of :data:`STRATEGIES`.
       population: population and offspring size (the paper's 30).
-      generations: generations to run (``budget_s`` may stop it sooner).
+      generations: generations to run (``budget_s`` may stop it sooner); ``None``: until
+        ``budget_s`` runs out.
       budget_s: wall-clock budget in seconds, checked between device calls.
       runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 4).
       num_buckets: intervals per observation feature for ES (paper: lost; 10).
@@ -78,7 +81,7 @@ class WujiConfig:
     game: str = "BlockMaze-v0"
     strategy: str = "wuji"
     population: int = 30
-    generations: int = 10
+    generations: int | None = 10
     budget_s: float | None = None
     runs_per_eval: int = 4
     num_buckets: int = 10
@@ -89,8 +92,10 @@ class WujiConfig:
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.generations is None and self.budget_s is None:
+            raise ValueError("a campaign needs generations or budget_s (or both)")
         for name in ("generations", "runs_per_eval", "num_buckets"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.population < 2:
             raise ValueError(f"population must be at least 2 (crossover needs two parents), got {self.population}")
@@ -152,13 +157,18 @@ def _trace_out(out: dict) -> dict:
 class _Bookkeeper:
     """Bug records the moment the host sees them, coverage, and bugs over time."""
 
-    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict):
+    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict,
+                 timeline_path: Path):  # fmt: skip
         self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
         self.found_at = np.array(progress["found_at"], np.float64)
         self.visited = np.array(progress["visited"], bool)
         self.env_steps = int(progress["env_steps"])
-        # (seconds, env steps, bugs found) after each device call
-        self.timeline = [tuple(row) for row in np.asarray(progress["timeline"])[: int(progress["timeline_len"])].tolist()]
+        # (seconds, env steps, bugs found) after each device call, also appended to timeline.jsonl;
+        # rows past the checkpoint (work a kill lost, to be done again) are dropped
+        rows = [json.loads(line) for line in timeline_path.read_text().splitlines()] if timeline_path.exists() else []
+        self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
+        timeline_path.write_text("".join(json.dumps(row) + "\n" for row in self.timeline))
+        self._timeline_path = timeline_path
 
     def seen(self, bug: int) -> bool:
         return not np.isnan(self.found_at[bug])
@@ -198,8 +208,10 @@ class _Bookkeeper:
         ))  # fmt: skip
 
     def _tick(self) -> None:
-        if len(self.timeline) < _timeline_length(self.config):
-            self.timeline.append((round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum())))
+        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()))
+        self.timeline.append(row)
+        with self._timeline_path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 def run_params(env, params, seed: int) -> tuple[Any, dict]:
@@ -217,7 +229,8 @@ def run_params(env, params, seed: int) -> tuple[Any, dict]:
 def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None,
         resume: bool = False) -> dict:  # fmt: skip
     """Runs one campaign in ``out_dir``: ``bugs.jsonl`` (each bug as it is found), ``config.json``,
-    ``summary.json``, ``population.json`` (the final population's scores and fronts) and
+    ``summary.json``, ``population.json`` (the final population's scores and fronts),
+    ``timeline.jsonl`` (seconds, env steps, bugs found after each device call, as they come) and
     ``checkpoints/`` (orbax, after the initial evaluation and every generation).
 
     Args:
@@ -231,15 +244,12 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     Raises:
       ValueError: ``resume`` with a checkpoint of another config.
     """
-    from jgtest.checkpoint import Checkpointer, config_fingerprint
-    from jgtest.report.records import read_bug_records
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     search = _search(config.game, config.runs_per_eval, config.num_buckets, config.a2c)
     env = search.env
     params, game_kwargs = run_params(env, env.default_params, config.seed)
-    (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **_jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
+    (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
     progress = _fresh_progress(search, config)
     kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -247,7 +257,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         if resumed:
             progress = ckpt.restore(progress)
         start = time.perf_counter() - float(progress["elapsed_s"])
-        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress)
+        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl")
         for record in kept:  # records written after the last checkpoint stay, and are not written twice
             if not book.seen(record.bug_id):
                 book.found_at[record.bug_id] = record.wall_s
@@ -256,7 +266,9 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             if config.strategy != "random":
                 progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(config.population), "evaluation")
             ckpt.save(0, _snapshot(progress, book, seeds))
-        for generation in range(int(progress["generation"]) + 1, config.generations + 1):
+        for generation in itertools.count(int(progress["generation"]) + 1):
+            if config.generations is not None and generation > config.generations:
+                break
             if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
                 break
             key, k_gen = jax.random.split(progress["key"])
@@ -290,13 +302,7 @@ def _fresh_progress(search: "_Search", config: WujiConfig) -> dict:
         "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
         "next_seed": config.seed * 1_000_003 % 2**30, "elapsed_s": 0.0,
         "found_at": np.full(search.env.num_bugs, np.nan), "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0,
-        "timeline": np.zeros((_timeline_length(config), 3)), "timeline_len": 0,
     }  # fmt: skip
-
-
-def _timeline_length(config: WujiConfig) -> int:
-    """Entries of the bugs-over-time curve: one per device call (evaluations and A2C rounds)."""
-    return 2 + config.generations * (3 + 2 * config.a2c.max_rounds)
 
 
 class _SeedCounter:
@@ -313,12 +319,9 @@ class _SeedCounter:
 
 def _snapshot(progress: dict, book: "_Bookkeeper", seeds: _SeedCounter) -> dict:
     """``progress`` with the bookkeeping and the seed counter as they are now (a checkpoint)."""
-    timeline = np.zeros_like(progress["timeline"])
-    if book.timeline:
-        timeline[: len(book.timeline)] = np.asarray(book.timeline)
     progress.update(
         next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
-        visited=book.visited.copy(), env_steps=book.env_steps, timeline=timeline, timeline_len=len(book.timeline),
+        visited=book.visited.copy(), env_steps=book.env_steps,
     )  # fmt: skip
     return progress
 
@@ -362,8 +365,6 @@ def _generation(search, book, population, objectives, params, key, config, take_
 
 
 def _front_json(objectives: np.ndarray) -> dict:
-    from jgtest.evo import non_dominated_rank
-
     ranks = np.asarray(non_dominated_rank(objectives))
     return {"exploration": objectives[:, 0].tolist(), "winning": objectives[:, 1].tolist(), "front": ranks.tolist()}
 
@@ -379,16 +380,6 @@ def _summary(config, env, book, generations, wall_s) -> dict:
         "state_coverage": int(book.visited.sum()), "state_coverage_fraction": float(book.visited.mean()),
         "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
     }  # fmt: skip
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.generic, jax.Array)):
-        return np.asarray(value).tolist()
-    return value
 
 
 def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] | None = None, seeds: int = 1,

@@ -14,6 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from jgtest.envs.base import BUG_KINDS
 
 
@@ -115,3 +117,16 @@ def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
                 continue
             raise ValueError(f"{path}:{number}: not a bug record ({error})") from error
     return records
+
+
+def jsonable(value):
+    """Numpy scalars and arrays to plain JSON values, recursively."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return value

@@ -28,6 +28,8 @@ def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, tmp_pa
     # timeline: steps and bugs never go down
     steps, bugs = np.asarray([t[1] for t in summary["timeline"]]), np.asarray([t[2] for t in summary["timeline"]])
     assert (np.diff(steps) > 0).all() and (np.diff(bugs) >= 0).all() and bugs[-1] == summary["bugs_found"]
+    written = [json.loads(line) for line in (tmp_path / "timeline.jsonl").read_text().splitlines()]
+    assert written == [list(row) for row in summary["timeline"]]  # the curve is on disk as it grows
 
 
 def test_run_params_redraws_bugs_per_seed():
@@ -46,6 +48,7 @@ def test_run_params_redraws_bugs_per_seed():
         (dict(population=1), "population must be at least 2"),
         (dict(generations=0), "generations must be at least 1"),
         (dict(budget_s=0), "budget_s must be positive"),
+        (dict(generations=None), "needs generations or budget_s"),
     ],
 )
 def test_bad_configs_are_refused(kwargs, message):
@@ -76,3 +79,5 @@ def test_a_killed_campaign_resumes_to_the_uninterrupted_result(tmp_path):
         assert resumed[field] == whole[field], field
     assert {r.bug_id: r.actions for r in after} == {r.bug_id: r.actions for r in read_bug_records(tmp_path / "whole" / "bugs.jsonl")}
     assert json.loads((killed / "population.json").read_text()) == json.loads((tmp_path / "whole" / "population.json").read_text())
+    # the resumed curve drops what the kill lost and reaches the same steps and bugs
+    assert [row[1:] for row in resumed["timeline"]] == [row[1:] for row in whole["timeline"]]
