@@ -146,6 +146,30 @@ class _Search:
         self.play_random = jax.jit(
             jax.vmap(lambda params, seed: _trace_out(play_episodes(env, params, random_policy, None, seed, m, self.max_steps)), in_axes=(None, 0))
         )  # fmt: skip
+        self._warm: set[tuple[str, int]] = set()
+
+    def warm_up(self, strategy: str, population: int, params) -> None:
+        """Compiles the functions ``strategy`` calls with a population of ``population`` by calling
+        each once on throwaway seeds (results dropped; everything is pure), so that the campaign's
+        wall-clock budget is spent searching, not compiling: without it the first run of each
+        strategy lost seconds of a short budget to XLA."""
+        if (strategy, population) in self._warm:
+            return
+        seeds = jnp.full((population,), -1, jnp.int32)
+        if strategy == "random":
+            jax.block_until_ready(self.play_random(params, seeds))
+        else:
+            variables = self.init_variables(jax.random.split(jax.random.key(0), population))
+            scores, _ = jax.block_until_ready(self.evaluate(variables, params, seeds))
+            if strategy in _TRAINS:
+                learners, slots = self.init_training(variables, params, seeds)
+                jax.block_until_ready(self.train_round(learners, slots, params, seeds))
+            if strategy in _EVOLVES:
+                fitness = scores if strategy in _MULTI else scores[:, 1:]
+                breed(jax.random.key(0), ravel_population(variables["params"])[0], fitness, population)
+                candidates = 3 if strategy in _TRAINS else 2
+                jax.block_until_ready(select(jnp.concatenate([fitness] * candidates), population))
+        self._warm.add((strategy, population))
 
 
 def _trace_out(out: dict) -> dict:
@@ -163,7 +187,7 @@ class _Bookkeeper:
         self.found_at = np.array(progress["found_at"], np.float64)
         self.visited = np.array(progress["visited"], bool)
         self.env_steps = int(progress["env_steps"])
-        # (seconds, env steps, bugs found) after each device call, also appended to timeline.jsonl;
+        # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
         # rows past the checkpoint (work a kill lost, to be done again) are dropped
         rows = [json.loads(line) for line in timeline_path.read_text().splitlines()] if timeline_path.exists() else []
         self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
@@ -208,7 +232,7 @@ class _Bookkeeper:
         ))  # fmt: skip
 
     def _tick(self) -> None:
-        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()))
+        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()), int(self.visited.sum()))
         self.timeline.append(row)
         with self._timeline_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -230,7 +254,8 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         resume: bool = False) -> dict:  # fmt: skip
     """Runs one campaign in ``out_dir``: ``bugs.jsonl`` (each bug as it is found), ``config.json``,
     ``summary.json``, ``population.json`` (the final population's scores and fronts),
-    ``timeline.jsonl`` (seconds, env steps, bugs found after each device call, as they come) and
+    ``timeline.jsonl`` (seconds, env steps, bugs found, states covered after each device call, as they
+    come) and
     ``checkpoints/`` (orbax, after the initial evaluation and every generation).
 
     Args:
@@ -250,6 +275,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     env = search.env
     params, game_kwargs = run_params(env, env.default_params, config.seed)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
+    search.warm_up(config.strategy, config.population, params)
     progress = _fresh_progress(search, config)
     kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -421,10 +447,31 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     }  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     title = f"{config.game}, {seeds} seed(s)"
-    bugs_over_time_plot({s: [np.asarray(r["timeline"]).reshape(-1, 3) for r in runs] for s, runs in results.items()},
-                        out_dir / "bugs_over_time.png", first["bugs_total"], title)  # fmt: skip
+    timelines = {s: [np.asarray(r["timeline"], np.float64).reshape(-1, 4) for r in runs] for s, runs in results.items()}
+    if config.budget_s is not None:
+        summary["by_time"] = _by_time(timelines, config.budget_s)
+        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    bugs_over_time_plot(timelines, out_dir / "bugs_over_time.png", first["bugs_total"], title)
     coverage_plot({s: summary["state_coverage"][s]["per_seed"] for s in strategies}, out_dir / "coverage.png", title)
     fronts = {s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text()) for s in strategies if s != "random"}
     if fronts:
         population_plot(fronts, out_dir / "population.png", f"{config.game}, seed {config.seed}: final populations")
     return summary
+
+
+def _by_time(timelines: dict[str, list[np.ndarray]], budget_s: float, fractions=(0.25, 0.5, 1.0)) -> dict:
+    """Bugs found and states covered by each strategy at fractions of the budget (mean, sd and per seed,
+    from the timelines): the comparison at shorter equal budgets, from the same runs."""
+
+    def at(t: np.ndarray, seconds: float, column: int) -> int:
+        done = t[t[:, 0] <= seconds]
+        return int(done[-1, column]) if len(done) else 0
+
+    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
+    return {
+        f"{budget_s * f:g}": {
+            s: {"bugs_found": stats([at(t, budget_s * f, 2) for t in runs]), "state_coverage": stats([at(t, budget_s * f, 3) for t in runs])}
+            for s, runs in timelines.items()
+        }
+        for f in fractions
+    }

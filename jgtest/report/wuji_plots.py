@@ -1,6 +1,6 @@
 """Figures of a Wuji strategy comparison (Zheng et al., 2019, §V-B Fig. 7–8, §V-C, §V-D Fig. 9).
 
-* :func:`bugs_over_time_plot` — bugs found against time, one line per strategy
+* :func:`bugs_over_time_plot` — bugs found and states covered against time, one line per strategy
   (the mean over seeds of each seed's step curve), as Fig. 7–8.
 * :func:`coverage_plot` — distinct states covered per strategy (mean ± sd over seeds).
 * :func:`population_plot` — final populations in the (exploration, winning)
@@ -24,22 +24,33 @@ __all__ = ["bugs_over_time_plot", "coverage_plot", "population_plot"]
 
 
 def bugs_over_time_plot(timelines: Mapping[str, Sequence[np.ndarray]], path: str | os.PathLike, bugs_total: int, title: str = "") -> Path:
-    """``timelines[strategy]``: per seed, ``[K, 3]`` rows ``(seconds, env steps, bugs found)``."""
-    fig = Figure(figsize=(8.0, 4.5))
-    ax = fig.add_subplot()
+    """Bugs found (left) and states covered (right) over time, mean over seeds per strategy.
+
+    ``timelines[strategy]``: per seed, ``[K, 4]`` rows ``(seconds, env steps, bugs found, states covered)``.
+    """
+    fig = Figure(figsize=(12.0, 4.5))
     end = max((float(t[-1, 0]) for runs in timelines.values() for t in runs if len(t)), default=1.0)
     grid = np.linspace(0.0, end, 200)
-    for i, (strategy, runs) in enumerate(timelines.items()):
-        curves = [np.interp(grid, t[:, 0], t[:, 2], left=0.0) if len(t) else np.zeros_like(grid) for t in runs]
-        ax.step(grid, np.mean(curves, axis=0), where="post", color=f"C{i % 10}", label=f"{strategy} ({len(runs)} seeds)")
-    ax.set_xlabel("seconds")
-    ax.set_ylabel("bugs found (mean over seeds)")
-    ax.set_ylim(0, bugs_total + 0.5)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    for panel, (column, label) in enumerate(((2, "bugs found"), (3, "distinct states covered"))):
+        ax = fig.add_subplot(1, 2, panel + 1)
+        for i, (strategy, runs) in enumerate(timelines.items()):
+            curves = [_stairs(grid, t[:, 0], t[:, column]) if len(t) else np.zeros_like(grid) for t in runs]
+            ax.plot(grid, np.mean(curves, axis=0), drawstyle="steps-post", color=f"C{i % 10}", label=f"{strategy} ({len(runs)} seeds)")
+        ax.set_xlabel("seconds")
+        ax.set_ylabel(f"{label} (mean over seeds)")
+        if column == 2:
+            ax.set_ylim(0, bugs_total + 0.5)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _stairs(grid: np.ndarray, seconds: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The count at each grid time: the last value recorded at or before it (0 before the first)."""
+    index = np.searchsorted(seconds, grid, side="right") - 1
+    return np.where(index >= 0, values[np.maximum(index, 0)], 0.0)
 
 
 def coverage_plot(coverage: Mapping[str, Sequence[float]], path: str | os.PathLike, title: str = "") -> Path:
