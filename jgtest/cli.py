@@ -2,6 +2,7 @@
 
     jgtest run random --game BlockMaze-v0 --out runs/demo
     jgtest run wuji --game CombatArena-v0 --compare --seeds 10 --generations 5 --out runs/wuji
+    jgtest run inspector --game ParkWorld-v0 --episodes 45 --out runs/inspector
     jgtest replay runs/demo/bugs.jsonl --index 0
     jgtest games
     jgtest train ppo --game CartPoleBugs-v0 --steps 500000 --seeds 8 --out runs/ppo
@@ -21,7 +22,9 @@ from pathlib import Path
 if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
-METHODS = ("random", "reline", "wuji")
+METHODS = ("random", "reline", "wuji", "inspector")
+#: Games where ``random`` is the random agent of the PPGTA comparison (object tests included).
+PARK_GAMES = ("ParkWorld-v0",)
 
 
 def _parse_game_args(pairs: list[str]) -> dict:
@@ -67,6 +70,8 @@ def _run(args) -> int:
         return _run_reline(args)
     if args.method == "wuji":
         return _run_wuji(args)
+    if args.method == "inspector" or (args.method == "random" and args.game in PARK_GAMES):
+        return _run_inspector(args)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -131,7 +136,16 @@ def _replay(args) -> int:
         raise SystemExit(f"error: {args.records} holds no bug records")
     if not -len(records) <= args.index < len(records):
         raise SystemExit(f"error: --index {args.index} is out of range; {args.records} holds {len(records)} records (0..{len(records) - 1})")
-    result = replay(records[args.index])
+    record = records[args.index]
+    if record.kind == "texture":  # found by an object test (PPGTA, Inspector), not by an oracle
+        from jgtest.methods.inspector import replay_record
+
+        reproduced = replay_record(record)
+        verdict = "reproduced" if reproduced else "NOT reproduced"
+        print(f"{verdict}: {record.game} object {record.bug_id}, the 360° test of episode {record.episode} of slot "
+              f"{record.env_index}, seed {record.seed}, after {len(record.actions)} actions ({record.detail})")  # fmt: skip
+        return 0 if reproduced else 1
+    result = replay(record)
     print(result.describe())
     return 0 if result.reproduced else 1
 
@@ -222,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--eval-episodes", type=int, default=1000, help="reline: evaluation episodes per model (default 1000)")
     run.add_argument("--agents", default="reline,rl-baseline,random", help="reline: comma-separated agents")
     run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")
-    run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU)")
+    run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU); inspector: 10 episodes")
+    run.add_argument("--episodes", type=int, default=None, help="inspector / random on ParkWorld: episodes of 2,000 steps (default: the paper's 45)")
     run.add_argument("--actors", type=int, default=0, help="reline on a bridged game: a Ray game farm of N actors (default: in process)")
     run.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
@@ -402,3 +417,40 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _run_inspector(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from jgtest.methods import inspector
+
+    if args.game not in PARK_GAMES:
+        raise SystemExit(f"error: {args.method} runs on {', '.join(PARK_GAMES)}, got --game {args.game}")
+    episodes = args.episodes if args.episodes is not None else (10 if args.quick else 45)
+    try:
+        config = inspector.InspectorConfig(agent=args.method, episodes=episodes, seed=args.seed, **_parse_game_args(args.game_arg))
+    except (ValueError, TypeError) as error:
+        raise SystemExit(f"error: {error}") from None
+    out = prepare_out_dir(args.out, args.overwrite)
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("OOIs tested {task.fields[tested]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=args.quiet) as progress:
+        task = progress.add_task(f"{args.method} × {args.game} (episodes)", total=config.episodes, tested=0)
+        summary = inspector.run(config, out, on_episode=lambda done, total, tested: progress.update(task, completed=done, tested=tested))
+    paper = inspector.PAPER.get(args.method, {})
+    table = Table(title=f"{args.method} on {args.game}: {config.episodes} episodes of {config.episode_steps:,} steps")
+    for column in ("", "ours", "paper (PPGTA §VI-B)"):
+        table.add_column(column, justify="right")
+    at = summary["at_paper_episodes"]
+    table.add_row("pathway coverage", f"{summary['pathway_coverage']:.1%}", f"{paper['pathway_coverage_45']:.0%} after 45" if "pathway_coverage_45" in paper else "—")
+    table.add_row("OOIs tested after 18 episodes", str(at["ooi_tested_18"]) if config.episodes >= 18 else "—", str(paper.get("ooi_tested_18", "—")))
+    table.add_row("OOIs tested after 45 episodes", str(at["ooi_tested_45"]) if config.episodes >= 45 else "—", str(paper.get("ooi_tested_45", "—")))
+    table.add_row("OOIs tested (this run)", f"{summary['ooi_tested']} of {summary['ooi_total']} ({summary['ooi_success']} completed)",
+                  f"of {inspector.PAPER['ooi_total']}")  # fmt: skip
+    table.add_row("unreachable OOIs (flood fill)", str(summary["ooi_unreachable"]), "—")
+    table.add_row("texture bugs found", f"{summary['texture_bugs_found']} of {summary['texture_bugs_total']}", "—")
+    Console().print(table)
+    print(f"wrote {out}: summary.json, bugs.jsonl, traces.png, tests.png")
+    return 0

@@ -6,6 +6,7 @@ from jgtest.envs.cartpole_bugs import CartPoleBugs
 from jgtest.envs.combat import CombatArena
 from jgtest.envs.kart import KartTrack
 from jgtest.envs.pacmaze import PacMaze
+from jgtest.envs.park import ParkWorld
 from jgtest.envs.registration import make, register, registered_games
 
 register("BlockMaze-v0", BlockMaze)
@@ -13,5 +14,6 @@ register("CartPoleBugs-v0", CartPoleBugs)
 register("PacMaze-v0", PacMaze)
 register("CombatArena-v0", CombatArena)
 register("KartTrack-v0", KartTrack)
+register("ParkWorld-v0", ParkWorld)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "KartTrack", "PacMaze", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "KartTrack", "PacMaze", "ParkWorld", "make", "register", "registered_games"]

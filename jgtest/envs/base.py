@@ -36,7 +36,9 @@ import jax
 import numpy as np
 from gymnax.environments import environment, spaces
 
-BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps")
+#: Kinds of bugs: the oracles' (crash, stuck, logical, balance, low FPS) and ``"texture"``, found by
+#: testing an object in the park (PPGTA; :mod:`jgtest.methods.ooi_testing`), not by an oracle.
+BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps", "texture")
 
 #: Folded into a step's key to make its auto-reset key. A draw of ``n`` values
 #: from a key uses the threefry blocks at counters ``0 .. n-1``, and

@@ -1,0 +1,162 @@
+"""Scripted experts of ``ParkWorld-v0``: demonstrations as data (PPGTA §V-A "Datasets").
+
+PPGTA imitates two behaviours recorded by test engineers: **path following**
+("following the pathways", 50 trajectories of 2 minutes) and the **texture-bug
+test**, "moving around an OOI 360 degrees to cover all its faces" (150
+trajectories). Here scripted experts play them in the on-device park, with
+noise (``epsilon``: a uniformly random action instead of the expert's) so that
+demonstrations differ:
+
+* :func:`path_action`: on a pathway, head where the pathway goes (16 headings
+  scored by the pathway cells 1–3 cells ahead, straight on preferred, a little
+  random preference at junctions, never into a blocked cell); off it, head to
+  the nearest pathway cell.
+* :func:`circle_action`: face the object, keep ``circle_radius`` from it and
+  strafe right: a walk around it, facing it; its progress is the angle swept
+  around the object (:func:`swept_angle`).
+
+:func:`demonstrations` rolls either out in batches (``lax.scan`` over steps,
+``vmap`` over trajectories) and returns ``frames``, ``actions`` and more.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import ndimage
+
+from jgtest.envs.park import BACK, FORWARD, RIGHT, TURN_LEFT, TURN_RIGHT, EnvState, ParkWorld
+
+HEADINGS = 16
+#: Distance kept from the object by the 360° walk (cells).
+CIRCLE_RADIUS = 1.6
+
+
+def _wrap(angle):
+    return jnp.arctan2(jnp.sin(angle), jnp.cos(angle))
+
+
+def _steer(yaw, heading, turn):
+    """Turn toward ``heading`` if more than half a turn away, else ``None``-like flag (False)."""
+    diff = _wrap(heading - yaw)
+    return jnp.abs(diff) > turn / 2, jnp.where(diff > 0, TURN_RIGHT, TURN_LEFT)
+
+
+def nearest_path_heading(env: ParkWorld) -> jax.Array:
+    """``float32[size, size]``: per cell, the heading (radians) to its nearest pathway cell."""
+    _, (rows, cols) = ndimage.distance_transform_edt(~env.map.path, return_indices=True)
+    r, c = np.mgrid[: env.size, : env.size]
+    return jnp.asarray(np.arctan2(rows - r, cols - c), jnp.float32)
+
+
+def path_action(env: ParkWorld, params, state: EnvState, key, to_path: jax.Array, epsilon: float = 0.1):
+    """The path follower's action (module docstring); ``to_path`` from :func:`nearest_path_heading`."""
+    k_pref, k_noise, k_random = jax.random.split(key, 3)
+    turn = jnp.radians(params.turn_deg)
+    cell = jnp.floor(state.pos).astype(jnp.int32)
+    on_path = env._path[cell[1], cell[0]]
+    headings = state.yaw + jnp.arange(HEADINGS) * (2 * jnp.pi / HEADINGS)
+    ahead = state.pos[None, None, :] + jnp.asarray([1.0, 2.0, 3.0])[None, :, None] * jnp.stack(
+        [jnp.cos(headings), jnp.sin(headings)], axis=-1
+    )[:, None, :]  # [16, 3, 2]
+    cells = jnp.clip(jnp.floor(ahead).astype(jnp.int32), 0, env.size - 1)
+    pathy = env._path[cells[..., 1], cells[..., 0]].astype(jnp.float32).sum(axis=1)
+    open_ahead = env._walkable[cells[:, 0, 1], cells[:, 0, 0]]  # a dead end (crates, water): turn back
+    straight = jnp.cos(headings - state.yaw)
+    score = pathy + 0.9 * straight + 0.3 * jax.random.uniform(k_pref, (HEADINGS,)) - 10.0 * ~open_ahead
+    heading = jnp.where(on_path, headings[jnp.argmax(score)], to_path[cell[1], cell[0]])
+    turning, turn_action = _steer(state.yaw, heading, turn)
+    action = jnp.where(turning, turn_action, FORWARD)
+    return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
+
+
+def circle_action(params, state: EnvState, target: jax.Array, key, epsilon: float = 0.1, radius: float = CIRCLE_RADIUS):
+    """The 360° walk's action around object ``target`` (module docstring)."""
+    k_noise, k_random = jax.random.split(key)
+    turn = jnp.radians(params.turn_deg)
+    rel = params.ooi_pos[target] - state.pos
+    distance = jnp.linalg.norm(rel)
+    turning, turn_action = _steer(state.yaw, jnp.arctan2(rel[1], rel[0]), turn)
+    action = jnp.where(
+        turning, turn_action, jnp.where(distance > radius + 0.3, FORWARD, jnp.where(distance < radius - 0.3, BACK, RIGHT))
+    )
+    return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
+
+
+def swept_angle(positions: jax.Array, centre: jax.Array) -> jax.Array:
+    """Total angle (radians, signed) swept around ``centre`` by a trajectory ``positions [T, 2]``."""
+    angles = jnp.arctan2(positions[:, 1] - centre[1], positions[:, 0] - centre[0])
+    return jnp.sum(_wrap(jnp.diff(angles)))
+
+
+def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float = 2.5) -> EnvState:
+    """A state ``distance`` cells from object ``target``, at the first walkable of 16 bearings
+    (from a random one), facing it."""
+    k_reset, k_angle = jax.random.split(key)
+    _, state = env.reset_env(k_reset, params)
+    bearings = jax.random.uniform(k_angle, (), maxval=2 * jnp.pi) + jnp.arange(16) * (2 * jnp.pi / 16)
+    centre = params.ooi_pos[target]
+    spots = centre[None, :] + distance * jnp.stack([jnp.cos(bearings), jnp.sin(bearings)], axis=-1)
+    cells = jnp.clip(jnp.floor(spots).astype(jnp.int32), 0, env.size - 1)
+    ok = env._walkable[cells[:, 1], cells[:, 0]]
+    spot = spots[jnp.argmax(ok)]
+    facing = jnp.arctan2(centre[1] - spot[1], centre[0] - spot[0])
+    return state.replace(pos=spot, yaw=facing)
+
+
+def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int, epsilon: float = 0.1,
+                   targets: jax.Array | None = None) -> dict:  # fmt: skip
+    """``num`` expert trajectories of ``steps`` steps, in one jitted call.
+
+    Args:
+      kind: ``"path"`` (from uniform starts) or ``"circle"`` (from 2.5 cells off an object, around it).
+      targets: ``int32[num]`` objects to circle (``"circle"``; default: drawn among the reachable ones).
+
+    Returns:
+      dict of ``[num, steps, ...]`` arrays: ``frames`` (uint8 RGB, the frame the action was
+      chosen on), ``actions``, ``positions``, ``on_path``, ``od_box``, ``od_visible``; and ``targets``
+      (``[num]``, circle only, else −1).
+    """
+    if kind not in ("path", "circle"):
+        raise ValueError(f"kind must be 'path' or 'circle', got {kind!r}")
+    if num < 1 or steps < 1:
+        raise ValueError(f"num and steps must be at least 1, got {num} and {steps}")
+    reachable = np.flatnonzero(env.ooi_reachable(params))
+    if targets is None:
+        targets = jnp.asarray(np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1))).choice(reachable, num))
+    to_path = nearest_path_heading(env)
+    return _demonstrations(env, params, key, kind, num, steps, epsilon, jnp.asarray(targets, jnp.int32), to_path)
+
+
+def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_path):
+    @jax.jit
+    def run(params, key, targets, to_path):
+        def one(key, target):
+            k_start, k_run = jax.random.split(key)
+            if kind == "circle":
+                state = start_near(env, params, target, k_start)
+            else:
+                state = env.reset_env(k_start, params)[1]
+            frame, info = env._observe(state, params)
+
+            def body(carry, k):
+                state, frame, info = carry
+                k_act, k_step = jax.random.split(k)
+                if kind == "circle":
+                    action = circle_action(params, state, target, k_act, epsilon)
+                else:
+                    action = path_action(env, params, state, k_act, to_path, epsilon)
+                next_frame, next_state, _, _, next_info = env.step_env(k_step, state, action, params)
+                out = {"frames": frame, "actions": action, "positions": state.pos, "on_path": info["on_path"],
+                       "od_box": info["od_box"], "od_visible": info["od_visible"]}  # fmt: skip
+                return (next_state, next_frame, next_info), out
+
+            _, out = jax.lax.scan(body, (state, frame, info), jax.random.split(k_run, steps))
+            return out
+
+        out = jax.vmap(one)(jax.random.split(key, num), targets)
+        return {**out, "targets": targets if kind == "circle" else jnp.full((num,), -1, jnp.int32)}
+
+    return run(params, key, targets, to_path)
+

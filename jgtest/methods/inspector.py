@@ -1,0 +1,276 @@
+"""Inspector (Liu et al., CoG 2022), PPGTA's baseline, and the random agent, in ``ParkWorld-v0``.
+
+PPGTA (§II, §V-B) compares against Inspector, a pixel-based testing agent that
+"follows visual novelty for exploration": PPO on frames with the original
+single-predictor RND novelty (:class:`jgtest.novelty.RND`, ``reward="error"``)
+and no preference term; when an object of interest comes into view it runs its
+test behaviour (here the scripted 360° walk of :mod:`jgtest.methods.ooi_testing`).
+The random agent plays uniform actions with the same tests. The comparison of
+§VI-B: 45 episodes of 2,000 steps each from uniform starts, pathway coverage
+(Inspector 16% after 45 episodes, Fig. 7) and OOIs tested over episodes
+(Inspector 19 after 18 episodes and 40 after 45; random 9 and 17; Fig. 8).
+
+One campaign: ``num_envs`` games play their episodes side by side, episode
+``e`` of game ``i`` starting from ``reset_key(episode_key(seed, i, e))``
+(uniform over the park); ``episodes / num_envs`` rounds of ``episode_steps``
+steps. Inspector learns as it goes: every ``rollout_steps`` steps one PPO
+update on the intrinsic rewards (RND error of the next frame, 64×64 and
+OD-masked around the object in view, scaled by its running standard
+deviation; the episode's last step is a truncation, bootstrapped), then
+``rnd_updates`` AdamW steps of the predictor on its buffer of the last 1,024
+frames. The games share the campaign's memory of tested objects: an object one
+game tested is not triggered in another.
+
+PPO settings: the paper "follow[s] its [Inspector's] original configuration";
+that configuration is not in PPGTA's text, so PureJaxRL's Atari PPO values
+(:class:`jgtest.agents.ppo.PPOHyperparams`: lr 2.5e-4, γ 0.99, λ 0.95, clip
+0.2, entropy 0.01, 4 epochs × 4 minibatches) with a smaller CNN for CPU.
+
+Files of a run directory: ``config.json``; ``bugs.jsonl`` (a record per
+texture-bugged object whose test completed, written the moment the test ends,
+with the episode's executed actions; :func:`replay_record` checks it);
+``summary.json`` (``pathway_coverage``, ``ooi_tested``, ``ooi_total``,
+``ooi_unreachable``, per-episode curves, per-object outcomes, the paper's
+numbers); ``traces.png`` and ``tests.png`` (bird's-eye maps, Fig. 7 and 9).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.agents import ppo
+from jgtest.envs.registration import make
+from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
+from jgtest.novelty import RND, RNDConfig
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.rollout import episode_key, reset_key
+from jgtest.types import Transition
+
+AGENTS = ("inspector", "random")
+#: PPGTA §VI-B, Fig. 7–8: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes.
+PAPER = {
+    "inspector": {"pathway_coverage_45": 0.16, "ooi_tested_18": 19, "ooi_tested_45": 40},
+    "random": {"ooi_tested_18": 9, "ooi_tested_45": 17},
+    "ppgta": {"pathway_coverage_45": 0.80, "ooi_tested_18": 192},
+    "ooi_total": 247,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class InspectorConfig:
+    """One campaign (module docstring).
+
+    Attributes:
+      agent: ``"inspector"`` or ``"random"``.
+      episodes: episodes in all (the paper's 45); a multiple of ``num_envs``.
+      num_envs: games played side by side.
+      episode_steps: steps per episode (the paper's 2,000).
+      rollout_steps: steps between PPO updates (divides ``episode_steps``).
+      seed: the campaign's seed (episode starts, networks, actions).
+      num_oois: objects in the park.
+      tests: when tests start and how long they may take.
+      rnd: the novelty (Inspector: one predictor, its error).
+      rnd_updates: predictor steps after each rollout.
+      cnn_channels: the policy's CNN (kernels 8, 4, 3; strides 4, 2, 1).
+      hparams: PPO's.
+    """
+
+    agent: str = "inspector"
+    episodes: int = 45
+    num_envs: int = 5
+    episode_steps: int = 2000
+    rollout_steps: int = 125
+    seed: int = 0
+    num_oois: int = 200
+    tests: OOITestSettings = OOITestSettings()
+    rnd: RNDConfig = RNDConfig(members=1, reward="error")
+    rnd_updates: int = 4
+    hparams: ppo.PPOHyperparams = ppo.PPOHyperparams()
+
+    def __post_init__(self):
+        if self.agent not in AGENTS:
+            raise ValueError(f"agent must be one of {AGENTS}, got {self.agent!r}")
+        for name in ("episodes", "num_envs", "episode_steps", "rollout_steps", "rnd_updates"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.episodes % self.num_envs:
+            raise ValueError(f"episodes ({self.episodes}) must be a multiple of num_envs ({self.num_envs})")
+        if self.episode_steps % self.rollout_steps:
+            raise ValueError(f"rollout_steps ({self.rollout_steps}) must divide episode_steps ({self.episode_steps})")
+
+    @property
+    def rounds(self) -> int:
+        return self.episodes // self.num_envs
+
+    @property
+    def game_kwargs(self) -> dict:
+        return {"num_oois": self.num_oois}
+
+
+class _Campaign:
+    """The jitted pieces of a campaign: start a round, play (and learn from) one rollout."""
+
+    def __init__(self, config: InspectorConfig):
+        self.config = c = config
+        self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
+        self.rnd = RND(c.rnd)
+        self.ppo = ppo.make_agent(ppo.PPOConfig(
+            game="ParkWorld-v0", game_kwargs=tuple(c.game_kwargs.items()), num_envs=c.num_envs, num_steps=c.rollout_steps,
+            total_timesteps=c.episodes * c.episode_steps, torso="cnn", num_evals=1, track_coverage=False,
+        ))  # fmt: skip
+        self.start_round = jax.jit(self._start_round)
+        self.rollout = jax.jit(self._rollout)
+
+    def init(self, key) -> dict:
+        k_ppo, k_rnd = jax.random.split(key)
+        frame = jnp.zeros(self.env.observation_space(self.params).shape, jnp.uint8)
+        params = self.ppo.network.init(k_ppo, frame)
+        opt_state = ppo._optimizer(self.config.hparams).init(params)
+        testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(jnp.arange(self.config.num_envs))
+        return {"ppo": (params, opt_state, jnp.int32(0)), "rnd": self.rnd.init(k_rnd), "testers": testers}
+
+    def _start_round(self, carry: dict, round_index) -> dict:
+        slots = jnp.arange(self.config.num_envs)
+        keys = jax.vmap(lambda i: reset_key(episode_key(self.config.seed, i, round_index)))(slots)
+        frames, states = jax.vmap(self.env.reset_env, in_axes=(0, None))(keys, self.params)
+        testers = carry["testers"].replace(mode=jnp.zeros_like(carry["testers"].mode), target=jnp.full_like(carry["testers"].target, -1))
+        return {**carry, "frames": frames, "states": states, "testers": testers, "t": jnp.int32(0)}
+
+    def _rollout(self, carry: dict, key) -> tuple[dict, dict]:
+        c, env, params = self.config, self.env, self.params
+        learns = c.agent == "inspector"
+        step_all = jax.vmap(lambda tester, state, action, k: ooi_step(env, c.tests, params, tester, state, action, k))
+
+        def body(loop, k):
+            frames, states, testers, t = loop
+            k_act, k_step = jax.random.split(k)
+            if learns:
+                action, log_prob, value = self.ppo.act(carry["ppo"][0], frames, k_act)
+            else:
+                action = jax.random.randint(k_act, (c.num_envs,), 0, env.num_actions)
+                log_prob = value = jnp.zeros(c.num_envs)
+            testers, next_frames, states, info, executed, event = step_all(testers, states, action, jax.random.split(k_step, c.num_envs))
+            testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
+            last = t + 1 == c.episode_steps
+            out = {
+                "transition": Transition(frames, action, jnp.zeros(c.num_envs), jnp.zeros(c.num_envs, bool),
+                                         jnp.full(c.num_envs, last), next_frames, value, log_prob),  # fmt: skip
+                "od_box": info["od_box"], "od_visible": info["od_visible"], "position": info["telemetry"].position,
+                "on_path": info["on_path"], "executed": executed, **event,
+            }  # fmt: skip
+            return (next_frames, states, testers, t + 1), out
+
+        k_run, k_ppo, k_rnd = jax.random.split(key, 3)
+        loop = (carry["frames"], carry["states"], carry["testers"], carry["t"])
+        (frames, states, testers, t), out = jax.lax.scan(body, loop, jax.random.split(k_run, c.rollout_steps))
+        traj = out.pop("transition")
+        metrics = {}
+        if learns:
+            inputs = self.rnd.preprocess(traj.next_obs, out["od_box"], out["od_visible"])  # [T, N, 64, 64, 3]
+            intrinsic = self.rnd.reward(carry["rnd"], inputs)
+            (ppo_params, opt_state), metrics = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), c.hparams, k_ppo)
+            rnd_state = self.rnd.observe(carry["rnd"], inputs)
+            rnd_state, rnd_metrics = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
+            metrics = {**metrics, "intrinsic_mean": intrinsic.mean(), "rnd_loss": rnd_metrics["rnd_loss"][-1]}
+            carry = {**carry, "ppo": (ppo_params, opt_state, carry["ppo"][2] + 1), "rnd": rnd_state}
+        carry = {**carry, "frames": frames, "states": states, "testers": testers, "t": t}
+        return carry, {**out, "metrics": metrics}
+
+
+def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None) -> dict:
+    """Runs a campaign in ``out_dir`` (files: module docstring). ``on_episode(done, episodes, tested)``
+    after each round."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    campaign = _Campaign(config)
+    env, params, c = campaign.env, campaign.params, config
+    (out_dir / "config.json").write_text(json.dumps({"method": c.agent, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c))}, indent=2))
+    carry = campaign.init(jax.random.key(c.seed))
+    visited = np.zeros((c.episodes, env.size, env.size), bool)
+    outcome = np.full(env.num_oois, "missed", dtype=object)
+    tested_in = np.full(env.num_oois, -1)  # the episode (round * num_envs + slot) each object's test ended in
+    traces = []
+    bugs = np.asarray(params.ooi_bug)
+    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        for r in range(c.rounds):
+            carry = campaign.start_round(carry, r)
+            executed = []
+            for k in range(c.episode_steps // c.rollout_steps):
+                carry, out = campaign.rollout(carry, jax.random.fold_in(jax.random.key(c.seed + 1), r * 100_003 + k))
+                out = jax.device_get({key: v for key, v in out.items() if key != "metrics"})
+                executed.append(out["executed"])
+                cells = np.floor(out["position"]).astype(int)
+                for i in range(c.num_envs):
+                    visited[r * c.num_envs + i, cells[:, i, 1], cells[:, i, 0]] = True
+                traces.append(out["position"])
+                for t, i in zip(*np.nonzero(out["done"] >= 0)):
+                    obj = int(out["done"][t, i])
+                    outcome[obj] = "success" if out["success"][t, i] else "failed"
+                    tested_in[obj] = r * c.num_envs + i
+                    if out["success"][t, i] and bugs[obj]:
+                        step = k * c.rollout_steps + int(t)
+                        actions = np.concatenate(executed)[: step + 1, i]
+                        writer.write(BugRecord(
+                            kind="texture", game="ParkWorld-v0", bug_id=obj, step=step, episode=r, seed=c.seed, env_index=int(i),
+                            actions=tuple(int(a) for a in actions), game_kwargs=c.game_kwargs,
+                            position=tuple(float(v) for v in out["position"][t, i]), wall_s=round(time.perf_counter() - start, 3),
+                            detail=f"{c.agent}: {_TEXTURE_NAMES[bugs[obj]]} texture on object {obj} ({_type_name(params, obj)}), 360° test completed",
+                        ))  # fmt: skip
+            if on_episode is not None:
+                on_episode((r + 1) * c.num_envs, c.episodes, int((tested_in >= 0).sum()))
+    summary = _summary(c, env, params, visited, outcome, tested_in, time.perf_counter() - start)
+    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    from jgtest.report.park_maps import tests_map, traces_map
+
+    traces_map(env.map, np.concatenate(traces).reshape(-1, c.num_envs, 2), out_dir / "traces.png", f"{c.agent}: {c.episodes} episodes")
+    tests_map(env.map, np.asarray(params.ooi_pos), outcome, env.ooi_reachable(params), out_dir / "tests.png", f"{c.agent}: OOI tests")
+    return summary
+
+
+_TEXTURE_NAMES = {1: "low-resolution", 2: "stretched"}
+
+
+def _type_name(params, obj: int) -> str:
+    from jgtest.envs.park_render import OOI_TYPES
+
+    return OOI_TYPES[int(params.ooi_type[obj])]
+
+
+def _summary(c: InspectorConfig, env, params, visited, outcome, tested_in, wall_s) -> dict:
+    path = env.map.path
+    reachable = env.ooi_reachable(params)
+    seen = np.logical_or.accumulate(visited, axis=0)  # cells visited by episodes 0..e (round-major order)
+    coverage = (seen & path).sum(axis=(1, 2)) / path.sum()
+    tested_by = [int(((tested_in >= 0) & (tested_in <= e)).sum()) for e in range(c.episodes)]
+    at = lambda curve, n: curve[min(n, c.episodes) - 1]
+    return {
+        "method": c.agent, "game": "ParkWorld-v0", "episodes": c.episodes, "episode_steps": c.episode_steps,
+        "pathway_coverage": float(coverage[-1]),
+        "pathway_coverage_of_reachable": float((seen[-1] & path & env.map.main).sum() / (path & env.map.main).sum()),
+        "ooi_tested": int((tested_in >= 0).sum()), "ooi_success": int((outcome == "success").sum()),
+        "ooi_failed": int((outcome == "failed").sum()), "ooi_total": env.num_oois, "ooi_unreachable": int((~reachable).sum()),
+        "ooi_missed_unreachable": int(((outcome == "missed") & ~reachable).sum()),
+        "texture_bugs_found": int(((outcome == "success") & (np.asarray(params.ooi_bug) > 0)).sum()),
+        "texture_bugs_total": int((np.asarray(params.ooi_bug) > 0).sum()),
+        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(), "ooi_tested": tested_by},
+        "at_paper_episodes": {"ooi_tested_18": at(tested_by, 18), "ooi_tested_45": at(tested_by, 45),
+                              "pathway_coverage_45": float(at(coverage, 45))},  # fmt: skip
+        "paper": PAPER, "outcomes": outcome.tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
+    }  # fmt: skip
+
+
+def replay_record(record: BugRecord) -> bool:
+    """Re-runs a texture record's executed actions from its episode's start on the bare game and checks
+    that they end with a completed 360° walk around its object (:func:`ooi_testing.replay_test`)."""
+    env, params = make(record.game, **record.game_kwargs)
+    _, state = env.reset_env(reset_key(episode_key(record.seed, record.env_index, record.episode)), params)
+    return replay_test(env, params, state, np.asarray(record.actions), record.bug_id)

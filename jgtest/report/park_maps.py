@@ -1,0 +1,78 @@
+"""Bird's-eye maps of the park (PPGTA Fig. 7 and Fig. 9).
+
+* :func:`park_image` — the map as an RGB image: grass, pathways (white, as the paper's
+  figures), water, trees, crates; invisible walls in magenta (they are not drawn in the game).
+* :func:`traces_map` — the agents' positions over the map in red (Fig. 7).
+* :func:`tests_map` — every object of interest as a dot: green tested with success, red
+  failed, grey missed; unreachable objects ringed (Fig. 9).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from jgtest.envs import park_map
+from jgtest.report.plots import _save
+
+__all__ = ["park_image", "tests_map", "traces_map"]
+
+OUTCOME_COLOURS = {"success": "#2ca02c", "failed": "#d62728", "missed": "#9a9a9a"}
+
+
+def park_image(m: park_map.ParkMap) -> np.ndarray:
+    """``float[size, size, 3]`` in ``[0, 1]``, row = y, column = x."""
+    image = np.zeros((*m.floor.shape, 3))
+    image[m.floor == park_map.GRASS] = (0.72, 0.85, 0.66)
+    image[m.floor == park_map.PATH] = (1.0, 1.0, 1.0)
+    image[m.floor == park_map.WATER] = (0.55, 0.7, 0.9)
+    image[m.solid == park_map.TREE] = (0.25, 0.45, 0.25)
+    image[m.solid == park_map.BLOCKAGE] = (0.55, 0.38, 0.2)
+    image[m.solid == park_map.INVISIBLE] = (0.85, 0.3, 0.85)
+    return image
+
+
+def _axes(m: park_map.ParkMap, title: str):
+    fig = Figure(figsize=(6.5, 6.5))
+    ax = fig.add_subplot()
+    ax.imshow(park_image(m), origin="upper", extent=(0, m.size, m.size, 0), interpolation="nearest")
+    ax.set_title(title)
+    ax.set_xlabel("x (cells)")
+    ax.set_ylabel("y (cells)")
+    return fig, ax
+
+
+def traces_map(m: park_map.ParkMap, positions: np.ndarray, path: str | os.PathLike, title: str = "") -> Path:
+    """``positions [T, N, 2]`` ``(x, y)`` of ``N`` games over time, as red traces (a game's jumps
+    between episodes are not drawn: steps longer than 2 cells are cut)."""
+    fig, ax = _axes(m, title)
+    positions = np.asarray(positions, float)
+    for i in range(positions.shape[1]):
+        trace = positions[:, i].copy()
+        jumps = np.linalg.norm(np.diff(trace, axis=0), axis=-1) > 2.0
+        trace[1:][jumps] = np.nan
+        ax.plot(trace[:, 0], trace[:, 1], color="#d62728", lw=0.6, alpha=0.8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def tests_map(m: park_map.ParkMap, ooi_pos: np.ndarray, outcomes, reachable: np.ndarray, path: str | os.PathLike,
+              title: str = "") -> Path:  # fmt: skip
+    """Objects at ``ooi_pos [K, 2]`` coloured by ``outcomes[k]`` (``"success"``, ``"failed"``,
+    ``"missed"``); ``~reachable`` objects ringed in black."""
+    fig, ax = _axes(m, title)
+    pos, outcomes, reachable = np.asarray(ooi_pos), np.asarray(outcomes), np.asarray(reachable, bool)
+    for outcome, colour in OUTCOME_COLOURS.items():
+        sel = outcomes == outcome
+        ax.scatter(pos[sel, 0], pos[sel, 1], s=18, c=colour, edgecolors="none", label=f"{outcome} ({int(sel.sum())})")
+    ax.scatter(pos[~reachable, 0], pos[~reachable, 1], s=60, facecolors="none", edgecolors="black", linewidths=0.8)
+    handles = ax.get_legend_handles_labels()[0] + [
+        Line2D([], [], marker="o", ls="", mfc="none", mec="black", label=f"unreachable ({int((~reachable).sum())})")
+    ]
+    ax.legend(handles=handles, fontsize="small", loc="lower left")
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,193 @@
+"""ParkWorld-v0: the park, its rendering, objects and their boxes, texture bugs, invisible walls, experts."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jgtest
+from jgtest.envs import park_experts, park_map
+from jgtest.envs.park import FORWARD, ParkWorld
+from jgtest.envs.park_render import CLEAN, LOW_RES, OOI_TYPES, STRETCHED, _cast_walls
+
+ENV, PARAMS = jgtest.make("ParkWorld-v0")
+OBSERVE = jax.jit(ENV._observe)
+
+
+def _facing(target: int, distance: float = 2.0, key: int = 0):
+    return park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(key), distance)
+
+
+def _clear_view_target():
+    """A reachable object that is, seen from 2 cells away, the nearest object in view and unhidden."""
+    for target in np.flatnonzero(ENV.ooi_reachable(PARAMS)):
+        state = _facing(int(target))
+        _, info = OBSERVE(state, PARAMS)
+        objects = jax.device_get(info["objects"])
+        if objects["id"][0] == target and objects["visible"][0] and objects["pixels"][0] > 60:
+            return int(target), state
+    raise AssertionError("no object in clear view")
+
+
+TARGET, STATE = _clear_view_target()
+
+
+def test_the_park_has_the_papers_parts():
+    m = ENV.map
+    assert (m.floor == park_map.WATER).any() and (m.solid == park_map.TREE).any()
+    assert (m.solid == park_map.INVISIBLE).any() and (m.solid == park_map.BLOCKAGE).any()
+    assert ((m.floor == park_map.PATH) & (m.floor != park_map.WATER)).any()
+    # Pathways form one network in the main park (bridges over the lakes included; the stubs
+    # that lead to the sealed pockets stand apart).
+    main_path = m.path & m.main
+    assert main_path.sum() > 400
+    assert park_map.reachable_from(main_path, np.argwhere(main_path)[:1]).sum() > 0.95 * main_path.sum()
+    # Objects: four types in equal shares, half of each type bugged (§V-A).
+    kinds, bugs = np.asarray(PARAMS.ooi_type), np.asarray(PARAMS.ooi_bug)
+    assert len(kinds) == 200
+    for t in range(len(OOI_TYPES)):
+        assert (kinds == t).sum() == 50 and (bugs[kinds == t] != CLEAN).sum() == 25
+    assert {LOW_RES, STRETCHED} <= set(bugs.tolist())
+
+
+def test_a_frame_shows_the_object_where_its_box_says():
+    frame, info = OBSERVE(STATE, PARAMS)
+    behind = STATE.pos - 3.0 * jnp.stack([jnp.cos(STATE.yaw), jnp.sin(STATE.yaw)])
+    without = PARAMS.replace(ooi_pos=PARAMS.ooi_pos.at[TARGET].set(jnp.clip(behind, 0.5, ENV.size - 0.5)))
+    frame_without, info_without = OBSERVE(STATE, without)
+    changed = np.any(np.asarray(frame) != np.asarray(frame_without), axis=-1)
+    r0, c0, r1, c1 = np.asarray(info["objects"]["box"][0])
+    inside = np.zeros_like(changed)
+    inside[r0:r1, c0:c1] = True
+    others = np.zeros_like(changed)  # objects drawn in its stead (the slot it frees in the nearest few)
+    for (a0, b0, a1, b1), shown in zip(np.asarray(info_without["objects"]["box"]), np.asarray(info_without["objects"]["pixels"])):
+        if shown:
+            others[a0:a1, b0:b1] = True
+    assert changed[inside].sum() >= 60
+    assert not (changed & ~inside & ~others).any()  # what the object changes is inside its box
+    assert changed[inside].mean() > 0.4  # and the box is tight around it
+    # its pixel count (objects farther off may show through a chair's or a tire's gaps once it is gone)
+    assert 0.95 * changed[inside].sum() <= int(info["objects"]["pixels"][0]) <= changed[inside].sum()
+    np.testing.assert_array_equal(np.asarray(info["od_box"]), [r0, c0, r1, c1])
+
+
+@pytest.mark.parametrize("kind", range(len(OOI_TYPES)), ids=OOI_TYPES)
+def test_bugged_and_clean_textures_differ_in_the_frames(kind):
+    def frame(bug):
+        params = PARAMS.replace(ooi_type=PARAMS.ooi_type.at[TARGET].set(kind), ooi_bug=PARAMS.ooi_bug.at[TARGET].set(bug))
+        out, info = OBSERVE(STATE, params)
+        return np.asarray(out, np.float32), np.asarray(info["objects"]["box"][0])
+
+    clean, (r0, c0, r1, c1) = frame(CLEAN)
+    again, _ = frame(CLEAN)
+    np.testing.assert_array_equal(clean, again)
+    for bug in (LOW_RES, STRETCHED):
+        bugged, _ = frame(bug)
+        diff = np.abs(bugged - clean)[r0:r1, c0:c1].mean()
+        assert diff > 6.0, (OOI_TYPES[kind], bug, diff)  # mean over the box, 0-255 levels
+
+
+def test_types_are_distinguishable():
+    means = []
+    for kind in range(len(OOI_TYPES)):
+        params = PARAMS.replace(ooi_type=PARAMS.ooi_type.at[TARGET].set(kind), ooi_bug=PARAMS.ooi_bug.at[TARGET].set(CLEAN))
+        out, info = OBSERVE(STATE, params)
+        r0, c0, r1, c1 = np.asarray(info["objects"]["box"][0])
+        shown = np.asarray(out, np.float32)[r0:r1, c0:c1]
+        means.append(shown.reshape(-1, 3).mean(axis=0))
+    gaps = [np.abs(means[a] - means[b]).max() for a in range(4) for b in range(a + 1, 4)]
+    assert min(gaps) > 15.0
+
+
+def _outside_the_invisible_ring():
+    ring = ENV.map.solid == park_map.INVISIBLE
+    for r, c in np.argwhere(ring):
+        if c + 2 < ENV.size and ENV.map.main[r, c + 1] and ENV.map.main[r, c + 2]:
+            return r, c
+    raise AssertionError("no main cell east of the invisible ring")
+
+
+def test_invisible_walls_block_but_are_not_drawn():
+    r, c = _outside_the_invisible_ring()
+    _, state = ENV.reset_env(jax.random.key(0), PARAMS)
+    state = state.replace(pos=jnp.array([c + 1.5, r + 0.5], jnp.float32), yaw=jnp.float32(np.pi))  # facing west, at the wall
+    step = jax.jit(ENV.step_env)
+    for t in range(12):
+        _, state, *_ = step(jax.random.key(t), state, FORWARD, PARAMS)
+    assert float(state.pos[0]) >= c + 1.0 + 0.19  # stopped at the wall, radius 0.2 off it
+    ray = jnp.array([[-1.0, 0.0]])
+    seen, kind, _, _ = _cast_walls(ENV._drawn, state.pos, ray, ENV.camera.far)
+    assert int(kind[0]) == 0 or float(seen[0]) > 1.0  # the wall half a cell away is not drawn
+    as_trees = ENV._drawn.at[ENV.map.solid == park_map.INVISIBLE].set(park_map.TREE)
+    seen_tree, kind_tree, _, _ = _cast_walls(as_trees, state.pos, ray, ENV.camera.far)
+    assert int(kind_tree[0]) == park_map.TREE and float(seen_tree[0]) < 0.5  # the same cells as trees would be
+
+
+def test_objects_behind_invisible_walls_or_blockages_are_unreachable():
+    reachable = ENV.ooi_reachable(PARAMS)
+    assert 0 < (~reachable).sum() < len(reachable) // 4
+    ring = np.argwhere(ENV.map.solid == park_map.INVISIBLE)
+    inside = ring.min(axis=0) + 3  # a cell inside the invisible ring's pocket
+    env, params = jgtest.make("ParkWorld-v0", ooi_pos=np.asarray(PARAMS.ooi_pos).copy())
+    params = params.replace(ooi_pos=params.ooi_pos.at[0].set(jnp.asarray(inside[::-1] + 0.5, jnp.float32)))
+    assert not env.ooi_reachable(params)[0]
+    crates = np.argwhere(ENV.map.solid == park_map.BLOCKAGE)[0]
+    beyond = crates + np.array([0, 2])  # inside the tree-ringed pocket, past its crates
+    params = params.replace(ooi_pos=params.ooi_pos.at[0].set(jnp.asarray(beyond[::-1] + 0.5, jnp.float32)))
+    assert ENV.map.walkable[beyond[0], beyond[1]] and not env.ooi_reachable(params)[0]
+
+
+def test_path_expert_follows_the_pathways():
+    demos = park_experts.demonstrations(ENV, PARAMS, jax.random.key(1), "path", num=4, steps=300)
+    assert demos["frames"].shape == (4, 300, 64, 64, 3) and demos["actions"].shape == (4, 300)
+    on_path = np.asarray(demos["on_path"])[:, 100:]  # after walking to the nearest pathway
+    assert on_path.mean() > 0.8
+    travelled = np.linalg.norm(np.diff(np.asarray(demos["positions"]), axis=1), axis=-1).sum(axis=1)
+    assert travelled.min() > 20.0  # it walks on, it does not dither
+    assert not np.array_equal(demos["actions"][0], demos["actions"][1])  # noisy: demonstrations differ
+
+
+def _in_the_open(params, count):
+    """Reachable objects with nothing blocking within 3 cells (room to walk around them)."""
+    free = []
+    for k in np.flatnonzero(ENV.ooi_reachable(params)):
+        c, r = np.floor(np.asarray(params.ooi_pos[k])).astype(int)
+        if r >= 3 and c >= 3 and ENV.map.walkable[r - 3 : r + 4, c - 3 : c + 4].all():
+            free.append(int(k))
+    return free[:count]
+
+
+def test_circle_expert_walks_all_around_the_object():
+    targets = jnp.asarray(_in_the_open(PARAMS, 4), jnp.int32)
+    demos = park_experts.demonstrations(ENV, PARAMS, jax.random.key(2), "circle", num=4, steps=260, targets=targets)
+    for i, target in enumerate(np.asarray(targets)):
+        centre = PARAMS.ooi_pos[target]
+        swept = abs(float(park_experts.swept_angle(demos["positions"][i], centre)))
+        assert swept >= 2 * np.pi, (int(target), swept)
+        distance = np.linalg.norm(np.asarray(demos["positions"][i][60:]) - np.asarray(centre), axis=-1)
+        assert abs(np.median(distance) - park_experts.CIRCLE_RADIUS) < 0.5
+        assert np.asarray(demos["od_visible"][i][60:]).mean() > 0.6  # it keeps the object in view
+
+
+def test_frames_at_128_pixels():
+    env, params = jgtest.make("ParkWorld-v0", res=128, num_oois=40)
+    obs, state = jax.jit(env.reset)(jax.random.key(0), params)
+    assert obs.shape == (128, 128, 3) and obs.dtype == jnp.uint8
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"ooi_pos": np.full((200, 2), 70.0)}, "off the 64x64 map"),
+        ({"ooi_type": np.full(200, 4)}, "unknown type 4"),
+        ({"ooi_bug": np.full(200, 3)}, "unknown texture bug 3"),
+    ],
+)
+def test_bad_objects_are_refused(override, message):
+    with pytest.raises(ValueError, match=message):
+        jgtest.make("ParkWorld-v0", **override)
+
+
+def test_too_many_objects_are_refused():
+    with pytest.raises(ValueError, match="do not fit"):
+        ParkWorld(num_oois=5000)

@@ -1,0 +1,105 @@
+"""Object tests in the park (trigger, 360° walk, outcome, replay) and the Inspector / random campaigns."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jgtest
+from jgtest.envs import park_experts, park_map
+from jgtest.methods import inspector
+from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
+from jgtest.report.records import read_bug_records
+
+ENV, PARAMS = jgtest.make("ParkWorld-v0")
+SETTINGS = OOITestSettings()
+STEP = jax.jit(lambda tester, state, action, key: ooi_step(ENV, SETTINGS, PARAMS, tester, state, action, key))
+
+
+def _run_tester(state, steps, action=0):
+    tester, events, positions = init_tester(ENV.num_oois), [], []
+    for t in range(steps):
+        tester, _, state, _, _, event = STEP(tester, state, jnp.int32(action), jax.random.key(t))
+        events.append(jax.device_get(event))
+        positions.append(np.asarray(state.pos))
+    return tester, events, np.asarray(positions)
+
+
+def test_an_object_in_view_is_tested_by_a_full_walk_around_it():
+    target = int(np.flatnonzero(ENV.ooi_reachable(PARAMS))[3])
+    start = park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(1), 2.0)
+    tester, events, positions = _run_tester(start, 300, action=4)  # the explorer keeps turning: ignored while testing
+    done = [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
+    assert done and done[0][1] == target and done[0][2], done[:3]
+    assert bool(tester.tested[target])
+    t_end = done[0][0]
+    testing = np.array([e["testing"] for e in events])
+    assert testing[1 : t_end + 1].all()  # the walk ran from the trigger to the end of the test
+    swept = park_experts.swept_angle(jnp.asarray(positions[: t_end + 1]), PARAMS.ooi_pos[target])
+    assert abs(float(swept)) >= 2 * np.pi - 0.3
+
+
+def test_a_walled_in_object_fails_its_test_and_is_not_retested():
+    ring = np.argwhere(ENV.map.solid == park_map.INVISIBLE)
+    (r0, c0), (r1, c1) = ring.min(axis=0), ring.max(axis=0)
+    inside = np.array([c1 - 1.5, (r0 + r1) / 2 + 0.5], np.float32)  # just inside the ring's east side
+    behind = jnp.full_like(PARAMS.ooi_pos, ENV.size - 4.5)  # every other object far behind the player
+    params = PARAMS.replace(ooi_pos=behind.at[0].set(jnp.asarray(inside)))
+    outside = np.array([c1 + 2.5, inside[1]], np.float32)
+    _, state = ENV.reset_env(jax.random.key(0), params)
+    state = state.replace(pos=jnp.asarray(outside), yaw=jnp.float32(np.pi))
+    step = jax.jit(lambda tester, state, action, key: ooi_step(ENV, SETTINGS, params, tester, state, action, key))
+    tester, events = init_tester(ENV.num_oois), []
+    for t in range(SETTINGS.test_budget + 20):
+        tester, _, state, _, _, event = step(tester, state, jnp.int32(4), jax.random.key(t))
+        events.append(jax.device_get(event))
+        assert state.pos[0] > c1 + 1.0  # never through the invisible wall
+    ends = [(int(e["done"]), bool(e["success"])) for e in events if e["done"] >= 0]
+    assert (0, False) in ends  # seen through the invisible wall, but it cannot be walked around
+    assert sum(1 for d, _ in ends if d == 0) == 1 and bool(tester.tested[0])  # tested once, not again
+
+
+def test_replay_checks_the_walk():
+    target = int(np.flatnonzero(ENV.ooi_reachable(PARAMS))[3])
+    start = park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(1), 2.0)
+    tester, state, executed, done_at = init_tester(ENV.num_oois), start, [], None
+    for t in range(300):
+        tester, _, state, _, action, event = STEP(tester, state, jnp.int32(4), jax.random.key(t))
+        executed.append(int(action))
+        if int(event["done"]) == target:
+            done_at = t
+            break
+    assert done_at is not None
+    assert replay_test(ENV, PARAMS, start, np.array(executed), target)
+    assert not replay_test(ENV, PARAMS, start, np.array(executed[: done_at // 2]), target)  # half a walk is no test
+
+
+def test_campaign_writes_its_run_directory_and_records_replay(tmp_path):
+    config = inspector.InspectorConfig(agent="random", episodes=2, num_envs=2, episode_steps=400, rollout_steps=200)
+    summary = inspector.run(config, tmp_path)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["ooi_tested"] == summary["ooi_tested"] > 0
+    assert 0 < summary["pathway_coverage"] <= summary["pathway_coverage_of_reachable"] < 1
+    assert np.all(np.diff(summary["curves"]["pathway_coverage"]) >= 0) and np.all(np.diff(summary["curves"]["ooi_tested"]) >= 0)
+    assert summary["ooi_unreachable"] == int((~ENV.ooi_reachable(PARAMS)).sum()) > 0
+    outcomes = np.asarray(summary["outcomes"])
+    assert (outcomes != "missed").sum() == summary["ooi_tested"]
+    records = read_bug_records(tmp_path / "bugs.jsonl")
+    bugged = np.asarray(PARAMS.ooi_bug) > 0
+    assert {r.bug_id for r in records} == set(np.flatnonzero((outcomes == "success") & bugged))
+    for record in records:
+        assert record.kind == "texture" and inspector.replay_record(record)
+    assert json.loads((tmp_path / "config.json").read_text())["method"] == "random"
+    for name in ("traces.png", "tests.png"):
+        assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_bad_campaign_settings_are_refused():
+    with pytest.raises(ValueError, match="multiple of num_envs"):
+        inspector.InspectorConfig(episodes=7, num_envs=5)
+    with pytest.raises(ValueError, match="must divide episode_steps"):
+        inspector.InspectorConfig(rollout_steps=300)
+    with pytest.raises(ValueError, match="agent must be one of"):
+        inspector.InspectorConfig(agent="ppgta")

@@ -1,0 +1,87 @@
+"""RND with a vmapped ensemble of predictors: the reward, learning, the buffer, bad settings."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.novelty import RND, RNDConfig
+
+SMALL = dict(channels=(8, 16, 16), hidden=(64, 32), buffer_size=64, batch_size=16, learning_rate=1e-3)
+
+
+def _frames(seed, n=8, size=64):
+    return jax.random.randint(jax.random.key(seed), (n, size, size, 3), 0, 256).astype(jnp.uint8)
+
+
+def test_ensemble_reward_equals_a_loop_over_members():
+    rnd = RND(RNDConfig(members=5, **SMALL))
+    state = rnd.init(jax.random.key(0))
+    x = _frames(1)
+    member = lambda m: rnd.net.apply(jax.tree.map(lambda p: p[m], state.predictors), x)
+    looped = jnp.stack([member(m) for m in range(5)])
+    np.testing.assert_allclose(rnd.raw_reward(state, x), jnp.var(looped, axis=0).mean(-1), rtol=1e-5, atol=1e-7)
+    single = RND(RNDConfig(members=1, reward="error", **SMALL))
+    s1 = single.init(jax.random.key(0))
+    error = ((single.net.apply(jax.tree.map(lambda p: p[0], s1.predictors), x) - single.net.apply(s1.target, x)) ** 2).mean(-1)
+    np.testing.assert_allclose(single.raw_reward(s1, x), error, rtol=1e-5)
+
+
+@pytest.mark.parametrize("reward, members", [("error", 1), ("variance", 4)])
+def test_seen_frames_become_less_novel_than_new_ones(reward, members):
+    rnd = RND(RNDConfig(members=members, reward=reward, **SMALL))
+    state = rnd.init(jax.random.key(0))
+    seen, new = _frames(1), _frames(2)
+    before = float(rnd.raw_reward(state, seen).mean())
+    state = rnd.observe(state, seen)
+    update = jax.jit(rnd.update)
+    for k in range(150):
+        state, metrics = update(state, jax.random.key(k))
+    after_seen, after_new = float(rnd.raw_reward(state, seen).mean()), float(rnd.raw_reward(state, new).mean())
+    assert after_seen < 0.3 * before
+    assert after_new > 2.0 * after_seen
+
+
+def test_buffer_and_running_scale():
+    rnd = RND(RNDConfig(members=2, **SMALL))
+    state = rnd.init(jax.random.key(0))
+    for i in range(10):  # 80 frames through a buffer of 64: the oldest are overwritten
+        state = rnd.observe(state, _frames(i))
+    assert int(state.filled) == 64 and int(state.cursor) == 80 % 64
+    np.testing.assert_array_equal(np.asarray(state.buffer[:16]), np.concatenate([_frames(8), _frames(9)]))  # 64 + 16 written
+    raw = rnd.raw_reward(state, _frames(3))
+    scaled = rnd.reward(state, _frames(3))
+    std = np.sqrt(float(state.scale_m2) / (float(state.scale_count) - 1))
+    np.testing.assert_allclose(scaled, raw / std, rtol=1e-4)
+
+
+def test_update_is_a_no_op_before_any_frame():
+    rnd = RND(RNDConfig(members=2, **SMALL))
+    state = rnd.init(jax.random.key(0))
+    after, _ = rnd.update(state, jax.random.key(1))
+    for a, b in zip(jax.tree.leaves(state.predictors), jax.tree.leaves(after.predictors)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_preprocess_resizes_and_masks_around_the_box():
+    rnd = RND(RNDConfig(members=2, **SMALL))
+    frames = jnp.zeros((2, 128, 128, 3), jnp.uint8).at[..., 0].set(200)  # pure red
+    out = rnd.preprocess(frames, jnp.array([[0, 0, 64, 64], [0, 0, 0, 0]]), jnp.array([True, False]))
+    assert out.shape == (2, 64, 64, 3)
+    assert int(out[0, 5, 5, 0]) == 200 and int(out[0, 5, 5, 1]) == 0  # inside the box: colour
+    assert int(out[0, 50, 50, 0]) == int(out[0, 50, 50, 1])  # outside: grayscale
+    assert int(out[1, 5, 5, 0]) == int(out[1, 5, 5, 1])  # no object in view: all grayscale
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"members": 0}, "at least one predictor"),
+        ({"buffer_size": 8, "batch_size": 16}, "must hold at least one batch"),
+        ({"reward": "surprise"}, "reward must be one of"),
+        ({"members": 1, "reward": "variance"}, "at least 2 members"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RNDConfig(**kwargs)
