@@ -103,11 +103,6 @@ class MsPacmanEnv(HostEnv):
       sticky_action_prob: ALE's repeat-action probability.
       max_steps_in_episode: the cap (steps of 4 frames).
       num_threads: envpool's threads (0: one per game, up to the cores).
-      overlap: overlapped stepping (:class:`~envs_bridge.protocol.HostEnv`'s
-        ``send``/``recv``) in two halves: envpool's asynchronous mode with
-        ``batch_size = num_envs / 2`` (``num_envs`` even), so that its threads
-        step one half while the host loop works on the other. Each game's
-        episodes are the same as without it (per-game seeds and keys).
     """
 
     name = "ale:MsPacman"
@@ -117,29 +112,26 @@ class MsPacmanEnv(HostEnv):
 
     def __init__(
         self, num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (84, 84),
-        sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0, overlap: bool = False,
+        sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0,
     ):  # fmt: skip
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-        if overlap and (num_envs < 2 or num_envs % 2):
-            raise ValueError(f"overlapped stepping steps two halves: num_envs must be even, got {num_envs}")
         if not 0.0 <= sticky_action_prob <= 1.0:
             raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob}")
         self.num_envs = int(num_envs)
         self.num_actions = len(ACTION_NAMES)
         self.frame_shape = (int(frame_size[0]), int(frame_size[1]), 1)
         self.max_steps_in_episode = int(max_steps_in_episode)
-        self.overlap_batch = self.num_envs // 2 if overlap else 0
         self._options = dict(
-            num_envs=self.num_envs, batch_size=self.overlap_batch or self.num_envs, stack_num=1, gray_scale=True, frame_skip=4,
+            num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=True, frame_skip=4,
             img_height=self.frame_shape[0], img_width=self.frame_shape[1], noop_max=1, episodic_life=False,
             reward_clip=False, repeat_action_probability=float(sticky_action_prob),
             max_episode_steps=self.max_steps_in_episode, num_threads=int(num_threads),
         )  # fmt: skip
         self._ale_actions = np.asarray(ALE_ACTIONS, np.int32)
-        self._pool, self._seed, self._in_flight = None, None, 0
+        self._pool, self._seed = None, None
         self._zeros, self._false = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool)
-        self._zeros.flags.writeable = self._false.flags.writeable = False  # shared by every step's telemetry (sliced)
+        self._zeros.flags.writeable = self._false.flags.writeable = False  # shared by every step's telemetry
         self._build(seed)
 
     def _build(self, seed: int) -> None:
@@ -155,86 +147,41 @@ class MsPacmanEnv(HostEnv):
         return self._pool
 
     def _frames(self, obs) -> np.ndarray:
-        # envpool's [M, 1, H, W] as [M, H, W, 1]: a reshape keeps the view C-contiguous with plain
+        # envpool's [N, 1, H, W] as [N, H, W, 1]: a reshape keeps the view C-contiguous with plain
         # strides (moveaxis gives the size-1 axis a stride JAX copies slowly, +0.1 ms a step).
-        return check_frames(obs.reshape(len(obs), *self.frame_shape), (len(obs), *self.frame_shape), self.name)
+        return check_frames(obs.reshape(len(obs), *self.frame_shape), (self.num_envs, *self.frame_shape), self.name)
 
-    def _received(self, obs, terminated, truncated, info):
-        """Games ``info["env_id"]`` after a step or a reset: their per-episode bookkeeping
-        updated; ``(env_ids, frames, reward, terminated, truncated, info)``."""
-        ram, ids = info["ram"], info["env_id"]
-        rows = slice(None) if len(ram) == self.num_envs else ids  # every game (sync): views, no copies
-        fresh = self._fresh[rows]  # the reset's first frame
-        self._fresh[rows] = False
-        autoreset = self._done[rows] & ~fresh
-        self._found[rows] &= ~autoreset[:, None]
-        dots = ram[:, RAM_DOTS].astype(np.int32)
-        reward = np.where(autoreset | fresh, 0, np.maximum(dots - self._dots[rows], 0)).astype(np.float32)
-        self._dots[rows] = dots
-        self._done[rows] = terminated | truncated
+    def _observe(self, ram, reward_dots, autoreset, info) -> dict:
         x, y = ram[:, RAM_X], ram[:, RAM_Y]
-        fired = GATES_TABLE[x, y] & ~autoreset[:, None] & ~self._found[rows]
-        self._found[rows] |= fired
+        fired = GATES_TABLE[x, y] & ~autoreset[:, None] & ~self._found
+        self._found |= fired
         telemetry = Telemetry(
             position=ram[:, [RAM_X, RAM_Y]].astype(np.float32), cell=CELL_TABLE[x, y], bugs_fired=fired,
-            game_reward=reward, frame_time_ms=self._zeros[: len(ram)], crashed=self._false[: len(ram)],
+            game_reward=reward_dots, frame_time_ms=self._zeros, crashed=self._false,
         )  # fmt: skip
-        info = {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"]}
-        return ids, self._frames(obs), reward, terminated, truncated, info
+        return {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"]}
 
     def reset(self, seed: int):
-        self._drain()
         if seed != self._seed:
             self._build(seed)
+        obs, info = self._pool.reset()
         self._found = np.zeros((self.num_envs, len(GATE_NAMES)), bool)
         self._done = np.zeros(self.num_envs, bool)
-        self._fresh = np.ones(self.num_envs, bool)
-        self._dots = np.zeros(self.num_envs, np.int32)
-        if self.overlap_batch:
-            self._pool.async_reset()
-            self._in_flight = self.num_envs
-            frames, _, _, _, info = self.recv_all()
-            return frames, info
-        obs, info = self._pool.reset()
-        no = np.zeros(self.num_envs, bool)
-        _, frames, _, _, _, info = self._received(obs, no, no, info)
-        return frames, info
+        self._dots = info["ram"][:, RAM_DOTS].astype(np.int32)
+        autoreset = np.zeros(self.num_envs, bool)
+        return self._frames(obs), self._observe(info["ram"], np.zeros(self.num_envs, np.float32), autoreset, info)
 
     def step(self, actions):
         actions = self.check_actions(actions)
-        if self.overlap_batch:
-            self.send(actions, np.arange(self.num_envs))
-            return self.recv_all()
         obs, _, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
-        return self._received(obs, terminated, truncated, info)[1:]
-
-    def send(self, actions, env_ids) -> None:
-        if not self.overlap_batch:
-            super().send(actions, env_ids)
-        env_ids = np.asarray(env_ids, np.int32)
-        actions = np.asarray(actions)
-        if actions.shape != env_ids.shape or not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(f"{self.name}: send needs one integer action per env id, got {actions.shape} actions for {env_ids.shape} ids")
-        if np.any((actions < 0) | (actions >= self.num_actions)):
-            raise ValueError(f"{self.name}: actions must be in [0, {self.num_actions}), got {actions.tolist()}")
-        self._pool.send(self._ale_actions[actions], env_ids)
-        self._in_flight += len(env_ids)
-
-    def recv(self):
-        if not self.overlap_batch:
-            return super().recv()
-        if self._in_flight < self.overlap_batch:
-            raise RuntimeError(f"{self.name}: recv with {self._in_flight} game(s) stepping, fewer than a batch of {self.overlap_batch}")
-        obs, _, terminated, truncated, info = self._pool.recv()
-        self._in_flight -= len(obs)
-        return self._received(obs, terminated, truncated, info)
-
-    def _drain(self) -> None:
-        """Receives (and drops) the steps still running, so the pool can be reset."""
-        while self._in_flight >= max(self.overlap_batch, 1) and self._pool is not None:
-            self._pool.recv()
-            self._in_flight -= self.overlap_batch
-        self._in_flight = 0
+        ram = info["ram"]
+        autoreset = self._done
+        self._found[autoreset] = False
+        dots = ram[:, RAM_DOTS].astype(np.int32)
+        reward = np.where(autoreset, 0, np.maximum(dots - self._dots, 0)).astype(np.float32)
+        self._dots = dots
+        self._done = terminated | truncated
+        return self._frames(obs), reward, terminated, truncated, self._observe(ram, reward, autoreset, info)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -258,8 +205,6 @@ class XlaMsPacman:
         self._jnp = jnp
         self.num_envs, self.frame_shape = env.num_envs, env.frame_shape
         env.pool.async_reset()
-        if env.overlap_batch:
-            raise ValueError(f"{env.name}: the XLA loop steps every game at once; build the game without overlap")
         self.handle, self._recv, self._send, self._step = env.pool.xla()
         self._ale_actions = jnp.asarray(ALE_ACTIONS, jnp.int32)
 

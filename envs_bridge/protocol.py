@@ -22,16 +22,6 @@ on-device one (gymnax 1.x, SPEC §4), batched over ``num_envs`` games::
   and returns its first frame with reward 0; ``autoreset`` marks those steps,
   which are not transitions of any episode.
 
-**Overlapped stepping** (optional, ``overlap_batch > 0``): ``send(actions,
-env_ids)`` starts stepping some games and returns at once; ``recv()`` waits for
-the next ``overlap_batch`` games to finish a step, whichever they are, and
-returns ``(env_ids, obs, reward, terminated, truncated, info)`` for them
-(``[M]`` rows, ``info["telemetry"]`` too). The host loop computes one half of
-the games' actions while the game steps the other half
-(:func:`jgtest.host_loop.play`). ``reset`` and ``step`` still work on all
-games (``step`` is then a ``send`` of every game and ``recv`` until each has
-answered, in ``env_id`` order).
-
 Games may add their own entries to ``info`` (``"ram"`` for Atari,
 ``"path_done"`` and ``"centering"`` for SuperTuxKart). Errors a game can raise
 are below: a dead or hung game is a :class:`GameCrashed` /
@@ -115,8 +105,6 @@ class HostEnv(abc.ABC):
       bug_kinds: the oracle kind of each injected bug (``bugs_fired`` order).
       num_cells: size of the coverage-cell space (``telemetry.cell`` range).
       max_steps_in_episode: the episode cap (truncation).
-      overlap_batch: games one :meth:`recv` returns; 0 (the default): the game
-        has no overlapped stepping.
     """
 
     name: str
@@ -127,7 +115,6 @@ class HostEnv(abc.ABC):
     bug_kinds: tuple[str, ...]
     num_cells: int
     max_steps_in_episode: int
-    overlap_batch: int = 0
 
     @property
     def num_bugs(self) -> int:
@@ -143,27 +130,6 @@ class HostEnv(abc.ABC):
 
     def close(self) -> None:
         """Frees the games (idempotent)."""
-
-    def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
-        """Starts a step of games ``env_ids`` with ``actions`` (overlapped stepping)."""
-        raise NotImplementedError(f"{self.name} has no overlapped stepping (overlap_batch is 0)")
-
-    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """The next ``overlap_batch`` games to finish their step:
-        ``(env_ids, obs, reward, terminated, truncated, info)``."""
-        raise NotImplementedError(f"{self.name} has no overlapped stepping (overlap_batch is 0)")
-
-    def recv_all(self):
-        """:meth:`recv` until every game has answered once; the step's results in ``env_id``
-        order, as :meth:`step` returns them (``(obs, reward, terminated, truncated, info)``)."""
-        import jax
-
-        parts, answered = [], 0
-        while answered < self.num_envs:
-            parts.append(self.recv())
-            answered += len(parts[-1][0])
-        order = np.argsort(np.concatenate([part[0] for part in parts]), kind="stable")
-        return jax.tree.map(lambda *rows: np.concatenate(rows)[order], *[part[1:] for part in parts])
 
     def check_actions(self, actions) -> np.ndarray:
         """``actions`` as ``int32[num_envs]``, or ``ValueError`` naming the bad entry."""

@@ -27,7 +27,7 @@ from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 from __future__ import annotations
 
 from functools import lru_cache, partial
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -211,32 +211,22 @@ def train_dqn(
     return state, stats
 
 
-class Player(NamedTuple):
-    """:func:`play`'s per-step device work for one ``(policy, pipeline, num_envs)``, each a jitted call.
-
-    * ``start(params, frames, key) -> (obs, action)``: begins the stacks with the reset frames and
-      picks step 0's actions.
-    * ``advance(params, obs, frames, autoreset, key, t) -> (obs, action)``: pushes step ``t − 1``'s
-      frames of every game (restarting the stacks of ``autoreset`` games) and picks step ``t``'s actions.
-    * ``advance_some(params, obs, frames, autoreset, env_ids, t, key) -> (obs, action)``: the same for
-      the games ``env_ids`` alone (overlapped stepping), game ``env_ids[j]`` at its own step ``t[j]``:
-      the stacks of the other games are kept; the actions are those of ``env_ids``.
-
-    Game ``i``'s key at its step ``t`` is ``split(fold_in(key, t), num_envs)[i]`` in both, made inside
-    the call (one dispatch per step, frames in and actions out; the key derivation alone cost ≈ 0.9 ms
-    a step eagerly), so a game plays the same actions whether the games step together or overlapped.
-    ``obs`` is donated to both ``advance`` functions: pass the stacks last returned, use only the new ones.
-    """
-
-    start: Callable
-    advance: Callable
-    advance_some: Callable
-
-
 @lru_cache(maxsize=32)
-def make_player(policy, pipeline: ObservationPipeline, num_envs: int) -> Player:
-    """:func:`play`'s jitted per-step functions (:class:`Player`), built once per
-    ``(policy, pipeline, num_envs)`` (cached), so repeated :func:`play` calls do not re-trace."""
+def make_player(policy, pipeline: ObservationPipeline, num_envs: int) -> tuple[Callable, Callable]:
+    """``(start, advance)``: :func:`play`'s per-step device work, each one jitted call.
+
+    ``start(params, frames, key) -> (obs, action)`` begins the stacks with the
+    reset frames and picks step 0's actions; ``advance(params, obs, frames,
+    autoreset, key, t) -> (obs, action)`` pushes step ``t − 1``'s frames
+    (restarting the stacks of ``autoreset`` games) and picks step ``t``'s
+    actions. Step ``t``'s keys are ``split(fold_in(key, t), num_envs)``, made
+    inside the call: one dispatch per step, frames in and actions out (the
+    key derivation alone cost ≈ 0.9 ms a step eagerly). ``advance`` takes
+    ``obs`` as donated: pass the stacks it last returned, and use only the new
+    ones. Built once per
+    ``(policy, pipeline, num_envs)`` (cached), so repeated :func:`play` calls
+    do not re-trace.
+    """
     act = jax.vmap(policy, in_axes=(None, 0, 0))
 
     def choose(params, obs, key, t):
@@ -252,13 +242,7 @@ def make_player(policy, pipeline: ObservationPipeline, num_envs: int) -> Player:
         obs = pipeline.push(obs, frames, autoreset)
         return obs, choose(params, obs, key, t)
 
-    @partial(jax.jit, donate_argnums=1)
-    def advance_some(params, obs, frames, autoreset, env_ids, t, key):
-        rows = pipeline.push(obs[env_ids], frames, autoreset)
-        keys = jax.vmap(lambda i, t: jax.random.split(jax.random.fold_in(key, t), num_envs)[i])(env_ids, t)
-        return obs.at[env_ids].set(rows), act(params, rows, keys)
-
-    return Player(start, advance, advance_some)
+    return start, advance
 
 
 def play(
@@ -269,10 +253,7 @@ def play(
     """Plays ``num_episodes`` episodes of ``policy(params, obs, key) -> action`` (one observation).
 
     The policy is vmapped over the games and jitted with the pipeline, one
-    call per step (:func:`make_player`). A game with overlapped stepping
-    (``game.overlap_batch``, e.g. ``MsPacmanEnv(overlap=True)``) is played in
-    halves: while the device picks one half's actions, the game steps the
-    other; each game plays the same episodes either way. Returns, like
+    call per step (:func:`make_player`). Returns, like
     :func:`jgtest.rollout.play_episodes`, ``[E, T]`` arrays (``T`` the longest
     episode): ``actions``, ``valid``, ``telemetry`` (a :class:`Telemetry`) and
     ``info_keys``; plus ``seed``, ``env_index`` and ``episode`` per episode
@@ -287,44 +268,31 @@ def play(
     returns them, batched, and cut per game only when an episode ends or a
     bug shows.
     """
-    player = make_player(policy, pipeline, game.num_envs)
-    overlapped = game.overlap_batch > 0
+    start, advance = make_player(policy, pipeline, game.num_envs)
     frames, _ = game.reset(seed)
-    obs, action = player.start(policy_params, frames, key)
+    obs, action = start(policy_params, frames, key)
     history = _StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
     quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
-    every_game = np.arange(game.num_envs)
-    taken, steps = np.array(action), np.zeros(game.num_envs, np.int32)  # each game's last actions and step count
-    if overlapped:
-        game.send(taken, every_game)
-    episodes = []
+    episodes, t = [], 0
     while len(episodes) < num_episodes:
-        if overlapped:
-            ids, frames, _, terminated, truncated, info = game.recv()
-            steps[ids] += 1
-            acted = taken[ids]
-            obs, action = player.advance_some(policy_params, obs, frames, info["autoreset"], ids, steps[ids], key)
-            taken[ids] = np.asarray(action)
-            game.send(taken[ids], ids)  # the game steps these while the host books the step
-        else:
-            ids, acted = every_game, np.asarray(action)
-            frames, _, terminated, truncated, info = game.step(acted)
-            steps += 1
-            obs, action = player.advance(policy_params, obs, frames, info["autoreset"], key, int(steps[0]))
+        taken = np.asarray(action)
+        frames, _, terminated, truncated, info = game.step(taken)
+        t += 1
+        obs, action = advance(policy_params, obs, frames, info["autoreset"], key, t)
         tel, live = info["telemetry"], ~info["autoreset"]
-        history.append(acted, tel, {k: np.asarray(info[k]) for k in info_keys}, live, None if ids is every_game else ids)
-        for j, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
+        history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
+        for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
             if seen[bug]:
                 continue
             seen[bug] = True
             if on_bug is not None:
-                actions = history.episode(ids[j])["actions"]
+                actions = history.episode(i)["actions"]
                 on_bug({
-                    "bug_id": int(bug), "step": len(actions) - 1, "episode": history.count[ids[j]], "env_index": int(ids[j]),
-                    "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[j]),
+                    "bug_id": int(bug), "step": len(actions) - 1, "episode": history.count[i], "env_index": int(i),
+                    "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[i]),
                 })  # fmt: skip
-        for i in ids[live & (terminated | truncated)]:
+        for i in np.flatnonzero(live & (terminated | truncated)):
             if history.count[i] < quota[i]:
                 episodes.append((int(i), history.count[i], history.episode(i)))
                 if on_progress is not None:
@@ -336,27 +304,21 @@ def play(
 class _StepHistory:
     """The steps of each game's running episode, kept batched as the game returns them.
 
-    ``append`` stores a step's arrays as they are (no per-game work): ``[N]``
-    rows of every game, or ``[M]`` rows of the games ``env_ids`` (overlapped
-    stepping); ``episode(i)`` cuts game ``i``'s running episode out of them;
-    ``end_episode(i)`` starts its next one. Steps no running episode needs are dropped.
+    ``append`` stores a step's ``[N]`` arrays as they are (no per-game work);
+    ``episode(i)`` cuts game ``i``'s running episode out of them; ``end_episode(i)``
+    starts its next one. Steps no running episode needs are dropped.
     """
 
     def __init__(self, num_envs: int):
-        self.num_envs = num_envs
-        self.steps: list[tuple] = []  # (actions, telemetry, extras, row of each game or None: all) per step
+        self.steps: list[tuple] = []  # (actions, telemetry, extras) per step, batched
         self.offset = 0  # global index of steps[0]
         self.first = np.zeros(num_envs, np.int64)  # global index of each game's episode start
         self.count = [0] * num_envs  # episodes each game has ended
 
-    def append(self, actions, telemetry: Telemetry, extras: dict, live: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+    def append(self, actions, telemetry: Telemetry, extras: dict, live: np.ndarray) -> None:
         index = self.offset + len(self.steps)
-        row_of = None
-        if env_ids is not None:
-            row_of = np.full(self.num_envs, -1)
-            row_of[env_ids] = np.arange(len(env_ids))
-        self.steps.append((actions, telemetry, extras, row_of))
-        self.first[(~live) if env_ids is None else env_ids[~live]] = index + 1  # an autoreset step belongs to no episode
+        self.steps.append((actions, telemetry, extras))
+        self.first[~live] = index + 1  # an autoreset step belongs to no episode
         if len(self.steps) >= 1024 and self.first.min() - self.offset >= 512:
             drop = int(self.first.min() - self.offset)
             del self.steps[:drop]
@@ -364,11 +326,10 @@ class _StepHistory:
 
     def episode(self, i: int) -> dict:
         """Game ``i``'s running episode so far: ``actions``, ``telemetry`` and the extras, ``[T, ...]``."""
-        rows = [(r, i if r[3] is None else r[3][i]) for r in self.steps[int(self.first[i]) - self.offset :]]
-        rows = [(r, j) for r, j in rows if j >= 0]
-        tel = Telemetry(**{f: np.stack([getattr(r[1], f)[j] for r, j in rows]) for f in Telemetry.__dataclass_fields__})
-        extras = {k: np.stack([r[2][k][j] for r, j in rows]) for k in rows[0][0][2]}
-        return {"actions": np.asarray([r[0][j] for r, j in rows], np.int32), "telemetry": tel, **extras}
+        rows = self.steps[int(self.first[i]) - self.offset :]
+        tel = Telemetry(**{f: np.stack([getattr(r[1], f)[i] for r in rows]) for f in Telemetry.__dataclass_fields__})
+        extras = {k: np.stack([r[2][k][i] for r in rows]) for k in rows[0][2]}
+        return {"actions": np.asarray([r[0][i] for r in rows], np.int32), "telemetry": tel, **extras}
 
     def end_episode(self, i: int) -> None:
         self.first[i] = self.offset + len(self.steps)

@@ -174,8 +174,6 @@ def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, wr
             wall_s=round(time.perf_counter() - start, 3), detail=f"{agent} model {model}: gate bug {fields['bug_id']} showed",
         ))  # fmt: skip
 
-    if config.game.startswith("ale:") and not config.actors and num_envs % 2 == 0:
-        game_options = {**game_options, "overlap": True}  # envpool steps one half while the policy acts on the other
     with host_loop.host_game(config.game, num_envs=num_envs, seed=seed, actors=config.actors, **game_options) as game:
         return phases.run(f"evaluate {agent} {model}", lambda report: host_loop.play(
             game, PIPELINE, policy, policy_params, config.eval_episodes, jax.random.fold_in(key, 1), seed=seed,
