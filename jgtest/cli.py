@@ -441,7 +441,7 @@ def _run_inspector(args) -> int:
         summary = inspector.run(config, out, on_episode=lambda done, total, tested: progress.update(task, completed=done, tested=tested))
     paper = inspector.PAPER.get(args.method, {})
     table = Table(title=f"{args.method} on {args.game}: {config.episodes} episodes of {config.episode_steps:,} steps")
-    for column in ("", "ours", "paper (PPGTA §VI-B)"):
+    for column in ("", "ours", "paper (PPGTA §VI-A)"):
         table.add_column(column, justify="right")
     at = summary["at_paper_episodes"]
     table.add_row("pathway coverage", f"{summary['pathway_coverage']:.1%}", f"{paper['pathway_coverage_45']:.0%} after 45" if "pathway_coverage_45" in paper else "—")

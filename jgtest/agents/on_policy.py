@@ -19,6 +19,7 @@ from jgtest.agents.common import (
 )  # fmt: skip
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic
+from jgtest.nets.heads import NATURE_CNN
 from jgtest.types import Transition
 
 
@@ -34,6 +35,9 @@ class OnPolicyConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
     torso: str = "mlp"
+    cnn_layers: tuple[tuple[int, int, int], ...] = NATURE_CNN  # (filters, kernel, stride), torso "cnn"
+    cnn_dense: int = 512
+    conv_impl: str = "lax"  # "im2col": the same convolutions, faster on CPU for small frames
     anneal_lr: bool = True
     num_evals: int = 20
     eval_episodes: int = 16
@@ -120,7 +124,8 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
     num_actions = game.action_space(env_params).n
     obs_ndim = len(game.observation_space(env_params).shape)
     network = ActorCritic(
-        num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim
+        num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim,
+        cnn_layers=config.cnn_layers, cnn_dense=config.cnn_dense, conv_impl=config.conv_impl,
     )
     reset, step = batched(training_game(game, config), env_params)
     update = make_update(network)

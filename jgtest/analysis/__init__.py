@@ -3,8 +3,12 @@
 RELINE (Tufano et al.) §3.1.4 Table 1 and §4.1.3 "Data Analysis" / "Reliability of Time
 Measurements": episodes with at least ``n`` bugs found, Mann-Whitney tests with Holm's
 correction and Cliff's delta, and the pairwise Spearman reliability check of replayed
-render times. Plots live in :mod:`jgtest.report.plots`.
+render times. Plots live in :mod:`jgtest.report.plots`. PPGTA's exploration and
+object-testing metrics (pathway coverage, objects tested over episodes, outcomes) are in
+:mod:`jgtest.analysis.exploration`.
 """
+
+from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, tests_over_episodes
 
 from jgtest.analysis.stats import (
     at_least_n_table,
@@ -23,5 +27,8 @@ __all__ = [
     "compare_groups",
     "holm",
     "mann_whitney",
+    "ooi_outcomes",
+    "pathway_coverage_curve",
     "replay_reliability",
+    "tests_over_episodes",
 ]

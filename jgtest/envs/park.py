@@ -1,4 +1,4 @@
-"""ParkWorld: PPGTA's open-world park, first person and rendered on device (Sasaki et al., PPGTA §V-A).
+"""ParkWorld: PPGTA's open-world park, first person and rendered on device (Abdelfattah, Brown & Zhang, PPGTA §V-A, §V-C).
 
 PPGTA evaluates on "an open-world environment using the Unreal engine ...
 [resembling] a big city park ... pathways, green spaces, lakes, service areas,
@@ -10,8 +10,8 @@ action space of 9 actions using keyboard keys, including the WASD keys for
 moving in four directions, the Arrow keys for camera rotation in four
 directions, and the Space Bar key for jumping", episodes of 2,000 steps, "45
 episodes, each with a different starting position ... uniformly randomize[d]
-across the environment" (§V-B); 247 OOIs, some "unreachable due to invisible
-walls or pathway blockages" (§VI-B).
+across the environment" (§V-C); 247 OOIs, some "unreachable due to invisible
+walls or pathway blockages" (§VI-A).
 
 This twin: a ``size × size`` park (:mod:`jgtest.envs.park_map`, generated once
 from ``map_seed``) seen through a first-person camera rendered by column ray
@@ -27,11 +27,14 @@ steps in ``[-2, 2]``; a jump lifts the camera for ``jump_steps`` steps (it
 crosses nothing: the blockages are taller). A traced out-of-range action is clipped.
 
 Our scale (the paper gives its park's area, 3.3 km², not its walking speed):
-64 × 64 cells, ``move_speed`` 0.25 cells a step and 15° turns, so an episode
-of 2,000 steps walks at most 500 cells, about the length of the pathway
-network's main part (≈ 560 cells of pathway); 200 OOIs by default (the paper
-had 247), so that a full test of every object is out of reach of one episode,
-as in the paper (PPGTA needed 18 episodes for 192).
+256 × 256 cells, ``move_speed`` 0.25 cells a step and 15° turns, so an episode
+of 2,000 steps walks at most 500 cells against ≈ 9,600 cells of pathway in the
+main park, and 248 OOIs (a multiple of 8 next to the paper's 247). The size was
+set by the paper's random agent: at 64 × 64 and 128 × 128 our random agent
+tested 65 OOIs and covered 17% of the pathways in 45 episodes (the paper's
+random: 17 OOIs); at 256 × 256 it tests 6 after 18 episodes and 16 after 45
+(paper: 9 and 17; ``jgtest run random --game ParkWorld-v0``), with 3.6% of the
+pathways covered.
 
 ``info`` of every step:
 
@@ -73,7 +76,7 @@ MAX_PITCH = 2
 class EnvState(environment.EnvState):
     pos: jax.Array  # float32[2] (x, y) in cells
     yaw: jax.Array  # float32 radians (0: +x, increasing toward +y, i.e. to the right on screen)
-    pitch: jax.Array  # int32 in [-MAX_PITCH, MAX_PITCH] (positive: looking down)
+    pitch: jax.Array  # int32 in [-MAX_PITCH, MAX_PITCH] (positive: looking down, the horizon raised)
     jump: jax.Array  # int32 steps left of the jump
     time: int
 
@@ -96,7 +99,7 @@ class ParkWorld(TestingEnv):
     """PPGTA's park (module docstring).
 
     Args:
-      size: the map's side in cells (at least 32).
+      size: the map's side in cells (at least 32; 256 by default, see the module docstring).
       map_seed: the map's seed (the park's layout; the objects are in ``EnvParams``).
       num_oois: objects of interest (a multiple of 8 keeps each type's clean/bugged split exact).
       res: frame side in pixels (64, or 128 as the paper).
@@ -106,13 +109,13 @@ class ParkWorld(TestingEnv):
 
     env_id = "ParkWorld-v0"
 
-    def __init__(self, size: int = 64, map_seed: int = 0, num_oois: int = 200, res: int = 64, max_visible: int = 8,
+    def __init__(self, size: int = 256, map_seed: int = 0, num_oois: int = 248, res: int = 64, max_visible: int = 8,
                  min_visible_pixels: int = 12):  # fmt: skip
         super().__init__()
         if res < 16:
             raise ValueError(f"{self.env_id}: res must be at least 16 pixels, got {res}")
-        if num_oois < 1:
-            raise ValueError(f"{self.env_id}: num_oois must be at least 1, got {num_oois}")
+        if num_oois < max_visible:
+            raise ValueError(f"{self.env_id}: num_oois ({num_oois}) must be at least max_visible ({max_visible}), the objects drawn a frame")
         self.map = park_map.generate(size, map_seed)
         if num_oois > len(self.map.ooi_slots):
             raise ValueError(f"{self.env_id}: {num_oois} OOIs do not fit the {len(self.map.ooi_slots)} places along the pathways")
@@ -226,7 +229,8 @@ class ParkWorld(TestingEnv):
         info = {
             "objects": {
                 "id": jnp.where(ids >= 0, ids, -1), "type": jnp.where(ids >= 0, params.ooi_type[safe], -1),
-                "bug": jnp.where(ids >= 0, params.ooi_bug[safe], -1), "box": objects["box"], "pixels": objects["pixels"],
+                "bug": jnp.where(ids >= 0, params.ooi_bug[safe], -1), "box": jnp.where((ids >= 0)[:, None], objects["box"], 0),
+                "pixels": objects["pixels"],
                 "visible": visible,
             },  # fmt: skip
             "od_box": jnp.where(visible[in_view], objects["box"][in_view], 0),

@@ -1,4 +1,4 @@
-"""Scripted experts of ``ParkWorld-v0``: demonstrations as data (PPGTA §V-A "Datasets").
+"""Scripted experts of ``ParkWorld-v0``: demonstrations as data (PPGTA §V-B "Training Datasets").
 
 PPGTA imitates two behaviours recorded by test engineers: **path following**
 ("following the pathways", 50 trajectories of 2 minutes) and the **texture-bug
@@ -92,7 +92,7 @@ def swept_angle(positions: jax.Array, centre: jax.Array) -> jax.Array:
 
 def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float = 2.5) -> EnvState:
     """A state ``distance`` cells from object ``target``, at the first walkable of 16 bearings
-    (from a random one), facing it."""
+    (from a random one), facing it (a uniform start, facing it, if none is walkable)."""
     k_reset, k_angle = jax.random.split(key)
     _, state = env.reset_env(k_reset, params)
     bearings = jax.random.uniform(k_angle, (), maxval=2 * jnp.pi) + jnp.arange(16) * (2 * jnp.pi / 16)
@@ -100,7 +100,7 @@ def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float =
     spots = centre[None, :] + distance * jnp.stack([jnp.cos(bearings), jnp.sin(bearings)], axis=-1)
     cells = jnp.clip(jnp.floor(spots).astype(jnp.int32), 0, env.size - 1)
     ok = env._walkable[cells[:, 1], cells[:, 0]]
-    spot = spots[jnp.argmax(ok)]
+    spot = jnp.where(ok.any(), spots[jnp.argmax(ok)], state.pos)  # walled in all round: a uniform start
     facing = jnp.arctan2(centre[1] - spot[1], centre[0] - spot[0])
     return state.replace(pos=spot, yaw=facing)
 

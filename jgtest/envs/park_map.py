@@ -3,7 +3,7 @@
 PPGTA's evaluation world (§V-A) is "a big city park ... [with] pathways, green
 spaces, lakes, service areas, and bridges", objects of interest along the
 pathways, and objects that are "unreachable due to invisible walls or pathway
-blockages" (§VI-B). This module builds such a park as two ``size × size``
+blockages" (§VI-A). This module builds such a park as two ``size × size``
 layers (one cell is one unit of :class:`ParkWorld`'s coordinates):
 
 * ``floor``: :data:`GRASS`, :data:`PATH` or :data:`WATER` (lakes; a pathway

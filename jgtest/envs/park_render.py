@@ -105,18 +105,20 @@ def make_textures(seed: int = 0) -> np.ndarray:
     return np.clip(tex, 0.0, 1.0)
 
 
-def sample_texture(textures: jax.Array, kind: jax.Array, bug: jax.Array, u: jax.Array, v: jax.Array):
-    """``(rgb, alpha)`` of object type ``kind`` at texture coordinates ``u, v ∈ [0, 1)``.
+def sample_texture(textures: jax.Array, kind: jax.Array, bug: jax.Array, u: jax.Array, v: jax.Array, face=0.0):
+    """``(rgb, alpha)`` of object type ``kind`` at billboard coordinates ``u, v ∈ [0, 1)``.
 
-    The shape (alpha) is always sampled cleanly; the colour: clean at full
-    resolution, ``LOW_RES`` in blocks of ``LOW_RES_BLOCK`` texels (a blurry,
-    blocky texture), ``STRETCHED`` with the rows squeezed into ``STRETCH`` of the
-    height (the texture stretched over the object).
+    The shape (alpha) is sampled at ``u``; the colour wraps around the object:
+    half the texture's width shows, starting at ``face`` (the viewer's bearing
+    around the object over 2π), so that walking around an object shows all its
+    faces. The colour is clean at full resolution, ``LOW_RES`` in blocks of
+    ``LOW_RES_BLOCK`` texels (a blurry, blocky texture), ``STRETCHED`` with the
+    rows squeezed into ``STRETCH`` of the height (the texture stretched over the object).
     """
     t = textures.shape[1]
-    col = jnp.clip((u * t).astype(jnp.int32), 0, t - 1)
     row = jnp.clip((v * t).astype(jnp.int32), 0, t - 1)
-    alpha = textures[kind, row, col, 3]
+    alpha = textures[kind, row, jnp.clip((u * t).astype(jnp.int32), 0, t - 1), 3]
+    col = jnp.clip((jnp.mod(u * 0.5 + face, 1.0) * t).astype(jnp.int32), 0, t - 1)
     block = LOW_RES_BLOCK
     low = lambda i: (i // block) * block + block // 2
     stretched_row = jnp.clip((v * STRETCH * t).astype(jnp.int32), 0, t - 1)
@@ -178,7 +180,7 @@ def render(camera: Camera, floor: jax.Array, solid_drawn: jax.Array, textures: j
     plane = jnp.stack([-jnp.sin(yaw), jnp.cos(yaw)]) * (res / 2 / focal)
     cam_x = 2.0 * (jnp.arange(res) + 0.5) / res - 1.0
     ray = direction[None, :] + cam_x[:, None] * plane[None, :]  # [W, 2], unit component along direction
-    horizon = res / 2 + pitch * camera.pitch_step * res
+    horizon = res / 2 - pitch * camera.pitch_step * res  # looking down (pitch > 0) raises the horizon
     rows = jnp.arange(res) + 0.5
 
     # Walls.
@@ -236,8 +238,10 @@ def render(camera: Camera, floor: jax.Array, solid_drawn: jax.Array, textures: j
         u = (jnp.arange(res) + 0.5 - (centre - half_w)) / (2 * half_w)  # [W]
         v = (rows - top) / jnp.maximum(bottom - top, 1e-3)  # [H]
         inside = (u >= 0)[None, :] & (u < 1)[None, :] & (v >= 0)[:, None] & (v < 1)[:, None]
-        rgb, alpha = sample_texture(textures, kind, ooi_bug[i], u[None, :], v[:, None])
-        shown = valid[slot] & inside & (alpha > 0.5) & (d < wall_dist)[None, :]
+        face = jnp.arctan2(-rel[i, 1], -rel[i, 0]) / (2 * jnp.pi)  # the viewer's bearing around the object
+        rgb, alpha = sample_texture(textures, kind, ooi_bug[i], u[None, :], v[:, None], face)
+        occluded = in_wall & (wall_dist < d)[None, :]  # per pixel: an object shows above a low wall in front
+        shown = valid[slot] & inside & (alpha > 0.5) & ~occluded
         obj_fog = jnp.clip(d / far, 0.0, 1.0) ** 2
         colour = rgb * 255.0 * (1 - obj_fog) + SKY_HORIZON * obj_fog
         scene = jnp.where(shown[..., None], colour, scene)

@@ -1,12 +1,12 @@
 """Inspector (Liu et al., CoG 2022), PPGTA's baseline, and the random agent, in ``ParkWorld-v0``.
 
-PPGTA (§II, §V-B) compares against Inspector, a pixel-based testing agent that
+PPGTA (§I, §VI-A) compares against Inspector, a pixel-based testing agent that
 "follows visual novelty for exploration": PPO on frames with the original
 single-predictor RND novelty (:class:`jgtest.novelty.RND`, ``reward="error"``)
 and no preference term; when an object of interest comes into view it runs its
 test behaviour (here the scripted 360° walk of :mod:`jgtest.methods.ooi_testing`).
 The random agent plays uniform actions with the same tests. The comparison of
-§VI-B: 45 episodes of 2,000 steps each from uniform starts, pathway coverage
+§V-C and §VI-A: 45 episodes of 2,000 steps each from uniform starts, pathway coverage
 (Inspector 16% after 45 episodes, Fig. 7) and OOIs tested over episodes
 (Inspector 19 after 18 episodes and 40 after 45; random 9 and 17; Fig. 8).
 
@@ -14,12 +14,15 @@ One campaign: ``num_envs`` games play their episodes side by side, episode
 ``e`` of game ``i`` starting from ``reset_key(episode_key(seed, i, e))``
 (uniform over the park); ``episodes / num_envs`` rounds of ``episode_steps``
 steps. Inspector learns as it goes: every ``rollout_steps`` steps one PPO
-update on the intrinsic rewards (RND error of the next frame, 64×64 and
-OD-masked around the object in view, scaled by its running standard
-deviation; the episode's last step is a truncation, bootstrapped), then
+update on the intrinsic rewards (RND error of the next frame, as the game
+draws it: PPGTA's downsizing and OD masking, §IV-C, are its own extensions;
+scaled by the error's running standard deviation; the episode's last step is a truncation, bootstrapped), then
 ``rnd_updates`` AdamW steps of the predictor on its buffer of the last 1,024
 frames. The games share the campaign's memory of tested objects: an object one
-game tested is not triggered in another.
+game tested is not triggered in another. The paper played its 45 episodes one
+after another; here ``num_envs`` play at once, and the per-episode curves count
+episodes in the order (round, game), so a game's count can benefit from a game
+beside it in the same round.
 
 PPO settings: the paper "follow[s] its [Inspector's] original configuration";
 that configuration is not in PPGTA's text, so PureJaxRL's Atari PPO values
@@ -47,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
+from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, tests_over_episodes
 from jgtest.envs.registration import make
 from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
 from jgtest.novelty import RND, RNDConfig
@@ -55,7 +59,7 @@ from jgtest.rollout import episode_key, reset_key
 from jgtest.types import Transition
 
 AGENTS = ("inspector", "random")
-#: PPGTA §VI-B, Fig. 7–8: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes.
+#: PPGTA §VI-A, Fig. 7–8: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes.
 PAPER = {
     "inspector": {"pathway_coverage_45": 0.16, "ooi_tested_18": 19, "ooi_tested_45": 40},
     "random": {"ooi_tested_18": 9, "ooi_tested_45": 17},
@@ -75,11 +79,11 @@ class InspectorConfig:
       episode_steps: steps per episode (the paper's 2,000).
       rollout_steps: steps between PPO updates (divides ``episode_steps``).
       seed: the campaign's seed (episode starts, networks, actions).
-      num_oois: objects in the park.
+      size, num_oois: the park's side in cells and its objects (``ParkWorld``'s defaults).
       tests: when tests start and how long they may take.
       rnd: the novelty (Inspector: one predictor, its error).
       rnd_updates: predictor steps after each rollout.
-      cnn_channels: the policy's CNN (kernels 8, 4, 3; strides 4, 2, 1).
+      cnn_layers, cnn_dense: the policy's CNN (Nature-DQN's shape at half the filters, for CPU).
       hparams: PPO's.
     """
 
@@ -87,12 +91,15 @@ class InspectorConfig:
     episodes: int = 45
     num_envs: int = 5
     episode_steps: int = 2000
-    rollout_steps: int = 125
+    rollout_steps: int = 200
     seed: int = 0
-    num_oois: int = 200
+    size: int = 256
+    num_oois: int = 248
     tests: OOITestSettings = OOITestSettings()
     rnd: RNDConfig = RNDConfig(members=1, reward="error")
     rnd_updates: int = 4
+    cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
+    cnn_dense: int = 256
     hparams: ppo.PPOHyperparams = ppo.PPOHyperparams()
 
     def __post_init__(self):
@@ -112,7 +119,7 @@ class InspectorConfig:
 
     @property
     def game_kwargs(self) -> dict:
-        return {"num_oois": self.num_oois}
+        return {"size": self.size, "num_oois": self.num_oois}
 
 
 class _Campaign:
@@ -122,19 +129,22 @@ class _Campaign:
         self.config = c = config
         self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
         self.rnd = RND(c.rnd)
-        self.ppo = ppo.make_agent(ppo.PPOConfig(
+        self.ppo = None if c.agent == "random" else ppo.make_agent(ppo.PPOConfig(
             game="ParkWorld-v0", game_kwargs=tuple(c.game_kwargs.items()), num_envs=c.num_envs, num_steps=c.rollout_steps,
-            total_timesteps=c.episodes * c.episode_steps, torso="cnn", num_evals=1, track_coverage=False,
+            total_timesteps=c.episodes * c.episode_steps, torso="cnn", cnn_layers=c.cnn_layers, cnn_dense=c.cnn_dense,
+            conv_impl="im2col", num_evals=1, track_coverage=False,
         ))  # fmt: skip
         self.start_round = jax.jit(self._start_round)
         self.rollout = jax.jit(self._rollout)
 
     def init(self, key) -> dict:
+        testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(jnp.arange(self.config.num_envs))
+        if self.ppo is None:
+            return {"testers": testers}
         k_ppo, k_rnd = jax.random.split(key)
         frame = jnp.zeros(self.env.observation_space(self.params).shape, jnp.uint8)
         params = self.ppo.network.init(k_ppo, frame)
         opt_state = ppo._optimizer(self.config.hparams).init(params)
-        testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(jnp.arange(self.config.num_envs))
         return {"ppo": (params, opt_state, jnp.int32(0)), "rnd": self.rnd.init(k_rnd), "testers": testers}
 
     def _start_round(self, carry: dict, round_index) -> dict:
@@ -146,7 +156,7 @@ class _Campaign:
 
     def _rollout(self, carry: dict, key) -> tuple[dict, dict]:
         c, env, params = self.config, self.env, self.params
-        learns = c.agent == "inspector"
+        learns = self.ppo is not None
         step_all = jax.vmap(lambda tester, state, action, k: ooi_step(env, c.tests, params, tester, state, action, k))
 
         def body(loop, k):
@@ -163,7 +173,7 @@ class _Campaign:
             out = {
                 "transition": Transition(frames, action, jnp.zeros(c.num_envs), jnp.zeros(c.num_envs, bool),
                                          jnp.full(c.num_envs, last), next_frames, value, log_prob),  # fmt: skip
-                "od_box": info["od_box"], "od_visible": info["od_visible"], "position": info["telemetry"].position,
+                "position": info["telemetry"].position,
                 "on_path": info["on_path"], "executed": executed, **event,
             }  # fmt: skip
             return (next_frames, states, testers, t + 1), out
@@ -174,7 +184,8 @@ class _Campaign:
         traj = out.pop("transition")
         metrics = {}
         if learns:
-            inputs = self.rnd.preprocess(traj.next_obs, out["od_box"], out["od_visible"])  # [T, N, 64, 64, 3]
+            # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are PPGTA's extensions (§IV-C)
+            inputs = self.rnd.preprocess(traj.next_obs)  # [T, N, 64, 64, 3]
             intrinsic = self.rnd.reward(carry["rnd"], inputs)
             (ppo_params, opt_state), metrics = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), c.hparams, k_ppo)
             rnd_state = self.rnd.observe(carry["rnd"], inputs)
@@ -196,7 +207,7 @@ def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int,
     (out_dir / "config.json").write_text(json.dumps({"method": c.agent, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c))}, indent=2))
     carry = campaign.init(jax.random.key(c.seed))
     visited = np.zeros((c.episodes, env.size, env.size), bool)
-    outcome = np.full(env.num_oois, "missed", dtype=object)
+    success = np.zeros(env.num_oois, bool)
     tested_in = np.full(env.num_oois, -1)  # the episode (round * num_envs + slot) each object's test ended in
     traces = []
     bugs = np.asarray(params.ooi_bug)
@@ -214,8 +225,9 @@ def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int,
                 traces.append(out["position"])
                 for t, i in zip(*np.nonzero(out["done"] >= 0)):
                     obj = int(out["done"][t, i])
-                    outcome[obj] = "success" if out["success"][t, i] else "failed"
-                    tested_in[obj] = r * c.num_envs + i
+                    if tested_in[obj] >= 0:
+                        continue  # two games tested it in the same step (their memory is shared after the step)
+                    success[obj], tested_in[obj] = out["success"][t, i], r * c.num_envs + i
                     if out["success"][t, i] and bugs[obj]:
                         step = k * c.rollout_steps + int(t)
                         actions = np.concatenate(executed)[: step + 1, i]
@@ -227,12 +239,12 @@ def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int,
                         ))  # fmt: skip
             if on_episode is not None:
                 on_episode((r + 1) * c.num_envs, c.episodes, int((tested_in >= 0).sum()))
-    summary = _summary(c, env, params, visited, outcome, tested_in, time.perf_counter() - start)
+    summary = _summary(c, env, params, visited, success, tested_in, time.perf_counter() - start)
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     from jgtest.report.park_maps import tests_map, traces_map
 
     traces_map(env.map, np.concatenate(traces).reshape(-1, c.num_envs, 2), out_dir / "traces.png", f"{c.agent}: {c.episodes} episodes")
-    tests_map(env.map, np.asarray(params.ooi_pos), outcome, env.ooi_reachable(params), out_dir / "tests.png", f"{c.agent}: OOI tests")
+    tests_map(env.map, np.asarray(params.ooi_pos), summary["outcomes"], env.ooi_reachable(params), out_dir / "tests.png", f"{c.agent}: OOI tests")
     return summary
 
 
@@ -245,26 +257,25 @@ def _type_name(params, obj: int) -> str:
     return OOI_TYPES[int(params.ooi_type[obj])]
 
 
-def _summary(c: InspectorConfig, env, params, visited, outcome, tested_in, wall_s) -> dict:
+def _summary(c: InspectorConfig, env, params, visited, success, tested_in, wall_s) -> dict:
     path = env.map.path
     reachable = env.ooi_reachable(params)
-    seen = np.logical_or.accumulate(visited, axis=0)  # cells visited by episodes 0..e (round-major order)
-    coverage = (seen & path).sum(axis=(1, 2)) / path.sum()
-    tested_by = [int(((tested_in >= 0) & (tested_in <= e)).sum()) for e in range(c.episodes)]
+    coverage = pathway_coverage_curve(visited, path)
+    tested_by = tests_over_episodes(tested_in, c.episodes)
+    outcomes = ooi_outcomes(success, tested_in >= 0, reachable)
     at = lambda curve, n: curve[min(n, c.episodes) - 1]
     return {
         "method": c.agent, "game": "ParkWorld-v0", "episodes": c.episodes, "episode_steps": c.episode_steps,
         "pathway_coverage": float(coverage[-1]),
-        "pathway_coverage_of_reachable": float((seen[-1] & path & env.map.main).sum() / (path & env.map.main).sum()),
-        "ooi_tested": int((tested_in >= 0).sum()), "ooi_success": int((outcome == "success").sum()),
-        "ooi_failed": int((outcome == "failed").sum()), "ooi_total": env.num_oois, "ooi_unreachable": int((~reachable).sum()),
-        "ooi_missed_unreachable": int(((outcome == "missed") & ~reachable).sum()),
-        "texture_bugs_found": int(((outcome == "success") & (np.asarray(params.ooi_bug) > 0)).sum()),
+        "pathway_coverage_of_reachable": float((visited.any(axis=0) & path & env.map.main).sum() / (path & env.map.main).sum()),
+        "ooi_tested": int((tested_in >= 0).sum()), "ooi_success": outcomes["success"], "ooi_failed": outcomes["failed"],
+        "ooi_total": env.num_oois, "ooi_unreachable": outcomes["unreachable"], "ooi_missed_unreachable": outcomes["missed_unreachable"],
+        "texture_bugs_found": int((success & (np.asarray(params.ooi_bug) > 0)).sum()),
         "texture_bugs_total": int((np.asarray(params.ooi_bug) > 0).sum()),
-        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(), "ooi_tested": tested_by},
-        "at_paper_episodes": {"ooi_tested_18": at(tested_by, 18), "ooi_tested_45": at(tested_by, 45),
+        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(), "ooi_tested": tested_by.tolist()},
+        "at_paper_episodes": {"ooi_tested_18": int(at(tested_by, 18)), "ooi_tested_45": int(at(tested_by, 45)),
                               "pathway_coverage_45": float(at(coverage, 45))},  # fmt: skip
-        "paper": PAPER, "outcomes": outcome.tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
+        "paper": PAPER, "outcomes": outcomes["outcome"].tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
     }  # fmt: skip
 
 

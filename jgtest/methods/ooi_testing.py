@@ -1,9 +1,9 @@
 """Object tests in the park: trigger, the scripted 360° walk, its outcome, and its replay.
 
 Inspector and PPGTA explore until an object of interest (OOI) comes into view,
-then run a test behaviour on it (PPGTA §IV, §VI-B; Inspector's
+then run a test behaviour on it (PPGTA §IV, §VI-A; Inspector's
 "investigation"): for texture bugs, "moving around an OOI 360 degrees to cover
-all its faces" (§V-A). :func:`ooi_step` wraps one ``ParkWorld`` step of one
+all its faces" (§V-B). :func:`ooi_step` wraps one ``ParkWorld`` step of one
 game:
 
 * **trigger**: when exploring, an object not tested yet that shows at least
@@ -51,7 +51,7 @@ class OOITestSettings:
       test_budget: steps the 360° walk may take before the test fails.
     """
 
-    trigger_pixels: int = 60
+    trigger_pixels: int = 100
     test_budget: int = 240
 
     def __post_init__(self):
@@ -132,7 +132,8 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
 
 def replay_test(env, params, start_state, actions: np.ndarray, target: int, settings: OOITestSettings = OOITestSettings()) -> bool:
     """Whether the executed ``actions`` from ``start_state`` end with a completed 360° walk around
-    ``target``: the steps after the player last came near it sweep a full turn around it."""
+    ``target``: over the last stretch of steps spent near it (within ``CIRCLE_RADIUS + 1``, at most
+    ``test_budget`` steps: the test's own), the player sweeps a full turn around it."""
     positions = [np.asarray(start_state.pos)]
     step = jax.jit(env.step_env)
     state = start_state
@@ -141,8 +142,10 @@ def replay_test(env, params, start_state, actions: np.ndarray, target: int, sett
         positions.append(np.asarray(state.pos))
     positions = np.asarray(positions)
     centre = np.asarray(params.ooi_pos[target])
-    tail = positions[-(settings.test_budget + 1) :]
-    near = np.linalg.norm(tail - centre, axis=-1) < CIRCLE_RADIUS + 1.0
+    near = np.linalg.norm(positions - centre, axis=-1) < CIRCLE_RADIUS + 1.0
+    far = np.flatnonzero(~near)
+    first = far[-1] + 1 if far.size else 0  # the last stretch near the object
+    tail = positions[max(first, len(positions) - settings.test_budget - 1) :]
     angles = np.arctan2(tail[:, 1] - centre[1], tail[:, 0] - centre[0])
     turns = np.arctan2(np.sin(np.diff(angles)), np.cos(np.diff(angles)))
-    return bool(abs(np.sum(turns * near[1:])) >= 2 * np.pi)
+    return bool(len(tail) > 1 and abs(np.sum(turns)) >= 2 * np.pi)

@@ -44,10 +44,10 @@ class ActorCritic(nn.Module):
     ``0.01`` on the policy head (so the initial policy is near uniform) and
     ``1.0`` on the value head, zero biases.
 
-    ``torso="cnn"``: one shared :class:`CNNEncoder` (Mnih et al., 2015) then a
-    linear policy head (gain 0.01) and a linear value head (gain 1.0), as in
-    the Atari PPO of the same implementations; ``hidden_sizes`` and
-    ``activation`` are not used.
+    ``torso="cnn"``: one shared :class:`CNNEncoder` (Mnih et al., 2015, or the
+    ``cnn_layers`` given) then a linear policy head (gain 0.01) and a linear
+    value head (gain 1.0), as in the Atari PPO of the same implementations;
+    ``hidden_sizes`` and ``activation`` are not used.
 
     Attributes:
       num_actions: number of discrete actions ``A``.
@@ -56,6 +56,9 @@ class ActorCritic(nn.Module):
       activation: hidden activation of the MLP torsos.
       obs_ndim: how many trailing dims form one observation (flattened by the
         MLP torso; 2 or 3 for the CNN torso).
+      cnn_layers: ``(filters, kernel, stride)`` of the CNN torso's convolutions (Nature-DQN's).
+      cnn_dense: width of the CNN torso's dense layer.
+      conv_impl: ``"lax"`` or ``"im2col"`` (see :class:`CNNEncoder`).
 
     Returns from ``__call__(obs)``: ``(logits [..., A], value [...])`` where
     ``...`` are the leading dims of ``obs``.
@@ -72,6 +75,9 @@ class ActorCritic(nn.Module):
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     obs_ndim: int = 1
+    cnn_layers: Sequence[tuple[int, int, int]] = NATURE_CNN
+    cnn_dense: int = 512
+    conv_impl: str = "lax"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -81,7 +87,9 @@ class ActorCritic(nn.Module):
             logits = MLP(self.hidden_sizes, self.activation, self.num_actions, out_gain=0.01, name="actor")(x)
             value = MLP(self.hidden_sizes, self.activation, 1, out_gain=1.0, name="critic")(x)
         else:
-            features = CNNEncoder(name="encoder")(_frames(obs, self.obs_ndim))
+            channels, kernels, strides = zip(*self.cnn_layers)
+            encoder = CNNEncoder(channels, kernels, strides, dense=self.cnn_dense, conv_impl=self.conv_impl, name="encoder")
+            features = encoder(_frames(obs, self.obs_ndim))
             logits = nn.Dense(self.num_actions, name="actor_head", **dense_init(True, 0.01))(features)
             value = nn.Dense(1, name="critic_head", **dense_init(True, 1.0))(features)
         return logits, jnp.squeeze(value, -1)

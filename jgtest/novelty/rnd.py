@@ -15,12 +15,12 @@ The members are one stacked parameter pytree (leading axis ``N``) applied
 with ``vmap``, so N members cost one batched call, not N. Training: every
 member regresses the target on its own minibatch (``batch_size`` frames drawn
 with replacement from a replay buffer of the last ``buffer_size`` frames: the
-paper's 1,024 transitions, §V-A), AdamW (§V-A: "AdamW ... for all
+paper's 1,024 transitions, §V-D), AdamW (§V-D: "AdamW ... for all
 optimization objectives"). Rewards are divided by a running standard deviation
 of the raw rewards (Burda et al. divide by that of the intrinsic returns; we
 scale the rewards, which needs no discount here).
 
-Networks (§V-A: "the FE backbone followed by two MLP layers with sizes 512
+Networks (§V-D: "the FE backbone followed by two MLP layers with sizes 512
 and 256 ... for both the target and predictor"): PPGTA's FE is an ImageNet
 AlexNet fine-tuned by inverse dynamics; nothing may be downloaded here, so the
 backbone is a small CNN (:class:`jgtest.nets.CNNEncoder` shapes, configurable)
@@ -156,7 +156,8 @@ class RND:
         c = self.config
         lead = frames.shape[:-3]
         flat = frames.reshape(-1, *frames.shape[-3:])
-        small = jax.vmap(lambda f: resize(f, c.input_size))(flat)
+        same = tuple(frames.shape[-3:-1]) == tuple(c.input_size)
+        small = flat if same else jax.vmap(lambda f: resize(f, c.input_size))(flat)
         if boxes is None:
             return small.reshape(*lead, *c.input_size, 3)
         scale = jnp.asarray([c.input_size[0] / frames.shape[-3], c.input_size[1] / frames.shape[-2]] * 2)
@@ -191,6 +192,8 @@ class RND:
         c = self.config
         inputs = inputs.reshape(-1, *c.input_size, 3)
         n = inputs.shape[0]
+        if n > c.buffer_size:
+            raise ValueError(f"observe got {n} frames at once, more than the replay buffer holds ({c.buffer_size})")
         slots = (state.cursor + jnp.arange(n)) % c.buffer_size
         buffer = state.buffer.at[slots].set(inputs)
         raw = self.raw_reward(state, inputs)

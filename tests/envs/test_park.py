@@ -36,7 +36,10 @@ def test_the_park_has_the_papers_parts():
     m = ENV.map
     assert (m.floor == park_map.WATER).any() and (m.solid == park_map.TREE).any()
     assert (m.solid == park_map.INVISIBLE).any() and (m.solid == park_map.BLOCKAGE).any()
-    assert ((m.floor == park_map.PATH) & (m.floor != park_map.WATER)).any()
+    water = m.floor == park_map.WATER
+    near = lambda shift, axis: np.roll(water, shift, axis) | np.roll(water, 2 * shift, axis)  # pathways are 2 cells wide
+    bridge = (m.floor == park_map.PATH) & ((near(1, 0) & near(-1, 0)) | (near(1, 1) & near(-1, 1)))
+    assert bridge.any()  # a pathway with water on both sides
     # Pathways form one network in the main park (bridges over the lakes included; the stubs
     # that lead to the sealed pockets stand apart).
     main_path = m.path & m.main
@@ -44,9 +47,9 @@ def test_the_park_has_the_papers_parts():
     assert park_map.reachable_from(main_path, np.argwhere(main_path)[:1]).sum() > 0.95 * main_path.sum()
     # Objects: four types in equal shares, half of each type bugged (§V-A).
     kinds, bugs = np.asarray(PARAMS.ooi_type), np.asarray(PARAMS.ooi_bug)
-    assert len(kinds) == 200
+    assert len(kinds) == 248
     for t in range(len(OOI_TYPES)):
-        assert (kinds == t).sum() == 50 and (bugs[kinds == t] != CLEAN).sum() == 25
+        assert (kinds == t).sum() == 62 and (bugs[kinds == t] != CLEAN).sum() == 31
     assert {LOW_RES, STRETCHED} <= set(bugs.tolist())
 
 
@@ -178,9 +181,9 @@ def test_frames_at_128_pixels():
 @pytest.mark.parametrize(
     "override, message",
     [
-        ({"ooi_pos": np.full((200, 2), 70.0)}, "off the 64x64 map"),
-        ({"ooi_type": np.full(200, 4)}, "unknown type 4"),
-        ({"ooi_bug": np.full(200, 3)}, "unknown texture bug 3"),
+        ({"ooi_pos": np.full((248, 2), 300.0)}, "off the 256x256 map"),
+        ({"ooi_type": np.full(248, 4)}, "unknown type 4"),
+        ({"ooi_bug": np.full(248, 3)}, "unknown texture bug 3"),
     ],
 )
 def test_bad_objects_are_refused(override, message):
@@ -190,4 +193,4 @@ def test_bad_objects_are_refused(override, message):
 
 def test_too_many_objects_are_refused():
     with pytest.raises(ValueError, match="do not fit"):
-        ParkWorld(num_oois=5000)
+        ParkWorld(size=64, num_oois=5000)

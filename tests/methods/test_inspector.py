@@ -77,17 +77,19 @@ def test_replay_checks_the_walk():
 
 
 def test_campaign_writes_its_run_directory_and_records_replay(tmp_path):
-    config = inspector.InspectorConfig(agent="random", episodes=2, num_envs=2, episode_steps=400, rollout_steps=200)
+    # A small, crowded park, so that a random walk of 2 x 400 steps meets objects.
+    config = inspector.InspectorConfig(agent="random", episodes=2, num_envs=2, episode_steps=400, rollout_steps=200, size=64, num_oois=200)
+    env, params = jgtest.make("ParkWorld-v0", **config.game_kwargs)
     summary = inspector.run(config, tmp_path)
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written["ooi_tested"] == summary["ooi_tested"] > 0
     assert 0 < summary["pathway_coverage"] <= summary["pathway_coverage_of_reachable"] < 1
     assert np.all(np.diff(summary["curves"]["pathway_coverage"]) >= 0) and np.all(np.diff(summary["curves"]["ooi_tested"]) >= 0)
-    assert summary["ooi_unreachable"] == int((~ENV.ooi_reachable(PARAMS)).sum()) > 0
+    assert summary["ooi_unreachable"] == int((~env.ooi_reachable(params)).sum()) > 0
     outcomes = np.asarray(summary["outcomes"])
     assert (outcomes != "missed").sum() == summary["ooi_tested"]
     records = read_bug_records(tmp_path / "bugs.jsonl")
-    bugged = np.asarray(PARAMS.ooi_bug) > 0
+    bugged = np.asarray(params.ooi_bug) > 0
     assert {r.bug_id for r in records} == set(np.flatnonzero((outcomes == "success") & bugged))
     for record in records:
         assert record.kind == "texture" and inspector.replay_record(record)

@@ -1,0 +1,118 @@
+"""The RND ensemble's cost against its size: members vmapped, next to a Python loop over members, same run.
+
+    python benchmarks/rnd_ensemble.py --quick --json benchmarks/results/rnd_ensemble_quick.json
+
+For N = 1, 4, 8, 16 predictors (:class:`jgtest.novelty.RND`, the default
+networks, 64×64 inputs), one step of what an agent does per rollout: the
+ensemble's novelty reward of a batch of ``B`` frames (every member's
+prediction) and one AdamW update of every member on its own minibatch, timed
+after a warm-up (compilation excluded), median of the repeats:
+
+* ``vmap``: the library's jitted ``reward`` and ``update`` (members stacked on a leading axis);
+* ``python loop``: the same work member by member, each member a one-member RND
+  with its own jitted ``raw_reward`` and ``update`` (N dispatches each).
+
+The issue's target: the vmapped cost grows sub-linearly with N (16 members well
+under 16× one member).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jgtest.novelty import RND, RNDConfig  # noqa: E402
+
+MEMBERS = (1, 4, 8, 16)
+FULL = {"batch": 256, "repeats": 7}
+QUICK = {"batch": 128, "repeats": 3}
+
+
+def _timed(fn, repeats: int) -> float:
+    jax.block_until_ready(fn(0))  # warm-up: compiles
+    times = []
+    for r in range(repeats):
+        begin = time.perf_counter()
+        jax.block_until_ready(fn(r + 1))
+        times.append(time.perf_counter() - begin)
+    return float(np.median(times))
+
+
+def vmapped(members: int, frames):
+    rnd = RND(RNDConfig(members=members, reward="variance" if members > 1 else "error"))
+    state = rnd.observe(rnd.init(jax.random.key(0)), frames)
+
+    @jax.jit
+    def step(state, key):
+        reward = rnd.reward(state, frames)
+        state, _ = rnd.update(state, key)
+        return state, reward
+
+    return lambda r: step(state, jax.random.key(r))
+
+
+def looped(members: int, frames):
+    one = RND(RNDConfig(members=1, reward="error"))
+    states = [one.observe(one.init(jax.random.key(m)), frames) for m in range(members)]
+    reward, update = jax.jit(one.raw_reward), jax.jit(one.update)
+
+    def call(r):
+        outs = []
+        for m, state in enumerate(states):
+            outs.append(reward(state, frames))
+            outs.append(update(state, jax.random.key(r * 1000 + m))[0].predictors)
+        return outs
+
+    return call
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    s = QUICK if args.quick else FULL
+    frames = jax.random.randint(jax.random.key(1), (s["batch"], 64, 64, 3), 0, 256).astype(np.uint8)
+    rows = []
+    for n in MEMBERS:
+        v = _timed(vmapped(n, frames), s["repeats"])
+        loop = _timed(looped(n, frames), s["repeats"])
+        rows.append({"members": n, "vmap_ms": v * 1e3, "loop_ms": loop * 1e3})
+        print(f"  N={n:2d}: vmap {v * 1e3:8.1f} ms, python loop {loop * 1e3:8.1f} ms", flush=True)
+    one = rows[0]["vmap_ms"]
+    for row in rows:
+        row["vmap_vs_one_member"] = row["vmap_ms"] / one
+        row["loop_vs_vmap"] = row["loop_ms"] / row["vmap_ms"]
+    print(f"\n{'members':>7s} {'vmap ms':>9s} {'× N=1':>7s} {'loop ms':>9s} {'loop / vmap':>11s}")
+    for row in rows:
+        print(f"{row['members']:>7d} {row['vmap_ms']:>9.1f} {row['vmap_vs_one_member']:>7.2f} {row['loop_ms']:>9.1f} {row['loop_vs_vmap']:>11.2f}")
+    last = rows[-1]
+    sublinear = last["vmap_vs_one_member"] < last["members"] / 2
+    print(f"16 members cost {last['vmap_vs_one_member']:.1f}x one member under vmap: {'sub-linear' if sublinear else 'NOT sub-linear'} (target: well under 16x)")
+    result = {
+        "benchmark": "rnd_ensemble", "quick": args.quick, "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "devices": [str(d) for d in jax.devices()], "jax_version": jax.__version__, "settings": s, "rows": rows,
+        "work": "reward of the batch (every member) + one AdamW step of every member (batch 64 each)",
+        "sublinear": bool(sublinear),
+    }  # fmt: skip
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+        print(f"wrote {args.json}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
