@@ -104,6 +104,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import write_json  # noqa: E402
+
 TARGET = 0.10  # the issue: the host loop costs at most 10% over raw envpool
 BATCH = 8
 #: Batch sizes of the host-loop overhead sweep (batch_sweep).
@@ -812,10 +814,7 @@ def main(argv=None) -> dict:
         "farm": farm,
     }
     print(f"total {result['wall_s']:.0f} s")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}")
+    write_json(args.json, result)
     return result
 
 

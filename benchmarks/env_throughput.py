@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import time
@@ -54,6 +53,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jgtest  # noqa: E402
+from _common import write_json  # noqa: E402
 from jgtest.types import Telemetry  # noqa: E402
 
 FULL_BATCHES = (1, 4, 16, 64, 256, 1024, 4096)
@@ -262,10 +262,7 @@ def main(argv=None) -> dict:
             f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× gymnax CartPole-v1, "
             f"{cartpole / gym_sps:.0f}× Gymnasium's Python loop"
         )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}")
+    write_json(args.json, result)
     return result
 
 

@@ -24,7 +24,6 @@ grows as N²) is skipped and marked so.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -37,6 +36,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import write_json  # noqa: E402
 
 from jgtest.evo.pareto import _crowding, _ranks  # noqa: E402
 
@@ -122,10 +123,7 @@ def main() -> None:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "device": str(jax.devices()[0])},
         "versions": {"jax": jax.__version__, "pymoo": pymoo.__version__, "numpy": np.__version__},
     }  # fmt: skip
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}")
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

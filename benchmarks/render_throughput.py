@@ -14,7 +14,6 @@ per second on 2 CPU cores at batch ≥ 64 (64×64).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -27,6 +26,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import write_json  # noqa: E402
 
 import jgtest  # noqa: E402
 
@@ -88,10 +89,7 @@ def main(argv=None) -> dict:
         "devices": [str(d) for d in jax.devices()], "jax_version": jax.__version__, "settings": s, "rows": rows,
         "target": {"frames_per_s": TARGET_FPS, "batch_at_least": TARGET_BATCH, "met": met},
     }  # fmt: skip
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}")
+    write_json(args.json, result)
     return result
 
 

@@ -19,7 +19,6 @@ under 16× one member).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -32,6 +31,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import write_json  # noqa: E402
 
 from jgtest.novelty import RND, RNDConfig  # noqa: E402
 
@@ -107,10 +108,7 @@ def main(argv=None) -> dict:
         "work": "reward of the batch (every member) + one AdamW step of every member (batch 64 each)",
         "sublinear": bool(sublinear),
     }  # fmt: skip
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}")
+    write_json(args.json, result)
     return result
 
 

@@ -31,7 +31,6 @@ times to 475.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -49,6 +48,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import write_json  # noqa: E402
 from benchmarks.sb3_baseline import MATCHED, sb3_ppo_cartpole  # noqa: E402
 from jgtest.agents import ppo  # noqa: E402
 
@@ -168,10 +169,7 @@ def main(argv=None) -> dict:
         f"1 seed: {result['single_seed_speedup_vs_sb3']:.1f}x; "
         f"coverage on/off: {result['coverage_on_over_off']:.3f}"
     )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}")
+    write_json(args.json, result)
     return result
 
 

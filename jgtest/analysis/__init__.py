@@ -8,7 +8,7 @@ object-testing metrics (pathway coverage, objects tested over episodes, outcomes
 :mod:`jgtest.analysis.exploration`.
 """
 
-from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, tests_over_episodes
+from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, ooi_tested_curve
 
 from jgtest.analysis.stats import (
     at_least_n_table,
@@ -30,5 +30,5 @@ __all__ = [
     "ooi_outcomes",
     "pathway_coverage_curve",
     "replay_reliability",
-    "tests_over_episodes",
+    "ooi_tested_curve",
 ]

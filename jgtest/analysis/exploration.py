@@ -1,7 +1,7 @@
 """Exploration and object-testing metrics of PPGTA's evaluation (§VI-A, Fig. 7–9).
 
 * :func:`pathway_coverage_curve` — the share of pathway cells visited by episodes ``0..e``;
-* :func:`tests_over_episodes` — objects tested by the end of each episode;
+* :func:`ooi_tested_curve` — objects tested by the end of each episode;
 * :func:`ooi_outcomes` — per object: tested with success, failed, or missed, and which of the
   missed are unreachable (the map's flood fill, ``ParkWorld.ooi_reachable``).
 """
@@ -29,7 +29,7 @@ def pathway_coverage_curve(visited: np.ndarray, path: np.ndarray) -> np.ndarray:
     return (seen & path).sum(axis=(1, 2)) / path.sum()
 
 
-def tests_over_episodes(tested_in: np.ndarray, episodes: int) -> np.ndarray:
+def ooi_tested_curve(tested_in: np.ndarray, episodes: int) -> np.ndarray:
     """``int[episodes]``: objects whose test ended by the end of each episode; ``tested_in[k]`` is the
     episode object ``k``'s test ended in (−1: never)."""
     tested_in = np.asarray(tested_in)

@@ -213,7 +213,7 @@ class ParkWorld(TestingEnv):
 
     def eye_height(self, state: EnvState, params: EnvParams) -> jax.Array:
         """Camera height: 0.5 cells, raised along a sine arc during a jump."""
-        phase = state.jump / jnp.maximum(params.jump_steps, 1)
+        phase = state.jump / (params.jump_steps + 1)  # in (0, 1) while the jump lasts, 0 on the ground
         return 0.5 + params.jump_height * jnp.sin(jnp.pi * phase)
 
     def _observe(self, state: EnvState, params: EnvParams):

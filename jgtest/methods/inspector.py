@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
-from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, tests_over_episodes
+from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, ooi_tested_curve
 from jgtest.envs.registration import make
 from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
 from jgtest.novelty import RND, RNDConfig
@@ -261,7 +261,7 @@ def _summary(c: InspectorConfig, env, params, visited, success, tested_in, wall_
     path = env.map.path
     reachable = env.ooi_reachable(params)
     coverage = pathway_coverage_curve(visited, path)
-    tested_by = tests_over_episodes(tested_in, c.episodes)
+    tested_by = ooi_tested_curve(tested_in, c.episodes)
     outcomes = ooi_outcomes(success, tested_in >= 0, reachable)
     at = lambda curve, n: curve[min(n, c.episodes) - 1]
     return {

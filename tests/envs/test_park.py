@@ -194,3 +194,15 @@ def test_bad_objects_are_refused(override, message):
 def test_too_many_objects_are_refused():
     with pytest.raises(ValueError, match="do not fit"):
         ParkWorld(size=64, num_oois=5000)
+
+
+def test_looking_down_shows_more_ground_and_a_jump_raises_the_eye():
+    step = jax.jit(ENV.step_env)
+    sky = lambda frame: int((np.asarray(frame)[..., 2] > np.asarray(frame)[..., 1] + 20).sum())  # bluish sky pixels
+    level, _ = OBSERVE(STATE, PARAMS)
+    down, state, *_ = step(jax.random.key(0), STATE, 7, PARAMS)  # look down
+    assert int(state.pitch) == 1 and sky(down) < sky(level)
+    up, state, *_ = step(jax.random.key(0), STATE, 6, PARAMS)  # look up
+    assert int(state.pitch) == -1 and sky(up) > sky(level)
+    _, state, *_ = step(jax.random.key(0), STATE, 8, PARAMS)  # jump
+    assert float(ENV.eye_height(state, PARAMS)) > 0.5 and int(state.jump) == PARAMS.jump_steps
