@@ -96,7 +96,7 @@ class InspectorConfig:
     size: int = 256
     num_oois: int = 248
     tests: OOITestSettings = OOITestSettings()
-    rnd: RNDConfig = RNDConfig(members=1, reward="error")
+    rnd: RNDConfig = RNDConfig(members=1, reward="error", shared_backbone=False)
     rnd_updates: int = 4
     cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
     cnn_dense: int = 256

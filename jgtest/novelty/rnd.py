@@ -12,8 +12,8 @@ the projection's dimensions). Inspector uses the original RND: one predictor's
 error ``‖ô − o_tn‖²`` (``reward="error"``).
 
 The members are one stacked parameter pytree (leading axis ``N``) applied
-with ``vmap``, so N members cost one batched call, not N. Training: every
-member regresses the target on its own minibatch (``batch_size`` frames drawn
+with ``vmap``, so N members cost one batched call, not N. Training: the
+members regress the target on a minibatch (``batch_size`` frames drawn
 with replacement from a replay buffer of the last ``buffer_size`` frames: the
 paper's 1,024 transitions, §V-D), AdamW (§V-D: "AdamW ... for all
 optimization objectives"). Rewards are divided by a running standard deviation
@@ -21,10 +21,19 @@ of the raw rewards (Burda et al. divide by that of the intrinsic returns; we
 scale the rewards, which needs no discount here).
 
 Networks (§V-D: "the FE backbone followed by two MLP layers with sizes 512
-and 256 ... for both the target and predictor"): PPGTA's FE is an ImageNet
-AlexNet fine-tuned by inverse dynamics; nothing may be downloaded here, so the
-backbone is a small CNN (:class:`jgtest.nets.CNNEncoder` shapes, configurable)
-followed by the paper's 512 → 256 MLP.
+and 256 ... for both the target and predictor network architectures"): the
+paper's FE is its feature extractor, an ImageNet AlexNet fine-tuned by masked
+inverse dynamics (§IV-A), under target and predictors alike. With
+``shared_backbone`` (the default, PPGTA) one frozen backbone computes the
+features once per frame and only the MLPs differ: the target's MLP is fixed and
+random, each predictor's MLP is trained, so N members cost one backbone pass and
+N small MLPs. Nothing may be downloaded here, and the inverse-dynamics encoder
+is the next issue's: a fixed, randomly initialised CNN (:class:`jgtest.nets.CNNEncoder`
+shapes) stands in for the FE until one is given (``RNDState.backbone``). Without
+it (the original RND, Inspector's), target and predictors are whole networks
+(CNN + MLP) and each predictor trains its CNN too. The members train on one
+shared minibatch (they differ by their initialisation, as the paper's Fig. 4
+feeds every predictor the same input).
 
 Pure functions on an immutable :class:`RNDState`, usable from any JAX code::
 
@@ -61,16 +70,19 @@ class RNDConfig:
       members: predictors ``N`` (PPGTA: an ensemble; Inspector: 1).
       reward: ``"variance"`` (ensemble disagreement, PPGTA) or ``"error"`` (member 0's error
         to the target, the original RND).
+      shared_backbone: one frozen CNN under target and predictors, only the MLPs per member
+        (PPGTA's FE; module docstring); ``False``: whole networks, as the original RND.
       input_size: frames are resized to this (the paper's 64×64).
       channels, kernels, strides: the CNN backbone.
       hidden: the MLP after the backbone; its last width is the projection's size (512, 256).
       buffer_size: replay buffer of recent frames (1,024).
-      batch_size: frames per member per update.
+      batch_size: frames per update (one minibatch shared by the members).
       learning_rate, weight_decay: AdamW.
     """
 
     members: int = 8
     reward: str = "variance"
+    shared_backbone: bool = True
     input_size: tuple[int, int] = (64, 64)
     channels: Sequence[int] = (16, 32, 32)
     kernels: Sequence[int] = (8, 4, 3)
@@ -95,22 +107,26 @@ class RNDConfig:
 
 
 class RNDNet(nn.Module):
-    """Backbone CNN then a ReLU MLP; the output is the projection ``[..., hidden[-1]]``."""
+    """Backbone CNN then a ReLU MLP; the output is the projection ``[..., hidden[-1]]``. With
+    ``backbone=False`` only the MLP, on features."""
 
     channels: Sequence[int]
     kernels: Sequence[int]
     strides: Sequence[int]
     hidden: Sequence[int]
+    backbone: bool = True
 
     @nn.compact
-    def __call__(self, frames):
-        x = CNNEncoder(self.channels, self.kernels, self.strides, dense=None, conv_impl="im2col")(frames)
+    def __call__(self, x):
+        if self.backbone:
+            x = CNNEncoder(self.channels, self.kernels, self.strides, dense=None, conv_impl="im2col")(x)
         return MLP(tuple(self.hidden[:-1]), "relu", out_size=self.hidden[-1])(x)
 
 
 class RNDState(struct.PyTreeNode):
-    """Target and predictors, optimiser, replay buffer and reward scale."""
+    """Backbone, target and predictors, optimiser, replay buffer and reward scale."""
 
+    backbone: dict | None  # the frozen shared CNN (None without shared_backbone)
     target: dict
     predictors: dict  # stacked [N, ...]
     opt_state: optax.OptState
@@ -128,10 +144,15 @@ class RND:
 
     config: RNDConfig = RNDConfig()
 
+    def _net(self, backbone: bool) -> RNDNet:
+        c = self.config
+        return RNDNet(tuple(c.channels), tuple(c.kernels), tuple(c.strides), tuple(c.hidden), backbone)
+
     @property
     def net(self) -> RNDNet:
-        c = self.config
-        return RNDNet(tuple(c.channels), tuple(c.kernels), tuple(c.strides), tuple(c.hidden))
+        """The target's and each predictor's network: the MLP on features (shared backbone) or the
+        whole network."""
+        return self._net(not self.config.shared_backbone)
 
     @property
     def optimizer(self) -> optax.GradientTransformation:
@@ -139,15 +160,30 @@ class RND:
 
     def init(self, key: jax.Array) -> RNDState:
         c = self.config
+        k_backbone, k_target, k_members = jax.random.split(key, 3)
         dummy = jnp.zeros((*c.input_size, 3), jnp.uint8)
-        k_target, k_members = jax.random.split(key)
+        backbone = None
+        if c.shared_backbone:
+            backbone = CNNEncoder(tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col").init(k_backbone, dummy)
+            dummy = self._features(backbone, dummy)
         target = self.net.init(k_target, dummy)
         predictors = jax.vmap(lambda k: self.net.init(k, dummy))(jax.random.split(k_members, c.members))
         return RNDState(
-            target=target, predictors=predictors, opt_state=self.optimizer.init(predictors),
+            backbone=backbone, target=target, predictors=predictors, opt_state=self.optimizer.init(predictors),
             buffer=jnp.zeros((c.buffer_size, *c.input_size, 3), jnp.uint8), filled=jnp.int32(0), cursor=jnp.int32(0),
             scale_count=jnp.float32(0), scale_mean=jnp.float32(0), scale_m2=jnp.float32(0),
         )  # fmt: skip
+
+    def _features(self, backbone, inputs):
+        c = self.config
+        return CNNEncoder(tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col").apply(backbone, inputs)
+
+    def embed(self, state: RNDState, inputs: jax.Array) -> jax.Array:
+        """What the target and the predictors read: the shared backbone's features (computed once,
+        no gradient), or the inputs themselves."""
+        if not self.config.shared_backbone:
+            return inputs
+        return jax.lax.stop_gradient(self._features(state.backbone, inputs))
 
     def preprocess(self, frames: jax.Array, boxes: jax.Array | None = None, box_visible: jax.Array | None = None) -> jax.Array:
         """``uint8[..., H, W, 3]`` frames to the networks' input: resized to ``input_size``, then
@@ -168,17 +204,17 @@ class RND:
         return masked.reshape(*lead, *c.input_size, 3)
 
     def _predict(self, state: RNDState, inputs: jax.Array):
-        target = self.net.apply(state.target, inputs)
-        predictions = jax.vmap(lambda p: self.net.apply(p, inputs))(state.predictors)  # [N, ..., D]
-        return target, predictions
+        x = self.embed(state, inputs)
+        predictions = jax.vmap(lambda p: self.net.apply(p, x))(state.predictors)  # [N, ..., D]
+        return x, predictions
 
     def raw_reward(self, state: RNDState, inputs: jax.Array) -> jax.Array:
         """Unscaled novelty of each input ``[...]``: the members' variance (mean over the projection) or
-        member 0's squared error."""
-        target, predictions = self._predict(state, inputs)
+        member 0's squared error to the target."""
+        x, predictions = self._predict(state, inputs)
         if self.config.reward == "variance":
             return jnp.mean(jnp.var(predictions, axis=0), axis=-1)
-        return jnp.mean((predictions[0] - target) ** 2, axis=-1)
+        return jnp.mean((predictions[0] - self.net.apply(state.target, x)) ** 2, axis=-1)
 
     def reward(self, state: RNDState, inputs: jax.Array) -> jax.Array:
         """:meth:`raw_reward` divided by the running standard deviation of the raw rewards seen by
@@ -206,23 +242,22 @@ class RND:
             scale_count=count, scale_mean=mean, scale_m2=m2,
         )  # fmt: skip
 
-    def loss(self, predictors: dict, target: dict, batches: jax.Array) -> jax.Array:
-        """Sum over members of each member's MSE to the target on its own batch (``batches [N, B, ...]``)."""
-        goal = jax.vmap(lambda x: self.net.apply(target, x))(batches)
-        guess = jax.vmap(lambda p, x: self.net.apply(p, x))(predictors, batches)
-        return jnp.sum(jnp.mean((guess - jax.lax.stop_gradient(goal)) ** 2, axis=(1, 2)))
+    def loss(self, predictors: dict, target: dict, x: jax.Array) -> jax.Array:
+        """Sum over members of each member's MSE to the target on the batch ``x`` (embedded)."""
+        goal = jax.lax.stop_gradient(self.net.apply(target, x))
+        guess = jax.vmap(lambda p: self.net.apply(p, x))(predictors)
+        return jnp.sum(jnp.mean((guess - goal[None]) ** 2, axis=(1, 2)))
 
     def update(self, state: RNDState, key: jax.Array) -> tuple[RNDState, dict]:
-        """One AdamW step of every member on ``batch_size`` frames each, drawn from the buffer
-        (with replacement; a member's draw is its own). Before any frame is observed it does nothing."""
+        """One AdamW step of every member on ``batch_size`` frames drawn from the buffer (with
+        replacement, one minibatch for all). Before any frame is observed it does nothing."""
         c = self.config
-        index = jax.random.randint(key, (c.members, c.batch_size), 0, jnp.maximum(state.filled, 1))
-        batches = state.buffer[index]
-        loss, grads = jax.value_and_grad(self.loss)(state.predictors, state.target, batches)
+        index = jax.random.randint(key, (c.batch_size,), 0, jnp.maximum(state.filled, 1))
+        x = self.embed(state, state.buffer[index])
+        loss, grads = jax.value_and_grad(self.loss)(state.predictors, state.target, x)
         updates, opt_state = self.optimizer.update(grads, state.opt_state, state.predictors)
         predictors = optax.apply_updates(state.predictors, updates)
         ready = state.filled > 0
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ready, a, b), new, old)
         state = state.replace(predictors=keep(predictors, state.predictors), opt_state=keep(opt_state, state.opt_state))
         return state, {"rnd_loss": loss / c.members}
-

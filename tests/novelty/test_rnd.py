@@ -18,18 +18,19 @@ def test_ensemble_reward_equals_a_loop_over_members():
     rnd = RND(RNDConfig(members=5, **SMALL))
     state = rnd.init(jax.random.key(0))
     x = _frames(1)
-    member = lambda m: rnd.net.apply(jax.tree.map(lambda p: p[m], state.predictors), x)
+    features = rnd.embed(state, x)  # the shared backbone, once
+    member = lambda m: rnd.net.apply(jax.tree.map(lambda p: p[m], state.predictors), features)
     looped = jnp.stack([member(m) for m in range(5)])
     np.testing.assert_allclose(rnd.raw_reward(state, x), jnp.var(looped, axis=0).mean(-1), rtol=1e-5, atol=1e-7)
-    single = RND(RNDConfig(members=1, reward="error", **SMALL))
+    single = RND(RNDConfig(members=1, reward="error", shared_backbone=False, **SMALL))  # the original RND: whole networks
     s1 = single.init(jax.random.key(0))
     error = ((single.net.apply(jax.tree.map(lambda p: p[0], s1.predictors), x) - single.net.apply(s1.target, x)) ** 2).mean(-1)
     np.testing.assert_allclose(single.raw_reward(s1, x), error, rtol=1e-5)
 
 
-@pytest.mark.parametrize("reward, members", [("error", 1), ("variance", 4)])
-def test_seen_frames_become_less_novel_than_new_ones(reward, members):
-    rnd = RND(RNDConfig(members=members, reward=reward, **SMALL))
+@pytest.mark.parametrize("reward, members, shared", [("error", 1, False), ("variance", 4, True)])
+def test_seen_frames_become_less_novel_than_new_ones(reward, members, shared):
+    rnd = RND(RNDConfig(members=members, reward=reward, shared_backbone=shared, **SMALL))
     state = rnd.init(jax.random.key(0))
     seen, new = _frames(1), _frames(2)
     before = float(rnd.raw_reward(state, seen).mean())
@@ -55,11 +56,15 @@ def test_buffer_and_running_scale():
     np.testing.assert_allclose(scaled, raw / std, rtol=1e-4)
 
 
-def test_update_is_a_no_op_before_any_frame():
+def test_update_is_a_no_op_before_any_frame_and_never_moves_the_backbone_or_target():
     rnd = RND(RNDConfig(members=2, **SMALL))
     state = rnd.init(jax.random.key(0))
     after, _ = rnd.update(state, jax.random.key(1))
     for a, b in zip(jax.tree.leaves(state.predictors), jax.tree.leaves(after.predictors)):
+        np.testing.assert_array_equal(a, b)
+    trained, _ = rnd.update(rnd.observe(state, _frames(1)), jax.random.key(1))
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.predictors), jax.tree.leaves(trained.predictors)))
+    for a, b in zip(jax.tree.leaves((state.backbone, state.target)), jax.tree.leaves((trained.backbone, trained.target))):
         np.testing.assert_array_equal(a, b)
 
 
