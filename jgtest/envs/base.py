@@ -69,6 +69,10 @@ class TestingEnv(environment.Environment):
 
     #: Registered id, e.g. ``"BlockMaze-v0"``; set by subclasses.
     env_id: str = ""
+    #: Whether the game's bugs are found by executing tests on it (ParkWorld's texture bugs:
+    #: :mod:`jgtest.methods.ooi_testing`) rather than fired by oracles; such a game reports no
+    #: ``bugs_fired`` (``bug_kinds`` is empty).
+    bugs_found_by_tests: bool = False
 
     @property
     def name(self) -> str:

@@ -108,6 +108,7 @@ class ParkWorld(TestingEnv):
     """
 
     env_id = "ParkWorld-v0"
+    bugs_found_by_tests = True
 
     def __init__(self, size: int = 256, map_seed: int = 0, num_oois: int = 248, res: int = 64, max_visible: int = 8,
                  min_visible_pixels: int = 12):  # fmt: skip

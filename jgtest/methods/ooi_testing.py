@@ -132,20 +132,19 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
 
 def replay_test(env, params, start_state, actions: np.ndarray, target: int, settings: OOITestSettings = OOITestSettings()) -> bool:
     """Whether the executed ``actions`` from ``start_state`` end with a completed 360° walk around
-    ``target``: over the last stretch of steps spent near it (within ``CIRCLE_RADIUS + 1``, at most
-    ``test_budget`` steps: the test's own), the player sweeps a full turn around it."""
+    ``target``: for some start within the last ``test_budget`` steps (the test's longest; where it
+    began is not recorded), the turns around it from there to the end, counted on the steps that end
+    near it (within ``CIRCLE_RADIUS + 1``, as :func:`ooi_step` counts them), add up to a full turn."""
     positions = [np.asarray(start_state.pos)]
     step = jax.jit(env.step_env)
     state = start_state
     for t, action in enumerate(np.asarray(actions, np.int32)):
         _, state, _, _, _ = step(jax.random.key(t), state, jnp.int32(action), params)
         positions.append(np.asarray(state.pos))
-    positions = np.asarray(positions)
+    window = np.asarray(positions)[-(settings.test_budget + 1) :]
     centre = np.asarray(params.ooi_pos[target])
-    near = np.linalg.norm(positions - centre, axis=-1) < CIRCLE_RADIUS + 1.0
-    far = np.flatnonzero(~near)
-    first = far[-1] + 1 if far.size else 0  # the last stretch near the object
-    tail = positions[max(first, len(positions) - settings.test_budget - 1) :]
-    angles = np.arctan2(tail[:, 1] - centre[1], tail[:, 0] - centre[0])
+    near = np.linalg.norm(window - centre, axis=-1) < CIRCLE_RADIUS + 1.0
+    angles = np.arctan2(window[:, 1] - centre[1], window[:, 0] - centre[0])
     turns = np.arctan2(np.sin(np.diff(angles)), np.cos(np.diff(angles)))
-    return bool(len(tail) > 1 and abs(np.sum(turns)) >= 2 * np.pi)
+    from_each_start = np.cumsum((turns * near[1:])[::-1])[::-1]
+    return bool(from_each_start.size and np.abs(from_each_start).max() >= 2 * np.pi)

@@ -58,4 +58,5 @@ def check_env_api(env, params) -> None:
     obs_e, state_e = env.reset(jax.random.key(5), params)
     jit_reset = jax.jit(env.reset)(jax.random.key(5), params)
     np.testing.assert_array_equal(np.asarray(obs_e), np.asarray(jit_reset[0]))
-    assert len(env.bug_kinds) == env.num_bugs > 0
+    assert len(env.bug_kinds) == env.num_bugs
+    assert (env.num_bugs > 0) != env.bugs_found_by_tests  # oracle bugs, or bugs found by testing the game
