@@ -13,7 +13,6 @@ per second on 2 CPU cores at batch ≥ 64 (64×64).
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -27,7 +26,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import write_json  # noqa: E402
+from _common import parse_args, write_json  # noqa: E402
 
 import jgtest  # noqa: E402
 
@@ -55,10 +54,7 @@ def make_run(env, params, batch: int, steps: int):
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__, argv)
     s = QUICK if args.quick else FULL
     rows = []
     for res in s["resolutions"]:

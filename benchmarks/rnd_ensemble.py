@@ -21,7 +21,6 @@ under 16× one member).
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -35,7 +34,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import write_json  # noqa: E402
+from _common import parse_args, write_json  # noqa: E402
 
 from jgtest.novelty import RND, RNDConfig  # noqa: E402
 
@@ -83,10 +82,7 @@ def looped(members: int, frames):
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__, argv)
     s = QUICK if args.quick else FULL
     frames = jax.random.randint(jax.random.key(1), (s["batch"], 64, 64, 3), 0, 256).astype(np.uint8)
     rows = []

@@ -84,6 +84,10 @@ class TestingEnv(environment.Environment):
         """Oracle kind of each injected bug (one entry per ``bugs_fired`` slot)."""
         raise NotImplementedError
 
+    def action_space(self, params=None) -> spaces.Discrete:
+        """``Discrete(num_actions)``: every jgtest game has a discrete action set."""
+        return spaces.Discrete(self.num_actions)
+
     @property
     def num_bugs(self) -> int:
         return len(self.bug_kinds)

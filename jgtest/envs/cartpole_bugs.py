@@ -116,8 +116,6 @@ class CartPoleBugs(TestingEnv):
     def num_actions(self) -> int:
         return 2
 
-    def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(2)
 
     def observation_space(self, params: EnvParams) -> spaces.Box:
         high = jnp.array(

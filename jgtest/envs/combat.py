@@ -260,8 +260,6 @@ class CombatArena(TestingEnv):
     def num_actions(self) -> int:
         return NUM_ACTIONS
 
-    def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(NUM_ACTIONS)
 
     def observation_space(self, params) -> spaces.Box:
         high = np.ones((OBS_SIZE,), np.float32)

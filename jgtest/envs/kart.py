@@ -607,8 +607,6 @@ class KartTrack(TestingEnv):
     def num_actions(self) -> int:
         return len(ACTIONS)
 
-    def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(len(ACTIONS))
 
     def observation_space(self, params) -> spaces.Box:
         low = np.array([0.0, -1.0, -1.0, -2.0] + [-1.0] * len(LOOK_AHEAD) + [-1.0, 0.0, 0.0, -1.0, -2.0], np.float32)

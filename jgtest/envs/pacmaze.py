@@ -240,8 +240,6 @@ class PacMaze(TestingEnv):
     def num_actions(self) -> int:
         return 5
 
-    def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(5)
 
     def observation_space(self, params) -> spaces.Box:
         rows, cols = self.map_shape

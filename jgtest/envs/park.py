@@ -154,8 +154,6 @@ class ParkWorld(TestingEnv):
     def num_actions(self) -> int:
         return NUM_ACTIONS
 
-    def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(NUM_ACTIONS)
 
     def observation_space(self, params) -> spaces.Box:
         res = self.camera.res
