@@ -7,7 +7,9 @@
 * :class:`BatchNormActorCritic` — Wuji's A2C network (batch-normalised ReLU layers), with
   :func:`floored_log_probs` for its floor on every action's probability;
 * :class:`QNetwork` — DQN's action values (CleanRL's 120-84 MLP, or the Nature CNN);
-* :class:`PolicyNetwork` — the cross-entropy method's one-hidden-layer policy (RELINE).
+* :class:`PolicyNetwork` — the cross-entropy method's one-hidden-layer policy (RELINE);
+* :class:`ImitationPolicy` — PPGTA's imitation policy: FE over the last K frames, local bi-GRU,
+  global GRU, MLP head with layer norm and dropout.
 
 Every module takes observations with any leading (batch, time) dims. The
 MLP-torso modules flatten the trailing ``obs_ndim`` dims (one observation), so
@@ -25,9 +27,11 @@ Example::
 from jgtest.nets.cnn import CONV_IMPLS, CNNEncoder, PatchConv, image_patches
 from jgtest.nets.heads import TORSOS, ActorCritic, BatchNormActorCritic, PolicyNetwork, QNetwork, floored_log_probs
 from jgtest.nets.mlp import ACTIVATIONS, MLP, flatten_obs, frames_to_float, get_activation
+from jgtest.nets.recurrent import ImitationPolicy
 
 __all__ = [
     "ACTIVATIONS",
+    "ImitationPolicy",
     "ActorCritic",
     "BatchNormActorCritic",
     "CNNEncoder",
