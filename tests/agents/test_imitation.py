@@ -1,0 +1,60 @@
+"""PPGTA's imitation trainer on tiny demonstrations: split, schedule, learning, early stopping, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.agents.imitation import ImitationConfig, act_distribution, split_indices, train
+from jgtest.novelty import action_distribution, js_divergence
+
+SMALL = (("local_hidden", 8), ("global_hidden", 16), ("mlp", (32,)), ("cnn_dense", 32), ("cnn_layers", ((8, 4, 4), (8, 3, 2))))
+
+
+def _demos(n=10, steps=12, seed=0):
+    """Frames whose colour says the action: action a shows a frame of brightness 40·a (learnable)."""
+    rng = np.random.default_rng(seed)
+    actions = rng.integers(0, 3, (n, steps))
+    frames = np.repeat(np.repeat((40 * actions)[..., None, None, None], 32, 2), 32, 3).repeat(3, -1).astype(np.uint8)
+    return {"frames": jnp.asarray(frames), "actions": jnp.asarray(actions, jnp.int32),
+            "od_box": jnp.zeros((n, steps, 4), jnp.int32), "od_visible": jnp.zeros((n, steps), bool)}  # fmt: skip
+
+
+def test_split_is_70_10_20_and_disjoint():
+    train_idx, val_idx, test_idx = split_indices(50, (0.7, 0.1, 0.2))
+    assert (len(train_idx), len(val_idx), len(test_idx)) == (35, 5, 10)
+    assert len(set(train_idx) | set(val_idx) | set(test_idx)) == 50
+    with pytest.raises(ValueError, match="at least 3 trajectories"):
+        split_indices(2, (0.7, 0.1, 0.2))
+
+
+def test_the_student_learns_the_demonstrated_actions():
+    config = ImitationConfig(num_actions=3, k=1, batch_size=4, epochs=12, warmup_epochs=2, policy=SMALL, patience=12)
+    demos = _demos()
+    out = train(config, demos, jax.random.key(0))
+    history = out["history"]
+    assert history[-1]["val_ce"] < 0.5 * history[0]["val_ce"]
+    i = int(out["test_idx"][0])
+    played = act_distribution(config, out["params"], demos["frames"][i], demos["od_box"][i], demos["od_visible"][i])
+    shown = action_distribution(demos["actions"][i], 3)
+    assert float(js_divergence(played, shown)) < 0.1
+
+
+def test_early_stopping_keeps_the_best_epoch():
+    config = ImitationConfig(num_actions=3, k=2, batch_size=4, epochs=30, warmup_epochs=1, lr_peak=0.5, lr_start=0.5, patience=2, policy=SMALL)
+    out = train(config, _demos(), jax.random.key(1))
+    assert out["stopped_early"] and len(out["history"]) < 30
+    assert out["best_epoch"] == len(out["history"]) - 1 - 2  # two epochs without improvement after the best
+
+
+@pytest.mark.parametrize("kwargs, message", [({"k": 0}, "k .frames per step."), ({"lam": -1.0}, "λ must be non-negative"),
+                                             ({"split": (0.5, 0.5, 0.5)}, "split must be")])  # fmt: skip
+def test_bad_settings_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ImitationConfig(**kwargs)
+
+
+def test_an_empty_demonstration_set_is_refused():
+    demos = _demos(n=0)
+    with pytest.raises(ValueError, match="demonstration set is empty"):
+        train(ImitationConfig(num_actions=3, policy=SMALL), demos, jax.random.key(0))
