@@ -38,7 +38,7 @@ def _wrap(angle):
 
 
 def _steer(yaw, heading, turn):
-    """Turn toward ``heading`` if more than half a turn away, else ``None``-like flag (False)."""
+    """``(whether to turn, which turn)``: turn toward ``heading`` when it is more than half a turn away."""
     diff = _wrap(heading - yaw)
     return jnp.abs(diff) > turn / 2, jnp.where(diff > 0, TURN_RIGHT, TURN_LEFT)
 

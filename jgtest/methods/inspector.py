@@ -173,8 +173,7 @@ class _Campaign:
             out = {
                 "transition": Transition(frames, action, jnp.zeros(c.num_envs), jnp.zeros(c.num_envs, bool),
                                          jnp.full(c.num_envs, last), next_frames, value, log_prob),  # fmt: skip
-                "position": info["telemetry"].position,
-                "on_path": info["on_path"], "executed": executed, **event,
+                "position": info["telemetry"].position, "executed": executed, **event,
             }  # fmt: skip
             return (next_frames, states, testers, t + 1), out
 
@@ -182,18 +181,16 @@ class _Campaign:
         loop = (carry["frames"], carry["states"], carry["testers"], carry["t"])
         (frames, states, testers, t), out = jax.lax.scan(body, loop, jax.random.split(k_run, c.rollout_steps))
         traj = out.pop("transition")
-        metrics = {}
         if learns:
             # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are PPGTA's extensions (§IV-C)
             inputs = self.rnd.preprocess(traj.next_obs)  # [T, N, 64, 64, 3]
             intrinsic = self.rnd.reward(carry["rnd"], inputs)
-            (ppo_params, opt_state), metrics = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), c.hparams, k_ppo)
+            (ppo_params, opt_state), _ = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), c.hparams, k_ppo)
             rnd_state = self.rnd.observe(carry["rnd"], inputs)
-            rnd_state, rnd_metrics = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
-            metrics = {**metrics, "intrinsic_mean": intrinsic.mean(), "rnd_loss": rnd_metrics["rnd_loss"][-1]}
+            rnd_state, _ = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
             carry = {**carry, "ppo": (ppo_params, opt_state, carry["ppo"][2] + 1), "rnd": rnd_state}
         carry = {**carry, "frames": frames, "states": states, "testers": testers, "t": t}
-        return carry, {**out, "metrics": metrics}
+        return carry, out
 
 
 def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None) -> dict:
@@ -217,7 +214,7 @@ def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int,
             executed = []
             for k in range(c.episode_steps // c.rollout_steps):
                 carry, out = campaign.rollout(carry, jax.random.fold_in(jax.random.key(c.seed + 1), r * 100_003 + k))
-                out = jax.device_get({key: v for key, v in out.items() if key != "metrics"})
+                out = jax.device_get(out)
                 executed.append(out["executed"])
                 cells = np.floor(out["position"]).astype(int)
                 for i in range(c.num_envs):

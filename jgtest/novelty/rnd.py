@@ -164,8 +164,8 @@ class RND:
         dummy = jnp.zeros((*c.input_size, 3), jnp.uint8)
         backbone = None
         if c.shared_backbone:
-            backbone = CNNEncoder(tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col").init(k_backbone, dummy)
-            dummy = self._features(backbone, dummy)
+            backbone = self.backbone_net.init(k_backbone, dummy)
+            dummy = self.backbone_net.apply(backbone, dummy)
         target = self.net.init(k_target, dummy)
         predictors = jax.vmap(lambda k: self.net.init(k, dummy))(jax.random.split(k_members, c.members))
         return RNDState(
@@ -174,16 +174,18 @@ class RND:
             scale_count=jnp.float32(0), scale_mean=jnp.float32(0), scale_m2=jnp.float32(0),
         )  # fmt: skip
 
-    def _features(self, backbone, inputs):
+    @property
+    def backbone_net(self) -> CNNEncoder:
+        """The shared backbone (``shared_backbone``): the CNN of :class:`RNDNet`, frozen."""
         c = self.config
-        return CNNEncoder(tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col").apply(backbone, inputs)
+        return CNNEncoder(tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col")
 
     def embed(self, state: RNDState, inputs: jax.Array) -> jax.Array:
         """What the target and the predictors read: the shared backbone's features (computed once,
         no gradient), or the inputs themselves."""
         if not self.config.shared_backbone:
             return inputs
-        return jax.lax.stop_gradient(self._features(state.backbone, inputs))
+        return jax.lax.stop_gradient(self.backbone_net.apply(state.backbone, inputs))
 
     def preprocess(self, frames: jax.Array, boxes: jax.Array | None = None, box_visible: jax.Array | None = None) -> jax.Array:
         """``uint8[..., H, W, 3]`` frames to the networks' input: resized to ``input_size``, then
