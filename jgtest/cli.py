@@ -22,7 +22,7 @@ from pathlib import Path
 if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
-METHODS = ("random", "reline", "wuji", "inspector")
+METHODS = ("random", "reline", "wuji", "inspector", "ppgta", "compare-explorers")
 #: Games where ``random`` is the random agent of the PPGTA comparison (object tests included).
 PARK_GAMES = ("ParkWorld-v0",)
 
@@ -70,8 +70,10 @@ def _run(args) -> int:
         return _run_reline(args)
     if args.method == "wuji":
         return _run_wuji(args)
-    if args.method == "inspector" or (args.method == "random" and args.game in PARK_GAMES):
-        return _run_inspector(args)
+    if args.method in ("inspector", "ppgta", "compare-explorers") or (args.method == "random" and args.game in PARK_GAMES):
+        from jgtest.cli_park import run_park
+
+        return run_park(args, prepare_out_dir)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -236,8 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--eval-episodes", type=int, default=1000, help="reline: evaluation episodes per model (default 1000)")
     run.add_argument("--agents", default="reline,rl-baseline,random", help="reline: comma-separated agents")
     run.add_argument("--train-steps", type=int, default=None, help="reline: DQN training steps per model (default: the game's)")
-    run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU); inspector: 10 episodes")
-    run.add_argument("--episodes", type=int, default=None, help="inspector / random on ParkWorld: episodes of 2,000 steps (default: the paper's 45)")
+    run.add_argument("--quick", action="store_true", help="reline: the small training budget (CPU); park agents: 10 episodes (ppgta: small models)")
+    run.add_argument("--episodes", type=int, default=None, help="park agents (inspector, random, ppgta): episodes of 2,000 steps (default: the paper's 45)")
+    run.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth", help="ppgta: objects from the renderer or the trained detector")
+    run.add_argument("--ppgta-models", default=None, metavar="DIR", help="ppgta: trained models to load, or where to train them (default OUT/models)")
     run.add_argument("--actors", type=int, default=0, help="reline on a bridged game: a Ray game farm of N actors (default: in process)")
     run.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
@@ -248,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget-s", type=float, default=None, help="wuji: wall-clock budget per run in seconds")
     run.add_argument("--seeds", type=int, default=1, help="wuji: runs (bug placements) per strategy, seeds --seed …")
     run.add_argument("--population", type=int, default=30, help="wuji: population and offspring size (default: the paper's 30)")
-    run.add_argument("--resume", action="store_true", help="wuji: continue a killed campaign in --out from its checkpoints")
+    run.add_argument("--resume", action="store_true", help="wuji, park agents: continue a killed campaign in --out from its checkpoints")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -418,39 +422,3 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def _run_inspector(args) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
-
-    from jgtest.methods import inspector
-
-    if args.game not in PARK_GAMES:
-        raise SystemExit(f"error: {args.method} runs on {', '.join(PARK_GAMES)}, got --game {args.game}")
-    episodes = args.episodes if args.episodes is not None else (10 if args.quick else 45)
-    try:
-        config = inspector.InspectorConfig(agent=args.method, episodes=episodes, seed=args.seed, **_parse_game_args(args.game_arg))
-    except (ValueError, TypeError) as error:
-        raise SystemExit(f"error: {error}") from None
-    out = prepare_out_dir(args.out, args.overwrite)
-    console = Console(stderr=True)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("OOIs tested {task.fields[tested]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=args.quiet) as progress:
-        task = progress.add_task(f"{args.method} × {args.game} (episodes)", total=config.episodes, tested=0)
-        summary = inspector.run(config, out, on_episode=lambda done, total, tested: progress.update(task, completed=done, tested=tested))
-    paper = inspector.PAPER.get(args.method, {})
-    table = Table(title=f"{args.method} on {args.game}: {config.episodes} episodes of {config.episode_steps:,} steps")
-    for column in ("", "ours", "paper (PPGTA §VI-A)"):
-        table.add_column(column, justify="right")
-    at = summary["at_paper_episodes"]
-    table.add_row("pathway coverage", f"{summary['pathway_coverage']:.1%}", f"{paper['pathway_coverage_45']:.0%} after 45" if "pathway_coverage_45" in paper else "—")
-    table.add_row("OOIs tested after 18 episodes", str(at["ooi_tested_18"]) if config.episodes >= 18 else "—", str(paper.get("ooi_tested_18", "—")))
-    table.add_row("OOIs tested after 45 episodes", str(at["ooi_tested_45"]) if config.episodes >= 45 else "—", str(paper.get("ooi_tested_45", "—")))
-    table.add_row("OOIs tested (this run)", f"{summary['ooi_tested']} of {summary['ooi_total']} ({summary['ooi_success']} completed)",
-                  f"of {inspector.PAPER['ooi_total']}")  # fmt: skip
-    table.add_row("unreachable OOIs (flood fill)", str(summary["ooi_unreachable"]), "—")
-    table.add_row("texture bugs found", f"{summary['texture_bugs_found']} of {summary['texture_bugs_total']}", "—")
-    Console().print(table)
-    print(f"wrote {out}: summary.json, bugs.jsonl, traces.png, tests.png")
-    return 0

@@ -12,7 +12,7 @@ Our choices where the paper is silent: λ = 1; a minibatch is ``batch_size``
 whole trajectories (the global GRU runs over a trajectory from its start, so
 steps of one trajectory are not shuffled apart; the paper's 64 is in samples);
 early stopping when the validation cross-entropy has not improved for
-``patience`` epochs, keeping the best epoch's weights.
+``patience`` epochs after the warm-up, keeping the best epoch's weights.
 
 :func:`train` returns the trained student and its history; :func:`act_distribution`
 plays the policy on a trajectory's frames and returns its action distribution,
@@ -30,7 +30,9 @@ import optax
 
 from jgtest.envs.wrappers import od_mask
 from jgtest.losses.ppgta import ema_update, imitation_loss
+from jgtest.agents.supervised import batches_per_epoch, fit, split_indices
 from jgtest.nets.recurrent import ImitationPolicy
+from jgtest.novelty.preference import action_distribution, js_divergence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +51,7 @@ class ImitationConfig:
       patience: epochs without a better validation loss before stopping.
       split: train / validation / test fractions of the trajectories.
       policy: the network's sizes (``ImitationPolicy`` fields other than ``num_actions``).
+      freeze_encoder: keep the FE as given (from inverse dynamics) instead of fine-tuning it.
     """
 
     num_actions: int = 9
@@ -64,6 +67,7 @@ class ImitationConfig:
     patience: int = 5
     split: tuple[float, float, float] = (0.7, 0.1, 0.2)
     policy: tuple[tuple[str, object], ...] = ()
+    freeze_encoder: bool = False
 
     def __post_init__(self):
         if self.k < 1:
@@ -82,38 +86,30 @@ class ImitationConfig:
         return ImitationPolicy(num_actions=self.num_actions, **dict(self.policy))
 
 
-def split_indices(n: int, fractions, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A random train / validation / test split of ``n`` trajectories (each part at least one when
-    ``n >= 3``)."""
-    if n < 3:
-        raise ValueError(f"a train/validation/test split needs at least 3 trajectories, got {n}")
-    order = np.random.default_rng(seed).permutation(n)
-    n_val = max(1, int(round(fractions[1] * n)))
-    n_test = max(1, int(round(fractions[2] * n)))
-    n_train = n - n_val - n_test
-    if n_train < 1:
-        raise ValueError(f"{n} trajectories leave none to train on with split {fractions}")
-    return order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :]
-
-
 def _windows(frames: jax.Array, t, k: int) -> jax.Array:
-    """``[B, K, ...]``: frames ``t − K + 1 … t`` of each trajectory ``frames [B, T, ...]`` (the first frame
+    """``[B, K, ...]``: steps ``t − K + 1 … t`` of each trajectory ``frames [B, T, ...]`` (the first
     repeated before the start)."""
     idx = jnp.clip(t - k + 1 + jnp.arange(k), 0, frames.shape[1] - 1)
     return frames[:, idx]
 
 
 def _run(network, params, frames, k: int, key=None):
-    """The policy over whole trajectories ``frames [B, T, H, W, 3]``: ``(logits [B, T, A], h_c [B, T, D])``."""
-    batch, steps = frames.shape[:2]
+    """The policy over whole trajectories ``frames [B, T, H, W, 3]``: ``(logits [B, T, A], h_c [B, T, D])``.
+    Each frame is encoded once (:func:`_run_features`)."""
+    return _run_features(network, params, network.apply(params, frames, method="encode"), k, key)
+
+
+def _run_features(network, params, features, k: int, key=None):
+    """The policy over whole trajectories of encoded frames ``features [B, T, F]``; step ``t`` reads the
+    features of frames ``t − K + 1 … t``. Dropout is on when a ``key`` is given (training)."""
     train = key is not None
 
     def body(carry, t):
         rngs = {"dropout": jax.random.fold_in(key, t)} if train else {}
-        logits, h_c, carry = network.apply(params, _windows(frames, t, k), carry, train=train, rngs=rngs)
+        logits, h_c, carry = network.apply(params, _windows(features, t, k), carry, train=train, rngs=rngs, method="step")
         return carry, (logits, h_c)
 
-    _, (logits, h_c) = jax.lax.scan(body, network.initial_carry(batch), jnp.arange(steps))
+    _, (logits, h_c) = jax.lax.scan(body, network.initial_carry(features.shape[0]), jnp.arange(features.shape[1]))
     return jnp.moveaxis(logits, 0, 1), jnp.moveaxis(h_c, 0, 1)
 
 
@@ -126,26 +122,51 @@ def _masked(frames, boxes, visible):
 
 def make_loss(config: ImitationConfig):
     """``loss(student, teacher, batch, key) -> (loss, metrics)``: Eq. 4 over a minibatch of whole
-    trajectories (``batch``: ``frames``, ``actions``, ``od_box``, ``od_visible``, ``[B, T, ...]``)."""
+    trajectories. ``batch``: ``actions [B, T]`` and either ``frames``, ``od_box``, ``od_visible`` (the student
+    encodes OD-masked frames, the teacher full ones) or, with a frozen FE, their features precomputed
+    (``student_features``, ``teacher_features``, :func:`encode_demonstrations`)."""
     network = config.network
 
     def loss(student, teacher, batch, key):
-        masked = _masked(batch["frames"], batch["od_box"], batch["od_visible"])
-        logits, h_s = _run(network, student, masked, config.k, key)
-        _, h_t = _run(network, jax.lax.stop_gradient(teacher), batch["frames"], config.k)
+        teacher = jax.lax.stop_gradient(teacher)
+        if "student_features" in batch:
+            seen_by_student, seen_by_teacher = batch["student_features"], batch["teacher_features"]
+        else:
+            masked = _masked(batch["frames"], batch["od_box"], batch["od_visible"])
+            seen_by_student = network.apply(student, masked, method="encode")
+            seen_by_teacher = network.apply(teacher, batch["frames"], method="encode")
+        logits, h_s = _run_features(network, student, seen_by_student, config.k, key)
+        _, h_t = _run_features(network, teacher, seen_by_teacher, config.k)
         flat = lambda x: x.reshape(-1, *x.shape[2:])
         return imitation_loss(flat(logits), flat(batch["actions"]), flat(h_s), flat(h_t), config.lam)
 
     return loss
 
 
-def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0) -> dict:
+def encode_demonstrations(config: ImitationConfig, params, demos: dict, chunk: int = 8) -> dict:
+    """The FE's features of every demonstration frame, OD-masked (``student_features``) and full
+    (``teacher_features``), ``[N, T, F]``, with ``actions``: the training data when the FE is frozen."""
+    network = config.network
+    encode = jax.jit(lambda p, f, b, v: (network.apply(p, _masked(f, b, v), method="encode"), network.apply(p, f, method="encode")))
+    out = [encode(params, *(jnp.asarray(demos[k][i : i + chunk]) for k in ("frames", "od_box", "od_visible")))
+           for i in range(0, demos["frames"].shape[0], chunk)]  # fmt: skip
+    return {"student_features": jnp.concatenate([o[0] for o in out]), "teacher_features": jnp.concatenate([o[1] for o in out]),
+            "actions": jnp.asarray(demos["actions"])}  # fmt: skip
+
+
+def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, encoder: dict | None = None) -> dict:
     """Trains the student on ``demos`` (``frames``, ``actions``, ``od_box``, ``od_visible``,
     ``[N, T, ...]``, as :func:`jgtest.envs.park_experts.demonstrations` returns them).
 
+    Args:
+      encoder: the FE's parameters from masked inverse dynamics (:func:`jgtest.agents.inverse_dynamics.train`,
+        §V-B: "the FE model is used as the backbone within the imitation policy network"); the FE is
+        fine-tuned with the rest unless ``config.freeze_encoder``.
+
     Returns:
       dict: ``params`` (the best epoch's student), ``teacher``, ``history`` (per epoch
-      ``train_loss``, ``val_ce``), ``best_epoch``, ``stopped_early`` and the split's indices.
+      ``train_loss``, ``val`` the validation cross-entropy), ``best_epoch``, ``stopped_early`` and the
+      split's indices.
 
     Raises:
       ValueError: an empty demonstration set, or one too small to split.
@@ -154,54 +175,58 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0) -
     if frames is None or frames.shape[0] == 0 or frames.shape[1] == 0:
         raise ValueError("the demonstration set is empty")
     train_idx, val_idx, test_idx = split_indices(int(frames.shape[0]), config.split, seed)
-    data = {k: jnp.asarray(demos[k]) for k in ("frames", "actions", "od_box", "od_visible")}
-    batches_per_epoch = max(1, len(train_idx) // config.batch_size)
+    per_epoch = batches_per_epoch(len(train_idx), config.batch_size)
     schedule = optax.warmup_cosine_decay_schedule(
-        init_value=config.lr_start, peak_value=config.lr_peak, warmup_steps=config.warmup_epochs * batches_per_epoch,
-        decay_steps=max(config.epochs * batches_per_epoch, config.warmup_epochs * batches_per_epoch + 1),
+        init_value=config.lr_start, peak_value=config.lr_peak, warmup_steps=config.warmup_epochs * per_epoch,
+        decay_steps=max(config.epochs * per_epoch, config.warmup_epochs * per_epoch + 1),
     )  # fmt: skip
     tx = optax.adamw(schedule, weight_decay=config.weight_decay)
+    if config.freeze_encoder:
+        tx = optax.multi_transform({"train": tx, "frozen": optax.set_to_zero()}, _encoder_labels)
     k_init, k_run = jax.random.split(key)
     network = config.network
-    sample = data["frames"][:1, :1]
-    student = network.init(k_init, _windows(sample, 0, config.k), network.initial_carry(1))
-    teacher, opt_state = student, tx.init(student)
+    student = network.init(k_init, _windows(jnp.asarray(frames[:1, :1]), 0, config.k), network.initial_carry(1))
+    if encoder is not None:
+        student = {**student, "params": {**student["params"], "fe": encoder}}
+    if config.freeze_encoder:
+        data = encode_demonstrations(config, student, demos)
+    else:
+        data = {k: jnp.asarray(demos[k]) for k in ("frames", "actions", "od_box", "od_visible")}
     loss_fn = make_loss(config)
 
     @jax.jit
-    def step(student, teacher, opt_state, batch, key):
-        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(student, teacher, batch, key)
+    def step(state, batch, key):
+        student, teacher, opt_state = state
+        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(student, teacher, batch, key)
         updates, opt_state = tx.update(grads, opt_state, student)
         student = optax.apply_updates(student, updates)
-        return student, ema_update(teacher, student, config.ema_decay), opt_state, loss
+        return (student, ema_update(teacher, student, config.ema_decay), opt_state), loss
 
     @jax.jit
     def validation_ce(student, batch):
-        logits, _ = _run(network, student, _masked(batch["frames"], batch["od_box"], batch["od_visible"]), config.k)
+        if "student_features" in batch:
+            logits, _ = _run_features(network, student, batch["student_features"], config.k)
+        else:
+            logits, _ = _run(network, student, _masked(batch["frames"], batch["od_box"], batch["od_visible"]), config.k)
         log_p = jax.nn.log_softmax(logits)
         return -jnp.mean(jnp.take_along_axis(log_p, batch["actions"][..., None], axis=-1))
 
     take = lambda idx: {k: v[idx] for k, v in data.items()}
-    history, best, best_params, waited, rng = [], np.inf, student, 0, np.random.default_rng(seed)
-    for epoch in range(config.epochs):
-        order = rng.permutation(train_idx)
-        losses = []
-        for b in range(batches_per_epoch):
-            idx = order[b * config.batch_size : (b + 1) * config.batch_size]
-            student, teacher, opt_state, loss = step(student, teacher, opt_state, take(idx), jax.random.fold_in(k_run, epoch * 10_000 + b))
-            losses.append(float(loss))
-        val = float(validation_ce(student, take(val_idx)))
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_ce": val})
-        if val < best:
-            best, best_params, waited = val, student, 0
-        else:
-            waited += 1
-            if waited >= config.patience:
-                break
+    out = fit(
+        (student, student, tx.init(student)), lambda state, idx, i: step(state, take(idx), jax.random.fold_in(k_run, i)),
+        lambda state: validation_ce(state[0], take(val_idx)), train_idx, config.batch_size, config.epochs, config.patience, seed,
+        min_epochs=config.warmup_epochs,
+    )  # fmt: skip
     return {
-        "params": best_params, "teacher": teacher, "history": history, "best_epoch": int(np.argmin([h["val_ce"] for h in history])),
-        "stopped_early": len(history) < config.epochs, "train_idx": train_idx, "val_idx": val_idx, "test_idx": test_idx,
+        "params": out["state"][0], "teacher": out["state"][1], "history": out["history"], "best_epoch": out["best_epoch"],
+        "stopped_early": out["stopped_early"], "train_idx": train_idx, "val_idx": val_idx, "test_idx": test_idx,
     }  # fmt: skip
+
+
+def _encoder_labels(params):
+    """``"frozen"`` for the FE's leaves, ``"train"`` for the rest (``optax.multi_transform``'s labels)."""
+    return {**jax.tree.map(lambda _: "train", params), "params": {
+        name: jax.tree.map(lambda _: "frozen" if name == "fe" else "train", sub) for name, sub in params["params"].items()}}  # fmt: skip
 
 
 def act_distribution(config: ImitationConfig, params, frames: jax.Array, od_box, od_visible) -> jax.Array:
@@ -209,3 +234,30 @@ def act_distribution(config: ImitationConfig, params, frames: jax.Array, od_box,
     masked = _masked(frames[None], od_box[None], od_visible[None])
     logits, _ = _run(config.network, params, masked, config.k)
     return jnp.mean(jax.nn.softmax(logits[0]), axis=0)
+
+
+def played_distributions(config: ImitationConfig, params, demos: dict, idx: np.ndarray, key: jax.Array) -> jax.Array:
+    """``[len(idx), A]``: per trajectory, the share of each action among actions sampled from the policy
+    at every step of the demonstration's frames (what an executed behaviour's action histogram is
+    compared with, §VI-B)."""
+    take = {k: jnp.asarray(demos[k])[idx] for k in ("frames", "od_box", "od_visible")}
+    logits, _ = jax.jit(lambda p, f, b, v: _run(config.network, p, _masked(f, b, v), config.k))(
+        params, take["frames"], take["od_box"], take["od_visible"])  # fmt: skip
+    sampled = jax.random.categorical(key, logits)  # [B, T]
+    return jax.vmap(lambda a: action_distribution(a, config.num_actions))(sampled)
+
+
+def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarray, key: jax.Array) -> dict:
+    """PPGTA's test-success threshold (§VI-B: "based on the average value achieved by the imitation policy
+    ... on validation trajectories after the last training epoch"): per validation trajectory, the JS
+    divergence between the policy's sampled action histogram (:func:`played_distributions`) and the
+    action distribution of all the demonstrations of the behaviour; the threshold is their mean plus two
+    standard deviations (our choice: a sampled action histogram's JS spreads around its mean, and the
+    mean alone would fail half of the behaviours as good as the validation ones).
+
+    Returns:
+      dict: ``threshold``, ``mean``, ``std``, ``reference`` (all demonstrations' action distribution).
+    """
+    reference = action_distribution(jnp.asarray(demos["actions"]).reshape(-1), config.num_actions)
+    js = np.asarray(js_divergence(played_distributions(config, params, demos, val_idx, key), reference[None]))
+    return {"threshold": float(js.mean() + 2 * js.std()), "mean": float(js.mean()), "std": float(js.std()), "reference": reference}

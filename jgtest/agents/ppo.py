@@ -59,49 +59,54 @@ class PPOConfig(OnPolicyConfig):
             )
 
 
-def _optimizer(hparams: PPOHyperparams):
+def optimizer(hparams: PPOHyperparams):
     return optax.chain(optax.clip_by_global_norm(hparams.max_grad_norm), optax.scale_by_adam(eps=1e-5))
+
+
+def make_update(config: PPOConfig, network):
+    """``update((params, opt_state, update_idx), traj [T, N], hparams, key) -> ((params, opt_state), metrics)``:
+    GAE, then ``update_epochs`` epochs of ``num_minibatches`` clipped-surrogate steps. ``network`` is any
+    object with ``apply(params, obs) -> (logits, value)`` over leading batch dims (observations may be
+    pytrees, e.g. a recurrent policy's inputs and stored states)."""
+    minibatch = config.batch_size // config.num_minibatches
+
+    def update(learner, traj: Transition, hparams: PPOHyperparams, key):
+        params, opt_state, update_idx = learner
+        advantage, returns = advantages(network, params, traj, hparams)
+        lr = learning_rate(config, hparams, update_idx)
+        tx = optimizer(hparams)
+        flat = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns))
+
+        def loss_fn(p, batch):
+            t, adv, ret = batch
+            logits, value = network.apply(p, t.obs)
+            return ppo_loss(
+                logits, value, t.action, t.log_prob, t.value, adv, ret,
+                clip_eps=hparams.clip_eps, vf_clip=hparams.clip_eps, vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef,
+            )  # fmt: skip
+
+        def minibatch_step(carry, batch):
+            p, o = carry
+            (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, batch)
+            updates, o = tx.update(grads, o, p)
+            p = optax.apply_updates(p, jax.tree.map(lambda u: -lr * u, updates))
+            return (p, o), {"loss": loss, **metrics}
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, config.batch_size)
+            shuffled = jax.tree.map(lambda x: x[perm].reshape(config.num_minibatches, minibatch, *x.shape[1:]), flat)
+            return jax.lax.scan(minibatch_step, carry, shuffled)
+
+        keys = jax.random.split(key, config.update_epochs)
+        (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), keys)
+        return (params, opt_state), jax.tree.map(jnp.mean, metrics)
+
+    return update
 
 
 def make_agent(config: PPOConfig) -> OnPolicyAgent:
     """Builds the PPO pieces for ``config`` (checked before anything compiles)."""
-    minibatch = config.batch_size // config.num_minibatches
-
-    def make_update(network):
-        def update(learner, traj: Transition, hparams: PPOHyperparams, key):
-            params, opt_state, update_idx = learner
-            advantage, returns = advantages(network, params, traj, hparams)
-            lr = learning_rate(config, hparams, update_idx)
-            tx = _optimizer(hparams)
-            flat = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns))
-
-            def loss_fn(p, batch):
-                t, adv, ret = batch
-                logits, value = network.apply(p, t.obs)
-                return ppo_loss(
-                    logits, value, t.action, t.log_prob, t.value, adv, ret,
-                    clip_eps=hparams.clip_eps, vf_clip=hparams.clip_eps, vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef,
-                )  # fmt: skip
-
-            def minibatch_step(carry, batch):
-                p, o = carry
-                (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, batch)
-                updates, o = tx.update(grads, o, p)
-                p = optax.apply_updates(p, jax.tree.map(lambda u: -lr * u, updates))
-                return (p, o), {"loss": loss, **metrics}
-
-            def epoch(carry, k):
-                perm = jax.random.permutation(k, config.batch_size)
-                shuffled = jax.tree.map(lambda x: x[perm].reshape(config.num_minibatches, minibatch, *x.shape[1:]), flat)
-                return jax.lax.scan(minibatch_step, carry, shuffled)
-
-            keys = jax.random.split(key, config.update_epochs)
-            (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), keys)
-            return (params, opt_state), jax.tree.map(jnp.mean, metrics)
-
-        return update
-
-    return build(config, PPOHyperparams(), _optimizer, make_update)
+    return build(config, PPOHyperparams(), optimizer, lambda network: make_update(config, network))
 
 
 def make_train(config: PPOConfig):

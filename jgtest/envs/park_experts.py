@@ -84,6 +84,13 @@ def circle_action(params, state: EnvState, target: jax.Array, key, epsilon: floa
     return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
 
 
+def object_in_view(objects: dict, target) -> tuple[jax.Array, jax.Array]:
+    """``(box, pixels)`` of object ``target`` among a frame's ``info["objects"]`` (zeros when it is not drawn)."""
+    hit = (objects["id"] == target) & (target >= 0)
+    slot = jnp.argmax(hit)
+    return jnp.where(hit.any(), objects["box"][slot], 0), jnp.where(hit.any(), objects["pixels"][slot], 0)
+
+
 def swept_angle(positions: jax.Array, centre: jax.Array) -> jax.Array:
     """Total angle (radians, signed) swept around ``centre`` by a trajectory ``positions [T, 2]``."""
     angles = jnp.arctan2(positions[:, 1] - centre[1], positions[:, 0] - centre[0])
@@ -115,8 +122,9 @@ def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int,
 
     Returns:
       dict of ``[num, steps, ...]`` arrays: ``frames`` (uint8 RGB, the frame the action was
-      chosen on), ``actions``, ``positions``, ``on_path``, ``od_box``, ``od_visible``; and ``targets``
-      (``[num]``, circle only, else −1).
+      chosen on), ``actions``, ``positions``, ``on_path``, ``od_box``, ``od_visible``, ``target_box`` and
+      ``target_pixels`` (the circled object's box and pixels in the frame, zeros where out of view or
+      for path following); and ``targets`` (``[num]``, circle only, else −1).
     """
     if kind not in ("path", "circle"):
         raise ValueError(f"kind must be 'path' or 'circle', got {kind!r}")
@@ -148,8 +156,10 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
                 else:
                     action = path_action(env, params, state, k_act, to_path, epsilon)
                 next_frame, next_state, _, _, next_info = env.step_env(k_step, state, action, params)
+                target_box, target_pixels = object_in_view(info["objects"], target if kind == "circle" else -1)
                 out = {"frames": frame, "actions": action, "positions": state.pos, "on_path": info["on_path"],
-                       "od_box": info["od_box"], "od_visible": info["od_visible"]}  # fmt: skip
+                       "od_box": info["od_box"], "od_visible": info["od_visible"],
+                       "target_box": target_box, "target_pixels": target_pixels}  # fmt: skip
                 return (next_state, next_frame, next_info), out
 
             _, out = jax.lax.scan(body, (state, frame, info), jax.random.split(k_run, steps))

@@ -29,19 +29,14 @@ that configuration is not in PPGTA's text, so PureJaxRL's Atari PPO values
 (:class:`jgtest.agents.ppo.PPOHyperparams`: lr 2.5e-4, γ 0.99, λ 0.95, clip
 0.2, entropy 0.01, 4 epochs × 4 minibatches) with a smaller CNN for CPU.
 
-Files of a run directory: ``config.json``; ``bugs.jsonl`` (a record per
-texture-bugged object whose test completed, written the moment the test ends,
-with the episode's executed actions; :func:`replay_record` checks it);
-``summary.json`` (``pathway_coverage``, ``ooi_tested``, ``ooi_total``,
-``ooi_unreachable``, per-episode curves, per-object outcomes, the paper's
-numbers); ``traces.png`` and ``tests.png`` (bird's-eye maps, Fig. 7 and 9).
+The host loop, its files (``bugs.jsonl`` records with the episode's executed actions,
+:func:`replay_record` checks them; ``summary.json``; ``traces.png`` and ``tests.png``,
+Fig. 7 and 9) and its checkpoints are :mod:`jgtest.methods.park_campaign`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -50,22 +45,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
-from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, ooi_tested_curve
 from jgtest.envs.registration import make
-from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
+from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_test
+from jgtest.methods.park_campaign import oracle_outputs, run_campaign
 from jgtest.novelty import RND, RNDConfig
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.report.records import BugRecord
 from jgtest.rollout import episode_key, reset_key
 from jgtest.types import Transition
 
 AGENTS = ("inspector", "random")
-#: PPGTA §VI-A, Fig. 7–8: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes.
-PAPER = {
-    "inspector": {"pathway_coverage_45": 0.16, "ooi_tested_18": 19, "ooi_tested_45": 40},
-    "random": {"ooi_tested_18": 9, "ooi_tested_45": 17},
-    "ppgta": {"pathway_coverage_45": 0.80, "ooi_tested_18": 192},
-    "ooi_total": 247,
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,11 +110,13 @@ class InspectorConfig:
         return {"size": self.size, "num_oois": self.num_oois}
 
 
-class _Campaign:
-    """The jitted pieces of a campaign: start a round, play (and learn from) one rollout."""
+class InspectorCampaign:
+    """The jitted pieces of a campaign (:mod:`jgtest.methods.park_campaign`): start a round, play (and learn
+    from) one rollout; with a texture ``oracle``, its evidence from each step's frames."""
 
-    def __init__(self, config: InspectorConfig):
+    def __init__(self, config: InspectorConfig, oracle=None):
         self.config = c = config
+        self.oracle = oracle
         self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
         self.rnd = RND(c.rnd)
         self.ppo = None if c.agent == "random" else ppo.make_agent(ppo.PPOConfig(
@@ -144,7 +134,7 @@ class _Campaign:
         k_ppo, k_rnd = jax.random.split(key)
         frame = jnp.zeros(self.env.observation_space(self.params).shape, jnp.uint8)
         params = self.ppo.network.init(k_ppo, frame)
-        opt_state = ppo._optimizer(self.config.hparams).init(params)
+        opt_state = ppo.optimizer(self.config.hparams).init(params)
         return {"ppo": (params, opt_state, jnp.int32(0)), "rnd": self.rnd.init(k_rnd), "testers": testers}
 
     def _start_round(self, carry: dict, round_index) -> dict:
@@ -174,6 +164,7 @@ class _Campaign:
                 "transition": Transition(frames, action, jnp.zeros(c.num_envs), jnp.zeros(c.num_envs, bool),
                                          jnp.full(c.num_envs, last), next_frames, value, log_prob),  # fmt: skip
                 "position": info["telemetry"].position, "executed": executed, **event,
+                **(oracle_outputs(self.oracle, next_frames, event) if self.oracle is not None else {}),
             }  # fmt: skip
             return (next_frames, states, testers, t + 1), out
 
@@ -193,87 +184,12 @@ class _Campaign:
         return carry, out
 
 
-def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None) -> dict:
-    """Runs a campaign in ``out_dir`` (files: module docstring). ``on_episode(done, episodes, tested)``
-    after each round."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    campaign = _Campaign(config)
-    env, params, c = campaign.env, campaign.params, config
-    (out_dir / "config.json").write_text(json.dumps({"method": c.agent, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c))}, indent=2))
-    carry = campaign.init(jax.random.key(c.seed))
-    visited = np.zeros((c.episodes, env.size, env.size), bool)
-    success = np.zeros(env.num_oois, bool)
-    tested_in = np.full(env.num_oois, -1)  # the episode (round * num_envs + slot) each object's test ended in
-    traces = []
-    bugs = np.asarray(params.ooi_bug)
-    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-        for r in range(c.rounds):
-            carry = campaign.start_round(carry, r)
-            executed = []
-            for k in range(c.episode_steps // c.rollout_steps):
-                carry, out = campaign.rollout(carry, jax.random.fold_in(jax.random.key(c.seed + 1), r * 100_003 + k))
-                out = jax.device_get(out)
-                executed.append(out["executed"])
-                cells = np.floor(out["position"]).astype(int)
-                for i in range(c.num_envs):
-                    visited[r * c.num_envs + i, cells[:, i, 1], cells[:, i, 0]] = True
-                traces.append(out["position"])
-                for t, i in zip(*np.nonzero(out["done"] >= 0)):
-                    obj = int(out["done"][t, i])
-                    if tested_in[obj] >= 0:
-                        continue  # two games tested it in the same step (their memory is shared after the step)
-                    success[obj], tested_in[obj] = out["success"][t, i], r * c.num_envs + i
-                    if out["success"][t, i] and bugs[obj]:
-                        step = k * c.rollout_steps + int(t)
-                        actions = np.concatenate(executed)[: step + 1, i]
-                        writer.write(BugRecord(
-                            kind="texture", game="ParkWorld-v0", bug_id=obj, step=step, episode=r, seed=c.seed, env_index=int(i),
-                            actions=tuple(int(a) for a in actions), game_kwargs=c.game_kwargs,
-                            position=tuple(float(v) for v in out["position"][t, i]), wall_s=round(time.perf_counter() - start, 3),
-                            detail=f"{c.agent}: {_TEXTURE_NAMES[bugs[obj]]} texture on object {obj} ({_type_name(params, obj)}), 360° test completed",
-                        ))  # fmt: skip
-            if on_episode is not None:
-                on_episode((r + 1) * c.num_envs, c.episodes, int((tested_in >= 0).sum()))
-    summary = _summary(c, env, params, visited, success, tested_in, time.perf_counter() - start)
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
-    from jgtest.report.park_maps import tests_map, traces_map
-
-    traces_map(env.map, np.concatenate(traces).reshape(-1, c.num_envs, 2), out_dir / "traces.png", f"{c.agent}: {c.episodes} episodes")
-    tests_map(env.map, np.asarray(params.ooi_pos), summary["outcomes"], env.ooi_reachable(params), out_dir / "tests.png", f"{c.agent}: OOI tests")
-    return summary
-
-
-_TEXTURE_NAMES = {1: "low-resolution", 2: "stretched"}
-
-
-def _type_name(params, obj: int) -> str:
-    from jgtest.envs.park_render import OOI_TYPES
-
-    return OOI_TYPES[int(params.ooi_type[obj])]
-
-
-def _summary(c: InspectorConfig, env, params, visited, success, tested_in, wall_s) -> dict:
-    path = env.map.path
-    reachable = env.ooi_reachable(params)
-    coverage = pathway_coverage_curve(visited, path)
-    tested_by = ooi_tested_curve(tested_in, c.episodes)
-    outcomes = ooi_outcomes(success, tested_in >= 0, reachable)
-    at = lambda curve, n: curve[min(n, c.episodes) - 1]
-    return {
-        "method": c.agent, "game": "ParkWorld-v0", "episodes": c.episodes, "episode_steps": c.episode_steps,
-        "pathway_coverage": float(coverage[-1]),
-        "pathway_coverage_of_reachable": float((visited.any(axis=0) & path & env.map.main).sum() / (path & env.map.main).sum()),
-        "ooi_tested": int((tested_in >= 0).sum()), "ooi_success": outcomes["success"], "ooi_failed": outcomes["failed"],
-        "ooi_total": env.num_oois, "ooi_unreachable": outcomes["unreachable"], "ooi_missed_unreachable": outcomes["missed_unreachable"],
-        "texture_bugs_found": int((success & (np.asarray(params.ooi_bug) > 0)).sum()),
-        "texture_bugs_total": int((np.asarray(params.ooi_bug) > 0).sum()),
-        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(), "ooi_tested": tested_by.tolist()},
-        "at_paper_episodes": {"ooi_tested_18": int(at(tested_by, 18)), "ooi_tested_45": int(at(tested_by, 45)),
-                              "pathway_coverage_45": float(at(coverage, 45))},  # fmt: skip
-        "paper": PAPER, "outcomes": outcomes["outcome"].tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
-    }  # fmt: skip
+def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None,
+        resume: bool = False, oracle=None) -> dict:  # fmt: skip
+    """Runs a campaign in ``out_dir`` (files: :mod:`jgtest.methods.park_campaign`); ``on_episode(done,
+    episodes, tested)`` after each round; ``resume`` from its last checkpoint; ``oracle`` a texture oracle
+    judging the tests' frames (:mod:`jgtest.oracles.texture`)."""
+    return run_campaign(InspectorCampaign(config, oracle), config.agent, out_dir, oracle, on_episode, resume)
 
 
 def replay_record(record: BugRecord) -> bool:

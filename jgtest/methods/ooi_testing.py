@@ -37,6 +37,7 @@ import numpy as np
 from flax import struct
 
 from jgtest.envs.park_experts import CIRCLE_RADIUS, circle_action
+from jgtest.novelty.preference import js_divergence
 
 EXPLORING, TESTING = 0, 1
 
@@ -48,15 +49,21 @@ class OOITestSettings:
     Attributes:
       trigger_pixels: pixels an untested object must show to start a test (at 64×64 an object
         about 3 cells away).
-      test_budget: steps the 360° walk may take before the test fails.
+      test_budget: steps the scripted 360° walk may take before the test fails.
+      test_steps: when positive, a test is a learned behaviour that runs exactly this many steps
+        (a pixel agent cannot measure the angle it swept) and is judged by the JS divergence of its
+        actions (PPGTA §VI-B); 0: the scripted walk, judged by completing the turn.
     """
 
     trigger_pixels: int = 100
     test_budget: int = 240
+    test_steps: int = 0
 
     def __post_init__(self):
         if self.trigger_pixels < 1 or self.test_budget < 1:
             raise ValueError(f"trigger_pixels and test_budget must be at least 1, got {self.trigger_pixels}, {self.test_budget}")
+        if self.test_steps < 0:
+            raise ValueError(f"test_steps must be non-negative, got {self.test_steps}")
 
 
 @struct.dataclass
@@ -69,12 +76,15 @@ class OOITesterState:
     swept: jax.Array  # float32 angle swept around the target so far
     last_angle: jax.Array  # float32 bearing of the player from the target at the last step
     tested: jax.Array  # bool[K] objects tested (by this game, or shared by the campaign)
+    counts: jax.Array  # float32[A] actions executed by the running test
+    box: jax.Array  # int32[4] the target's box in the latest frame (zeros out of view)
 
 
-def init_tester(num_oois: int) -> OOITesterState:
+def init_tester(num_oois: int, num_actions: int = 9) -> OOITesterState:
     return OOITesterState(
         mode=jnp.int32(EXPLORING), target=jnp.int32(-1), steps=jnp.int32(0), swept=jnp.float32(0),
-        last_angle=jnp.float32(0), tested=jnp.zeros((num_oois,), bool),
+        last_angle=jnp.float32(0), tested=jnp.zeros((num_oois,), bool), counts=jnp.zeros((num_actions,), jnp.float32),
+        box=jnp.zeros((4,), jnp.int32),
     )  # fmt: skip
 
 
@@ -83,50 +93,68 @@ def _bearing(params, target, pos):
     return jnp.arctan2(rel[1], rel[0])
 
 
-def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, state, action, key):
+def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, state, action, key, test_action=None,
+             judge=None, see=None):  # fmt: skip
     """One step of one game under the tester (module docstring).
 
     Args:
       env: the ``ParkWorld``.
       tester, state: the game's tester and state.
       action: the explorer's action.
+      test_action: the learned test behaviour's action (used while testing; default the scripted walk's).
+      judge: ``(reference [A], threshold)`` with ``settings.test_steps``: a test succeeds when the JS
+        divergence of its executed actions to ``reference`` is below ``threshold`` (§VI-B).
+      see: ``see(frame, info) -> objects``, the objects the new frame shows as the agent sees them
+        (``id``, ``box``, ``pixels``, ``visible``; e.g. a detector's,
+        :func:`jgtest.vision.detector.detected_objects`); default the renderer's ground truth.
 
     Returns:
       ``(tester, frame, state, info, executed action, event)``: ``event`` holds ``done`` (the object
-      whose test ended this step, −1 none), ``success`` and ``testing`` (whether this step was a
-      test's).
+      whose test ended this step, −1 none), ``success``, ``walked`` (the test swept a full turn around
+      it), ``testing`` (whether this step was a test's), ``target`` (the object under test after this step's
+      frame, −1 none) and ``target_box``, ``target_pixels`` (its box and pixels in that frame).
     """
     testing = tester.mode == TESTING
     target = jnp.maximum(tester.target, 0)
-    executed = jnp.where(testing, circle_action(params, state, target, key, epsilon=0.0), action).astype(jnp.int32)
+    test_action = circle_action(params, state, target, key, epsilon=0.0) if test_action is None else test_action
+    executed = jnp.where(testing, test_action, action).astype(jnp.int32)
     frame, next_state, _, _, next_info = env.step_env(key, state, executed, params)
     angle = _bearing(params, target, next_state.pos)
     turn = jnp.arctan2(jnp.sin(angle - tester.last_angle), jnp.cos(angle - tester.last_angle))
     near = jnp.linalg.norm(next_state.pos - params.ooi_pos[target]) < CIRCLE_RADIUS + 1.0
     swept = jnp.where(testing, tester.swept + jnp.where(near, turn, 0.0), 0.0)
     steps = jnp.where(testing, tester.steps + 1, 0)
-    success = testing & (jnp.abs(swept) >= 2 * jnp.pi)
-    failed = testing & ~success & (steps >= settings.test_budget)
-    finished = success | failed
+    counts = tester.counts + testing * jax.nn.one_hot(executed, tester.counts.shape[0])
+    if settings.test_steps:
+        finished = testing & (steps >= settings.test_steps)
+        reference, threshold = judge
+        success = finished & (js_divergence(counts, reference) < threshold)
+    else:
+        success = testing & (jnp.abs(swept) >= 2 * jnp.pi)
+        finished = success | (testing & (steps >= settings.test_budget))
     tested = tester.tested.at[target].set(tester.tested[target] | finished)
 
     # A new test: the visible untested object with the most pixels, if it shows enough of them.
-    objects = next_info["objects"]
+    objects = next_info["objects"] if see is None else see(frame, next_info)
     ids = jnp.maximum(objects["id"], 0)
-    candidate = objects["visible"] & (objects["pixels"] >= settings.trigger_pixels) & ~tested[ids]
+    candidate = objects["visible"] & (objects["id"] >= 0) & (objects["pixels"] >= settings.trigger_pixels) & ~tested[ids]
     pick = jnp.argmax(jnp.where(candidate, objects["pixels"], -1))
     start = ((~testing) | finished) & candidate[pick]
     new_target = ids[pick]
     mode = jnp.where(start, TESTING, jnp.where(finished, EXPLORING, tester.mode))
+    now = jnp.where(start, new_target, jnp.where(finished, -1, tester.target)).astype(jnp.int32)
+    hit = (objects["id"] == now) & objects["visible"] & (now >= 0)
+    box = jnp.where(hit.any(), objects["box"][jnp.argmax(hit)], 0).astype(jnp.int32)
+    pixels = jnp.where(hit.any(), objects["pixels"][jnp.argmax(hit)], 0)
     tester = OOITesterState(
-        mode=mode.astype(jnp.int32),
-        target=jnp.where(start, new_target, jnp.where(finished, -1, tester.target)).astype(jnp.int32),
+        mode=mode.astype(jnp.int32), target=now,
         steps=jnp.where(start | finished, 0, steps).astype(jnp.int32),
         swept=jnp.where(start | finished, 0.0, swept).astype(jnp.float32),
         last_angle=jnp.where(start, _bearing(params, new_target, next_state.pos), angle).astype(jnp.float32),
-        tested=tested,
-    )
-    event = {"done": jnp.where(finished, target, -1).astype(jnp.int32), "success": success, "testing": testing}
+        tested=tested, counts=jnp.where(start | finished, 0.0, counts).astype(jnp.float32), box=box,
+    )  # fmt: skip
+    event = {"done": jnp.where(finished, target, -1).astype(jnp.int32), "success": success, "walked": finished & (jnp.abs(swept) >= 2 * jnp.pi),
+             "testing": testing, "target": now, "target_box": box, "target_pixels": pixels}  # fmt: skip
     return tester, frame, next_state, next_info, executed, event
 
 

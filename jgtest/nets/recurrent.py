@@ -53,21 +53,33 @@ class ImitationPolicy(nn.Module):
         """The global GRU's state at a trajectory's start."""
         return jnp.zeros((batch, self.global_hidden), jnp.float32)
 
-    @nn.compact
+    def setup(self):
+        channels, kernels, strides = zip(*self.cnn_layers)
+        self.fe = CNNEncoder(channels, kernels, strides, dense=self.cnn_dense, conv_impl="im2col")
+        self.local = nn.Bidirectional(nn.RNN(nn.GRUCell(self.local_hidden)), nn.RNN(nn.GRUCell(self.local_hidden)))
+        self.global_cell = nn.GRUCell(self.global_hidden)
+        self.mlp_dense = [nn.Dense(width) for width in self.mlp]
+        self.mlp_norm = [nn.LayerNorm() for _ in self.mlp]
+        self.mlp_dropout = nn.Dropout(self.dropout)
+        self.head = nn.Dense(self.num_actions)
+
+    def encode(self, frames: jax.Array) -> jax.Array:
+        """The FE: ``[..., H, W, 3]`` frames to ``[..., cnn_dense]`` features (one pass per frame, so a
+        trajectory's frames can be encoded once and windowed after)."""
+        return self.fe(frames)
+
+    def step(self, features: jax.Array, carry: jax.Array, train: bool = False):
+        """One step from the last K frames' features ``[B, K, F]``: ``(logits, h_c, carry)``."""
+        local = self.local(features)  # [B, K, 2L]
+        h_local = local[:, -1]  # the forward state after frame t, the backward state after reading back to it
+        carry, h_global = self.global_cell(carry, features[:, -1])
+        h_c = jnp.concatenate([h_local, h_global], axis=-1)
+        x = h_c
+        for dense, norm in zip(self.mlp_dense, self.mlp_norm):
+            x = self.mlp_dropout(nn.relu(norm(dense(x))), deterministic=not train)
+        return self.head(x), h_c, carry
+
     def __call__(self, frames: jax.Array, carry: jax.Array, train: bool = False):
         if frames.ndim != 5:
             raise ValueError(f"ImitationPolicy expects frames [B, K, H, W, C], got shape {frames.shape}")
-        channels, kernels, strides = zip(*self.cnn_layers)
-        features = CNNEncoder(channels, kernels, strides, dense=self.cnn_dense, conv_impl="im2col", name="fe")(frames)  # [B, K, F]
-        local = nn.Bidirectional(
-            nn.RNN(nn.GRUCell(self.local_hidden), name="local_forward"), nn.RNN(nn.GRUCell(self.local_hidden), name="local_backward")
-        )(features)  # [B, K, 2L]: each step's forward and backward states
-        h_local = local[:, -1]
-        carry, h_global = nn.GRUCell(self.global_hidden, name="global")(carry, features[:, -1])
-        h_c = jnp.concatenate([h_local, h_global], axis=-1)
-        x = h_c
-        for i, width in enumerate(self.mlp):
-            x = nn.Dense(width, name=f"mlp_{i}")(x)
-            x = nn.LayerNorm(name=f"norm_{i}")(x)
-            x = nn.Dropout(self.dropout, deterministic=not train)(nn.relu(x))
-        return nn.Dense(self.num_actions, name="logits")(x), h_c, carry
+        return self.step(self.encode(frames), carry, train)

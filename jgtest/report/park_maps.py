@@ -3,6 +3,7 @@
 * :func:`park_image` — the map as an RGB image: grass, pathways (white, as the paper's
   figures), water, trees, crates; invisible walls in magenta (they are not drawn in the game).
 * :func:`traces_map` — the agents' positions over the map in red (Fig. 7).
+* :func:`ooi_tested_plot` — OOIs tested per episode per agent (Fig. 8).
 * :func:`tests_map` — every object of interest as a dot: green tested with success, red
   failed, grey missed; unreachable objects ringed (Fig. 9).
 """
@@ -19,7 +20,7 @@ from matplotlib.lines import Line2D
 from jgtest.envs import park_map
 from jgtest.report.plots import _save
 
-__all__ = ["park_image", "tests_map", "traces_map"]
+__all__ = ["ooi_tested_plot", "park_image", "tests_map", "traces_map"]
 
 OUTCOME_COLOURS = {"success": "#2ca02c", "failed": "#d62728", "missed": "#9a9a9a"}
 
@@ -74,5 +75,26 @@ def tests_map(m: park_map.ParkMap, ooi_pos: np.ndarray, outcomes, reachable: np.
         Line2D([], [], marker="o", ls="", mfc="none", mec="black", label=f"unreachable ({int((~reachable).sum())})")
     ]
     ax.legend(handles=handles, fontsize="small", loc="lower left")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def ooi_tested_plot(curves: dict, path: str | os.PathLike, paper: dict | None = None) -> Path:
+    """Fig. 8: objects tested by the end of each episode, a line per agent (``curves``: agent ->
+    ``int[episodes]``); the paper's counts after 18 and 45 episodes as markers where given
+    (``paper``: agent -> ``{"ooi_tested_18", "ooi_tested_45"}``)."""
+    fig = Figure(figsize=(6.5, 4))
+    ax = fig.add_subplot()
+    for i, (agent, curve) in enumerate(curves.items()):
+        colour = f"C{i}"
+        ax.plot(np.arange(1, len(curve) + 1), curve, color=colour, label=agent)
+        for episode in (18, 45):
+            value = (paper or {}).get(agent, {}).get(f"ooi_tested_{episode}")
+            if value is not None:
+                ax.scatter([episode], [value], color=colour, marker="x", label=f"{agent}, paper" if episode == 18 else None)
+    ax.set_xlabel("episode")
+    ax.set_ylabel("OOIs tested")
+    ax.set_title("OOIs tested over episodes (PPGTA Fig. 8)")
+    ax.legend(fontsize="small")
     fig.tight_layout()
     return _save(fig, path)

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.agents.imitation import ImitationConfig, act_distribution, split_indices, train
+from jgtest.agents.imitation import ImitationConfig, act_distribution, train
+from jgtest.agents.supervised import split_indices
 from jgtest.novelty import action_distribution, js_divergence
 
 SMALL = (("local_hidden", 8), ("global_hidden", 16), ("mlp", (32,)), ("cnn_dense", 32), ("cnn_layers", ((8, 4, 4), (8, 3, 2))))
@@ -24,7 +25,7 @@ def test_split_is_70_10_20_and_disjoint():
     train_idx, val_idx, test_idx = split_indices(50, (0.7, 0.1, 0.2))
     assert (len(train_idx), len(val_idx), len(test_idx)) == (35, 5, 10)
     assert len(set(train_idx) | set(val_idx) | set(test_idx)) == 50
-    with pytest.raises(ValueError, match="at least 3 trajectories"):
+    with pytest.raises(ValueError, match="at least 3 examples"):
         split_indices(2, (0.7, 0.1, 0.2))
 
 
@@ -33,7 +34,7 @@ def test_the_student_learns_the_demonstrated_actions():
     demos = _demos()
     out = train(config, demos, jax.random.key(0))
     history = out["history"]
-    assert history[-1]["val_ce"] < 0.5 * history[0]["val_ce"]
+    assert history[-1]["val"] < 0.5 * history[0]["val"]
     i = int(out["test_idx"][0])
     played = act_distribution(config, out["params"], demos["frames"][i], demos["od_box"][i], demos["od_visible"][i])
     shown = action_distribution(demos["actions"][i], 3)

@@ -10,6 +10,7 @@ import pytest
 import jgtest
 from jgtest.envs import park_experts, park_map
 from jgtest.methods import inspector
+from jgtest.methods.park_campaign import run_campaign
 from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
 from jgtest.report.records import read_bug_records
 
@@ -105,3 +106,39 @@ def test_bad_campaign_settings_are_refused():
         inspector.InspectorConfig(rollout_steps=300)
     with pytest.raises(ValueError, match="agent must be one of"):
         inspector.InspectorConfig(agent="ppgta")
+
+
+@pytest.mark.parametrize("reference_action, succeeds", [(3, True), (0, False)])
+def test_a_learned_test_runs_its_steps_and_is_judged_by_js(reference_action, succeeds):
+    settings = OOITestSettings(test_steps=10)
+    judge = (jax.nn.one_hot(reference_action, ENV.num_actions), 0.1)
+    step = jax.jit(lambda tester, state, key: ooi_step(ENV, settings, PARAMS, tester, state, jnp.int32(4), key, test_action=jnp.int32(3), judge=judge))
+    target = int(np.flatnonzero(ENV.ooi_reachable(PARAMS))[3])
+    state = park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(1), 2.0)
+    tester, events = init_tester(ENV.num_oois), []
+    for t in range(30):
+        tester, _, state, _, executed, event = step(tester, state, jax.random.key(t))
+        events.append(jax.device_get({**event, "executed": executed}))
+    testing = [t for t, e in enumerate(events) if e["testing"]]
+    ends = [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
+    assert ends[0][1] == target and ends[0][2] == succeeds  # all its actions were 3: JS 0 to "3", 1 to "0"
+    assert len(testing) >= 10 and testing[:10] == list(range(testing[0], testing[0] + 10)) and ends[0][0] == testing[9]
+    assert all(events[t]["executed"] == 3 for t in testing[:10])
+
+
+def test_a_killed_campaign_resumes_from_its_checkpoint(tmp_path):
+    config = inspector.InspectorConfig(agent="random", episodes=4, num_envs=2, episode_steps=200, rollout_steps=100, size=64, num_oois=200)
+    campaign = inspector.InspectorCampaign(config)  # compiled once for the three runs
+
+    def killed(done, total, tested):
+        raise KeyboardInterrupt  # after the first round's checkpoint
+
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(campaign, "random", tmp_path / "killed", on_episode=killed)
+    assert (tmp_path / "killed" / "checkpoints").is_dir()
+    resumed = run_campaign(campaign, "random", tmp_path / "killed", resume=True)
+    whole = run_campaign(campaign, "random", tmp_path / "whole")
+    for key in ("outcomes", "ooi_tested", "pathway_coverage", "curves", "texture_bugs_found"):
+        assert resumed[key] == whole[key], key
+    ids = [r.bug_id for r in read_bug_records(tmp_path / "killed" / "bugs.jsonl")]
+    assert sorted(ids) == sorted(r.bug_id for r in read_bug_records(tmp_path / "whole" / "bugs.jsonl")) and len(set(ids)) == len(ids)

@@ -1,0 +1,86 @@
+"""The supervised training loop PPGTA's learned parts share: epochs of shuffled minibatches, validation
+after each epoch, early stopping that keeps the best epoch (§V-D: "a total of 40 epochs with early
+stopping").
+
+The inverse-dynamics encoder (:mod:`jgtest.agents.inverse_dynamics`), the imitation policies
+(:mod:`jgtest.agents.imitation`), the object detector and the texture oracle
+(:mod:`jgtest.agents.park_vision`) each give a jitted ``step`` and ``validate`` and train with
+:func:`fit`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+
+def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx: np.ndarray, batch_size: int,
+        epochs: int, patience: int, seed: int = 0, min_epochs: int = 0) -> dict:  # fmt: skip
+    """Trains ``state`` (any pytree: parameters, optimiser state, ...).
+
+    Args:
+      step: ``step(state, idx, step_index) -> (state, loss)`` on the minibatch of examples ``idx``
+        (a numpy array of indices into the training data).
+      validate: ``validate(state) -> float``, lower is better.
+      train_idx: the training examples' indices.
+      batch_size: examples per minibatch (the last, smaller one is dropped; at least one per epoch).
+      epochs, patience: at most ``epochs``; stop after ``patience`` epochs without a better validation.
+      min_epochs: never stop before this many epochs (e.g. a learning-rate warm-up's: the loss may
+        rise while the rate does).
+
+    Returns:
+      dict: ``state`` (the best epoch's), ``last_state``, ``history`` (per epoch ``train_loss`` and
+      ``val``), ``best_epoch``, ``stopped_early``.
+    """
+    if len(train_idx) == 0:
+        raise ValueError("no training examples")
+    if batch_size < 1 or epochs < 1 or patience < 1:
+        raise ValueError(f"batch_size, epochs and patience must be at least 1, got {batch_size}, {epochs}, {patience}")
+    rng = np.random.default_rng(seed)
+    batches = max(1, len(train_idx) // batch_size)
+    history, best, best_state, waited = [], np.inf, state, 0
+    for epoch in range(epochs):
+        order = rng.permutation(train_idx)
+        losses = []
+        for b in range(batches):
+            state, loss = step(state, order[b * batch_size : (b + 1) * batch_size], epoch * batches + b)
+            losses.append(float(loss))
+        val = float(validate(state))
+        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val": val})
+        if val < best:
+            best, best_state, waited = val, state, 0
+        else:
+            waited += 1
+            if waited >= patience and epoch + 1 >= min_epochs:
+                break
+    best_epoch = int(np.argmin([h["val"] for h in history]))
+    return {"state": best_state, "last_state": state, "history": history, "best_epoch": best_epoch,
+            "stopped_early": len(history) < epochs}  # fmt: skip
+
+
+def split_indices(n: int, fractions=(0.7, 0.1, 0.2), seed: int = 0, strata: np.ndarray | None = None):
+    """A random train / validation / test split of ``n`` examples (PPGTA §V-B: 70/10/20), each part at
+    least one when ``n >= 3``: ``(train_idx, val_idx, test_idx)``. With ``strata`` (a label per example)
+    the split is stratified: each label is split in the same fractions (§V-B's detector data)."""
+    if strata is not None:
+        strata = np.asarray(strata)
+        if strata.shape != (n,):
+            raise ValueError(f"strata must give one label per example ({n}), got shape {strata.shape}")
+        parts = [split_indices(int((strata == s).sum()), fractions, seed) for s in np.unique(strata)]
+        members = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+        return tuple(np.concatenate([m[p[i]] for m, p in zip(members, parts)]) for i in range(3))
+    if n < 3:
+        raise ValueError(f"a train/validation/test split needs at least 3 examples, got {n}")
+    order = np.random.default_rng(seed).permutation(n)
+    n_val = max(1, int(round(fractions[1] * n)))
+    n_test = max(1, int(round(fractions[2] * n)))
+    n_train = n - n_val - n_test
+    if n_train < 1:
+        raise ValueError(f"{n} examples leave none to train on with split {fractions}")
+    return order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :]
+
+
+def batches_per_epoch(num_train: int, batch_size: int) -> int:
+    """Minibatches :func:`fit` runs per epoch (for learning-rate schedules counted in steps)."""
+    return max(1, num_train // batch_size)

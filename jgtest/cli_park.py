@@ -1,0 +1,147 @@
+"""``jgtest run {inspector, random, ppgta, compare-explorers} --game ParkWorld-v0``: the CLI of PPGTA's comparison.
+
+* ``inspector`` / ``random`` — :mod:`jgtest.methods.inspector`;
+* ``ppgta`` — :mod:`jgtest.methods.ppgta`, its models trained first (:mod:`jgtest.methods.ppgta_models`)
+  into ``--ppgta-models DIR`` (default ``OUT/models``) or loaded from there when present;
+* ``compare-explorers`` — the three over the same episodes and starts (same seed), every test's
+  frames read by PPGTA's texture oracle; ``OUT/{ppgta,inspector,random}/`` hold each run,
+  ``OUT/summary.json`` the comparison, ``OUT/ooi_tested.png`` Fig. 8's curves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+AGENTS = ("ppgta", "inspector", "random")
+
+
+def _episodes(args) -> int:
+    return args.episodes if args.episodes is not None else (10 if args.quick else 45)
+
+
+def _models(args, out: Path, console):
+    """PPGTA's models: loaded from ``--ppgta-models`` (or ``OUT/models``) when trained there, else trained there."""
+    from jgtest.methods import ppgta_models
+
+    config = ppgta_models.PPGTAModelsConfig.quick(args.seed) if args.quick else ppgta_models.PPGTAModelsConfig(seed=args.seed)
+    where = Path(args.ppgta_models) if args.ppgta_models else out / "models"
+    if (where / "models.msgpack").exists():
+        try:
+            return ppgta_models.load_models(config, where)
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+    console.print(f"training PPGTA's models into {where} (demonstrations, inverse dynamics, imitation, detector, texture oracle)")
+    return ppgta_models.train_models(config, where, log=lambda line: console.print(f"  {line}"))
+
+
+def _ppgta_config(args, models, episodes):
+    from jgtest.methods import ppgta
+
+    try:
+        return ppgta.PPGTAConfig(episodes=episodes, seed=args.seed, detector=args.detector, models=models.config)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def _inspector_config(agent: str, args, episodes):
+    from jgtest.methods import inspector
+
+    try:
+        return inspector.InspectorConfig(agent=agent, episodes=episodes, seed=args.seed)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def _progress(args, console):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("OOIs tested {task.fields[tested]}"), TimeElapsedColumn())
+    return Progress(*columns, console=console, disable=args.quiet)
+
+
+def _play(agent: str, args, out: Path, models, episodes: int, progress) -> dict:
+    from jgtest.methods import inspector, ppgta
+
+    task = progress.add_task(f"{agent} × {args.game} (episodes)", total=episodes, tested=0)
+    on_episode = lambda done, total, tested: progress.update(task, completed=done, tested=tested)
+    if agent == "ppgta":
+        return ppgta.run(_ppgta_config(args, models, episodes), models, out, on_episode=on_episode, resume=args.resume)
+    oracle = models.oracle if models is not None else None
+    return inspector.run(_inspector_config(agent, args, episodes), out, on_episode=on_episode, resume=args.resume, oracle=oracle)
+
+
+def rows(summary: dict, agent: str, episodes: int) -> list[tuple[str, str, str]]:
+    """The table's rows for one agent: ``(measure, ours, paper)``."""
+    paper = summary["paper"].get(agent, {})
+    at = summary["at_paper_episodes"]
+    fmt_paper = lambda key, f: f(paper[key]) if key in paper else "—"
+    out = [
+        ("pathway coverage", f"{summary['pathway_coverage']:.1%}", fmt_paper("pathway_coverage_45", lambda v: f"{v:.0%} after 45")),
+        ("OOIs tested after 18 episodes", str(at["ooi_tested_18"]) if episodes >= 18 else "—", fmt_paper("ooi_tested_18", str)),
+        ("OOIs tested after 45 episodes", str(at["ooi_tested_45"]) if episodes >= 45 else "—", fmt_paper("ooi_tested_45", str)),
+        ("OOIs tested (this run)", f"{summary['ooi_tested']} of {summary['ooi_total']} ({summary['ooi_success']} succeeded)", f"of {summary['paper']['ooi_total']}"),
+        ("test success rate (of all OOIs)", f"{summary['test_success_rate']:.1%}", fmt_paper("test_success_rate", lambda v: f"{v:.0%}")),
+        ("unreachable OOIs (flood fill)", str(summary["ooi_unreachable"]), "—"),
+        ("texture bugs found", f"{summary['texture_bugs_found']} of {summary['texture_bugs_total']}", "—"),
+    ]  # fmt: skip
+    if "texture_oracle" in summary:
+        o = summary["texture_oracle"]
+        out.append(("texture oracle precision / recall (tested OOIs)", f"{o['precision']:.2f} / {o['recall']:.2f}", "— (beyond the paper)"))
+    return out
+
+
+def run_park(args, prepare_out_dir) -> int:
+    """``jgtest run`` for the park's agents (module docstring)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from jgtest.report.records import jsonable
+
+    if args.game != "ParkWorld-v0":
+        raise SystemExit(f"error: {args.method} runs on ParkWorld-v0, got --game {args.game}")
+    episodes = _episodes(args)
+    if episodes < 1:
+        raise SystemExit(f"error: --episodes must be at least 1, got {episodes}")
+    if args.resume:
+        out = Path(args.out)
+        if not (out / "config.json").exists():
+            raise SystemExit(f"error: --resume: {args.out!r} holds no campaign to resume")
+    else:
+        out = prepare_out_dir(args.out, args.overwrite)
+    console = Console(stderr=True)
+    agents = AGENTS if args.method == "compare-explorers" else (args.method,)
+    models = _models(args, out, console) if ("ppgta" in agents) else None
+    summaries = {}
+    with _progress(args, console) as progress:
+        for agent in agents:
+            summaries[agent] = _play(agent, args, out / agent if len(agents) > 1 else out, models, episodes, progress)
+    for agent, summary in summaries.items():
+        table = Table(title=f"{agent} on {args.game}: {episodes} episodes of {summary['episode_steps']:,} steps")
+        for column in ("", "ours", "paper (PPGTA §VI)"):
+            table.add_column(column, justify="right")
+        for row in rows(summary, agent, episodes):
+            table.add_row(*row)
+        Console().print(table)
+    if len(agents) > 1:
+        comparison = compare(summaries, models)
+        (out / "summary.json").write_text(json.dumps(jsonable(comparison), indent=2))
+        from jgtest.report.park_maps import ooi_tested_plot
+
+        ooi_tested_plot({a: s["curves"]["ooi_tested"] for a, s in summaries.items()}, out / "ooi_tested.png", next(iter(summaries.values()))["paper"])
+        print(f"wrote {out}: summary.json, ooi_tested.png; each agent's run in {out}/AGENT/ (summary.json, bugs.jsonl, traces.png, tests.png)")
+    else:
+        print(f"wrote {out}: summary.json, bugs.jsonl, traces.png, tests.png")
+    return 0
+
+
+def compare(summaries: dict, models) -> dict:
+    """The comparison's ``summary.json``: per agent the headline numbers and curves, the paper's, and the models' metrics."""
+    keys = ("pathway_coverage", "ooi_tested", "ooi_total", "ooi_success", "test_success_rate", "texture_bugs_found", "texture_oracle", "at_paper_episodes", "curves", "wall_s")
+    first = next(iter(summaries.values()))
+    return {
+        "game": "ParkWorld-v0", "episodes": first["episodes"], "episode_steps": first["episode_steps"],
+        "agents": {a: {k: s[k] for k in keys if k in s} for a, s in summaries.items()}, "paper": first["paper"],
+        "models": {k: {m: v for m, v in models.metrics[k].items() if m != "history"} for k in ("detector", "oracle", "path", "circle")
+                   if models is not None and k in models.metrics},
+    }  # fmt: skip

@@ -1,0 +1,184 @@
+"""The host loop of a ParkWorld testing campaign, shared by Inspector, the random agent and PPGTA.
+
+A campaign object (:class:`jgtest.methods.inspector.InspectorCampaign`,
+:class:`jgtest.methods.ppgta.PPGTACampaign`) gives the jitted pieces:
+``init(key) -> carry``, ``start_round(carry, round) -> carry`` and
+``rollout(carry, key) -> (carry, out)``, ``out`` holding per step and game
+``position``, ``executed``, and the tester's events (``done``, ``success``,
+``walked``, ``target``) and, when the campaign has a texture oracle,
+``bug_prob [T, N, 3]`` and ``shown [T, N]`` (:func:`oracle_outputs`).
+
+:func:`run_campaign` plays ``episodes / num_envs`` rounds of ``episode_steps``
+steps and keeps the books: cells visited per episode, each object's test outcome and
+the episode it ended in, the oracle's evidence per object. Bug records are
+written the moment a test ends: with an oracle, a record per object it flags
+(its judgement from the frames of the walk); without one, a record per
+texture-bugged object whose test succeeded (the ground truth). A checkpoint
+(orbax, :class:`jgtest.checkpoint.Checkpointer`) is written after every round;
+``resume=True`` continues a killed campaign from the last one, keeping the records
+already written and writing none twice.
+
+Files: ``config.json``, ``bugs.jsonl``, ``checkpoints/``, ``summary.json``
+(:func:`summarise`), ``traces.png`` and ``tests.png`` (Fig. 7 and 9).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_coverage_curve
+from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.envs.park_render import OOI_TYPES, TEXTURE_BUGS
+from jgtest.oracles.texture import walk_precision_recall
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+
+#: PPGTA §VI-A–B, Fig. 7–9: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes;
+#: test success rate (successful tests over all objects).
+PAPER = {
+    "inspector": {"pathway_coverage_45": 0.16, "ooi_tested_18": 19, "ooi_tested_45": 40, "test_success_rate": 0.16},
+    "random": {"ooi_tested_18": 9, "ooi_tested_45": 17},
+    "ppgta": {"pathway_coverage_45": 0.80, "ooi_tested_18": 192, "test_success_rate": 0.71},
+    "ooi_total": 247,
+}
+
+
+def oracle_outputs(oracle, next_frames: jax.Array, event: dict) -> dict:
+    """Inside a rollout step: the oracle's probabilities for the object under test in each game's new
+    frame (``bug_prob [N, 3]``) and whether that frame shows it well enough to count (``shown [N]``)."""
+    return {"bug_prob": oracle.probabilities(next_frames, event["target_box"]),
+            "shown": (event["target"] >= 0) & (event["target_pixels"] >= oracle.config.min_pixels)}  # fmt: skip
+
+
+def _fresh_books(c, env) -> dict:
+    k = env.num_oois
+    return {
+        "round": np.int32(0), "elapsed_s": np.float64(0.0), "visited": np.zeros((c.episodes, env.size, env.size), bool),
+        "success": np.zeros(k, bool), "walked": np.zeros(k, bool), "tested_in": np.full(k, -1, np.int32),
+        "bug_sum": np.zeros((k, 3), np.float32), "bug_count": np.zeros(k, np.int32), "flagged": np.zeros(k, bool),
+        "traces": np.zeros((c.rounds, c.episode_steps, c.num_envs, 2), np.float32),
+    }  # fmt: skip
+
+
+def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_episode: Callable[[int, int, int], None] | None = None,
+                 resume: bool = False, extra_config: dict | None = None) -> dict:  # fmt: skip
+    """Runs ``campaign`` in ``out_dir`` (module docstring); returns the summary.
+
+    Args:
+      method: the agent's name in the files (``"inspector"``, ``"random"``, ``"ppgta"``).
+      oracle: the campaign's texture oracle (:class:`jgtest.oracles.texture.TextureOracle`), if any.
+      on_episode: called after each round with ``(episodes done, episodes, objects tested)``.
+      resume: continue from the latest checkpoint in ``out_dir``.
+    """
+    c, env, params = campaign.config, campaign.env, campaign.params
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps({"method": method, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c)), **(extra_config or {})}, indent=2))
+    carry = campaign.init(jax.random.key(c.seed))
+    books = _fresh_books(c, env)
+    kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
+    written = {r.bug_id for r in kept}
+    bugs = np.asarray(params.ooi_bug)
+    with Checkpointer(out_dir / "checkpoints", config_fingerprint(c)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        if resume and ckpt.latest_step() is not None:  # a round's carry: what the learner keeps and the round's games
+            carry, books = ckpt.restore((campaign.start_round(carry, 0), books))
+            books = jax.tree.map(np.asarray, books)
+        start = time.perf_counter() - float(books["elapsed_s"])
+        for r in range(int(books["round"]), c.rounds):
+            carry = campaign.start_round(carry, r)
+            executed = []
+            for k in range(c.episode_steps // c.rollout_steps):
+                carry, out = campaign.rollout(carry, jax.random.fold_in(jax.random.key(c.seed + 1), r * 100_003 + k))
+                out = jax.device_get(out)
+                executed.append(out["executed"])
+                span = slice(k * c.rollout_steps, (k + 1) * c.rollout_steps)
+                books["traces"][r, span] = out["position"]
+                cells = np.floor(out["position"]).astype(int)
+                for i in range(c.num_envs):
+                    books["visited"][r * c.num_envs + i, cells[:, i, 1], cells[:, i, 0]] = True
+                if oracle is not None:
+                    t_idx, i_idx = np.nonzero(out["shown"])
+                    np.add.at(books["bug_sum"], out["target"][t_idx, i_idx], out["bug_prob"][t_idx, i_idx])
+                    np.add.at(books["bug_count"], out["target"][t_idx, i_idx], 1)
+                for t, i in zip(*np.nonzero(out["done"] >= 0)):
+                    obj = int(out["done"][t, i])
+                    if books["tested_in"][obj] >= 0:
+                        continue  # two games tested it in the same step (their memory is shared after the step)
+                    books["success"][obj], books["walked"][obj] = out["success"][t, i], out["walked"][t, i]
+                    books["tested_in"][obj] = r * c.num_envs + i
+                    found, detail = _verdict(oracle, books, obj, bool(out["success"][t, i]), bugs, params)
+                    if found and obj not in written:
+                        step = k * c.rollout_steps + int(t)
+                        actions = np.concatenate(executed)[: step + 1, i]
+                        writer.write(BugRecord(
+                            kind="texture", game="ParkWorld-v0", bug_id=obj, step=step, episode=r, seed=c.seed, env_index=int(i),
+                            actions=tuple(int(a) for a in actions), game_kwargs=c.game_kwargs,
+                            position=tuple(float(v) for v in out["position"][t, i]), wall_s=round(time.perf_counter() - start, 3),
+                            detail=f"{method}: {detail}",
+                        ))  # fmt: skip
+                        written.add(obj)
+            books["round"], books["elapsed_s"] = np.int32(r + 1), np.float64(time.perf_counter() - start)
+            ckpt.save(r + 1, (carry, books))
+            if on_episode is not None:
+                on_episode((r + 1) * c.num_envs, c.episodes, int((books["tested_in"] >= 0).sum()))
+    summary = summarise(method, c, env, params, books, oracle is not None, time.perf_counter() - start)
+    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    from jgtest.report.park_maps import tests_map, traces_map
+
+    traces_map(env.map, books["traces"].reshape(-1, c.num_envs, 2), out_dir / "traces.png", f"{method}: {c.episodes} episodes")
+    tests_map(env.map, np.asarray(params.ooi_pos), summary["outcomes"], env.ooi_reachable(params), out_dir / "tests.png", f"{method}: OOI tests")
+    return summary
+
+
+def _verdict(oracle, books, obj: int, success: bool, bugs, params) -> tuple[bool, str]:
+    """Whether the object's finished test is a bug record, and the record's text."""
+    kind = OOI_TYPES[int(params.ooi_type[obj])]
+    outcome = "succeeded" if success else "failed"
+    if oracle is None:
+        return success and bugs[obj] > 0, f"{TEXTURE_BUGS[bugs[obj]].replace('_', '-')} texture on object {obj} ({kind}), 360° test completed"
+    count = int(books["bug_count"][obj])
+    probs = books["bug_sum"][obj] / max(count, 1)
+    flagged, bug, score = oracle.judge(probs[None], np.array([count > 0]))
+    books["flagged"][obj] = flagged
+    return flagged, (f"texture oracle flags a {TEXTURE_BUGS[bug].replace('_', '-')} texture on object {obj} ({kind}): "
+                     f"P(bug) {score:.2f} over {count} frames of its test, which {outcome}")  # fmt: skip
+
+
+def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_s: float) -> dict:
+    """``summary.json``: coverage, tests, success rate, texture bugs, curves, per-object outcomes, the paper's numbers."""
+    path = env.map.path
+    visited, success, tested_in = books["visited"], books["success"], books["tested_in"]
+    tested = tested_in >= 0
+    reachable = env.ooi_reachable(params)
+    coverage = pathway_coverage_curve(visited, path)
+    tested_by = ooi_tested_curve(tested_in, c.episodes)
+    outcomes = ooi_outcomes(success, tested, reachable)
+    bugged = np.asarray(params.ooi_bug) > 0
+    at = lambda curve, n: curve[min(n, c.episodes) - 1]
+    summary = {
+        "method": method, "game": "ParkWorld-v0", "episodes": c.episodes, "episode_steps": c.episode_steps,
+        "pathway_coverage": float(coverage[-1]),
+        "pathway_coverage_of_reachable": float((visited.any(axis=0) & path & env.map.main).sum() / (path & env.map.main).sum()),
+        "ooi_tested": int(tested.sum()), "ooi_success": outcomes["success"], "ooi_failed": outcomes["failed"],
+        "ooi_walked_round": int(books["walked"].sum()),
+        "ooi_total": env.num_oois, "ooi_unreachable": outcomes["unreachable"], "ooi_missed_unreachable": outcomes["missed_unreachable"],
+        "test_success_rate": outcomes["success"] / env.num_oois,
+        "texture_bugs_total": int(bugged.sum()), "texture_bugs_tested": int((tested & bugged).sum()),
+        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(), "ooi_tested": tested_by.tolist()},
+        "at_paper_episodes": {"ooi_tested_18": int(at(tested_by, 18)), "ooi_tested_45": int(at(tested_by, 45)),
+                              "pathway_coverage_45": float(at(coverage, 45))},  # fmt: skip
+        "paper": PAPER, "outcomes": outcomes["outcome"].tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
+    }  # fmt: skip
+    if with_oracle:
+        summary["texture_bugs_found"] = int((books["flagged"] & tested & bugged).sum())
+        summary["texture_oracle"] = walk_precision_recall(books["flagged"][tested], bugged[tested])
+    else:
+        summary["texture_bugs_found"] = int((success & bugged).sum())
+    return summary

@@ -1,0 +1,285 @@
+"""PPGTA (Abdelfattah, Brown & Zhang): preference-conditioned exploration and learned tests in ``ParkWorld-v0``.
+
+The agent (§IV-C, §V-D, Fig. 1) explores with PPO on the combined reward
+``r^c = α·r^p + (1 − α)·r^e``:
+
+* ``r^e`` — the ensemble-variance novelty of the next frame, downsized to 64×64 and OD-masked
+  (:class:`jgtest.novelty.RND`, 8 predictors; the FE of masked inverse dynamics is the shared
+  backbone under target and predictors, §V-D);
+* ``r^p = −KL(π^e ‖ π^p)`` — the exploration policy's action distribution against the
+  path-following imitation policy's at each step, each carrying its memory of the trajectory
+  so far (:func:`jgtest.novelty.preference_reward`);
+* ``α`` — adapted every step (:func:`jgtest.novelty.adapt_alpha`: 0.8, −0.05 down to 0.5 while
+  ``r^e_t − r^e_{t−1} < −0.1``, +0.1 up to 0.8 when it rises), one α per game.
+
+"For the PPO actor-critic networks, we follow the same architecture of the
+imitation learning policy with two different heads ... We also initialize actor
+and critic networks using the parameter values of the path-following imitation
+learning policy": the actor is a copy of the path policy; the critic a copy
+with a one-unit value head in place of the action head. Both read the FE's
+features of the last K frames (OD-masked around the largest object in view, as
+the policies were trained) and carry their own global GRU state. Our choice: the FE
+stays frozen during PPO (it was fine-tuned by inverse dynamics; the RL signal
+would undo it, and a frozen FE lets a step encode each frame once); PPO's
+update recomputes each step from its stored window of features and GRU states
+(no back-propagation through time across steps). PPO's hyperparameters are
+Inspector's (the paper: "the same PPO hyper-parameter setup as the Inspector's").
+
+When an object of interest shows ``trigger_pixels`` pixels — from the renderer's ground
+truth or from the learned detector (``detector="learned"``,
+:func:`jgtest.vision.detector.detected_objects`) — the **learned 360° test
+behaviour** (the circle imitation policy, its own memory reset, frames OD-masked
+around the object) runs for ``test_steps`` steps (the demonstrations' length) and
+its outcome is judged by the JS divergence of its executed actions to all the
+demonstrations' (§VI-B, the threshold from :mod:`jgtest.methods.ppgta_models`). The
+texture oracle (:mod:`jgtest.oracles.texture`) reads the test's frames.
+
+The host loop, files, checkpoints and summary are :mod:`jgtest.methods.park_campaign`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from jgtest.agents import ppo
+from jgtest.envs.registration import make
+from jgtest.envs.wrappers import od_mask
+from jgtest.methods.ooi_testing import TESTING, OOITestSettings, init_tester, ooi_step
+from jgtest.methods.park_campaign import oracle_outputs, run_campaign
+from jgtest.methods.ppgta_models import PPGTAModels, PPGTAModelsConfig
+from jgtest.nets.recurrent import ImitationPolicy
+from jgtest.novelty import RND, AlphaSchedule, RNDConfig, adapt_alpha, combined_reward, preference_reward
+from jgtest.rollout import episode_key, reset_key
+from jgtest.types import Transition
+from jgtest.vision.detector import detected_objects
+
+DETECTORS = ("ground-truth", "learned")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPGTAConfig:
+    """One PPGTA campaign (module docstring; the rest as :class:`jgtest.methods.inspector.InspectorConfig`).
+
+    Attributes:
+      detector: ``"ground-truth"`` (the renderer's objects) or ``"learned"`` (the trained detector).
+      test_steps: steps of a learned test (0: the models' ``circle_steps``).
+      rnd: the novelty (8 predictors, their variance; its backbone is the FE's convolutions, whatever ``channels`` it gives).
+      alpha: α's schedule.
+      models: the learned models' settings (:class:`jgtest.methods.ppgta_models.PPGTAModelsConfig`).
+    """
+
+    episodes: int = 45
+    num_envs: int = 5
+    episode_steps: int = 2000
+    rollout_steps: int = 200
+    seed: int = 0
+    detector: str = "ground-truth"
+    trigger_pixels: int = 100
+    test_steps: int = 0
+    rnd: RNDConfig = RNDConfig(members=8, reward="variance", shared_backbone=True)
+    rnd_updates: int = 4
+    alpha: AlphaSchedule = AlphaSchedule()
+    hparams: ppo.PPOHyperparams = ppo.PPOHyperparams()
+    models: PPGTAModelsConfig = PPGTAModelsConfig()
+
+    def __post_init__(self):
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {DETECTORS}, got {self.detector!r}")
+        for name in ("episodes", "num_envs", "episode_steps", "rollout_steps", "rnd_updates", "trigger_pixels"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.test_steps < 0:
+            raise ValueError(f"test_steps must be non-negative, got {self.test_steps}")
+        if self.episodes % self.num_envs:
+            raise ValueError(f"episodes ({self.episodes}) must be a multiple of num_envs ({self.num_envs})")
+        if self.episode_steps % self.rollout_steps:
+            raise ValueError(f"rollout_steps ({self.rollout_steps}) must divide episode_steps ({self.episode_steps})")
+        if self.rnd.reward != "variance" or not self.rnd.shared_backbone:
+            raise ValueError("PPGTA's novelty is the ensemble variance over the FE backbone (rnd.reward='variance', shared_backbone=True)")
+
+    @property
+    def rounds(self) -> int:
+        return self.episodes // self.num_envs
+
+    @property
+    def game_kwargs(self) -> dict:
+        return self.models.game_kwargs
+
+    @property
+    def tests(self) -> OOITestSettings:
+        return OOITestSettings(trigger_pixels=self.trigger_pixels, test_steps=self.test_steps or self.models.circle_steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplorerNetwork:
+    """The actor and the critic (each the imitation policy's core with its own head) on stored inputs:
+    ``obs = {"features" [..., K, F], "carry_actor" [..., G], "carry_critic" [..., G]}``; what
+    :func:`jgtest.agents.ppo.make_update` calls."""
+
+    actor: ImitationPolicy
+    critic: ImitationPolicy
+
+    def step(self, params, obs):
+        """``(logits, value, next actor carry, next critic carry)``."""
+        lead = obs["features"].shape[:-2]
+        flat = lambda x, keep: x.reshape(-1, *x.shape[x.ndim - keep :])
+        logits, _, carry_a = self.actor.apply(params["actor"], flat(obs["features"], 2), flat(obs["carry_actor"], 1), method="step")
+        value, _, carry_c = self.critic.apply(params["critic"], flat(obs["features"], 2), flat(obs["carry_critic"], 1), method="step")
+        back = lambda x: x.reshape(*lead, *x.shape[1:])
+        return back(logits), back(value[:, 0]), back(carry_a), back(carry_c)
+
+    def apply(self, params, obs):
+        logits, value, _, _ = self.step(params, obs)
+        return logits, value
+
+
+def explorer_params(path_policy: dict, critic: ImitationPolicy, key) -> dict:
+    """Actor and critic initialised from the path-following policy (§V-D): the actor is its copy, the
+    critic its copy with a zero one-unit value head; the FE is not theirs (frozen, shared)."""
+    core = {k: v for k, v in path_policy["params"].items() if k != "fe"}
+    features = jnp.zeros((1, 1, critic.cnn_dense))
+    fresh = critic.init(key, features, critic.initial_carry(1), method="step")["params"]
+    head = jax.tree.map(jnp.zeros_like, fresh["head"])
+    return {"actor": {"params": core}, "critic": {"params": {**core, "head": head}}}
+
+
+class PPGTACampaign:
+    """The jitted pieces of a PPGTA campaign (:mod:`jgtest.methods.park_campaign`)."""
+
+    def __init__(self, config: PPGTAConfig, models: PPGTAModels):
+        self.config = c = config
+        self.models = models
+        self.oracle = models.oracle
+        self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
+        im = models.imitation_config(self.env.num_actions)
+        self.k = im.k
+        self.policy = im.network
+        self.network = ExplorerNetwork(self.policy, im.network.clone(num_actions=1))
+        self.fe = {"params": {"fe": models.policies["path"]["params"]["fe"]}}
+        channels, kernels, strides = (tuple(x) for x in zip(*c.models.cnn_layers))
+        self.rnd = RND(dataclasses.replace(c.rnd, channels=channels, kernels=kernels, strides=strides))  # the FE's convolutions
+        self.ppo_config = ppo.PPOConfig(game="ParkWorld-v0", num_envs=c.num_envs, num_steps=c.rollout_steps,
+                                        total_timesteps=c.episodes * c.episode_steps, num_evals=1)  # fmt: skip
+        self.update = ppo.make_update(self.ppo_config, self.network)
+        self.start_round = jax.jit(self._start_round)
+        self.rollout = jax.jit(self._rollout)
+
+    # ----- pieces ------------------------------------------------------------
+    def encode(self, frames, boxes):
+        """FE features ``[N, F]`` of ``frames [N, H, W, 3]`` OD-masked around ``boxes [N, 4]`` (empty: all grey)."""
+        return self.policy.apply(self.fe, jax.vmap(od_mask)(frames, boxes), method="encode")
+
+    @property
+    def see(self):
+        """The tester's view of a new frame (``ooi_step``'s ``see``): the learned detector's objects, or
+        ``None`` for the renderer's ground truth."""
+        if self.config.detector == "ground-truth":
+            return None
+        detector = self.models.detector
+        return lambda frame, info: detected_objects(jax.tree.map(lambda x: x[0], detector.detect(frame[None])), info["objects"])
+
+    def od_boxes(self, frames, info):
+        """``[N, 4]``: each new frame's OD-mask box for the explorer (the largest object in view, or the
+        detector's best detection; empty when none)."""
+        if self.config.detector == "ground-truth":
+            return jnp.where(info["od_visible"][:, None], info["od_box"], 0)
+        detections = self.models.detector.detect(frames)
+        best = jnp.argmax(jnp.where(detections["valid"], detections["score"], -1.0), axis=1)
+        box = jnp.take_along_axis(detections["box"], best[:, None, None], axis=1)[:, 0]
+        return jnp.where(detections["valid"].any(axis=1)[:, None], box, 0)
+
+    def init(self, key) -> dict:
+        c, n = self.config, self.config.num_envs
+        k_critic, k_rnd = jax.random.split(key)
+        params = explorer_params(self.models.policies["path"], self.network.critic, k_critic)
+        rnd_state = self.rnd.init(k_rnd)
+        rnd_state = rnd_state.replace(backbone={"params": {k: v for k, v in self.fe["params"]["fe"].items() if k != "dense"}})
+        testers = jax.vmap(lambda _: init_tester(self.env.num_oois, self.env.num_actions))(jnp.arange(n))
+        return {"ppo": (params, ppo.optimizer(c.hparams).init(params), jnp.int32(0)), "rnd": rnd_state, "testers": testers,
+                "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
+
+    def _start_round(self, carry: dict, round_index) -> dict:
+        c, n = self.config, self.config.num_envs
+        keys = jax.vmap(lambda i: reset_key(episode_key(c.seed, i, round_index)))(jnp.arange(n))
+        frames, states = jax.vmap(self.env.reset_env, in_axes=(0, None))(keys, self.params)
+        _, info = jax.vmap(self.env._observe, in_axes=(0, None))(states, self.params)
+        box = self.od_boxes(frames, info)
+        window = jnp.repeat(self.encode(frames, box)[:, None], self.k, axis=1)
+        zeros = self.policy.initial_carry(n)
+        testers = carry["testers"].replace(mode=jnp.zeros_like(carry["testers"].mode), target=jnp.full_like(carry["testers"].target, -1))
+        return {**carry, "frames": frames, "states": states, "testers": testers, "t": jnp.int32(0),
+                "obs": {"features": window, "carry_actor": zeros, "carry_critic": zeros}, "carry_path": zeros,
+                "test_window": window, "carry_test": zeros, "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
+
+    def _rollout(self, carry: dict, key) -> tuple[dict, dict]:
+        c, env, params, n = self.config, self.env, self.params, self.config.num_envs
+        tests, judge = c.tests, (self.models.js["circle"]["reference"], self.models.js["circle"]["threshold"])
+        path, circle = self.models.policies["path"], self.models.policies["circle"]
+        ac_params = carry["ppo"][0]
+
+        def body(loop, k):
+            k_act, k_test, k_step = jax.random.split(k, 3)
+            logits, value, carry_a, carry_c = self.network.step(ac_params, loop["obs"])
+            logits_p, _, carry_path = self.policy.apply(path, loop["obs"]["features"], loop["carry_path"], method="step")
+            action = jax.random.categorical(k_act, logits)
+            log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
+            logits_t, _, carry_test = self.policy.apply(circle, loop["test_window"], loop["carry_test"], method="step")
+            test_action = jax.random.categorical(k_test, logits_t)
+            step_keys = jax.random.split(k_step, n)
+
+            def one(tester, state, a, ta, kk):
+                return ooi_step(env, tests, params, tester, state, a, kk, test_action=ta, judge=judge, see=self.see)
+
+            testers, next_frames, states, info, executed, event = jax.vmap(one)(loop["testers"], loop["states"], action, test_action, step_keys)
+            od_box = self.od_boxes(next_frames, info)
+            testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
+            features = self.encode(next_frames, od_box)
+            next_window = jnp.concatenate([loop["obs"]["features"][:, 1:], features[:, None]], axis=1)
+            next_obs = {"features": next_window, "carry_actor": carry_a, "carry_critic": carry_c}
+            # The test's window: frames masked around the object under test; memory reset when a test starts.
+            started = (testers.mode == TESTING) & (testers.steps == 0)
+            test_features = self.encode(next_frames, testers.box)
+            rolled = jnp.concatenate([loop["test_window"][:, 1:], test_features[:, None]], axis=1)
+            test_window = jnp.where(started[:, None, None], test_features[:, None], rolled)
+            carry_test = jnp.where(started[:, None], 0.0, carry_test)
+            last = loop["t"] + 1 == c.episode_steps
+            out = {
+                "transition": Transition(loop["obs"], action, jnp.zeros(n), jnp.zeros(n, bool), jnp.full(n, last), next_obs, value, log_prob),
+                "r_p": preference_reward(logits, logits_p), "rnd_inputs": self.rnd.preprocess(next_frames, od_box),
+                "position": info["telemetry"].position, "executed": executed, **event, **oracle_outputs(self.oracle, next_frames, event),
+            }  # fmt: skip
+            loop = {**loop, "frames": next_frames, "states": states, "testers": testers, "t": loop["t"] + 1, "obs": next_obs,
+                    "carry_path": carry_path, "test_window": test_window, "carry_test": carry_test}  # fmt: skip
+            return loop, out
+
+        k_run, k_ppo, k_rnd = jax.random.split(key, 3)
+        names = ("frames", "states", "testers", "t", "obs", "carry_path", "test_window", "carry_test")
+        loop, out = jax.lax.scan(body, {k: carry[k] for k in names}, jax.random.split(k_run, c.rollout_steps))
+        traj, inputs = out.pop("transition"), out.pop("rnd_inputs")
+        r_e = self.rnd.reward(carry["rnd"], inputs)  # [T, N]
+
+        def mix(state, r_e_t):
+            alpha, r_e_last = state
+            alpha = adapt_alpha(alpha, r_e_t, r_e_last, c.alpha)
+            return (alpha, r_e_t), alpha
+
+        (alpha, r_e_last), alphas = jax.lax.scan(mix, (carry["alpha"], carry["r_e_last"]), r_e)
+        reward = combined_reward(out["r_p"], r_e, alphas)
+        (ac_params, opt_state), _ = self.update(carry["ppo"], traj.replace(reward=reward), c.hparams, k_ppo)
+        rnd_state = self.rnd.observe(carry["rnd"], inputs)
+        rnd_state, _ = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
+        out.update(alpha=alphas, r_e=r_e)
+        carry = {**carry, **loop, "ppo": (ac_params, opt_state, carry["ppo"][2] + 1), "rnd": rnd_state, "alpha": alpha, "r_e_last": r_e_last}
+        return carry, out
+
+
+def run(config: PPGTAConfig, models: PPGTAModels, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None,
+        resume: bool = False) -> dict:  # fmt: skip
+    """Runs a PPGTA campaign in ``out_dir`` with trained ``models`` (:func:`jgtest.methods.ppgta_models.train_models`)."""
+    return run_campaign(PPGTACampaign(config, models), "ppgta", out_dir, models.oracle, on_episode, resume,
+                        extra_config={"models_metrics": {k: v for k, v in models.metrics.items() if k in ("detector",)}})  # fmt: skip

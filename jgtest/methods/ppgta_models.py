@@ -1,0 +1,209 @@
+"""PPGTA's learned models, trained once before its campaigns (§IV-A, §IV-B, §V-B, §V-D, §VI-B, §VI-C).
+
+:func:`train_models` runs the paper's pipeline on ``ParkWorld-v0`` and saves it:
+
+1. **Demonstrations** (§V-B) from the scripted experts (:mod:`jgtest.envs.park_experts`):
+   ``path_trajectories`` of path following (the paper's 50 "of 2 minutes"; here
+   ``path_steps`` steps each) and ``circle_trajectories`` 360° walks around objects (the paper's 150).
+2. **Masked inverse dynamics** (§IV-A) on both sets: the FE (:mod:`jgtest.agents.inverse_dynamics`).
+3. **Imitation** (§IV-B) of each behaviour with that FE as backbone
+   (:mod:`jgtest.agents.imitation`), and each behaviour's **JS success threshold** from
+   its validation trajectories after training (§VI-B, :func:`jgtest.agents.imitation.js_threshold`);
+   the held-out (test) trajectories' mean JS is reported beside it.
+4. **The detector** (§V-B, §VI-C) on ``detector_shots`` labelled shots (:mod:`jgtest.vision.detector`),
+   its precision and recall at IoU 0.5 on the test split.
+5. **The texture oracle** (beyond the paper, :mod:`jgtest.oracles.texture`) on
+   ``oracle_shots`` close shots; its precision and recall on the held-out 360° walks.
+
+Our CPU choices: the FE is frozen after inverse dynamics (``ImitationConfig.freeze_encoder``:
+the imitation then trains on precomputed features, 40 epochs in minutes instead of hours);
+frames are 64×64, not 128×128; the path demonstrations start anywhere in the park
+(the paper kept them to a region left out of the evaluation).
+
+Files in ``out_dir``: ``models.msgpack`` (every network's parameters), ``models.json`` (the
+config, the metrics above, the training histories).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+
+from jgtest.agents import imitation, inverse_dynamics
+from jgtest.envs.park_experts import demonstrations
+from jgtest.envs.park_shots import shots
+from jgtest.envs.registration import make
+from jgtest.novelty.preference import js_divergence
+from jgtest.oracles import texture
+from jgtest.report.records import jsonable
+from jgtest.vision import detector as detection
+
+BEHAVIOURS = ("path", "circle")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPGTAModelsConfig:
+    """What to train (module docstring). ``policy`` sizes are shared by both behaviours' policies, the
+    inverse-dynamics FE and the explorer's actor and critic."""
+
+    size: int = 256
+    num_oois: int = 248
+    seed: int = 0
+    path_trajectories: int = 50
+    path_steps: int = 200
+    circle_trajectories: int = 150
+    circle_steps: int = 120
+    epsilon: float = 0.1
+    k: int = 4
+    cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
+    cnn_dense: int = 128
+    policy: tuple[tuple[str, object], ...] = (("local_hidden", 64), ("global_hidden", 128), ("mlp", (128, 64)))
+    inverse_epochs: int = 5
+    imitation_epochs: int = 40
+    imitation_warmup: int = 10
+    imitation_batch: int = 8
+    detector_shots: int = 2000
+    detector_epochs: int = 40
+    oracle_shots: int = 4000
+    oracle_epochs: int = 30
+
+    def __post_init__(self):
+        if self.k < 1:
+            raise ValueError(f"k (frames per step) must be at least 1, got {self.k}")
+        for name in ("path_trajectories", "circle_trajectories"):
+            if getattr(self, name) < 3:
+                raise ValueError(f"{name} must be at least 3 (a train/validation/test split), got {getattr(self, name)}")
+        for name in ("path_steps", "circle_steps", "detector_shots", "oracle_shots"):
+            if getattr(self, name) < 2:
+                raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
+
+    @classmethod
+    def quick(cls, seed: int = 0) -> "PPGTAModelsConfig":
+        """Small data and few epochs: the whole pipeline in a few minutes on 2 CPU cores (``--quick``)."""
+        return cls(seed=seed, path_trajectories=16, path_steps=120, circle_trajectories=30, inverse_epochs=2, imitation_epochs=12,
+                   imitation_warmup=3, detector_shots=800, detector_epochs=15, oracle_shots=1200, oracle_epochs=12)  # fmt: skip
+
+    @property
+    def game_kwargs(self) -> dict:
+        return {"size": self.size, "num_oois": self.num_oois}
+
+    def imitation(self, num_actions: int) -> imitation.ImitationConfig:
+        return imitation.ImitationConfig(
+            num_actions=num_actions, k=self.k, batch_size=self.imitation_batch, epochs=self.imitation_epochs,
+            warmup_epochs=min(self.imitation_warmup, self.imitation_epochs), freeze_encoder=True,
+            policy=(("cnn_layers", self.cnn_layers), ("cnn_dense", self.cnn_dense), *self.policy),
+        )  # fmt: skip
+
+    def inverse(self, num_actions: int) -> inverse_dynamics.InverseDynamicsConfig:
+        return inverse_dynamics.InverseDynamicsConfig(num_actions, self.cnn_layers, self.cnn_dense, epochs=self.inverse_epochs)
+
+    @property
+    def detector(self) -> detection.DetectorConfig:
+        return detection.DetectorConfig(epochs=self.detector_epochs)
+
+    @property
+    def oracle(self) -> texture.TextureOracleConfig:
+        return texture.TextureOracleConfig(epochs=self.oracle_epochs)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPGTAModels:
+    """The trained models: policies' parameters per behaviour, JS thresholds and reference distributions,
+    the detector and the texture oracle."""
+
+    config: PPGTAModelsConfig
+    policies: dict  # behaviour -> ImitationPolicy parameters
+    js: dict  # behaviour -> {"threshold", "reference" [A], ...}
+    detector: detection.Detector
+    oracle: texture.TextureOracle
+    metrics: dict
+
+    def imitation_config(self, num_actions: int = 9) -> imitation.ImitationConfig:
+        return self.config.imitation(num_actions)
+
+
+def train_models(config: PPGTAModelsConfig, out_dir: str | Path | None = None, log=print) -> PPGTAModels:
+    """Trains every model (module docstring) and, with ``out_dir``, saves them there."""
+    env, params = make("ParkWorld-v0", **config.game_kwargs)
+    key = jax.random.key(config.seed)
+    k_path, k_circle, k_id, k_im, k_js, k_shots, k_det, k_oracle_shots, k_oracle = jax.random.split(key, 9)
+    start = time.perf_counter()
+    demos = {
+        "path": demonstrations(env, params, k_path, "path", config.path_trajectories, config.path_steps, config.epsilon),
+        "circle": demonstrations(env, params, k_circle, "circle", config.circle_trajectories, config.circle_steps, config.epsilon),
+    }
+    log(f"demonstrations: {config.path_trajectories} path × {config.path_steps}, {config.circle_trajectories} circle × {config.circle_steps} ({time.perf_counter() - start:.0f}s)")
+    inverse = inverse_dynamics.train(config.inverse(env.num_actions), [demos["path"], demos["circle"]], k_id, config.seed)
+    log(f"inverse dynamics: test accuracy {inverse['test_accuracy']:.2f} (majority action {inverse['chance']:.2f}) ({time.perf_counter() - start:.0f}s)")
+    im_config = config.imitation(env.num_actions)
+    policies, js, metrics = {}, {}, {"inverse_dynamics": {k: inverse[k] for k in ("test_accuracy", "chance", "history")}}
+    for i, behaviour in enumerate(BEHAVIOURS):
+        out = imitation.train(im_config, demos[behaviour], jax.random.fold_in(k_im, i), config.seed, encoder=inverse["encoder"])
+        policies[behaviour] = out["params"]
+        js[behaviour] = imitation.js_threshold(im_config, out["params"], demos[behaviour], out["val_idx"], jax.random.fold_in(k_js, i))
+        held_out = imitation.played_distributions(im_config, out["params"], demos[behaviour], out["test_idx"], jax.random.fold_in(k_js, 10 + i))
+        test_js = np.asarray(js_divergence(held_out, js[behaviour]["reference"][None]))
+        metrics[behaviour] = {"history": out["history"], "best_epoch": out["best_epoch"], "stopped_early": out["stopped_early"],
+                              "js_threshold": js[behaviour]["threshold"], "js_validation_mean": js[behaviour]["mean"],
+                              "js_test_mean": float(test_js.mean()), "js_test_below_threshold": float((test_js < js[behaviour]["threshold"]).mean()),
+                              "test_idx": out["test_idx"]}  # fmt: skip
+        log(f"imitation {behaviour}: val CE {out['history'][out['best_epoch']]['val']:.3f} after {len(out['history'])} epochs; "
+            f"JS test {test_js.mean():.4f} vs threshold {js[behaviour]['threshold']:.4f} ({time.perf_counter() - start:.0f}s)")  # fmt: skip
+    det = detection.train(config.detector, shots(env, params, k_shots, config.detector_shots), k_det, config.seed)
+    metrics["detector"] = {"test": det["test"], "history": det["history"]}
+    log(f"detector: precision {det['test']['precision']:.2f}, recall {det['test']['recall']:.2f} at IoU 0.5 ({time.perf_counter() - start:.0f}s)")
+    oracle_data = shots(env, params, k_oracle_shots, config.oracle_shots, max_distance=3.5)
+    orc = texture.train(config.oracle, oracle_data, k_oracle, config.seed)
+    walks = {k: np.asarray(v)[metrics["circle"]["test_idx"]] for k, v in demos["circle"].items()}
+    metrics["oracle"] = {"test_accuracy": orc["test_accuracy"], "history": orc["history"],
+                         "walks": oracle_on_walks(orc["oracle"], params, walks)}  # fmt: skip
+    log(f"texture oracle: crop accuracy {orc['test_accuracy']:.2f}; on held-out walks {metrics['oracle']['walks']} ({time.perf_counter() - start:.0f}s)")
+    metrics["wall_s"] = round(time.perf_counter() - start, 1)
+    models = PPGTAModels(config, policies, js, det["detector"], orc["oracle"], metrics)
+    if out_dir is not None:
+        save_models(models, out_dir)
+    return models
+
+
+def oracle_on_walks(oracle: texture.TextureOracle, params, walks: dict) -> dict:
+    """The oracle's precision and recall over demonstrated 360° walks (``frames``, ``target_box``,
+    ``target_pixels``, ``targets``), each judged on its frames as a campaign judges a test."""
+    probabilities = np.asarray(jax.jit(oracle.probabilities)(jnp.asarray(walks["frames"]), jnp.asarray(walks["target_box"])))
+    shown = np.asarray(walks["target_pixels"]) >= oracle.config.min_pixels
+    flagged = [oracle.judge(p, s)[0] for p, s in zip(probabilities, shown)]
+    return texture.walk_precision_recall(np.array(flagged), np.asarray(params.ooi_bug)[np.asarray(walks["targets"])] > 0)
+
+
+def save_models(models: PPGTAModels, out_dir: str | Path) -> None:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = {"policies": models.policies, "detector": models.detector.params, "oracle": models.oracle.params,
+             "reference": {b: np.asarray(models.js[b]["reference"]) for b in BEHAVIOURS}}  # fmt: skip
+    (out_dir / "models.msgpack").write_bytes(serialization.msgpack_serialize(jax.device_get(state)))
+    js = {b: {k: v for k, v in models.js[b].items() if k != "reference"} for b in BEHAVIOURS}
+    (out_dir / "models.json").write_text(json.dumps(jsonable({"config": dataclasses.asdict(models.config), "js": js, "metrics": models.metrics}), indent=1))
+
+
+def load_models(config: PPGTAModelsConfig, out_dir: str | Path) -> PPGTAModels:
+    """The models :func:`save_models` wrote in ``out_dir``.
+
+    Raises:
+      FileNotFoundError: no models there. ValueError: they were trained with another config.
+    """
+    out_dir = Path(out_dir)
+    if not (out_dir / "models.msgpack").exists():
+        raise FileNotFoundError(f"no PPGTA models in {out_dir} (train them with `jgtest train ppgta-models --out {out_dir}`)")
+    meta = json.loads((out_dir / "models.json").read_text())
+    if meta["config"] != jsonable(dataclasses.asdict(config)):
+        raise ValueError(f"the models in {out_dir} were trained with another config; retrain them or pass the same settings")
+    state = serialization.msgpack_restore((out_dir / "models.msgpack").read_bytes())
+    js = {b: {**meta["js"][b], "reference": jnp.asarray(state["reference"][b])} for b in BEHAVIOURS}
+    det = detection.Detector(config.detector, state["detector"], make("ParkWorld-v0", **config.game_kwargs)[0].camera.res)
+    return PPGTAModels(config, state["policies"], js, det, texture.TextureOracle(config.oracle, state["oracle"]), meta["metrics"])

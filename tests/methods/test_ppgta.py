@@ -1,0 +1,114 @@
+"""PPGTA end to end on tiny untrained models: save and load, the explorer's initialisation, a campaign; and
+(slow) the trained models' quality: JS below threshold for both behaviours, the detector's and the
+texture oracle's precision and recall."""
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jgtest.methods import ppgta, ppgta_models
+from jgtest.methods.park_campaign import run_campaign
+from jgtest.novelty import AlphaSchedule
+from jgtest.oracles import texture
+from jgtest.report.records import read_bug_records
+from jgtest.vision import detector as detection
+
+TINY = ppgta_models.PPGTAModelsConfig(
+    size=64, num_oois=200, path_trajectories=6, path_steps=24, circle_trajectories=6, circle_steps=24, k=2,
+    cnn_layers=((8, 8, 4), (8, 4, 2)), cnn_dense=32, policy=(("local_hidden", 8), ("global_hidden", 16), ("mlp", (16,))),
+    inverse_epochs=1, imitation_epochs=2, imitation_warmup=1, detector_shots=40, detector_epochs=1, oracle_shots=60, oracle_epochs=1,
+)  # fmt: skip
+
+
+def _untrained(config: ppgta_models.PPGTAModelsConfig) -> ppgta_models.PPGTAModels:
+    """Every model at its initialisation (the wiring, not the learning, is under test here; the
+    trained pipeline's quality is the slow test's)."""
+    im = config.imitation(9)
+    net = im.network
+    frames = jnp.zeros((1, config.k, 64, 64, 3), jnp.uint8)
+    policies = {b: net.init(jax.random.key(i), frames, net.initial_carry(1)) for i, b in enumerate(ppgta_models.BEHAVIOURS)}
+    js = {b: {"threshold": 0.3, "mean": 0.1, "std": 0.1, "reference": jnp.full(9, 1 / 9)} for b in ppgta_models.BEHAVIOURS}
+    det = detection.Detector(config.detector, config.detector.network.init(jax.random.key(2), frames[:, 0]), 64)
+    oracle = texture.TextureOracle(config.oracle, texture.TextureNet(config.oracle.width).init(jax.random.key(3), jnp.zeros((1, 32, 32, 3))))
+    return ppgta_models.PPGTAModels(config, policies, js, det, oracle, {"detector": {"test": {"precision": 0.0, "recall": 0.0}}})
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    where = tmp_path_factory.mktemp("models")
+    untrained = _untrained(TINY)
+    ppgta_models.save_models(untrained, where)
+    return untrained, where
+
+
+def test_the_models_are_saved_and_loaded_back(models):
+    trained, where = models
+    loaded = ppgta_models.load_models(TINY, where)
+    for behaviour in ppgta_models.BEHAVIOURS:
+        jax.tree.map(np.testing.assert_array_equal, trained.policies[behaviour], loaded.policies[behaviour])
+        assert loaded.js[behaviour]["threshold"] == pytest.approx(trained.js[behaviour]["threshold"]) and trained.js[behaviour]["threshold"] > 0
+    jax.tree.map(np.testing.assert_array_equal, trained.detector.params, loaded.detector.params)
+    assert json.loads((where / "models.json").read_text())["metrics"] == trained.metrics
+    with pytest.raises(ValueError, match="another config"):
+        ppgta_models.load_models(dataclasses.replace(TINY, k=3), where)
+    with pytest.raises(FileNotFoundError, match="no PPGTA models"):
+        ppgta_models.load_models(TINY, where / "nowhere")
+
+
+def test_actor_and_critic_start_as_the_path_policy(models):
+    trained, _ = models
+    config = ppgta.PPGTAConfig(episodes=2, num_envs=2, episode_steps=40, rollout_steps=20, models=TINY)
+    campaign = ppgta.PPGTACampaign(config, trained)
+    params = campaign.init(jax.random.key(0))["ppo"][0]
+    path = trained.policies["path"]["params"]
+    for name, sub in params["actor"]["params"].items():
+        jax.tree.map(np.testing.assert_array_equal, sub, path[name])
+    for name, sub in params["critic"]["params"].items():
+        if name != "head":
+            jax.tree.map(np.testing.assert_array_equal, sub, path[name])
+    assert float(jnp.abs(params["critic"]["params"]["head"]["kernel"]).sum()) == 0.0  # the value head starts at zero
+
+
+def test_a_campaign_explores_tests_and_records(models, tmp_path):
+    trained, _ = models
+    config = ppgta.PPGTAConfig(episodes=2, num_envs=2, episode_steps=60, rollout_steps=30, models=TINY, test_steps=12, trigger_pixels=60)
+    campaign = ppgta.PPGTACampaign(config, trained)
+    carry = campaign.start_round(campaign.init(jax.random.key(0)), 0)
+    carry, out = campaign.rollout(carry, jax.random.key(1))
+    alpha = np.asarray(out["alpha"])
+    assert alpha.shape == (30, 2) and alpha.min() >= 0.5 - 1e-6 and alpha.max() <= 0.8 + 1e-6
+    assert np.isfinite(np.asarray(out["r_p"])).all() and (np.asarray(out["r_p"]) <= 1e-6).all()  # −KL ≤ 0
+    summary = run_campaign(campaign, "ppgta", tmp_path, trained.oracle)  # ppgta.run, on the campaign compiled above
+    assert 0 < summary["pathway_coverage"] < 1 and summary["ooi_tested"] > 0
+    assert summary["test_success_rate"] == summary["ooi_success"] / summary["ooi_total"]
+    assert set(summary["texture_oracle"]) >= {"precision", "recall"}
+    for record in read_bug_records(tmp_path / "bugs.jsonl"):
+        assert record.kind == "texture" and "texture oracle flags" in record.detail
+    assert (tmp_path / "checkpoints").is_dir() and (tmp_path / "tests.png").exists()
+
+
+def test_bad_settings_are_refused_before_anything_compiles():
+    with pytest.raises(ValueError, match="k .frames per step."):
+        ppgta_models.PPGTAModelsConfig(k=0)
+    with pytest.raises(ValueError, match="detector must be one of"):
+        ppgta.PPGTAConfig(detector="yolo")
+    with pytest.raises(ValueError, match="α bounds"):
+        ppgta.PPGTAConfig(alpha=AlphaSchedule(low=0.8, high=0.5, start=0.6))
+    with pytest.raises(ValueError, match="ensemble variance"):
+        ppgta.PPGTAConfig(rnd=dataclasses.replace(ppgta.PPGTAConfig().rnd, reward="error", members=1))
+
+
+@pytest.mark.slow
+def test_the_trained_models_meet_the_papers_bars(tmp_path):
+    trained = ppgta_models.train_models(ppgta_models.PPGTAModelsConfig(), tmp_path, log=lambda line: None)
+    m = trained.metrics
+    for behaviour in ppgta_models.BEHAVIOURS:  # held-out demonstrations below the threshold set on validation (§VI-B)
+        assert m[behaviour]["js_test_mean"] < m[behaviour]["js_threshold"], (behaviour, m[behaviour])
+    assert m["detector"]["test"]["precision"] >= 0.8 and m["detector"]["test"]["recall"] >= 0.8, m["detector"]["test"]
+    walks = m["oracle"]["walks"]
+    assert walks["precision"] > 0.8 and walks["recall"] > 0.8, walks
+    assert m["inverse_dynamics"]["test_accuracy"] > m["inverse_dynamics"]["chance"] + 0.2
