@@ -139,12 +139,12 @@ def _replay(args) -> int:
     if not -len(records) <= args.index < len(records):
         raise SystemExit(f"error: --index {args.index} is out of range; {args.records} holds {len(records)} records (0..{len(records) - 1})")
     record = records[args.index]
-    if record.kind == "texture":  # found by an object test (PPGTA, Inspector), not by an oracle
+    if record.kind == "texture":  # found by an object test (PPGTA, Inspector)
         from jgtest.methods.inspector import replay_record
 
         reproduced = replay_record(record)
         verdict = "reproduced" if reproduced else "NOT reproduced"
-        print(f"{verdict}: {record.game} object {record.bug_id}, the 360° test of episode {record.episode} of slot "
+        print(f"{verdict}: {record.game} object {record.bug_id}, the test of episode {record.episode} of slot "
               f"{record.env_index}, seed {record.seed}, after {len(record.actions)} actions ({record.detail})")  # fmt: skip
         return 0 if reproduced else 1
     result = replay(record)

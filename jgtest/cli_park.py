@@ -16,6 +16,13 @@ from pathlib import Path
 AGENTS = ("ppgta", "inspector", "random")
 
 
+def _game_args(args) -> dict:
+    """``--game-arg`` options of the park (``size``, ``num_oois``)."""
+    from jgtest.cli import _parse_game_args
+
+    return _parse_game_args(args.game_arg)
+
+
 def _episodes(args) -> int:
     return args.episodes if args.episodes is not None else (10 if args.quick else 45)
 
@@ -24,7 +31,11 @@ def _models(args, out: Path, console):
     """PPGTA's models: loaded from ``--ppgta-models`` (or ``OUT/models``) when trained there, else trained there."""
     from jgtest.methods import ppgta_models
 
-    config = ppgta_models.PPGTAModelsConfig.quick(args.seed) if args.quick else ppgta_models.PPGTAModelsConfig(seed=args.seed)
+    try:  # trained once (seed 0); --seed varies the campaigns
+        game = _game_args(args)
+        config = ppgta_models.PPGTAModelsConfig.quick(**game) if args.quick else ppgta_models.PPGTAModelsConfig(**game)
+    except (ValueError, TypeError) as error:
+        raise SystemExit(f"error: {error}") from None
     where = Path(args.ppgta_models) if args.ppgta_models else out / "models"
     if (where / "models.msgpack").exists():
         try:
@@ -48,8 +59,8 @@ def _inspector_config(agent: str, args, episodes):
     from jgtest.methods import inspector
 
     try:
-        return inspector.InspectorConfig(agent=agent, episodes=episodes, seed=args.seed)
-    except ValueError as error:
+        return inspector.InspectorConfig(agent=agent, episodes=episodes, seed=args.seed, **_game_args(args))
+    except (ValueError, TypeError) as error:
         raise SystemExit(f"error: {error}") from None
 
 
@@ -124,6 +135,7 @@ def run_park(args, prepare_out_dir) -> int:
             table.add_row(*row)
         Console().print(table)
     if len(agents) > 1:
+        Console().print(comparison_table(summaries, episodes))
         comparison = compare(summaries, models)
         (out / "summary.json").write_text(json.dumps(jsonable(comparison), indent=2))
         from jgtest.report.park_maps import ooi_tested_plot
@@ -133,6 +145,25 @@ def run_park(args, prepare_out_dir) -> int:
     else:
         print(f"wrote {out}: summary.json, bugs.jsonl, traces.png, tests.png")
     return 0
+
+
+def comparison_table(summaries: dict, episodes: int):
+    """One row per agent, ours then the paper's in brackets (PPGTA §VI-A, Fig. 7–9)."""
+    from rich.table import Table
+
+    table = Table(title=f"PPGTA, Inspector and random over the same {episodes} episodes and starts (paper in brackets)")
+    for column in ("agent", "pathway coverage", "OOIs tested after 18", "after 45", "test success rate", "texture bugs found"):
+        table.add_column(column, justify="right")
+    for agent, s in summaries.items():
+        paper = s["paper"].get(agent, {})
+        at = s["at_paper_episodes"]
+        cell = lambda ours, key, f=str: f"{ours} ({f(paper[key]) if key in paper else '—'})"
+        table.add_row(
+            agent, cell(f"{s['pathway_coverage']:.1%}", "pathway_coverage_45", lambda v: f"{v:.0%}"),
+            cell(at["ooi_tested_18"] if episodes >= 18 else "—", "ooi_tested_18"), cell(at["ooi_tested_45"] if episodes >= 45 else "—", "ooi_tested_45"),
+            cell(f"{s['test_success_rate']:.1%}", "test_success_rate", lambda v: f"{v:.0%}"), f"{s['texture_bugs_found']} of {s['texture_bugs_total']}",
+        )  # fmt: skip
+    return table
 
 
 def compare(summaries: dict, models) -> dict:

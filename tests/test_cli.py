@@ -144,7 +144,7 @@ def test_park_random_cli_prints_the_papers_numbers_and_replays_texture_records(t
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "pathway coverage" in printed and "paper (PPGTA §VI-A)" in printed
+    assert "pathway coverage" in printed and "paper (PPGTA §VI)" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["method"] == "random" and summary["episodes"] == 5 and summary["ooi_tested"] > 0
     records = read_bug_records(out / "bugs.jsonl")
@@ -153,3 +153,14 @@ def test_park_random_cli_prints_the_papers_numbers_and_replays_texture_records(t
     assert "reproduced" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="multiple of num_envs"):
         main(["run", "inspector", "--game", "ParkWorld-v0", "--episodes", "7", "--out", str(tmp_path / "bad")])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "ppgta", "--game", "BlockMaze-v0"], "runs on ParkWorld-v0"),
+    (["run", "compare-explorers", "--game", "ParkWorld-v0", "--episodes", "0"], "--episodes must be at least 1"),
+    (["run", "ppgta", "--game", "ParkWorld-v0", "--resume"], "holds no campaign to resume"),
+    (["run", "ppgta", "--game", "ParkWorld-v0", "--game-arg", "colour=3"], "unexpected keyword argument 'colour'"),
+])  # fmt: skip
+def test_park_agents_refuse_bad_input_before_any_training(argv, message, tmp_path):
+    with pytest.raises(SystemExit, match=message):
+        main([*argv, "--out", str(tmp_path / "run")])

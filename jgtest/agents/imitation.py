@@ -14,9 +14,13 @@ steps of one trajectory are not shuffled apart; the paper's 64 is in samples);
 early stopping when the validation cross-entropy has not improved for
 ``patience`` epochs after the warm-up, keeping the best epoch's weights.
 
-:func:`train` returns the trained student and its history; :func:`act_distribution`
-plays the policy on a trajectory's frames and returns its action distribution,
-which :func:`jgtest.novelty.js_divergence` compares to the demonstration's (§VI-B).
+:func:`train` returns the trained student and its history (the FE may come from
+masked inverse dynamics, :mod:`jgtest.agents.inverse_dynamics`, and stay frozen:
+``freeze_encoder``, then every frame is encoded once before training).
+:func:`played_distributions` plays the policy on demonstrations' frames and returns
+the histogram of its sampled actions, which :func:`jgtest.novelty.js_divergence`
+compares to the demonstrations' distribution (§VI-B); :func:`js_threshold` sets the
+test-success threshold from the validation trajectories.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.agents.supervised import fit, split_indices
+from jgtest.agents.supervised import fit, make_step, split_indices
 from jgtest.losses.ppgta import inverse_dynamics_loss
 from jgtest.nets.cnn import CNNEncoder
 
@@ -105,13 +105,7 @@ def train(config: InverseDynamicsConfig, demos: list[dict] | dict, key: jax.Arra
     loss_of = lambda p, b, k: inverse_dynamics_loss(network.apply, p, b["tm1"], b["t"], b["a"], b["box"], k)
     take = lambda idx: {k: v[idx] for k, v in flat.items()}
 
-    @jax.jit
-    def step(state, batch, key):
-        params, opt_state = state
-        (loss, _), grads = jax.value_and_grad(loss_of, has_aux=True)(params, batch, key)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
-
+    step = make_step(loss_of, tx, has_aux=True)
     evaluate = jax.jit(loss_of)
 
     def mean_over(params, idx, key):

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import jax
 import numpy as np
+import optax
 
 
 def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx: np.ndarray, batch_size: int,
@@ -84,3 +86,18 @@ def split_indices(n: int, fractions=(0.7, 0.1, 0.2), seed: int = 0, strata: np.n
 def batches_per_epoch(num_train: int, batch_size: int) -> int:
     """Minibatches :func:`fit` runs per epoch (for learning-rate schedules counted in steps)."""
     return max(1, num_train // batch_size)
+
+
+def make_step(loss_fn: Callable, tx: optax.GradientTransformation, has_aux: bool = False) -> Callable:
+    """A jitted minibatch step for :func:`fit`: ``step((params, opt_state), *batch) -> ((params, opt_state),
+    loss)``, the gradient of ``loss_fn(params, *batch)`` (which returns ``(loss, aux)`` with ``has_aux``)
+    through ``tx``."""
+
+    @jax.jit
+    def step(state, *batch):
+        params, opt_state = state
+        out, grads = jax.value_and_grad(loss_fn, has_aux=has_aux)(params, *batch)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), (out[0] if has_aux else out)
+
+    return step

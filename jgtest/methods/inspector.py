@@ -46,7 +46,7 @@ import numpy as np
 
 from jgtest.agents import ppo
 from jgtest.envs.registration import make
-from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_test
+from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
 from jgtest.methods.park_campaign import oracle_outputs, run_campaign
 from jgtest.novelty import RND, RNDConfig
 from jgtest.report.records import BugRecord
@@ -194,7 +194,11 @@ def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int,
 
 def replay_record(record: BugRecord) -> bool:
     """Re-runs a texture record's executed actions from its episode's start on the bare game and checks
-    that they end with a completed 360° walk around its object (:func:`ooi_testing.replay_test`)."""
+    the test again: a completed 360° walk around its object (:func:`ooi_testing.replay_test`) for a
+    record of a completed scripted walk; for one a texture oracle flagged (its test's frames judged),
+    the same trace up to the test's frames showing the object (:func:`ooi_testing.replay_seen`)."""
     env, params = make(record.game, **record.game_kwargs)
     _, state = env.reset_env(reset_key(episode_key(record.seed, record.env_index, record.episode)), params)
+    if "texture oracle" in record.detail:
+        return replay_seen(env, params, state, np.asarray(record.actions), record.bug_id, record.position, OOITestSettings())
     return replay_test(env, params, state, np.asarray(record.actions), record.bug_id)

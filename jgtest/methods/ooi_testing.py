@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jgtest.envs.park_experts import CIRCLE_RADIUS, circle_action
+from jgtest.envs.park_experts import CIRCLE_RADIUS, circle_action, object_in_view
 from jgtest.novelty.preference import js_divergence
 
 EXPLORING, TESTING = 0, 1
@@ -158,21 +158,38 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
     return tester, frame, next_state, next_info, executed, event
 
 
+def _replay(env, params, start_state, actions, target: int):
+    """Positions ``[T + 1, 2]`` and the target's visible pixels ``[T + 1]`` along the replayed ``actions``."""
+    step = jax.jit(env.step_env)
+    observe = jax.jit(env._observe)
+    state = start_state
+    positions, pixels = [np.asarray(state.pos)], [int(object_in_view(observe(state, params)[1]["objects"], target)[1])]
+    for t, action in enumerate(np.asarray(actions, np.int32)):
+        _, state, _, _, info = step(jax.random.key(t), state, jnp.int32(action), params)
+        positions.append(np.asarray(state.pos))
+        pixels.append(int(object_in_view(info["objects"], target)[1]))
+    return np.asarray(positions), np.asarray(pixels)
+
+
 def replay_test(env, params, start_state, actions: np.ndarray, target: int, settings: OOITestSettings = OOITestSettings()) -> bool:
     """Whether the executed ``actions`` from ``start_state`` end with a completed 360° walk around
     ``target``: for some start within the last ``test_budget`` steps (the test's longest; where it
     began is not recorded), the turns around it from there to the end, counted on the steps that end
     near it (within ``CIRCLE_RADIUS + 1``, as :func:`ooi_step` counts them), add up to a full turn."""
-    positions = [np.asarray(start_state.pos)]
-    step = jax.jit(env.step_env)
-    state = start_state
-    for t, action in enumerate(np.asarray(actions, np.int32)):
-        _, state, _, _, _ = step(jax.random.key(t), state, jnp.int32(action), params)
-        positions.append(np.asarray(state.pos))
-    window = np.asarray(positions)[-(settings.test_budget + 1) :]
+    positions, _ = _replay(env, params, start_state, actions, target)
+    window = positions[-(settings.test_budget + 1) :]
     centre = np.asarray(params.ooi_pos[target])
     near = np.linalg.norm(window - centre, axis=-1) < CIRCLE_RADIUS + 1.0
     angles = np.arctan2(window[:, 1] - centre[1], window[:, 0] - centre[0])
     turns = np.arctan2(np.sin(np.diff(angles)), np.cos(np.diff(angles)))
     from_each_start = np.cumsum((turns * near[1:])[::-1])[::-1]
     return bool(from_each_start.size and np.abs(from_each_start).max() >= 2 * np.pi)
+
+
+def replay_seen(env, params, start_state, actions: np.ndarray, target: int, position, settings: OOITestSettings) -> bool:
+    """Whether the executed ``actions`` from ``start_state`` reproduce a test whose frames an oracle
+    judged: the replay ends at the recorded ``position`` and shows ``target`` with at least
+    ``trigger_pixels`` pixels within the test's last ``max(test_steps, test_budget)`` steps."""
+    positions, pixels = _replay(env, params, start_state, actions, target)
+    window = max(settings.test_steps, settings.test_budget) + 1
+    return bool(np.allclose(positions[-1], position, atol=1e-3) and (pixels[-window:] >= settings.trigger_pixels).any())

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_coverage_curve

@@ -85,10 +85,11 @@ class PPGTAModelsConfig:
                 raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
 
     @classmethod
-    def quick(cls, seed: int = 0) -> "PPGTAModelsConfig":
+    def quick(cls, **overrides) -> "PPGTAModelsConfig":
         """Small data and few epochs: the whole pipeline in a few minutes on 2 CPU cores (``--quick``)."""
-        return cls(seed=seed, path_trajectories=16, path_steps=120, circle_trajectories=30, inverse_epochs=2, imitation_epochs=12,
-                   imitation_warmup=3, detector_shots=800, detector_epochs=15, oracle_shots=1200, oracle_epochs=12)  # fmt: skip
+        small = {"path_trajectories": 16, "path_steps": 120, "circle_trajectories": 30, "inverse_epochs": 2, "imitation_epochs": 12,
+                 "imitation_warmup": 3, "detector_shots": 800, "detector_epochs": 15, "oracle_shots": 1200, "oracle_epochs": 12}  # fmt: skip
+        return cls(**{**small, **overrides})
 
     @property
     def game_kwargs(self) -> dict:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.agents.supervised import fit, split_indices
+from jgtest.agents.supervised import fit, make_step, split_indices
 
 
 class TextureNet(nn.Module):
@@ -122,13 +122,7 @@ def train(config: TextureOracleConfig, data: dict, key: jax.Array, seed: int = 0
     def loss_fn(params, crops, labels):
         return optax.softmax_cross_entropy_with_integer_labels(network.apply(params, crops), labels).mean()
 
-    @jax.jit
-    def step(state, crops, labels):
-        params, opt_state = state
-        loss, grads = jax.value_and_grad(loss_fn)(params, crops, labels)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
-
+    step = make_step(loss_fn, tx)
     take = lambda idx: (samples["crops"][idx], samples["label"][idx])
     val_loss = jax.jit(loss_fn)
     out = fit((params, tx.init(params)), lambda state, idx, i: step(state, *take(idx)), lambda state: val_loss(state[0], *take(val_idx)),

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.agents.supervised import fit, split_indices
+from jgtest.agents.supervised import fit, make_step, split_indices
 
 STRIDE = 4
 
@@ -214,13 +214,7 @@ def train(config: DetectorConfig, data: dict, key: jax.Array, seed: int = 0) -> 
     loss_fn = make_loss(config, res)
     take = lambda idx: (frames[idx], jax.tree.map(lambda v: jnp.asarray(v)[idx], objects))
 
-    @jax.jit
-    def step(state, frames, objects):
-        params, opt_state = state
-        loss, grads = jax.value_and_grad(loss_fn)(params, frames, objects)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
-
+    step = make_step(loss_fn, tx)
     val_loss = jax.jit(loss_fn)
     out = fit((params, tx.init(params)), lambda state, idx, i: step(state, *take(idx)), lambda state: val_loss(state[0], *take(val_idx)),
               train_idx, config.batch_size, config.epochs, config.patience, seed)  # fmt: skip

@@ -59,3 +59,29 @@ def test_an_empty_demonstration_set_is_refused():
     demos = _demos(n=0)
     with pytest.raises(ValueError, match="demonstration set is empty"):
         train(ImitationConfig(num_actions=3, policy=SMALL), demos, jax.random.key(0))
+
+
+def test_masked_inverse_dynamics_learns_the_action_between_two_frames():
+    from jgtest.agents import inverse_dynamics
+
+    # frame t+1 shows the action taken on frame t (brightness 40·a): predictable from the pair, not from frame t alone
+    demos = _demos(n=12, steps=10)
+    shifted = {**demos, "frames": jnp.concatenate([demos["frames"][:, :1], demos["frames"][:, :-1]], axis=1)}
+    config = inverse_dynamics.InverseDynamicsConfig(num_actions=3, cnn_layers=((8, 4, 4), (8, 3, 2)), cnn_dense=32, batch_size=16, epochs=15, patience=15)
+    out = inverse_dynamics.train(config, [shifted], jax.random.key(0))
+    assert out["test_accuracy"] > 0.9 > out["chance"]
+    policy = ImitationConfig(num_actions=3, policy=SMALL).network
+    shapes = jax.tree.map(jnp.shape, policy.init(jax.random.key(0), demos["frames"][:1, :2], policy.initial_carry(1))["params"]["fe"])
+    assert jax.tree.map(jnp.shape, out["encoder"]) == shapes  # drops into the imitation policy's FE
+    with pytest.raises(ValueError, match="demonstration set is empty"):
+        inverse_dynamics.train(config, [_demos(n=0)], jax.random.key(0))
+
+
+def test_a_frozen_encoder_stays_as_given():
+    config = ImitationConfig(num_actions=3, k=1, batch_size=4, epochs=4, warmup_epochs=1, policy=SMALL, freeze_encoder=True, patience=4)
+    demos = _demos()
+    net = config.network
+    given = jax.tree.map(lambda x: x + 0.01, net.init(jax.random.key(5), demos["frames"][:1, :1], net.initial_carry(1))["params"]["fe"])
+    out = train(config, demos, jax.random.key(0), encoder=given)
+    jax.tree.map(np.testing.assert_array_equal, out["params"]["params"]["fe"], given)
+    assert out["history"][-1]["val"] < out["history"][0]["val"]  # the rest still learns

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jgtest
-from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
+from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig
 from jgtest.nets import BatchNormActorCritic, floored_log_probs
 from jgtest.rollout import replay_trace
 

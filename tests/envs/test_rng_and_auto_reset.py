@@ -1,7 +1,6 @@
 """The games' cheap random draws and the auto-reset key."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

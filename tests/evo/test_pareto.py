@@ -1,7 +1,6 @@
 """Pareto tools against a plain-Python NSGA-II (Deb et al., 2002) on random and tie-heavy points."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.methods import ppgta, ppgta_models
+from jgtest.methods import inspector, ppgta, ppgta_models
 from jgtest.methods.park_campaign import run_campaign
 from jgtest.novelty import AlphaSchedule
 from jgtest.oracles import texture
@@ -88,6 +88,7 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     assert set(summary["texture_oracle"]) >= {"precision", "recall"}
     for record in read_bug_records(tmp_path / "bugs.jsonl"):
         assert record.kind == "texture" and "texture oracle flags" in record.detail
+        assert inspector.replay_record(record)  # the trace leads to the object's test again
     assert (tmp_path / "checkpoints").is_dir() and (tmp_path / "tests.png").exists()
 
 
