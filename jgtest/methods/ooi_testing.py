@@ -18,9 +18,11 @@ game:
   invisible wall or blocked in can be seen but not walked around). Either way
   the object counts as tested and is not triggered again.
 
-PPGTA judges a test's success by the Jensen–Shannon divergence of its actions
-to the demonstrations' (its §VI-B, the next issue); here a test succeeds by
-completing the walk.
+PPGTA's test is a learned behaviour (``test_action`` from its imitation
+policy): it runs ``test_steps`` steps and succeeds when the Jensen–Shannon
+divergence of its executed actions to the demonstrations' is below a threshold
+(§VI-B, ``judge``). The detector's view of the objects can replace the
+ground truth (``see``).
 
 A completed test of a texture-bugged object is a bug: its record holds the
 episode's executed actions up to the test's last step, and :func:`replay_test`

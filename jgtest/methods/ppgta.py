@@ -10,7 +10,9 @@ The agent (§IV-C, §V-D, Fig. 1) explores with PPO on the combined reward
   path-following imitation policy's at each step, each carrying its memory of the trajectory
   so far (:func:`jgtest.novelty.preference_reward`);
 * ``α`` — adapted every step (:func:`jgtest.novelty.adapt_alpha`: 0.8, −0.05 down to 0.5 while
-  ``r^e_t − r^e_{t−1} < −0.1``, +0.1 up to 0.8 when it rises), one α per game.
+  ``r^e_t − r^e_{t−1} < −0.1``, +0.1 up to 0.8 when it rises), one α per game, back to 0.8 at
+  each episode's start; ``r^e`` is the novelty divided by its running standard deviation, so
+  ε = −0.1 is a tenth of its typical spread (the paper does not give r^e's scale).
 
 "For the PPO actor-critic networks, we follow the same architecture of the
 imitation learning policy with two different heads ... We also initialize actor

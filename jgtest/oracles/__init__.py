@@ -9,7 +9,9 @@
 * balance: a player's performance beyond a threshold (Wuji: "one player
   achieves unexpected performance, e.g. too strong or weak");
 * low-FPS: a step's render time above RELINE's threshold ``t``, and RELINE's
-  low-FPS points (cells above ``t`` in more than 50% of their visits).
+  low-FPS points (cells above ``t`` in more than 50% of their visits);
+* texture (:mod:`jgtest.oracles.texture`, beyond PPGTA): a learned classifier of an
+  object's crops over its 360° walk, flagging low-resolution and stretched textures.
 """
 
 from jgtest.oracles.low_fps import low_fps, low_fps_points, reline_threshold

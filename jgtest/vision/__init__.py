@@ -1,0 +1,1 @@
+"""Learned vision from pixels: the object detector of PPGTA's park (:mod:`jgtest.vision.detector`)."""

@@ -104,8 +104,8 @@ def test_bad_settings_are_refused_before_anything_compiles():
 
 
 @pytest.mark.slow
-def test_the_trained_models_meet_the_papers_bars(tmp_path):
-    trained = ppgta_models.train_models(ppgta_models.PPGTAModelsConfig(), tmp_path, log=lambda line: None)
+def test_the_trained_models_meet_the_papers_bars_and_ppgta_outexplores_inspector(tmp_path):
+    trained = ppgta_models.train_models(ppgta_models.PPGTAModelsConfig(), tmp_path / "models", log=lambda line: None)
     m = trained.metrics
     for behaviour in ppgta_models.BEHAVIOURS:  # held-out demonstrations below the threshold set on validation (§VI-B)
         assert m[behaviour]["js_test_mean"] < m[behaviour]["js_threshold"], (behaviour, m[behaviour])
@@ -113,3 +113,10 @@ def test_the_trained_models_meet_the_papers_bars(tmp_path):
     walks = m["oracle"]["walks"]
     assert walks["precision"] > 0.8 and walks["recall"] > 0.8, walks
     assert m["inverse_dynamics"]["test_accuracy"] > m["inverse_dynamics"]["chance"] + 0.2
+    # 10 episodes from the same starts (the 45-episode, 3-seed figures are benchmarks/ppgta_compare.py's)
+    explored = ppgta.run(ppgta.PPGTAConfig(episodes=10), trained, tmp_path / "ppgta")
+    for agent in ("inspector", "random"):
+        other = inspector.run(inspector.InspectorConfig(agent=agent, episodes=10), tmp_path / agent, oracle=trained.oracle)
+        assert explored["pathway_coverage"] > 1.5 * other["pathway_coverage"], (agent, explored["pathway_coverage"], other["pathway_coverage"])
+        assert explored["ooi_tested"] > other["ooi_tested"], (agent, explored["ooi_tested"], other["ooi_tested"])
+    assert explored["texture_oracle"]["precision"] > 0.8 and explored["texture_oracle"]["recall"] > 0.8

@@ -1,0 +1,85 @@
+"""PPGTA against Inspector and random over seeds (PPGTA §VI-A–B, Fig. 7–9): the paper's numbers beside ours.
+
+    python benchmarks/ppgta_compare.py --runs runs/compare_s0 runs/compare_s1 runs/compare_s2 \\
+        --json benchmarks/results/ppgta_compare_45.json
+
+Each run directory is what ``jgtest run compare-explorers --game ParkWorld-v0 --seed S --out DIR``
+writes (45 episodes of 2,000 steps per agent, the same starts for the three; PPGTA's models
+trained once, seed 0). Without ``--runs`` the script runs seeds 0–2 into ``runs/ppgta-compare/seed-S``
+first (``--quick``: 10 episodes, the small models). It prints, per agent, the mean and each
+seed's pathway coverage, OOIs tested after 18 and 45 episodes, test success rate (successful tests
+over all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import write_json  # noqa: E402
+
+AGENTS = ("ppgta", "inspector", "random")
+MEASURES = ("pathway_coverage", "ooi_tested_18", "ooi_tested_45", "test_success_rate", "texture_bugs_found", "wall_s")
+
+
+def _measures(summary: dict) -> dict:
+    at = summary["at_paper_episodes"]
+    return {"pathway_coverage": summary["pathway_coverage"], "ooi_tested_18": at["ooi_tested_18"], "ooi_tested_45": at["ooi_tested_45"],
+            "test_success_rate": summary["test_success_rate"], "texture_bugs_found": summary["texture_bugs_found"], "wall_s": summary["wall_s"],
+            "oracle_precision": summary.get("texture_oracle", {}).get("precision"), "oracle_recall": summary.get("texture_oracle", {}).get("recall")}  # fmt: skip
+
+
+def aggregate(runs: list[Path]) -> dict:
+    per_agent = {a: {} for a in AGENTS}
+    paper = models = None
+    for run in runs:
+        comparison = json.loads((run / "summary.json").read_text())
+        paper, models = comparison["paper"], comparison.get("models")
+        for agent in AGENTS:
+            for key, value in _measures(json.loads((run / agent / "summary.json").read_text())).items():
+                per_agent[agent].setdefault(key, []).append(value)
+    mean = lambda values: sum(values) / len(values) if None not in values else None
+    return {
+        "game": "ParkWorld-v0", "runs": [str(r) for r in runs], "command": "jgtest run compare-explorers --game ParkWorld-v0 --seed S --out DIR",
+        "agents": {a: {"per_seed": m, "mean": {k: mean(v) for k, v in m.items()}} for a, m in per_agent.items()},
+        "paper": paper, "models": models,
+    }  # fmt: skip
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", nargs="*", type=Path, help="compare-explorers run directories to aggregate (default: run seeds 0-2)")
+    parser.add_argument("--quick", action="store_true", help="when running: 10 episodes and the small models")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    runs = args.runs
+    if not runs:
+        from jgtest.cli import main as jgtest
+
+        root = Path("runs/ppgta-compare")
+        runs = [root / f"seed-{s}" for s in range(3)]
+        for seed, run in enumerate(runs):
+            if not (run / "summary.json").exists():
+                quick = ["--quick"] if args.quick else []
+                jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--ppgta-models", str(root / "models"),
+                        "--out", str(run), "--quiet", "--overwrite", *quick])  # fmt: skip
+    result = aggregate(runs)
+    paper = result["paper"]
+    columns = (("pathway_coverage", "pathway_coverage_45", ".1%"), ("ooi_tested_18", "ooi_tested_18", ".1f"),
+               ("ooi_tested_45", "ooi_tested_45", ".1f"), ("test_success_rate", "test_success_rate", ".1%"))  # fmt: skip
+    print(f"{'agent':10s}" + "".join(f"{name:>20s}" for name, _, _ in columns) + f"{'texture bugs found':>20s}")
+    for agent, data in result["agents"].items():
+        ours, theirs = data["mean"], paper.get(agent, {})
+        cells = [f"{format(ours[k], f)} ({format(theirs[pk], f) if pk in theirs else '—'})" for k, pk, f in columns]
+        print(f"{agent:10s}" + "".join(f"{c:>20s}" for c in cells) + f"{ours['texture_bugs_found']:>20.1f}")
+    print("(ours: mean over seeds; paper's in brackets, one run)")
+    write_json(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
