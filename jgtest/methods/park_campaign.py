@@ -166,7 +166,7 @@ def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_
         "pathway_coverage": float(coverage[-1]),
         "pathway_coverage_of_reachable": float((visited.any(axis=0) & path & env.map.main).sum() / (path & env.map.main).sum()),
         "ooi_tested": int(tested.sum()), "ooi_success": outcomes["success"], "ooi_failed": outcomes["failed"],
-        "ooi_walked_round": int(books["walked"].sum()),
+        "ooi_walked_around": int(books["walked"].sum()),
         "ooi_total": env.num_oois, "ooi_unreachable": outcomes["unreachable"], "ooi_missed_unreachable": outcomes["missed_unreachable"],
         "test_success_rate": outcomes["success"] / env.num_oois,
         "texture_bugs_total": int(bugged.sum()), "texture_bugs_tested": int((tested & bugged).sum()),
