@@ -215,11 +215,20 @@ class ParkWorld(TestingEnv):
         phase = state.jump / (params.jump_steps + 1)  # in (0, 1) while the jump lasts, 0 on the ground
         return 0.5 + params.jump_height * jnp.sin(jnp.pi * phase)
 
-    def _observe(self, state: EnvState, params: EnvParams):
-        frame, objects = render(
+    def _render(self, state: EnvState, params: EnvParams):
+        return render(
             self.camera, self._floor, self._drawn, self._textures, state.pos, state.yaw, state.pitch.astype(jnp.float32),
             self.eye_height(state, params), params.ooi_pos, params.ooi_type, params.ooi_bug,
         )  # fmt: skip
+
+    def view(self, state: EnvState, params: EnvParams) -> tuple[jax.Array, jax.Array]:
+        """``(frame, mask)``: the frame and, per pixel, the object it shows (``int32[res, res]``, −1 none;
+        what UnrealCV's ``object_mask`` draws in each object's colour)."""
+        frame, objects = self._render(state, params)
+        return frame, objects["mask"]
+
+    def _observe(self, state: EnvState, params: EnvParams):
+        frame, objects = self._render(state, params)
         ids = objects["id"]
         safe = jnp.maximum(ids, 0)
         visible = (ids >= 0) & (objects["pixels"] >= self.min_visible_pixels)

@@ -173,7 +173,7 @@ def render(camera: Camera, floor: jax.Array, solid_drawn: jax.Array, textures: j
       ``max_visible`` objects drawn (nearest first), ``id`` (int32, −1 for an
       empty slot), ``box`` (int32[4] ``(row0, col0, row1, col1)``, half-open,
       clipped to the frame) and ``pixels`` (int32, how many of the frame's pixels
-      show it).
+      show it); and ``mask`` (int32[res, res], the object each pixel shows, −1 none).
     """
     res, focal, far, k = camera.res, camera.focal, camera.far, camera.max_visible
     direction = jnp.stack([jnp.cos(yaw), jnp.sin(yaw)])
@@ -250,6 +250,7 @@ def render(camera: Camera, floor: jax.Array, solid_drawn: jax.Array, textures: j
         boxes.append(jnp.clip(jnp.stack([jnp.floor(box[0]), jnp.floor(box[1]), jnp.ceil(box[2]), jnp.ceil(box[3])]), 0, res))
     pixels = jnp.sum(owner[None, :, :] == jnp.arange(k)[:, None, None], axis=(1, 2)).astype(jnp.int32)
     order = jnp.arange(k)[::-1]  # nearest first
-    objects = {"id": ids[order], "box": jnp.stack(boxes).astype(jnp.int32)[order], "pixels": pixels[order]}
+    objects = {"id": ids[order], "box": jnp.stack(boxes).astype(jnp.int32)[order], "pixels": pixels[order],
+               "mask": jnp.where(owner >= 0, ids[jnp.maximum(owner, 0)], -1)}  # fmt: skip
     frame = jnp.clip(jnp.round(scene), 0, 255).astype(jnp.uint8)
     return frame, objects

@@ -32,6 +32,7 @@ re-runs them on the bare game and checks the walk around that object again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -161,16 +162,25 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
 
 
 def _replay(env, params, start_state, actions, target: int):
-    """Positions ``[T + 1, 2]`` and the target's visible pixels ``[T + 1]`` along the replayed ``actions``."""
-    step = jax.jit(env.step_env)
-    observe = jax.jit(env._observe)
-    state = start_state
-    positions, pixels = [np.asarray(state.pos)], [int(object_in_view(observe(state, params)[1]["objects"], target)[1])]
-    for t, action in enumerate(np.asarray(actions, np.int32)):
-        _, state, _, _, info = step(jax.random.key(t), state, jnp.int32(action), params)
-        positions.append(np.asarray(state.pos))
-        pixels.append(int(object_in_view(info["objects"], target)[1]))
-    return np.asarray(positions), np.asarray(pixels)
+    """Positions ``[T + 1, 2]`` and the target's visible pixels ``[T + 1]`` along the replayed ``actions``
+    (one ``lax.scan``, compiled once per game)."""
+    first, (positions, pixels) = _replay_scan(env)(params, start_state, jnp.asarray(actions, jnp.int32), jnp.int32(target))
+    return np.concatenate([np.asarray(start_state.pos)[None], np.asarray(positions)]), np.concatenate([[int(first)], np.asarray(pixels)])
+
+
+@functools.lru_cache(maxsize=8)
+def _replay_scan(env):
+    @jax.jit
+    def run(params, state, actions, target):
+        def body(state, ta):
+            t, action = ta
+            _, state, _, _, info = env.step_env(jax.random.key(t), state, action, params)
+            return state, (state.pos, object_in_view(info["objects"], target)[1])
+
+        first = object_in_view(env._observe(state, params)[1]["objects"], target)[1]
+        return first, jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))[1]
+
+    return run
 
 
 def replay_test(env, params, start_state, actions: np.ndarray, target: int, settings: OOITestSettings = OOITestSettings()) -> bool:

@@ -11,7 +11,7 @@ import jgtest
 from jgtest.envs import park_experts, park_map
 from jgtest.methods import inspector
 from jgtest.methods.park_campaign import run_campaign
-from jgtest.methods.ooi_testing import OOITestSettings, init_tester, replay_test, ooi_step
+from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
 from jgtest.report.records import read_bug_records
 
 ENV, PARAMS = jgtest.make("ParkWorld-v0")
@@ -75,6 +75,12 @@ def test_replay_checks_the_walk():
     assert done_at is not None
     assert replay_test(ENV, PARAMS, start, np.array(executed), target)
     assert not replay_test(ENV, PARAMS, start, np.array(executed[: done_at // 2]), target)  # half a walk is no test
+    # An oracle's record (its test's frames judged): the trace must reproduce and show the object up close.
+    end = np.asarray(state.pos)
+    assert replay_seen(ENV, PARAMS, start, np.array(executed), target, end, SETTINGS)
+    assert not replay_seen(ENV, PARAMS, start, np.array(executed), target, end + 1.0, SETTINGS)  # another trace
+    far = int(np.argmax(np.linalg.norm(np.asarray(PARAMS.ooi_pos) - end, axis=1)))
+    assert not replay_seen(ENV, PARAMS, start, np.array(executed), far, end, SETTINGS)  # never in view
 
 
 def test_campaign_writes_its_run_directory_and_records_replay(tmp_path):

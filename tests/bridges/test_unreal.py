@@ -1,0 +1,145 @@
+"""The Unreal bridge against the local UnrealCV protocol server, through the real ``unrealcv.Client``:
+the wire, every command, pixels equal to the on-device world's, and every fault of the wire."""
+
+import struct
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jgtest
+from envs_bridge import unrealcv_server as server_module
+from envs_bridge.protocol import GameTimeout
+from envs_bridge.unreal import PAPER_KEYS, UnrealConnection, UnrealEnv
+from jgtest.rollout import episode_key, reset_key
+
+GAME = {"size": 64, "num_oois": 40}
+ENV, PARAMS = jgtest.make("ParkWorld-v0", **GAME)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with server_module.UnrealCVServer(delay_s=1.5, **GAME) as running:
+        yield running
+
+
+RESET, STEP = jax.jit(ENV.reset_env), jax.jit(ENV.step_env)
+
+
+def _on_device(seed: int, actions) -> list[np.ndarray]:
+    """The frames the on-device world renders (jitted, as the game behind the server) from the start of
+    ``seed`` under ``actions``."""
+    frame, state = RESET(reset_key(episode_key(seed, 0, 0)), PARAMS)
+    frames = [np.asarray(frame)]
+    for t, a in enumerate(actions):
+        frame, state, _, _, _ = STEP(jax.random.key(t), state, jnp.int32(a), PARAMS)
+        frames.append(np.asarray(frame))
+    return frames
+
+
+def test_the_real_client_speaks_the_wire_protocol(server):
+    from unrealcv import Client
+
+    client = Client(server.address)
+    try:
+        assert client.connect(timeout=2)
+        assert client.request("vrun RestartLevel 3", timeout=5) == "ok"
+        lit = client.request("vget /camera/0/lit png", timeout=5)
+        assert isinstance(lit, bytes) and lit[:8] == b"\x89PNG\r\n\x1a\n"
+        assert client.request("vget /unrealcv/commands", timeout=5).startswith("error No handler found for URI")
+        assert client.request("vget /no/such/thing", timeout=5) == "error No handler found for URI 'vget /no/such/thing'"
+        names = client.request("vget /objects", timeout=5).split()
+        assert len(names) == GAME["num_oois"] and names[0].endswith("_000")
+        assert client.request(f"vget /object/{names[0]}/color", timeout=5).startswith("(R=")
+        assert len(client.request(f"vget /object/{names[0]}/bounds", timeout=5).split()) == 6
+        assert len(client.request("vget /camera/0/rotation", timeout=5).split()) == 3
+        assert client.request("vset /action/game/pause", timeout=5) == "ok" and client.request("vget /action/game/is_paused", timeout=5) == "true"
+        assert client.request("vset /action/game/resume", timeout=5) == "ok"
+        bmp = client.request("vget /camera/0/lit bmp", timeout=5)
+        assert isinstance(bmp, bytes) and bmp[:2] == b"BM"
+    finally:
+        client.disconnect()
+
+
+def test_bridge_frames_equal_the_on_device_world(server):
+    actions = [0, 0, 4, 0, 5, 3, 7, 0]
+    expected = _on_device(5, actions)
+    with UnrealEnv([server.address], timeout_s=5) as env:
+        frames, info = env.reset(5)
+        np.testing.assert_array_equal(frames[0], expected[0])
+        for t, a in enumerate(actions):
+            frames, _, _, truncated, info = env.step(np.array([a]))
+            np.testing.assert_array_equal(frames[0], expected[t + 1])
+            assert not truncated[0]
+        assert info["telemetry"].frame_time_ms[0] > 0
+        assert env.faults == []
+
+
+def test_objects_come_from_the_mask(server):
+    with UnrealEnv([server.address]) as env:
+        env.reset(0)
+        # walk to face an object: teleport beside it, as a test engineer's console would
+        target = 3
+        x, y = np.asarray(PARAMS.ooi_pos[target]) * 100
+        conn = env.connections[0]
+        assert conn.request(f"vset /camera/0/location {x - 180:.1f} {y:.1f} 50") == "ok"
+        assert conn.request("vset /camera/0/rotation 0 0 0") == "ok"
+        frames, _, _, _, info = env.step(np.array([7]))  # look down one step
+        objects = {k: v[0] for k, v in info["objects"].items()}
+        assert target in objects["id"][objects["visible"]]
+        slot = int(np.flatnonzero(objects["id"] == target)[0])
+        r0, c0, r1, c1 = objects["box"][slot]
+        assert objects["pixels"][slot] > 20 and r1 > r0 and c1 > c0
+        assert objects["type"][slot] == int(PARAMS.ooi_type[target])
+
+
+FAULTS = [  # the fault, and what the bridge's error says (it names the command too)
+    ("delay", "no reply within 1s; connection marked broken, reconnecting"),
+    ("drop", "the connection broke"),
+    ("wrong_magic", "the connection broke"),
+    ("truncated", "the connection broke"),
+    ("out_of_order", "no reply within 1s"),
+    ("error", "the game answered 'error injected fault'"),
+    ("dark_text_image", "'vget /camera/0/lit png': expected image bytes, got str"),
+]
+
+
+@pytest.mark.parametrize("fault, message", FAULTS, ids=[f[0] for f in FAULTS])
+def test_the_bridge_survives_each_fault_and_reconnects(server, fault, message):
+    with UnrealEnv([server.address], timeout_s=1.0, connect_timeout_s=2.0) as env:
+        env.reset(1)
+        env.step(np.array([0]))
+        before = env.connections[0].connects
+        server.inject(fault)
+        frames, _, _, truncated, info = env.step(np.array([0]))
+        assert truncated[0], "the faulty step ends the episode cleanly"
+        assert len(env.faults) == 1 and ("vget /camera/0/" in env.faults[0] or "vset /action/keyboard" in env.faults[0])
+        assert message in env.faults[0]
+        frames, _, _, truncated, info = env.step(np.array([0]))  # auto-reset: a fresh episode over the wire again
+        assert info["autoreset"][0] and not truncated[0]
+        expected = _on_device(1 + 1, [])[0]  # the next episode of game 0: seed + episodes * num_envs
+        np.testing.assert_array_equal(frames[0], expected)
+        if fault not in ("error", "dark_text_image"):
+            assert env.connections[0].connects == before + 1  # the broken wire was replaced
+
+
+def test_a_greeting_that_never_comes_is_a_timeout(server):
+    server.inject("no_greeting")
+    connection = UnrealConnection(server.address, timeout_s=1.0, connect_timeout_s=1.0)
+    with pytest.raises(GameTimeout, match="no greeting within 1s"):
+        connection.connect()
+    connection.connect()  # the next connection is greeted
+    assert connection.request("vget /unrealcv/version") == "v1.0.0"
+    connection.close()
+
+
+def test_non_loopback_binds_are_refused():
+    with pytest.raises(ValueError, match="not a loopback address"):
+        server_module.UnrealCVServer(host="0.0.0.0", **GAME)
+
+
+def test_wire_frames_are_little_endian_with_the_magic():
+    frame = server_module.frame_bytes(b"0:ok")
+    assert struct.unpack("<II", frame[:8]) == (0x9E2B83C1, 4) and frame[8:] == b"0:ok"
+    assert len(PAPER_KEYS) == 9 and PAPER_KEYS[0] == "W" and PAPER_KEYS[-1] == "SpaceBar"
