@@ -91,11 +91,6 @@ def init_tester(num_oois: int, num_actions: int = 9) -> OOITesterState:
     )  # fmt: skip
 
 
-def _bearing(params, target, pos):
-    rel = pos - params.ooi_pos[target]
-    return jnp.arctan2(rel[1], rel[0])
-
-
 def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, state, action, key, test_action=None,
              judge=None, see=None):  # fmt: skip
     """One step of one game under the tester (module docstring).
@@ -120,11 +115,29 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
     testing = tester.mode == TESTING
     target = jnp.maximum(tester.target, 0)
     test_action = circle_action(params, state, target, key, epsilon=0.0) if test_action is None else test_action
-    executed = jnp.where(testing, test_action, action).astype(jnp.int32)
+    executed = executed_action(tester, action, test_action)
     frame, next_state, _, _, next_info = env.step_env(key, state, executed, params)
-    angle = _bearing(params, target, next_state.pos)
+    objects = next_info["objects"] if see is None else see(frame, next_info)
+    tester, event = tester_transition(settings, tester, executed, next_state.pos, params.ooi_pos, objects, judge)
+    return tester, frame, next_state, next_info, executed, event
+
+
+def executed_action(tester: OOITesterState, action, test_action):
+    """The action a game executes: the test's while a test runs, else the explorer's."""
+    return jnp.where(tester.mode == TESTING, test_action, action).astype(jnp.int32)
+
+
+def tester_transition(settings: OOITestSettings, tester: OOITesterState, executed, position, ooi_pos, objects, judge=None):
+    """The tester's bookkeeping after a step, from what any game reports (on device, or a bridged game's
+    host arrays): the ``executed`` action, the player's new ``position`` ``(x, y)`` in cells, the objects'
+    positions ``ooi_pos [K, 2]`` and the ``objects`` the new frame shows (``id``, ``box``, ``pixels``,
+    ``visible``). Returns ``(tester, event)`` (:func:`ooi_step`). Jittable."""
+    testing = tester.mode == TESTING
+    target = jnp.maximum(tester.target, 0)
+    bearing = lambda obj: jnp.arctan2(position[1] - ooi_pos[obj][1], position[0] - ooi_pos[obj][0])
+    angle = bearing(target)
     turn = jnp.arctan2(jnp.sin(angle - tester.last_angle), jnp.cos(angle - tester.last_angle))
-    near = jnp.linalg.norm(next_state.pos - params.ooi_pos[target]) < CIRCLE_RADIUS + 1.0
+    near = jnp.linalg.norm(position - ooi_pos[target]) < CIRCLE_RADIUS + 1.0
     swept = jnp.where(testing, tester.swept + jnp.where(near, turn, 0.0), 0.0)
     steps = jnp.where(testing, tester.steps + 1, 0)
     counts = tester.counts + testing * jax.nn.one_hot(executed, tester.counts.shape[0])
@@ -138,7 +151,6 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
     tested = tester.tested.at[target].set(tester.tested[target] | finished)
 
     # A new test: the visible untested object with the most pixels, if it shows enough of them.
-    objects = next_info["objects"] if see is None else see(frame, next_info)
     ids = jnp.maximum(objects["id"], 0)
     candidate = objects["visible"] & (objects["id"] >= 0) & (objects["pixels"] >= settings.trigger_pixels) & ~tested[ids]
     pick = jnp.argmax(jnp.where(candidate, objects["pixels"], -1))
@@ -153,12 +165,12 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
         mode=mode.astype(jnp.int32), target=now,
         steps=jnp.where(start | finished, 0, steps).astype(jnp.int32),
         swept=jnp.where(start | finished, 0.0, swept).astype(jnp.float32),
-        last_angle=jnp.where(start, _bearing(params, new_target, next_state.pos), angle).astype(jnp.float32),
+        last_angle=jnp.where(start, bearing(new_target), angle).astype(jnp.float32),
         tested=tested, counts=jnp.where(start | finished, 0.0, counts).astype(jnp.float32), box=box,
     )  # fmt: skip
     event = {"done": jnp.where(finished, target, -1).astype(jnp.int32), "success": success, "walked": finished & (jnp.abs(swept) >= 2 * jnp.pi),
              "testing": testing, "target": now, "target_box": box, "target_pixels": pixels}  # fmt: skip
-    return tester, frame, next_state, next_info, executed, event
+    return tester, event
 
 
 def _replay(env, params, start_state, actions, target: int):
@@ -205,3 +217,34 @@ def replay_seen(env, params, start_state, actions: np.ndarray, target: int, posi
     positions, pixels = _replay(env, params, start_state, actions, target)
     window = max(settings.test_steps, settings.test_budget) + 1
     return bool(np.allclose(positions[-1], position, atol=1e-3) and (pixels[-window:] >= settings.trigger_pixels).any())
+
+
+def host_episode(env, seed: int, actions, settings: OOITestSettings, ooi_pos, judge=None, test_actions=None) -> list[dict]:
+    """Object tests over one episode of a bridged game (a host env: :class:`envs_bridge.unreal.UnrealEnv`),
+    the tester's bookkeeping the same jitted :func:`tester_transition` as on device: game 0 plays
+    ``actions`` from ``env.reset(seed)`` (``test_actions``, when given, while a test runs).
+
+    Returns:
+      one ``event`` per step (:func:`ooi_step`'s), as numpy values, with the ``executed`` action.
+    """
+    transition = _host_transition(settings)
+    ooi_pos = jnp.asarray(ooi_pos, jnp.float32)
+    tester = init_tester(int(ooi_pos.shape[0]), env.num_actions)
+    env.reset(seed)
+    events = []
+    for t, action in enumerate(np.asarray(actions, np.int32)):
+        test_action = action if test_actions is None else int(test_actions[t])
+        executed = int(executed_action(tester, jnp.int32(action), jnp.int32(test_action)))
+        _, _, _, truncated, info = env.step(np.array([executed]))
+        if truncated[0]:
+            raise RuntimeError(f"{env.name}: the episode ended at step {t} (faults: {env.faults[-3:]})")
+        objects = {k: jnp.asarray(v[0]).astype(jnp.bool_ if k == "visible" else jnp.int32) for k, v in info["objects"].items()}
+        position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
+        tester, event = transition(tester, jnp.int32(executed), position, ooi_pos, objects, judge)
+        events.append({**jax.device_get(event), "executed": executed})
+    return events
+
+
+@functools.lru_cache(maxsize=8)
+def _host_transition(settings: OOITestSettings):
+    return jax.jit(lambda tester, executed, position, ooi_pos, objects, judge: tester_transition(settings, tester, executed, position, ooi_pos, objects, judge))

@@ -12,6 +12,7 @@ import jgtest
 from envs_bridge import unrealcv_server as server_module
 from envs_bridge.protocol import GameTimeout
 from envs_bridge.unreal import PAPER_KEYS, UnrealConnection, UnrealEnv
+from jgtest.methods.ooi_testing import OOITestSettings, host_episode, init_tester, ooi_step
 from jgtest.rollout import episode_key, reset_key
 
 GAME = {"size": 64, "num_oois": 40}
@@ -143,3 +144,23 @@ def test_wire_frames_are_little_endian_with_the_magic():
     frame = server_module.frame_bytes(b"0:ok")
     assert struct.unpack("<II", frame[:8]) == (0x9E2B83C1, 4) and frame[8:] == b"0:ok"
     assert len(PAPER_KEYS) == 9 and PAPER_KEYS[0] == "W" and PAPER_KEYS[-1] == "SpaceBar"
+
+
+def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(server):
+    settings = OOITestSettings(trigger_pixels=60, test_steps=8)
+    judge = (jnp.full(9, 1 / 9), 0.35)
+    rng = np.random.default_rng(11)  # a walk that meets four objects from seed 3's start
+    actions = rng.choice(9, size=160, p=[0.5, 0.05, 0.05, 0.05, 0.15, 0.15, 0.0, 0.0, 0.05])
+    step = jax.jit(lambda tester, state, a, key: ooi_step(ENV, settings, PARAMS, tester, state, a, key, test_action=a, judge=judge))
+    _, state = RESET(reset_key(episode_key(3, 0, 0)), PARAMS)
+    tester, on_device = init_tester(ENV.num_oois), []
+    for t, a in enumerate(actions):
+        tester, _, state, _, _, event = step(tester, state, jnp.int32(a), jax.random.key(t))
+        on_device.append(jax.device_get(event))
+    with UnrealEnv([server.address]) as env:
+        env.reset(3)
+        ooi_pos = env.objects[0]["location"][:, :2] / env.units_per_cell
+        bridged = host_episode(env, 3, actions, settings, ooi_pos, judge)
+    ends = lambda events: [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
+    assert len(ends(on_device)) >= 3 and ends(bridged) == ends(on_device)  # same objects tested, at the same steps, same verdicts
+    assert [int(e["target"]) for e in bridged] == [int(e["target"]) for e in on_device]
