@@ -112,7 +112,6 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
       it), ``testing`` (whether this step was a test's), ``target`` (the object under test after this step's
       frame, −1 none) and ``target_box``, ``target_pixels`` (its box and pixels in that frame).
     """
-    testing = tester.mode == TESTING
     target = jnp.maximum(tester.target, 0)
     test_action = circle_action(params, state, target, key, epsilon=0.0) if test_action is None else test_action
     executed = executed_action(tester, action, test_action)
