@@ -176,6 +176,7 @@ class UnrealCVServer:
         self.delay_s, self.project = delay_s, project
         self.game = ParkGame(tick_s, **game_kwargs)
         self.faults: deque[str] = deque()
+        self._skip = 0
         self.requests: list[str] = []  # every command received, in order
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
@@ -217,16 +218,21 @@ class UnrealCVServer:
     def __exit__(self, *exc):
         self.stop()
 
-    def inject(self, fault: str, times: int = 1) -> None:
-        """The next ``times`` replies (``no_greeting``: connections) suffer ``fault``."""
+    def inject(self, fault: str, times: int = 1, after: int = 0) -> None:
+        """The next ``times`` replies (``no_greeting``: connections) suffer ``fault``, once ``after`` more
+        requests have been answered normally."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
         with self._lock:
             self.faults.extend([fault] * times)
+            self._skip = after
 
     def _take(self, *wanted: str) -> str | None:
         with self._lock:
             if self.faults and self.faults[0] in wanted:
+                if self._skip > 0 and self.faults[0] != "no_greeting":
+                    self._skip -= 1
+                    return None
                 return self.faults.popleft()
         return None
 

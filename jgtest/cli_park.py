@@ -109,8 +109,10 @@ def run_park(args, prepare_out_dir) -> int:
 
     from jgtest.report.records import jsonable
 
+    if args.game.startswith("unreal:"):
+        return run_unreal(args, prepare_out_dir)
     if args.game != "ParkWorld-v0":
-        raise SystemExit(f"error: {args.method} runs on ParkWorld-v0, got --game {args.game}")
+        raise SystemExit(f"error: {args.method} runs on ParkWorld-v0 or unreal:HOST:PORT, got --game {args.game}")
     episodes = _episodes(args)
     if episodes < 1:
         raise SystemExit(f"error: --episodes must be at least 1, got {episodes}")
@@ -164,6 +166,33 @@ def comparison_table(summaries: dict, episodes: int):
             cell(f"{s['test_success_rate']:.1%}", "test_success_rate", lambda v: f"{v:.0%}"), f"{s['texture_bugs_found']} of {s['texture_bugs_total']}",
         )  # fmt: skip
     return table
+
+
+def run_unreal(args, prepare_out_dir) -> int:
+    """``jgtest run {ppgta, random} --game unreal:HOST:PORT`` (or ``unreal:/path/to/socket``): PPGTA's trained
+    models drive an Unreal game through UnrealCV (:mod:`jgtest.methods.bridged_campaign`)."""
+    from rich.console import Console
+
+    from envs_bridge.unreal import UnrealEnv
+    from jgtest.methods.bridged_campaign import AGENTS as BRIDGED, run_bridged
+
+    if args.method not in BRIDGED:
+        raise SystemExit(f"error: over an Unreal game, --method must be one of {', '.join(BRIDGED)} (Inspector learns on the device twin only)")
+    where = args.game[len("unreal:"):]
+    host, _, port = where.rpartition(":")
+    endpoint = where if where.startswith("/") else (host, int(port)) if port.isdigit() and host else None
+    if endpoint is None:
+        raise SystemExit(f"error: --game unreal:HOST:PORT or unreal:/path/to/socket, got {args.game!r}")
+    out = prepare_out_dir(args.out, args.overwrite)
+    console = Console(stderr=True)
+    if not args.ppgta_models:
+        raise SystemExit("error: over an Unreal game, pass --ppgta-models DIR (models trained on the device twin: `jgtest run ppgta --game ParkWorld-v0`)")
+    models = _models(args, out, console)
+    with UnrealEnv([endpoint]) as env:
+        summary = run_bridged(env, models, out, agent=args.method, episodes=_episodes(args), episode_steps=2000 if not args.quick else 200, seed=args.seed)
+    print(f"{args.method} over {args.game}: {summary['ooi_tested']} objects tested ({summary['ooi_success']} succeeded), "
+          f"{summary['texture_flagged']} flagged by the texture oracle, {len(summary['faults'])} fault(s) of the wire; wrote {out}")  # fmt: skip
+    return 0
 
 
 def compare(summaries: dict, models) -> dict:

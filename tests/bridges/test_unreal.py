@@ -164,3 +164,21 @@ def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(serve
     ends = lambda events: [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
     assert len(ends(on_device)) >= 3 and ends(bridged) == ends(on_device)  # same objects tested, at the same steps, same verdicts
     assert [int(e["target"]) for e in bridged] == [int(e["target"]) for e in on_device]
+
+
+def test_a_bridged_campaign_survives_a_fault_and_keeps_its_records(server, tmp_path):
+    from jgtest.methods.bridged_campaign import run_bridged
+    from jgtest.report.records import read_bug_records
+    from tests.methods.test_ppgta import TINY, _untrained
+
+    models = _untrained(TINY)  # the wiring, not the learning: an untrained oracle flags what it reads
+    with UnrealEnv([server.address], timeout_s=1.0) as env:
+        env.reset(0)  # reads the objects' catalogue
+        server.inject("drop", after=4 + 4 * 60)  # the campaign's reset (4 requests), then 60 steps of 4 requests
+        summary = run_bridged(env, models, tmp_path, agent="random", episodes=2, episode_steps=80, seed=3, trigger_pixels=40)
+    assert len(summary["faults"]) == 1 and "the connection broke" in summary["faults"][0]
+    assert summary["steps_played"][0] < 80 and summary["steps_played"][1] == 80  # the episode ended, the campaign went on
+    records = read_bug_records(tmp_path / "bugs.jsonl")
+    flagged = {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
+    assert summary["ooi_tested"] >= 1 and {r.bug_id for r in records} == flagged  # every verdict written as it came
+    assert all(r.kind == "texture" and "over the bridge" in r.detail for r in records)
