@@ -182,3 +182,18 @@ def test_a_bridged_campaign_survives_a_fault_and_keeps_its_records(server, tmp_p
     flagged = {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
     assert summary["ooi_tested"] >= 1 and {r.bug_id for r in records} == flagged  # every verdict written as it came
     assert all(r.kind == "texture" and "over the bridge" in r.detail for r in records)
+
+
+def test_a_unix_socket_game_and_no_binary_is_ever_launched(tmp_path, monkeypatch):
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"the bridge tried to launch something: {args[:1]}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)  # unrealcv.launcher starts binaries and docker through it
+    path = str(tmp_path / "unrealcv.sock")
+    with server_module.UnrealCVServer(unix_path=path, size=32, num_oois=8) as unix_server, UnrealEnv([unix_server.address]) as env:
+        frames, info = env.reset(0)
+        assert frames.shape == (1, 64, 64, 3) and env.connections[0].kind == "unix"
+        frames, _, _, truncated, _ = env.step(np.array([0]))
+        assert not truncated[0] and env.faults == []
