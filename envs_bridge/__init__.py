@@ -3,6 +3,8 @@
 * ``ale:MsPacman`` — the Atari game through envpool (:mod:`envs_bridge.ale`).
 * ``supertuxkart:<track>`` — SuperTuxKart through pystk2
   (:mod:`envs_bridge.supertuxkart`), one race per process.
+* ``unreal:HOST:PORT`` or ``unreal:/path/to/socket`` — an Unreal game through UnrealCV
+  (:mod:`envs_bridge.unreal`).
 * Any of them as a game farm of Ray actors, one game process each
   (:mod:`envs_bridge.pool`), for parallel races and crash-proof campaigns.
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import functools
 
-PREFIXES = ("ale", "supertuxkart")
+PREFIXES = ("ale", "supertuxkart", "unreal")
 ALE_GAMES = ("MsPacman",)
 
 
@@ -40,7 +42,11 @@ def game_factory(name: str, **options):
         from envs_bridge.supertuxkart import SuperTuxKartEnv
 
         return functools.partial(SuperTuxKartEnv, track=game or "lighthouse", **options)
-    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>")
+    if prefix == "unreal":
+        from envs_bridge.unreal import unreal_game
+
+        return functools.partial(unreal_game, game, **options)
+    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>, unreal:HOST:PORT")
 
 
 def make(name: str, num_envs: int = 1, seed: int = 0, actors: int = 0, **options):

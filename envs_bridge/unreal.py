@@ -323,3 +323,21 @@ class UnrealEnv(HostEnv):
     def close(self) -> None:
         for conn in self.connections:
             conn.close()
+
+
+def parse_address(address: str):
+    """``HOST:PORT`` to ``(host, port)``; a path (``/…``) stays a unix socket path."""
+    if address.startswith("/"):
+        return address
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"an Unreal game is unreal:HOST:PORT or unreal:/path/to/socket, got unreal:{address}")
+    return host, int(port)
+
+
+def unreal_game(address: str, num_envs: int = 1, seed: int = 0, **options) -> UnrealEnv:
+    """The game at ``address`` (``HOST:PORT`` or a socket path), as :func:`envs_bridge.make` builds it;
+    one game per address (``num_envs`` 1; a farm of Unreal games is a list of endpoints to :class:`UnrealEnv`)."""
+    if num_envs != 1:
+        raise ValueError(f"unreal:{address} is one game; got num_envs={num_envs} (pass several endpoints to UnrealEnv)")
+    return UnrealEnv([parse_address(address)], **options)

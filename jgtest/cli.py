@@ -70,7 +70,7 @@ def _run(args) -> int:
         return _run_reline(args)
     if args.method == "wuji":
         return _run_wuji(args)
-    if args.method in ("inspector", "ppgta", "compare-explorers") or (args.method == "random" and args.game in PARK_GAMES):
+    if args.method in ("inspector", "ppgta", "compare-explorers") or (args.method == "random" and (args.game in PARK_GAMES or args.game.startswith("unreal:"))):
         from jgtest.cli_park import run_park
 
         return run_park(args, prepare_out_dir)

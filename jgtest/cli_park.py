@@ -173,22 +173,21 @@ def run_unreal(args, prepare_out_dir) -> int:
     models drive an Unreal game through UnrealCV (:mod:`jgtest.methods.bridged_campaign`)."""
     from rich.console import Console
 
-    from envs_bridge.unreal import UnrealEnv
+    from jgtest.host_loop import host_game
     from jgtest.methods.bridged_campaign import AGENTS as BRIDGED, run_bridged
 
     if args.method not in BRIDGED:
         raise SystemExit(f"error: over an Unreal game, --method must be one of {', '.join(BRIDGED)} (Inspector learns on the device twin only)")
-    where = args.game[len("unreal:"):]
-    host, _, port = where.rpartition(":")
-    endpoint = where if where.startswith("/") else (host, int(port)) if port.isdigit() and host else None
-    if endpoint is None:
-        raise SystemExit(f"error: --game unreal:HOST:PORT or unreal:/path/to/socket, got {args.game!r}")
+    try:
+        game = host_game(args.game)  # connects lazily, at the first request
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     out = prepare_out_dir(args.out, args.overwrite)
     console = Console(stderr=True)
     if not args.ppgta_models:
         raise SystemExit("error: over an Unreal game, pass --ppgta-models DIR (models trained on the device twin: `jgtest run ppgta --game ParkWorld-v0`)")
     models = _models(args, out, console)
-    with UnrealEnv([endpoint]) as env:
+    with game as env:
         summary = run_bridged(env, models, out, agent=args.method, episodes=_episodes(args), episode_steps=2000 if not args.quick else 200, seed=args.seed)
     print(f"{args.method} over {args.game}: {summary['ooi_tested']} objects tested ({summary['ooi_success']} succeeded), "
           f"{summary['texture_flagged']} flagged by the texture oracle, {len(summary['faults'])} fault(s) of the wire; wrote {out}")  # fmt: skip

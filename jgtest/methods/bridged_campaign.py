@@ -89,10 +89,13 @@ def run_bridged(env, models, out_dir: str | Path, agent: str = "ppgta", episodes
     start, outcomes, key, played = time.perf_counter(), {}, jax.random.key(seed), []
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         for episode in range(episodes):
-            frames, info = env.reset(seed + episode)
+            try:
+                frames, info = env.reset(seed + episode)
+            except RuntimeError:  # the bridge's BridgeError: no game answered (its fault is in env.faults)
+                continue
             catalogue = env.objects[0]
             if catalogue is None:
-                continue  # the game did not answer: its fault is in env.faults
+                continue
             ooi_pos = jnp.asarray(catalogue["location"][:, :2] / env.units_per_cell, jnp.float32)
             loop = fresh(len(catalogue["names"]))
             faults_before = len(env.faults)
