@@ -199,8 +199,7 @@ class PPGTACampaign:
         c, n = self.config, self.config.num_envs
         k_critic, k_rnd = jax.random.split(key)
         params = explorer_params(self.models.policies["path"], self.network.critic, k_critic)
-        rnd_state = self.rnd.init(k_rnd)
-        rnd_state = rnd_state.replace(backbone={"params": {k: v for k, v in self.fe["params"]["fe"].items() if k != "dense"}})
+        rnd_state = self.rnd.init(k_rnd, backbone={"params": {k: v for k, v in self.fe["params"]["fe"].items() if k != "dense"}})
         testers = jax.vmap(lambda _: init_tester(self.env.num_oois, self.env.num_actions))(jnp.arange(n))
         return {"ppo": (params, ppo.optimizer(c.hparams).init(params), jnp.int32(0)), "rnd": rnd_state, "testers": testers,
                 "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip

@@ -27,9 +27,10 @@ inverse dynamics (§IV-A), under target and predictors alike. With
 ``shared_backbone`` (the default, PPGTA) one frozen backbone computes the
 features once per frame and only the MLPs differ: the target's MLP is fixed and
 random, each predictor's MLP is trained, so N members cost one backbone pass and
-N small MLPs. Nothing may be downloaded here, and the inverse-dynamics encoder
-is the next issue's: a fixed, randomly initialised CNN (:class:`jgtest.nets.CNNEncoder`
-shapes) stands in for the FE until one is given (``RNDState.backbone``). Without
+N small MLPs. Nothing may be downloaded here: PPGTA passes its masked
+inverse-dynamics FE's convolutions (``init(key, backbone=...)``,
+:mod:`jgtest.methods.ppgta`); without one, a fixed, randomly initialised CNN
+(:class:`jgtest.nets.CNNEncoder` shapes) stands in for the FE. Without
 it (the original RND, Inspector's), target and predictors are whole networks
 (CNN + MLP) and each predictor trains its CNN too. The members train on one
 shared minibatch (they differ by their initialisation, as the paper's Fig. 4
@@ -158,13 +159,16 @@ class RND:
     def optimizer(self) -> optax.GradientTransformation:
         return optax.adamw(self.config.learning_rate, weight_decay=self.config.weight_decay)
 
-    def init(self, key: jax.Array) -> RNDState:
+    def init(self, key: jax.Array, backbone: dict | None = None) -> RNDState:
+        """A fresh state; ``backbone``: the shared backbone's parameters (``shared_backbone``; e.g. a trained
+        FE's convolutions, in :attr:`backbone_net`'s shape), a random one when ``None``."""
         c = self.config
         k_backbone, k_target, k_members = jax.random.split(key, 3)
         dummy = jnp.zeros((*c.input_size, 3), jnp.uint8)
-        backbone = None
+        if backbone is not None and not c.shared_backbone:
+            raise ValueError("a backbone was given, but this RND has no shared backbone (shared_backbone=False)")
         if c.shared_backbone:
-            backbone = self.backbone_net.init(k_backbone, dummy)
+            backbone = self.backbone_net.init(k_backbone, dummy) if backbone is None else backbone
             dummy = self.backbone_net.apply(backbone, dummy)
         target = self.net.init(k_target, dummy)
         predictors = jax.vmap(lambda k: self.net.init(k, dummy))(jax.random.split(k_members, c.members))

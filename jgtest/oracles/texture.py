@@ -71,7 +71,7 @@ def crop(frame: jax.Array, box: jax.Array, size: int) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True)
 class TextureOracle:
-    """A trained oracle: :meth:`bug_probability` per frame, :meth:`judge` per walk."""
+    """A trained oracle: :meth:`probabilities` per frame, :meth:`judge` per walk."""
 
     config: TextureOracleConfig
     params: dict
