@@ -12,6 +12,7 @@ following ``../shared/UNREALCV.md``:
   mask ``color`` (read once per connection), and each step's ``object_mask png``, whose
   colours give every object's box and pixels in the frame, in the shape of ``ParkWorld``'s
   ``info["objects"]``;
+* the camera's ``rotation``: its yaw (radians, ``info["yaw"]``; the scripted 360° walk steers by it);
 * telemetry: the camera's ``location`` (Unreal units, ``units_per_cell`` to a cell) and the
   **frame time measured at the client** (the ``lit`` request's round trip: a synchronous
   request waits at least one game tick; no UnrealCV command returns the frame rate);
@@ -235,10 +236,12 @@ class UnrealEnv(HostEnv):
         frame_ms = (time.perf_counter() - start) * 1000
         mask = conn.image(f"vget /camera/{self.camera}/object_mask png")
         location = parse_floats(conn.request(f"vget /camera/{self.camera}/location"), 3, "location")
+        rotation = parse_floats(conn.request(f"vget /camera/{self.camera}/rotation"), 3, "rotation")
         objects = self._objects_in_view(self._catalogue(i), mask)
         position = np.array(location[:2]) / self.units_per_cell
         cell = np.clip(np.floor(position).astype(int), 0, self.grid - 1)
-        return lit[..., :3], {"objects": objects, "position": position, "cell": cell[1] * self.grid + cell[0], "frame_ms": frame_ms}
+        return lit[..., :3], {"objects": objects, "position": position, "yaw": np.radians(rotation[1]), "cell": cell[1] * self.grid + cell[0],
+                             "frame_ms": frame_ms}  # fmt: skip
 
     def _objects_in_view(self, catalogue: dict, mask: np.ndarray) -> dict:
         """``ParkWorld``-shaped ``objects`` from the mask: per object shown (most pixels first), its id,
@@ -318,7 +321,7 @@ class UnrealEnv(HostEnv):
             position=pick("position", np.zeros(2)), cell=pick("cell", 0), bugs_fired=np.zeros((self.num_envs, 0), bool),
             game_reward=np.zeros(self.num_envs), frame_time_ms=pick("frame_ms", 0.0), crashed=~np.array(ok),
         )  # fmt: skip
-        return frames, {"telemetry": telemetry, "objects": objects, "autoreset": np.asarray(autoreset, bool), "faults": list(self.faults)}
+        return frames, {"telemetry": telemetry, "yaw": pick("yaw", 0.0), "objects": objects, "autoreset": np.asarray(autoreset, bool), "faults": list(self.faults)}
 
     def close(self) -> None:
         for conn in self.connections:

@@ -380,3 +380,34 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def main(argv=None) -> int:
+    """``python -m envs_bridge.unrealcv_server [--port P | --unix PATH] [--size N --num-oois K]``: serve
+    ``ParkWorld-v0`` over the UnrealCV protocol until interrupted (a stand-in Unreal game for demos)."""
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(prog="python -m envs_bridge.unrealcv_server", description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
+    parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--unix", default=None, metavar="PATH", help="listen on a unix socket instead")
+    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    parser.add_argument("--size", type=int, default=256, help="the park's side in cells")
+    parser.add_argument("--num-oois", type=int, default=248, help="the park's objects")
+    args = parser.parse_args(argv)
+    try:
+        server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, size=args.size, num_oois=args.num_oois)
+    except ValueError as error:
+        parser.error(str(error))
+    with server:
+        print(f"serving ParkWorld-v0 over UnrealCV at {server.address} (Ctrl-C stops)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

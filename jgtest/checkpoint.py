@@ -123,6 +123,43 @@ def config_fingerprint(config: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
+    """The frozen dataclass ``cls`` back from its JSON form (``dataclasses.asdict`` written as JSON, as a
+    run's ``config.json`` holds it): nested dataclass fields (those whose default is a dataclass) are
+    rebuilt from their dicts, JSON lists become tuples; keys of ``data`` that are not fields of ``cls``
+    (a run's extra entries) are left out. The result has the original's :func:`config_fingerprint`,
+    so a run's checkpoints open with it.
+
+    Raises:
+      TypeError: a nested dict with a key its dataclass does not have.
+
+    Example::
+
+        >>> import dataclasses
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Net:
+        ...     sizes: tuple[int, ...] = (64, 64)
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Run:
+        ...     seed: int = 0
+        ...     net: Net = Net()
+        >>> config_from_dict(Run, {"seed": 3, "net": {"sizes": [32]}, "method": "ppo"})
+        Run(seed=3, net=Net(sizes=(32,)))
+    """
+    names = {field.name for field in dataclasses.fields(cls)}
+    return _dataclass_from(cls, {k: v for k, v in data.items() if k in names})
+
+
+def _dataclass_from(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls(**data)``, nested dataclass fields built from their dicts, lists as tuples."""
+    as_tuples = lambda v: tuple(as_tuples(x) for x in v) if isinstance(v, list) else v
+    defaults = {field.name: field.default for field in dataclasses.fields(cls)}
+    if unknown := sorted(set(data) - set(defaults)):
+        raise TypeError(f"{cls.__name__}: unexpected keyword argument {unknown[0]!r}")
+    nested = lambda name, value: dataclasses.is_dataclass(defaults[name]) and isinstance(value, Mapping)
+    return cls(**{k: _dataclass_from(type(defaults[k]), v) if nested(k, v) else as_tuples(v) for k, v in data.items()})
+
+
 # ----------------------------------------------------------------------------
 # Checkpointer
 # ----------------------------------------------------------------------------

@@ -242,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--episodes", type=int, default=None, help="park agents (inspector, random, ppgta): episodes of 2,000 steps (default: the paper's 45)")
     run.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth", help="ppgta: objects from the renderer or the trained detector")
     run.add_argument("--ppgta-models", default=None, metavar="DIR", help="ppgta: trained models to load, or where to train them (default OUT/models)")
+    run.add_argument("--explorer-from", default=None, metavar="RUN",
+                     help="over unreal:…, ppgta and inspector: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "
+                          "(required for inspector; ppgta's default is the path policy its explorer starts from)")  # fmt: skip
     run.add_argument("--actors", type=int, default=0, help="reline on a bridged game: a Ray game farm of N actors (default: in process)")
     run.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):

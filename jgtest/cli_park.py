@@ -39,7 +39,7 @@ def _models(args, out: Path, console):
     where = Path(args.ppgta_models) if args.ppgta_models else out / "models"
     if (where / "models.msgpack").exists():
         try:
-            return ppgta_models.load_models(config, where)
+            return ppgta_models.load_models(where, config)
         except ValueError as error:
             raise SystemExit(f"error: {error}") from None
     console.print(f"training PPGTA's models into {where} (demonstrations, inverse dynamics, imitation, detector, texture oracle)")
@@ -169,26 +169,36 @@ def comparison_table(summaries: dict, episodes: int):
 
 
 def run_unreal(args, prepare_out_dir) -> int:
-    """``jgtest run {ppgta, random} --game unreal:HOST:PORT`` (or ``unreal:/path/to/socket``): PPGTA's trained
-    models drive an Unreal game through UnrealCV (:mod:`jgtest.methods.bridged_campaign`)."""
+    """``jgtest run {ppgta, inspector, random} --game unreal:HOST:PORT`` (or ``unreal:/path/to/socket``): the agents
+    trained on the device twin drive an Unreal game through UnrealCV (:mod:`jgtest.methods.bridged_campaign`)."""
     from rich.console import Console
 
     from jgtest.host_loop import host_game
-    from jgtest.methods.bridged_campaign import AGENTS as BRIDGED, run_bridged
+    from jgtest.methods.bridged_campaign import AGENTS as BRIDGED, BridgedAgent, device_run, run_bridged
+    from jgtest.methods.ppgta_models import load_models
 
     if args.method not in BRIDGED:
-        raise SystemExit(f"error: over an Unreal game, --method must be one of {', '.join(BRIDGED)} (Inspector learns on the device twin only)")
+        raise SystemExit(f"error: over an Unreal game, --method must be one of {', '.join(BRIDGED)}")
     try:
         game = host_game(args.game)  # connects lazily, at the first request
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
-    out = prepare_out_dir(args.out, args.overwrite)
-    console = Console(stderr=True)
     if not args.ppgta_models:
         raise SystemExit("error: over an Unreal game, pass --ppgta-models DIR (models trained on the device twin: `jgtest run ppgta --game ParkWorld-v0`)")
-    models = _models(args, out, console)
+    if args.method == "inspector" and not args.explorer_from:
+        raise SystemExit("error: inspector over an Unreal game needs --explorer-from RUN (an Inspector campaign on ParkWorld-v0: Inspector learns on the device twin only)")
+    try:
+        models = load_models(args.ppgta_models)  # with the config they were trained with
+    except FileNotFoundError as error:
+        raise SystemExit(f"error: --ppgta-models: {error}") from None
+    out = prepare_out_dir(args.out, args.overwrite)
+    try:
+        trained = device_run(args.explorer_from, models) if args.explorer_from else None
+        agent = BridgedAgent(models, args.method, trained, args.detector)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     with game as env:
-        summary = run_bridged(env, models, out, agent=args.method, episodes=_episodes(args), episode_steps=2000 if not args.quick else 200, seed=args.seed)
+        summary = run_bridged(env, agent, out, episodes=_episodes(args), episode_steps=2000 if not args.quick else 200, seed=args.seed)
     print(f"{args.method} over {args.game}: {summary['ooi_tested']} objects tested ({summary['ooi_success']} succeeded), "
           f"{summary['texture_flagged']} flagged by the texture oracle, {len(summary['faults'])} fault(s) of the wire; wrote {out}")  # fmt: skip
     return 0

@@ -11,7 +11,7 @@ import numpy as np
 import optax
 import pytest
 
-from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, config_fingerprint
+from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, config_fingerprint, config_from_dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,3 +163,18 @@ def test_mismatched_structure_is_a_clear_error(tmp_path):
     with pytest.raises(TypeError, match="not an array"):
         ckpt.save(4, {"name": "text"})
     ckpt.close()
+
+
+def test_a_config_comes_back_from_its_json_with_the_same_fingerprint():
+    from jgtest.methods.inspector import InspectorConfig
+    from jgtest.methods.ppgta import PPGTAConfig
+    from jgtest.methods.ppgta_models import PPGTAModelsConfig
+    from jgtest.report.records import jsonable
+
+    for config in (InspectorConfig(episodes=10, seed=3), PPGTAConfig(detector="learned", models=PPGTAModelsConfig.quick(size=64))):
+        saved = json.loads(json.dumps({"method": "x", **jsonable(dataclasses.asdict(config))}))  # a run's config.json
+        back = config_from_dict(type(config), saved)
+        assert back == config and config_fingerprint(back) == config_fingerprint(config)
+        assert isinstance(back.hparams, type(config.hparams)) and isinstance(back.rnd.channels, tuple)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        config_from_dict(InspectorConfig, {"rnd": {"colour": 3}})

@@ -74,14 +74,19 @@ def path_action(env: ParkWorld, params, state: EnvState, key, to_path: jax.Array
 def circle_action(params, state: EnvState, target: jax.Array, key, epsilon: float = 0.1, radius: float = CIRCLE_RADIUS):
     """The 360° walk's action around object ``target`` (module docstring)."""
     k_noise, k_random = jax.random.split(key)
-    turn = jnp.radians(params.turn_deg)
-    rel = params.ooi_pos[target] - state.pos
-    distance = jnp.linalg.norm(rel)
-    turning, turn_action = _steer(state.yaw, jnp.arctan2(rel[1], rel[0]), turn)
-    action = jnp.where(
-        turning, turn_action, jnp.where(distance > radius + 0.3, FORWARD, jnp.where(distance < radius - 0.3, BACK, RIGHT))
-    )
+    action = walk_around(state.pos, state.yaw, params.ooi_pos[target], params.turn_deg, radius)
     return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
+
+
+def walk_around(position, yaw, centre, turn_deg, radius: float = CIRCLE_RADIUS) -> jax.Array:
+    """The 360° walk's noiseless action from the player's ``position`` (cells) and ``yaw`` (radians) around
+    ``centre``, a turn key turning ``turn_deg``: face the object, keep ``radius`` (±0.3) from it, strafe
+    right. What a bridged game's scripted test plays from its telemetry. Jittable."""
+    rel = centre - position
+    distance = jnp.linalg.norm(rel)
+    turning, turn_action = _steer(yaw, jnp.arctan2(rel[1], rel[0]), jnp.radians(turn_deg))
+    action = jnp.where(turning, turn_action, jnp.where(distance > radius + 0.3, FORWARD, jnp.where(distance < radius - 0.3, BACK, RIGHT)))
+    return action.astype(jnp.int32)
 
 
 def object_in_view(objects: dict, target) -> tuple[jax.Array, jax.Array]:

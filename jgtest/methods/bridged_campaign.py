@@ -1,19 +1,32 @@
-"""Object-testing campaigns over a bridged game: PPGTA's trained models driving an Unreal game through UnrealCV.
+"""Object-testing campaigns over a bridged game: PPGTA, Inspector or the random agent driving an Unreal game through UnrealCV.
 
 A host game (:class:`envs_bridge.unreal.UnrealEnv`) cannot run inside ``jit``, so the
-campaign is a host loop over one jitted step of the agent: the explorer (``"ppgta"``: the
-path-following imitation policy PPGTA's actor starts from, §V-D; ``"random"``: uniform
-actions) acts on the FE's features of the last K frames; when the game's objects
+campaign is a host loop over one jitted step of the agent, the agents being the ones
+trained on the device twin (``ParkWorld-v0``, :mod:`jgtest.methods.ppgta`,
+:mod:`jgtest.methods.inspector`):
+
+* ``"ppgta"``: the explorer acts on the FE's features of the last K frames, OD-masked around
+  the largest object in view (§IV-C) — the PPO-trained actor of a device campaign
+  (``trained``, :func:`device_run`), or without one the path-following imitation policy it
+  starts from (§V-D); its tests are the learned 360° behaviour, run ``test_steps`` steps and
+  judged by JS (§VI-B); with ``detector="learned"`` the tester and the OD mask see the
+  detector's objects instead of the object mask's;
+* ``"inspector"``: the PPO policy a device Inspector campaign learned (``trained`` is
+  required: Inspector learns only on the twin), on the raw frames; its tests are the scripted
+  360° walk (:func:`jgtest.envs.park_experts.walk_around`), steered by the camera's location and
+  yaw, judged by completing the turn;
+* ``"random"``: uniform actions and the scripted walk, as on the twin.
+
+The tester's bookkeeping is the on-device one
+(:func:`jgtest.methods.ooi_testing.tester_transition`): when the game's objects
 (``info["objects"]``, from the object mask) show an untested one with ``trigger_pixels``
-pixels, the learned 360° behaviour runs for ``test_steps`` steps and is judged by JS
-(§VI-B), the tester's bookkeeping being the on-device one
-(:func:`jgtest.methods.ooi_testing.tester_transition`); the texture oracle reads the test's
-frames. Each flagged object is a ``texture`` bug record, written the moment its test ends.
+pixels, its test starts. The texture oracle (PPGTA's models) reads every test's frames; each
+object it flags is a ``texture`` bug record, written the moment its test ends.
 
 A fault of the wire ends the game's episode (the bridge records it in ``env.faults``); the
 campaign goes on with the next episode and keeps every record already written; the faults
-are listed in ``summary.json``. The explorer does not learn here (PPO on the device twin is
-:mod:`jgtest.methods.ppgta`).
+are listed in ``summary.json``. The agents do not learn over the bridge: their learning is the
+device campaigns'.
 """
 
 from __future__ import annotations
@@ -26,65 +39,158 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jgtest.envs.wrappers import od_mask
+from jgtest.checkpoint import config_from_dict
+from jgtest.envs.park import NUM_ACTIONS, EnvParams
+from jgtest.envs.park_experts import walk_around
+from jgtest.methods import inspector, ppgta
 from jgtest.methods.ooi_testing import TESTING, OOITestSettings, executed_action, init_tester, tester_transition
+from jgtest.methods.park_campaign import restore_carry
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
 
-AGENTS = ("ppgta", "random")
+AGENTS = ("ppgta", "inspector", "random")
 
 
-def _agent_step(models, settings: OOITestSettings, agent: str):
-    """The jitted step: ``(loop, frame, objects, position, ooi_pos, key) -> (loop, executed, event, bug_prob)``
-    given the game's new frame and objects after the previous action."""
-    policy = models.imitation_config().network
-    fe = {"params": {"fe": models.policies["path"]["params"]["fe"]}}
-    path, circle = models.policies["path"], models.policies["circle"]
-    judge = (models.js["circle"]["reference"], models.js["circle"]["threshold"])
-    encode = lambda frame, box: policy.apply(fe, od_mask(frame, box)[None], method="encode")[0]
-    roll = lambda window, features: jnp.concatenate([window[1:], features[None]])
+def device_run(run_dir: str | Path, models=None):
+    """``(campaign, carry)``: a device campaign (PPGTA's or Inspector's) rebuilt from its run directory's
+    ``config.json`` and its learner restored from the last checkpoint, to drive a bridged game
+    (:func:`run_bridged`'s ``trained``). A PPGTA run needs the ``models`` it was trained with.
 
-    @jax.jit
-    def step(loop, frame, objects, key):
+    Raises:
+      ValueError: a run of another agent, no checkpoint, or models other than the run's.
+    """
+    path = Path(run_dir) / "config.json"
+    if not path.exists():
+        raise ValueError(f"{run_dir}: no config.json (not a campaign's run directory)")
+    saved = json.loads(path.read_text())
+    method = saved.get("method")
+    if method == "inspector":
+        campaign = inspector.InspectorCampaign(config_from_dict(inspector.InspectorConfig, saved))
+    elif method == "ppgta":
+        config = config_from_dict(ppgta.PPGTAConfig, saved)
+        if models is None or models.config != config.models:
+            raise ValueError(f"{run_dir}: a PPGTA run drives the game with the models it was trained with (its config.json's 'models')")
+        campaign = ppgta.PPGTACampaign(config, models)
+    else:
+        raise ValueError(f"{run_dir}: a {method!r} run has no trained explorer (a ppgta or inspector campaign has)")
+    return campaign, restore_carry(campaign, run_dir)
+
+
+def _ppgta_campaign(models, detector: str):
+    """A PPGTA campaign's pieces (FE, OD boxes, detector view) without a run: its explorer is the path policy."""
+    return ppgta.PPGTACampaign(ppgta.PPGTAConfig(episodes=1, num_envs=1, rollout_steps=2000, detector=detector, models=models.config), models)
+
+
+class BridgedAgent:
+    """The jitted pieces of one agent over a bridged game (module docstring).
+
+    ``fresh(num_oois) -> loop``; ``act(loop, frame, objects, position, yaw, ooi_pos, key) -> (loop,
+    executed action)`` before a step; ``observe(loop, executed, frame, objects, position, ooi_pos) ->
+    (loop, event, bug_prob)`` after it (``event`` as :func:`ooi_testing.ooi_step`'s, ``bug_prob``
+    the oracle's for the object under test in the new frame).
+
+    Args:
+      models: PPGTA's models (:func:`jgtest.methods.ppgta_models.load_models`): its policies, and the
+        texture oracle every agent's tests are read by.
+      agent: ``"ppgta"``, ``"inspector"`` or ``"random"``.
+      trained: :func:`device_run` of a device campaign of that agent (Inspector's is required).
+      detector: what PPGTA's tester sees, ``"ground-truth"`` (the object mask) or ``"learned"``.
+      trigger_pixels: pixels an untested object must show to start its test.
+      turn_deg: how far a turn key turns the camera (the scripted walk steers by it).
+
+    Raises:
+      ValueError: an unknown agent, Inspector without its run, a run of another agent, the learned
+        detector for an agent other than PPGTA or other than the run's.
+    """
+
+    def __init__(self, models, agent: str, trained=None, detector: str = "ground-truth", trigger_pixels: int = 100,
+                 turn_deg: float = EnvParams.turn_deg):  # fmt: skip
+        if agent not in AGENTS:
+            raise ValueError(f"agent must be one of {AGENTS} over a bridged game, got {agent!r}")
+        if detector != "ground-truth" and agent != "ppgta":
+            raise ValueError(f"the learned detector is PPGTA's; {agent} sees the object mask (detector='ground-truth')")
+        if agent == "inspector" and trained is None:
+            raise ValueError("Inspector drives a bridged game with the policy a device campaign trained: pass trained=device_run(DIR)")
+        expected = {"ppgta": ppgta.PPGTACampaign, "inspector": inspector.InspectorCampaign}.get(agent)
+        if trained is not None and not isinstance(trained[0], expected or ()):
+            raise ValueError(f"the trained run is a {type(trained[0]).__name__}, not a {agent} campaign")
+        self.models, self.agent, self.turn_deg, self.detector, self.trained = models, agent, turn_deg, detector, trained is not None
+        self.settings = OOITestSettings(trigger_pixels=trigger_pixels, test_steps=models.config.circle_steps if agent == "ppgta" else 0)
+        self.campaign, learner = trained if trained is not None else (None, None)
+        if agent == "ppgta":
+            if self.campaign is None:
+                self.campaign = _ppgta_campaign(models, detector)
+            elif detector != self.campaign.config.detector:
+                raise ValueError(f"the trained PPGTA run saw objects with the {self.campaign.config.detector} detector, not {detector}")
+            path = {"params": {k: v for k, v in models.policies["path"]["params"].items() if k != "fe"}}  # the FE is the campaign's
+            self.explorer = learner["ppo"][0]["actor"] if learner is not None else path
+        elif agent == "inspector":
+            self.explorer = learner["ppo"][0]
+        self.act = jax.jit(self._act)
+        self.observe = jax.jit(self._observe)
+
+    def fresh(self, num_oois: int) -> dict:
+        tester = init_tester(num_oois, NUM_ACTIONS)
+        if self.agent != "ppgta":
+            return {"tester": tester}
+        policy = self.campaign.policy
+        features = jnp.zeros((self.campaign.k, policy.cnn_dense))
+        zeros = policy.initial_carry(1)
+        return {"tester": tester, "window": features, "test_window": features, "carry": zeros, "test_carry": zeros}
+
+    # ----- pieces ------------------------------------------------------------
+    def _see(self, frame, objects):
+        """The tester's objects in ``frame``: the mask's, or the detector's named after them."""
+        see = self.campaign.see if self.agent == "ppgta" else None
+        return objects if see is None else see(frame, {"objects": objects})
+
+    def _od_box(self, frame, objects):
+        """The explorer's OD-mask box: the largest object the agent sees (empty when none)."""
+        if self.campaign.config.detector == "learned":
+            return self.campaign.od_boxes(frame[None], None)[0]
+        largest = jnp.argmax(jnp.where(objects["visible"], objects["pixels"], -1))
+        return jnp.where(objects["visible"][largest], objects["box"][largest], 0)
+
+    def _encode(self, frame, box):
+        return self.campaign.encode(frame[None], box[None])[0]
+
+    def _act(self, loop, frame, objects, position, yaw, ooi_pos, key):
         k_act, k_test = jax.random.split(key)
         tester = loop["tester"]
-        largest = jnp.argmax(jnp.where(objects["visible"], objects["pixels"], -1))
-        od_box = jnp.where(objects["visible"][largest], objects["box"][largest], 0)
-        window = roll(loop["window"], encode(frame, od_box))
-        test_window = roll(loop["test_window"], encode(frame, tester.box))
-        logits, _, carry = policy.apply(path, window[None], loop["carry"], method="step")
-        test_logits, _, test_carry = policy.apply(circle, test_window[None], loop["test_carry"], method="step")
-        explore = jax.random.categorical(k_act, logits[0]) if agent == "ppgta" else jax.random.randint(k_act, (), 0, logits.shape[-1])
-        executed = executed_action(tester, explore, jax.random.categorical(k_test, test_logits[0]))
-        return {**loop, "window": window, "test_window": test_window, "carry": carry, "test_carry": test_carry}, executed
+        if self.agent == "random":
+            explore = jax.random.randint(k_act, (), 0, NUM_ACTIONS)
+        elif self.agent == "inspector":
+            explore = self.campaign.ppo.act(self.explorer, frame[None], k_act)[0][0]
+        else:
+            policy, roll = self.campaign.policy, lambda window, features: jnp.concatenate([window[1:], features[None]])
+            window = roll(loop["window"], self._encode(frame, self._od_box(frame, objects)))
+            test_window = roll(loop["test_window"], self._encode(frame, tester.box))
+            logits, _, carry = policy.apply(self.explorer, window[None], loop["carry"], method="step")
+            test_logits, _, test_carry = policy.apply(self.models.policies["circle"], test_window[None], loop["test_carry"], method="step")
+            explore = jax.random.categorical(k_act, logits[0])
+            loop = {**loop, "window": window, "test_window": test_window, "carry": carry, "test_carry": test_carry}
+            return loop, executed_action(tester, explore, jax.random.categorical(k_test, test_logits[0]))
+        walk = walk_around(position, yaw, ooi_pos[jnp.maximum(tester.target, 0)], self.turn_deg)
+        return loop, executed_action(tester, explore, walk)
 
-    @jax.jit
-    def observe(loop, executed, frame, objects, position, ooi_pos):
-        tester, event = tester_transition(settings, loop["tester"], executed, position, ooi_pos, objects, judge)
-        started = (tester.mode == TESTING) & (tester.steps == 0)
-        test_window = jnp.where(started, encode(frame, tester.box)[None], loop["test_window"])
-        test_carry = jnp.where(started, 0.0, loop["test_carry"])
-        bug_prob = models.oracle.probabilities(frame[None], event["target_box"][None])[0]
-        return {**loop, "tester": tester, "test_window": test_window, "test_carry": test_carry}, event, bug_prob
-
-    def fresh(num_oois):
-        features = jnp.zeros((models.config.k, policy.cnn_dense))
-        return {"tester": init_tester(num_oois, policy.num_actions), "window": features, "test_window": features,
-                "carry": policy.initial_carry(1), "test_carry": policy.initial_carry(1)}  # fmt: skip
-
-    return fresh, step, observe
+    def _observe(self, loop, executed, frame, objects, position, ooi_pos):
+        judge = (self.models.js["circle"]["reference"], self.models.js["circle"]["threshold"]) if self.agent == "ppgta" else None
+        tester, event = tester_transition(self.settings, loop["tester"], executed, position, ooi_pos, self._see(frame, objects), judge)
+        loop = {**loop, "tester": tester}
+        if self.agent == "ppgta":  # a test starts: its window restarts on the object, its memory empty
+            started = (tester.mode == TESTING) & (tester.steps == 0)
+            loop["test_window"] = jnp.where(started, self._encode(frame, tester.box)[None], loop["test_window"])
+            loop["test_carry"] = jnp.where(started, 0.0, loop["test_carry"])
+        bug_prob = self.models.oracle.probabilities(frame[None], event["target_box"][None])[0]
+        return loop, event, bug_prob
 
 
-def run_bridged(env, models, out_dir: str | Path, agent: str = "ppgta", episodes: int = 1, episode_steps: int = 2000, seed: int = 0,
-                trigger_pixels: int = 100) -> dict:  # fmt: skip
-    """Runs a campaign of ``episodes`` episodes of game 0 of ``env`` (module docstring) in ``out_dir``:
-    ``bugs.jsonl`` (each flagged object as its test ends), ``summary.json`` (objects tested, their
-    outcomes and oracle verdicts, the wire's faults)."""
-    if agent not in AGENTS:
-        raise ValueError(f"agent must be one of {AGENTS} over a bridged game, got {agent!r}")
+def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int = 1, episode_steps: int = 2000, seed: int = 0) -> dict:
+    """Runs a campaign of ``episodes`` episodes of game 0 of ``env`` (module docstring) with the agent
+    ``bridged`` in ``out_dir``: ``bugs.jsonl`` (each flagged object as its test ends), ``summary.json``
+    (objects tested, their outcomes and oracle verdicts, the wire's faults)."""
+    models, agent = bridged.models, bridged.agent
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = OOITestSettings(trigger_pixels=trigger_pixels, test_steps=models.config.circle_steps)
-    fresh, step, observe = _agent_step(models, settings, agent)
     to_jax = lambda objects: {k: jnp.asarray(v[0]).astype(jnp.bool_ if k == "visible" else jnp.int32) for k, v in objects.items()}
     start, outcomes, key, played = time.perf_counter(), {}, jax.random.key(seed), []
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -97,21 +203,22 @@ def run_bridged(env, models, out_dir: str | Path, agent: str = "ppgta", episodes
             if catalogue is None:
                 continue
             ooi_pos = jnp.asarray(catalogue["location"][:, :2] / env.units_per_cell, jnp.float32)
-            loop = fresh(len(catalogue["names"]))
+            loop = bridged.fresh(len(catalogue["names"]))
+            loop["tester"] = loop["tester"].replace(tested=jnp.asarray([o in outcomes for o in range(len(catalogue["names"]))]))
             faults_before = len(env.faults)
-            loop = {**loop, "tester": loop["tester"].replace(tested=jnp.asarray([o in outcomes for o in range(len(catalogue["names"]))]))}
             evidence, actions = {}, []
             played.append(0)
             for t in range(episode_steps):
                 key, k = jax.random.split(key)
-                loop, executed = step(loop, jnp.asarray(frames[0]), to_jax(info["objects"]), k)
+                position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
+                loop, executed = bridged.act(loop, jnp.asarray(frames[0]), to_jax(info["objects"]), position, jnp.float32(info["yaw"][0]), ooi_pos, k)
                 actions.append(int(executed))
                 frames, _, _, truncated, info = env.step(np.array([int(executed)]))
                 if len(env.faults) > faults_before:
                     break  # a fault ended the episode; what is written stays
                 played[-1] += 1
                 position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
-                loop, event, bug_prob = observe(loop, executed, jnp.asarray(frames[0]), to_jax(info["objects"]), position, ooi_pos)
+                loop, event, bug_prob = bridged.observe(loop, executed, jnp.asarray(frames[0]), to_jax(info["objects"]), position, ooi_pos)
                 event = jax.device_get(event)
                 target = int(event["target"])
                 if target >= 0 and event["target_pixels"] >= models.oracle.config.min_pixels:
@@ -120,7 +227,8 @@ def run_bridged(env, models, out_dir: str | Path, agent: str = "ppgta", episodes
                 if done >= 0 and done not in outcomes:
                     probs = np.asarray(evidence.get(done, np.zeros((0, 3))))
                     flagged, bug, score = models.oracle.judge(probs, np.ones(len(probs), bool))
-                    outcomes[done] = {"success": bool(event["success"]), "flagged": flagged, "episode": episode, "step": t}
+                    outcomes[done] = {"success": bool(event["success"]), "walked": bool(event["walked"]), "flagged": flagged,
+                                      "episode": episode, "step": t}  # fmt: skip
                     if flagged:
                         writer.write(BugRecord(
                             kind="texture", game=env.name, bug_id=done, step=t, episode=episode, seed=seed, env_index=0,
@@ -128,8 +236,9 @@ def run_bridged(env, models, out_dir: str | Path, agent: str = "ppgta", episodes
                             wall_s=round(time.perf_counter() - start, 3),
                             detail=f"{agent} over the bridge: texture oracle flags object {catalogue['names'][done]} (P(bug) {score:.2f})",
                         ))  # fmt: skip
-    summary = {"game": env.name, "agent": agent, "episodes": episodes, "steps_played": played, "ooi_tested": len(outcomes),
-               "ooi_success": sum(o["success"] for o in outcomes.values()), "texture_flagged": sum(o["flagged"] for o in outcomes.values()),
+    summary = {"game": env.name, "agent": agent, "trained": bridged.trained, "detector": bridged.detector, "episodes": episodes,
+               "steps_played": played, "ooi_tested": len(outcomes), "ooi_success": sum(o["success"] for o in outcomes.values()),
+               "texture_flagged": sum(o["flagged"] for o in outcomes.values()),
                "outcomes": {str(k): v for k, v in sorted(outcomes.items())}, "faults": list(env.faults),
                "wall_s": round(time.perf_counter() - start, 2)}  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jgtest.envs.park_experts import CIRCLE_RADIUS, circle_action, object_in_view
+from jgtest.envs.park_experts import CIRCLE_RADIUS, circle_action, object_in_view, walk_around
 from jgtest.novelty.preference import js_divergence
 
 EXPLORING, TESTING = 0, 1
@@ -218,10 +218,13 @@ def replay_seen(env, params, start_state, actions: np.ndarray, target: int, posi
     return bool(np.allclose(positions[-1], position, atol=1e-3) and (pixels[-window:] >= settings.trigger_pixels).any())
 
 
-def host_episode(env, seed: int, actions, settings: OOITestSettings, ooi_pos, judge=None, test_actions=None) -> list[dict]:
+def host_episode(env, seed: int, actions, settings: OOITestSettings, ooi_pos, judge=None, test_actions=None,
+                 walk_turn_deg: float | None = None) -> list[dict]:  # fmt: skip
     """Object tests over one episode of a bridged game (a host env: :class:`envs_bridge.unreal.UnrealEnv`),
     the tester's bookkeeping the same jitted :func:`tester_transition` as on device: game 0 plays
-    ``actions`` from ``env.reset(seed)`` (``test_actions``, when given, while a test runs).
+    ``actions`` from ``env.reset(seed)``; while a test runs, ``test_actions`` when given, else with
+    ``walk_turn_deg`` the scripted 360° walk steered by the game's position and yaw
+    (:func:`jgtest.envs.park_experts.walk_around`, a turn key turning ``walk_turn_deg``), else ``actions``.
 
     Returns:
       one ``event`` per step (:func:`ooi_step`'s), as numpy values, with the ``executed`` action.
@@ -229,10 +232,16 @@ def host_episode(env, seed: int, actions, settings: OOITestSettings, ooi_pos, ju
     transition = _host_transition(settings)
     ooi_pos = jnp.asarray(ooi_pos, jnp.float32)
     tester = init_tester(int(ooi_pos.shape[0]), env.num_actions)
-    env.reset(seed)
+    _, info = env.reset(seed)
     events = []
     for t, action in enumerate(np.asarray(actions, np.int32)):
-        test_action = action if test_actions is None else int(test_actions[t])
+        position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
+        if test_actions is not None:
+            test_action = int(test_actions[t])
+        elif walk_turn_deg is not None:
+            test_action = int(walk_around(position, info["yaw"][0], ooi_pos[jnp.maximum(tester.target, 0)], walk_turn_deg))
+        else:
+            test_action = action
         executed = int(executed_action(tester, jnp.int32(action), jnp.int32(test_action)))
         _, _, _, truncated, info = env.step(np.array([executed]))
         if truncated[0]:

@@ -136,6 +136,24 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
     return summary
 
 
+def restore_carry(campaign, out_dir: str | Path) -> dict:
+    """The carry (what the learner learned: ``carry["ppo"]``, ``carry["rnd"]``, …) of ``campaign``'s run
+    in ``out_dir`` at its last checkpoint; ``campaign`` is built from that run's ``config.json``
+    (a different config is refused by the checkpoint's fingerprint).
+
+    Raises:
+      ValueError: if ``out_dir`` holds no checkpoint, or one of another config."""
+    c, where = campaign.config, Path(out_dir) / "checkpoints"
+    if not where.is_dir():
+        raise ValueError(f"{out_dir}: no checkpoints/ (not a campaign's run directory)")
+    like = jax.eval_shape(lambda: campaign.start_round(campaign.init(jax.random.key(c.seed)), 0))
+    with Checkpointer(where, config_fingerprint(c)) as ckpt:
+        if ckpt.latest_step() is None:
+            raise ValueError(f"{out_dir}: no checkpoint of a finished round to take the trained agent from")
+        carry, _ = ckpt.restore((like, _fresh_books(c, campaign.env)))
+    return carry
+
+
 def _verdict(oracle, books, obj: int, success: bool, bugs, params) -> tuple[bool, str]:
     """Whether the object's finished test is a bug record, and the record's text."""
     kind = OOI_TYPES[int(params.ooi_type[obj])]

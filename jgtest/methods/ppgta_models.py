@@ -37,6 +37,7 @@ import numpy as np
 from flax import serialization
 
 from jgtest.agents import imitation, inverse_dynamics
+from jgtest.checkpoint import config_from_dict
 from jgtest.envs.park_experts import demonstrations
 from jgtest.envs.park_shots import shots
 from jgtest.envs.registration import make
@@ -192,17 +193,20 @@ def save_models(models: PPGTAModels, out_dir: str | Path) -> None:
     (out_dir / "models.json").write_text(json.dumps(jsonable({"config": dataclasses.asdict(models.config), "js": js, "metrics": models.metrics}), indent=1))
 
 
-def load_models(config: PPGTAModelsConfig, out_dir: str | Path) -> PPGTAModels:
-    """The models :func:`save_models` wrote in ``out_dir``.
+def load_models(out_dir: str | Path, config: PPGTAModelsConfig | None = None) -> PPGTAModels:
+    """The models :func:`save_models` wrote in ``out_dir``, trained with ``config`` (checked; default:
+    the config they were trained with, from ``models.json``).
 
     Raises:
       FileNotFoundError: no models there. ValueError: they were trained with another config.
     """
     out_dir = Path(out_dir)
     if not (out_dir / "models.msgpack").exists():
-        raise FileNotFoundError(f"no PPGTA models in {out_dir} (train them with `jgtest train ppgta-models --out {out_dir}`)")
+        raise FileNotFoundError(f"no PPGTA models in {out_dir} (train them with `jgtest run ppgta --game ParkWorld-v0 --ppgta-models {out_dir}`)")
     meta = json.loads((out_dir / "models.json").read_text())
-    if meta["config"] != jsonable(dataclasses.asdict(config)):
+    if config is None:
+        config = config_from_dict(PPGTAModelsConfig, meta["config"])
+    elif meta["config"] != jsonable(dataclasses.asdict(config)):
         raise ValueError(f"the models in {out_dir} were trained with another config; retrain them or pass the same settings")
     state = serialization.msgpack_restore((out_dir / "models.msgpack").read_bytes())
     js = {b: {**meta["js"][b], "reference": jnp.asarray(state["reference"][b])} for b in BEHAVIOURS}

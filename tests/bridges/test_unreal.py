@@ -1,6 +1,7 @@
 """The Unreal bridge against the local UnrealCV protocol server, through the real ``unrealcv.Client``:
 the wire, every command, pixels equal to the on-device world's, and every fault of the wire."""
 
+import json
 import struct
 
 import jax
@@ -26,6 +27,15 @@ def server():
 
 
 RESET, STEP = jax.jit(ENV.reset_env), jax.jit(ENV.step_env)
+
+
+@pytest.fixture(scope="module")
+def models():
+    """PPGTA's models at their initialisation: the bridge's wiring is under test, not the learning
+    (an untrained oracle flags what it reads)."""
+    from tests.methods.test_ppgta import TINY, _untrained
+
+    return _untrained(TINY)
 
 
 def _on_device(seed: int, actions) -> list[np.ndarray]:
@@ -146,42 +156,96 @@ def test_wire_frames_are_little_endian_with_the_magic():
     assert len(PAPER_KEYS) == 9 and PAPER_KEYS[0] == "W" and PAPER_KEYS[-1] == "SpaceBar"
 
 
-def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(server):
-    settings = OOITestSettings(trigger_pixels=60, test_steps=8)
-    judge = (jnp.full(9, 1 / 9), 0.35)
-    rng = np.random.default_rng(11)  # a walk that meets four objects from seed 3's start
-    actions = rng.choice(9, size=160, p=[0.5, 0.05, 0.05, 0.05, 0.15, 0.15, 0.0, 0.0, 0.05])
-    step = jax.jit(lambda tester, state, a, key: ooi_step(ENV, settings, PARAMS, tester, state, a, key, test_action=a, judge=judge))
-    _, state = RESET(reset_key(episode_key(3, 0, 0)), PARAMS)
+@pytest.mark.parametrize("behaviour", ["learned", "scripted"])
+def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(server, behaviour):
+    """PPGTA's learned test (here the explorer's own actions, judged by JS) and Inspector's scripted walk
+    (steered by the bridge's location and yaw) test the same objects as on device."""
+    learned = behaviour == "learned"
+    settings = OOITestSettings(trigger_pixels=60, test_steps=8 if learned else 0)
+    judge = (jnp.full(9, 1 / 9), 0.35) if learned else None
+    # walks that meet four objects from seed 3's start, and one that walks all round an object from seed 6's
+    seed, walk, steps, tests = (3, 11, 160, 3) if learned else (6, 12, 300, 1)
+    actions = np.random.default_rng(walk).choice(9, size=steps, p=[0.5, 0.05, 0.05, 0.05, 0.15, 0.15, 0.0, 0.0, 0.05])
+    step = jax.jit(lambda tester, state, a, key: ooi_step(ENV, settings, PARAMS, tester, state, a, key, test_action=a if learned else None, judge=judge))
+    _, state = RESET(reset_key(episode_key(seed, 0, 0)), PARAMS)
     tester, on_device = init_tester(ENV.num_oois), []
     for t, a in enumerate(actions):
-        tester, _, state, _, _, event = step(tester, state, jnp.int32(a), jax.random.key(t))
-        on_device.append(jax.device_get(event))
+        tester, _, state, _, executed, event = step(tester, state, jnp.int32(a), jax.random.key(t))
+        on_device.append({**jax.device_get(event), "executed": executed})
     with UnrealEnv([server.address]) as env:
-        env.reset(3)
+        env.reset(seed)
         ooi_pos = env.objects[0]["location"][:, :2] / env.units_per_cell
-        bridged = host_episode(env, 3, actions, settings, ooi_pos, judge)
+        bridged = host_episode(env, seed, actions, settings, ooi_pos, judge, walk_turn_deg=None if learned else float(PARAMS.turn_deg))
     ends = lambda events: [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
-    assert len(ends(on_device)) >= 3 and ends(bridged) == ends(on_device)  # same objects tested, at the same steps, same verdicts
+    assert len(ends(on_device)) >= tests and ends(bridged) == ends(on_device)  # same objects tested, at the same steps, same verdicts
     assert [int(e["target"]) for e in bridged] == [int(e["target"]) for e in on_device]
+    assert [int(e["executed"]) for e in bridged] == [int(e["executed"]) for e in on_device]
+    if not learned:
+        assert any(success for _, _, success in ends(on_device))  # a walk went all the way round
 
 
-def test_a_bridged_campaign_survives_a_fault_and_keeps_its_records(server, tmp_path):
-    from jgtest.methods.bridged_campaign import run_bridged
+def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(server, models, tmp_path):
+    from jgtest.methods import inspector
+    from jgtest.methods.bridged_campaign import BridgedAgent, run_bridged
     from jgtest.report.records import read_bug_records
-    from tests.methods.test_ppgta import TINY, _untrained
 
-    models = _untrained(TINY)  # the wiring, not the learning: an untrained oracle flags what it reads
+    campaign = inspector.InspectorCampaign(inspector.InspectorConfig(episodes=1, num_envs=1, **GAME))
+    trained = (campaign, jax.jit(campaign.init)(jax.random.key(0)))  # what device_run(RUN) returns, at the policy's initialisation
     with UnrealEnv([server.address], timeout_s=1.0) as env:
         env.reset(0)  # reads the objects' catalogue
-        server.inject("drop", after=4 + 4 * 60)  # the campaign's reset (4 requests), then 60 steps of 4 requests
-        summary = run_bridged(env, models, tmp_path, agent="random", episodes=2, episode_steps=80, seed=3, trigger_pixels=40)
+        server.inject("drop", after=2 * 5 + 5 * (300 + 20))  # two resets (5 requests each), 300 steps of episode 0 and 20 of episode 1
+        summary = run_bridged(env, BridgedAgent(models, "inspector", trained, trigger_pixels=40), tmp_path, episodes=2, episode_steps=300, seed=6)
     assert len(summary["faults"]) == 1 and "the connection broke" in summary["faults"][0]
-    assert summary["steps_played"][0] < 80 and summary["steps_played"][1] == 80  # the episode ended, the campaign went on
+    assert summary["steps_played"] == [300, 20]  # the fault ended episode 1
     records = read_bug_records(tmp_path / "bugs.jsonl")
     flagged = {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
     assert summary["ooi_tested"] >= 1 and {r.bug_id for r in records} == flagged  # every verdict written as it came
-    assert all(r.kind == "texture" and "over the bridge" in r.detail for r in records)
+    assert all(r.kind == "texture" and "inspector over the bridge" in r.detail for r in records)
+    with pytest.raises(ValueError, match="a device campaign trained"):
+        BridgedAgent(models, "inspector")
+    with pytest.raises(ValueError, match="not a random campaign"):
+        BridgedAgent(models, "random", trained)
+
+
+@pytest.mark.parametrize("detector", ["ground-truth", "learned"])
+def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tmp_path, capsys):
+    from jgtest.cli import main
+    from jgtest.methods import ppgta_models
+
+    ppgta_models.save_models(models, tmp_path / "models")
+    game = f"unreal:{server.address[0]}:{server.address[1]}"
+    argv = ["run", "ppgta", "--game", game, "--ppgta-models", str(tmp_path / "models"), "--episodes", "1", "--quick", "--seed", "3"]
+    assert main([*argv, "--detector", detector, "--out", str(tmp_path / "run")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["agent"] == "ppgta" and summary["detector"] == detector and not summary["trained"]
+    assert summary["steps_played"] == [200] and summary["faults"] == []
+    assert "ppgta over unreal:" in capsys.readouterr().out
+    if detector == "learned":
+        with pytest.raises(SystemExit, match="needs --explorer-from RUN"):
+            main(["run", "inspector", *argv[2:], "--out", str(tmp_path / "inspector")])
+        with pytest.raises(SystemExit, match="the learned detector is PPGTA's"):
+            main(["run", "random", *argv[2:], "--detector", "learned", "--out", str(tmp_path / "random")])
+
+
+@pytest.mark.slow
+def test_agents_trained_on_device_drive_the_bridged_game(server, models, tmp_path):
+    """Inspector's and PPGTA's explorers, trained by short device campaigns, restored from their runs'
+    checkpoints and driving the game through the bridge from the command line."""
+    from jgtest.cli import main
+    from jgtest.methods import inspector, ppgta, ppgta_models
+    from jgtest.methods.park_campaign import run_campaign
+    from tests.methods.test_ppgta import TINY
+
+    ppgta_models.save_models(models, tmp_path / "models")
+    inspector.run(inspector.InspectorConfig(episodes=1, num_envs=1, episode_steps=40, rollout_steps=20, **GAME), tmp_path / "inspector")
+    config = ppgta.PPGTAConfig(episodes=1, num_envs=1, episode_steps=40, rollout_steps=20, models=TINY, test_steps=12)
+    run_campaign(ppgta.PPGTACampaign(config, models), "ppgta", tmp_path / "ppgta", models.oracle)
+    game = f"unreal:{server.address[0]}:{server.address[1]}"
+    for agent in ("inspector", "ppgta"):
+        argv = ["run", agent, "--game", game, "--ppgta-models", str(tmp_path / "models"), "--explorer-from", str(tmp_path / agent)]
+        assert main([*argv, "--episodes", "1", "--quick", "--seed", "6", "--out", str(tmp_path / f"{agent}_bridged")]) == 0
+        summary = json.loads((tmp_path / f"{agent}_bridged" / "summary.json").read_text())
+        assert summary["agent"] == agent and summary["trained"] and summary["steps_played"] == [200] and summary["faults"] == []
 
 
 def test_a_unix_socket_game_and_no_binary_is_ever_launched(tmp_path, monkeypatch):

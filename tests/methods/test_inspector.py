@@ -10,6 +10,7 @@ import pytest
 import jgtest
 from jgtest.envs import park_experts, park_map
 from jgtest.methods import inspector
+from jgtest.methods.bridged_campaign import device_run
 from jgtest.methods.park_campaign import run_campaign
 from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
 from jgtest.report.records import read_bug_records
@@ -101,6 +102,8 @@ def test_campaign_writes_its_run_directory_and_records_replay(tmp_path):
     for record in records:
         assert record.kind == "texture" and inspector.replay_record(record)
     assert json.loads((tmp_path / "config.json").read_text())["method"] == "random"
+    with pytest.raises(ValueError, match="a 'random' run has no trained explorer"):
+        device_run(tmp_path)  # what drives a bridged game: a learner's run, not a random walk's
     for name in ("traces.png", "tests.png"):
         assert (tmp_path / name).stat().st_size > 10_000
 

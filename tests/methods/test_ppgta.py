@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from jgtest.methods import inspector, ppgta, ppgta_models
+from jgtest.methods.bridged_campaign import device_run
 from jgtest.methods.park_campaign import run_campaign
 from jgtest.novelty import AlphaSchedule
 from jgtest.oracles import texture
@@ -30,10 +31,12 @@ def _untrained(config: ppgta_models.PPGTAModelsConfig) -> ppgta_models.PPGTAMode
     im = config.imitation(9)
     net = im.network
     frames = jnp.zeros((1, config.k, 64, 64, 3), jnp.uint8)
-    policies = {b: net.init(jax.random.key(i), frames, net.initial_carry(1)) for i, b in enumerate(ppgta_models.BEHAVIOURS)}
+    init = jax.jit(net.init)  # compiled once: eager initialisation dispatches op by op (seconds on CPU)
+    policies = {b: init(jax.random.key(i), frames, net.initial_carry(1)) for i, b in enumerate(ppgta_models.BEHAVIOURS)}
     js = {b: {"threshold": 0.3, "mean": 0.1, "std": 0.1, "reference": jnp.full(9, 1 / 9)} for b in ppgta_models.BEHAVIOURS}
-    det = detection.Detector(config.detector, config.detector.network.init(jax.random.key(2), frames[:, 0]), 64)
-    oracle = texture.TextureOracle(config.oracle, texture.TextureNet(config.oracle.width).init(jax.random.key(3), jnp.zeros((1, 32, 32, 3))))
+    det = detection.Detector(config.detector, jax.jit(config.detector.network.init)(jax.random.key(2), frames[:, 0]), 64)
+    oracle_params = jax.jit(texture.TextureNet(config.oracle.width).init)(jax.random.key(3), jnp.zeros((1, 32, 32, 3)))
+    oracle = texture.TextureOracle(config.oracle, oracle_params)
     return ppgta_models.PPGTAModels(config, policies, js, det, oracle, {"detector": {"test": {"precision": 0.0, "recall": 0.0}}})
 
 
@@ -47,16 +50,17 @@ def models(tmp_path_factory):
 
 def test_the_models_are_saved_and_loaded_back(models):
     trained, where = models
-    loaded = ppgta_models.load_models(TINY, where)
+    loaded = ppgta_models.load_models(where, TINY)
+    assert ppgta_models.load_models(where).config == TINY  # the config they were trained with, from models.json
     for behaviour in ppgta_models.BEHAVIOURS:
         jax.tree.map(np.testing.assert_array_equal, trained.policies[behaviour], loaded.policies[behaviour])
         assert loaded.js[behaviour]["threshold"] == pytest.approx(trained.js[behaviour]["threshold"]) and trained.js[behaviour]["threshold"] > 0
     jax.tree.map(np.testing.assert_array_equal, trained.detector.params, loaded.detector.params)
     assert json.loads((where / "models.json").read_text())["metrics"] == trained.metrics
     with pytest.raises(ValueError, match="another config"):
-        ppgta_models.load_models(dataclasses.replace(TINY, k=3), where)
+        ppgta_models.load_models(where, dataclasses.replace(TINY, k=3))
     with pytest.raises(FileNotFoundError, match="no PPGTA models"):
-        ppgta_models.load_models(TINY, where / "nowhere")
+        ppgta_models.load_models(where / "nowhere", TINY)
 
 
 def _assert_actor_and_critic_start_as_the_path_policy(params, path):
@@ -88,6 +92,13 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     assert records and all(r.kind == "texture" and "texture oracle flags" in r.detail for r in records)
     assert {r.bug_id for r in records} <= set(np.flatnonzero(flagged))  # flagged objects were tested
     assert (tmp_path / "checkpoints").is_dir() and (tmp_path / "tests.png").exists()
+    # What drives a bridged game: the run's explorer, as PPO left it after its 2 updates (1 round of 2 rollouts)
+    restored_campaign, restored = device_run(tmp_path, trained)
+    assert restored_campaign.config == config and int(restored["ppo"][2]) == 2
+    actor, path = restored["ppo"][0]["actor"]["params"], trained.policies["path"]["params"]
+    assert any(jax.tree.leaves(jax.tree.map(lambda a, b: not np.array_equal(a, b), actor, {k: path[k] for k in actor})))  # it learned
+    with pytest.raises(ValueError, match="the models it was trained with"):
+        device_run(tmp_path, dataclasses.replace(trained, config=dataclasses.replace(TINY, k=3)))
 
 
 def test_bad_settings_are_refused_before_anything_compiles():
