@@ -10,7 +10,7 @@ Measured on this machine against :class:`envs_bridge.unrealcv_server.UnrealCVSer
 * ``unrealcv.Client``: the same request through the real client (its receive thread and queues);
 * ``bridge request``: the same through :class:`envs_bridge.unreal.UnrealConnection` (timeout, fault checks);
 * ``bridge lit png``: one frame (``vget /camera/0/lit png``, encode on the server, decode here);
-* ``bridge env step``: one :meth:`UnrealEnv.step` (a key, ``lit``, ``object_mask``, ``location``: four requests).
+* ``bridge env step``: one :meth:`UnrealEnv.step` (a key, ``lit``, ``object_mask``, ``location``, ``rotation``: five requests).
 
 It prints requests/s and frames/s and the bridge's overhead per request over the bare socket.
 """

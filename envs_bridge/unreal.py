@@ -20,12 +20,15 @@ following ``../shared/UNREALCV.md``:
 
 Faults (:class:`UnrealConnection`): every request has a timeout; a ``TimeoutError``
 marks the connection broken and reconnects (the late reply would otherwise answer the
-next request); a reply id out of order, a wrong magic or a closed socket end in the
-same way; a greeting that never comes is a :class:`jgtest` ``GameTimeout`` after
+next request); a wrong magic or a closed socket end in the same way, and so does a reply id
+out of order (the client's receiving thread stops on its id assertion, so the request times
+out); a greeting that never comes is a :class:`jgtest` ``GameTimeout`` after
 ``connect_timeout_s``; an ``error …`` reply is an :class:`UnrealCommandError`; an empty,
-undecodable or 3-channel image a ``MalformedFrame``. Every error names the command, is
-appended to :attr:`UnrealEnv.faults`, and the game's episode ends there (truncated; it
-restarts on the next step, the host contract's auto-reset), so a campaign keeps what it
+undecodable or 3-channel image, or a reply that does not parse (numbers, a colour), a
+``MalformedFrame``. Every error names the command, is appended to :attr:`UnrealEnv.faults`,
+and the game's episode ends there (truncated, ``crashed`` in its telemetry, no objects in
+view; it restarts on the next step, the host contract's auto-reset, and a failed restart is
+tried again on the next step), so a campaign keeps what it
 has recorded. ``unrealcv.launcher`` is never called: the bridge starts no binary.
 """
 
@@ -116,7 +119,7 @@ class UnrealConnection:
             reply = self.client.request(command, timeout=self.timeout_s)
         except TimeoutError:
             self._broken(GameTimeout(f"unreal {self.endpoint}: {command!r}: no reply within {self.timeout_s:g}s; connection marked broken, reconnecting"))
-        except (ConnectionError, OSError, AssertionError) as error:
+        except (ConnectionError, OSError) as error:
             self._broken(GameCrashed(f"unreal {self.endpoint}: {command!r}: the connection broke ({type(error).__name__}: {error})"))
         if reply is None:
             self._broken(GameCrashed(f"unreal {self.endpoint}: {command!r}: the connection closed before the reply"))
@@ -125,10 +128,13 @@ class UnrealConnection:
         return reply
 
     def image(self, command: str) -> np.ndarray:
-        """``uint8[H, W, 4]`` from a ``png``/``bmp`` reply, or :class:`MalformedFrame` naming the command."""
+        """``uint8[H, W, 4]`` (RGBA) from a ``png``/``bmp`` reply, or :class:`MalformedFrame` naming the command."""
+        return self.decode(command, self.request(command))
+
+    def decode(self, command: str, reply) -> np.ndarray:
+        """The image in ``reply`` to ``command`` (:meth:`image`)."""
         from PIL import Image
 
-        reply = self.request(command)
         if not isinstance(reply, bytes) or not reply:
             shown = reply[:40] if isinstance(reply, (str, bytes)) else reply
             self._fault(MalformedFrame(f"unreal {self.endpoint}: {command!r}: expected image bytes, got {type(reply).__name__} {shown!r} "
@@ -137,9 +143,31 @@ class UnrealConnection:
             image = np.asarray(Image.open(io.BytesIO(reply)))
         except Exception as error:  # PIL raises many kinds
             self._fault(MalformedFrame(f"unreal {self.endpoint}: {command!r}: undecodable image ({type(error).__name__}: {error})"))
-        if image.ndim != 3 or image.shape[2] != 4:
-            self._fault(MalformedFrame(f"unreal {self.endpoint}: {command!r}: expected a 4-channel image, got shape {image.shape}"))
+        if image.ndim != 3 or image.shape[2] not in (3, 4) or image.dtype != np.uint8:
+            self._fault(MalformedFrame(f"unreal {self.endpoint}: {command!r}: expected an 8-bit RGBA image, got shape {image.shape} {image.dtype}"))
+        if image.shape[2] == 3:  # PIL reads UnrealCV's 32-bit BMP as RGB
+            image = np.concatenate([image, np.full(image.shape[:2] + (1,), 255, np.uint8)], axis=-1)
         return image
+
+    def floats(self, command: str, n: int) -> tuple[float, ...]:
+        """The ``n`` numbers of the reply to ``command``, or :class:`MalformedFrame` naming it."""
+        reply = self.request(command)
+        try:
+            values = tuple(float(v) for v in str(reply).split())
+        except ValueError:
+            values = ()
+        if len(values) != n:
+            self._fault(MalformedFrame(f"unreal {self.endpoint}: {command!r}: expected {n} numbers, got {str(reply)[:60]!r}"))
+        return values
+
+    def colour(self, command: str) -> tuple[int, int, int]:
+        """``(r, g, b)`` of a ``(R=..,G=..,B=..,A=..)`` reply, or :class:`MalformedFrame` naming the command."""
+        reply = str(self.request(command))
+        try:
+            fields = dict(part.split("=") for part in reply.strip("() ").split(","))
+            return int(fields["R"]), int(fields["G"]), int(fields["B"])
+        except (ValueError, KeyError):
+            self._fault(MalformedFrame(f"unreal {self.endpoint}: {command!r}: expected a colour (R=..,G=..,B=..,A=..), got {reply[:60]!r}"))
 
 
 def _close_socket(client) -> None:
@@ -156,19 +184,6 @@ def _close_socket(client) -> None:
         pass
 
 
-def parse_floats(text: str, n: int, command: str) -> tuple[float, ...]:
-    values = tuple(float(v) for v in str(text).split())
-    if len(values) != n:
-        raise MalformedFrame(f"{command!r}: expected {n} numbers, got {text!r}")
-    return values
-
-
-def parse_colour(text: str) -> tuple[int, int, int]:
-    """``(R=..,G=..,B=..,A=..)`` to ``(r, g, b)``."""
-    fields = dict(part.split("=") for part in str(text).strip("() ").split(","))
-    return int(fields["R"]), int(fields["G"]), int(fields["B"])
-
-
 class UnrealEnv(HostEnv):
     """Unreal games on the host contract (module docstring).
 
@@ -183,12 +198,15 @@ class UnrealEnv(HostEnv):
       num_cells: the coverage-cell grid's side (cells are ``row * num_cells + col``).
       timeout_s, connect_timeout_s: per request, per greeting.
       types: object type names (an object's type is its name's prefix).
+      max_visible: objects reported per frame (the most pixels first).
+      min_visible_pixels: pixels an object must show to count as visible (``ParkWorld``'s rule).
     """
 
     def __init__(self, endpoints, camera: int = 0, key_map: tuple[str, ...] = PAPER_KEYS, action_seconds: float = 0.1,
                  reset_command: str = "vrun RestartLevel {seed}", max_steps_in_episode: int = 2000, units_per_cell: float = 100.0,
                  num_cells: int = 256, timeout_s: float = 5.0, connect_timeout_s: float = 5.0,
-                 types: tuple[str, ...] = ("rock_pillar", "barrel", "tire", "chair"), max_visible: int = 8):  # fmt: skip
+                 types: tuple[str, ...] = ("rock_pillar", "barrel", "tire", "chair"), max_visible: int = 8,
+                 min_visible_pixels: int = 12):  # fmt: skip
         if not endpoints:
             raise ValueError("UnrealEnv needs at least one endpoint")
         if len(key_map) < 1 or action_seconds <= 0:
@@ -202,7 +220,7 @@ class UnrealEnv(HostEnv):
         self.max_steps_in_episode = max_steps_in_episode
         self.camera, self.key_map, self.action_seconds = camera, tuple(key_map), action_seconds
         self.reset_command, self.units_per_cell, self.grid = reset_command, units_per_cell, num_cells
-        self.types, self.max_visible = tuple(types), max_visible
+        self.types, self.max_visible, self.min_visible_pixels = tuple(types), max_visible, min_visible_pixels
         self.faults: list[str] = []
         self.connections = [UnrealConnection(e, timeout_s, connect_timeout_s, self.faults.append) for e in endpoints]
         self.objects: list[dict | None] = [None] * self.num_envs
@@ -219,24 +237,26 @@ class UnrealEnv(HostEnv):
         conn = self.connections[i]
         if self.objects[i] is None or self.objects[i]["connects"] != conn.connects:
             names = str(conn.request("vget /objects")).split()
-            colours = np.array([parse_colour(conn.request(f"vget /object/{n}/color")) for n in names], np.int64).reshape(-1, 3)
+            colours = np.array([conn.colour(f"vget /object/{n}/color") for n in names], np.int64).reshape(-1, 3)
             self.objects[i] = {
                 "names": names, "connects": conn.connects,
                 "type": np.array([self.types.index(n.rsplit("_", 1)[0]) if n.rsplit("_", 1)[0] in self.types else -1 for n in names]),
-                "location": np.array([parse_floats(conn.request(f"vget /object/{n}/location"), 3, f"vget /object/{n}/location") for n in names]),
-                "bounds": np.array([parse_floats(conn.request(f"vget /object/{n}/bounds"), 6, f"vget /object/{n}/bounds") for n in names]),
+                "location": np.array([conn.floats(f"vget /object/{n}/location", 3) for n in names], float).reshape(-1, 3),
+                "bounds": np.array([conn.floats(f"vget /object/{n}/bounds", 6) for n in names], float).reshape(-1, 6),
                 "colour_key": colours[:, 0] * 65536 + colours[:, 1] * 256 + colours[:, 2],
             }  # fmt: skip
         return self.objects[i]
 
     def _observe(self, i: int) -> tuple[np.ndarray, dict]:
         conn = self.connections[i]
+        command = f"vget /camera/{self.camera}/lit png"
         start = time.perf_counter()
-        lit = conn.image(f"vget /camera/{self.camera}/lit png")
-        frame_ms = (time.perf_counter() - start) * 1000
+        reply = conn.request(command)
+        frame_ms = (time.perf_counter() - start) * 1000  # the round trip, not the decoding
+        lit = conn.decode(command, reply)
         mask = conn.image(f"vget /camera/{self.camera}/object_mask png")
-        location = parse_floats(conn.request(f"vget /camera/{self.camera}/location"), 3, "location")
-        rotation = parse_floats(conn.request(f"vget /camera/{self.camera}/rotation"), 3, "rotation")
+        location = conn.floats(f"vget /camera/{self.camera}/location", 3)
+        rotation = conn.floats(f"vget /camera/{self.camera}/rotation", 3)
         objects = self._objects_in_view(self._catalogue(i), mask)
         position = np.array(location[:2]) / self.units_per_cell
         cell = np.clip(np.floor(position).astype(int), 0, self.grid - 1)
@@ -257,7 +277,7 @@ class UnrealEnv(HostEnv):
                 found.append((rows.size, index, (rows.min(), cols.min(), rows.max() + 1, cols.max() + 1)))
         for slot, (pixels, index, box) in enumerate(sorted(found, reverse=True)[:k]):
             out["id"][slot], out["type"][slot], out["box"][slot] = index, catalogue["type"][index], box
-            out["pixels"][slot], out["visible"][slot] = pixels, True
+            out["pixels"][slot], out["visible"][slot] = pixels, pixels >= self.min_visible_pixels
         return out
 
     def _restart(self, i: int, seed: int) -> tuple[np.ndarray, dict]:
@@ -270,6 +290,7 @@ class UnrealEnv(HostEnv):
         self._seeds = seed + np.arange(self.num_envs)
         self._episodes[:] = 0
         results = [self._guarded(i, lambda i=i: self._restart(i, int(self._seeds[i]))) for i in range(self.num_envs)]
+        self._done = np.array([r is None for r in results])  # a game that did not restart is restarted on the next step
         return self._batch(results, np.zeros(self.num_envs, bool))
 
     def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -292,7 +313,7 @@ class UnrealEnv(HostEnv):
         frames, info = self._batch(results, autoreset)
         failed = np.array([r is None for r in results])
         truncated = ~autoreset & ((self._steps >= self.max_steps_in_episode) | failed)
-        self._done = truncated.copy()
+        self._done = truncated | (autoreset & failed)  # a failed restart is tried again
         return frames, np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool), truncated, info
 
     def _guarded(self, i: int, call):
@@ -303,23 +324,24 @@ class UnrealEnv(HostEnv):
             return None
 
     def _batch(self, results, autoreset) -> tuple[np.ndarray, dict]:
+        """The games' results as batches; a failed game (``None``) repeats its last frame and position
+        (keeping the shapes), is ``crashed``, and shows no objects."""
         shape = next((r[0].shape for r in results if r is not None), self.frame_shape)
         if shape is None:
             raise GameCrashed(f"{self.name}: no game answered; faults: {self.faults[-len(results):]}")
         self.frame_shape = tuple(shape)
         if self._last is None:
             self._last = [(np.zeros(shape, np.uint8), None)] * self.num_envs
-        filled = [r if r is not None else self._last[i] for i, r in enumerate(results)]
-        self._last = filled
-        frames = np.stack([f for f, _ in filled])
-        meta = [m for _, m in filled]
-        ok = [m is not None for m in meta]
+        self._last = [r if r is not None else self._last[i] for i, r in enumerate(results)]
+        frames = np.stack([f for f, _ in self._last])
+        failed = np.array([r is None for r in results])
+        meta = [m for _, m in self._last]
         pick = lambda key, default: np.stack([m[key] if m is not None else default for m in meta])
         none = self._objects_in_view({"colour_key": np.zeros(0, np.int64), "type": np.zeros(0, np.int64)}, np.zeros((1, 1, 3), np.uint8))
-        objects = {k: np.stack([(m["objects"] if m is not None else none)[k] for m in meta]) for k in none}
+        objects = {k: np.stack([(none if bad or m is None else m["objects"])[k] for m, bad in zip(meta, failed)]) for k in none}
         telemetry = host_telemetry(
             position=pick("position", np.zeros(2)), cell=pick("cell", 0), bugs_fired=np.zeros((self.num_envs, 0), bool),
-            game_reward=np.zeros(self.num_envs), frame_time_ms=pick("frame_ms", 0.0), crashed=~np.array(ok),
+            game_reward=np.zeros(self.num_envs), frame_time_ms=np.where(failed, 0.0, pick("frame_ms", 0.0)), crashed=failed,
         )  # fmt: skip
         return frames, {"telemetry": telemetry, "yaw": pick("yaw", 0.0), "objects": objects, "autoreset": np.asarray(autoreset, bool), "faults": list(self.faults)}
 

@@ -48,8 +48,9 @@ import numpy as np
 from envs_bridge.unreal import PAPER_KEYS
 
 MAGIC = 0x9E2B83C1
+#: The longest a key may be held in one request (seconds).
+MAX_PRESS_S = 10.0
 FAULTS = ("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "no_greeting", "dark_text_image")
-KEYS = PAPER_KEYS
 UNITS_PER_CELL = 100.0
 PITCH_DEG_PER_STEP = 10.0
 
@@ -110,7 +111,7 @@ class ParkGame:
         self.paused = False
         self.steps = 0
         self.restart(0)
-        self.press(KEYS[0], tick_s)  # compile the step and the view now, not during a client's first request
+        self.press(PAPER_KEYS[0], tick_s)  # compile the step and the view now, not during a client's first request
         self.frame()
         self.restart(0)
 
@@ -121,7 +122,9 @@ class ParkGame:
         self.steps = 0
 
     def press(self, key: str, seconds: float) -> None:
-        action = KEYS.index(key)
+        action = PAPER_KEYS.index(key)
+        if not 0 <= seconds <= MAX_PRESS_S:
+            raise ValueError(f"a key is held 0 to {MAX_PRESS_S:g} seconds, got {seconds}")
         for _ in range(max(1, int(round(seconds / self.tick_s)))):
             if not self.paused:
                 _, self.state, _, _, _ = self._step(jax.random.key(self.steps), self.state, jnp.int32(action), self.params)
@@ -175,9 +178,9 @@ class UnrealCVServer:
         self.host, self.port, self.unix_path = host, port, unix_path
         self.delay_s, self.project = delay_s, project
         self.game = ParkGame(tick_s, **game_kwargs)
-        self.faults: deque[str] = deque()
-        self._skip = 0
-        self.requests: list[str] = []  # every command received, in order
+        self.faults: deque[str] = deque()  # the injected faults to come, in order
+        self._skips: deque[int] = deque()  # requests each waits for once it is next
+        self.requests: deque[str] = deque(maxlen=10_000)  # the latest commands received, in order
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -220,19 +223,20 @@ class UnrealCVServer:
 
     def inject(self, fault: str, times: int = 1, after: int = 0) -> None:
         """The next ``times`` replies (``no_greeting``: connections) suffer ``fault``, once ``after`` more
-        requests have been answered normally."""
+        requests have been answered normally after the faults injected before it."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
         with self._lock:
             self.faults.extend([fault] * times)
-            self._skip = after
+            self._skips.extend([after] + [0] * (times - 1))
 
     def _take(self, *wanted: str) -> str | None:
         with self._lock:
             if self.faults and self.faults[0] in wanted:
-                if self._skip > 0 and self.faults[0] != "no_greeting":
-                    self._skip -= 1
+                if self._skips[0] > 0 and self.faults[0] != "no_greeting":
+                    self._skips[0] -= 1
                     return None
+                self._skips.popleft()
                 return self.faults.popleft()
         return None
 
@@ -248,7 +252,10 @@ class UnrealCVServer:
                 if self._take("no_greeting"):
                     self._hold(conn)
                     continue
-                conn.sendall(frame_bytes(f"connected to {self.project}".encode()))
+                try:
+                    conn.sendall(frame_bytes(f"connected to {self.project}".encode()))
+                except OSError:  # the client left before its greeting
+                    continue
                 self._converse(conn)
 
     def _hold(self, conn) -> None:
@@ -297,6 +304,7 @@ class UnrealCVServer:
         fault = self._take("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "dark_text_image")
         if fault == "dark_text_image" and not re.search(r"/(lit|object_mask)\b", command):
             self.faults.appendleft(fault)  # waits for an image request
+            self._skips.appendleft(0)
             fault = None
         body = b"error injected fault" if fault == "error" else dark_text_bmp() if fault == "dark_text_image" else self._handle(command)
         reply = str(request_id + (fault == "out_of_order")).encode() + b":" + body
@@ -352,7 +360,7 @@ class UnrealCVServer:
                     return self.project.encode()
             if len(words) >= 2 and words[0] == "vset":
                 uri = words[1]
-                if uri == "/action/keyboard" and len(words) == 4 and words[2] in KEYS:
+                if uri == "/action/keyboard" and len(words) == 4 and words[2] in PAPER_KEYS:
                     g.press(words[2], float(words[3]))
                     return b"ok"
                 if re.fullmatch(r"/camera/\d+/(location|moveto)", uri) and len(words) == 5:
@@ -368,7 +376,7 @@ class UnrealCVServer:
                 if len(words) >= 2 and words[1] == "RestartLevel":
                     g.restart(int(words[2]) if len(words) > 2 else 0)
                 return b"ok"
-        except (ValueError, IndexError) as error:
+        except (ValueError, IndexError, OverflowError) as error:  # a malformed request is answered, never fatal
             return f"error {error}".encode()
         return f"error No handler found for URI '{command}'".encode()
 

@@ -179,9 +179,9 @@ def run_unreal(args, prepare_out_dir) -> int:
 
     if args.method not in BRIDGED:
         raise SystemExit(f"error: over an Unreal game, --method must be one of {', '.join(BRIDGED)}")
-    try:
-        game = host_game(args.game)  # connects lazily, at the first request
-    except ValueError as error:
+    try:  # --game-arg: the bridge's options (camera, action_seconds, timeout_s, units_per_cell, ...); connects lazily
+        game = host_game(args.game, **_game_args(args))
+    except (ValueError, TypeError) as error:
         raise SystemExit(f"error: {error}") from None
     if not args.ppgta_models:
         raise SystemExit("error: over an Unreal game, pass --ppgta-models DIR (models trained on the device twin: `jgtest run ppgta --game ParkWorld-v0`)")
@@ -195,7 +195,7 @@ def run_unreal(args, prepare_out_dir) -> int:
     try:
         trained = device_run(args.explorer_from, models) if args.explorer_from else None
         agent = BridgedAgent(models, args.method, trained, args.detector)
-    except ValueError as error:
+    except (ValueError, TypeError) as error:
         raise SystemExit(f"error: {error}") from None
     with game as env:
         summary = run_bridged(env, agent, out, episodes=_episodes(args), episode_steps=2000 if not args.quick else 200, seed=args.seed)

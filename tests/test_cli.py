@@ -162,6 +162,7 @@ def test_park_random_cli_prints_the_papers_numbers_and_replays_texture_records(t
     (["run", "ppgta", "--game", "ParkWorld-v0", "--game-arg", "colour=3"], "unexpected keyword argument 'colour'"),
     (["run", "ppgta", "--game", "unreal:nohost"], "unreal:HOST:PORT or unreal:/path/to/socket"),
     (["run", "ppgta", "--game", "unreal:127.0.0.1:9000"], "pass --ppgta-models DIR"),
+    (["run", "ppgta", "--game", "unreal:127.0.0.1:9000", "--game-arg", "camra=1"], "unexpected keyword argument 'camra'"),
     (["run", "random", "--game", "unreal:127.0.0.1:9000", "--ppgta-models", "nowhere"], "--ppgta-models: no PPGTA models in nowhere"),
 ])  # fmt: skip
 def test_park_agents_refuse_bad_input_before_any_training(argv, message, tmp_path):

@@ -43,7 +43,7 @@ from jgtest.checkpoint import config_from_dict
 from jgtest.envs.park import NUM_ACTIONS, EnvParams
 from jgtest.envs.park_experts import walk_around
 from jgtest.methods import inspector, ppgta
-from jgtest.methods.ooi_testing import TESTING, OOITestSettings, executed_action, init_tester, tester_transition
+from jgtest.methods.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
 from jgtest.methods.park_campaign import restore_carry
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
 
@@ -114,8 +114,10 @@ class BridgedAgent:
         if trained is not None and not isinstance(trained[0], expected or ()):
             raise ValueError(f"the trained run is a {type(trained[0]).__name__}, not a {agent} campaign")
         self.models, self.agent, self.turn_deg, self.detector, self.trained = models, agent, turn_deg, detector, trained is not None
-        self.settings = OOITestSettings(trigger_pixels=trigger_pixels, test_steps=models.config.circle_steps if agent == "ppgta" else 0)
         self.campaign, learner = trained if trained is not None else (None, None)
+        # a trained run tests as it was trained; otherwise the paper's settings with ``trigger_pixels``
+        fresh = OOITestSettings(trigger_pixels=trigger_pixels, test_steps=models.config.circle_steps if agent == "ppgta" else 0)
+        self.settings = self.campaign.config.tests if trained is not None else fresh
         if agent == "ppgta":
             if self.campaign is None:
                 self.campaign = _ppgta_campaign(models, detector)
@@ -127,6 +129,19 @@ class BridgedAgent:
             self.explorer = learner["ppo"][0]
         self.act = jax.jit(self._act)
         self.observe = jax.jit(self._observe)
+
+    @property
+    def frame_shape(self) -> tuple[int, ...] | None:
+        """The frames the agent's networks take (the device twin's), or ``None`` (random: any size)."""
+        return None if self.campaign is None else tuple(self.campaign.env.observation_space(self.campaign.params).shape)
+
+    def check_game(self, env, frames: np.ndarray) -> None:
+        """Refuses a game whose actions or frames differ from the twin the agent was trained on."""
+        if env.num_actions != NUM_ACTIONS:
+            raise ValueError(f"{env.name}: the agents play ParkWorld's {NUM_ACTIONS} keys; the game's key map has {env.num_actions}")
+        if self.frame_shape is not None and tuple(frames.shape[1:]) != self.frame_shape:
+            raise ValueError(f"{env.name}: the camera gives {tuple(frames.shape[1:])} frames; {self.agent}'s networks take {self.frame_shape} "
+                             "(set the camera's resolution to the twin's)")  # fmt: skip
 
     def fresh(self, num_oois: int) -> dict:
         tester = init_tester(num_oois, NUM_ACTIONS)
@@ -191,34 +206,35 @@ def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int =
     models, agent = bridged.models, bridged.agent
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    to_jax = lambda objects: {k: jnp.asarray(v[0]).astype(jnp.bool_ if k == "visible" else jnp.int32) for k, v in objects.items()}
     start, outcomes, key, played = time.perf_counter(), {}, jax.random.key(seed), []
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         for episode in range(episodes):
+            faults_before = len(env.faults)
             try:
                 frames, info = env.reset(seed + episode)
             except RuntimeError:  # the bridge's BridgeError: no game answered (its fault is in env.faults)
                 continue
+            if len(env.faults) > faults_before or env.objects[0] is None:
+                continue  # the game did not restart: the next episode tries again
+            if episode == 0:
+                bridged.check_game(env, frames)
             catalogue = env.objects[0]
-            if catalogue is None:
-                continue
             ooi_pos = jnp.asarray(catalogue["location"][:, :2] / env.units_per_cell, jnp.float32)
             loop = bridged.fresh(len(catalogue["names"]))
-            loop["tester"] = loop["tester"].replace(tested=jnp.asarray([o in outcomes for o in range(len(catalogue["names"]))]))
-            faults_before = len(env.faults)
+            loop["tester"] = loop["tester"].replace(tested=jnp.asarray([o in outcomes for o in range(len(catalogue["names"]))], bool))
             evidence, actions = {}, []
             played.append(0)
             for t in range(episode_steps):
                 key, k = jax.random.split(key)
                 position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
-                loop, executed = bridged.act(loop, jnp.asarray(frames[0]), to_jax(info["objects"]), position, jnp.float32(info["yaw"][0]), ooi_pos, k)
+                loop, executed = bridged.act(loop, jnp.asarray(frames[0]), host_objects(info["objects"]), position, jnp.float32(info["yaw"][0]), ooi_pos, k)
                 actions.append(int(executed))
                 frames, _, _, truncated, info = env.step(np.array([int(executed)]))
-                if len(env.faults) > faults_before:
-                    break  # a fault ended the episode; what is written stays
+                if len(env.faults) > faults_before or truncated[0]:
+                    break  # a fault (or the game's episode cap) ended the episode; what is written stays
                 played[-1] += 1
                 position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
-                loop, event, bug_prob = bridged.observe(loop, executed, jnp.asarray(frames[0]), to_jax(info["objects"]), position, ooi_pos)
+                loop, event, bug_prob = bridged.observe(loop, executed, jnp.asarray(frames[0]), host_objects(info["objects"]), position, ooi_pos)
                 event = jax.device_get(event)
                 target = int(event["target"])
                 if target >= 0 and event["target_pixels"] >= models.oracle.config.min_pixels:

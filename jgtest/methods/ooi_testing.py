@@ -246,11 +246,15 @@ def host_episode(env, seed: int, actions, settings: OOITestSettings, ooi_pos, ju
         _, _, _, truncated, info = env.step(np.array([executed]))
         if truncated[0]:
             raise RuntimeError(f"{env.name}: the episode ended at step {t} (faults: {env.faults[-3:]})")
-        objects = {k: jnp.asarray(v[0]).astype(jnp.bool_ if k == "visible" else jnp.int32) for k, v in info["objects"].items()}
         position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
-        tester, event = transition(tester, jnp.int32(executed), position, ooi_pos, objects, judge)
+        tester, event = transition(tester, jnp.int32(executed), position, ooi_pos, host_objects(info["objects"]), judge)
         events.append({**jax.device_get(event), "executed": executed})
     return events
+
+
+def host_objects(objects: dict) -> dict:
+    """Game 0's objects of a host game's batched ``info["objects"]`` as the tester's jax arrays."""
+    return {k: jnp.asarray(v[0]).astype(jnp.bool_ if k == "visible" else jnp.int32) for k, v in objects.items()}
 
 
 @functools.lru_cache(maxsize=8)

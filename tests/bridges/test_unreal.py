@@ -38,15 +38,20 @@ def models():
     return _untrained(TINY)
 
 
-def _on_device(seed: int, actions) -> list[np.ndarray]:
+def _on_device(seed: int, actions, with_objects: bool = False):
     """The frames the on-device world renders (jitted, as the game behind the server) from the start of
-    ``seed`` under ``actions``."""
+    ``seed`` under ``actions``; with ``with_objects``, also each step's objects in view ``{id: pixels}``."""
     frame, state = RESET(reset_key(episode_key(seed, 0, 0)), PARAMS)
-    frames = [np.asarray(frame)]
+    frames, shown = [np.asarray(frame)], []
     for t, a in enumerate(actions):
-        frame, state, _, _, _ = STEP(jax.random.key(t), state, jnp.int32(a), PARAMS)
+        frame, state, _, _, info = STEP(jax.random.key(t), state, jnp.int32(a), PARAMS)
         frames.append(np.asarray(frame))
-    return frames
+        shown.append(_in_view(jax.device_get(info["objects"])))
+    return (frames, shown) if with_objects else frames
+
+
+def _in_view(objects) -> dict:
+    return {int(i): int(p) for i, p, v in zip(objects["id"], objects["pixels"], objects["visible"]) if v}
 
 
 def test_the_real_client_speaks_the_wire_protocol(server):
@@ -74,15 +79,19 @@ def test_the_real_client_speaks_the_wire_protocol(server):
 
 
 def test_bridge_frames_equal_the_on_device_world(server):
-    actions = [0, 0, 4, 0, 5, 3, 7, 0]
-    expected = _on_device(5, actions)
+    """``lit`` pixels (PNG and BMP) and the objects read from ``object_mask`` equal the on-device world's."""
+    actions = [0, 0, 4, 0, 5, 3, 7, 0, 0, 0]
+    expected, shown = _on_device(3, actions, with_objects=True)
     with UnrealEnv([server.address], timeout_s=5) as env:
-        frames, info = env.reset(5)
+        frames, info = env.reset(3)
         np.testing.assert_array_equal(frames[0], expected[0])
         for t, a in enumerate(actions):
             frames, _, _, truncated, info = env.step(np.array([a]))
             np.testing.assert_array_equal(frames[0], expected[t + 1])
+            assert _in_view({k: v[0] for k, v in info["objects"].items()}) == shown[t]  # ids and pixels from the mask's colours
             assert not truncated[0]
+        assert sum(len(s) for s in shown) > 0
+        np.testing.assert_array_equal(env.connections[0].image("vget /camera/0/lit bmp")[..., :3], expected[-1])
         assert info["telemetry"].frame_time_ms[0] > 0
         assert env.faults == []
 
@@ -125,6 +134,7 @@ def test_the_bridge_survives_each_fault_and_reconnects(server, fault, message):
         server.inject(fault)
         frames, _, _, truncated, info = env.step(np.array([0]))
         assert truncated[0], "the faulty step ends the episode cleanly"
+        assert info["telemetry"].crashed[0] and not info["objects"]["visible"].any()  # no stale objects from the last good step
         assert len(env.faults) == 1 and ("vget /camera/0/" in env.faults[0] or "vset /action/keyboard" in env.faults[0])
         assert message in env.faults[0]
         frames, _, _, truncated, info = env.step(np.array([0]))  # auto-reset: a fresh episode over the wire again
@@ -133,6 +143,32 @@ def test_the_bridge_survives_each_fault_and_reconnects(server, fault, message):
         np.testing.assert_array_equal(frames[0], expected)
         if fault not in ("error", "dark_text_image"):
             assert env.connections[0].connects == before + 1  # the broken wire was replaced
+
+
+@pytest.fixture(scope="module")
+def random_agent(models):
+    from jgtest.methods.bridged_campaign import BridgedAgent
+
+    return BridgedAgent(models, "random", trigger_pixels=40)  # compiled once for the fault suite
+
+
+@pytest.mark.parametrize("fault", [f for f, _ in FAULTS] + ["no_greeting"])
+def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_agent, fault, tmp_path):
+    from jgtest.methods.bridged_campaign import run_bridged
+    from jgtest.report.records import read_bug_records
+
+    with UnrealEnv([server.address], timeout_s=1.0, connect_timeout_s=1.0) as env:
+        env.reset(0)  # reads the objects' catalogue
+        if fault == "no_greeting":  # the wire breaks, and the game does not greet the reconnection
+            server.inject("drop", after=5 + 5 * 30)
+            server.inject("no_greeting")
+        else:
+            server.inject(fault, after=5 + 5 * 30)  # the reset, then 30 steps of 5 requests
+        summary = run_bridged(env, random_agent, tmp_path, episodes=3, episode_steps=40, seed=6)
+    assert summary["faults"] and summary["steps_played"][0] == 30  # the fault ended episode 0 at its 31st step
+    assert summary["steps_played"][-1] == 40  # and a later episode played in full
+    records = read_bug_records(tmp_path / "bugs.jsonl") if (tmp_path / "bugs.jsonl").exists() else []
+    assert {r.bug_id for r in records} == {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
 
 
 def test_a_greeting_that_never_comes_is_a_timeout(server):
@@ -189,12 +225,14 @@ def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(ser
     from jgtest.methods.bridged_campaign import BridgedAgent, run_bridged
     from jgtest.report.records import read_bug_records
 
-    campaign = inspector.InspectorCampaign(inspector.InspectorConfig(episodes=1, num_envs=1, **GAME))
+    campaign = inspector.InspectorCampaign(inspector.InspectorConfig(episodes=1, num_envs=1, tests=OOITestSettings(trigger_pixels=40), **GAME))
     trained = (campaign, jax.jit(campaign.init)(jax.random.key(0)))  # what device_run(RUN) returns, at the policy's initialisation
     with UnrealEnv([server.address], timeout_s=1.0) as env:
         env.reset(0)  # reads the objects' catalogue
         server.inject("drop", after=2 * 5 + 5 * (300 + 20))  # two resets (5 requests each), 300 steps of episode 0 and 20 of episode 1
-        summary = run_bridged(env, BridgedAgent(models, "inspector", trained, trigger_pixels=40), tmp_path, episodes=2, episode_steps=300, seed=6)
+        agent = BridgedAgent(models, "inspector", trained)
+        assert agent.settings.trigger_pixels == 40  # the run's test settings, not the defaults
+        summary = run_bridged(env, agent, tmp_path, episodes=2, episode_steps=300, seed=6)
     assert len(summary["faults"]) == 1 and "the connection broke" in summary["faults"][0]
     assert summary["steps_played"] == [300, 20]  # the fault ended episode 1
     records = read_bug_records(tmp_path / "bugs.jsonl")
