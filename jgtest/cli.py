@@ -279,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_train)
     games = sub.add_parser("games", help="list the registered games")
     games.set_defaults(func=_games)
+    from jgtest.cli_plan import add_parser as add_plan_parser
+
+    add_plan_parser(sub)
     return parser
 
 

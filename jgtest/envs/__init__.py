@@ -4,6 +4,7 @@ from jgtest.envs.base import BUG_KINDS, TestingEnv
 from jgtest.envs.blockmaze import BlockMaze
 from jgtest.envs.cartpole_bugs import CartPoleBugs
 from jgtest.envs.combat import CombatArena
+from jgtest.envs.dungeon import Dungeon
 from jgtest.envs.kart import KartTrack
 from jgtest.envs.pacmaze import PacMaze
 from jgtest.envs.park import ParkWorld
@@ -15,5 +16,6 @@ register("PacMaze-v0", PacMaze)
 register("CombatArena-v0", CombatArena)
 register("KartTrack-v0", KartTrack)
 register("ParkWorld-v0", ParkWorld)
+register("Dungeon-v0", Dungeon)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "KartTrack", "PacMaze", "ParkWorld", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "KartTrack", "PacMaze", "ParkWorld", "make", "register", "registered_games"]

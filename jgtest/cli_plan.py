@@ -1,0 +1,92 @@
+"""``jgtest plan {run, suite}``: explicit plans as functional tests (:mod:`jgtest.plans`).
+
+* ``jgtest plan run PLAN.json --game Dungeon-v0 [--variant V] [--seeds N] [--out DIR]`` runs the
+  plan under N seeds (one jitted call), prints each validation, writes ``DIR/report.json``,
+  and exits 0 only when every run passed;
+* ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
+  in a folder, one pass/fail table (exit 0 only when all pass).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    plan = sub.add_parser("plan", help="explicit plans: run a plan, or a folder of them, as functional tests")
+    commands = plan.add_subparsers(dest="plan_command", required=True)
+    for name, what, help_text in (("run", "plan", "run one plan (JSON) and validate every action"), ("suite", "folder", "run every plan in a folder")):
+        cmd = commands.add_parser(name, help=help_text)
+        cmd.add_argument(what, help="a plan JSON file" if what == "plan" else "a folder of plan JSON files")
+        cmd.add_argument("--game", default="Dungeon-v0")
+        cmd.add_argument("--variant", default="normal", help="the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, random_enemies, random_layout)")
+        cmd.add_argument("--navigator", choices=("scripted",), default="scripted", help="how the agent gets to its targets")
+        cmd.add_argument("--seeds", type=int, default=4, help="runs per plan (seeds 0..N-1), vectorized")
+        cmd.add_argument("--max-steps", type=int, default=200, help="a run's step budget")
+        cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
+        cmd.set_defaults(func=_run_plans)
+
+
+def _load(paths, game: str):
+    from jgtest.plans.model import PlanError, load_plan
+
+    plans = []
+    for path in paths:
+        try:
+            plan = load_plan(path)
+        except PlanError as error:
+            raise SystemExit(f"error: {error}") from None
+        if plan.game != game:
+            raise SystemExit(f"error: {path}: the plan is for {plan.game}, not --game {game}")
+        plans.append(plan)
+    return plans
+
+
+def _run_plans(args) -> int:
+    import jax
+    from rich.console import Console
+    from rich.table import Table
+
+    import jgtest
+    from jgtest.plans.agent import RunSettings, run_plans
+    from jgtest.plans.compiled import stack_plans
+    from jgtest.plans.model import PlanError, plan_game
+    from jgtest.plans.report import run_report, validation_table
+
+    if args.seeds < 1:
+        raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
+    if args.plan_command == "run":
+        paths = [Path(args.plan)]
+    else:
+        paths = sorted(Path(args.folder).glob("*.json"))
+        if not paths:
+            raise SystemExit(f"error: {args.folder}: no *.json plans")
+    plans = _load(paths, args.game)
+    try:
+        env, params = jgtest.make(args.game, variant=args.variant)
+        compiled = stack_plans(plans, env)
+    except (ValueError, PlanError) as error:
+        raise SystemExit(f"error: {error}") from None
+    keys = jax.vmap(jax.random.key)(jax.numpy.arange(args.seeds))
+    agent, _ = run_plans(env, plan_game(args.game), params, compiled, keys, RunSettings(max_steps=args.max_steps))
+    agent = jax.device_get(agent)
+    reports = {str(path): [run_report(plan, jax.tree.map(lambda x: x[p, s], agent), env, s) for s in range(args.seeds)]
+               for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
+    console = Console()
+    if args.plan_command == "run":
+        for report in reports[str(paths[0])]:
+            console.print(validation_table(report))
+    table = Table(title=f"{len(plans)} plan(s) × {args.seeds} seed(s) on {args.game} ({args.variant})")
+    for column in ("plan", "passed", "first failure"):
+        table.add_column(column)
+    for path, runs in reports.items():
+        failures = [r["failure"] for r in runs if not r["passed"]]
+        table.add_row(Path(path).name, f"{len(runs) - len(failures)}/{len(runs)}", failures[0] if failures else "")
+    console.print(table)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps({"game": args.game, "variant": args.variant, "seeds": args.seeds, "plans": reports}, indent=2))
+        print(f"wrote {out / 'report.json'}")
+    return 0 if all(r["passed"] for runs in reports.values() for r in runs) else 1

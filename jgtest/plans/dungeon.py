@@ -1,0 +1,88 @@
+"""What plans may say about ``Dungeon-v0``, and how its actions are validated: the game's one place for both.
+
+The Explicit Plans article: "we can define all preaction and postaction validation functions in
+one place. That way, it is not a problem if some actions are carried out by the EPA in an
+unforeseen order (due to rules being triggered)". Each :class:`Check` pairs an action with an
+actor type: the pre-action callback measures one of the game's :data:`VARIABLES` just before the
+action; the post-action callback measures it again when the bound game event fires (or after a
+delay, for a check bound to none) and expects ``change``; no event within ``timeout`` steps
+fails the test. The article's example: attack → kill count +1, bound to the enemy-killed event;
+its Video 1: interact with the switch → the door opens (here bound to the switch-toggled event:
+a switch out of reach never toggles, and the check times out with the door still shut).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jgtest.envs import dungeon as game
+from jgtest.envs.grid import NSEW
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """A post-action validation (module docstring).
+
+    Attributes:
+      variable: the measured game variable (one of the game's ``VARIABLES``).
+      change: the expected post-action value minus the pre-action one.
+      event: the game event (``info["events"]``) the post-action check is bound to; ``None``: a delay.
+      timeout: steps to wait for the event (or, with no event, the delay before checking).
+    """
+
+    variable: str
+    change: float
+    event: str | None
+    timeout: int
+
+
+#: Variables the pre- and post-action callbacks measure; ``side``: which side of the target the player
+#: stands on along the row or column they share (−1 before it, +1 past it, 0 otherwise).
+VARIABLES = ("door_open", "switch_on", "kills", "items", "shrine_active", "side")
+
+#: The plan vocabulary: actions a node or rule may name, and actor types it may target.
+ACTIONS = {"interact": game.INTERACT, "attack": game.ATTACK, "jump": game.JUMP}
+ACTOR_TYPES = game.ACTOR_TYPES
+
+#: (action, actor type) → its validation.
+CHECKS = {
+    ("interact", "switch"): Check("door_open", 1.0, "switch_toggled", 10),
+    ("interact", "shrine"): Check("shrine_active", 1.0, "shrine_activated", 10),
+    ("attack", "enemy"): Check("kills", 1.0, "enemy_killed", 10),
+    ("jump", "lava"): Check("side", 2.0, None, 1),
+}
+
+MOVES, WAIT = 4, game.WAIT
+EVENTS = game.EVENTS
+
+
+def measure(state: game.EnvState, target: jax.Array) -> jax.Array:
+    """``float32[len(VARIABLES)]``: the variables with the player and the actor cell ``target`` (row, col)."""
+    gap = state.pos - target
+    side = jnp.where(gap[0] == 0, jnp.sign(gap[1]), jnp.where(gap[1] == 0, jnp.sign(gap[0]), 0))
+    values = (state.door_open, state.switch_on, state.kills, state.items, state.shrine_active, side)
+    return jnp.stack([jnp.asarray(v, jnp.float32) for v in values])
+
+
+def actors(state: game.EnvState, env: game.Dungeon):
+    """``(types int32[A], positions int32[A, 2], present bool[A])``."""
+    return jnp.asarray(env.actor_types), state.actor_pos, state.alive
+
+
+def passable(state: game.EnvState, env: game.Dungeon) -> jax.Array:
+    """``bool[H, W]``: cells the player can walk into."""
+    return ~env.solid(state)
+
+
+def face_action(pos: jax.Array, target: jax.Array) -> jax.Array:
+    """The move that faces ``target`` from ``pos`` (into it: blocked by it, so only a turn)."""
+    gap = jnp.sign(target - pos)
+    return jnp.argmax((jnp.asarray(NSEW) == gap[None]).all(-1)).astype(jnp.int32)
+
+
+def teleport(state: game.EnvState, cell: jax.Array, facing: jax.Array) -> game.EnvState:
+    """The player put at ``cell`` facing ``facing`` (the article's simplest navigation: "simply teleporting the player")."""
+    return state.replace(pos=cell.astype(jnp.int32), facing=facing.astype(jnp.int32))

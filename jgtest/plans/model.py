@@ -1,0 +1,188 @@
+"""Explicit plans as data: nodes and rules, their JSON form and its JSON Schema.
+
+The article: a **node** is "a target destination (another actor, or world location) where
+[an] action is performed", with "utility parameters, such as tolerance radius, movement mode,
+waiting time"; a **rule** is a triplet "Preconditions, Priority, Action" — "when a rule has all
+its preconditions fulfilled, the ascribed AI behavior is performed. If many rules apply at once,
+the one with the highest priority precedes". A plan is a list of nodes and a set of rules.
+
+The JSON form::
+
+    {"game": "Dungeon-v0", "name": "complete the level",
+     "nodes": [{"actor": "switch", "action": "interact"},
+               {"actor": "lava", "action": "jump"},
+               {"location": [4, 14], "radius": 0, "movement": "teleport", "wait": 3},
+               {"actor": "shrine", "instance": 0, "action": "interact", "radius": 1}],
+     "rules": [{"preconditions": [{"actor_near": "enemy", "distance": 3}], "priority": 1, "action": "attack"}]}
+
+A node targets an ``actor`` type (``instance``: which of them, in the game's actor order,
+default 0) or a ``location`` ``[row, col]``; ``action`` is optional (none: only get there);
+``radius`` the tolerance (Manhattan cells; default 1, beside the target); ``movement``
+``"walk"`` or ``"teleport"``; ``wait`` steps to stay after arriving (and acting). A rule's
+preconditions: ``{"actor_near": TYPE, "distance": D}`` (an actor of that type within D
+cells) or ``{"health_below": H}``; its action is performed on the nearest actor of its first
+``actor_near`` (``null``: walk onto it, e.g. to collect). :func:`plan_schema` is the JSON
+Schema of one game's plans (its actions and actor types as enums); :func:`parse_plan`
+checks a plan against it and names what is wrong and where (``nodes[1].action: 'fly' is not
+one of ['interact', 'attack', 'jump']``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+MOVEMENTS = ("walk", "teleport")
+
+
+class PlanError(ValueError):
+    """A plan that does not fit its game's schema; the message names the place (``nodes[1].radius``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    actor: str | None = None
+    instance: int = 0
+    location: tuple[int, int] | None = None
+    action: str | None = None
+    radius: int = 1
+    movement: str = "walk"
+    wait: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Precondition:
+    actor_near: str | None = None
+    distance: int = 3
+    health_below: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    preconditions: tuple[Precondition, ...]
+    priority: int = 0
+    action: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    game: str
+    nodes: tuple[Node, ...]
+    rules: tuple[Rule, ...] = ()
+    name: str = ""
+
+    def to_dict(self) -> dict:
+        """The JSON form (module docstring), defaults left out."""
+        def compact(item) -> dict:
+            defaults = {f.name: f.default for f in dataclasses.fields(item)}
+            out = {}
+            for key, value in dataclasses.asdict(item).items():
+                if key == "preconditions":
+                    out[key] = [compact(p) for p in item.preconditions]
+                elif value != defaults.get(key) or key == "action" and isinstance(item, Rule):
+                    out[key] = list(value) if isinstance(value, tuple) else value
+            return out
+
+        return {"game": self.game, **({"name": self.name} if self.name else {}), "nodes": [compact(n) for n in self.nodes],
+                "rules": [compact(r) for r in self.rules]}  # fmt: skip
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def plan_schema(vocabulary) -> dict:
+    """The JSON Schema (draft 2020-12) of plans for one game; ``vocabulary`` has ``ACTIONS`` and ``ACTOR_TYPES``."""
+    actions, types = list(vocabulary.ACTIONS), list(vocabulary.ACTOR_TYPES)
+    action = {"enum": [*actions, None]}
+    node = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "actor": {"enum": types}, "instance": {"type": "integer", "minimum": 0},
+            "location": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+            "action": action, "radius": {"type": "integer", "minimum": 0}, "movement": {"enum": list(MOVEMENTS)},
+            "wait": {"type": "integer", "minimum": 0},
+        },
+        "oneOf": [{"required": ["actor"], "not": {"required": ["location"]}}, {"required": ["location"], "not": {"required": ["actor"]}}],
+    }  # fmt: skip
+    precondition = {
+        "type": "object", "additionalProperties": False,
+        "properties": {"actor_near": {"enum": types}, "distance": {"type": "integer", "minimum": 1}, "health_below": {"type": "integer", "minimum": 1}},
+        "oneOf": [{"required": ["actor_near"]}, {"required": ["health_below"]}],
+    }  # fmt: skip
+    rule = {
+        "type": "object", "additionalProperties": False, "required": ["preconditions", "action"],
+        "properties": {"preconditions": {"type": "array", "items": precondition, "minItems": 1}, "priority": {"type": "integer"}, "action": action},
+    }  # fmt: skip
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": False,
+        "required": ["game", "nodes"],
+        "properties": {"game": {"type": "string"}, "name": {"type": "string"}, "nodes": {"type": "array", "items": node, "minItems": 1},
+                       "rules": {"type": "array", "items": rule}},
+    }  # fmt: skip
+
+
+def _where(path) -> str:
+    """``nodes[1].action`` from a jsonschema error path."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "plan"
+
+
+def _message(error) -> str:
+    if error.validator == "minItems" and not error.instance:
+        return {"nodes": "an empty plan: it needs at least one node", "preconditions": "a rule without preconditions"}.get(
+            error.path[-1] if error.path else "", error.message)  # fmt: skip
+    if error.validator == "oneOf" and "actor" in str(error.schema):
+        return "a node targets either an actor or a location (exactly one of them)"
+    if error.validator == "minimum" and error.path and error.path[-1] == "radius":
+        return f"a negative tolerance radius ({error.instance})"
+    return error.message
+
+
+def parse_plan(data: dict, vocabulary=None) -> Plan:
+    """A :class:`Plan` from its JSON form, checked against its game's schema.
+
+    Raises:
+      PlanError: naming the first problem and where it is (an unknown actor type or action, a
+        negative radius, an empty plan, a rule without preconditions, an unknown game).
+    """
+    import jsonschema
+
+    if not isinstance(data, dict) or not isinstance(data.get("game"), str):
+        raise PlanError("plan: a plan is a JSON object with a 'game' (e.g. \"Dungeon-v0\")")
+    vocabulary = vocabulary or plan_game(data["game"])
+    errors = sorted(jsonschema.Draft202012Validator(plan_schema(vocabulary)).iter_errors(data), key=lambda e: (list(e.path), e.message))
+    if errors:
+        deepest = max(errors, key=lambda e: len(e.path))
+        raise PlanError(f"{_where(deepest.path)}: {_message(deepest)}")
+    nodes = tuple(Node(**{**n, **({"location": tuple(n["location"])} if "location" in n else {})}) for n in data["nodes"])
+    rules = tuple(Rule(tuple(Precondition(**p) for p in r["preconditions"]), r.get("priority", 0), r["action"]) for r in data.get("rules", ()))
+    for i, rule in enumerate(rules):
+        if rule.preconditions[0].actor_near is None:
+            raise PlanError(f"rules[{i}].preconditions[0]: a rule's first precondition names the actor it acts on (actor_near)")
+    return Plan(data["game"], nodes, rules, data.get("name", ""))
+
+
+def load_plan(path: str | Path) -> Plan:
+    """The plan in a JSON file (:func:`parse_plan`); errors name the file."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:
+        raise PlanError(f"{path}: not JSON: {error}") from None
+    try:
+        return parse_plan(data)
+    except PlanError as error:
+        raise PlanError(f"{path}: {error}") from None
+
+
+def plan_game(game: str) -> Any:
+    """The plan vocabulary and checks of ``game`` (:mod:`jgtest.plans.dungeon` for ``Dungeon-v0``)."""
+    from jgtest.plans import dungeon
+
+    games = {"Dungeon-v0": dungeon}
+    if game not in games:
+        raise PlanError(f"game: plans run on {', '.join(games)}, got {game!r}")
+    return games[game]
