@@ -3,6 +3,8 @@
 * ``jgtest plan run PLAN.json --game Dungeon-v0 [--variant V] [--seeds N] [--out DIR]`` runs the
   plan under N seeds (one jitted call), prints each validation, writes ``DIR/report.json``,
   and exits 0 only when every run passed;
+* ``jgtest plan record (--actions FILE | --keyboard) -o PLAN.json``: a play session as a plan
+  (:mod:`jgtest.plans.record`);
 * ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
   in a folder, one pass/fail table (exit 0 only when all pass).
 """
@@ -26,6 +28,16 @@ def add_parser(sub) -> None:
         cmd.add_argument("--max-steps", type=int, default=200, help="a run's step budget")
         cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
         cmd.set_defaults(func=_run_plans)
+    rec = commands.add_parser("record", help="record a play session as a plan (positions every few steps, every action)")
+    rec.add_argument("--game", default="Dungeon-v0")
+    rec.add_argument("--variant", default="normal")
+    source = rec.add_mutually_exclusive_group(required=True)
+    source.add_argument("--actions", metavar="FILE", help="a recorded action file: one action name (or index) per line")
+    source.add_argument("--keyboard", action="store_true", help="play from the keyboard: WASD move, E interact, F attack, space jump, . wait, Q stop")
+    rec.add_argument("--every", type=int, default=5, help="keep the player's cell every N steps")
+    rec.add_argument("--seed", type=int, default=0)
+    rec.add_argument("-o", "--out", required=True, metavar="PLAN.json")
+    rec.set_defaults(func=_record)
 
 
 def _load(paths, game: str):
@@ -90,3 +102,31 @@ def _run_plans(args) -> int:
         (out / "report.json").write_text(json.dumps({"game": args.game, "variant": args.variant, "seeds": args.seeds, "plans": reports}, indent=2))
         print(f"wrote {out / 'report.json'}")
     return 0 if all(r["passed"] for runs in reports.values() for r in runs) else 1
+
+
+def _record(args) -> int:
+    import jgtest
+    from jgtest.plans.record import keyboard_actions, parse_actions, record_plan, render
+
+    try:
+        env, params = jgtest.make(args.game, variant=args.variant)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    if args.keyboard:
+        _, state = env.reset(__import__("jax").random.key(args.seed), params)
+        print(render(env, state) + "\nWASD move, E interact, F attack, space jump, . wait, Q stop", flush=True)
+        actions = keyboard_actions(env)
+        on_step = lambda state: print("\n" + render(env, state), flush=True)
+    else:
+        try:
+            actions = parse_actions(Path(args.actions).read_text().splitlines(), env.action_names)
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"error: {args.actions}: {error}") from None
+        on_step = None
+    try:
+        plan = record_plan(env, params, actions, seed=args.seed, every=args.every, on_step=on_step)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    Path(args.out).write_text(plan.to_json())
+    print(f"wrote {args.out}: {len(plan.nodes)} nodes ({sum(n.action is not None for n in plan.nodes)} actions)")
+    return 0

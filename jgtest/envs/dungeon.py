@@ -182,6 +182,10 @@ class Dungeon(TestingEnv):
         return len(ACTIONS)
 
     @property
+    def action_names(self) -> tuple[str, ...]:
+        return ACTIONS
+
+    @property
     def num_actors(self) -> int:
         return len(self.actor_types)
 

@@ -13,11 +13,22 @@ from jgtest.plans import dungeon as game
 from jgtest.plans.agent import run_plans
 from jgtest.plans.compiled import stack_plans
 from jgtest.plans.model import PlanError, load_plan, parse_plan
+from jgtest.plans.record import keyboard_actions, parse_actions, record_plan
 from jgtest.plans.report import run_report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans" / "dungeon"
 PLANS = [load_plan(EXAMPLES / name) for name in ("complete_level.json", "attack_enemies.json", "collect_and_teleport.json")]
 SEEDS = 3
+
+
+def _recorded():
+    """The example play session, recorded as a plan (run with the others, as PLANS[3])."""
+    env, params = jgtest.make("Dungeon-v0")
+    actions = parse_actions((EXAMPLES / "session.actions").read_text().splitlines(), env.action_names)
+    return record_plan(env, params, actions)
+
+
+PLANS.append(_recorded())
 
 
 def _run(variant: str):
@@ -51,7 +62,7 @@ def test_a_rule_pre_empts_the_nodes_and_its_kill_count_validation_passes(runs):
     for s, report in enumerate(reports[1]):
         attacks = [v for v in report["validations"] if v["source"] == "rule 0"]
         assert report["passed"] and attacks and all(v["action"] == "attack" and v["variable"] == "kills" and v["status"] == "passed" for v in attacks)
-        done = agent.node_done_at[1, s]
+        done = agent.node_done_at[1, s][: len(PLANS[1].nodes)]
         assert (done >= 0).all() and (np.diff(done) > 0).all()  # the nodes resumed in order after the rule
         first_attack = min(v["step"] for v in attacks)
         assert done[0] < first_attack < done[2]  # pre-empted between the switch and the shrine
@@ -66,6 +77,24 @@ def test_waiting_location_and_teleport_nodes(runs):
         assert collected.size == 1 and agent.node_done_at[2, s, 0] >= collected[0] + 3  # waited 3 steps on it
         hops = np.abs(np.diff(trace["pos"][2, s], axis=0)).sum(-1)
         assert hops.max() > 2  # teleported to the switch
+
+
+def test_a_recorded_play_session_replays_as_a_plan_that_passes(runs):
+    recorded = PLANS[3]
+    assert [(n.actor, n.action) for n in recorded.nodes if n.action] == [("switch", "interact"), ("lava", "jump"), ("shrine", "interact")]
+    assert sum(n.location is not None for n in recorded.nodes) == 2  # the cells kept every 5 steps between the actions
+    _, _, reports = runs["normal"]
+    assert all(r["passed"] for r in reports[3])
+
+
+def test_keyboard_keys_and_action_files():
+    import io
+
+    env, _ = jgtest.make("Dungeon-v0")
+    keys = list(keyboard_actions(env, io.StringIO("ssExf .q dd")))
+    assert [env.action_names[a] for a in keys] == ["move_south", "move_south", "interact", "attack", "jump", "wait"]  # x ignored, q stops
+    with pytest.raises(ValueError, match="line 3: unknown action 'fly'"):
+        parse_actions(["move_north", "# a comment", "fly"], env.action_names)
 
 
 @pytest.mark.parametrize("change, message", [
