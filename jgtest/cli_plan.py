@@ -5,6 +5,7 @@
   and exits 0 only when every run passed;
 * ``jgtest plan record (--actions FILE | --keyboard) -o PLAN.json``: a play session as a plan
   (:mod:`jgtest.plans.record`);
+* ``jgtest plan from-text STEPS.txt -o PLAN.json``: instructions to a plan (:mod:`jgtest.plans.text`);
 * ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
   in a folder, one pass/fail table (exit 0 only when all pass).
 """
@@ -28,6 +29,11 @@ def add_parser(sub) -> None:
         cmd.add_argument("--max-steps", type=int, default=200, help="a run's step budget")
         cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
         cmd.set_defaults(func=_run_plans)
+    text = commands.add_parser("from-text", help="a plan from QA-style instructions (one or more sentences per line)")
+    text.add_argument("steps", help="a text file of instructions")
+    text.add_argument("--game", default="Dungeon-v0")
+    text.add_argument("-o", "--out", required=True, metavar="PLAN.json")
+    text.set_defaults(func=_from_text)
     rec = commands.add_parser("record", help="record a play session as a plan (positions every few steps, every action)")
     rec.add_argument("--game", default="Dungeon-v0")
     rec.add_argument("--variant", default="normal")
@@ -129,4 +135,19 @@ def _record(args) -> int:
         raise SystemExit(f"error: {error}") from None
     Path(args.out).write_text(plan.to_json())
     print(f"wrote {args.out}: {len(plan.nodes)} nodes ({sum(n.action is not None for n in plan.nodes)} actions)")
+    return 0
+
+
+def _from_text(args) -> int:
+    import jgtest
+    from jgtest.plans.text import TextToPlan
+
+    try:
+        text = Path(args.steps).read_text()
+        env, _ = jgtest.make(args.game)
+        plan = TextToPlan().plan(text, env, name=Path(args.steps).stem)
+    except (OSError, ValueError) as error:  # PlanError is a ValueError
+        raise SystemExit(f"error: {args.steps}: {error}") from None
+    Path(args.out).write_text(plan.to_json())
+    print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules")
     return 0

@@ -86,3 +86,22 @@ def face_action(pos: jax.Array, target: jax.Array) -> jax.Array:
 def teleport(state: game.EnvState, cell: jax.Array, facing: jax.Array) -> game.EnvState:
     """The player put at ``cell`` facing ``facing`` (the article's simplest navigation: "simply teleporting the player")."""
     return state.replace(pos=cell.astype(jnp.int32), facing=facing.astype(jnp.int32))
+
+#: Text to plan (:mod:`jgtest.plans.text`): the words a QA engineer may write for each action (``None``:
+#: only get there, e.g. "go to", "collect") and each actor type; spelling slips are matched fuzzily.
+ACTION_WORDS = {
+    "interact": ("interact", "activate", "toggle", "press", "use", "flip", "pull", "push", "operate", "trigger", "open"),
+    "attack": ("attack", "kill", "hit", "fight", "strike", "slay", "defeat"),
+    "jump": ("jump", "leap", "hop", "vault", "cross"),
+    None: ("go", "walk", "move", "run", "head", "collect", "pick", "grab", "reach", "visit"),
+}
+ACTOR_WORDS = {
+    "switch": ("switch", "button", "lever"),
+    "door": ("door", "gate"),
+    "lava": ("lava", "ledge", "pit", "gap", "chasm"),
+    "shrine": ("shrine", "altar"),
+    "enemy": ("enemy", "monster", "goblin", "foe", "guard"),
+    "collectable": ("collectable", "coin", "item", "gem", "chest"),
+}
+#: Actors a node without an action walks onto (the others, beside).
+WALK_ONTO = ("collectable",)

@@ -146,3 +146,40 @@ def test_the_scripted_navigator_completes_the_plan_on_random_levels():
     agent, _ = run_plans(env, game, params, stack_plans(PLANS[:1], env), jax.vmap(jax.random.key)(np.arange(32)))
     outcomes = np.asarray(agent.outcome[0])
     assert (outcomes == 1).mean() >= 0.9, np.bincount(outcomes, minlength=6)  # the learned navigator's reference
+
+
+@pytest.fixture(scope="module")
+def text_to_plan(tmp_path_factory):
+    import os
+
+    from jgtest.plans.text import TextToPlan
+
+    os.environ["JGTEST_CACHE"] = str(tmp_path_factory.mktemp("cache"))  # trained here, from the repository's data
+    try:
+        yield TextToPlan()
+    finally:
+        del os.environ["JGTEST_CACHE"]
+
+
+def test_text_becomes_the_articles_plan_and_its_rule(text_to_plan):
+    metrics = text_to_plan.metrics
+    assert metrics["test"] >= 25 and metrics["textcat_accuracy"] >= 0.9 and metrics["ner_f"] >= 0.9  # held-out instructions
+    env, _ = jgtest.make("Dungeon-v0")
+    plan = text_to_plan.plan((EXAMPLES / "steps.txt").read_text(), env, name=PLANS[1].name)
+    assert plan == PLANS[1]  # attack_enemies.json, which passes with its kill-count validations (above)
+    slips = text_to_plan.plan("Pres the swich.\nGo to the altar.\nCollect any coins.", env)
+    assert [(n.actor, n.action) for n in slips.nodes] == [("switch", "interact"), ("shrine", None)]
+    assert slips.rules[0].preconditions[0].actor_near == "collectable" and slips.rules[0].action is None
+    with pytest.raises(PlanError, match=r"line 2: 'Dance wildly.': no known action"):
+        text_to_plan.plan("Activate the switch.\nDance wildly.", env)
+
+
+def test_jgtest_plan_from_text(text_to_plan, tmp_path):
+    from jgtest.cli import main
+
+    out = tmp_path / "plan.json"
+    assert main(["plan", "from-text", str(EXAMPLES / "steps.txt"), "-o", str(out)]) == 0  # the cached pipeline (the fixture's)
+    assert load_plan(out).nodes == PLANS[1].nodes and load_plan(out).rules == PLANS[1].rules
+    (tmp_path / "bad.txt").write_text("Activate the switch.\n\nSing a song.\n")
+    with pytest.raises(SystemExit, match=r"bad.txt: line 3: 'Sing a song.': no known action"):
+        main(["plan", "from-text", str(tmp_path / "bad.txt"), "-o", str(out)])
