@@ -5,6 +5,8 @@
   and exits 0 only when every run passed;
 * ``jgtest plan record (--actions FILE | --keyboard) -o PLAN.json``: a play session as a plan
   (:mod:`jgtest.plans.record`);
+* ``jgtest plan train-navigator --out DIR``: the learned navigator (:mod:`jgtest.plans.navigation`),
+  used by ``plan run --navigator learned --navigator-from DIR``;
 * ``jgtest plan from-text STEPS.txt -o PLAN.json``: instructions to a plan (:mod:`jgtest.plans.text`);
 * ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
   in a folder, one pass/fail table (exit 0 only when all pass).
@@ -24,7 +26,8 @@ def add_parser(sub) -> None:
         cmd.add_argument(what, help="a plan JSON file" if what == "plan" else "a folder of plan JSON files")
         cmd.add_argument("--game", default="Dungeon-v0")
         cmd.add_argument("--variant", default="normal", help="the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, random_enemies, random_layout)")
-        cmd.add_argument("--navigator", choices=("scripted",), default="scripted", help="how the agent gets to its targets")
+        cmd.add_argument("--navigator", choices=("scripted", "learned"), default="scripted", help="how the agent gets to its targets")
+        cmd.add_argument("--navigator-from", default="runs/navigator", metavar="DIR", help="learned: the trained navigator (jgtest plan train-navigator)")
         cmd.add_argument("--seeds", type=int, default=4, help="runs per plan (seeds 0..N-1), vectorized")
         cmd.add_argument("--max-steps", type=int, default=200, help="a run's step budget")
         cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
@@ -34,6 +37,11 @@ def add_parser(sub) -> None:
     text.add_argument("--game", default="Dungeon-v0")
     text.add_argument("-o", "--out", required=True, metavar="PLAN.json")
     text.set_defaults(func=_from_text)
+    nav = commands.add_parser("train-navigator", help="train the learned navigator (PPO on DungeonNav-v0) and measure it on held-out plans")
+    nav.add_argument("--steps", type=int, default=2_867_200, help="environment steps")
+    nav.add_argument("--seed", type=int, default=0)
+    nav.add_argument("--out", default="runs/navigator")
+    nav.set_defaults(func=_train_navigator)
     rec = commands.add_parser("record", help="record a play session as a plan (positions every few steps, every action)")
     rec.add_argument("--game", default="Dungeon-v0")
     rec.add_argument("--variant", default="normal")
@@ -87,7 +95,7 @@ def _run_plans(args) -> int:
     except (ValueError, PlanError) as error:
         raise SystemExit(f"error: {error}") from None
     keys = jax.vmap(jax.random.key)(jax.numpy.arange(args.seeds))
-    agent, _ = run_plans(env, plan_game(args.game), params, compiled, keys, RunSettings(max_steps=args.max_steps))
+    agent, _ = run_plans(env, plan_game(args.game), params, compiled, keys, RunSettings(max_steps=args.max_steps), navigator=_navigator(args))
     agent = jax.device_get(agent)
     reports = {str(path): [run_report(plan, jax.tree.map(lambda x: x[p, s], agent), env, s) for s in range(args.seeds)]
                for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
@@ -150,4 +158,32 @@ def _from_text(args) -> int:
         raise SystemExit(f"error: {args.steps}: {error}") from None
     Path(args.out).write_text(plan.to_json())
     print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules")
+    return 0
+
+
+def _navigator(args):
+    from jgtest.plans.agent import scripted_navigator
+
+    if args.navigator == "scripted":
+        return scripted_navigator
+    from jgtest.plans.navigation import learned_navigator, load_navigator
+
+    try:
+        return learned_navigator(*load_navigator(args.navigator_from))
+    except FileNotFoundError as error:
+        raise SystemExit(f"error: --navigator-from: {error}") from None
+
+
+def _train_navigator(args) -> int:
+    from jgtest.plans.navigation import NavigatorConfig, learned_navigator, plan_completion, train_navigator
+
+    if args.steps < 40_960:
+        raise SystemExit(f"error: --steps must be at least 40,960 (ten updates of 64 games x 64 steps), got {args.steps}")
+    print(f"training the navigator: PPO on DungeonNav-v0, {args.steps:,} steps", flush=True)
+    network, params, metrics = train_navigator(NavigatorConfig(total_timesteps=args.steps, seed=args.seed), args.out)
+    completion = plan_completion(learned_navigator(network, params))
+    out = Path(args.out) / "navigator.json"
+    saved = json.loads(out.read_text())
+    out.write_text(json.dumps({**saved, "held_out_completion": completion}, indent=1))
+    print(f"held-out plans on random levels ({completion['runs']} runs): learned {completion['learned']:.1%}, scripted {completion['scripted']:.1%}; wrote {args.out}")
     return 0

@@ -5,6 +5,7 @@ from jgtest.envs.blockmaze import BlockMaze
 from jgtest.envs.cartpole_bugs import CartPoleBugs
 from jgtest.envs.combat import CombatArena
 from jgtest.envs.dungeon import Dungeon
+from jgtest.envs.dungeon_nav import DungeonNav
 from jgtest.envs.kart import KartTrack
 from jgtest.envs.pacmaze import PacMaze
 from jgtest.envs.park import ParkWorld
@@ -17,5 +18,6 @@ register("CombatArena-v0", CombatArena)
 register("KartTrack-v0", KartTrack)
 register("ParkWorld-v0", ParkWorld)
 register("Dungeon-v0", Dungeon)
+register("DungeonNav-v0", DungeonNav)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "KartTrack", "PacMaze", "ParkWorld", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "DungeonNav", "KartTrack", "PacMaze", "ParkWorld", "make", "register", "registered_games"]

@@ -28,7 +28,7 @@ activated (game reward 1) or the player dies.
 
 Observation, for learned navigation (the article's agent "observes its environment by using a
 grid sensor as well as the direction towards its current target"): ``float32[2r+1, 2r+1, 7]``,
-the cells around the player (``sensor_radius`` r = 4) as planes: wall, closed door, lava,
+the cells around the player (``sensor_radius`` r = 8: the whole default level from anywhere in it) as planes: wall, closed door, lava,
 switch, shrine, enemy, collectable (outside the map: wall). The direction to a target is the
 plan agent's to add (:func:`target_direction`), since the game does not know the plan.
 
@@ -130,7 +130,7 @@ class Dungeon(TestingEnv):
     env_id = "Dungeon-v0"
     bugs_found_by_tests = True
 
-    def __init__(self, layout: str = DEFAULT_LAYOUT, variant: str = "normal", sensor_radius: int = 4):
+    def __init__(self, layout: str = DEFAULT_LAYOUT, variant: str = "normal", sensor_radius: int = 8):
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")

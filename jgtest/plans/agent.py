@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jgtest.envs.grid import NSEW, UNREACHABLE, grid_distances
+from jgtest.envs.grid import NSEW, UNREACHABLE, grid_distances, walk_distances
 from jgtest.plans.compiled import HEALTH_BELOW, NEAR, CompiledPlan
 
 OUTCOMES = ("running", "passed", "validation failed", "unreachable", "player died", "out of steps")
@@ -110,16 +110,6 @@ def scripted_navigator(passable: jax.Array, pos: jax.Array, target: jax.Array, o
     around = field[nxt[:, 0], nxt[:, 1]]
     best = jnp.argmin(around)
     return jnp.where((around[best] < field[pos[0], pos[1]]) & (around[best] < UNREACHABLE), best, -1).astype(jnp.int32)
-
-
-def walk_distances(passable: jax.Array, pos: jax.Array, cells: jax.Array) -> jax.Array:
-    """``int32[A]``: steps from ``pos`` to stand on each of ``cells`` (when passable) or beside it
-    (``UNREACHABLE`` when no path)."""
-    field = grid_distances(~passable.at[pos[0], pos[1]].set(True), pos)
-    h, w = passable.shape
-    around = jnp.clip(cells[:, None] + jnp.asarray(NSEW)[None], 0, jnp.array([h - 1, w - 1]))
-    beside = field[around[..., 0], around[..., 1]].min(-1)
-    return jnp.where(passable[cells[:, 0], cells[:, 1]], field[cells[:, 0], cells[:, 1]], beside)
 
 
 def make_runner(env, game, settings: RunSettings = RunSettings(), navigator: Callable = scripted_navigator):

@@ -66,8 +66,8 @@ def test_attack_kills_an_adjacent_enemy_and_collecting_counts():
 def test_the_grid_sensor_sees_around_the_player():
     env, params = jgtest.make("Dungeon-v0")
     obs, state = env.reset(jax.random.key(0), params)
-    assert obs.shape == (9, 9, 7) and env.observation_space(params).contains(obs)
-    centre = 4
+    assert obs.shape == (17, 17, 7) and env.observation_space(params).contains(obs)
+    centre = 8
     switch = state.actor_pos[env.actor_ids(d.SWITCH)[0]] - state.pos  # (2, 1) from the start
     assert obs[centre + switch[0], centre + switch[1], 3] == 1.0
     assert obs[0, :, 0].all()  # beyond the map's top edge: wall

@@ -1,0 +1,135 @@
+"""DungeonNav: reaching targets in random Dungeon levels, the task the Explicit Plans article trains its RL navigator on.
+
+"The following video shows how a RL agent that has been trained to navigate towards a target
+location can be used to follow an explicit plan ... This agent observes its environment by using
+a grid sensor as well as the direction towards its current target. The target is specified by
+either the next node or the current rule of the explicit plan." Each episode here: a random level
+(:func:`jgtest.envs.dungeon.random_level`) and a target reachable from the player's random free
+cell. With probability ``plan_share`` (0.75) the target is a leg of the plan suite the navigator
+serves ("by training these models ... to follow suites of explicit plans"): the switch from the
+first room (door shut), the lava pit's edge from west of it (door open), the shrine from beyond
+the pit, or an enemy; otherwise the door is open or shut at random and the target any actor but
+an enemy, or a free cell. A standing actor is reached beside it (radius 1), anything else by
+standing on it. Actions: the four moves. Observation:
+the grid sensor (``Dungeon``'s, flattened; radius 8, the whole 9×17 level from anywhere in it, so
+that the way round a wall or through the door is in view) and :func:`jgtest.envs.dungeon.target_direction`.
+Reward: 1 on arrival (the episode ends), −0.01 a step, and 0.05 per step the walking distance
+to the target shrinks (our shaping, potential-based on the level's shortest paths, computed once
+per episode: the article gives no reward). Enemies stand still here; they
+move in the plans the navigator then follows.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from jgtest.envs import dungeon as d
+from jgtest.envs.base import TestingEnv
+from jgtest.envs.grid import UNREACHABLE, grid_distances, walk_distances
+from jgtest.types import Telemetry
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    level: d.EnvState
+    target: jax.Array  # int32[2]
+    radius: jax.Array  # int32
+    field: jax.Array  # int32[H, W] steps from each cell to the target (the level is still during an episode)
+    time: int
+
+
+@struct.dataclass(kw_only=True)
+class EnvParams(environment.EnvParams):
+    level: d.EnvParams
+    arrival_reward: float = 1.0
+    step_cost: float = 0.01
+    shaping: float = 0.05
+    plan_share: float = 0.75
+    max_steps_in_episode: int = 60
+
+
+class DungeonNav(TestingEnv):
+    """Target reaching in random Dungeon levels (module docstring)."""
+
+    env_id = "DungeonNav-v0"
+    bugs_found_by_tests = True
+
+    def __init__(self, sensor_radius: int = 8):
+        super().__init__()
+        self.dungeon = d.Dungeon(variant="random_layout", sensor_radius=sensor_radius)
+        self._default_params = EnvParams(level=self.dungeon.default_params.replace(enemy_move_prob=0.0, enemy_hit_prob=0.0))
+
+    @property
+    def default_params(self) -> EnvParams:
+        return self._default_params
+
+    @property
+    def bug_kinds(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def map_shape(self) -> tuple[int, int]:
+        return self.dungeon.map_shape
+
+    @property
+    def num_actions(self) -> int:
+        return 4
+
+    def observation_space(self, params) -> spaces.Box:
+        side = 2 * self.dungeon.sensor_radius + 1
+        return spaces.Box(-1.0, 1.0, (side * side * 7 + 3,), jnp.float32)
+
+    def observe(self, level: d.EnvState, target: jax.Array) -> jax.Array:
+        """The navigator's input: the flattened grid sensor and the direction to ``target``."""
+        return jnp.concatenate([self.dungeon.get_obs(level).reshape(-1), d.target_direction(level.pos, target)])
+
+    def reset_env(self, key, params: EnvParams):
+        k_level, k_door, k_start, k_kind, k_cell, k_actor, k_plan, k_stage = jax.random.split(key, 8)
+        _, level = self.dungeon.reset_env(k_level, params.level)
+        h, w = self.map_shape
+        types = jnp.asarray(self.dungeon.actor_types)
+        first = lambda kind: level.actor_pos[int(self.dungeon.actor_ids(kind)[0])]
+        cells = jnp.stack(jnp.meshgrid(jnp.arange(h), jnp.arange(w), indexing="ij"), -1).reshape(-1, 2)
+        # a plan's leg (the suite's: to the switch, through the door to the pit, beyond it to the shrine, to an enemy) or a random target
+        plan_leg = jax.random.bernoulli(k_plan, params.plan_share)
+        stage = jax.random.randint(k_stage, (), 0, 4)
+        door_open = jnp.where(plan_leg, stage > 0, jax.random.bernoulli(k_door))
+        level = level.replace(door_open=door_open)
+        passable = ~self.dungeon.solid(level)
+        west_of = lambda col: cells[:, 1] < col
+        region = jnp.select([stage == 0, stage == 1, stage == 2], [west_of(first(d.DOOR)[1]), west_of(first(d.LAVA)[1]), ~west_of(first(d.LAVA)[1])], True)
+        allowed = passable.reshape(-1) & jnp.where(plan_leg, region, True)
+        start = cells[jnp.argmax(jax.random.gumbel(k_start, (h * w,)) + jnp.where(allowed, 0.0, -1e9))]
+        level = level.replace(pos=start.astype(jnp.int32))
+        actor_walk = walk_distances(passable, level.pos, level.actor_pos)
+        reach = (actor_walk < UNREACHABLE) & (jnp.abs(level.actor_pos - level.pos).sum(-1) > 1)
+        leg_type = jnp.asarray([d.SWITCH, d.LAVA, d.SHRINE, d.ENEMY])[stage]
+        actor_ok = reach & jnp.where(plan_leg, types == leg_type, types != d.ENEMY)
+        cell_walk = walk_distances(passable, level.pos, cells)
+        cell_ok = passable.reshape(-1) & (cell_walk < UNREACHABLE) & (jnp.abs(cells - level.pos).sum(-1) > 1)
+        actor = jnp.argmax(jax.random.gumbel(k_actor, types.shape) + jnp.where(actor_ok, 0.0, -1e9))
+        cell = cells[jnp.argmax(jax.random.gumbel(k_cell, (h * w,)) + jnp.where(cell_ok, 0.0, -1e9))]
+        use_actor = (plan_leg | jax.random.bernoulli(k_kind)) & actor_ok.any()
+        target = jnp.where(use_actor, level.actor_pos[actor], cell).astype(jnp.int32)
+        radius = jnp.where(use_actor & (types[actor] != d.COLLECTABLE), 1, 0).astype(jnp.int32)
+        field = grid_distances(~passable.at[target[0], target[1]].set(True), target)
+        state = EnvState(level=level, target=target, radius=radius, field=jnp.minimum(field, 4 * (h + w)), time=0)
+        return self.observe(level, target), state
+
+    def step_env(self, key, state: EnvState, action, params: EnvParams):
+        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 3)
+        _, level, _, _, info = self.dungeon.step_env(key, state.level, action, params.level)
+        before = state.field[state.level.pos[0], state.level.pos[1]]
+        after = state.field[level.pos[0], level.pos[1]]
+        arrived = jnp.abs(state.target - level.pos).sum() <= state.radius
+        reward = jnp.where(arrived, params.arrival_reward, -params.step_cost) + params.shaping * (before - after)
+        state = state.replace(level=level, time=state.time + 1)
+        w = self.map_shape[1]
+        telemetry = Telemetry.make(position=level.pos, cell=level.pos[0] * w + level.pos[1], bugs_fired=jnp.zeros((0,), bool), game_reward=reward)
+        return self.observe(level, state.target), state, reward.astype(jnp.float32), arrived | level.dead, {"telemetry": telemetry}
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return (jnp.abs(state.target - state.level.pos).sum() <= state.radius) | state.level.dead

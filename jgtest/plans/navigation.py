@@ -1,0 +1,127 @@
+"""Learned navigation for the plan agent: PPO trained to reach targets (grid sensor + direction), then following plans.
+
+The article: "a RL agent that has been trained to navigate towards a target location can be used
+to follow an explicit plan ... This RL agent was not trained to open doors, attack enemies, or
+interact with shrines. However, by combining it with an explicit plan ... running the designated
+actions for the nodes and rules when the agent arrives at the target, the agent can complete the
+plan". :func:`train_navigator` trains the library's PPO (:mod:`jgtest.agents.ppo`) on
+``DungeonNav-v0`` (random levels, random reachable targets); :func:`learned_navigator` turns its
+policy into the plan agent's ``navigator`` (greedy moves); :func:`plan_completion` measures the
+share of a held-out suite (plans × random levels the training never drew, seeds from
+``HELD_OUT_SEED``) a navigator completes, to set beside the scripted navigator's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+
+from jgtest.envs.dungeon import target_direction
+
+#: Held-out levels: plan runs draw their random levels from keys at or past this seed.
+HELD_OUT_SEED = 100_000
+
+#: The held-out suite's plans: the article's three steps, alone and with its "attack any enemy" rule.
+_THREE_STEPS = [{"actor": "switch", "action": "interact"}, {"actor": "lava", "action": "jump"}, {"actor": "shrine", "action": "interact"}]
+SUITE = (
+    {"game": "Dungeon-v0", "name": "complete the level", "nodes": _THREE_STEPS},
+    {"game": "Dungeon-v0", "name": "complete the level, attacking enemies", "nodes": _THREE_STEPS,
+     "rules": [{"preconditions": [{"actor_near": "enemy", "distance": 3}], "priority": 1, "action": "attack"}]},
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NavigatorConfig:
+    """PPO on ``DungeonNav-v0`` (PureJaxRL's defaults otherwise: lr 2.5e-4, 4 epochs × 4 minibatches).
+
+    Attributes:
+      total_timesteps: environment steps.
+      num_envs, num_steps: the rollout (games × steps per update).
+      hidden_sizes: the actor-critic MLP.
+      num_evals: evaluations (and metric rows) over the training.
+      seed: PPO's key.
+    """
+
+    total_timesteps: int = 2_867_200
+    num_envs: int = 64
+    num_steps: int = 64
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    num_evals: int = 10
+    seed: int = 0
+
+    def ppo_config(self):
+        from jgtest.agents import ppo
+
+        return ppo.PPOConfig(game="DungeonNav-v0", game_kwargs=(), num_envs=self.num_envs, num_steps=self.num_steps, total_timesteps=self.total_timesteps,
+                             hidden_sizes=self.hidden_sizes, num_evals=self.num_evals, eval_episodes=64, track_coverage=False)  # fmt: skip
+
+
+def train_navigator(config: NavigatorConfig = NavigatorConfig(), out_dir: str | Path | None = None):
+    """``(network, params, metrics)``: PPO's navigator; saved to ``out_dir`` (``navigator.msgpack``, ``navigator.json``) when given."""
+    from jgtest.agents import ppo
+
+    agent = ppo.make_agent(config.ppo_config())
+    state, metrics = jax.jit(agent.train)(jax.random.key(config.seed))
+    metrics = {k: np.asarray(v).tolist() for k, v in jax.device_get(metrics).items()}
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "navigator.msgpack").write_bytes(serialization.to_bytes(jax.device_get(state.params)))
+        (out / "navigator.json").write_text(json.dumps({"config": dataclasses.asdict(config), "metrics": metrics}, indent=1))
+    return agent.network, state.params, metrics
+
+
+def load_navigator(out_dir: str | Path):
+    """``(network, params)`` saved by :func:`train_navigator` in ``out_dir``."""
+    from jgtest.agents import ppo
+
+    out = Path(out_dir)
+    if not (out / "navigator.msgpack").exists():
+        raise FileNotFoundError(f"no trained navigator in {out} (train one: `jgtest plan train-navigator --out {out}`)")
+    saved = json.loads((out / "navigator.json").read_text())["config"]
+    config = NavigatorConfig(**{**saved, "hidden_sizes": tuple(saved["hidden_sizes"])})
+    agent = ppo.make_agent(config.ppo_config())
+    like = agent.network.init(jax.random.key(0), jnp.zeros(_obs_shape()))
+    return agent.network, serialization.from_bytes(like, (out / "navigator.msgpack").read_bytes())
+
+
+def _obs_shape() -> tuple[int, ...]:
+    import jgtest
+
+    env, params = jgtest.make("DungeonNav-v0")
+    return env.observation_space(params).shape
+
+
+def learned_navigator(network, params):
+    """The plan agent's ``navigator``: the policy's greedy move from the grid sensor and the target's direction."""
+
+    def navigate(passable, pos, target, observation, key):
+        del passable, key
+        logits, _ = network.apply(params, jnp.concatenate([observation.reshape(-1), target_direction(pos, target)]))
+        return jnp.argmax(logits).astype(jnp.int32)
+
+    return navigate
+
+
+def plan_completion(navigator, plans=None, seeds: int = 100, variant: str = "random_layout") -> dict:
+    """The share of ``plans`` (default :data:`SUITE`) × ``seeds`` held-out random levels the ``navigator``
+    completes (every validation passed), and the scripted navigator's on the same runs."""
+    import jgtest
+    from jgtest.plans.model import parse_plan
+
+    from jgtest.plans import dungeon as game
+    from jgtest.plans.agent import run_plans, scripted_navigator
+    from jgtest.plans.compiled import stack_plans
+
+    env, params = jgtest.make("Dungeon-v0", variant=variant)
+    plans = [parse_plan(p) for p in SUITE] if plans is None else list(plans)
+    compiled = stack_plans(plans, env)
+    keys = jax.vmap(jax.random.key)(HELD_OUT_SEED + np.arange(seeds))
+    share = lambda nav: float((np.asarray(run_plans(env, game, params, compiled, keys, navigator=nav)[0].outcome) == 1).mean())
+    return {"runs": len(plans) * seeds, "learned": share(navigator), "scripted": share(scripted_navigator)}

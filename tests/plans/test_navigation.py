@@ -1,0 +1,52 @@
+"""The learned navigator: DungeonNav's targets, the policy as the plan agent's navigator, and (slow) PPO
+reaching 90% of the held-out plan suite on random levels."""
+
+import jax
+import numpy as np
+import pytest
+
+import jgtest
+from jgtest.envs.grid import UNREACHABLE
+from jgtest.plans.navigation import NavigatorConfig, learned_navigator, load_navigator, plan_completion, train_navigator
+
+
+def test_navigation_targets_are_reachable_and_arrival_is_rewarded():
+    env, params = jgtest.make("DungeonNav-v0")
+    obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), 32), params)
+    assert obs.shape == (32, 17 * 17 * 7 + 3)
+    fields = np.asarray(states.field)
+    start = np.asarray(states.level.pos)
+    assert (fields[np.arange(32), start[:, 0], start[:, 1]] < UNREACHABLE).all()  # every target reachable from the start
+    # steps down the walking-distance field: each shaped +0.05 - 0.01, until arrival ends the episode with +1
+    state = jax.tree.map(lambda x: x[0], states)
+    step = jax.jit(env.step_env)
+    for t in range(40):
+        pos = np.asarray(state.level.pos)
+        around = [fields[0][tuple(np.clip(pos + move, 0, [8, 16]))] for move in ((-1, 0), (1, 0), (0, 1), (0, -1))]
+        _, state, reward, done, _ = step(jax.random.key(t), state, int(np.argmin(around)), params)
+        if bool(done):
+            assert float(reward) == pytest.approx(1.0 + 0.05)
+            break
+        assert float(reward) == pytest.approx(-0.01 + 0.05)
+    assert bool(done)
+
+
+def test_a_policy_drives_the_plan_agent():
+    from jgtest.agents import ppo
+
+    config = NavigatorConfig(hidden_sizes=(16,))
+    network = ppo.make_agent(config.ppo_config()).network
+    params = jax.jit(network.init)(jax.random.key(0), np.zeros(jgtest.make("DungeonNav-v0")[0].observation_space(None).shape, np.float32))
+    result = plan_completion(learned_navigator(network, params), seeds=4)  # an untrained policy: the wiring, not the skill
+    assert result["runs"] == 8 and 0.0 <= result["learned"] <= 1.0 and result["scripted"] >= 0.75
+    with pytest.raises(FileNotFoundError, match="no trained navigator"):
+        load_navigator("nowhere")
+
+
+@pytest.mark.slow
+def test_the_learned_navigator_completes_90_percent_of_held_out_plans(tmp_path):
+    network, trained, metrics = train_navigator(NavigatorConfig(), tmp_path)
+    _, params = load_navigator(tmp_path)
+    jax.tree.map(np.testing.assert_array_equal, params, jax.device_get(trained))
+    result = plan_completion(learned_navigator(network, params), seeds=100)
+    assert result["learned"] >= 0.9, result
