@@ -104,11 +104,12 @@ class DungeonNav(TestingEnv):
         allowed = passable.reshape(-1) & jnp.where(plan_leg, region, True)
         start = cells[jnp.argmax(jax.random.gumbel(k_start, (h * w,)) + jnp.where(allowed, 0.0, -1e9))]
         level = level.replace(pos=start.astype(jnp.int32))
-        actor_walk = walk_distances(passable, level.pos, level.actor_pos)
+        from_player = grid_distances(~passable.at[level.pos[0], level.pos[1]].set(True), level.pos)  # one search for both
+        actor_walk = walk_distances(passable, level.pos, level.actor_pos, from_player)
         reach = (actor_walk < UNREACHABLE) & (jnp.abs(level.actor_pos - level.pos).sum(-1) > 1)
         leg_type = jnp.asarray([d.SWITCH, d.LAVA, d.SHRINE, d.ENEMY])[stage]
         actor_ok = reach & jnp.where(plan_leg, types == leg_type, types != d.ENEMY)
-        cell_walk = walk_distances(passable, level.pos, cells)
+        cell_walk = walk_distances(passable, level.pos, cells, from_player)
         cell_ok = passable.reshape(-1) & (cell_walk < UNREACHABLE) & (jnp.abs(cells - level.pos).sum(-1) > 1)
         actor = jnp.argmax(jax.random.gumbel(k_actor, types.shape) + jnp.where(actor_ok, 0.0, -1e9))
         cell = cells[jnp.argmax(jax.random.gumbel(k_cell, (h * w,)) + jnp.where(cell_ok, 0.0, -1e9))]

@@ -78,10 +78,11 @@ def check_cells(game: str, cells: dict[str, np.ndarray], walls: np.ndarray, wall
             raise ValueError(f"{game}: {what} at ({r}, {c}) is on a {wall_word}")
 
 
-def walk_distances(passable: jax.Array, pos: jax.Array, cells: jax.Array) -> jax.Array:
+def walk_distances(passable: jax.Array, pos: jax.Array, cells: jax.Array, field: jax.Array | None = None) -> jax.Array:
     """``int32[A]``: steps from ``pos`` to stand on each of ``cells`` (when passable) or beside it
-    (``UNREACHABLE`` when no path)."""
-    field = grid_distances(~passable.at[pos[0], pos[1]].set(True), pos)
+    (``UNREACHABLE`` when no path); ``field``: the distances from ``pos`` when already computed."""
+    if field is None:
+        field = grid_distances(~passable.at[pos[0], pos[1]].set(True), pos)
     h, w = passable.shape
     around = jnp.clip(cells[:, None] + jnp.asarray(NSEW)[None], 0, jnp.array([h - 1, w - 1]))
     beside = field[around[..., 0], around[..., 1]].min(-1)
