@@ -51,6 +51,11 @@ class EnvParams(environment.EnvParams):
     max_steps_in_episode: int = 60
 
 
+def navigator_input(sensor: jax.Array, pos: jax.Array, target: jax.Array) -> jax.Array:
+    """What a navigator reads: the flattened grid ``sensor`` and the direction from ``pos`` to ``target``."""
+    return jnp.concatenate([sensor.reshape(-1), d.target_direction(pos, target)])
+
+
 class DungeonNav(TestingEnv):
     """Target reaching in random Dungeon levels (module docstring)."""
 
@@ -83,8 +88,7 @@ class DungeonNav(TestingEnv):
         return spaces.Box(-1.0, 1.0, (side * side * 7 + 3,), jnp.float32)
 
     def observe(self, level: d.EnvState, target: jax.Array) -> jax.Array:
-        """The navigator's input: the flattened grid sensor and the direction to ``target``."""
-        return jnp.concatenate([self.dungeon.get_obs(level).reshape(-1), d.target_direction(level.pos, target)])
+        return navigator_input(self.dungeon.get_obs(level), level.pos, target)
 
     def reset_env(self, key, params: EnvParams):
         k_level, k_door, k_start, k_kind, k_cell, k_actor, k_plan, k_stage = jax.random.split(key, 8)

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-from jgtest.envs.dungeon import target_direction
+from jgtest.envs.dungeon_nav import navigator_input
 
 #: Held-out levels: plan runs draw their random levels from keys at or past this seed.
 HELD_OUT_SEED = 100_000
@@ -103,7 +103,7 @@ def learned_navigator(network, params):
 
     def navigate(passable, pos, target, observation, key):
         del passable, key
-        logits, _ = network.apply(params, jnp.concatenate([observation.reshape(-1), target_direction(pos, target)]))
+        logits, _ = network.apply(params, navigator_input(observation, pos, target))
         return jnp.argmax(logits).astype(jnp.int32)
 
     return navigate
