@@ -123,8 +123,11 @@ class Dungeon(TestingEnv):
       sensor_radius: the grid sensor's reach (cells each side).
 
     Example:
+      >>> import jax, jgtest
       >>> env, params = jgtest.make("Dungeon-v0", variant="switch_out_of_reach")
       >>> obs, state = env.reset(jax.random.key(0), params)
+      >>> obs.shape                                        # the grid sensor, radius 8
+      (17, 17, 7)
     """
 
     env_id = "Dungeon-v0"
@@ -348,6 +351,13 @@ def target_direction(pos: jax.Array, target: jax.Array, scale: float = 8.0) -> j
     gap = (target - pos).astype(jnp.float32)
     distance = jnp.abs(gap).sum()
     return jnp.concatenate([gap / jnp.maximum(distance, 1.0), jnp.minimum(distance / scale, 1.0)[None]])
+
+
+def target_plane(pos: jax.Array, target: jax.Array, radius: int) -> jax.Array:
+    """``float32[2r+1, 2r+1]``: one at the target's cell in the player's grid sensor (radius ``r``),
+    clipped to the sensor's edge when the target lies beyond it (its direction)."""
+    at = jnp.clip(target - pos, -radius, radius) + radius
+    return jnp.zeros((2 * radius + 1, 2 * radius + 1), jnp.float32).at[at[0], at[1]].set(1.0)
 
 
 def random_level(key, actor_types: np.ndarray, shape: tuple[int, int] = (9, 17), obstacles: int = 3):

@@ -7,12 +7,14 @@ either the next node or the current rule of the explicit plan." Each episode her
 (:func:`jgtest.envs.dungeon.random_level`) and a target reachable from the player's random free
 cell. With probability ``plan_share`` (0.75) the target is a leg of the plan suite the navigator
 serves ("by training these models ... to follow suites of explicit plans"): the switch from the
-first room (door shut), the lava pit's edge from west of it (door open), the shrine from beyond
-the pit, or an enemy; otherwise the door is open or shut at random and the target any actor but
+first room (door shut), the lava pit's edge from the first room (door open: the leg that must
+find the door), the shrine from beyond the pit, or an enemy; otherwise the door is open or shut at random and the target any actor but
 an enemy, or a free cell. A standing actor is reached beside it (radius 1), anything else by
-standing on it. Actions: the four moves. Observation:
-the grid sensor (``Dungeon``'s, flattened; radius 8, the whole 9×17 level from anywhere in it, so
-that the way round a wall or through the door is in view) and :func:`jgtest.envs.dungeon.target_direction`.
+standing on it. Actions: the four moves. Observation
+(:func:`navigator_input`): the grid sensor (``Dungeon``'s; radius 8, the whole 9×17 level from
+anywhere in it, so that the way round a wall or through the door is in view) with a plane marking
+the target in it (:func:`jgtest.envs.dungeon.target_plane`), flattened, and the target's direction
+(:func:`jgtest.envs.dungeon.target_direction`).
 Reward: 1 on arrival (the episode ends), −0.01 a step, and 0.05 per step the walking distance
 to the target shrinks (our shaping, potential-based on the level's shortest paths, computed once
 per episode: the article gives no reward). Enemies stand still here; they
@@ -52,8 +54,10 @@ class EnvParams(environment.EnvParams):
 
 
 def navigator_input(sensor: jax.Array, pos: jax.Array, target: jax.Array) -> jax.Array:
-    """What a navigator reads: the flattened grid ``sensor`` and the direction from ``pos`` to ``target``."""
-    return jnp.concatenate([sensor.reshape(-1), d.target_direction(pos, target)])
+    """What a navigator reads: the grid ``sensor`` with the target's plane (:func:`jgtest.envs.dungeon.target_plane`),
+    flattened, and the direction from ``pos`` to ``target`` (:func:`jgtest.envs.dungeon.target_direction`)."""
+    plane = d.target_plane(pos, target, (sensor.shape[0] - 1) // 2)
+    return jnp.concatenate([sensor.reshape(-1), plane.reshape(-1), d.target_direction(pos, target)])
 
 
 class DungeonNav(TestingEnv):
@@ -85,7 +89,7 @@ class DungeonNav(TestingEnv):
 
     def observation_space(self, params) -> spaces.Box:
         side = 2 * self.dungeon.sensor_radius + 1
-        return spaces.Box(-1.0, 1.0, (side * side * 7 + 3,), jnp.float32)
+        return spaces.Box(-1.0, 1.0, (side * side * 8 + 3,), jnp.float32)
 
     def observe(self, level: d.EnvState, target: jax.Array) -> jax.Array:
         return navigator_input(self.dungeon.get_obs(level), level.pos, target)
@@ -101,10 +105,10 @@ class DungeonNav(TestingEnv):
         plan_leg = jax.random.bernoulli(k_plan, params.plan_share)
         stage = jax.random.randint(k_stage, (), 0, 4)
         door_open = jnp.where(plan_leg, stage > 0, jax.random.bernoulli(k_door))
-        level = level.replace(door_open=door_open)
+        level = level.replace(door_open=door_open, switch_on=door_open)  # the switch holds the door open (Dungeon's step)
         passable = ~self.dungeon.solid(level)
         west_of = lambda col: cells[:, 1] < col
-        region = jnp.select([stage == 0, stage == 1, stage == 2], [west_of(first(d.DOOR)[1]), west_of(first(d.LAVA)[1]), ~west_of(first(d.LAVA)[1])], True)
+        region = jnp.select([stage == 0, stage == 1, stage == 2], [west_of(first(d.DOOR)[1]), west_of(first(d.DOOR)[1]), ~west_of(first(d.LAVA)[1])], True)
         allowed = passable.reshape(-1) & jnp.where(plan_leg, region, True)
         start = cells[jnp.argmax(jax.random.gumbel(k_start, (h * w,)) + jnp.where(allowed, 0.0, -1e9))]
         level = level.replace(pos=start.astype(jnp.int32))

@@ -6,7 +6,7 @@ interact with shrines. However, by combining it with an explicit plan ... runnin
 actions for the nodes and rules when the agent arrives at the target, the agent can complete the
 plan". :func:`train_navigator` trains the library's PPO (:mod:`jgtest.agents.ppo`) on
 ``DungeonNav-v0`` (random levels, random reachable targets); :func:`learned_navigator` turns its
-policy into the plan agent's ``navigator`` (greedy moves); :func:`plan_completion` measures the
+policy into the plan agent's ``navigator`` (moves drawn from the policy); :func:`plan_completion` measures the
 share of a held-out suite (plans × random levels the training never drew, seeds from
 ``HELD_OUT_SEED``) a navigator completes, to set beside the scripted navigator's.
 """
@@ -98,13 +98,16 @@ def _obs_shape() -> tuple[int, ...]:
     return env.observation_space(params).shape
 
 
-def learned_navigator(network, params):
-    """The plan agent's ``navigator``: the policy's greedy move from the grid sensor and the target's direction."""
+def learned_navigator(network, params, greedy: bool = False):
+    """The plan agent's ``navigator``: the policy's move from the grid sensor, the target's plane and its
+    direction, drawn from the policy (as PPO trained it; a greedy policy can pace between two cells for
+    ever where its two best moves point at each other), or its most likely move with ``greedy``."""
 
     def navigate(passable, pos, target, observation, key):
-        del passable, key
+        del passable
         logits, _ = network.apply(params, navigator_input(observation, pos, target))
-        return jnp.argmax(logits).astype(jnp.int32)
+        move = jnp.argmax(logits) if greedy else jax.random.categorical(key, logits)
+        return move.astype(jnp.int32)
 
     return navigate
 
@@ -113,11 +116,10 @@ def plan_completion(navigator, plans=None, seeds: int = 100, variant: str = "ran
     """The share of ``plans`` (default :data:`SUITE`) × ``seeds`` held-out random levels the ``navigator``
     completes (every validation passed), and the scripted navigator's on the same runs."""
     import jgtest
-    from jgtest.plans.model import parse_plan
-
     from jgtest.plans import dungeon as game
     from jgtest.plans.agent import run_plans, scripted_navigator
     from jgtest.plans.compiled import stack_plans
+    from jgtest.plans.model import parse_plan
 
     env, params = jgtest.make("Dungeon-v0", variant=variant)
     plans = [parse_plan(p) for p in SUITE] if plans is None else list(plans)

@@ -17,7 +17,7 @@ from jgtest.plans.navigation import SUITE, NavigatorConfig, learned_navigator, l
 def test_navigation_targets_are_reachable_and_arrival_is_rewarded():
     env, params = jgtest.make("DungeonNav-v0")
     obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), 8), params)
-    assert obs.shape == (8, 17 * 17 * 7 + 3)
+    assert obs.shape == (8, 17 * 17 * 8 + 3)
     fields = np.asarray(states.field)
     start = np.asarray(states.level.pos)
     assert (fields[np.arange(8), start[:, 0], start[:, 1]] < UNREACHABLE).all()  # every target reachable from the start
@@ -33,6 +33,10 @@ def test_navigation_targets_are_reachable_and_arrival_is_rewarded():
             break
         assert float(reward) == pytest.approx(-0.01 + 0.05)
     assert bool(done)
+    # a door the episode opened stays open while the navigator walks (the switch holding it is on)
+    stepped = jax.vmap(env.step_env, in_axes=(0, 0, None, None))(jax.random.split(jax.random.key(1), 8), states, 0, params)[1]
+    assert np.asarray(states.level.door_open).any()
+    np.testing.assert_array_equal(stepped.level.door_open, states.level.door_open)
 
 
 def test_a_policy_drives_the_plan_agent():
@@ -43,7 +47,7 @@ def test_a_policy_drives_the_plan_agent():
     params = jax.jit(network.init)(jax.random.key(0), np.zeros(jgtest.make("DungeonNav-v0")[0].observation_space(None).shape, np.float32))
     env, level = jgtest.make("Dungeon-v0")  # an untrained policy drives the plan agent: the wiring, not the skill
     agent, trace = run_plans(env, game, level, stack_plans([parse_plan(SUITE[0])], env), jax.vmap(jax.random.key)(np.arange(2)),
-                             navigator=learned_navigator(network, params))  # fmt: skip
+                             navigator=learned_navigator(network, params, greedy=True))  # fmt: skip
     played = np.asarray(trace["action"][0])
     played = played[played >= 0]  # while the runs ran
     assert played.size and ((played < 4) | (played == 7)).all()  # the policy's moves (and waits): it never got to act
