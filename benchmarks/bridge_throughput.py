@@ -525,7 +525,7 @@ def _stk_raw_child(steps: int, warmup: int, segments: int) -> dict:
         "frame_shape": list(frame.shape), "setup_s": setup, "final_distance_down_track": float(state.karts[0].distance_down_track),
     }  # fmt: skip
     race.stop()
-    del race, state
+    race = state = None  # released before pystk2.clean()
     pystk2.clean()
     return result
 

@@ -51,9 +51,9 @@ import gymnax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _common import write_json  # noqa: E402
 
 import jgtest  # noqa: E402
-from _common import write_json  # noqa: E402
 from jgtest.types import Telemetry  # noqa: E402
 
 FULL_BATCHES = (1, 4, 16, 64, 256, 1024, 4096)

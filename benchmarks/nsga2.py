@@ -99,7 +99,7 @@ def main() -> None:
         for n in QUICK_SIZES if args.quick else FULL_SIZES:
             points = np.random.default_rng(n * 10 + m).normal(size=(n, m)).astype(np.float32)
             device_points = jax.device_put(points)
-            seconds, (ranks, _) = time_call(lambda: jax.block_until_ready(jgtest_sort(device_points)), args.repeats)
+            seconds, (ranks, _) = time_call(lambda points=device_points: jax.block_until_ready(jgtest_sort(points)), args.repeats)
             ranks = np.asarray(ranks)
             row = {"n": n, "m": m, "jgtest_s": seconds, "fronts": int(ranks.max()) + 1}
             for name, call in pymoo_rows(points).items():

@@ -62,7 +62,7 @@ def main(argv=None) -> dict:
     for plans, seeds in settings["sizes"]:
         compiled = stack_plans([examples[i % len(examples)] for i in range(plans)], env)
         keys = jax.vmap(jax.random.key)(np.arange(seeds))
-        first, median = _median_s(lambda: run_plans(env, game, params, compiled, keys)[0].outcome, settings["repeats"])
+        first, median = _median_s(lambda c=compiled, k=keys: run_plans(env, game, params, c, k)[0].outcome, settings["repeats"])
         passed = float((np.asarray(run_plans(env, game, params, compiled, keys)[0].outcome) == 1).mean())
         rows.append({"plans": plans, "seeds": seeds, "executions": plans * seeds, "compile_and_run_s": round(first, 2), "run_s": round(median, 4),
                      "executions_per_s": round(plans * seeds / median, 1), "passed_share": round(passed, 3)})  # fmt: skip

@@ -50,6 +50,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import write_json  # noqa: E402
+
 from benchmarks.sb3_baseline import MATCHED, sb3_ppo_cartpole  # noqa: E402
 from jgtest.agents import ppo  # noqa: E402
 

@@ -59,7 +59,7 @@ import math
 import os
 import time
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

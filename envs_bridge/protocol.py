@@ -128,7 +128,7 @@ class HostEnv(abc.ABC):
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Steps every game: ``(frames, reward, terminated, truncated, info)``."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- optional: a farm with nothing to free keeps it
         """Frees the games (idempotent)."""
 
     def check_actions(self, actions) -> np.ndarray:

@@ -196,7 +196,8 @@ class UnrealEnv(HostEnv):
       max_steps_in_episode: the episode cap.
       units_per_cell: Unreal units per coverage cell (and per telemetry position unit).
       num_cells: the coverage-cell grid's side (cells are ``row * num_cells + col``).
-      timeout_s, connect_timeout_s: per request, per greeting.
+      timeout_s: seconds a request may take.
+      connect_timeout_s: seconds the greeting may take.
       types: object type names (an object's type is its name's prefix).
       max_visible: objects reported per frame (the most pixels first).
       min_visible_pixels: pixels an object must show to count as visible (``ParkWorld``'s rule).

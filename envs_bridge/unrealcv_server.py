@@ -164,7 +164,8 @@ class UnrealCVServer:
     """The protocol server (module docstring). Use as a context manager, or :meth:`start` / :meth:`stop`.
 
     Args:
-      host, port: where to listen (port 0: any free one; :attr:`address` says which).
+      host: where to listen.
+      port: the port (0: any free one; :attr:`address` says which).
       unix_path: listen on a unix socket instead.
       allow_remote: allow a non-loopback ``host``.
       delay_s: how late a ``delay`` fault's reply comes.
@@ -192,7 +193,7 @@ class UnrealCVServer:
         """``(host, port)`` or the unix path, as ``unrealcv.Client`` takes it."""
         return self.unix_path if self.unix_path else (self.host, self.port)
 
-    def start(self) -> "UnrealCVServer":
+    def start(self) -> UnrealCVServer:
         if self.unix_path:
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self._sock.bind(self.unix_path)
@@ -245,7 +246,7 @@ class UnrealCVServer:
         while self._running:
             try:
                 conn, _ = self._sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             with conn:
                 conn.settimeout(0.2)
@@ -264,7 +265,7 @@ class UnrealCVServer:
             try:
                 if not conn.recv(4096):
                     return
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -274,7 +275,7 @@ class UnrealCVServer:
         while self._running:
             try:
                 chunk = conn.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

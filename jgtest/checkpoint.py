@@ -398,7 +398,7 @@ class Checkpointer:
         """Releases orbax's resources; the directory stays as it is."""
         self._manager.close()
 
-    def __enter__(self) -> "Checkpointer":
+    def __enter__(self) -> Checkpointer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -4,6 +4,7 @@
     jgtest run wuji --game CombatArena-v0 --compare --seeds 10 --generations 5 --out runs/wuji
     jgtest run inspector --game ParkWorld-v0 --episodes 45 --out runs/inspector
     jgtest replay runs/demo/bugs.jsonl --index 0
+    jgtest report runs/demo
     jgtest games
     jgtest train ppo --game CartPoleBugs-v0 --steps 500000 --seeds 8 --out runs/ppo
 """
@@ -16,24 +17,18 @@ import os
 import sys
 from pathlib import Path
 
-# XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs; campaigns
-# and training runs are long, so the CLI uses a single-threaded pool (a user's own
-# XLA_FLAGS setting wins). Must happen before JAX starts its backend.
-if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
-
-METHODS = ("random", "reline", "wuji", "inspector", "ppgta", "compare-explorers")
+METHODS = ("all", "random", "reline", "wuji", "inspector", "ppgta", "compare-explorers")
 #: Games where ``random`` is the random agent of the PPGTA comparison (object tests included).
 PARK_GAMES = ("ParkWorld-v0",)
 
 
-def _parse_game_args(pairs: list[str]) -> dict:
+def _parse_game_args(pairs: list[str], flag: str = "--game-arg") -> dict:
     """``KEY=VALUE`` pairs as options; a value is JSON where it parses (lists become
     tuples, so configs holding them stay hashable, static under jit), else a string."""
     kwargs = {}
     for pair in pairs:
         if "=" not in pair:
-            raise SystemExit(f"error: --game-arg expects KEY=VALUE, got {pair!r}")
+            raise SystemExit(f"error: {flag} expects KEY=VALUE, got {pair!r}")
         key, value = pair.split("=", 1)
         try:
             kwargs[key] = _hashable(json.loads(value))
@@ -66,6 +61,31 @@ def prepare_out_dir(path: str, overwrite: bool) -> Path:
 
 
 def _run(args) -> int:
+    """Runs the campaign, then writes its HTML report into the run directory."""
+    code = _run_method(args)
+    _report_and_say(args.out)
+    return code
+
+
+def _report_and_say(run_dir: str) -> None:
+    from jgtest.report.html import write_report
+
+    print(f"report: {write_report(run_dir).resolve()}")
+
+
+def _report(args) -> int:
+    try:
+        _report_and_say(args.run_dir)
+    except (FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    return 0
+
+
+def _run_method(args) -> int:
+    if args.method == "all":
+        from jgtest import main_job
+
+        return main_job.run(prepare_out_dir(args.out, args.overwrite), args.seed, args.quiet)
     if args.method == "reline":
         return _run_reline(args)
     if args.method == "wuji":
@@ -157,11 +177,11 @@ def _train(args) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from jgtest.agents import make_config
+    from jgtest.agents import make_config, make_hparams
     from jgtest.agents.runner import run_training
     from jgtest.envs.registration import make
 
-    overrides = _parse_game_args(args.set)
+    overrides = _parse_game_args(args.set, "--set")
     game_kwargs = _parse_game_args(args.game_arg)
     try:
         if args.steps is not None and args.steps < 1:
@@ -180,6 +200,7 @@ def _train(args) -> int:
         if game_kwargs or args.game != "CartPoleBugs-v0":
             overrides["game_kwargs"] = tuple(sorted(game_kwargs.items()))
         config = make_config(args.algo, game=args.game, **overrides)
+        hparams = make_hparams(args.algo, **_parse_game_args(args.hp, "--hp"))
     except (ValueError, TypeError) as error:
         raise SystemExit(f"error: {error}") from None
     out = Path(args.out)
@@ -196,7 +217,7 @@ def _train(args) -> int:
             progress.update(task, completed=done, ret=f"{float(np.mean(metrics['eval_return_mean'])):.1f}")
 
         try:
-            summary = run_training(args.algo, config, out, num_seeds=args.seeds, seed=args.seed, on_period=on_period)
+            summary = run_training(args.algo, config, out, num_seeds=args.seeds, seed=args.seed, hparams=hparams, on_period=on_period)
         except ValueError as error:
             raise SystemExit(f"error: {error}") from None
     table = Table(title=f"{args.algo} on {args.game}")
@@ -226,7 +247,7 @@ def _games(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jgtest", description="Automated video-game testing with learning agents, in JAX.")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a test campaign (method × game)")
+    run = sub.add_parser("run", help="run a test campaign (method × game; all: a short campaign of each method, the main job)")
     run.add_argument("method", choices=METHODS)
     run.add_argument("--game", default="BlockMaze-v0", help="registered game id (see `jgtest games`)")
     run.add_argument("--out", required=True, help="run directory for bugs.jsonl, summary.json, config.json")
@@ -260,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_run)
+    report = sub.add_parser("report", help="write the run directory's self-contained HTML report (DIR/report.html)")
+    report.add_argument("run_dir", help="a run directory (jgtest run --out)")
+    report.set_defaults(func=_report)
     rep = sub.add_parser("replay", help="replay a recorded bug trace and check that the bug fires again")
     rep.add_argument("records", help="a bugs.jsonl file")
     rep.add_argument("--index", type=int, default=0, help="which record (0-based; negative counts from the end)")
@@ -275,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default="runs/train", help="run directory (summary, curves, checkpoints)")
     train.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="config field (JSON value), repeatable")
     train.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
+    train.add_argument("--hp", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter (the traced *Hyperparams: learning_rate, gamma, ...), repeatable")
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=_train)
     games = sub.add_parser("games", help="list the registered games")
@@ -420,7 +445,16 @@ def _run_wuji(args) -> int:
     return 0
 
 
+def _single_threaded_eigen() -> None:
+    """XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs; campaigns and training runs are
+    long, so the command line uses a single-threaded pool (a user's own ``XLA_FLAGS`` setting wins). Set when
+    the command starts (not at import), and only effective before JAX starts its backend."""
+    if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+
+
 def main(argv: list[str] | None = None) -> int:
+    _single_threaded_eigen()
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -159,7 +159,7 @@ def comparison_table(summaries: dict, episodes: int):
     for agent, s in summaries.items():
         paper = s["paper"].get(agent, {})
         at = s["at_paper_episodes"]
-        cell = lambda ours, key, f=str: f"{ours} ({f(paper[key]) if key in paper else '—'})"
+        cell = lambda ours, key, f=str, paper=paper: f"{ours} ({f(paper[key]) if key in paper else '—'})"
         table.add_row(
             agent, cell(f"{s['pathway_coverage']:.1%}", "pathway_coverage_45", lambda v: f"{v:.0%}"),
             cell(at["ooi_tested_18"] if episodes >= 18 else "—", "ooi_tested_18"), cell(at["ooi_tested_45"] if episodes >= 45 else "—", "ooi_tested_45"),
@@ -171,10 +171,10 @@ def comparison_table(summaries: dict, episodes: int):
 def run_unreal(args, prepare_out_dir) -> int:
     """``jgtest run {ppgta, inspector, random} --game unreal:HOST:PORT`` (or ``unreal:/path/to/socket``): the agents
     trained on the device twin drive an Unreal game through UnrealCV (:mod:`jgtest.methods.bridged_campaign`)."""
-    from rich.console import Console
 
     from jgtest.host_loop import host_game
-    from jgtest.methods.bridged_campaign import AGENTS as BRIDGED, BridgedAgent, device_run, run_bridged
+    from jgtest.methods.bridged_campaign import AGENTS as BRIDGED
+    from jgtest.methods.bridged_campaign import BridgedAgent, device_run, run_bridged
     from jgtest.methods.ppgta_models import load_models
 
     if args.method not in BRIDGED:

@@ -70,6 +70,8 @@ def _load(paths, game: str):
 
 
 def _run_plans(args) -> int:
+    from operator import itemgetter
+
     import jax
     from rich.console import Console
     from rich.table import Table
@@ -97,7 +99,7 @@ def _run_plans(args) -> int:
     keys = jax.vmap(jax.random.key)(jax.numpy.arange(args.seeds))
     agent, _ = run_plans(env, plan_game(args.game), params, compiled, keys, RunSettings(max_steps=args.max_steps), navigator=_navigator(args))
     agent = jax.device_get(agent)
-    reports = {str(path): [run_report(plan, jax.tree.map(lambda x: x[p, s], agent), env, s) for s in range(args.seeds)]
+    reports = {str(path): [run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(args.seeds)]
                for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
     console = Console()
     if args.plan_command == "run":

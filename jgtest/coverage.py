@@ -70,7 +70,8 @@ def bucketize(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
 
     Args:
       features: ``[..., n]`` state features.
-      low, high: bounds per feature (broadcastable to ``[n]``).
+      low: lower bound per feature (broadcastable to ``[n]``).
+      high: upper bound per feature (broadcastable to ``[n]``).
       num_buckets: ``m``, equal intervals per feature.
 
     Returns:
@@ -176,8 +177,9 @@ def count_distinct_states(features: jax.Array, valid: jax.Array | None, low, hig
       features: ``[T, n]`` state features of one run (a trailing observation
         shape is flattened).
       valid: ``bool[T]`` steps inside the run, or ``None``.
-      low, high: the features' range (scalars or ``[n]``); values outside are
+      low: the features' lower bounds (scalars or ``[n]``); values outside the range are
         clipped into the end buckets.
+      high: the features' upper bounds.
       num_buckets: ``m`` buckets per feature.
     """
     rows = bucketize(jnp.reshape(features, (features.shape[0], -1)), low, high, num_buckets).astype(jnp.uint32)

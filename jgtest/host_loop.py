@@ -26,8 +26,8 @@ from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache, partial
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

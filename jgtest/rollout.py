@@ -123,10 +123,10 @@ class BugCatch:
     actions: jax.Array
 
     @classmethod
-    def empty(cls, num_bugs: int, max_steps: int) -> "BugCatch":
+    def empty(cls, num_bugs: int, max_steps: int) -> BugCatch:
         return cls(jnp.zeros(num_bugs, bool), jnp.zeros((num_bugs, 3), jnp.int32), jnp.zeros((num_bugs, max_steps), jnp.int32))
 
-    def add(self, fired: jax.Array, slot_traces: jax.Array, episode: jax.Array, t: jax.Array) -> "BugCatch":
+    def add(self, fired: jax.Array, slot_traces: jax.Array, episode: jax.Array, t: jax.Array) -> BugCatch:
         """Records bugs fired this step: ``fired bool[B, K]`` over slots, each slot's episode
         actions so far ``slot_traces int32[B, T]`` (this step's included), ``episode``/``t int32[B]``."""
         new = jnp.any(fired, axis=0) & ~self.found

@@ -49,7 +49,7 @@ class Telemetry:
         game_reward,
         frame_time_ms=0.0,
         crashed=False,
-    ) -> "Telemetry":
+    ) -> Telemetry:
         """Builds a record with the canonical dtypes."""
         return cls(
             position=jnp.asarray(position, jnp.float32),

@@ -1,8 +1,9 @@
 #!/usr/bin/env sh
 # System packages jgtest's bridges need, installed with apt-get where missing (idempotent):
-# Debian's supertuxkart-data (SuperTuxKart's assets: the game never downloads them).
+# Debian's supertuxkart-data (SuperTuxKart's assets: the game never downloads them), and chromium
+# with its driver (the HTML report's test opens the page in a real headless browser).
 set -eu
-PACKAGES="supertuxkart-data"
+PACKAGES="supertuxkart-data chromium chromium-driver"
 missing=""
 for package in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing="$missing $package"

@@ -138,26 +138,10 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
             main(["run", "wuji", "--out", str(tmp_path / "bad"), *bad])
 
 
-def test_park_random_cli_prints_the_papers_numbers_and_replays_texture_records(tmp_path, capsys):
-    out = tmp_path / "park"
-    argv = ["run", "random", "--game", "ParkWorld-v0", "--episodes", "5", "--game-arg", "size=64", "--game-arg", "num_oois=200",
-            "--out", str(out), "--quiet"]  # fmt: skip
-    assert main(argv) == 0
-    printed = capsys.readouterr().out
-    assert "pathway coverage" in printed and "paper (PPGTA §VI)" in printed
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["method"] == "random" and summary["episodes"] == 5 and summary["ooi_tested"] > 0
-    records = read_bug_records(out / "bugs.jsonl")
-    assert records and all(r.kind == "texture" for r in records)
-    assert main(["replay", str(out / "bugs.jsonl"), "--index", "0"]) == 0
-    assert "reproduced" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="multiple of num_envs"):
-        main(["run", "inspector", "--game", "ParkWorld-v0", "--episodes", "7", "--out", str(tmp_path / "bad")])
-
-
 @pytest.mark.parametrize("argv, message", [
     (["run", "ppgta", "--game", "BlockMaze-v0"], "runs on ParkWorld-v0 or unreal:HOST:PORT"),
     (["run", "compare-explorers", "--game", "ParkWorld-v0", "--episodes", "0"], "--episodes must be at least 1"),
+    (["run", "inspector", "--game", "ParkWorld-v0", "--episodes", "7"], "multiple of num_envs"),
     (["run", "ppgta", "--game", "ParkWorld-v0", "--resume"], "holds no campaign to resume"),
     (["run", "ppgta", "--game", "ParkWorld-v0", "--game-arg", "colour=3"], "unexpected keyword argument 'colour'"),
     (["run", "ppgta", "--game", "unreal:nohost"], "unreal:HOST:PORT or unreal:/path/to/socket"),

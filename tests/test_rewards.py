@@ -7,7 +7,11 @@ import pytest
 
 import jgtest
 from jgtest.rewards import (
-    RelineReward, bug_bonus_reward, kart_finish_bonus, kart_performance_reward, kart_progress_reward,
+    RelineReward,
+    bug_bonus_reward,
+    kart_finish_bonus,
+    kart_performance_reward,
+    kart_progress_reward,
 )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ with the step-wise pieces (``init``, ``period``, ``act``, ``update``) and
 ``make_train(config)``.
 
 Example:
+  >>> import jax
   >>> from jgtest.agents import ppo
   >>> train = jax.jit(ppo.make_train(ppo.PPOConfig(total_timesteps=100_000)))
   >>> state, metrics = jax.vmap(train)(jax.random.split(jax.random.key(0), 8))
@@ -52,4 +53,18 @@ def make_config(name: str, **overrides):
     return config_cls(**overrides)
 
 
-__all__ = ["ALGORITHMS", "a2c", "algorithm", "cem", "dqn", "make_config", "ppo", "random_agent"]
+def make_hparams(name: str, **overrides):
+    """The default hyperparameters of ``name`` (its traced ``*Hyperparams`` pytree) with ``overrides``;
+    unknown names and non-numbers are refused."""
+    _, _, hparams_cls = algorithm(name)
+    fields = {f.name: f for f in dataclasses.fields(hparams_cls)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ValueError(f"{name}: unknown hyperparameter(s) {', '.join(unknown)}; hyperparameters: {', '.join(sorted(fields))}")
+    for key, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{name}: hyperparameter {key} must be a number, got {value!r}")
+    return hparams_cls(**{k: type(fields[k].default)(v) for k, v in overrides.items()})
+
+
+__all__ = ["ALGORITHMS", "a2c", "algorithm", "cem", "dqn", "make_config", "make_hparams", "ppo", "random_agent"]

@@ -17,7 +17,8 @@ periods on device; a host loop (CLI, checkpoints) calls the same jitted
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -25,7 +25,14 @@ import optax
 from flax import struct
 
 from jgtest.agents.common import (
-    batched, check_positive, episode_means, finished_episodes, make_game, run_periods, scan_then_evaluate, training_game,
+    batched,
+    check_positive,
+    episode_means,
+    finished_episodes,
+    make_game,
+    run_periods,
+    scan_then_evaluate,
+    training_game,
     true_next_obs,
 )  # fmt: skip
 from jgtest.losses import dqn_loss

@@ -32,9 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jgtest.agents.supervised import batches_per_epoch, fit, split_indices
 from jgtest.envs.wrappers import od_mask
 from jgtest.losses.ppgta import ema_update, imitation_loss
-from jgtest.agents.supervised import batches_per_epoch, fit, split_indices
 from jgtest.nets.recurrent import ImitationPolicy
 from jgtest.novelty.preference import action_distribution, js_divergence
 
@@ -229,8 +229,8 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
 
 def _encoder_labels(params):
     """``"frozen"`` for the FE's leaves, ``"train"`` for the rest (``optax.multi_transform``'s labels)."""
-    return {**jax.tree.map(lambda _: "train", params), "params": {
-        name: jax.tree.map(lambda _: "frozen" if name == "fe" else "train", sub) for name, sub in params["params"].items()}}  # fmt: skip
+    label = lambda tree, name: jax.tree.map(lambda _: name, tree)
+    return {**label(params, "train"), "params": {name: label(sub, "frozen" if name == "fe" else "train") for name, sub in params["params"].items()}}
 
 
 def act_distribution(config: ImitationConfig, params, frames: jax.Array, od_box, od_visible) -> jax.Array:

@@ -8,14 +8,22 @@ module builds ``init``, ``act``, ``period`` and ``train`` around them (see
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from jgtest.agents.common import (
-    batched, check_positive, collect_rollout, episode_means, make_game, run_periods, scan_then_evaluate, training_game,
+    batched,
+    check_positive,
+    collect_rollout,
+    episode_means,
+    make_game,
+    run_periods,
+    scan_then_evaluate,
+    training_game,
 )  # fmt: skip
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic

@@ -18,6 +18,7 @@ Defaults are PureJaxRL's CartPole-v1 settings (4 envs × 128 steps, 4 epochs,
 from __future__ import annotations
 
 import dataclasses
+
 import jax
 import jax.numpy as jnp
 import optax

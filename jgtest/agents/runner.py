@@ -10,10 +10,12 @@ uninterrupted one does. A checkpoint written under another config is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -21,6 +23,7 @@ import numpy as np
 from jgtest.agents import algorithm
 from jgtest.agents.common import config_to_json
 from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.sharding import shard_batch
 
 
 def _metrics_rows(metrics: dict, period: int) -> dict[str, Any]:
@@ -35,6 +38,7 @@ def run_training(
     num_seeds: int = 1,
     seed: int = 0,
     max_periods: int | None = None,
+    hparams=None,
     on_period: Callable[[int, int, dict], None] | None = None,
 ) -> dict[str, Any]:
     """Trains ``num_seeds`` vmapped seeds of ``algo`` with checkpoints in ``out_dir``.
@@ -47,6 +51,7 @@ def run_training(
       seed: root seed; seed ``i`` uses ``split(key(seed), num_seeds)[i]``.
       max_periods: stop after this many periods in total (for interrupted runs);
         ``None`` runs all ``config.num_evals``.
+      hparams: the algorithm's hyperparameters (default: its ``*Hyperparams()``).
       on_period: called with ``(period, num_periods, metrics)`` after each period.
 
     Returns:
@@ -59,12 +64,13 @@ def run_training(
     agent = module.make_agent(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fingerprint = config_fingerprint({"algo": algo, "config": config_to_json(config), "num_seeds": num_seeds, "seed": seed})
+    hparams = hparams_cls() if hparams is None else hparams
+    hparams_json = {k: float(v) for k, v in dataclasses.asdict(hparams).items()}
+    fingerprint = config_fingerprint({"algo": algo, "config": config_to_json(config), "num_seeds": num_seeds, "seed": seed, "hparams": hparams_json})
     checkpointer = Checkpointer(out / "checkpoints", fingerprint)
-    hparams = hparams_cls()
     init = jax.jit(jax.vmap(agent.init, in_axes=(0, None)))
     period = jax.jit(jax.vmap(agent.period, in_axes=(0, None)))
-    state = init(jax.random.split(jax.random.key(seed), num_seeds), hparams)
+    state = init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams)  # seeds spread over every device
     start = checkpointer.latest_step() or 0
     metrics_path = out / "metrics.jsonl"
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
@@ -72,7 +78,7 @@ def run_training(
         state = checkpointer.restore(state, start)
     rows = rows[:start]  # periods after the last checkpoint are played again
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (out / "config.json").write_text(json.dumps({"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config)}, indent=2))
+    (out / "config.json").write_text(json.dumps({"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json}, indent=2))
     end = config.num_evals if max_periods is None else min(max_periods, config.num_evals)
     wall = sum(r.get("wall_s", 0.0) for r in rows)
     for p in range(start, end):

@@ -10,7 +10,8 @@ The inverse-dynamics encoder (:mod:`jgtest.agents.inverse_dynamics`), the imitat
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -27,7 +28,8 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
       validate: ``validate(state) -> float``, lower is better.
       train_idx: the training examples' indices.
       batch_size: examples per minibatch (the last, smaller one is dropped; at least one per epoch).
-      epochs, patience: at most ``epochs``; stop after ``patience`` epochs without a better validation.
+      epochs: at most this many epochs.
+      patience: stop after this many epochs without a better validation.
       min_epochs: never stop before this many epochs (e.g. a learning-rate warm-up's: the loss may
         rise while the rate does).
 

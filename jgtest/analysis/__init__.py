@@ -8,8 +8,7 @@ object-testing metrics (pathway coverage, objects tested over episodes, outcomes
 :mod:`jgtest.analysis.exploration`.
 """
 
-from jgtest.analysis.exploration import ooi_outcomes, pathway_coverage_curve, ooi_tested_curve
-
+from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_coverage_curve
 from jgtest.analysis.stats import (
     at_least_n_table,
     cliffs_delta,

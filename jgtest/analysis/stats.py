@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sp
 
+
 def as_sample(x: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
     """1-D finite float array from ``x``; ``name`` is used in error messages (also for the plots)."""
     try:

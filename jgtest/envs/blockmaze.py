@@ -26,7 +26,6 @@ clipped into ``[0, 4)``.
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -99,8 +98,11 @@ class BlockMaze(TestingEnv):
         steps over the shortest start-to-gold path.
 
     Example:
+      >>> import jax, jgtest
       >>> env, params = jgtest.make("BlockMaze-v0")
       >>> obs, state = env.reset(jax.random.key(0), params)
+      >>> obs.shape, env.num_bugs
+      ((16, 16, 3), 10)
     """
 
     env_id = "BlockMaze-v0"

@@ -210,9 +210,12 @@ class CombatArena(TestingEnv):
         :meth:`randomize` with seed 0 by default.
 
     Example:
+      >>> import jax, jgtest
       >>> env, params = jgtest.make("CombatArena-v0")
       >>> obs, state = env.reset(jax.random.key(0), params)
       >>> obs, state, reward, terminated, truncated, info = env.step(jax.random.key(1), state, 4, params)
+      >>> info["telemetry"].bugs_fired.shape             # one flag per injected bug
+      (9,)
     """
 
     env_id = "CombatArena-v0"

@@ -180,6 +180,7 @@ class PacMaze(TestingEnv):
       cell_px: pixels per maze cell in the observation (4 gives 84x84).
 
     Example:
+      >>> import jax, jgtest
       >>> env, params = jgtest.make("PacMaze-v0")
       >>> obs, state = env.reset(jax.random.key(0), params)
       >>> obs.shape

@@ -52,8 +52,12 @@ def a2c_loss(
       ``value_loss`` (``L_v``, before ``vf_coef``) and ``entropy``.
 
     Example:
-      >>> adv, ret = gae(r, v_old, v_next, term, trunc, gamma=0.99, lam=1.0)
-      >>> loss, metrics = a2c_loss(logits, v, a, adv, ret)
+      >>> import jax.numpy as jnp
+      >>> from jgtest.losses import a2c_loss
+      >>> logits = jnp.zeros((2, 3))                      # a uniform policy over 3 actions
+      >>> loss, metrics = a2c_loss(logits, jnp.zeros(2), jnp.array([0, 2]), jnp.ones(2), jnp.ones(2))
+      >>> round(float(metrics["entropy"]), 4)             # log 3
+      1.0986
     """
     chex.assert_rank([logits_t, v_t, a_t, advantage_t, return_t], [2, 1, 1, 1, 1])
     chex.assert_type([logits_t, v_t, advantage_t, return_t], float)

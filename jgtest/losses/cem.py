@@ -41,9 +41,10 @@ def cem_elite_mask(episode_returns: jax.Array, percentile: float | jax.Array = 7
       ``bool[N]``, true for elite episodes (at least one is always true).
 
     Example:
-      >>> elite_i = cem_elite_mask(returns_i)                  # [N]
-      >>> weight_it = (elite_i[:, None] & valid_it).astype(jnp.float32)   # [N, T]
-      >>> loss, m = cem_loss(logits_it.reshape(N * T, -1), a_it.reshape(-1), weight_it.reshape(-1))
+      >>> import jax.numpy as jnp
+      >>> from jgtest.losses.cem import cem_elite_mask
+      >>> cem_elite_mask(jnp.array([1.0, 5.0, 3.0, 9.0])).tolist()   # the 70th percentile's episodes and above
+      [False, False, False, True]
     """
     chex.assert_rank(episode_returns, 1)
     chex.assert_type(episode_returns, float)

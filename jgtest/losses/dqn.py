@@ -57,9 +57,12 @@ def dqn_loss(
       ``|δ|``) and ``q_mean`` (mean of ``q_tm1[a_tm1]``).
 
     Example:
-      >>> q_tm1 = net.apply(params, obs_tm1); q_t_tgt = net.apply(target_params, obs_t)
-      >>> loss, metrics = dqn_loss(q_tm1, a_tm1, r_t, gamma * (1.0 - term_t), q_t_tgt,
-      ...                          net.apply(params, obs_t))   # double DQN
+      >>> import jax.numpy as jnp
+      >>> from jgtest.losses import dqn_loss
+      >>> q_tm1 = jnp.array([[1.0, 2.0]]); q_t = jnp.array([[0.0, 4.0]])
+      >>> loss, metrics = dqn_loss(q_tm1, jnp.array([1]), jnp.array([1.0]), jnp.array([0.5]), q_t)
+      >>> float(loss)   # TD error 1 + 0.5·4 − 2 = 1, Huber(1) = 0.5
+      0.5
     """
     chex.assert_rank([q_tm1, a_tm1, r_t, discount_t, q_t_target], [2, 1, 1, 1, 2])
     chex.assert_type([q_tm1, r_t, discount_t, q_t_target], float)

@@ -31,7 +31,12 @@ def bc_loss(
       share of steps where ``argmax π = a_t``).
 
     Example:
-      >>> loss, metrics = bc_loss(net.apply(params, demo.obs), demo.action, demo.valid)
+      >>> import jax.numpy as jnp
+      >>> from jgtest.losses import bc_loss
+      >>> logits = jnp.array([[5.0, 0.0], [0.0, 5.0], [5.0, 0.0]])
+      >>> loss, metrics = bc_loss(logits, jnp.array([0, 1, 1]), jnp.array([True, True, False]))
+      >>> float(metrics["accuracy"])   # the masked-out third step does not count
+      1.0
     """
     chex.assert_rank([logits_t, a_t], [2, 1])
     chex.assert_type(logits_t, float)

@@ -13,7 +13,7 @@ Pure and jittable; each loss returns ``(loss, metrics)``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

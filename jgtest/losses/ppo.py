@@ -70,11 +70,14 @@ def ppo_loss(
       ``|ρ − 1| > ε``).
 
     Example:
-      >>> def loss_fn(params, mb):                       # mb: a flattened minibatch
-      ...     logits, v = net.apply(params, mb.obs)       # [B·T, A], [B·T]
-      ...     return ppo_loss(logits, v, mb.action, mb.log_prob, mb.value,
-      ...                     mb.advantage, mb.target)
-      >>> (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb)
+      >>> import jax, jax.numpy as jnp
+      >>> from jgtest.losses import ppo_loss
+      >>> a, old_log_prob = jnp.array([0, 1]), jnp.log(jnp.array([0.5, 0.5]))
+      >>> def loss_fn(logits):                          # logits: the policy head's output [B, A]
+      ...     return ppo_loss(logits, jnp.zeros(2), a, old_log_prob, jnp.zeros(2), jnp.array([1.0, -1.0]), jnp.zeros(2))
+      >>> (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(jnp.zeros((2, 2)))
+      >>> float(metrics["approx_kl"]), grads.shape      # the policy that collected the data: no step taken yet
+      (0.0, (2, 2))
     """
     chex.assert_rank([logits_t, v_t, a_t, old_log_prob_t, old_v_t, advantage_t, return_t], [2, 1, 1, 1, 1, 1, 1])
     chex.assert_type([logits_t, v_t, old_log_prob_t, old_v_t, advantage_t, return_t], float)

@@ -37,8 +37,8 @@ Fig. 7 and 9) and its checkpoints are :mod:`jgtest.methods.park_campaign`'s.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

@@ -97,7 +97,8 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
 
     Args:
       env: the ``ParkWorld``.
-      tester, state: the game's tester and state.
+      tester: the game's tester.
+      state: the game's state.
       action: the explorer's action.
       test_action: the learned test behaviour's action (used while testing; default the scripted walk's).
       judge: ``(reference [A], threshold)`` with ``settings.test_steps``: a test succeeds when the JS

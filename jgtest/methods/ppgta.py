@@ -42,8 +42,8 @@ The host loop, files, checkpoints and summary are :mod:`jgtest.methods.park_camp
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

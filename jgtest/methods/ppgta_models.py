@@ -86,7 +86,7 @@ class PPGTAModelsConfig:
                 raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
 
     @classmethod
-    def quick(cls, **overrides) -> "PPGTAModelsConfig":
+    def quick(cls, **overrides) -> PPGTAModelsConfig:
         """Small data and few epochs: the whole pipeline in a few minutes on 2 CPU cores (``--quick``)."""
         small = {"path_trajectories": 16, "path_steps": 120, "circle_trajectories": 30, "inverse_epochs": 2, "imitation_epochs": 12,
                  "imitation_warmup": 3, "detector_shots": 800, "detector_epochs": 15, "oracle_shots": 1200, "oracle_epochs": 12}  # fmt: skip

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +26,7 @@ from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
 from jgtest.report.records import BugRecord, BugRecordWriter
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
+from jgtest.sharding import shard_batch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +138,8 @@ def run(
     traces = _EpisodeTraces(config.num_envs)
     episodes = 0
     start = time.perf_counter()
-    carry = init()
+    slot_carry, cover = init()
+    carry = (shard_batch(slot_carry), cover)  # the slots spread over every device (jgtest.sharding)
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         for c in range(num_chunks):
             carry, out = chunk(carry)

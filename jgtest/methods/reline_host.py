@@ -121,7 +121,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         farm = {"on_crash": writer.write, "ray_address": config.ray_address} if config.actors else {}
         game_options = {**ALE_OPTIONS, **farm}
-        for a, agent in enumerate(config.agents):
+        for agent in config.agents:
             found[agent] = []
             for m in range(config.models):
                 key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), reline.AGENTS.index(agent)), m)

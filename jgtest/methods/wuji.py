@@ -38,20 +38,23 @@ import functools
 import itertools
 import json
 import time
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
+from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import count_distinct_states
 from jgtest.envs.registration import make
-from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.evo import VariationParams, breed, non_dominated_rank, ravel_population, select
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
 from jgtest.rollout import play_episodes
+from jgtest.sharding import shard_batch
 
 #: The paper's strategies (§V-A3), in its order.
 STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
@@ -104,7 +107,7 @@ class WujiConfig:
 
 
 @functools.lru_cache(maxsize=8)
-def _search(game: str, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig) -> "_Search":
+def _search(game: str, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig) -> _Search:
     """The search's jitted functions for a game, shared by every run (strategy, seed) that uses
     the same settings: a run's game params and seeds are arguments, so nothing recompiles."""
     env, params = make(game)
@@ -215,7 +218,7 @@ class _Bookkeeper:
         catch, cover = jax.device_get((catch, cover))
         self.env_steps += steps
         for p in range(len(seeds)):
-            self.visited[cells.members(jax.tree.map(lambda x: x[p], cover))] = True
+            self.visited[cells.members(jax.tree.map(itemgetter(p), cover))] = True
         for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
@@ -318,12 +321,12 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     return summary
 
 
-def _fresh_progress(search: "_Search", config: WujiConfig) -> dict:
+def _fresh_progress(search: _Search, config: WujiConfig) -> dict:
     """A campaign's state before its first evaluation (also the structure checkpoints restore into)."""
     key = jax.random.fold_in(jax.random.key(config.seed), 1)
     key, k_init = jax.random.split(key)
     pop = config.population
-    population = {} if config.strategy == "random" else search.init_variables(jax.random.split(k_init, pop))
+    population = {} if config.strategy == "random" else search.init_variables(shard_batch(jax.random.split(k_init, pop)))  # over every device
     return {
         "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
         "next_seed": config.seed * 1_000_003 % 2**30, "elapsed_s": 0.0,
@@ -343,7 +346,7 @@ class _SeedCounter:
         return seeds
 
 
-def _snapshot(progress: dict, book: "_Bookkeeper", seeds: _SeedCounter) -> dict:
+def _snapshot(progress: dict, book: _Bookkeeper, seeds: _SeedCounter) -> dict:
     """``progress`` with the bookkeeping and the seed counter as they are now (a checkpoint)."""
     progress.update(
         next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 
 from jgtest.nets.mlp import dense_init, frames_to_float
 
-
 #: How :class:`CNNEncoder` computes its convolutions.
 CONV_IMPLS = ("lax", "im2col")
 

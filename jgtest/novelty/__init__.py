@@ -2,7 +2,12 @@
 preference reward with its adaptive mixing and Jensen–Shannon test judge."""
 
 from jgtest.novelty.preference import (
-    AlphaSchedule, action_distribution, adapt_alpha, combined_reward, js_divergence, preference_reward,
+    AlphaSchedule,
+    action_distribution,
+    adapt_alpha,
+    combined_reward,
+    js_divergence,
+    preference_reward,
 )  # fmt: skip
 from jgtest.novelty.rnd import REWARDS, RND, RNDConfig, RNDNet, RNDState
 

@@ -12,7 +12,7 @@ edit by hand.
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import jax
 import jax.numpy as jnp

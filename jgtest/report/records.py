@@ -63,7 +63,7 @@ class BugRecord:
         return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BugRecord":
+    def from_dict(cls, data: dict[str, Any]) -> BugRecord:
         data = dict(data)
         data["actions"] = tuple(data["actions"])
         data["position"] = tuple(data.get("position", ()))
@@ -74,8 +74,14 @@ class BugRecordWriter:
     """Appends records to a JSON-lines file, durably, one at a time.
 
     Example:
+      >>> import tempfile, pathlib
+      >>> from jgtest.report.records import BugRecord, BugRecordWriter, read_bug_records
+      >>> run_dir = pathlib.Path(tempfile.mkdtemp())
+      >>> record = BugRecord(kind="stuck", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
       >>> with BugRecordWriter(run_dir / "bugs.jsonl") as writer:
       ...     writer.write(record)
+      >>> read_bug_records(run_dir / "bugs.jsonl") == [record]
+      True
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -90,7 +96,7 @@ class BugRecordWriter:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> "BugRecordWriter":
+    def __enter__(self) -> BugRecordWriter:
         return self
 
     def __exit__(self, *exc) -> None:

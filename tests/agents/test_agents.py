@@ -20,18 +20,18 @@ TINY = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _agent(name):
     module, _, _ = algorithm(name)
     return module.make_agent(TINY[name])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _train_fn(name):
     return jax.jit(jax.vmap(_agent(name).train))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trained(name):
     """Two seeds vmapped, with the algorithm's default hyperparameters."""
     return jax.device_get(_train_fn(name)(jax.random.split(jax.random.key(0), 2)))

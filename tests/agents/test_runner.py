@@ -40,8 +40,10 @@ def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["train", "ppo", "--game", "CartPoleBugs-v0", "--steps", "256", "--seeds", "2", "--out", str(out), "--quiet",
             "--set", "num_envs=2", "--set", "num_steps=16", "--set", "num_evals=4", "--set", "eval_episodes=2",
-            "--set", "num_minibatches=2", "--set", "update_epochs=1"]
+            "--set", "num_minibatches=2", "--set", "update_epochs=1", "--hp", "learning_rate=0.001", "--hp", "gamma=0.9"]
     assert main(args) == 0
+    hparams = json.loads((out / "config.json").read_text())["hparams"]
+    assert hparams["learning_rate"] == pytest.approx(0.001) and hparams["gamma"] == pytest.approx(0.9) and hparams["clip_eps"] == pytest.approx(0.2)
     summary = json.loads((out / "summary.json").read_text())
     for key in ("final_return_mean", "final_return_std", "env_steps", "wall_s", "steps_per_s"):
         assert key in summary
@@ -60,3 +62,9 @@ def test_train_cli_refuses_bad_input(tmp_path):
         main(["train", "ppo", "--set", "num_minibatches=3", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         main(["train", "sac", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="unknown hyperparameter.s. lr; hyperparameters: clip_eps"):
+        main(["train", "ppo", "--hp", "lr=0.1", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="gamma must be a number"):
+        main(["train", "ppo", "--hp", "gamma=high", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="--hp expects KEY=VALUE"):
+        main(["train", "ppo", "--hp", "gamma", "--out", str(tmp_path)])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jgtest.analysis import ooi_outcomes, pathway_coverage_curve, ooi_tested_curve
+from jgtest.analysis import ooi_outcomes, ooi_tested_curve, pathway_coverage_curve
 
 
 def test_pathway_coverage_accumulates_over_episodes():

@@ -1,5 +1,7 @@
 """BlockMaze-v0: movement, gold, bugs where they are placed, Wuji's per-run re-draw."""
 
+from operator import itemgetter
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,9 +41,8 @@ def test_each_bug_fires_exactly_at_its_cell_first_time_only(bug):
     row, col = (int(v) for v in PARAMS.bug_pos[bug])
     walls = np.asarray(PARAMS.walls)
     # Step onto the bug cell from a free neighbour.
-    for action, (dr, dc) in zip((S, N, W, E), ((-1, 0), (1, 0), (0, 1), (0, -1))):
-        if not walls[row + dr, col + dc]:
-            break
+    moves = zip((S, N, W, E), ((-1, 0), (1, 0), (0, 1), (0, -1)))
+    action, (dr, dc) = next((a, (dr, dc)) for a, (dr, dc) in moves if not walls[row + dr, col + dc])
     _, state, _, _, _, info = STEP(jax.random.key(0), _at(row + dr, col + dc), action, PARAMS)
     fired = np.asarray(info["telemetry"].bugs_fired)
     assert fired[bug] and fired.sum() == 1
@@ -61,7 +62,7 @@ def test_randomize_draws_bugs_uniformly_over_reachable_cells_including_the_missi
     counts = np.zeros(PARAMS.walls.shape)
     on_path_far = 0
     for i in range(200):
-        p = jax.tree.map(lambda x: x[i], drawn)
+        p = jax.tree.map(itemgetter(i), drawn)
         bugs = [tuple(int(v) for v in b) for b in np.asarray(p.bug_pos)]
         gold = tuple(int(v) for v in np.asarray(p.gold))
         assert len(set(bugs)) == 10 and gold not in bugs and (1, 1) not in bugs
@@ -85,7 +86,7 @@ def test_near_far_placement_puts_bugs_near_the_start_and_off_the_path():
     d_start = np.asarray(grid_distances(walls, PARAMS.start))
     golds = set()
     for i in range(16):
-        p = jax.tree.map(lambda x: x[i], drawn)
+        p = jax.tree.map(itemgetter(i), drawn)
         ENV.validate_params(p)
         bugs = [tuple(int(v) for v in b) for b in np.asarray(p.bug_pos)]
         gold = tuple(int(v) for v in np.asarray(p.gold))

@@ -48,7 +48,7 @@ def reference():
     return gymnasium_episodes()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rollout_fn(env):
     def rollout(start, actions, params):
         _, state = env.reset(jax.random.key(0), params)

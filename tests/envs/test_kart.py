@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from jgtest.envs.kart import (
+    VIEW_RANGE,
     KartTrack,
     game_reward,
     make_track,
-    VIEW_RANGE,
     render_cost,
     scenery_cost,
     spot_in_view,

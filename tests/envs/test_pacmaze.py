@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.envs.wrappers import grayscale
 from jgtest.envs.pacmaze import DOT_RGB, FLOOR_RGB, GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
+from jgtest.envs.wrappers import grayscale
 
 UP, RIGHT, DOWN, LEFT, NOOP = range(5)
 

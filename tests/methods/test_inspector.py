@@ -11,8 +11,8 @@ import jgtest
 from jgtest.envs import park_experts, park_map
 from jgtest.methods import inspector
 from jgtest.methods.bridged_campaign import device_run
-from jgtest.methods.park_campaign import run_campaign
 from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
+from jgtest.methods.park_campaign import run_campaign
 from jgtest.report.records import read_bug_records
 
 ENV, PARAMS = jgtest.make("ParkWorld-v0")
@@ -45,7 +45,7 @@ def test_an_object_in_view_is_tested_by_a_full_walk_around_it():
 
 def test_a_walled_in_object_fails_its_test_and_is_not_retested():
     ring = np.argwhere(ENV.map.solid == park_map.INVISIBLE)
-    (r0, c0), (r1, c1) = ring.min(axis=0), ring.max(axis=0)
+    (r0, _), (r1, c1) = ring.min(axis=0), ring.max(axis=0)
     inside = np.array([c1 - 1.5, (r0 + r1) / 2 + 0.5], np.float32)  # just inside the ring's east side
     behind = jnp.full_like(PARAMS.ooi_pos, ENV.size - 4.5)  # every other object far behind the player
     params = PARAMS.replace(ooi_pos=behind.at[0].set(jnp.asarray(inside)))

@@ -107,7 +107,7 @@ def test_cartpole_run_writes_table1_summary_and_replayable_records(cartpole_run)
     config, summary, out = cartpole_run
     table = json.loads((out / "table1.json").read_text())
     assert set(table) == {"reline", "rl-baseline", "random"} and set(table["random"]) == {"1", "2"}
-    for agent, rows in table.items():
+    for rows in table.values():
         assert len(rows["1"]["counts"]) == 2 and all(0 <= c <= 16 for c in rows["1"]["counts"])
         assert rows["2"]["mean"] <= rows["1"]["mean"]
     assert table["random"]["1"]["paper"]["mean"] == 12
@@ -134,7 +134,7 @@ def test_kart_run_calibrates_the_threshold_and_finds_low_fps_points(tmp_path):
     low = json.loads((tmp_path / "low_fps.json").read_text())
     assert low["threshold_ms"] == pytest.approx(threshold["t_ms"])
     assert set(low["per_agent"]) == {"reline", "rl-baseline", "random"}
-    for agent, row in low["per_agent"].items():
+    for row in low["per_agent"].values():
         assert row["count"] == len(row["points"])
         for point in row["points"]:
             assert point["confidence"] > 0.5 and point["visits"] >= 1

@@ -6,7 +6,12 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from jgtest.novelty.preference import (
-    AlphaSchedule, action_distribution, adapt_alpha, combined_reward, js_divergence, preference_reward,
+    AlphaSchedule,
+    action_distribution,
+    adapt_alpha,
+    combined_reward,
+    js_divergence,
+    preference_reward,
 )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 pre-empt, validations bound to events and delays, plans as JSON with clear errors, and the CLI."""
 
 import json
+from operator import itemgetter
 from pathlib import Path
 
 import jax
@@ -35,7 +36,7 @@ def _run(variant: str):
     env, params = jgtest.make("Dungeon-v0", variant=variant)
     agent, trace = run_plans(env, game, params, stack_plans(PLANS, env), jax.vmap(jax.random.key)(np.arange(SEEDS)))
     agent, trace = jax.device_get((agent, trace))
-    reports = [[run_report(plan, jax.tree.map(lambda x: x[p, s], agent), env, s) for s in range(SEEDS)] for p, plan in enumerate(PLANS)]
+    reports = [[run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(SEEDS)] for p, plan in enumerate(PLANS)]
     return agent, trace, reports
 
 

@@ -1,0 +1,243 @@
+"""The HTML report: one self-contained page for a run directory (``jgtest report DIR``).
+
+Every ``jgtest run`` ends by writing ``report.html`` into its run directory; ``jgtest report DIR``
+writes it for any run directory, including one holding several campaigns (a comparison, or the
+main job's campaign of each method). The page is rendered with Jinja2
+(``templates/report.html.j2``), its images inlined as ``data:`` URIs and no script or remote
+resource, so it opens anywhere offline. Its sections (:data:`SECTIONS`), each always present
+(with a note where the run has nothing for it):
+
+- the configuration of every campaign (its ``config.json``, else its summary's settings);
+- bugs by kind, and each record with the ``jgtest replay`` command that reproduces it;
+- coverage: the summaries' coverage figures and plots;
+- bugs-over-time curves; the Pareto front (Wuji's final populations);
+- frame rate: render-time plots, low-FPS points (RELINE);
+- bird's-eye maps (traces and object tests: PPGTA, Inspector);
+- plan validations (Explicit Plans' ``report.json``);
+- the comparison table when several strategies or agents ran;
+- the papers' numbers beside ours: every ``paper`` entry a summary carries (RELINE's Table 1,
+  PPGTA's coverage and objects tested) and, for Wuji comparisons, the paper's ordering of the
+  strategies next to ours.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import json
+import os
+from pathlib import Path
+
+#: ``(id, heading)`` of the page's sections, in order.
+SECTIONS = (
+    ("config", "Configuration"),
+    ("bugs", "Bugs by kind"),
+    ("coverage", "Coverage"),
+    ("bugs-over-time", "Bugs over time"),
+    ("pareto", "Pareto front"),
+    ("fps", "Frame rate"),
+    ("maps", "Bird's-eye maps"),
+    ("plans", "Plan validations"),
+    ("comparison", "Comparison"),
+    ("papers", "Papers"),
+)
+#: Which section a campaign's plot belongs to, by the start of its file name.
+FIGURE_SECTIONS = {
+    "coverage": "coverage",
+    "bugs_over_time": "bugs-over-time",
+    "ooi_tested": "bugs-over-time",
+    "population": "pareto",
+    "render_times": "fps",
+    "low_fps_points": "fps",
+    "sections": "fps",
+    "traces": "maps",
+    "tests": "maps",
+}
+#: The Wuji paper's ordering of its strategies on bugs found and state coverage (§V, SPEC §5).
+WUJI_PAPER_ORDER = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
+#: Bug records listed on the page at most (the kinds table counts them all).
+MAX_RECORDS = 200
+
+
+@dataclasses.dataclass
+class Campaign:
+    """One directory of the run holding a ``summary.json`` (or a plan ``report.json``)."""
+
+    name: str
+    path: Path
+    summary: dict
+    config: dict
+
+
+def find_campaigns(run_dir: Path) -> list[Campaign]:
+    """Every campaign under ``run_dir`` (itself included), parents before children."""
+    found = []
+    for directory in sorted({p.parent for p in run_dir.rglob("summary.json")} | {p.parent for p in run_dir.rglob("report.json")}):
+        summary = _read_json(directory / "summary.json") or {}
+        plans = _read_json(directory / "report.json")
+        if plans and "plans" in plans:
+            summary = {**summary, "plans": plans}
+        config = _read_json(directory / "config.json") or {k: v for k, v in summary.items() if not isinstance(v, (dict, list))}
+        name = str(directory.relative_to(run_dir)) if directory != run_dir else run_dir.name
+        found.append(Campaign(name=name, path=directory, summary=summary, config=config))
+    return found
+
+
+def _read_json(path: Path):
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+
+
+def _figure(path: Path, run_dir: Path) -> dict:
+    uri = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    return {"uri": uri, "caption": str(path.relative_to(run_dir))}
+
+
+def _figures(run_dir: Path) -> dict[str, list[dict]]:
+    """The run's PNG plots by section (:data:`FIGURE_SECTIONS`); others go to the maps."""
+    by_section: dict[str, list[dict]] = {}
+    for path in sorted(run_dir.rglob("*.png")):
+        section = next((s for prefix, s in FIGURE_SECTIONS.items() if path.stem.startswith(prefix)), None)
+        if section is not None:
+            by_section.setdefault(section, []).append(_figure(path, run_dir))
+    return by_section
+
+
+def _bugs(run_dir: Path) -> dict:
+    from jgtest.report.records import read_bug_records
+
+    kinds: dict[tuple[str, str], set] = {}
+    counts: dict[tuple[str, str], int] = {}
+    records = []
+    total = 0
+    for path in sorted(run_dir.rglob("bugs.jsonl")):
+        where = str(path.parent.relative_to(run_dir)) or "."
+        for index, record in enumerate(read_bug_records(path)):
+            total += 1
+            key = (where, record.kind)
+            counts[key] = counts.get(key, 0) + 1
+            kinds.setdefault(key, set()).add(record.bug_id)
+            if len(records) < MAX_RECORDS:
+                records.append([where, record.kind, record.bug_id, record.episode, record.step, f"jgtest replay {path} --index {index}"])
+    return {
+        "total": total,
+        "shown": len(records),
+        "kinds": {"header": ["campaign", "kind", "records", "distinct bugs"], "rows": [[w, k, counts[(w, k)], len(ids)] for (w, k), ids in sorted(kinds.items())]} if kinds else None,
+        "records": {"header": ["campaign", "kind", "bug", "episode", "step", "reproduce"], "rows": records},
+    }  # fmt: skip
+
+
+def _scalars(summary: dict, words: tuple[str, ...]) -> list[tuple[str, object]]:
+    """``(dotted key, number)`` for every number in ``summary`` whose key holds one of ``words``."""
+    out = []
+
+    def walk(value, key):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k not in ("paper", "curves", "per_seed"):
+                    walk(v, f"{key}.{k}" if key else k)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and any(w in key for w in words):
+            out.append((key, value))
+
+    walk(summary, "")
+    return out
+
+
+def _metric_table(campaigns: list[Campaign], words: tuple[str, ...]) -> dict:
+    rows = [[c.name, key, value] for c in campaigns for key, value in _scalars(c.summary, words)]
+    return {"header": ["campaign", "measure", "value"], "rows": rows}
+
+
+def _comparisons(campaigns: list[Campaign]) -> list[dict]:
+    """A table per campaign that compared strategies (Wuji) or agents (PPGTA, RELINE)."""
+    tables = []
+    for c in campaigns:
+        s = c.summary
+        if isinstance(s.get("bugs_found"), dict) and isinstance(s.get("strategies"), list):
+            rows = [[name, s["bugs_found"][name]["mean"], s["bugs_found"][name]["sd"], s["state_coverage"][name]["mean"], s["state_coverage"][name]["sd"]] for name in s["strategies"]]
+            tables.append({"title": f"{c.name}: {s.get('game')} (bugs of {s.get('bugs_total')}, {s.get('seeds')} seeds)",
+                           "header": ["strategy", "bugs found (mean)", "sd", "state coverage (mean)", "sd"], "rows": rows})  # fmt: skip
+        elif isinstance(s.get("agents"), dict):
+            measures = sorted({k for a in s["agents"].values() for k, v in a.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+            rows = [[name] + [a.get(m, "") for m in measures] for name, a in s["agents"].items()]
+            tables.append({"title": f"{c.name}: {s.get('game')}", "header": ["agent", *measures], "rows": rows})
+        elif isinstance(s.get("low_fps"), dict) and len(s["low_fps"]) > 1:
+            measures = sorted({k for a in s["low_fps"].values() for k in a})
+            rows = [[name] + [a.get(m, "") for m in measures] for name, a in s["low_fps"].items()]
+            tables.append({"title": f"{c.name}: {s.get('game')}, low-FPS points", "header": ["agent", *measures], "rows": rows})
+    return tables
+
+
+def _papers(campaigns: list[Campaign]) -> dict:
+    """Every ``paper`` entry beside the numbers it sits with; Wuji's ordering beside ours."""
+    rows = []
+
+    def walk(value, key, name):
+        if isinstance(value, dict):
+            if "paper" in value:
+                ours = {k: v for k, v in value.items() if k != "paper" and not isinstance(v, (dict, list))}
+                rows.append([name, key or "summary", json.dumps(ours) if ours else "(see the comparison table)", json.dumps(value["paper"])])
+            for k, v in value.items():
+                if k != "paper":
+                    walk(v, f"{key}.{k}" if key else k, name)
+
+    for c in campaigns:
+        walk(c.summary, "", c.name)
+        s = c.summary
+        if isinstance(s.get("bugs_found"), dict) and set(s.get("strategies", ())) >= set(WUJI_PAPER_ORDER):
+            for measure in ("bugs_found", "state_coverage"):
+                ours = sorted(WUJI_PAPER_ORDER, key=lambda name: s[measure][name]["mean"])
+                rows.append([c.name, f"ordering by {measure} (lowest first)", " < ".join(ours), " < ".join(WUJI_PAPER_ORDER)])
+    return {"header": ["campaign", "measure", "ours", "paper"], "rows": rows}
+
+
+def _plans(campaigns: list[Campaign]) -> dict:
+    rows = []
+    for c in campaigns:
+        report = c.summary.get("plans")
+        if report:
+            for plan, runs in report["plans"].items():
+                failures = [r["failure"] for r in runs if not r["passed"]]
+                rows.append([c.name, Path(plan).name, report.get("variant", ""), f"{len(runs) - len(failures)}/{len(runs)}", failures[0] if failures else ""])
+    return {"header": ["campaign", "plan", "variant", "passed", "first failure"], "rows": rows}
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def render_report(run_dir: str | os.PathLike) -> str:
+    """The report page for ``run_dir`` as an HTML string (module docstring)."""
+    import jinja2
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"no run directory {run_dir}")
+    campaigns = find_campaigns(run_dir)
+    if not campaigns:
+        raise ValueError(f"{run_dir}: no campaign in it (no summary.json or plan report.json); run one with `jgtest run ... --out {run_dir}`")
+    figures = _figures(run_dir)
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("jgtest.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    environment.filters["cell"] = _cell
+    return environment.get_template("report.html.j2").render(
+        title=campaigns[0].summary.get("method", run_dir.name) if len(campaigns) == 1 else run_dir.name,
+        run_dir=str(run_dir), written=datetime.datetime.now().isoformat(timespec="seconds"), sections=SECTIONS, campaigns=campaigns,
+        bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
+        over_time=figures.get("bugs-over-time", []), pareto=figures.get("pareto", []),
+        fps={"table": _metric_table(campaigns, ("fps", "threshold", "_ms")), "figures": figures.get("fps", [])}, maps=figures.get("maps", []),
+        plans=_plans(campaigns), comparison=_comparisons(campaigns), papers=_papers(campaigns),
+    )  # fmt: skip
+
+
+def write_report(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
+    """Writes :func:`render_report`'s page to ``out`` (default ``run_dir/report.html``) and returns its path."""
+    out = Path(run_dir) / "report.html" if out is None else Path(out)
+    out.write_text(render_report(run_dir), encoding="utf-8")
+    return out

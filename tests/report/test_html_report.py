@@ -1,0 +1,67 @@
+"""The HTML report: sections from a run directory's files, escaping, errors. (The main job's page in a real
+browser: tests/test_main_job.py.)"""
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
+
+from jgtest.report.html import SECTIONS, WUJI_PAPER_ORDER, render_report, write_report
+from jgtest.report.records import BugRecord, BugRecordWriter
+
+
+def _png(path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [0, 1])
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@pytest.fixture()
+def wuji_like_run(tmp_path):
+    """A comparison's run directory, as ``jgtest run wuji --compare`` lays it out."""
+    run = tmp_path / "run"
+    seed_dir = run / "wuji" / "seed-0"
+    seed_dir.mkdir(parents=True)
+    means = {name: float(i) for i, name in enumerate(WUJI_PAPER_ORDER)}
+    stat = lambda m: {"mean": m, "sd": 0.5, "per_seed": [m]}
+    summary = {"method": "wuji", "game": "BlockMaze-v0", "seeds": 1, "bugs_total": 10, "strategies": list(WUJI_PAPER_ORDER),
+               "bugs_found": {k: stat(v) for k, v in means.items()}, "state_coverage": {k: stat(10 - v) for k, v in means.items()}}  # fmt: skip
+    (run / "summary.json").write_text(json.dumps(summary))
+    (seed_dir / "config.json").write_text(json.dumps({"strategy": "wuji", "note": "<script>alert(1)</script>"}))
+    (seed_dir / "summary.json").write_text(json.dumps({"bugs_found": 2, "state_coverage": 17}))
+    with BugRecordWriter(seed_dir / "bugs.jsonl") as writer:
+        for bug in (3, 5, 3):
+            writer.write(BugRecord(kind="stuck", game="BlockMaze-v0", bug_id=bug, step=4, episode=0, seed=0, env_index=0, actions=(0, 1, 2, 3, 0)))
+    for name in ("bugs_over_time", "coverage", "population"):
+        _png(run / f"{name}.png")
+    return run
+
+
+def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
+    page = render_report(wuji_like_run)
+    for section, _ in SECTIONS:
+        assert f'<section id="{section}">' in page
+    assert page.count("data:image/png;base64,") == 3  # the three plots, inlined
+    assert "src=\"http" not in page and "<script" not in page  # self-contained, no scripts
+    assert "\\u003cscript\\u003ealert(1)" in page  # config values are escaped
+    # bugs by kind: 3 records of 2 distinct bugs, each with its replay command
+    assert "<td>stuck</td><td class=\"num\">3</td><td class=\"num\">2</td>" in page
+    assert page.count("jgtest replay ") == 3 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
+    # the comparison and the paper's ordering next to ours (the same ordering here, by construction)
+    assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page
+    ordering = " &lt; ".join(WUJI_PAPER_ORDER)
+    assert f"<td>ordering by bugs_found (lowest first)</td><td>{ordering}</td><td>{ordering}</td>" in page
+    assert f"<td>ordering by state_coverage (lowest first)</td><td>{' &lt; '.join(reversed(WUJI_PAPER_ORDER))}</td>" in page
+    assert write_report(wuji_like_run) == wuji_like_run / "report.html"
+
+
+def test_a_missing_or_empty_run_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no run directory"):
+        render_report(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="no campaign in it"):
+        render_report(tmp_path)

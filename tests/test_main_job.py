@@ -1,0 +1,76 @@
+"""The main job (the README's first command, ``jgtest run all``): a short campaign of each method, each in its own
+run directory with replayable records, ending in one report that opens in a real headless browser (Debian's
+chromium through selenium) with no console errors and every section filled; a screenshot is taken.
+
+One test, on purpose: the job takes minutes, and pytest-xdist would run a shared fixture once per worker."""
+
+import json
+import shutil
+from pathlib import Path
+
+from jgtest.cli import main
+from jgtest.main_job import commands
+from jgtest.report.html import SECTIONS
+from jgtest.report.records import read_bug_records
+from jgtest.report.replay import replay
+
+
+def _browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert binary and driver, "chromium and chromedriver come from scripts/install_system_packages.sh (Debian's chromium, chromium-driver)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,2000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(driver))
+
+
+def _check_report_in_browser(report: Path, screenshot: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser = _browser()
+    try:
+        browser.get(report.resolve().as_uri())
+        assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+        for section, heading in SECTIONS:
+            element = browser.find_element(By.ID, section)
+            assert element.find_element(By.TAG_NAME, "h2").text.startswith(heading.split(":")[0])
+            assert 'class="empty"' not in element.get_attribute("innerHTML"), f"the main job left section {section} empty"
+        images = browser.find_elements(By.TAG_NAME, "img")
+        assert len(images) >= 7 and all(browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in images)  # all decode
+        assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
+    finally:
+        browser.quit()
+
+
+def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_browser(tmp_path, capsys):
+    out = tmp_path / "main"
+    assert main(["run", "all", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    report = out / "report.html"
+    assert printed.splitlines()[-1] == f"report: {report.resolve()}"  # the job ends by saying where its report is
+    dirs = {argv[1] if argv[0] == "run" else "plan": Path(argv[argv.index("--out") + 1]) for _, argv in commands(out)}
+    # Wuji: the six strategies compared, their bugs replay
+    wuji = json.loads((dirs["wuji"] / "summary.json").read_text())
+    assert wuji["strategies"] == ["random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji"] and wuji["bugs_found"]["wuji"]["mean"] >= 1
+    assert replay(read_bug_records(dirs["wuji"] / "wuji" / "seed-0" / "bugs.jsonl")[-1]).reproduced
+    # RELINE on the kart: a threshold, low-FPS points per agent, their plots
+    reline = json.loads((dirs["reline"] / "summary.json").read_text())
+    assert reline["threshold"]["t_ms"] > 0 and set(reline["low_fps"]) == {"reline", "rl-baseline", "random"}
+    assert all((dirs["reline"] / name).stat().st_size > 0 for name in ("render_times.png", "low_fps_points.png"))
+    # the park's random agent: the paper's numbers printed beside ours, texture records that replay
+    assert "pathway coverage" in printed and "paper (PPGTA §VI)" in printed
+    park = json.loads((dirs["random"] / "summary.json").read_text())
+    assert park["method"] == "random" and park["episodes"] == 5 and park["ooi_tested"] > 0
+    records = read_bug_records(dirs["random"] / "bugs.jsonl")
+    assert records and all(r.kind == "texture" for r in records)
+    assert main(["replay", str(dirs["random"] / "bugs.jsonl"), "--index", "0"]) == 0
+    assert "reproduced" in capsys.readouterr().out
+    # the plans: every example passes on the normal level
+    plans = json.loads((dirs["plan"] / "report.json").read_text())["plans"]
+    assert len(plans) == 3 and all(run["passed"] for runs in plans.values() for run in runs)
+    _check_report_in_browser(report, tmp_path / "report.png")
