@@ -4,10 +4,12 @@ jgtest's on-device work is vmapped over a leading axis: the seeds of a training 
 Table 1 models), Wuji's population, a campaign's parallel games. Placing that axis's arrays on a
 one-dimensional device mesh (``NamedSharding(mesh, PartitionSpec("batch"))``) is all it takes: the
 jitted, vmapped functions are then partitioned by XLA (GSPMD) across the devices, each device
-running its slice, and their outputs stay sharded for the next call. Nothing else changes, and the
-numbers do not either: every lane of a vmap is independent, so a sharded run equals the
-single-device run bit for bit (``tests/test_sharding.py`` checks it on 4 CPU devices with
-``XLA_FLAGS=--xla_force_host_platform_device_count=4``).
+running its slice, and their outputs stay sharded for the next call. Nothing else changes: every lane
+of a vmap is independent, so a sharded campaign (games, bug records, coverage, Wuji's population and
+scores) equals the single-device one bit for bit, and trained networks agree to float tolerance
+(~1e-9: XLA fuses and orders a lane's reductions differently when it runs alone on its device).
+``tests/scale/test_sharding.py`` checks both on 4 CPU devices
+(``XLA_FLAGS=--xla_force_host_platform_device_count=4``).
 
 Where the axis's size is not a multiple of the device count the arrays stay where they are
 (:func:`shard_batch` says so with ``None`` from :func:`batch_sharding`): a run never fails for it.

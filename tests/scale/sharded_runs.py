@@ -22,6 +22,8 @@ def _runs(one_device: bool) -> dict:
     """The three runs; with ``one_device`` every batch stays on device 0."""
     patch = mock.patch.object(sharding, "batch_mesh", lambda devices=None: sharding.Mesh(np.asarray(jax.devices()[:1]), (sharding.BATCH_AXIS,)))
     out = Path(tempfile.mkdtemp())
+    for part in ("train", "random", "wuji"):
+        (out / part).mkdir()
     with patch if one_device else contextlib.nullcontext():
         config = ppo.PPOConfig(game="CartPoleBugs-v0", num_envs=4, num_steps=8, total_timesteps=4 * 8 * 4, hidden_sizes=(8,), num_evals=2, eval_episodes=2)
         trained = run_training("ppo", config, out / "train", num_seeds=4)

@@ -1,6 +1,7 @@
 """Sharding over devices (jgtest.sharding): on 4 CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=4,
 in a child process: the flag must precede JAX's start), training seeds, a campaign's games and Wuji's population
-spread over the 4 devices give the single-device results bit for bit."""
+spread over the 4 devices give the single-device results: campaigns bit for bit, trained networks to float
+tolerance (reductions reorder)."""
 
 import json
 import os
@@ -31,8 +32,11 @@ def test_four_devices_give_the_one_device_results():
     runs = json.loads(done.stdout.strip().splitlines()[-1])
     sharded, single = runs["sharded"], runs["one_device"]
     assert sharded["devices_used_by_training"] == [4] and single["devices_used_by_training"] == [1]
+    # trained networks: to float tolerance (sharded, each device runs its seed's matmuls on its own, and XLA
+    # fuses and orders those reductions differently from the 4-seed batch on one device: ~1e-9 apart)
     for a, b in zip(sharded["params"], single["params"], strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bit for bit
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-8)
+    # campaigns: bit for bit (integer games and bookkeeping; Wuji's scores after its A2C rounds)
     for part in ("random", "wuji", "wuji_population"):
         assert sharded[part] == single[part], part
     assert jax.device_count() == 1  # this process kept its one device
