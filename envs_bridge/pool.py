@@ -90,9 +90,11 @@ class _GameActor:
         self.game = make_game()
 
     def describe(self) -> dict:
-        """The game's attributes and this process's pid."""
+        """The game's attributes, this process's pid and the Ray node it runs on."""
+        import ray
+
         game = self.game
-        return {"pid": os.getpid(), **{key: getattr(game, key) for key in _GAME_ATTRIBUTES}}
+        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), **{key: getattr(game, key) for key in _GAME_ATTRIBUTES}}
 
     def reset(self, seed: int):
         return self.game.reset(seed)
@@ -151,6 +153,7 @@ class GameFarm(HostEnv):
         self._make_game, self._on_crash, self._default_seed = make_game, on_crash, int(seed)
         self._actors: list = [None] * self.num_envs
         self._pids = [0] * self.num_envs
+        self._nodes = [""] * self.num_envs
         self._closed = False
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
@@ -159,7 +162,8 @@ class GameFarm(HostEnv):
             with warnings.catch_warnings():  # JAX warns of any fork; Ray's is subprocess's fork + exec
                 warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
                 ray.init(address=ray_address, log_to_driver=False, **local)
-        self._actor_class = ray.remote(_GameActor).options(num_cpus=cpus_per_actor, max_restarts=0)
+        # SPREAD: the games go to as many nodes as the cluster has, so a lost node takes the fewest games
+        self._actor_class = ray.remote(_GameActor).options(num_cpus=cpus_per_actor, max_restarts=0, scheduling_strategy="SPREAD")
         self._start_time = time.monotonic()
         self.name = name or "game farm"
         try:
@@ -188,6 +192,10 @@ class GameFarm(HostEnv):
     def pids(self) -> list[int]:
         """The OS pid of each game's actor process (changes when a game is restarted)."""
         return list(self._pids)
+
+    def nodes(self) -> list[str]:
+        """The Ray node id each game's actor runs on (games are spread over the cluster's nodes)."""
+        return list(self._nodes)
 
     def episode_seed(self, env_index: int, episode: int) -> int:
         """The seed episode ``episode`` of slot ``env_index`` is reset with: ``seed + i + N * episode``."""
@@ -273,7 +281,7 @@ class GameFarm(HostEnv):
         except self._ray.exceptions.RayError as error:
             raise GameCrashed(f"{self.name}: a game process failed to start: {error}") from error
         for i, description in zip(slots, described):
-            self._pids[i] = description["pid"]
+            self._pids[i], self._nodes[i] = description["pid"], description["node"]
         return described
 
     def _replace(self, slots: list[int]) -> None:
