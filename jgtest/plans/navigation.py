@@ -41,14 +41,15 @@ class NavigatorConfig:
     """PPO on ``DungeonNav-v0`` (PureJaxRL's defaults otherwise: lr 2.5e-4, 4 epochs × 4 minibatches).
 
     Attributes:
-      total_timesteps: environment steps.
+      total_timesteps: environment steps (5.7 M: 92.5% of the held-out suite, its moves drawn from the
+        policy; 2.9 M: 88%).
       num_envs, num_steps: the rollout (games × steps per update).
       hidden_sizes: the actor-critic MLP.
       num_evals: evaluations (and metric rows) over the training.
       seed: PPO's key.
     """
 
-    total_timesteps: int = 2_867_200
+    total_timesteps: int = 5_734_400
     num_envs: int = 64
     num_steps: int = 64
     hidden_sizes: tuple[int, ...] = (256, 256)
