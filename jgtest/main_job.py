@@ -5,7 +5,8 @@ on 2 CPU cores, and each writing its own run directory under ``OUT`` (config, ch
 records as found, metrics, plots and its own ``report.html``):
 
 - ``wuji/``: Wuji's six strategies compared on Block Maze (bugs and gold re-drawn per seed);
-- ``reline/``: RELINE, its RL baseline and random on the kart twin (low-FPS points, render times);
+- ``reline/``: RELINE, its RL baseline and random on the kart twin (low-FPS points, render times), each
+  learner trained 50,000 steps (the paper's budget: ``jgtest run reline --game KartTrack-v0``);
 - ``park/``: the random agent of the PPGTA comparison on a small ParkWorld (64×64 cells, 200 objects;
   object tests, bird's-eye maps);
 - ``plans/``: the Explicit Plans examples (``examples/plans/dungeon``, scripted navigator).
@@ -28,7 +29,8 @@ def commands(out: Path, seed: int = 0, quiet: bool = False) -> list[tuple[str, l
     return [
         ("Wuji: six strategies on Block Maze", ["run", "wuji", "--game", "BlockMaze-v0", "--compare", "--seeds", "2", "--generations", "2",
                                                 "--population", "8", "--out", str(out / "wuji"), *common]),
-        ("RELINE on the kart twin", ["run", "reline", "--game", "KartTrack-v0", "--quick", "--models", "1", "--out", str(out / "reline"), *common]),
+        ("RELINE on the kart twin", ["run", "reline", "--game", "KartTrack-v0", "--quick", "--models", "1", "--train-steps", "50000",
+                                                "--eval-episodes", "200", "--threshold-episodes", "50", "--warmup-episodes", "20", "--replays", "50", "--out", str(out / "reline"), *common]),
         ("random agent on ParkWorld (PPGTA's comparison)", ["run", "random", "--game", "ParkWorld-v0", "--episodes", "5", "--game-arg", "size=64",
                                                              "--game-arg", "num_oois=200", "--out", str(out / "park"), *common]),
         ("Explicit Plans on the Dungeon", ["plan", "suite", str(PLAN_EXAMPLES), "--seeds", "4", "--out", str(out / "plans")]),

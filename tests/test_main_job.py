@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from jgtest.cli import main
 from jgtest.main_job import commands
 from jgtest.report.html import SECTIONS
@@ -38,7 +40,7 @@ def _check_report_in_browser(report: Path, screenshot: Path) -> None:
         assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
         for section, heading in SECTIONS:
             element = browser.find_element(By.ID, section)
-            assert element.find_element(By.TAG_NAME, "h2").text.startswith(heading.split(":")[0])
+            assert element.find_element(By.TAG_NAME, "h2").text == heading
             assert 'class="empty"' not in element.get_attribute("innerHTML"), f"the main job left section {section} empty"
         images = browser.find_elements(By.TAG_NAME, "img")
         assert len(images) >= 7 and all(browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in images)  # all decode
@@ -60,8 +62,16 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
     assert replay(read_bug_records(dirs["wuji"] / "wuji" / "seed-0" / "bugs.jsonl")[-1]).reproduced
     # RELINE on the kart: a threshold, low-FPS points per agent, their plots
     reline = json.loads((dirs["reline"] / "summary.json").read_text())
-    assert reline["threshold"]["t_ms"] > 0 and set(reline["low_fps"]) == {"reline", "rl-baseline", "random"}
-    assert all((dirs["reline"] / name).stat().st_size > 0 for name in ("render_times.png", "low_fps_points.png"))
+    threshold = reline["threshold"]
+    assert threshold["t_ms"] == pytest.approx(threshold["t_b_ms"] + threshold["delta_ms"]) and threshold["delta_ms"] > 0  # δ from the training load
+    low = json.loads((dirs["reline"] / "low_fps.json").read_text())
+    assert low["threshold_ms"] == pytest.approx(threshold["t_ms"]) and set(low["per_agent"]) == {"reline", "rl-baseline", "random"}
+    for row in low["per_agent"].values():
+        assert row["count"] == len(row["points"]) and all(p["confidence"] > 0.5 and p["visits"] >= 1 for p in row["points"])
+    assert low["replay_reliability"]["replays"] == 50
+    assert all((dirs["reline"] / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in ("render_times.png", "low_fps_points.png"))
+    for record in read_bug_records(dirs["reline"] / "bugs.jsonl")[:2]:
+        assert record.game_kwargs["threshold_ms"] == pytest.approx(threshold["t_ms"]) and replay(record).reproduced
     # the park's random agent: the paper's numbers printed beside ours, texture records that replay
     assert "pathway coverage" in printed and "paper (PPGTA §VI)" in printed
     park = json.loads((dirs["random"] / "summary.json").read_text())

@@ -17,6 +17,7 @@ def test_the_notebook_runs(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # figures as outputs, whatever the test process uses
     book = nbformat.read(path, as_version=4)
     NotebookClient(book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     images = [o for cell in book.cells if cell.cell_type == "code" for o in cell.outputs if "image/png" in o.get("data", {})]

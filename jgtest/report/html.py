@@ -36,11 +36,11 @@ SECTIONS = (
     ("coverage", "Coverage"),
     ("bugs-over-time", "Bugs over time"),
     ("pareto", "Pareto front"),
-    ("fps", "Frame rate"),
+    ("fps", "Frame rate: render times and low-FPS points"),
     ("maps", "Bird's-eye maps"),
     ("plans", "Plan validations"),
     ("comparison", "Comparison"),
-    ("papers", "Papers"),
+    ("papers", "The papers' numbers beside ours"),
 )
 #: Which section a campaign's plot belongs to, by the start of its file name.
 FIGURE_SECTIONS = {
@@ -228,7 +228,7 @@ def render_report(run_dir: str | os.PathLike) -> str:
     environment.filters["cell"] = _cell
     return environment.get_template("report.html.j2").render(
         title=campaigns[0].summary.get("method", run_dir.name) if len(campaigns) == 1 else run_dir.name,
-        run_dir=str(run_dir), written=datetime.datetime.now().isoformat(timespec="seconds"), sections=SECTIONS, campaigns=campaigns,
+        run_dir=str(run_dir), written=datetime.datetime.now().isoformat(timespec="seconds"), sections=SECTIONS, headings=dict(SECTIONS), campaigns=campaigns,
         bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
         over_time=figures.get("bugs-over-time", []), pareto=figures.get("pareto", []),
         fps={"table": _metric_table(campaigns, ("fps", "threshold", "_ms")), "figures": figures.get("fps", [])}, maps=figures.get("maps", []),

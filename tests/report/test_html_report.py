@@ -4,21 +4,17 @@ browser: tests/test_main_job.py.)"""
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pytest
+from matplotlib.figure import Figure
 
 from jgtest.report.html import SECTIONS, WUJI_PAPER_ORDER, render_report, write_report
 from jgtest.report.records import BugRecord, BugRecordWriter
 
 
 def _png(path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(2, 2))
-    ax.plot([0, 1], [0, 1])
+    fig = Figure(figsize=(2, 2))
+    fig.add_subplot().plot([0, 1], [0, 1])
     fig.savefig(path)
-    plt.close(fig)
 
 
 @pytest.fixture()

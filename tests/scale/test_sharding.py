@@ -24,6 +24,7 @@ def test_shard_batch_leaves_a_single_device_run_alone_and_checks_its_input():
         shard_batch({"a": np.zeros((4, 2)), "b": np.arange(3)})
 
 
+@pytest.mark.slow  # two processes' worth of compiles (sharded and not) of three runs: ~90 s on 2 cores
 def test_four_devices_give_the_one_device_results():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
     script = Path(__file__).with_name("sharded_runs.py")
