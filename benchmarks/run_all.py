@@ -23,7 +23,9 @@ HERE = Path(__file__).resolve().parent
 
 #: ``(name, script, extra arguments, what it measures)``.
 BENCHMARKS = (
-    ("env_throughput", "env_throughput.py", (), "env steps/s of every game against Gymnasium"),
+    # ParkWorld's frames are render_throughput's; DungeonNav is a training game (a random level every reset)
+    ("env_throughput", "env_throughput.py", ("--games", "BlockMaze-v0", "CartPoleBugs-v0", "CombatArena-v0", "KartTrack-v0", "PacMaze-v0", "Dungeon-v0"),
+     "env steps/s of the testing games against Gymnasium"),
     ("train_throughput", "train_throughput.py", (), "training steps/s against Stable-Baselines3 (torch)"),
     ("nsga2", "nsga2.py", (), "non-dominated sort and crowding against pymoo"),
     ("rnd_ensemble", "rnd_ensemble.py", (), "RND ensemble cost against its member count"),
@@ -42,7 +44,7 @@ def run_one(script: str, extra: tuple[str, ...], quick: bool, json_path: Path) -
     done = subprocess.run(command, capture_output=True, text=True, cwd=HERE.parent)
     seconds = time.perf_counter() - begin
     result = json.loads(json_path.read_text()) if done.returncode == 0 and json_path.exists() else None
-    return {"command": " ".join(command[1:]), "seconds": round(seconds, 1), "returncode": done.returncode,
+    return {"command": " ".join([f"benchmarks/{script}", *command[2:]]), "seconds": round(seconds, 1), "returncode": done.returncode,
             "output_tail": (done.stdout + done.stderr)[-2000:], "result": result}  # fmt: skip
 
 
@@ -64,7 +66,7 @@ def markdown(runs: dict, quick: bool) -> str:
             lines.append(f"| {name} | {what} | {run['seconds']} | {status} |")
     for name, run in runs.items():
         result = run["result"] or {}
-        lines += ["", f"## {name}", "", f"`python benchmarks/{run['command']}`", ""]
+        lines += ["", f"## {name}", "", f"`python {run['command']}`", ""]
         devices = result.get("devices") or result.get("device") or result.get("machine")
         if devices:
             lines += [f"Device: {_cell(devices)}", ""]
