@@ -57,6 +57,7 @@ def test_a_policy_drives_the_plan_agent():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # 5.7 M PPO steps: about 28 minutes on 2 cores
 def test_the_learned_navigator_completes_90_percent_of_held_out_plans(tmp_path):
     network, trained, metrics = train_navigator(NavigatorConfig(), tmp_path)
     _, params = load_navigator(tmp_path)
