@@ -99,7 +99,7 @@ def _figure(path: Path, run_dir: Path) -> dict:
 
 
 def _figures(run_dir: Path) -> dict[str, list[dict]]:
-    """The run's PNG plots by section (:data:`FIGURE_SECTIONS`); others go to the maps."""
+    """The run's PNG plots by section (:data:`FIGURE_SECTIONS`); a PNG of no known name is left out."""
     by_section: dict[str, list[dict]] = {}
     for path in sorted(run_dir.rglob("*.png")):
         section = next((s for prefix, s in FIGURE_SECTIONS.items() if path.stem.startswith(prefix)), None)
