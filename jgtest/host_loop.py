@@ -5,7 +5,7 @@ agent stays what it is on device. Each step the loop calls the agent's jitted
 ``act``, steps the game with the actions, passes the frames through the
 on-device observation pipeline (:class:`jgtest.envs.wrappers.ObservationPipeline`:
 grayscale, resize, 4-frame stack) and, when learning, hands the transitions to
-the agent's jitted ``learn`` — the very functions :func:`jgtest.agents.dqn.make_agent`
+the agent's jitted ``update`` — the very functions :func:`jgtest.agents.dqn.make_agent`
 builds for the on-device training loop. Games' telemetry
 (``info["telemetry"]``, the on-device :class:`jgtest.types.Telemetry` fields)
 feeds the same rewards, oracles, bug records and analyses.
@@ -105,11 +105,11 @@ def train_dqn(
     """Trains a DQN agent (:func:`jgtest.agents.dqn.make_agent`) on a host game.
 
     Each step: the agent's ε-greedy ``act`` (jitted) → ``game.step`` → the
-    pipeline → the agent's ``learn`` (jitted: replay buffer, gradient step when
+    pipeline → the agent's ``update`` (jitted: replay buffer, gradient step when
     due, target sync) on the step's transitions, skipping ``autoreset`` steps.
 
     Args:
-      agent: a ``DQNAgent`` made for ``spec_game(game, pipeline)``.
+      agent: a DQN agent (:class:`jgtest.agents.base.Agent`) made for ``spec_game(game, pipeline)``.
       game: the host game (``num_envs`` must equal the agent's ``num_envs``).
       pipeline: the observation pipeline.
       hparams: ``DQNHyperparams``.
@@ -134,8 +134,6 @@ def train_dqn(
       reward) and ``episode_bugs``; with ``record``, ``episodes``: the episodes
       that ended, as :func:`play` returns them.
     """
-    from jgtest.agents.dqn import epsilon_at
-
     if game.num_envs != agent.config.num_envs:
         raise ValueError(f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}")
     reward = reward or (lambda r, terminated, info: r)
@@ -145,7 +143,7 @@ def train_dqn(
     # 84x84x4 frames a step cost ~0.8 s on 2 CPU cores); its observations travel in ``items``.
     @partial(jax.jit, donate_argnums=0)
     def learn(state, items, key, hparams):
-        state, metrics = agent.learn(state, items, key, hparams)
+        state, metrics = agent.update(state, items, key, hparams)
         return state.replace(obs=items["next_obs"]), metrics
 
     # Only what acting reads goes in: a jitted function returning the state would return its
@@ -154,7 +152,7 @@ def train_dqn(
     @jax.jit
     def choose_agent(params, obs, key, timesteps, hparams):
         key, k_act, k_sample = jax.random.split(key, 3)
-        return key, agent.act(params, obs, k_act, epsilon_at(timesteps, hparams)), k_sample
+        return key, agent.act(params, obs, k_act, hparams, timesteps).action, k_sample
 
     def choose(state, hparams):
         key, action, k_sample = choose_agent(state.params, state.obs, state.key, state.timesteps, hparams)

@@ -2,8 +2,9 @@
 
 Each algorithm module has a frozen ``*Config`` (static: shapes, counts, game),
 a ``*Hyperparams`` pytree (traced: vmappable for sweeps), ``make_agent(config)``
-with the step-wise pieces (``init``, ``period``, ``act``, ``update``) and
-``make_train(config)``.
+returning the one :class:`jgtest.agents.base.Agent` interface (``init``,
+``init_learner``, ``act``, ``update``, ``period``, ``train``, typed by Protocols
+and built by :func:`jgtest.agents.base.build`) and ``make_train(config)``.
 
 Example:
   >>> import jax
@@ -18,6 +19,7 @@ import dataclasses
 import difflib
 
 from jgtest.agents import a2c, cem, dqn, ppo, random_agent
+from jgtest.agents.base import ActOutput, Agent
 
 #: name -> (module, config class, hyperparameter class)
 ALGORITHMS = {
@@ -67,4 +69,4 @@ def make_hparams(name: str, **overrides):
     return hparams_cls(**{k: type(fields[k].default)(v) for k, v in overrides.items()})
 
 
-__all__ = ["ALGORITHMS", "a2c", "algorithm", "cem", "dqn", "make_config", "make_hparams", "ppo", "random_agent"]
+__all__ = ["ALGORITHMS", "ActOutput", "Agent", "a2c", "algorithm", "cem", "dqn", "make_config", "make_hparams", "ppo", "random_agent"]

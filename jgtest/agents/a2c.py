@@ -15,7 +15,8 @@ import jax
 import optax
 from flax import struct
 
-from jgtest.agents.on_policy import OnPolicyAgent, OnPolicyConfig, advantages, build, learning_rate
+from jgtest.agents.base import Agent
+from jgtest.agents.on_policy import OnPolicyConfig, advantages, build, learning_rate
 from jgtest.losses import a2c_loss
 from jgtest.types import Transition
 
@@ -46,7 +47,7 @@ def _optimizer(hparams: A2CHyperparams):
     )
 
 
-def make_agent(config: A2CConfig) -> OnPolicyAgent:
+def make_agent(config: A2CConfig) -> Agent:
     """Builds the A2C pieces for ``config`` (checked before anything compiles)."""
 
     def make_update(network):

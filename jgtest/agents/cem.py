@@ -22,7 +22,9 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jgtest.agents.common import batched, check_positive, make_game, run_periods, scan_then_evaluate
+from jgtest.agents import base
+from jgtest.agents.base import ActOutput, Agent
+from jgtest.agents.common import batched, check_positive, make_game
 from jgtest.losses import cem_elite_mask, cem_loss, cem_top_m_mask
 from jgtest.nets import PolicyNetwork
 
@@ -66,26 +68,34 @@ class CEMState:
     env_steps: jax.Array  # int32, steps played inside episodes
 
 
-class CEMAgent(NamedTuple):
-    config: CEMConfig
-    network: PolicyNetwork
-    init: Any
-    period: Any
-    train: Any
-    play: Any  # (params, key) -> (obs [E, T, ...], actions [E, T], valid [E, T], returns [E])
-    update: Any  # (params, opt_state, obs, actions, valid, returns, hparams) -> (params, opt_state, metrics)
+class Episodes(NamedTuple):
+    """``episodes_per_iter`` whole episodes, padded to the episode cap: CEM's batch."""
+
+    obs: jax.Array  # [E, T, ...]
+    actions: jax.Array  # [E, T]
+    valid: jax.Array  # [E, T], 1 while the episode runs
+    returns: jax.Array  # [E]
 
 
-def make_agent(config: CEMConfig, game=None) -> CEMAgent:
-    """The CEM agent of ``config`` on its game, or on ``game = (env, env_params)`` (see :func:`make_game`)."""
+def make_agent(config: CEMConfig, game=None) -> Agent:
+    """The CEM :class:`jgtest.agents.base.Agent` of ``config`` on its game, or on ``game = (env, env_params)``
+    (see :func:`make_game`). ``act`` samples the policy (``value`` 0: CEM has no critic);
+    ``update(state, episodes, key, hparams)`` fits the policy to the elites of :class:`Episodes`."""
     env, env_params, max_steps = make_game(config, game)
     num_actions = env.action_space(env_params).n
     obs_ndim = len(env.observation_space(env_params).shape)
     network = PolicyNetwork(num_actions, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
     reset, step = batched(env, env_params)
     n = config.episodes_per_iter
+    hparams_or_default = lambda hparams: CEMHyperparams() if hparams is None else hparams
 
-    def play(params, key):
+    def act(params, obs, key, hparams=None, timesteps=0):
+        logits = network.apply(params, obs)
+        action = jax.random.categorical(key, logits)
+        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], axis=-1)[..., 0]
+        return ActOutput(action, log_prob, jnp.zeros(action.shape))
+
+    def play(params, key) -> Episodes:
         """Plays ``n`` whole episodes (padded to the episode cap) with sampled actions."""
         k_reset, k_run = jax.random.split(key)
         obs, state = reset(jax.random.split(k_reset, n))
@@ -93,26 +103,28 @@ def make_agent(config: CEMConfig, game=None) -> CEMAgent:
         def body(carry, k):
             obs, state, running = carry
             k_act, k_step = jax.random.split(k)
-            action = jax.random.categorical(k_act, network.apply(params, obs))
+            action = act(params, obs, k_act).action
             next_obs, state, reward, term, trunc, _ = step(jax.random.split(k_step, n), state, action)
             out = (obs, action, running, reward * running)
             return (next_obs, state, running * (1.0 - (term | trunc))), out
 
         _, (obs_t, actions, valid, rewards) = jax.lax.scan(body, (obs, state, jnp.ones(n)), jax.random.split(k_run, max_steps))
         swap = lambda x: jnp.swapaxes(x, 0, 1)
-        return swap(obs_t), swap(actions), swap(valid), rewards.sum(axis=0)
+        return Episodes(swap(obs_t), swap(actions), swap(valid), rewards.sum(axis=0))
 
-    def update(params, opt_state, obs, actions, valid, returns, hparams: CEMHyperparams):
+    def update(state: CEMState, episodes: Episodes, key, hparams=None):
+        del key  # the fit is deterministic
+        hparams = hparams_or_default(hparams)
         if config.elite_episodes is None:
-            elite = cem_elite_mask(returns, hparams.percentile)
+            elite = cem_elite_mask(episodes.returns, hparams.percentile)
         else:
-            elite = cem_top_m_mask(returns, config.elite_episodes)
-        weight = (valid * elite[:, None]).reshape(-1)
-        flat_obs = obs.reshape(-1, *obs.shape[2:])
+            elite = cem_top_m_mask(episodes.returns, config.elite_episodes)
+        weight = (episodes.valid * elite[:, None]).reshape(-1)
+        flat_obs = episodes.obs.reshape(-1, *episodes.obs.shape[2:])
         tx = optax.adam(hparams.learning_rate)
 
         def loss_fn(p):
-            return cem_loss(network.apply(p, flat_obs), actions.reshape(-1), weight)
+            return cem_loss(network.apply(p, flat_obs), episodes.actions.reshape(-1), weight)
 
         def grad_step(carry, _):
             p, o = carry
@@ -120,42 +132,38 @@ def make_agent(config: CEMConfig, game=None) -> CEMAgent:
             updates, o = tx.update(grads, o, p)
             return (optax.apply_updates(p, updates), o), {"loss": loss, **metrics}
 
-        (params, opt_state), metrics = jax.lax.scan(grad_step, (params, opt_state), None, length=config.gradient_steps)
-        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+        (params, opt_state), metrics = jax.lax.scan(grad_step, (state.params, state.opt_state), None, length=config.gradient_steps)
+        steps = state.env_steps + episodes.valid.sum().astype(jnp.int32)
+        return state.replace(params=params, opt_state=opt_state, env_steps=steps), jax.tree.map(jnp.mean, metrics)
+
+    def initial_state(k_net, k_run, obs, hparams):
+        params = network.init(k_net, obs[0])
+        opt_state = optax.adam(hparams_or_default(hparams).learning_rate).init(params)
+        return CEMState(params=params, opt_state=opt_state, key=k_run, env_steps=jnp.int32(0))
 
     def init(key, hparams=None):
-        hparams = CEMHyperparams() if hparams is None else hparams
         k_net, k_obs, k_run = jax.random.split(key, 3)
         obs, _ = reset(jax.random.split(k_obs, 1))
-        params = network.init(k_net, obs[0])
-        return CEMState(params=params, opt_state=optax.adam(hparams.learning_rate).init(params), key=k_run, env_steps=jnp.int32(0))
+        return initial_state(k_net, k_run, obs, hparams)
+
+    def init_learner(key, obs, hparams=None):
+        k_net, k_run = jax.random.split(key)
+        return initial_state(k_net, k_run, obs, hparams)
 
     def iteration(state: CEMState, hparams):
         key, k_play = jax.random.split(state.key)
-        obs, actions, valid, returns = play(state.params, k_play)
-        params, opt_state, metrics = update(state.params, state.opt_state, obs, actions, valid, returns, hparams)
-        steps = state.env_steps + valid.sum().astype(jnp.int32)
-        return CEMState(params=params, opt_state=opt_state, key=key, env_steps=steps), {**metrics, "return": returns.mean()}
+        episodes = play(state.params, k_play)
+        state, metrics = update(state, episodes, k_play, hparams)
+        return state.replace(key=key), {**metrics, "return": episodes.returns.mean()}
 
-    def period(state: CEMState, hparams=None):
-        hparams = CEMHyperparams() if hparams is None else hparams
-        greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1)
-        state, m, eval_mean, eval_std = scan_then_evaluate(
-            state, lambda s: iteration(s, hparams), config.iterations_per_eval, greedy, env, env_params, config.eval_episodes, max_steps
-        )
-        metrics = {
-            "env_steps": state.env_steps,
-            "eval_return_mean": eval_mean,
-            "eval_return_std": eval_std,
-            "train_return_mean": m["return"].mean(),
-            "loss": m["loss"].mean(),
-        }
-        return state, metrics
+    def summarize(state: CEMState, step_metrics):
+        return {"env_steps": state.env_steps, "train_return_mean": step_metrics["return"].mean(), "loss": step_metrics["loss"].mean()}
 
-    def train(key, hparams=None):
-        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
-
-    return CEMAgent(config, network, init, period, train, jax.jit(play), jax.jit(update))
+    return base.build(
+        config, network, (env, env_params, max_steps), CEMHyperparams(), init=init, init_learner=init_learner, act=act,
+        update=update, step=iteration, steps_per_period=config.iterations_per_eval,
+        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1), summarize=summarize,
+    )  # fmt: skip
 
 
 def make_train(config: CEMConfig, game=None):

@@ -126,7 +126,8 @@ def true_next_obs(next_obs: jax.Array, info: dict, done: jax.Array) -> jax.Array
 
 
 def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_envs: int):
-    """``num_steps`` steps of ``num_envs`` games with ``act(params, obs, key) -> (action, log_prob, value)``.
+    """``num_steps`` steps of ``num_envs`` games with ``act(params, obs, key) -> (action, log_prob, value)``
+    (an agent's :class:`jgtest.agents.base.ActOutput`).
 
     Returns ``(obs, env_state, Transition [T, N], finished-episode sums [T])``
     (see :func:`finished_episodes`).

@@ -16,7 +16,7 @@ RELINE's (the implementation it cites, Lapan 2018, ch. 6). The discount is
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import flashbax as fbx
 import jax
@@ -24,17 +24,9 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jgtest.agents.common import (
-    batched,
-    check_positive,
-    episode_means,
-    finished_episodes,
-    make_game,
-    run_periods,
-    scan_then_evaluate,
-    training_game,
-    true_next_obs,
-)  # fmt: skip
+from jgtest.agents import base
+from jgtest.agents.base import ActOutput, Agent
+from jgtest.agents.common import batched, check_positive, episode_means, finished_episodes, make_game, training_game, true_next_obs
 from jgtest.losses import dqn_loss
 from jgtest.nets import QNetwork
 from jgtest.nets.heads import NATURE_CNN
@@ -108,18 +100,6 @@ class DQNState:
     updates: jax.Array  # int32 gradient steps so far
 
 
-class DQNAgent(NamedTuple):
-    config: DQNConfig
-    network: QNetwork
-    init: Any
-    period: Any
-    train: Any
-    act: Any  # (params, obs, key, epsilon) -> action
-    update: Any  # (params, target_params, opt_state, batch, hparams) -> (params, opt_state, metrics)
-    init_learner: Any  # (key, obs, hparams=None) -> DQNState without a game state
-    learn: Any  # (state, items, key, hparams) -> (state, metrics)
-
-
 def lapan_config(game: str, **overrides) -> DQNConfig:
     """RELINE's DQN settings (§3.1.2: "10k steps saved", updates "at each step"
     once 10k are in; the rest from the implementation it cites, Lapan 2018,
@@ -142,8 +122,16 @@ def epsilon_at(timesteps, hparams: DQNHyperparams):
     return hparams.epsilon_start + frac * (hparams.epsilon_end - hparams.epsilon_start)
 
 
-def make_agent(config: DQNConfig, game=None) -> DQNAgent:
-    """The DQN agent of ``config`` on its game, or on ``game = (env, env_params)`` (see :func:`make_game`)."""
+def make_agent(config: DQNConfig, game=None) -> Agent:
+    """The DQN :class:`jgtest.agents.base.Agent` of ``config`` on its game, or on ``game = (env, env_params)``
+    (see :func:`make_game`).
+
+    ``act`` is ε-greedy at the ε of ``timesteps`` (:func:`epsilon_at`); its ``value`` is the greedy
+    action's Q-value. ``update(state, items, key, hparams)`` adds a batch of transitions (dict of
+    ``obs, action, reward, terminated, next_obs``) to the replay buffer and, when due, takes a
+    gradient step on a replayed batch drawn with ``key`` and syncs the target network: the same
+    function steps the on-device iteration and the host loop (:mod:`jgtest.host_loop`).
+    """
     game, env_params, max_steps = make_game(config, game)
     num_actions = game.action_space(env_params).n
     obs_ndim = len(game.observation_space(env_params).shape)
@@ -156,15 +144,20 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
     buffer = fbx.make_item_buffer(
         max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True
     )
+    hparams_or_default = lambda hparams: DQNHyperparams() if hparams is None else hparams
 
-    def act(params, obs, key, epsilon):
+    def act(params, obs, key, hparams=None, timesteps=0):
+        epsilon = epsilon_at(timesteps, hparams_or_default(hparams))
         q = network.apply(params, obs)
         k_explore, k_random = jax.random.split(key)
         random_action = jax.random.randint(k_random, q.shape[:-1], 0, num_actions)
         explore = jax.random.uniform(k_explore, q.shape[:-1]) < epsilon
-        return jnp.where(explore, random_action, jnp.argmax(q, axis=-1))
+        greedy = jnp.argmax(q, axis=-1)
+        action = jnp.where(explore, random_action, greedy)
+        prob = epsilon / num_actions + (1.0 - epsilon) * (action == greedy)
+        return ActOutput(action, jnp.log(prob), jnp.max(q, axis=-1))
 
-    def update(params, target_params, opt_state, batch, hparams: DQNHyperparams):
+    def gradient_step(params, target_params, opt_state, batch, hparams: DQNHyperparams):
         tx = optax.adam(hparams.learning_rate)
 
         def loss_fn(p):
@@ -179,11 +172,10 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
         return optax.apply_updates(params, updates), opt_state, {"loss": loss, **metrics}
 
     def initial_state(k_net, k_run, obs, env_state, hparams):
-        hparams = DQNHyperparams() if hparams is None else hparams
         params = network.init(k_net, obs[0])
         item = {"obs": obs[0], "action": jnp.int32(0), "reward": jnp.float32(0), "terminated": jnp.bool_(False), "next_obs": obs[0]}
         return DQNState(
-            params=params, target_params=params, opt_state=optax.adam(hparams.learning_rate).init(params),
+            params=params, target_params=params, opt_state=optax.adam(hparams_or_default(hparams).learning_rate).init(params),
             buffer=buffer.init(item), env_state=env_state, obs=obs, key=k_run,
             timesteps=jnp.int32(0), updates=jnp.int32(0),
         )  # fmt: skip
@@ -194,16 +186,11 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
         return initial_state(k_net, k_run, obs, env_state, hparams)
 
     def init_learner(key, obs, hparams=None):
-        """The agent's state for a game stepped by a host loop: the batch of first
-        observations ``obs``, no game state (``env_state`` is ``None``)."""
         k_net, k_run = jax.random.split(key)
         return initial_state(k_net, k_run, obs, None, hparams)
 
-    def learn(state: DQNState, items: dict, key, hparams: DQNHyperparams):
-        """Adds a batch of transitions (``obs, action, reward, terminated, next_obs``)
-        to the replay buffer and, when due, takes a gradient step and syncs the
-        target network; ``key`` draws the replayed batch. Shared by the on-device
-        iteration and the host loop (:mod:`jgtest.host_loop`)."""
+    def update(state: DQNState, items: dict, key, hparams=None):
+        hparams = hparams_or_default(hparams)
         buf = buffer.add(state.buffer, items)
         timesteps = state.timesteps + items["action"].shape[0]
 
@@ -213,7 +200,7 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
 
         def learn_batch(args):
             params, opt_state, batch = args
-            return update(params, state.target_params, opt_state, batch, hparams)
+            return gradient_step(params, state.target_params, opt_state, batch, hparams)
 
         def skip(args):
             params, opt_state, _ = args
@@ -232,32 +219,23 @@ def make_agent(config: DQNConfig, game=None) -> DQNAgent:
 
     def iteration(state: DQNState, hparams: DQNHyperparams):
         key, k_act, k_step, k_sample = jax.random.split(state.key, 4)
-        action = act(state.params, state.obs, k_act, epsilon_at(state.timesteps, hparams))
+        action = act(state.params, state.obs, k_act, hparams, state.timesteps).action
         next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, config.num_envs), state.env_state, action)
         true_next = true_next_obs(next_obs, info, term | trunc)
         items = {"obs": state.obs, "action": action.astype(jnp.int32), "reward": reward, "terminated": term, "next_obs": true_next}
-        state, metrics = learn(state, items, k_sample, hparams)
+        state, metrics = update(state, items, k_sample, hparams)
         return state.replace(env_state=env_state, obs=next_obs, key=key), (metrics, finished_episodes(info))
 
-    def period(state: DQNState, hparams=None):
-        hparams = DQNHyperparams() if hparams is None else hparams
-        greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1)
-        state, (m, episodes), eval_mean, eval_std = scan_then_evaluate(
-            state, lambda s: iteration(s, hparams), config.iterations_per_eval, greedy, game, env_params, config.eval_episodes, max_steps
-        )
-        metrics = {
-            "env_steps": state.timesteps,
-            "eval_return_mean": eval_mean,
-            "eval_return_std": eval_std,
-            **episode_means(episodes),
-            "loss": jnp.sum(m["loss"] * m["learned"]) / jnp.maximum(m["learned"].sum(), 1),
-        }
-        return state, metrics
+    def summarize(state: DQNState, step_metrics):
+        m, episodes = step_metrics
+        loss = jnp.sum(m["loss"] * m["learned"]) / jnp.maximum(m["learned"].sum(), 1)
+        return {"env_steps": state.timesteps, **episode_means(episodes), "loss": loss}
 
-    def train(key, hparams=None):
-        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
-
-    return DQNAgent(config, network, init, period, train, jax.jit(act), jax.jit(update), init_learner, learn)
+    return base.build(
+        config, network, (game, env_params, max_steps), DQNHyperparams(), init=init, init_learner=init_learner, act=act,
+        update=update, step=iteration, steps_per_period=config.iterations_per_eval,
+        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1), summarize=summarize,
+    )  # fmt: skip
 
 
 def make_train(config: DQNConfig, game=None):

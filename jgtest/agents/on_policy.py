@@ -1,30 +1,25 @@
 """The loop PPO and A2C share: collect a rollout, learn from it, evaluate every period.
 
-An algorithm supplies its network, its optimizer and its ``learn`` step; this
-module builds ``init``, ``act``, ``period`` and ``train`` around them (see
-:mod:`jgtest.agents.common` for periods).
+An algorithm supplies its optimizer and its ``learn`` step; this module builds
+the :class:`jgtest.agents.base.Agent` around them: the actor-critic network,
+``init``, ``act`` (a sampled action, its log-probability and the critic's value)
+and ``update`` (one ``learn`` step on a rollout); :func:`jgtest.agents.base.build`
+makes the periods.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jgtest.agents.common import (
-    batched,
-    check_positive,
-    collect_rollout,
-    episode_means,
-    make_game,
-    run_periods,
-    scan_then_evaluate,
-    training_game,
-)  # fmt: skip
+from jgtest.agents import base
+from jgtest.agents.base import ActOutput, Agent
+from jgtest.agents.common import batched, check_positive, collect_rollout, episode_means, make_game, training_game
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic
 from jgtest.nets.heads import NATURE_CNN
@@ -87,24 +82,6 @@ class OnPolicyState:
     update: jax.Array  # int32, updates done
 
 
-class OnPolicyAgent(NamedTuple):
-    """The jitted pieces of an on-policy run.
-
-    ``init(key, hparams) -> state``; ``period(state, hparams) -> (state, metrics)``;
-    ``train(key, hparams) -> (state, metrics per period)``;
-    ``act(params, obs, key) -> (action, log_prob, value)``;
-    ``update((params, opt_state, update_idx), Transition [T, N], hparams, key) -> ((params, opt_state), metrics)``.
-    """
-
-    config: Any
-    network: ActorCritic
-    init: Callable
-    period: Callable
-    train: Callable
-    act: Callable
-    update: Callable
-
-
 def advantages(network, params, traj: Transition, hparams):
     """GAE over each env's stream of ``traj`` [T, N], bootstrapping from ``traj.next_obs``."""
     _, v_tp1 = network.apply(params, traj.next_obs)
@@ -118,15 +95,19 @@ def learning_rate(config, hparams, update_idx):
     return hparams.learning_rate * frac
 
 
-def build(config, default_hparams, make_optimizer: Callable, make_update: Callable) -> OnPolicyAgent:
-    """Assembles an on-policy agent.
+def build(config, default_hparams, make_optimizer: Callable, make_update: Callable) -> Agent:
+    """Assembles an on-policy :class:`jgtest.agents.base.Agent`.
+
+    Its ``update(state, traj, key, hparams)`` learns from a rollout ``traj``
+    (:class:`jgtest.types.Transition` ``[T, N]``) with the algorithm's step.
 
     Args:
       config: frozen config with game, num_envs, num_steps, num_evals,
         eval_episodes, updates_per_eval, batch_size, network fields.
       default_hparams: the hyperparameters used when ``None`` is passed.
       make_optimizer: ``hparams -> optax.GradientTransformation``.
-      make_update: ``network -> update`` (see :class:`OnPolicyAgent`).
+      make_update: ``network -> learn``, the algorithm's step
+        ``learn((params, opt_state, update_idx), traj, hparams, key) -> ((params, opt_state), metrics)``.
     """
     game, env_params, max_steps = make_game(config)
     num_actions = game.action_space(env_params).n
@@ -136,47 +117,48 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
         cnn_layers=config.cnn_layers, cnn_dense=config.cnn_dense, conv_impl=config.conv_impl,
     )
     reset, step = batched(training_game(game, config), env_params)
-    update = make_update(network)
+    learn = make_update(network)
+    hparams_or_default = lambda hparams: default_hparams if hparams is None else hparams
 
-    def act(params, obs, key):
+    def act(params, obs, key, hparams=None, timesteps=0):
         logits, value = network.apply(params, obs)
         action = jax.random.categorical(key, logits)
         log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], axis=-1)[..., 0]
-        return action, log_prob, value
+        return ActOutput(action, log_prob, value)
+
+    def initial_state(k_net, k_run, obs, env_state, hparams):
+        params = network.init(k_net, obs[0])
+        opt_state = make_optimizer(hparams_or_default(hparams)).init(params)
+        return OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=k_run, update=jnp.int32(0))
 
     def init(key, hparams=None):
-        hparams = default_hparams if hparams is None else hparams
         k_net, k_env, k_run = jax.random.split(key, 3)
         obs, env_state = reset(jax.random.split(k_env, config.num_envs))
-        params = network.init(k_net, obs[0])
-        opt_state = make_optimizer(hparams).init(params)
-        return OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=k_run, update=jnp.int32(0))
+        return initial_state(k_net, k_run, obs, env_state, hparams)
+
+    def init_learner(key, obs, hparams=None):
+        k_net, k_run = jax.random.split(key)
+        return initial_state(k_net, k_run, obs, None, hparams)
+
+    def update(state: OnPolicyState, traj: Transition, key, hparams=None):
+        learner = (state.params, state.opt_state, state.update)
+        (params, opt_state), metrics = learn(learner, traj, hparams_or_default(hparams), key)
+        return state.replace(params=params, opt_state=opt_state, update=state.update + 1), metrics
 
     def one_update(state: OnPolicyState, hparams):
         key, k_roll, k_upd = jax.random.split(state.key, 3)
         obs, env_state, traj, episodes = collect_rollout(
             act, step, state.params, state.obs, state.env_state, k_roll, config.num_steps, config.num_envs
         )
-        (params, opt_state), metrics = update((state.params, state.opt_state, state.update), traj, hparams, k_upd)
-        state = OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key, update=state.update + 1)
-        return state, (metrics, jax.tree.map(jnp.sum, episodes))
+        state, metrics = update(state, traj, k_upd, hparams)
+        return state.replace(env_state=env_state, obs=obs, key=key), (metrics, jax.tree.map(jnp.sum, episodes))
 
-    def period(state: OnPolicyState, hparams=None):
-        hparams = default_hparams if hparams is None else hparams
-        greedy = lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs)[0], axis=-1)
-        state, (m, episodes), eval_mean, eval_std = scan_then_evaluate(
-            state, lambda s: one_update(s, hparams), config.updates_per_eval, greedy, game, env_params, config.eval_episodes, max_steps
-        )
-        metrics = {
-            "env_steps": state.update * config.batch_size,
-            "eval_return_mean": eval_mean,
-            "eval_return_std": eval_std,
-            **episode_means(episodes),
-            **jax.tree.map(jnp.mean, m),
-        }
-        return state, metrics
+    def summarize(state: OnPolicyState, step_metrics):
+        metrics, episodes = step_metrics
+        return {"env_steps": state.update * config.batch_size, **episode_means(episodes), **jax.tree.map(jnp.mean, metrics)}
 
-    def train(key, hparams=None):
-        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
-
-    return OnPolicyAgent(config, network, init, period, train, jax.jit(act), jax.jit(update))
+    return base.build(
+        config, network, (game, env_params, max_steps), default_hparams, init=init, init_learner=init_learner, act=act,
+        update=update, step=one_update, steps_per_period=config.updates_per_eval,
+        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs)[0], axis=-1), summarize=summarize,
+    )  # fmt: skip

@@ -8,7 +8,8 @@ surrogate (:func:`jgtest.losses.ppo_loss`), all inside ``lax.scan``; every
 ``1/num_evals`` of the budget it evaluates the greedy policy's game return.
 
 The same jitted pieces drive a host loop over a bridged game:
-``agent.act(params, obs, key)`` and ``agent.update(learner, transitions, hparams)``.
+``agent.act(params, obs, key)`` and ``agent.update(state, transitions, key, hparams)``
+(:class:`jgtest.agents.base.Agent`).
 
 Defaults are PureJaxRL's CartPole-v1 settings (4 envs × 128 steps, 4 epochs,
 4 minibatches, lr 2.5e-4 annealed, γ 0.99, λ 0.95, ε 0.2, entropy 0.01, value
@@ -24,8 +25,9 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from jgtest.agents.base import Agent
 from jgtest.agents.common import check_positive
-from jgtest.agents.on_policy import OnPolicyAgent, OnPolicyConfig, advantages, build, learning_rate
+from jgtest.agents.on_policy import OnPolicyConfig, advantages, build, learning_rate
 from jgtest.losses import ppo_loss
 from jgtest.types import Transition
 
@@ -105,7 +107,7 @@ def make_update(config: PPOConfig, network):
     return update
 
 
-def make_agent(config: PPOConfig) -> OnPolicyAgent:
+def make_agent(config: PPOConfig) -> Agent:
     """Builds the PPO pieces for ``config`` (checked before anything compiles)."""
     return build(config, PPOHyperparams(), optimizer, lambda network: make_update(config, network))
 

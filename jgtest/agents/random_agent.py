@@ -1,18 +1,21 @@
 """The random agent: uniform actions, the papers' baseline (Wuji "random", RELINE "random agent").
 
-It learns nothing; ``train`` evaluates uniformly random play every period so
-its curve sits beside the learners' in the same format.
+It learns nothing; ``train`` plays and evaluates uniformly random play every
+period so its curve sits beside the learners' in the same format.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
+import jax.numpy as jnp
 from flax import struct
 
-from jgtest.agents.common import check_positive, evaluate, make_game, run_periods
+from jgtest.agents import base
+from jgtest.agents.base import ActOutput, Agent
+from jgtest.agents.common import check_positive, evaluate, make_game
 
 
 @struct.dataclass
@@ -35,38 +38,46 @@ class RandomConfig:
 class RandomState:
     key: jax.Array
     env_steps: jax.Array
+    params: Any = None  # random play has no parameters (every agent's state has ``params``)
 
 
-class RandomAgent(NamedTuple):
-    config: RandomConfig
-    init: Any
-    period: Any
-    train: Any
-    act: Any  # (obs, key) -> action
-
-
-def make_agent(config: RandomConfig) -> RandomAgent:
+def make_agent(config: RandomConfig) -> Agent:
+    """The random :class:`jgtest.agents.base.Agent`: ``act`` draws uniform actions (log-probability
+    ``-log n``, value 0), ``update`` learns nothing, and each period's step plays ``eval_episodes``
+    random episodes (``train_return_mean``) before the evaluation plays as many again."""
     env, env_params, max_steps = make_game(config)
-    space = env.action_space(env_params)
+    num_actions = env.action_space(env_params).n
+    obs_ndim = len(env.observation_space(env_params).shape)
 
-    def act(obs, key):
-        return jax.random.randint(key, obs.shape[: obs.ndim - len(env.observation_space(env_params).shape)], 0, space.n)
+    def act(params, obs, key, hparams=None, timesteps=0):
+        action = jax.random.randint(key, obs.shape[: obs.ndim - obs_ndim], 0, num_actions)
+        return ActOutput(action, jnp.full(action.shape, -jnp.log(num_actions)), jnp.zeros(action.shape))
+
+    def init_learner(key, obs=None, hparams=None):
+        return RandomState(key=key, env_steps=jnp.int32(0))
 
     def init(key, hparams=None):
-        return RandomState(key=key, env_steps=jax.numpy.int32(0))
+        return init_learner(key)
 
-    def period(state, hparams=None):
-        key, k_eval = jax.random.split(state.key)
-        mean, std = evaluate(env, env_params, act, k_eval, config.eval_episodes, max_steps)
-        steps = state.env_steps + config.eval_episodes * max_steps
-        metrics = {"env_steps": steps, "eval_return_mean": mean, "eval_return_std": std, "train_return_mean": mean}
-        return RandomState(key=key, env_steps=steps), metrics
+    def update(state, batch, key, hparams=None):
+        return state, {}
 
-    def train(key, hparams=None):
-        return run_periods(lambda s: period(s, hparams), init(key, hparams), config.num_evals)
+    uniform = lambda params: lambda obs, key: act(params, obs, key).action
 
-    return RandomAgent(config, init, period, train, jax.jit(act))
+    def play(state: RandomState, hparams):
+        key, k_play = jax.random.split(state.key)
+        mean, _ = evaluate(env, env_params, uniform(None), k_play, config.eval_episodes, max_steps)
+        return state.replace(key=key, env_steps=state.env_steps + config.eval_episodes * max_steps), {"return": mean}
+
+    def summarize(state: RandomState, step_metrics):
+        return {"env_steps": state.env_steps, "train_return_mean": step_metrics["return"].mean()}
+
+    return base.build(
+        config, None, (env, env_params, max_steps), RandomHyperparams(), init=init, init_learner=init_learner, act=act,
+        update=update, step=play, steps_per_period=1, greedy=uniform, summarize=summarize,
+    )  # fmt: skip
 
 
 def make_train(config: RandomConfig):
+    """``train(key, hparams=None) -> (final RandomState, metrics per period)``; jit- and vmap-able."""
     return make_agent(config).train

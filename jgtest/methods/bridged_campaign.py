@@ -126,7 +126,7 @@ class BridgedAgent:
             path = {"params": {k: v for k, v in models.policies["path"]["params"].items() if k != "fe"}}  # the FE is the campaign's
             self.explorer = learner["ppo"][0]["actor"] if learner is not None else path
         elif agent == "inspector":
-            self.explorer = learner["ppo"][0]
+            self.explorer = learner["ppo"].params
         self.act = jax.jit(self._act)
         self.observe = jax.jit(self._observe)
 
@@ -174,7 +174,7 @@ class BridgedAgent:
         if self.agent == "random":
             explore = jax.random.randint(k_act, (), 0, NUM_ACTIONS)
         elif self.agent == "inspector":
-            explore = self.campaign.ppo.act(self.explorer, frame[None], k_act)[0][0]
+            explore = self.campaign.ppo.act(self.explorer, frame[None], k_act).action[0]
         else:
             policy, roll = self.campaign.policy, lambda window, features: jnp.concatenate([window[1:], features[None]])
             window = roll(loop["window"], self._encode(frame, self._od_box(frame, objects)))

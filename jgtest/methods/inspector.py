@@ -132,10 +132,9 @@ class InspectorCampaign:
         if self.ppo is None:
             return {"testers": testers}
         k_ppo, k_rnd = jax.random.split(key)
-        frame = jnp.zeros(self.env.observation_space(self.params).shape, jnp.uint8)
-        params = self.ppo.network.init(k_ppo, frame)
-        opt_state = ppo.optimizer(self.config.hparams).init(params)
-        return {"ppo": (params, opt_state, jnp.int32(0)), "rnd": self.rnd.init(k_rnd), "testers": testers}
+        frame = jnp.zeros((1, *self.env.observation_space(self.params).shape), jnp.uint8)
+        learner = self.ppo.init_learner(k_ppo, frame, self.config.hparams).replace(obs=None)  # the rounds keep the frames
+        return {"ppo": learner, "rnd": self.rnd.init(k_rnd), "testers": testers}
 
     def _start_round(self, carry: dict, round_index) -> dict:
         slots = jnp.arange(self.config.num_envs)
@@ -153,7 +152,7 @@ class InspectorCampaign:
             frames, states, testers, t = loop
             k_act, k_step = jax.random.split(k)
             if learns:
-                action, log_prob, value = self.ppo.act(carry["ppo"][0], frames, k_act)
+                action, log_prob, value = self.ppo.act(carry["ppo"].params, frames, k_act)
             else:
                 action = jax.random.randint(k_act, (c.num_envs,), 0, env.num_actions)
                 log_prob = value = jnp.zeros(c.num_envs)
@@ -176,10 +175,10 @@ class InspectorCampaign:
             # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are PPGTA's extensions (§IV-C)
             inputs = self.rnd.preprocess(traj.next_obs)  # [T, N, 64, 64, 3]
             intrinsic = self.rnd.reward(carry["rnd"], inputs)
-            (ppo_params, opt_state), _ = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), c.hparams, k_ppo)
+            learner, _ = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), k_ppo, c.hparams)
             rnd_state = self.rnd.observe(carry["rnd"], inputs)
             rnd_state, _ = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
-            carry = {**carry, "ppo": (ppo_params, opt_state, carry["ppo"][2] + 1), "rnd": rnd_state}
+            carry = {**carry, "ppo": learner, "rnd": rnd_state}
         carry = {**carry, "frames": frames, "states": states, "testers": testers, "t": t}
         return carry, out
 

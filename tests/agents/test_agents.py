@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.agents import a2c, algorithm, cem, dqn, make_config, ppo, random_agent
+from jgtest.agents import ActOutput, Agent, a2c, algorithm, cem, dqn, make_config, ppo, random_agent
+from jgtest.agents.common import make_game
 
 TINY = {
     "ppo": ppo.PPOConfig(num_envs=2, num_steps=16, total_timesteps=2 * 16 * 2 * 2, num_evals=2, eval_episodes=2, num_minibatches=2, update_epochs=2),
@@ -91,22 +92,55 @@ def test_act_and_update_do_not_recompile_in_a_host_loop():
     """The step-wise form: a host loop collects with ``act`` and learns with ``update``."""
     agent = _agent("ppo")
     state = agent.init(jax.random.key(0))
-    learner = (state.params, state.opt_state, state.update)
+    learner = agent.init_learner(jax.random.key(1), state.obs)
+    assert learner.env_state is None and learner.update == 0
     obs = np.asarray(state.obs)
     from jgtest.types import Transition
 
     for it in range(2):
         steps = []
         for t in range(TINY["ppo"].num_steps):
-            action, log_prob, value = agent.act(learner[0], obs, jax.random.key(100 * it + t))
+            action, log_prob, value = agent.act(learner.params, obs, jax.random.key(100 * it + t))
             next_obs = obs + 0.01  # a stand-in for a bridged game's batch
             steps.append(Transition(obs, action, np.ones(2, np.float32), np.zeros(2, bool), np.zeros(2, bool), next_obs, value, log_prob))
             obs = next_obs
         traj = jax.tree.map(lambda *x: jnp.stack(x), *steps)
-        (params, opt_state), metrics = agent.update(learner, traj, ppo.PPOHyperparams(), jax.random.key(it))
-        assert np.isfinite(float(metrics["loss"]))
-        learner = (params, opt_state, learner[2] + 1)
+        before = learner.params
+        learner, metrics = agent.update(learner, traj, jax.random.key(it), ppo.PPOHyperparams())
+        assert np.isfinite(float(metrics["loss"])) and int(learner.update) == it + 1
+        assert not all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(learner.params)))
     assert agent.act._cache_size() == 1 and agent.update._cache_size() == 1
+
+
+def _batch_for(name, obs):
+    """A batch of three of ``name``'s kind for ``update`` (on-policy rollouts are covered above)."""
+    n = obs.shape[0]
+    if name == "dqn":
+        return {"obs": obs, "action": jnp.zeros(n, jnp.int32), "reward": jnp.ones(n), "terminated": jnp.zeros(n, bool), "next_obs": obs}
+    if name == "cem":
+        return cem.Episodes(obs[:, None], jnp.zeros((n, 1), jnp.int32), jnp.ones((n, 1)), jnp.arange(n, dtype=jnp.float32))
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_every_agent_has_the_one_interface(name):
+    """Every algorithm returns an :class:`jgtest.agents.Agent`: ``act`` gives each observation an action,
+    its log-probability and a value; ``init_learner`` makes a learner without a game, which ``update``
+    advances by the batch's steps."""
+    agent = _agent(name)
+    assert isinstance(agent, Agent)
+    env, env_params, _ = make_game(agent.config)
+    obs = jnp.zeros((3, *env.observation_space(env_params).shape))
+    learner = agent.init_learner(jax.random.key(0), obs)
+    out = agent.act(getattr(learner, "params", None), obs, jax.random.key(1))
+    assert isinstance(out, ActOutput) and out.action.shape == out.log_prob.shape == out.value.shape == (3,)
+    assert np.all((np.asarray(out.action) >= 0) & (np.asarray(out.action) < env.action_space(env_params).n))
+    assert np.all(np.asarray(out.log_prob) <= 0) and np.all(np.isfinite(np.asarray(out.log_prob)))
+    if name in ("dqn", "cem", "random"):
+        after, _ = agent.update(learner, _batch_for(name, obs), jax.random.key(2))
+        assert jax.tree.structure(after) == jax.tree.structure(learner)
+        steps = {"dqn": lambda s: s.timesteps, "cem": lambda s: s.env_steps, "random": lambda s: s.env_steps}[name]
+        assert int(steps(after)) == {"dqn": 3, "cem": 3, "random": 0}[name]
 
 
 @pytest.mark.parametrize(
