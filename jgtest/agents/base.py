@@ -107,7 +107,10 @@ def build(
       network: its flax module, or ``None``.
       game: ``(env, env_params, max_steps)`` the evaluation plays (:func:`jgtest.agents.common.make_game`).
       default_hparams: the hyperparameters used where ``None`` is passed.
-      init, init_learner, act, update: the agent's own pieces; ``act`` and ``update`` are jitted here.
+      init: the agent's ``init``.
+      init_learner: its ``init_learner``.
+      act: its ``act`` (jitted here).
+      update: its ``update`` (jitted here).
       step: ``(state, hparams) -> (state, step metrics)``, one collect-and-update step.
       steps_per_period: steps between two evaluations.
       greedy: ``params -> policy(obs, key) -> action``, the evaluated policy.
