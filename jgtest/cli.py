@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -42,13 +43,18 @@ def _hashable(value):
     return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
-def prepare_out_dir(path: str, overwrite: bool) -> Path:
-    """Creates the run directory or explains why it cannot be used."""
+def prepare_out_dir(path: str, overwrite: bool, resume: bool = False) -> Path:
+    """Creates the run directory or explains why it cannot be used; with ``resume``, checks that it
+    holds a campaign to continue; with ``overwrite``, removes the campaign it holds."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise SystemExit(f"error: --out {path!r} is a file, not a directory")
+    if resume:
+        if not (out / "config.json").exists():
+            raise SystemExit(f"error: --resume: {path!r} holds no campaign to resume")
+        return out
     if (out / "bugs.jsonl").exists() and not overwrite:
-        raise SystemExit(f"error: --out {path!r} already holds a campaign (bugs.jsonl); choose another directory or pass --overwrite")
+        raise SystemExit(f"error: --out {path!r} already holds a campaign (bugs.jsonl); choose another directory, pass --resume to continue it or --overwrite")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -57,6 +63,7 @@ def prepare_out_dir(path: str, overwrite: bool) -> Path:
         raise SystemExit(f"error: --out directory {path!r} is not writable")
     if overwrite:
         (out / "bugs.jsonl").unlink(missing_ok=True)
+        shutil.rmtree(out / "checkpoints", ignore_errors=True)
     return out
 
 
@@ -85,7 +92,9 @@ def _run_method(args) -> int:
     if args.method == "all":
         from jgtest import main_job
 
-        return main_job.run(prepare_out_dir(args.out, args.overwrite), args.seed, args.quiet)
+        out = Path(args.out) if args.resume else prepare_out_dir(args.out, args.overwrite)
+        out.mkdir(parents=True, exist_ok=True)
+        return main_job.run(out, args.seed, args.quiet, resume=args.resume)
     if args.method == "reline":
         return _run_reline(args)
     if args.method == "wuji":
@@ -118,7 +127,7 @@ def _run_method(args) -> int:
         jgtest.make(config.game, **config.game_kwargs)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
-    out = prepare_out_dir(args.out, args.overwrite)
+    out = prepare_out_dir(args.out, args.overwrite, args.resume)
     console = Console(stderr=True)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("bugs {task.fields[bugs]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=args.quiet) as progress:
@@ -127,7 +136,7 @@ def _run_method(args) -> int:
         def on_chunk(done, total, bugs):
             progress.update(task, completed=min(done, total), total=total, bugs=bugs)
 
-        summary = random_testing.run(config, out, on_chunk=on_chunk)
+        summary = random_testing.run(config, out, on_chunk=on_chunk, resume=args.resume)
     table = Table(title=f"random testing of {config.game}")
     for column in ("bugs found", "state coverage", "episodes", "env steps", "steps/s", "wall s"):
         table.add_column(column, justify="right")
@@ -276,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget-s", type=float, default=None, help="wuji: wall-clock budget per run in seconds")
     run.add_argument("--seeds", type=int, default=1, help="wuji: runs (bug placements) per strategy, seeds --seed …")
     run.add_argument("--population", type=int, default=30, help="wuji: population and offspring size (default: the paper's 30)")
-    run.add_argument("--resume", action="store_true", help="wuji, park agents: continue a killed campaign in --out from its checkpoints")
+    run.add_argument("--resume", action="store_true", help="continue a killed campaign in --out from its checkpoints")
     run.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     run.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -327,9 +336,11 @@ def _run_reline(args) -> int:
         )  # fmt: skip
         if config.game not in reline.HOST_GAMES:
             jgtest.make(config.game, **dict(config.game_kwargs))
+        elif args.resume:
+            raise ValueError(f"--resume: RELINE on the host game {config.game} keeps no checkpoints (its learners' replay buffers); run it again")
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
-    out = prepare_out_dir(args.out, args.overwrite)
+    out = prepare_out_dir(args.out, args.overwrite, args.resume)
     learn = reline.learner(config)
     budget = getattr(learn.config, "total_timesteps", None)
     budget = f"{budget:,} steps" if budget else f"{learn.config.num_iterations * learn.config.episodes_per_iter:,} episodes"
@@ -352,7 +363,7 @@ def _run_reline(args) -> int:
                 tasks[phase] = progress.add_task(phase, total=total)
             progress.update(tasks[phase], completed=done, total=total)
 
-        summary = reline.run(config, out, progress=on_progress)
+        summary = reline.run(config, out, progress=on_progress, resume=args.resume)
     if "table1" in summary:
         table = Table(title=f"RELINE Table 1, {config.game}: episodes (of {config.eval_episodes:,}) with at least n bugs")
         for column in ("agent", "n", "mean", "median", "sd", "paper mean / median / sd"):

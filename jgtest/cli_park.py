@@ -116,12 +116,7 @@ def run_park(args, prepare_out_dir) -> int:
     episodes = _episodes(args)
     if episodes < 1:
         raise SystemExit(f"error: --episodes must be at least 1, got {episodes}")
-    if args.resume:
-        out = Path(args.out)
-        if not (out / "config.json").exists():
-            raise SystemExit(f"error: --resume: {args.out!r} holds no campaign to resume")
-    else:
-        out = prepare_out_dir(args.out, args.overwrite)
+    out = prepare_out_dir(args.out, args.overwrite, args.resume)
     console = Console(stderr=True)
     agents = AGENTS if args.method == "compare-explorers" else (args.method,)
     models = _models(args, out, console) if ("ppgta" in agents) else None

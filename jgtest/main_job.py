@@ -23,26 +23,33 @@ from pathlib import Path
 PLAN_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "plans" / "dungeon"
 
 
-def commands(out: Path, seed: int = 0, quiet: bool = False) -> list[tuple[str, list[str]]]:
-    """``(what, jgtest argv)`` of the main job's campaigns into ``out``."""
-    common = ["--seed", str(seed), "--overwrite"] + (["--quiet"] if quiet else [])
+def commands(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> list[tuple[str, list[str]]]:
+    """``(what, jgtest argv)`` of the main job's campaigns into ``out``; with ``resume``, each campaign
+    already started there continues from its checkpoints (``--resume``) instead of starting over."""
+
+    def common(name: str) -> list[str]:
+        started = resume and any((out / name).rglob("config.json"))
+        return ["--seed", str(seed), "--resume" if started else "--overwrite"] + (["--quiet"] if quiet else [])
+
     return [
         ("Wuji: six strategies on Block Maze", ["run", "wuji", "--game", "BlockMaze-v0", "--compare", "--seeds", "2", "--generations", "2",
-                                                "--population", "8", "--out", str(out / "wuji"), *common]),
+                                                "--population", "8", "--out", str(out / "wuji"), *common("wuji")]),
         ("RELINE on the kart twin", ["run", "reline", "--game", "KartTrack-v0", "--quick", "--models", "1", "--train-steps", "50000",
-                                                "--eval-episodes", "200", "--threshold-episodes", "50", "--warmup-episodes", "20", "--replays", "50", "--out", str(out / "reline"), *common]),
+                                                "--eval-episodes", "200", "--threshold-episodes", "50", "--warmup-episodes", "20", "--replays", "50", "--out", str(out / "reline"),
+                                                *common("reline")]),
         ("random agent on ParkWorld (PPGTA's comparison)", ["run", "random", "--game", "ParkWorld-v0", "--episodes", "5", "--game-arg", "size=64",
-                                                             "--game-arg", "num_oois=200", "--out", str(out / "park"), *common]),
+                                                             "--game-arg", "num_oois=200", "--out", str(out / "park"), *common("park")]),
         ("Explicit Plans on the Dungeon", ["plan", "suite", str(PLAN_EXAMPLES), "--seeds", "4", "--out", str(out / "plans")]),
     ]  # fmt: skip
 
 
-def run(out: Path, seed: int = 0, quiet: bool = False) -> int:
-    """Runs :func:`commands` in turn; 0 when every campaign completed (a failed plan validation counts as completed)."""
+def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> int:
+    """Runs :func:`commands` in turn (``resume``: continuing those a stopped job started); 0 when every
+    campaign completed (a failed plan validation counts as completed)."""
     from jgtest.cli import main
 
     failed = []
-    for what, argv in commands(out, seed, quiet):
+    for what, argv in commands(out, seed, quiet, resume):
         print(f"== {what}: jgtest {' '.join(argv)}", flush=True)
         code = main(argv)
         if code != 0 and argv[0] != "plan":

@@ -105,6 +105,36 @@ def test_killed_campaign_keeps_every_record_written(tmp_path):
         assert replay(record).reproduced
 
 
+class _Killed(Exception):
+    pass
+
+
+def test_a_stopped_campaign_resumes_to_the_uninterrupted_result(tmp_path):
+    """The random campaign is checkpointed after every chunk; ``--resume`` ends where a whole run ends."""
+    argv = ["run", "random", "--game", "BlockMaze-v0", "--envs", "16", "--steps", "240", "--chunk", "60", "--quiet", "--out"]
+    assert main(argv + [str(tmp_path / "whole")]) == 0
+    from jgtest.methods import random_testing
+
+    def stop_after_two_chunks(done, total, bugs):
+        if done == 2 * 16 * 60:
+            raise _Killed
+
+    config = random_testing.RandomCampaignConfig(game="BlockMaze-v0", num_envs=16, steps_per_env=240, chunk_steps=60)
+    (tmp_path / "killed").mkdir()
+    with pytest.raises(_Killed):
+        random_testing.run(config, tmp_path / "killed", on_chunk=stop_after_two_chunks)
+    with pytest.raises(SystemExit, match="pass --resume to continue it"):
+        main(argv + [str(tmp_path / "killed")])
+    assert main(argv + [str(tmp_path / "killed"), "--resume"]) == 0
+    whole, resumed = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "killed"))
+    for field in ("bugs_found", "bugs_by_kind", "state_coverage", "episodes", "env_steps"):
+        assert resumed[field] == whole[field], field
+    strip = lambda d: [(r.bug_id, r.episode, r.step, r.env_index, r.actions) for r in read_bug_records(tmp_path / d / "bugs.jsonl")]
+    assert strip("killed") == strip("whole") and len(strip("whole")) > 0
+    with pytest.raises(SystemExit, match="holds no campaign to resume"):
+        main(argv + [str(tmp_path / "nothing"), "--resume"])
+
+
 @pytest.mark.parametrize("game", __import__("jgtest").registered_games())
 def test_every_game_runs_a_campaign_whose_records_replay(game, tmp_path):
     from jgtest.methods.random_testing import RandomCampaignConfig, run

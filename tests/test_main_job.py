@@ -84,3 +84,13 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
     plans = json.loads((dirs["plan"] / "report.json").read_text())["plans"]
     assert len(plans) == 3 and all(run["passed"] for runs in plans.values() for run in runs)
     _check_report_in_browser(report, tmp_path / "report.png")
+
+
+def test_a_resumed_main_job_continues_the_campaigns_it_started(tmp_path):
+    """``jgtest run all --resume``: a campaign that wrote its config continues (``--resume``); the others start (``--overwrite``)."""
+    (tmp_path / "reline").mkdir()
+    (tmp_path / "reline" / "config.json").write_text("{}")
+    flags = {argv[1] if argv[0] == "run" else "plan": argv for _, argv in commands(tmp_path, resume=True)}
+    assert "--resume" in flags["reline"] and "--overwrite" not in flags["reline"]
+    assert all("--overwrite" in flags[name] and "--resume" not in flags[name] for name in ("wuji", "random"))
+    assert all("--resume" not in argv for _, argv in commands(tmp_path))

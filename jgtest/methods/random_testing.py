@@ -21,10 +21,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import cell_set
 from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.report.records import BugRecord, BugRecordWriter, read_bug_records
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
 from jgtest.sharding import shard_batch
 
@@ -92,38 +93,54 @@ def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int, cover
 
 
 class _EpisodeTraces:
-    """Host-side action traces of each slot's running episode."""
+    """Host-side action traces of each slot's running episode, in fixed arrays (checkpointed with the
+    campaign): ``actions [num_envs, max_steps]`` and ``length [num_envs]``. An episode never runs
+    longer than the game's episode cap, so ``max_steps`` is that cap."""
 
-    def __init__(self, num_envs: int):
-        self._pending = [np.zeros((0,), np.int32) for _ in range(num_envs)]
+    def __init__(self, num_envs: int, max_steps: int):
+        self.actions = np.zeros((num_envs, max_steps), np.int32)
+        self.length = np.zeros(num_envs, np.int32)
 
     def trace(self, actions: np.ndarray, done: np.ndarray, b: int, t: int) -> np.ndarray:
         """Actions of slot ``b``'s episode up to chunk step ``t`` (inclusive)."""
         ended = np.flatnonzero(done[b, :t])
         if ended.size:
             return actions[b, ended[-1] + 1 : t + 1]
-        return np.concatenate([self._pending[b], actions[b, : t + 1]])
+        return np.concatenate([self.actions[b, : self.length[b]], actions[b, : t + 1]])
 
     def advance(self, actions: np.ndarray, done: np.ndarray) -> None:
         for b in range(actions.shape[0]):
             ended = np.flatnonzero(done[b])
-            if ended.size:
-                self._pending[b] = actions[b, ended[-1] + 1 :].copy()
-            else:
-                self._pending[b] = np.concatenate([self._pending[b], actions[b]])
+            start, tail = (0, actions[b, ended[-1] + 1 :]) if ended.size else (self.length[b], actions[b])
+            self.actions[b, start : start + len(tail)] = tail
+            self.length[b] = start + len(tail)
+
+
+def _books(chunk: int, episodes: int, elapsed_s: float, found_at: np.ndarray) -> dict[str, np.ndarray]:
+    """The host's side of a campaign's checkpoint: chunks done, episodes ended, wall time, when each bug
+    was found (with one trailing NaN: orbax saves no empty array, and a game may have no bugs)."""
+    found_at = np.append(np.asarray(found_at, np.float64), np.nan)
+    return {"chunk": np.int64(chunk), "episodes": np.int64(episodes), "elapsed_s": np.float64(elapsed_s), "found_at": found_at}
 
 
 def run(
     config: RandomCampaignConfig,
     out_dir: str | Path,
     on_chunk: Callable[[int, int, int], None] | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
-    """Runs the campaign, writing ``bugs.jsonl``, ``config.json`` and ``summary.json`` in ``out_dir``.
+    """Runs the campaign, writing ``bugs.jsonl``, ``config.json``, ``checkpoints/`` and ``summary.json`` in ``out_dir``.
+
+    After every device call the campaign's state (the slots' games and keys, the cells covered, the
+    bugs found and when, the running episodes' traces) is saved with orbax
+    (:class:`jgtest.checkpoint.Checkpointer`); ``resume`` continues from the last one and ends where
+    an uninterrupted campaign ends (a record written after that checkpoint is not written twice).
 
     Args:
       config: the campaign.
       out_dir: an existing, writable run directory.
       on_chunk: called after each device call with ``(steps_done, steps_total, bugs_found)``.
+      resume: continue the campaign in ``out_dir`` from its last checkpoint.
 
     Returns:
       The summary dict written to ``summary.json``.
@@ -134,14 +151,18 @@ def run(
     num_chunks = -(-config.steps_per_env // config.chunk_steps)
     covered = cell_set(env.num_cells, max_distinct=num_chunks * config.chunk_steps * config.num_envs)
     init, chunk = make_chunk_fn(env, params, config.seed, config.num_envs, config.chunk_steps, covered)
-    found_at = np.full(env.num_bugs, np.nan)
-    traces = _EpisodeTraces(config.num_envs)
-    episodes = 0
-    start = time.perf_counter()
-    slot_carry, cover = init()
-    carry = (shard_batch(slot_carry), cover)  # the slots spread over every device (jgtest.sharding)
-    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-        for c in range(num_chunks):
+    traces = _EpisodeTraces(config.num_envs, int(np.asarray(params.max_steps_in_episode)))
+    books = _books(0, 0, 0.0, np.full(env.num_bugs, np.nan))
+    carry = init()
+    written = {r.bug_id for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+    with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        if resume and ckpt.latest_step() is not None:
+            carry, books, kept_traces = ckpt.restore((carry, books, (traces.actions, traces.length)))
+            traces.actions, traces.length = (np.asarray(x) for x in kept_traces)
+        found_at = np.asarray(books["found_at"], float)[:-1]
+        episodes, start = int(books["episodes"]), time.perf_counter() - float(books["elapsed_s"])
+        carry = (shard_batch(carry[0]), carry[1])  # the slots spread over every device (jgtest.sharding)
+        for c in range(int(books["chunk"]), num_chunks):
             carry, out = chunk(carry)
             actions, fired, _, position, done, episode, t_in_ep = jax.device_get(out)
             new = fired & np.isnan(found_at)[None, None, :]
@@ -149,6 +170,8 @@ def run(
                 if not np.isnan(found_at[bug]):
                     continue  # found earlier in this chunk
                 found_at[bug] = time.perf_counter() - start
+                if int(bug) in written:
+                    continue  # written before the campaign was stopped, after its last checkpoint
                 trace = traces.trace(actions, done, b, t)
                 writer.write(
                     BugRecord(
@@ -168,6 +191,8 @@ def run(
                 )
             traces.advance(actions, done)
             episodes += int(done.sum())
+            books = _books(c + 1, episodes, time.perf_counter() - start, found_at)
+            ckpt.save(c + 1, (carry, books, (traces.actions, traces.length)))
             if on_chunk is not None:
                 on_chunk((c + 1) * config.chunk_steps * config.num_envs, num_chunks * config.chunk_steps * config.num_envs, int((~np.isnan(found_at)).sum()))
     wall_s = time.perf_counter() - start

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,10 +72,11 @@ import numpy as np
 
 from jgtest.agents import cem, dqn
 from jgtest.analysis import at_least_n_table, compare_groups, replay_reliability
+from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.registration import make
 from jgtest.envs.wrappers import FrameStack, GrayscaleResize
 from jgtest.oracles import low_fps_points, reline_threshold
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 
@@ -304,24 +306,37 @@ def game_options(config: RelineConfig, **params) -> dict[str, Any]:
 
 
 # ----- training and evaluation ------------------------------------------------------------
-def train_models(learn: Learner, env, params, agent: str, keys, on_period=None):
+def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, checkpoints: Checkpointer | None = None):
     """Trains ``len(keys)`` models vmapped; ``agent`` picks the reward (RELINE's or the game's).
 
     Returns ``(network, stacked params, per-period metrics)``; ``on_period(i, n)``
     is called after each of the ``num_evals`` periods (one device call each).
+    With ``checkpoints``, the models' training state and the metrics so far are
+    saved after every period and training continues from the last checkpoint
+    there: every period is the same pure function of the state, so a resumed
+    training ends where an uninterrupted one ends.
     """
     game = RelineReward(env, "kart" if learn.config.game == "KartTrack-v0" else "bugs") if agent == "reline" else env
     trainer = learn.module.make_agent(learn.config, (learn.wrap(game), params))
     init = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))
     period = jax.jit(jax.vmap(trainer.period, in_axes=(0, None)))
     state = init(keys, learn.hparams)
-    history = []
-    for i in range(learn.config.num_evals):
+    periods = learn.config.num_evals
+    shapes = jax.eval_shape(period, state, learn.hparams)[1]
+    history = {k: np.zeros((periods, *v.shape), v.dtype) for k, v in shapes.items()}
+    done = 0 if checkpoints is None else (checkpoints.latest_step() or 0)
+    if done:
+        state, history = checkpoints.restore((state, history), done)
+        history = jax.tree.map(np.asarray, history)
+    for i in range(done, periods):
         state, metrics = period(state, learn.hparams)
-        history.append(jax.device_get(metrics))
+        for k, v in jax.device_get(metrics).items():
+            history[k][i] = v
+        if checkpoints is not None:
+            checkpoints.save(i + 1, (state, history))
         if on_period is not None:
-            on_period(i + 1, learn.config.num_evals)
-    return trainer.network, state.params, jax.tree.map(lambda *x: np.stack(x, axis=1), *history)
+            on_period(i + 1, periods)
+    return trainer.network, state.params, {k: np.swapaxes(v, 0, 1) for k, v in history.items()}
 
 
 def evaluate_models(env, params, policy, policy_params, seeds, num_episodes: int, info_keys=()):
@@ -493,15 +508,24 @@ class _Phases:
         return result
 
 
-def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None) -> dict:
+def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None,
+        resume: bool = False) -> dict:  # fmt: skip
     """Runs the experiment, writing in ``out_dir``: ``config.json``, ``bugs.jsonl`` (a record
-    per agent, model and bug, written as each agent's evaluation ends), ``summary.json``,
-    and ``table1.json`` (toy games) or ``low_fps.json`` and the plots (kart).
+    per agent, model and bug, written as each agent's evaluation ends), ``checkpoints/``,
+    ``summary.json``, and ``table1.json`` (toy games) or ``low_fps.json`` and the plots (kart).
+
+    On the on-device games each learning agent's models are checkpointed after every
+    training period (``checkpoints/train-AGENT``, :func:`train_models`); ``resume``
+    continues their training from there and plays the rest again (the calibration and
+    evaluations are pure functions of the trained models and the seeds), writing no
+    record twice, so a resumed run ends where an uninterrupted one ends.
 
     Args:
       config: the experiment.
       out_dir: an existing, writable directory.
       progress: called with ``(phase, done, total)`` as phases advance.
+      resume: continue the run in ``out_dir`` (on-device games; the host games' learners
+        are not checkpointed: refused for them).
 
     Returns:
       The summary written to ``summary.json``.
@@ -509,6 +533,8 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
     if config.game in HOST_GAMES:
         from jgtest.methods import reline_host, reline_stk
 
+        if resume:
+            raise ValueError(f"--resume: RELINE on the host game {config.game} keeps no checkpoints (its learners' replay buffers)")
         return (reline_stk if config.game in KART_GAMES else reline_host).run(config, out_dir, progress)
     out_dir = Path(out_dir)
     start = time.perf_counter()
@@ -525,7 +551,9 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
 
     def train(agent, train_params):
         def go(report):
-            return train_models(learn, env, train_params, agent, keys[agent], report)
+            where = out_dir / "checkpoints" / f"train-{agent}"
+            with Checkpointer(where, config_fingerprint({"reline": config, "agent": agent})) as checkpoints:
+                return train_models(learn, env, train_params, agent, keys[agent], report, checkpoints)
 
         network, pp, history = phases.run(f"train {agent}", go, learn.config.num_evals)
         trained[agent] = (learn.policy(network), pp)
@@ -538,8 +566,12 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
         outs[agent] = phases.run(f"evaluate {agent}", lambda _: evaluate_models(
             eval_env, eval_params, policy, pp, seeds, config.eval_episodes))  # fmt: skip
         for record in first_records(config, env, outs[agent], agent, options, start):
-            writer.write(record)
+            if record.detail not in written:  # written before a resumed run was stopped
+                writer.write(record)
 
+    if not resume:
+        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+    written = {r.detail for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         if config.game != "KartTrack-v0":
             options = game_options(config)

@@ -119,3 +119,31 @@ def test_cartpole_run_writes_table1_summary_and_replayable_records(cartpole_run)
     for record in records[:4]:
         assert record.game_kwargs == {"max_steps_in_episode": 80}
         assert replay(record).reproduced
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_run_stopped_mid_training_resumes_to_the_uninterrupted_result(tmp_path):
+    """Training is checkpointed every period; a resumed run ends with the same table, curves and records."""
+    learner = tuple(dict(TINY_CEM, num_evals=2).items())
+    config = reline.RelineConfig(game="CartPoleBugs-v0", models=2, eval_episodes=8, agents=("reline", "random"), learner_overrides=learner,
+                                 game_kwargs=(("max_steps_in_episode", 60),))  # fmt: skip
+    for run_dir in ("whole", "killed"):
+        (tmp_path / run_dir).mkdir()
+    whole = reline.run(config, tmp_path / "whole")
+
+    def stop_after_one_period(phase, done, total):
+        if phase == "train reline" and done == 1:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        reline.run(config, tmp_path / "killed", progress=stop_after_one_period)
+    assert (tmp_path / "killed" / "checkpoints" / "train-reline").is_dir() and not (tmp_path / "killed" / "summary.json").exists()
+    resumed = reline.run(config, tmp_path / "killed", resume=True)
+    assert resumed["table1"] == whole["table1"] and resumed["training_curves"] == whole["training_curves"]
+    strip = lambda records: [r.__class__(**{**r.__dict__, "wall_s": 0.0}) for r in records]
+    assert strip(read_bug_records(tmp_path / "killed" / "bugs.jsonl")) == strip(read_bug_records(tmp_path / "whole" / "bugs.jsonl"))
+    with pytest.raises(ValueError, match="keeps no checkpoints"):
+        reline.run(reline.RelineConfig(game="ale:MsPacman"), tmp_path / "whole", resume=True)
