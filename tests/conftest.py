@@ -42,3 +42,11 @@ def pytest_sessionfinish(session, exitstatus):
 
     if os.environ.get("PYTEST_XDIST_WORKER") is None and str(os.getpid()) in os.environ.get("JAX_COMPILATION_CACHE_DIR", ""):
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+
+
+#: Tests of a minute or more, started first so that neither xdist worker is left running one alone at the end.
+LONGEST_FIRST = ("tests/test_main_job.py", "tests/methods/test_ppgta.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))  # stable: the rest keep their order

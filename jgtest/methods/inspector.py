@@ -124,10 +124,11 @@ class InspectorCampaign:
             total_timesteps=c.episodes * c.episode_steps, torso="cnn", cnn_layers=c.cnn_layers, cnn_dense=c.cnn_dense,
             conv_impl="im2col", num_evals=1, track_coverage=False,
         ))  # fmt: skip
+        self.init = jax.jit(self._init)  # compiled: eager initialisation dispatches op by op (seconds on CPU)
         self.start_round = jax.jit(self._start_round)
         self.rollout = jax.jit(self._rollout)
 
-    def init(self, key) -> dict:
+    def _init(self, key) -> dict:
         testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(jnp.arange(self.config.num_envs))
         if self.ppo is None:
             return {"testers": testers}

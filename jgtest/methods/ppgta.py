@@ -168,6 +168,7 @@ class PPGTACampaign:
         self.ppo_config = ppo.PPOConfig(game="ParkWorld-v0", num_envs=c.num_envs, num_steps=c.rollout_steps,
                                         total_timesteps=c.episodes * c.episode_steps, num_evals=1)  # fmt: skip
         self.update = ppo.make_update(self.ppo_config, self.network)
+        self.init = jax.jit(self._init)  # compiled: eager initialisation dispatches op by op (seconds on CPU)
         self.start_round = jax.jit(self._start_round)
         self.rollout = jax.jit(self._rollout)
 
@@ -195,7 +196,7 @@ class PPGTACampaign:
         box = jnp.take_along_axis(detections["box"], best[:, None, None], axis=1)[:, 0]
         return jnp.where(detections["valid"].any(axis=1)[:, None], box, 0)
 
-    def init(self, key) -> dict:
+    def _init(self, key) -> dict:
         c, n = self.config, self.config.num_envs
         k_critic, k_rnd = jax.random.split(key)
         params = explorer_params(self.models.policies["path"], self.network.critic, k_critic)

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -60,10 +61,11 @@ import numpy as np
 
 from jgtest import host_loop
 from jgtest.agents import dqn
+from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods import reline
 from jgtest.nets.heads import NATURE_CNN
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
 from jgtest.rewards import bug_bonus_reward
 
 #: DQN steps per model: (the paper's 1,000 episodes at ≈ 700 steps each, --quick).
@@ -107,15 +109,28 @@ def paper_dqn(config: reline.RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperp
     return dqn_config, dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
 
 
-def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict:
+def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
     """Runs RELINE's Table 1 experiment on a bridged game (see :func:`jgtest.methods.reline.run`
-    for the files written); bug records are written the moment each bug first shows for a model."""
+    for the files written); bug records are written the moment each bug first shows for a model.
+
+    Each model's trained parameters are saved with orbax as its training ends
+    (``checkpoints/AGENT-MODEL``), and its training figures and bugs found as its evaluation ends
+    (``models.json``); ``resume`` skips what is done: a model evaluated is not played again, a
+    model trained is evaluated from its checkpoint, and no record is written twice. (The replay
+    buffer is not kept: a model stopped mid-training trains again from its start.)
+    """
     out_dir, start = Path(out_dir), time.perf_counter()
     phases = reline._Phases(progress)
     learn = reline.learner(config)
     dqn_config, hparams = learn.config, learn.hparams
     (out_dir / "config.json").write_text(json.dumps(
         {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(dqn_config))}, indent=2))  # fmt: skip
+    books_path = out_dir / "models.json"
+    if not resume:
+        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+        books_path.unlink(missing_ok=True)
+    books = json.loads(books_path.read_text()) if books_path.exists() else {}
+    written = {r.detail for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
     found: dict[str, list[np.ndarray]] = {}
     curves: dict[str, list[dict]] = {}
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -124,16 +139,25 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
         for agent in config.agents:
             found[agent] = []
             for m in range(config.models):
-                key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), reline.AGENTS.index(agent)), m)
-                seed = reline.eval_seed(config, agent, m)
-                policy, policy_params = _random_policy(), None
-                if agent != "random":
-                    network, policy_params, stats = _train(config, agent, m, dqn_config, hparams, key, seed, phases, game_options)
-                    policy = learn.policy(network)
-                    curves.setdefault(agent, []).append(stats)
-                out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, writer, start, game_options)
-                one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
-                found[agent].append(reline.bugs_found(one_model)[0])
+                unit = f"{agent}-{m}"
+                if "bugs_found" not in books.get(unit, {}):
+                    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), reline.AGENTS.index(agent)), m)
+                    seed = reline.eval_seed(config, agent, m)
+                    policy, policy_params = _random_policy(), None
+                    if agent != "random":
+                        with Checkpointer(out_dir / "checkpoints" / unit, config_fingerprint({"reline": config, "model": unit})) as ckpt:
+                            network, policy_params, stats = _train(config, agent, m, dqn_config, hparams, key, seed, phases, game_options, ckpt,
+                                                                   books.get(unit, {}).get("training"))  # fmt: skip
+                        policy = learn.policy(network)
+                        books[unit] = {"training": stats}
+                        books_path.write_text(json.dumps(jsonable(books), indent=2))
+                    out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, writer, start, game_options, written)
+                    one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
+                    books[unit] = {**books.get(unit, {}), "bugs_found": reline.bugs_found(one_model)[0].tolist()}
+                    books_path.write_text(json.dumps(jsonable(books), indent=2))
+                if "training" in books[unit]:
+                    curves.setdefault(agent, []).append(books[unit]["training"])
+                found[agent].append(np.asarray(books[unit]["bugs_found"]))
     rows = reline.table1(config, {a: np.stack(f) for a, f in found.items()})
     (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
     summary: dict[str, Any] = {
@@ -149,10 +173,15 @@ def _random_policy():
     return lambda params, obs, key: jax.random.randint(key, (), 0, 5)
 
 
-def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options):
-    """Trains one model through the host loop: ``(policy, params, training stats)``."""
+def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options, ckpt: Checkpointer, stats=None):
+    """Trains one model through the host loop, or restores it from ``ckpt`` when it was trained
+    (``stats``: its training figures then): ``(network, params, training figures)``."""
     with host_loop.host_game(config.game, num_envs=dqn_config.num_envs, seed=seed + 50_000, actors=config.actors, **game_options) as game:
-        trainer = dqn.make_agent(dqn_config, host_loop.spec_game(game, PIPELINE))
+        spec, spec_params = host_loop.spec_game(game, PIPELINE)
+        trainer = dqn.make_agent(dqn_config, (spec, spec_params))
+        if ckpt.latest_step() is not None and stats is not None:
+            obs = jax.ShapeDtypeStruct(spec.observation_space(spec_params).shape, np.float32)
+            return trainer.network, ckpt.restore(jax.eval_shape(trainer.network.init, key, obs)), stats
         reward = None if agent == "rl-baseline" else (
             lambda r, terminated, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
         state, stats = phases.run(f"train {agent} {model}", lambda report: host_loop.train_dqn(
@@ -160,18 +189,23 @@ def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_op
     episodes = stats["episode_return"]
     summary = {"episodes": int(episodes.size), "return_last_10_mean": float(episodes[-10:].mean()) if episodes.size else None,
                "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if episodes.size else None}  # fmt: skip
+    ckpt.save(1, state.params)
     return trainer.network, state.params, summary
 
 
-def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, writer, start, game_options):
-    """Plays ``eval_episodes`` episodes; each bug's first showing is written as a record at once."""
+def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, writer, start, game_options, written=frozenset()):
+    """Plays ``eval_episodes`` episodes; each bug's first showing is written as a record at once
+    (unless its record is in ``written``: written before a resumed run was stopped)."""
     num_envs = config.actors or EVAL_GAMES
 
     def on_bug(fields):
+        detail = f"{agent} model {model}: gate bug {fields['bug_id']} showed"
+        if detail in written:
+            return
         writer.write(BugRecord(
             kind="low_fps", game=config.game, bug_id=fields["bug_id"], step=fields["step"], episode=fields["episode"],
             seed=fields["seed"], env_index=fields["env_index"], actions=fields["actions"], position=fields["position"],
-            wall_s=round(time.perf_counter() - start, 3), detail=f"{agent} model {model}: gate bug {fields['bug_id']} showed",
+            wall_s=round(time.perf_counter() - start, 3), detail=detail,
         ))  # fmt: skip
 
     with host_loop.host_game(config.game, num_envs=num_envs, seed=seed, actors=config.actors, **game_options) as game:

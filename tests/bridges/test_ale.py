@@ -178,3 +178,31 @@ def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
     deterministic, sticky = paths(), paths(**reline_host.ALE_OPTIONS)
     np.testing.assert_array_equal(deterministic[0], deterministic[1])
     assert np.abs(sticky[0] - sticky[1]).max() > 0
+
+
+class _Stopped(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_a_stopped_ms_pacman_run_resumes_without_training_again(tmp_path):
+    """RELINE on the real game: each model's parameters are checkpointed as its training ends; a run
+    stopped in the evaluation resumes from them (no training phase again), and a finished run
+    resumed plays nothing."""
+    from jgtest.methods import reline
+
+    config = reline.RelineConfig(game="ale:MsPacman", models=1, eval_episodes=1, agents=("rl-baseline",), train_steps=64, quick=True)
+
+    def stop_at_the_evaluation(phase, done, total):
+        if phase.startswith("evaluate"):
+            raise _Stopped
+
+    with pytest.raises(_Stopped):
+        reline.run(config, tmp_path, progress=stop_at_the_evaluation)
+    assert "training" in json.loads((tmp_path / "models.json").read_text())["rl-baseline-0"]
+    phases = []
+    summary = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True)
+    assert phases and not any(p.startswith("train") for p in phases) and summary["table1"]["rl-baseline"]["1"]["counts"]
+    phases.clear()
+    again = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True)
+    assert phases == [] and again["table1"] == summary["table1"] and again["training"] == summary["training"]

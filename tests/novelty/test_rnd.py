@@ -15,17 +15,21 @@ def _frames(seed, n=8, size=64):
 
 
 def test_ensemble_reward_equals_a_loop_over_members():
+    """(Each side compiled: op-by-op convolutions take seconds on CPU.)"""
     rnd = RND(RNDConfig(members=5, **SMALL))
-    state = rnd.init(jax.random.key(0))
+    state = jax.jit(rnd.init)(jax.random.key(0))
     x = _frames(1)
-    features = rnd.embed(state, x)  # the shared backbone, once
-    member = lambda m: rnd.net.apply(jax.tree.map(lambda p: p[m], state.predictors), features)
-    looped = jnp.stack([member(m) for m in range(5)])
-    np.testing.assert_allclose(rnd.raw_reward(state, x), jnp.var(looped, axis=0).mean(-1), rtol=1e-5, atol=1e-7)
+
+    @jax.jit
+    def looped(state, x):
+        features = rnd.embed(state, x)  # the shared backbone, once
+        return jnp.stack([rnd.net.apply(jax.tree.map(lambda p, m=m: p[m], state.predictors), features) for m in range(5)])
+
+    np.testing.assert_allclose(jax.jit(rnd.raw_reward)(state, x), jnp.var(looped(state, x), axis=0).mean(-1), rtol=1e-5, atol=1e-7)
     single = RND(RNDConfig(members=1, reward="error", shared_backbone=False, **SMALL))  # the original RND: whole networks
-    s1 = single.init(jax.random.key(0))
-    error = ((single.net.apply(jax.tree.map(lambda p: p[0], s1.predictors), x) - single.net.apply(s1.target, x)) ** 2).mean(-1)
-    np.testing.assert_allclose(single.raw_reward(s1, x), error, rtol=1e-5)
+    s1 = jax.jit(single.init)(jax.random.key(0))
+    error = jax.jit(lambda s, x: ((single.net.apply(jax.tree.map(lambda p: p[0], s.predictors), x) - single.net.apply(s.target, x)) ** 2).mean(-1))
+    np.testing.assert_allclose(jax.jit(single.raw_reward)(s1, x), error(s1, x), rtol=1e-5)
 
 
 @pytest.mark.parametrize("reward, members, shared", [("error", 1, False), ("variance", 4, True)])

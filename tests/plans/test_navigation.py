@@ -16,7 +16,7 @@ from jgtest.plans.navigation import SUITE, NavigatorConfig, learned_navigator, l
 
 def test_navigation_targets_are_reachable_and_arrival_is_rewarded():
     env, params = jgtest.make("DungeonNav-v0")
-    obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), 8), params)
+    obs, states = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))(jax.random.split(jax.random.key(0), 8), params)
     assert obs.shape == (8, 17 * 17 * 8 + 3)
     fields = np.asarray(states.field)
     start = np.asarray(states.level.pos)
@@ -34,7 +34,7 @@ def test_navigation_targets_are_reachable_and_arrival_is_rewarded():
         assert float(reward) == pytest.approx(-0.01 + 0.05)
     assert bool(done)
     # a door the episode opened stays open while the navigator walks (the switch holding it is on)
-    stepped = jax.vmap(env.step_env, in_axes=(0, 0, None, None))(jax.random.split(jax.random.key(1), 8), states, 0, params)[1]
+    stepped = jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, None, None)))(jax.random.split(jax.random.key(1), 8), states, 0, params)[1]
     assert np.asarray(states.level.door_open).any()
     np.testing.assert_array_equal(stepped.level.door_open, states.level.door_open)
 
