@@ -336,8 +336,6 @@ def _run_reline(args) -> int:
         )  # fmt: skip
         if config.game not in reline.HOST_GAMES:
             jgtest.make(config.game, **dict(config.game_kwargs))
-        elif args.resume and config.game in reline.KART_GAMES:
-            raise ValueError(f"--resume: RELINE on {config.game} keeps no checkpoints (its learners train on through the evaluation); run it again")
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     out = prepare_out_dir(args.out, args.overwrite, args.resume)

@@ -186,14 +186,24 @@ def run_unreal(args, prepare_out_dir) -> int:
         models = load_models(args.ppgta_models)  # with the config they were trained with
     except FileNotFoundError as error:
         raise SystemExit(f"error: --ppgta-models: {error}") from None
-    out = prepare_out_dir(args.out, args.overwrite)
+    out = prepare_out_dir(args.out, args.overwrite, args.resume)
+    config = {"method": args.method, "game": args.game, "game_args": _game_args(args), "seed": args.seed, "detector": args.detector,
+              "episode_steps": 2000 if not args.quick else 200, "ppgta_models": str(Path(args.ppgta_models).resolve()),
+              "explorer_from": args.explorer_from and str(Path(args.explorer_from).resolve())}  # fmt: skip
+    config = json.loads(json.dumps(config))  # as config.json holds it
+    if args.resume:  # the campaign continues as it started; only its number of episodes may change
+        saved = {k: v for k, v in json.loads((out / "config.json").read_text()).items() if k != "episodes"}
+        if saved != config:
+            changed = sorted(k for k in config.keys() | saved.keys() if saved.get(k) != config.get(k))
+            raise SystemExit(f"error: --resume: {args.out!r} holds a campaign with other settings ({', '.join(changed)})")
+    (out / "config.json").write_text(json.dumps({**config, "episodes": _episodes(args)}, indent=2))
     try:
         trained = device_run(args.explorer_from, models) if args.explorer_from else None
         agent = BridgedAgent(models, args.method, trained, args.detector)
     except (ValueError, TypeError) as error:
         raise SystemExit(f"error: {error}") from None
     with game as env:
-        summary = run_bridged(env, agent, out, episodes=_episodes(args), episode_steps=2000 if not args.quick else 200, seed=args.seed)
+        summary = run_bridged(env, agent, out, episodes=_episodes(args), episode_steps=config["episode_steps"], seed=args.seed, resume=args.resume)
     print(f"{args.method} over {args.game}: {summary['ooi_tested']} objects tested ({summary['ooi_success']} succeeded), "
           f"{summary['texture_flagged']} flagged by the texture oracle, {len(summary['faults'])} fault(s) of the wire; wrote {out}")  # fmt: skip
     return 0

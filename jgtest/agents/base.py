@@ -96,6 +96,11 @@ class Agent(NamedTuple):
     train: TrainFn
 
 
+def or_default(hparams, default):
+    """``hparams``, or ``default`` where ``None`` is passed (every agent function's fallback)."""
+    return default if hparams is None else hparams
+
+
 def build(
     config, network, game, default_hparams, *, init: InitFn, init_learner: InitLearnerFn, act: ActFn, update: UpdateFn,
     step: StepFn, steps_per_period: int, greedy, summarize: SummarizeFn,
@@ -120,16 +125,15 @@ def build(
       The agent; each period's metrics are ``eval_return_mean``, ``eval_return_std`` and ``summarize``'s.
     """
     env, env_params, max_steps = game
-    hparams_or_default = lambda hparams: default_hparams if hparams is None else hparams
 
     def period(state, hparams=None):
-        hparams = hparams_or_default(hparams)
+        hparams = or_default(hparams, default_hparams)
         state, step_metrics, eval_mean, eval_std = scan_then_evaluate(
             state, lambda s: step(s, hparams), steps_per_period, greedy, env, env_params, config.eval_episodes, max_steps
         )
         return state, {"eval_return_mean": eval_mean, "eval_return_std": eval_std, **summarize(state, step_metrics)}
 
     def train(key, hparams=None):
-        return run_periods(lambda s: period(s, hparams), init(key, hparams_or_default(hparams)), config.num_evals)
+        return run_periods(lambda s: period(s, hparams), init(key, or_default(hparams, default_hparams)), config.num_evals)
 
     return Agent(config, network, init, init_learner, jax.jit(act), jax.jit(update), period, train)

@@ -87,7 +87,6 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
     network = PolicyNetwork(num_actions, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
     reset, step = batched(env, env_params)
     n = config.episodes_per_iter
-    hparams_or_default = lambda hparams: CEMHyperparams() if hparams is None else hparams
 
     def act(params, obs, key, hparams=None, timesteps=0):
         logits = network.apply(params, obs)
@@ -114,7 +113,7 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
 
     def update(state: CEMState, episodes: Episodes, key, hparams=None):
         del key  # the fit is deterministic
-        hparams = hparams_or_default(hparams)
+        hparams = base.or_default(hparams, CEMHyperparams())
         if config.elite_episodes is None:
             elite = cem_elite_mask(episodes.returns, hparams.percentile)
         else:
@@ -138,7 +137,7 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
 
     def initial_state(k_net, k_run, obs, hparams):
         params = network.init(k_net, obs[0])
-        opt_state = optax.adam(hparams_or_default(hparams).learning_rate).init(params)
+        opt_state = optax.adam(base.or_default(hparams, CEMHyperparams()).learning_rate).init(params)
         return CEMState(params=params, opt_state=opt_state, key=k_run, env_steps=jnp.int32(0))
 
     def init(key, hparams=None):

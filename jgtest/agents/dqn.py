@@ -144,10 +144,9 @@ def make_agent(config: DQNConfig, game=None) -> Agent:
     buffer = fbx.make_item_buffer(
         max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True
     )
-    hparams_or_default = lambda hparams: DQNHyperparams() if hparams is None else hparams
 
     def act(params, obs, key, hparams=None, timesteps=0):
-        epsilon = epsilon_at(timesteps, hparams_or_default(hparams))
+        epsilon = epsilon_at(timesteps, base.or_default(hparams, DQNHyperparams()))
         q = network.apply(params, obs)
         k_explore, k_random = jax.random.split(key)
         random_action = jax.random.randint(k_random, q.shape[:-1], 0, num_actions)
@@ -175,7 +174,7 @@ def make_agent(config: DQNConfig, game=None) -> Agent:
         params = network.init(k_net, obs[0])
         item = {"obs": obs[0], "action": jnp.int32(0), "reward": jnp.float32(0), "terminated": jnp.bool_(False), "next_obs": obs[0]}
         return DQNState(
-            params=params, target_params=params, opt_state=optax.adam(hparams_or_default(hparams).learning_rate).init(params),
+            params=params, target_params=params, opt_state=optax.adam(base.or_default(hparams, DQNHyperparams()).learning_rate).init(params),
             buffer=buffer.init(item), env_state=env_state, obs=obs, key=k_run,
             timesteps=jnp.int32(0), updates=jnp.int32(0),
         )  # fmt: skip
@@ -190,7 +189,7 @@ def make_agent(config: DQNConfig, game=None) -> Agent:
         return initial_state(k_net, k_run, obs, None, hparams)
 
     def update(state: DQNState, items: dict, key, hparams=None):
-        hparams = hparams_or_default(hparams)
+        hparams = base.or_default(hparams, DQNHyperparams())
         buf = buffer.add(state.buffer, items)
         timesteps = state.timesteps + items["action"].shape[0]
 

@@ -118,7 +118,6 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
     )
     reset, step = batched(training_game(game, config), env_params)
     learn = make_update(network)
-    hparams_or_default = lambda hparams: default_hparams if hparams is None else hparams
 
     def act(params, obs, key, hparams=None, timesteps=0):
         logits, value = network.apply(params, obs)
@@ -128,7 +127,7 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
 
     def initial_state(k_net, k_run, obs, env_state, hparams):
         params = network.init(k_net, obs[0])
-        opt_state = make_optimizer(hparams_or_default(hparams)).init(params)
+        opt_state = make_optimizer(base.or_default(hparams, default_hparams)).init(params)
         return OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=k_run, update=jnp.int32(0))
 
     def init(key, hparams=None):
@@ -142,7 +141,7 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
 
     def update(state: OnPolicyState, traj: Transition, key, hparams=None):
         learner = (state.params, state.opt_state, state.update)
-        (params, opt_state), metrics = learn(learner, traj, hparams_or_default(hparams), key)
+        (params, opt_state), metrics = learn(learner, traj, base.or_default(hparams, default_hparams), key)
         return state.replace(params=params, opt_state=opt_state, update=state.update + 1), metrics
 
     def one_update(state: OnPolicyState, hparams):

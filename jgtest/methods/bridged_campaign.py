@@ -27,11 +27,19 @@ A fault of the wire ends the game's episode (the bridge records it in ``env.faul
 campaign goes on with the next episode and keeps every record already written; the faults
 are listed in ``summary.json``. The agents do not learn over the bridge: their learning is the
 device campaigns'.
+
+Resume: the campaign keeps no device state between episodes (its agents do not learn, and
+episode ``e``'s key is ``fold_in(key(seed), e)``), so its checkpoint is host data:
+``progress.json`` (episodes done, steps played, each tested object's outcome, the wire's
+faults), replaced atomically after every episode. ``resume=True`` starts at the first episode
+not done; an episode a kill cut short is played again from its start, and a record already in
+``bugs.jsonl`` is not written twice.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -45,9 +53,11 @@ from jgtest.envs.park_experts import walk_around
 from jgtest.methods import inspector, ppgta
 from jgtest.methods.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
 from jgtest.methods.park_campaign import restore_carry
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
 
 AGENTS = ("ppgta", "inspector", "random")
+#: The campaign's checkpoint in its run directory (module docstring).
+PROGRESS = "progress.json"
 
 
 def device_run(run_dir: str | Path, models=None):
@@ -199,63 +209,88 @@ class BridgedAgent:
         return loop, event, bug_prob
 
 
-def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int = 1, episode_steps: int = 2000, seed: int = 0) -> dict:
+def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int = 1, episode_steps: int = 2000, seed: int = 0,
+                resume: bool = False) -> dict:  # fmt: skip
     """Runs a campaign of ``episodes`` episodes of game 0 of ``env`` (module docstring) with the agent
-    ``bridged`` in ``out_dir``: ``bugs.jsonl`` (each flagged object as its test ends), ``summary.json``
-    (objects tested, their outcomes and oracle verdicts, the wire's faults)."""
-    models, agent = bridged.models, bridged.agent
+    ``bridged`` in ``out_dir``: ``bugs.jsonl`` (each flagged object as its test ends), ``progress.json``
+    after every episode, ``summary.json`` (objects tested, their outcomes and oracle verdicts, the
+    wire's faults); ``resume`` continues the campaign ``out_dir`` holds from its ``progress.json``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    start, outcomes, key, played = time.perf_counter(), {}, jax.random.key(seed), []
+    progress_path = out_dir / PROGRESS
+    progress = {"episodes_done": 0, "steps_played": [], "outcomes": {}, "faults": [], "wall_s": 0.0}
+    if resume and progress_path.exists():
+        progress = json.loads(progress_path.read_text())
+    outcomes, played = {int(k): v for k, v in progress["outcomes"].items()}, progress["steps_played"]
+    faults = progress["faults"]  # those of the runs before this one
+    written = {r.bug_id for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+    start = time.perf_counter() - progress["wall_s"]
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-        for episode in range(episodes):
-            faults_before = len(env.faults)
-            try:
-                frames, info = env.reset(seed + episode)
-            except RuntimeError:  # the bridge's BridgeError: no game answered (its fault is in env.faults)
-                continue
-            if len(env.faults) > faults_before or env.objects[0] is None:
-                continue  # the game did not restart: the next episode tries again
-            if episode == 0:
-                bridged.check_game(env, frames)
-            catalogue = env.objects[0]
-            ooi_pos = jnp.asarray(catalogue["location"][:, :2] / env.units_per_cell, jnp.float32)
-            loop = bridged.fresh(len(catalogue["names"]))
-            loop["tester"] = loop["tester"].replace(tested=jnp.asarray([o in outcomes for o in range(len(catalogue["names"]))], bool))
-            evidence, actions = {}, []
-            played.append(0)
-            for t in range(episode_steps):
-                key, k = jax.random.split(key)
-                position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
-                loop, executed = bridged.act(loop, jnp.asarray(frames[0]), host_objects(info["objects"]), position, jnp.float32(info["yaw"][0]), ooi_pos, k)
-                actions.append(int(executed))
-                frames, _, _, truncated, info = env.step(np.array([int(executed)]))
-                if len(env.faults) > faults_before or truncated[0]:
-                    break  # a fault (or the game's episode cap) ended the episode; what is written stays
-                played[-1] += 1
-                position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
-                loop, event, bug_prob = bridged.observe(loop, executed, jnp.asarray(frames[0]), host_objects(info["objects"]), position, ooi_pos)
-                event = jax.device_get(event)
-                target = int(event["target"])
-                if target >= 0 and event["target_pixels"] >= models.oracle.config.min_pixels:
-                    evidence.setdefault(target, []).append(np.asarray(bug_prob))
-                done = int(event["done"])
-                if done >= 0 and done not in outcomes:
-                    probs = np.asarray(evidence.get(done, np.zeros((0, 3))))
-                    flagged, bug, score = models.oracle.judge(probs, np.ones(len(probs), bool))
-                    outcomes[done] = {"success": bool(event["success"]), "walked": bool(event["walked"]), "flagged": flagged,
-                                      "episode": episode, "step": t}  # fmt: skip
-                    if flagged:
-                        writer.write(BugRecord(
-                            kind="texture", game=env.name, bug_id=done, step=t, episode=episode, seed=seed, env_index=0,
-                            actions=tuple(actions), position=tuple(float(v) for v in info["telemetry"].position[0]),
-                            wall_s=round(time.perf_counter() - start, 3),
-                            detail=f"{agent} over the bridge: texture oracle flags object {catalogue['names'][done]} (P(bug) {score:.2f})",
-                        ))  # fmt: skip
-    summary = {"game": env.name, "agent": agent, "trained": bridged.trained, "detector": bridged.detector, "episodes": episodes,
-               "steps_played": played, "ooi_tested": len(outcomes), "ooi_success": sum(o["success"] for o in outcomes.values()),
-               "texture_flagged": sum(o["flagged"] for o in outcomes.values()),
-               "outcomes": {str(k): v for k, v in sorted(outcomes.items())}, "faults": list(env.faults),
+        for episode in range(progress["episodes_done"], episodes):
+            played.append(_episode(env, bridged, writer, episode, episode_steps, seed, outcomes, written, start))
+            progress = {"episodes_done": episode + 1, "steps_played": played, "outcomes": {str(k): v for k, v in sorted(outcomes.items())},
+                        "faults": faults + list(env.faults), "wall_s": round(time.perf_counter() - start, 2)}  # fmt: skip
+            _replace(progress_path, progress)
+    summary = {"game": env.name, "agent": bridged.agent, "trained": bridged.trained, "detector": bridged.detector, "episodes": episodes,
+               "steps_played": [p for p in played if p is not None], "ooi_tested": len(outcomes),
+               "ooi_success": sum(o["success"] for o in outcomes.values()), "texture_flagged": sum(o["flagged"] for o in outcomes.values()),
+               "outcomes": {str(k): v for k, v in sorted(outcomes.items())}, "faults": faults + list(env.faults),
                "wall_s": round(time.perf_counter() - start, 2)}  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
+
+
+def _replace(path: Path, data: dict) -> None:
+    """Writes ``data`` as JSON to ``path`` atomically: a kill leaves the old file or the new one."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(jsonable(data), indent=2))
+    os.replace(tmp, path)
+
+
+def _episode(env, bridged, writer, episode, episode_steps, seed, outcomes, written, start) -> int | None:
+    """Plays episode ``episode`` (``seed + episode``): records each tested object's outcome in ``outcomes``
+    and writes each flagged one not in ``written``; the steps played, ``None`` when the game did not restart."""
+    models, agent = bridged.models, bridged.agent
+    faults_before = len(env.faults)
+    try:
+        frames, info = env.reset(seed + episode)
+    except RuntimeError:  # the bridge's BridgeError: no game answered (its fault is in env.faults)
+        return None
+    if len(env.faults) > faults_before or env.objects[0] is None:
+        return None  # the game did not restart: the next episode tries again
+    bridged.check_game(env, frames)
+    catalogue = env.objects[0]
+    ooi_pos = jnp.asarray(catalogue["location"][:, :2] / env.units_per_cell, jnp.float32)
+    loop = bridged.fresh(len(catalogue["names"]))
+    loop["tester"] = loop["tester"].replace(tested=jnp.asarray([o in outcomes for o in range(len(catalogue["names"]))], bool))
+    evidence, actions, played = {}, [], 0
+    key = jax.random.fold_in(jax.random.key(seed), episode)
+    for t in range(episode_steps):
+        key, k = jax.random.split(key)
+        position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
+        loop, executed = bridged.act(loop, jnp.asarray(frames[0]), host_objects(info["objects"]), position, jnp.float32(info["yaw"][0]), ooi_pos, k)
+        actions.append(int(executed))
+        frames, _, _, truncated, info = env.step(np.array([int(executed)]))
+        if len(env.faults) > faults_before or truncated[0]:
+            break  # a fault (or the game's episode cap) ended the episode; what is written stays
+        played += 1
+        position = jnp.asarray(info["telemetry"].position[0], jnp.float32)
+        loop, event, bug_prob = bridged.observe(loop, executed, jnp.asarray(frames[0]), host_objects(info["objects"]), position, ooi_pos)
+        event = jax.device_get(event)
+        target = int(event["target"])
+        if target >= 0 and event["target_pixels"] >= models.oracle.config.min_pixels:
+            evidence.setdefault(target, []).append(np.asarray(bug_prob))
+        done = int(event["done"])
+        if done >= 0 and done not in outcomes:
+            probs = np.asarray(evidence.get(done, np.zeros((0, 3))))
+            flagged, bug, score = models.oracle.judge(probs, np.ones(len(probs), bool))
+            outcomes[done] = {"success": bool(event["success"]), "walked": bool(event["walked"]), "flagged": flagged,
+                              "episode": episode, "step": t}  # fmt: skip
+            if flagged and done not in written:
+                writer.write(BugRecord(
+                    kind="texture", game=env.name, bug_id=done, step=t, episode=episode, seed=seed, env_index=0,
+                    actions=tuple(actions), position=tuple(float(v) for v in info["telemetry"].position[0]),
+                    wall_s=round(time.perf_counter() - start, 3),
+                    detail=f"{agent} over the bridge: texture oracle flags object {catalogue['names'][done]} (P(bug) {score:.2f})",
+                ))  # fmt: skip
+    return played

@@ -524,8 +524,8 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
       config: the experiment.
       out_dir: an existing, writable directory.
       progress: called with ``(phase, done, total)`` as phases advance.
-      resume: continue the run in ``out_dir`` (on the real SuperTuxKart, whose learners train on
-        through the evaluation, refused; Ms. Pac-Man: :func:`jgtest.methods.reline_host.run`).
+      resume: continue the run in ``out_dir`` (the bridged games skip the phases done instead:
+        :func:`jgtest.methods.reline_host.run`, :func:`jgtest.methods.reline_stk.run`).
 
     Returns:
       The summary written to ``summary.json``.
@@ -534,9 +534,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
         from jgtest.methods import reline_host, reline_stk
 
         if config.game in KART_GAMES:
-            if resume:
-                raise ValueError(f"--resume: RELINE on {config.game} keeps no checkpoints (its learners train on through the evaluation)")
-            return reline_stk.run(config, out_dir, progress)
+            return reline_stk.run(config, out_dir, progress, resume)
         return reline_host.run(config, out_dir, progress, resume)
     out_dir = Path(out_dir)
     start = time.perf_counter()

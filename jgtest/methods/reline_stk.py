@@ -55,12 +55,25 @@ not a reproduction.
 
 The cells are the bridge's: 200 buckets of ``path_done`` along the lap × 24 of
 ``centering`` over ``±1.5 θ``; a point's coordinates are its cell's centre.
+
+Resume (:class:`_Progress`): each phase's result is saved as the phase ends —
+a learner's whole DQN state with orbax (``checkpoints/AGENT``: networks, Adam,
+replay buffer, counters, key; the evaluation trains on from it), the
+measurements later phases read as ``measurements/NAME.npz`` (the calibration's
+render times, each evaluation's episodes) and the phase's figures in
+``progress.json`` — and ``resume=True`` skips every phase done. A phase a kill
+cut short is run again from its start; its records already written stay, and
+one with the same detail is not written twice. Render times are measured, not
+computed, so a resumed run is a continuation, not a bit-for-bit copy of an
+uninterrupted one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -71,12 +84,14 @@ import numpy as np
 from jgtest import host_loop
 from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
+from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods import reline
 from jgtest.oracles import low_fps_points, reline_threshold
 from jgtest.report.plots import section_plot
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
 from jgtest.rewards import kart_finish_bonus, kart_performance_reward, kart_progress_reward
+from jgtest.types import Telemetry
 
 #: 4 stacked grayscale frames at the bridge's render size (height, width).
 PIPELINE = ObservationPipeline(size=(96, 128), num_frames=4)
@@ -131,10 +146,11 @@ def cell_centres(game, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (rows + 0.5) * game.track_length / n_path, -span + (cols + 0.5) * 2 * span / n_cent
 
 
-def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict:
+def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
     """Runs the campaign (module docstring), writing in ``out_dir``: ``config.json``,
     ``bugs.jsonl`` (low-FPS points, as each agent's evaluation ends), ``low_fps.json``, the
-    plots (``render_times.png``, ``low_fps_points.png``, ``sections.png``) and ``summary.json``."""
+    plots (``render_times.png``, ``low_fps_points.png``, ``sections.png``), ``summary.json``,
+    and what ``resume`` continues from (``progress.json``, ``checkpoints/``, ``measurements/``)."""
     out_dir, start = Path(out_dir), time.perf_counter()
     phases = reline._Phases(progress)
     learn = reline.learner(config)
@@ -145,15 +161,20 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
     key = jax.random.key(config.seed)
     train_seed = config.seed * 100_000 + 50_000
     summary: dict[str, Any] = {"method": "reline", "game": config.game, "episodes": counts, "train_steps": learn.config.total_timesteps}
+    done = _Progress(out_dir, config, resume)
     with host_loop.host_game(config.game, seed=train_seed, **dict(config.game_kwargs)) as game, \
             BugRecordWriter(out_dir / "bugs.jsonl") as writer:  # fmt: skip
-        campaign = _Campaign(config, learn, game, phases, writer, start, counts)
+        campaign = _Campaign(config, learn, game, phases, writer, start, counts, done)
         threshold = campaign.train(key, train_seed)
         outs = {agent: campaign.evaluate(agent, threshold) for agent in config.agents}
+        if not hasattr(game, "track_length"):  # every phase was done before: load the race for its length
+            game.reset(train_seed)
         analysis = phases.run("low-FPS analysis", lambda _: reline.low_fps_analysis(
             game.num_cells, lambda cells: cell_centres(game, cells), threshold["t_ms"], outs))  # fmt: skip
-        replay = phases.run("replay check", lambda _: campaign.replay_sections(outs["rl-baseline"], threshold["t_ms"], out_dir)) \
-            if "rl-baseline" in outs else None  # fmt: skip
+        replay = None
+        if "rl-baseline" in outs:
+            replay = done.figures("replay check") or done.finish("replay check", phases.run(
+                "replay check", lambda _: campaign.replay_sections(outs["rl-baseline"], threshold["t_ms"], out_dir)))  # fmt: skip
         low_fps = reline.write_low_fps(
             config, analysis, threshold["t_ms"], out_dir, road_half_width=game.road_half_width,
             path_length=game.track_length, replay_reliability=replay,
@@ -162,19 +183,79 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None) -> dict
         threshold=threshold, training=campaign.curves,
         low_fps={a: {"count": r["count"], "visits_per_1000_episodes": r["visits_per_1000_episodes"],
                      "confidence_median": r["confidence"]["median"]} for a, r in low_fps["per_agent"].items()},
-        medians_ms=low_fps["medians_ms"], replay_reliability=replay, phases_s=phases.wall_s,
+        medians_ms=low_fps["medians_ms"], replay_reliability=replay, phases_s=phases.wall_s, resumed_phases=done.resumed,
         wall_s=round(time.perf_counter() - start, 2), paper=reline.PAPER_KART,
     )  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
 
 
-class _Campaign:
-    """The phases of :func:`run` over one open race."""
+class _Progress:
+    """The phases a run has finished, and their results, for ``resume`` (module docstring).
 
-    def __init__(self, config, learn, game, phases, writer, start, counts):
+    ``figures(phase)`` is a finished phase's JSON figures (``None`` when it is
+    not finished, or the run does not resume); ``finish(phase, figures)``
+    records them, after the phase's learner and measurements are saved
+    (``save_learner``, ``save_measurements``), so a phase is finished only
+    when all it left is on disk. Without ``resume`` a run starts afresh:
+    what an earlier run left is removed.
+    """
+
+    def __init__(self, out_dir: Path, config: reline.RelineConfig, resume: bool):
+        self.path, self.checkpoints, self.measurements = out_dir / "progress.json", out_dir / "checkpoints", out_dir / "measurements"
+        if not resume:
+            self.path.unlink(missing_ok=True)
+            shutil.rmtree(self.checkpoints, ignore_errors=True)
+            shutil.rmtree(self.measurements, ignore_errors=True)
+        self.done = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.resumed = sorted(self.done)
+        self.fingerprint = config_fingerprint(config)
+        self.written = {r.detail for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+
+    def figures(self, phase: str):
+        return self.done.get(phase)
+
+    def finish(self, phase: str, figures):
+        """Marks ``phase`` finished with its ``figures`` (written atomically); returns them."""
+        self.done[phase] = jsonable(figures)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.done, indent=2))
+        os.replace(tmp, self.path)
+        return figures
+
+    def save_learner(self, agent: str, state) -> None:
+        shutil.rmtree(self.checkpoints / agent, ignore_errors=True)  # a phase run again replaces what a kill left
+        with Checkpointer(self.checkpoints / agent, self.fingerprint) as ckpt:
+            ckpt.save(1, state)
+
+    def learner(self, agent: str, state_like):
+        with Checkpointer(self.checkpoints / agent, self.fingerprint) as ckpt:
+            return ckpt.restore(state_like)
+
+    def save_measurements(self, name: str, arrays: dict) -> None:
+        """``arrays`` (host arrays, a :class:`Telemetry` under ``"telemetry"``) as ``measurements/NAME.npz``."""
+        flat = {k: v for k, v in arrays.items() if k != "telemetry"}
+        if "telemetry" in arrays:
+            flat.update({f"telemetry/{f.name}": getattr(arrays["telemetry"], f.name) for f in dataclasses.fields(Telemetry)})
+        self.measurements.mkdir(parents=True, exist_ok=True)
+        with open(self.measurements / f"{name}.npz.tmp", "wb") as f:
+            np.savez(f, **flat)
+        os.replace(self.measurements / f"{name}.npz.tmp", self.measurements / f"{name}.npz")
+
+    def measurements_of(self, name: str) -> dict:
+        with np.load(self.measurements / f"{name}.npz") as saved:
+            flat = dict(saved)
+        out = {k: v for k, v in flat.items() if not k.startswith("telemetry/")}
+        telemetry = {k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith("telemetry/")}
+        return {**out, "telemetry": Telemetry(**telemetry)} if telemetry else out
+
+
+class _Campaign:
+    """The phases of :func:`run` over one open race; ``done`` (a :class:`_Progress`) skips those finished."""
+
+    def __init__(self, config, learn, game, phases, writer, start, counts, done):
         self.config, self.learn, self.game, self.phases = config, learn, game, phases
-        self.writer, self.start, self.counts = writer, start, counts
+        self.writer, self.start, self.counts, self.done = writer, start, counts, done
         self.curves: dict[str, dict] = {}
         #: Per learning agent, what its evaluation trains on: ``(trainer, DQNState, reward or None, key)``.
         self.learners: dict[str, tuple] = {}
@@ -188,52 +269,76 @@ class _Campaign:
         return self.phases.run(f"train {agent}", lambda report: host_loop.train_dqn(
             trainer, self.game, PIPELINE, hparams, key, max(steps, 0), seed=seed, on_progress=report, state=state, **options))  # fmt: skip
 
-    def _curve(self, agent, stats):
+    def _saved_learner(self, agent, trainer, key):
+        """``agent``'s DQN state as its training phase saved it."""
+        spec, spec_params = host_loop.spec_game(self.game, PIPELINE)
+        space = spec.observation_space(spec_params)
+        obs = jax.ShapeDtypeStruct((self.game.num_envs, *space.shape), space.dtype)
+        return self.done.learner(agent, jax.eval_shape(trainer.init_learner, key, obs, self.learn.hparams))
+
+    @staticmethod
+    def _curve(stats):
         returns = stats["episode_return"]
-        self.curves[agent] = {"episodes": int(returns.size), "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None}
+        return {"episodes": int(returns.size), "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None}
 
     def train(self, key, seed) -> dict:
         """rl-baseline, the calibration and RELINE (kept in :attr:`learners`): the threshold dict."""
-        config, learn = self.config, self.learn
+        config, learn, done = self.config, self.learn, self.done
         t_b = None
         if "rl-baseline" in config.agents:
             trainer = self._trainer()
             k_base = jax.random.fold_in(key, reline.AGENTS.index("rl-baseline"))
-            state, stats = self._train("rl-baseline", trainer, k_base, seed)
-            self._curve("rl-baseline", stats)
+            if done.figures("train rl-baseline") is None:
+                state, stats = self._train("rl-baseline", trainer, k_base, seed)
+                done.save_learner("rl-baseline", state)
+                done.finish("train rl-baseline", self._curve(stats))
+            else:
+                state = self._saved_learner("rl-baseline", trainer, k_base)
+            self.curves["rl-baseline"] = done.figures("train rl-baseline")
             self.learners["rl-baseline"] = (trainer, state, None, k_base)
             baseline = (learn.policy(trainer.network), state.params)
-            base = self.phases.run("calibrate t_b", lambda report: host_loop.play(
-                self.game, PIPELINE, *baseline, self.counts["threshold_episodes"], jax.random.fold_in(key, 500),
-                seed=reline.eval_seed(config, "rl-baseline", 0) + 500, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
-            driving = reline.until_stuck(base["delta_path_done"], base["valid"])
-            stuck_everywhere = driving.sum() < 2  # an under-trained kart that never drives: keep every step
-            base_ms = base["telemetry"].frame_time_ms[base["valid"] if stuck_everywhere else driving]
+            if done.figures("calibrate t_b") is None:
+                base = self.phases.run("calibrate t_b", lambda report: host_loop.play(
+                    self.game, PIPELINE, *baseline, self.counts["threshold_episodes"], jax.random.fold_in(key, 500),
+                    seed=reline.eval_seed(config, "rl-baseline", 0) + 500, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
+                driving = reline.until_stuck(base["delta_path_done"], base["valid"])
+                stuck_everywhere = driving.sum() < 2  # an under-trained kart that never drives: keep every step
+                done.save_measurements("calibration", {"render_times_ms": base["telemetry"].frame_time_ms[base["valid"] if stuck_everywhere else driving]})
+                done.finish("calibrate t_b", {"stuck_cut_skipped": bool(stuck_everywhere)})
+            base_ms = done.measurements_of("calibration")["render_times_ms"]
             t_b = reline_threshold(base_ms)
         threshold = {"t_b_ms": t_b, "delta_ms": 0.0, "t_ms": t_b, "baseline_render_times": None if t_b is None else int(base_ms.size),
-                     "stuck_cut_skipped": None if t_b is None else bool(stuck_everywhere)}  # fmt: skip
+                     "stuck_cut_skipped": None if t_b is None else done.figures("calibrate t_b")["stuck_cut_skipped"]}  # fmt: skip
         if "reline" in config.agents:
             trainer = self._trainer()
             reward = KartRelineReward(1, t_b, config.theta, config.progress_cap)
             k_reline = jax.random.fold_in(key, reline.AGENTS.index("reline"))
-            state, warm = self.phases.run("RELINE warm-up", lambda report: host_loop.train_dqn(
-                trainer, self.game, PIPELINE, learn.hparams, k_reline, self.counts["warmup_episodes"] * self.game.max_steps_in_episode,
-                reward, seed=seed, on_progress=report,
-                behaviour=baseline, max_episodes=self.counts["warmup_episodes"], record=()))  # fmt: skip
-            warm_ms = warm["episodes"]["telemetry"].frame_time_ms[warm["episodes"]["valid"]]
-            t = reline_threshold(base_ms, warm_ms)
-            threshold.update(delta_ms=t - t_b, t_ms=t, warmup_render_times=int(warm_ms.size))
-            reward.threshold_ms = t
-            reward.reset()  # the warm-up stopped mid-race: RELINE's first episode starts its own Σ r_p
-            state, stats = self._train("reline", trainer, k_reline, seed, reward=reward, state=state)
-            self._curve("reline", stats)
+            if done.figures("train reline") is None:
+                state, warm = self.phases.run("RELINE warm-up", lambda report: host_loop.train_dqn(
+                    trainer, self.game, PIPELINE, learn.hparams, k_reline, self.counts["warmup_episodes"] * self.game.max_steps_in_episode,
+                    reward, seed=seed, on_progress=report,
+                    behaviour=baseline, max_episodes=self.counts["warmup_episodes"], record=()))  # fmt: skip
+                warm_ms = warm["episodes"]["telemetry"].frame_time_ms[warm["episodes"]["valid"]]
+                reward.threshold_ms = reline_threshold(base_ms, warm_ms)
+                reward.reset()  # the warm-up stopped mid-race: RELINE's first episode starts its own Σ r_p
+                state, stats = self._train("reline", trainer, k_reline, seed, reward=reward, state=state)
+                done.save_learner("reline", state)
+                done.finish("train reline", {"t_ms": reward.threshold_ms, "warmup_render_times": int(warm_ms.size), "curve": self._curve(stats)})
+            else:
+                state = self._saved_learner("reline", trainer, k_reline)
+            trained = done.figures("train reline")
+            reward.threshold_ms = trained["t_ms"]
+            threshold.update(delta_ms=trained["t_ms"] - t_b, t_ms=trained["t_ms"], warmup_render_times=trained["warmup_render_times"])
+            self.curves["reline"] = trained["curve"]
             self.learners["reline"] = (trainer, state, reward, k_reline)
         if threshold["t_ms"] is None:
             raise ValueError("the SuperTuxKart campaign calibrates t from rl-baseline: include it in the agents")
         return threshold
 
     def evaluate(self, agent, threshold):
-        """``eval_episodes`` episodes of ``agent``; its low-FPS points written as bug records at once.
+        """``eval_episodes`` episodes of ``agent``; its low-FPS points written as bug records at once
+        (those a run stopped mid-evaluation wrote are not written again); an evaluation finished
+        before a resumed run is read back.
 
         A learning agent goes on training while it is evaluated, on its own
         reward, as the paper's "we train both agents for additional 1,000
@@ -241,6 +346,9 @@ class _Campaign:
         are taken under the training load ``δ`` was calibrated for. The random
         agent does not learn, as the paper's.
         """
+        phase = f"evaluate {agent}"
+        if self.done.figures(phase) is not None:
+            return self.done.measurements_of(phase.replace(" ", "-"))
         seed = reline.eval_seed(self.config, agent, 0)
         episodes = self.counts["eval_episodes"]
         if agent in self.learners:
@@ -256,7 +364,10 @@ class _Campaign:
                 self.game, PIPELINE, reline._random_policy(self.game.num_actions), None, episodes,
                 jax.random.fold_in(jax.random.key(seed), 1), seed=seed, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
         for record in self._point_records(agent, out, threshold["t_ms"], seed):
-            self.writer.write(record)
+            if record.detail not in self.done.written:
+                self.writer.write(record)
+        self.done.save_measurements(phase.replace(" ", "-"), out)
+        self.done.finish(phase, {"episodes": int(out["valid"].shape[0])})
         return out
 
     def _point_records(self, agent, out, threshold_ms, seed):

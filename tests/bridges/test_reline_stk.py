@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import jax
 import numpy as np
 import pytest
 
@@ -62,7 +64,9 @@ def test_quick_caps_the_episode_counts_and_configs_are_checked():
 
 @pytest.mark.slow
 def test_a_short_real_campaign_calibrates_finds_and_replays(tmp_path):
-    """The whole campaign on the real game at a tiny budget, through the CLI, in a process of its own."""
+    """The whole campaign on the real game at a tiny budget, through the CLI, in a process of its own:
+    killed (SIGKILL) once both learners are trained, resumed without training again, and resumed once
+    more when finished without playing anything."""
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "jgtest.cli", "run", "reline", "--game", "supertuxkart:lighthouse", "--out", str(out),
@@ -70,9 +74,21 @@ def test_a_short_real_campaign_calibrates_finds_and_replays(tmp_path):
         "--replays", "3", "--game-arg", "max_seconds=16", "--quiet",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    progress = out / "progress.json"
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as killed:
+        deadline = time.monotonic() + 900
+        while not (progress.exists() and "train reline" in json.loads(progress.read_text())):
+            assert killed.poll() is None, killed.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        killed.kill()
+    assert not (out / "summary.json").exists()
+    done = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
+    assert {"train rl-baseline", "calibrate t_b", "train reline"} <= set(summary["resumed_phases"])
+    assert not {"train rl-baseline", "RELINE warm-up", "train reline"} & set(summary["phases_s"])  # nothing trained again
+    assert "evaluate reline (training on)" in summary["phases_s"]  # the restored learner trains on as it is evaluated
     threshold = summary["threshold"]
     assert 0 < threshold["t_b_ms"] <= threshold["t_ms"] < 1000 and threshold["warmup_render_times"] >= 2
     low_fps = json.loads((out / "low_fps.json").read_text())
@@ -86,3 +102,33 @@ def test_a_short_real_campaign_calibrates_finds_and_replays(tmp_path):
     assert -1.0 <= replay["per_step"]["rho_min"] <= replay["per_step"]["rho_median"] <= 1.0
     for name in ("render_times.png", "low_fps_points.png", "sections.png"):
         assert (out / name).stat().st_size > 1000
+    again = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=900, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = json.loads((out / "summary.json").read_text())
+    assert not any(p.startswith(("train", "evaluate", "calibrate", "replay")) for p in resumed["phases_s"])  # all was done
+    assert resumed["threshold"] == threshold and resumed["low_fps"] == summary["low_fps"]
+    assert resumed["replay_reliability"] == replay
+    assert len((out / "bugs.jsonl").read_text().splitlines()) == len(records)
+
+
+def test_progress_keeps_finished_phases_and_their_measurements(tmp_path):
+    """What a resumed kart run reads back: a finished phase's figures, its measurements (telemetry
+    included) as saved; a run that does not resume starts afresh."""
+    config = reline.RelineConfig(game="supertuxkart:lighthouse", quick=True)
+    tel = Telemetry(
+        position=np.arange(12, dtype=np.float32).reshape(2, 3, 2), cell=np.ones((2, 3), np.int32), bugs_fired=np.zeros((2, 3, 0), bool),
+        game_reward=np.zeros((2, 3), np.float32), frame_time_ms=np.full((2, 3), 7.5, np.float32), crashed=np.zeros((2, 3), bool),
+    )  # fmt: skip
+    out = {"actions": np.arange(6).reshape(2, 3), "valid": np.ones((2, 3), bool), "telemetry": tel, "seed": np.array([4, 4])}
+    progress = reline_stk._Progress(tmp_path, config, resume=False)
+    assert progress.figures("evaluate random") is None
+    progress.save_measurements("evaluate-random", out)
+    assert progress.finish("evaluate random", {"episodes": np.int64(2)}) == {"episodes": 2}
+    again = reline_stk._Progress(tmp_path, config, resume=True)
+    assert again.resumed == ["evaluate random"] and again.figures("evaluate random") == {"episodes": 2}
+    restored = again.measurements_of("evaluate-random")
+    assert isinstance(restored["telemetry"], Telemetry) and restored["telemetry"].bugs_fired.shape == (2, 3, 0)
+    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(out)):
+        np.testing.assert_array_equal(a, b)
+    fresh = reline_stk._Progress(tmp_path, config, resume=False)
+    assert fresh.figures("evaluate random") is None and not (tmp_path / "measurements").exists()

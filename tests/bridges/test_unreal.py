@@ -171,6 +171,36 @@ def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_
     assert {r.bug_id for r in records} == {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
 
 
+def test_a_bridged_campaign_killed_mid_episode_resumes_to_the_uninterrupted_result(server, random_agent, tmp_path, monkeypatch):
+    from jgtest.methods.bridged_campaign import run_bridged
+    from jgtest.report.records import read_bug_records
+
+    run = lambda out, **kw: run_bridged(env, random_agent, tmp_path / out, episodes=3, episode_steps=100, seed=6, **kw)
+    with UnrealEnv([server.address], timeout_s=1.0) as env:
+        whole = run("whole")
+        steps, step = [0], env.step
+
+        def killed_in_episode_2(actions):  # 2 episodes of 100 steps, then 95 of the third
+            steps[0] += 1
+            if steps[0] > 2 * 100 + 95:
+                raise KeyboardInterrupt
+            return step(actions)
+
+        monkeypatch.setattr(env, "step", killed_in_episode_2)
+        with pytest.raises(KeyboardInterrupt):
+            run("killed")
+        monkeypatch.undo()
+        progress = json.loads((tmp_path / "killed" / "progress.json").read_text())
+        assert progress["episodes_done"] == 2 and progress["steps_played"] == [100, 100]
+        resumed = run("killed", resume=True)
+    records = {name: read_bug_records(tmp_path / name / "bugs.jsonl") for name in ("whole", "killed")}
+    assert any(r.episode == 2 and r.step < 95 for r in records["whole"])  # a bug found in the episode the kill cut short
+    for key in ("steps_played", "outcomes", "ooi_tested", "texture_flagged"):
+        assert resumed[key] == whole[key], key
+    strip = lambda r: (r.bug_id, r.episode, r.step, r.actions)
+    assert sorted(map(strip, records["killed"])) == sorted(map(strip, records["whole"]))  # each written once
+
+
 def test_a_greeting_that_never_comes_is_a_timeout(server):
     server.inject("no_greeting")
     connection = UnrealConnection(server.address, timeout_s=1.0, connect_timeout_s=1.0)
