@@ -288,6 +288,11 @@ def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tm
     assert summary["agent"] == "ppgta" and summary["detector"] == detector and not summary["trained"]
     assert summary["steps_played"] == [200] and summary["faults"] == []
     assert "ppgta over unreal:" in capsys.readouterr().out
+    if detector == "ground-truth":  # --resume: a finished campaign plays nothing more; other settings are refused
+        assert main([*argv, "--detector", detector, "--out", str(tmp_path / "run"), "--resume"]) == 0
+        assert json.loads((tmp_path / "run" / "summary.json").read_text())["outcomes"] == summary["outcomes"]
+        with pytest.raises(SystemExit, match=r"other settings \(seed\)"):
+            main([*argv[:-1], "4", "--detector", detector, "--out", str(tmp_path / "run"), "--resume"])
     if detector == "learned":
         with pytest.raises(SystemExit, match="needs --explorer-from RUN"):
             main(["run", "inspector", *argv[2:], "--out", str(tmp_path / "inspector")])
