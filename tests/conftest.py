@@ -6,10 +6,11 @@ notebook kernels) inherit it:
 * XLA's multi-threaded Eigen pool on CPU can wedge on vmapped graphs (seen here as a rare
   hang of a repeated ``jit(vmap(train))`` call); a single-threaded Eigen pool cannot
   deadlock, and pytest-xdist already uses both cores.
-* LLVM optimisation level 1 instead of XLA's default 2: the tests' tiny configs spend more
-  time compiling than running, and level 1 compiles faster while running about as fast
-  (measured on 2 cores: tests/agents + test_cli + test_api 224 s → 167 s, the main job's
-  test 146 s → 131 s; level 0 gave 147 s but slowed the main job to 255 s).
+* LLVM optimisation level 0 instead of XLA's default 2: the tests' tiny configs spend more
+  time compiling than running (measured on 2 cores: tests/agents + test_cli + test_api
+  224 s at level 2, 167 s at level 1, 147 s at level 0). The main job's test, which runs
+  longer than it compiles, runs the job in a process of its own at level 1 (at 0 it took
+  255 s against 131 s).
 * One persistent compilation cache per test session, shared by the xdist workers and their
   subprocesses: a function compiled by one test (the same game, network and shapes, even
   behind a fresh ``jax.jit``) is loaded, not compiled, by the next (about 15% of the run).
@@ -21,7 +22,10 @@ every result anyway, so it is turned off too.
 
 import os
 
-for flag in ("--xla_cpu_multi_thread_eigen=false", "--xla_backend_optimization_level=1"):
+#: The tests' XLA optimisation level (module docstring).
+FAST_COMPILE = "--xla_backend_optimization_level=0"
+
+for flag in ("--xla_cpu_multi_thread_eigen=false", FAST_COMPILE):
     if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
 

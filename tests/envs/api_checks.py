@@ -12,8 +12,9 @@ BATCH = 4
 STEPS = 8
 
 
-def rollout(env, params, key, num_envs: int = BATCH, steps: int = STEPS):
-    """jit(vmap) reset + scan of random steps; returns stacked (obs, reward, term, trunc, telemetry)."""
+def make_rollout(env, params, num_envs: int = BATCH, steps: int = STEPS):
+    """``key -> (obs0, (obs, reward, term, trunc, telemetry))``: jit(vmap) reset + scan of random steps,
+    compiled once for every key it is called with."""
 
     def one_env(k):
         k_reset, k_run = jax.random.split(k)
@@ -29,12 +30,14 @@ def rollout(env, params, key, num_envs: int = BATCH, steps: int = STEPS):
         _, out = jax.lax.scan(body, (obs, state), jax.random.split(k_run, steps))
         return obs, out
 
-    return jax.jit(jax.vmap(one_env))(jax.random.split(key, num_envs))
+    run = jax.jit(jax.vmap(one_env))
+    return lambda key: run(jax.random.split(key, num_envs))
 
 
 def check_env_api(env, params) -> None:
     """Reset/step under jit and vmap, observation in space, determinism, telemetry shape."""
-    obs0, (obs, reward, term, trunc, tel) = rollout(env, params, jax.random.key(0))
+    rollout = make_rollout(env, params)
+    obs0, (obs, reward, term, trunc, tel) = rollout(jax.random.key(0))
     space = env.observation_space(params)
     assert obs0.shape == (BATCH, *space.shape)
     assert obs.shape == (BATCH, STEPS, *space.shape)
@@ -49,10 +52,10 @@ def check_env_api(env, params) -> None:
     assert bool(((tel.cell >= 0) & (tel.cell < env.num_cells)).all()), "cell id outside [0, num_cells)"
     assert np.isfinite(np.asarray(reward)).all()
     # Same key, same result; another key, another result.
-    again = rollout(env, params, jax.random.key(0))
+    again = rollout(jax.random.key(0))
     for a, b in zip(jax.tree.leaves((obs0, obs, reward, tel)), jax.tree.leaves((again[0], *again[1][:2], again[1][4]))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    other = rollout(env, params, jax.random.key(1))
+    other = rollout(jax.random.key(1))
     assert not np.array_equal(np.asarray(other[1][0]), np.asarray(obs)), "different keys gave identical runs"
     # Eager single step equals the jitted one.
     obs_e, state_e = env.reset(jax.random.key(5), params)

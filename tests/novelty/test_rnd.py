@@ -35,38 +35,39 @@ def test_ensemble_reward_equals_a_loop_over_members():
 @pytest.mark.parametrize("reward, members, shared", [("error", 1, False), ("variance", 4, True)])
 def test_seen_frames_become_less_novel_than_new_ones(reward, members, shared):
     rnd = RND(RNDConfig(members=members, reward=reward, shared_backbone=shared, **SMALL))
-    state = rnd.init(jax.random.key(0))
+    raw_reward = jax.jit(rnd.raw_reward)  # compiled: op-by-op convolutions take seconds on CPU
+    state = jax.jit(rnd.init)(jax.random.key(0))
     seen, new = _frames(1), _frames(2)
-    before = float(rnd.raw_reward(state, seen).mean())
-    state = rnd.observe(state, seen)
-    update = jax.jit(rnd.update)
-    for k in range(150):
-        state, metrics = update(state, jax.random.key(k))
-    after_seen, after_new = float(rnd.raw_reward(state, seen).mean()), float(rnd.raw_reward(state, new).mean())
+    before = float(raw_reward(state, seen).mean())
+    state = jax.jit(rnd.observe)(state, seen)
+    train = jax.jit(lambda state, keys: jax.lax.scan(rnd.update, state, keys)[0])  # 150 updates in one call
+    state = train(state, jax.vmap(jax.random.key)(jnp.arange(150)))
+    after_seen, after_new = float(raw_reward(state, seen).mean()), float(raw_reward(state, new).mean())
     assert after_seen < 0.3 * before
     assert after_new > 2.0 * after_seen
 
 
 def test_buffer_and_running_scale():
     rnd = RND(RNDConfig(members=2, **SMALL))
-    state = rnd.init(jax.random.key(0))
+    state, observe = jax.jit(rnd.init)(jax.random.key(0)), jax.jit(rnd.observe)
     for i in range(10):  # 80 frames through a buffer of 64: the oldest are overwritten
-        state = rnd.observe(state, _frames(i))
+        state = observe(state, _frames(i))
     assert int(state.filled) == 64 and int(state.cursor) == 80 % 64
     np.testing.assert_array_equal(np.asarray(state.buffer[:16]), np.concatenate([_frames(8), _frames(9)]))  # 64 + 16 written
-    raw = rnd.raw_reward(state, _frames(3))
-    scaled = rnd.reward(state, _frames(3))
+    raw = jax.jit(rnd.raw_reward)(state, _frames(3))
+    scaled = jax.jit(rnd.reward)(state, _frames(3))
     std = np.sqrt(float(state.scale_m2) / (float(state.scale_count) - 1))
     np.testing.assert_allclose(scaled, raw / std, rtol=1e-4)
 
 
 def test_update_is_a_no_op_before_any_frame_and_never_moves_the_backbone_or_target():
     rnd = RND(RNDConfig(members=2, **SMALL))
-    state = rnd.init(jax.random.key(0))
-    after, _ = rnd.update(state, jax.random.key(1))
+    update = jax.jit(rnd.update)
+    state = jax.jit(rnd.init)(jax.random.key(0))
+    after, _ = update(state, jax.random.key(1))
     for a, b in zip(jax.tree.leaves(state.predictors), jax.tree.leaves(after.predictors)):
         np.testing.assert_array_equal(a, b)
-    trained, _ = rnd.update(rnd.observe(state, _frames(1)), jax.random.key(1))
+    trained, _ = update(jax.jit(rnd.observe)(state, _frames(1)), jax.random.key(1))
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.predictors), jax.tree.leaves(trained.predictors)))
     for a, b in zip(jax.tree.leaves((state.backbone, state.target)), jax.tree.leaves((trained.backbone, trained.target))):
         np.testing.assert_array_equal(a, b)
