@@ -39,7 +39,6 @@ not done; an episode a kill cut short is played again from its start, and a reco
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -53,7 +52,7 @@ from jgtest.envs.park_experts import walk_around
 from jgtest.methods import inspector, ppgta
 from jgtest.methods.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
 from jgtest.methods.park_campaign import restore_carry
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
 
 AGENTS = ("ppgta", "inspector", "random")
 #: The campaign's checkpoint in its run directory (module docstring).
@@ -223,14 +222,14 @@ def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int =
         progress = json.loads(progress_path.read_text())
     outcomes, played = {int(k): v for k, v in progress["outcomes"].items()}, progress["steps_played"]
     faults = progress["faults"]  # those of the runs before this one
-    written = {r.bug_id for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+    written = {r.bug_id for r in records_to_resume(out_dir, resume)}
     start = time.perf_counter() - progress["wall_s"]
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         for episode in range(progress["episodes_done"], episodes):
             played.append(_episode(env, bridged, writer, episode, episode_steps, seed, outcomes, written, start))
             progress = {"episodes_done": episode + 1, "steps_played": played, "outcomes": {str(k): v for k, v in sorted(outcomes.items())},
                         "faults": faults + list(env.faults), "wall_s": round(time.perf_counter() - start, 2)}  # fmt: skip
-            _replace(progress_path, progress)
+            write_json_atomically(progress_path, progress)
     summary = {"game": env.name, "agent": bridged.agent, "trained": bridged.trained, "detector": bridged.detector, "episodes": episodes,
                "steps_played": [p for p in played if p is not None], "ooi_tested": len(outcomes),
                "ooi_success": sum(o["success"] for o in outcomes.values()), "texture_flagged": sum(o["flagged"] for o in outcomes.values()),
@@ -238,13 +237,6 @@ def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int =
                "wall_s": round(time.perf_counter() - start, 2)}  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
-
-
-def _replace(path: Path, data: dict) -> None:
-    """Writes ``data`` as JSON to ``path`` atomically: a kill leaves the old file or the new one."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(jsonable(data), indent=2))
-    os.replace(tmp, path)
 
 
 def _episode(env, bridged, writer, episode, episode_steps, seed, outcomes, written, start) -> int | None:

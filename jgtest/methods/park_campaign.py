@@ -37,7 +37,7 @@ from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.park_render import OOI_TYPES, TEXTURE_BUGS
 from jgtest.oracles.texture import walk_precision_recall
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 
 #: PPGTA §VI-A–B, Fig. 7–9: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes;
 #: test success rate (successful tests over all objects).
@@ -82,7 +82,7 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
     (out_dir / "config.json").write_text(json.dumps({"method": method, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c)), **(extra_config or {})}, indent=2))
     carry = campaign.init(jax.random.key(c.seed))
     books = _fresh_books(c, env)
-    kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
+    kept = records_to_resume(out_dir, resume)
     written = {r.bug_id for r in kept}
     bugs = np.asarray(params.ooi_bug)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(c)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:

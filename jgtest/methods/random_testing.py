@@ -25,7 +25,7 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import cell_set
 from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
-from jgtest.report.records import BugRecord, BugRecordWriter, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
 from jgtest.sharding import shard_batch
 
@@ -154,7 +154,7 @@ def run(
     traces = _EpisodeTraces(config.num_envs, int(np.asarray(params.max_steps_in_episode)))
     books = _books(0, 0, 0.0, np.full(env.num_bugs, np.nan))
     carry = init()
-    written = {r.bug_id for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+    written = {r.bug_id for r in records_to_resume(out_dir, resume)}
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         if resume and ckpt.latest_step() is not None:
             carry, books, kept_traces = ckpt.restore((carry, books, (traces.actions, traces.length)))

@@ -76,7 +76,7 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.registration import make
 from jgtest.envs.wrappers import FrameStack, GrayscaleResize
 from jgtest.oracles import low_fps_points, reline_threshold
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 
@@ -571,7 +571,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
 
     if not resume:
         shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
-    written = {r.detail for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+    written = {r.detail for r in records_to_resume(out_dir, resume)}
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         if config.game != "KartTrack-v0":
             options = game_options(config)

@@ -65,7 +65,7 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods import reline
 from jgtest.nets.heads import NATURE_CNN
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import bug_bonus_reward
 
 #: DQN steps per model: (the paper's 1,000 episodes at ≈ 700 steps each, --quick).
@@ -130,7 +130,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
         shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
         books_path.unlink(missing_ok=True)
     books = json.loads(books_path.read_text()) if books_path.exists() else {}
-    written = {r.detail for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+    written = {r.detail for r in records_to_resume(out_dir, resume)}
     found: dict[str, list[np.ndarray]] = {}
     curves: dict[str, list[dict]] = {}
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:

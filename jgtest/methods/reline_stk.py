@@ -89,7 +89,7 @@ from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods import reline
 from jgtest.oracles import low_fps_points, reline_threshold
 from jgtest.report.plots import section_plot
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
 from jgtest.rewards import kart_finish_bonus, kart_performance_reward, kart_progress_reward
 from jgtest.types import Telemetry
 
@@ -210,7 +210,7 @@ class _Progress:
         self.done = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.resumed = sorted(self.done)
         self.fingerprint = config_fingerprint(config)
-        self.written = {r.detail for r in read_bug_records(out_dir / "bugs.jsonl")} if resume and (out_dir / "bugs.jsonl").exists() else set()
+        self.written = {r.detail for r in records_to_resume(out_dir, resume)}
 
     def figures(self, phase: str):
         return self.done.get(phase)
@@ -218,9 +218,7 @@ class _Progress:
     def finish(self, phase: str, figures):
         """Marks ``phase`` finished with its ``figures`` (written atomically); returns them."""
         self.done[phase] = jsonable(figures)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.done, indent=2))
-        os.replace(tmp, self.path)
+        write_json_atomically(self.path, self.done)
         return figures
 
     def save_learner(self, agent: str, state) -> None:

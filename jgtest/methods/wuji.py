@@ -52,7 +52,7 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import count_distinct_states
 from jgtest.envs.registration import make
 from jgtest.evo import VariationParams, breed, non_dominated_rank, ravel_population, select
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, read_bug_records
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rollout import play_episodes
 from jgtest.sharding import shard_batch
 
@@ -280,7 +280,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
     search.warm_up(config.strategy, config.population, params)
     progress = _fresh_progress(search, config)
-    kept = read_bug_records(out_dir / "bugs.jsonl") if resume and (out_dir / "bugs.jsonl").exists() else []
+    kept = records_to_resume(out_dir, resume)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         resumed = resume and ckpt.latest_step() is not None
         if resumed:

@@ -125,6 +125,22 @@ def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
     return records
 
 
+def records_to_resume(out_dir: str | os.PathLike, resume: bool) -> list[BugRecord]:
+    """The records a stopped campaign in ``out_dir`` wrote (its ``bugs.jsonl``), for a resumed run to
+    keep and not write again; none when the run does not resume or wrote nothing."""
+    path = Path(out_dir) / "bugs.jsonl"
+    return read_bug_records(path) if resume and path.exists() else []
+
+
+def write_json_atomically(path: str | os.PathLike, data) -> None:
+    """Writes ``data`` (:func:`jsonable`) as JSON to ``path`` through a temporary file and a rename:
+    a kill leaves the old file or the new one, never half of one (a resumable run's progress)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(jsonable(data), indent=2))
+    os.replace(tmp, path)
+
+
 def jsonable(value):
     """Numpy scalars and arrays to plain JSON values, recursively."""
     if isinstance(value, dict):
