@@ -26,21 +26,18 @@ PARK_GAMES = ("ParkWorld-v0",)
 def _parse_game_args(pairs: list[str], flag: str = "--game-arg") -> dict:
     """``KEY=VALUE`` pairs as options; a value is JSON where it parses (lists become
     tuples, so configs holding them stay hashable, static under jit), else a string."""
+    from jgtest.envs.registration import hashable
+
     kwargs = {}
     for pair in pairs:
         if "=" not in pair:
             raise SystemExit(f"error: {flag} expects KEY=VALUE, got {pair!r}")
         key, value = pair.split("=", 1)
         try:
-            kwargs[key] = _hashable(json.loads(value))
+            kwargs[key] = hashable(json.loads(value))
         except json.JSONDecodeError:
             kwargs[key] = value
     return kwargs
-
-
-def _hashable(value):
-    """A JSON value with its lists as tuples."""
-    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
 def prepare_out_dir(path: str, overwrite: bool, resume: bool = False) -> Path:
@@ -404,21 +401,20 @@ def _run_wuji(args) -> int:
 
     from jgtest.methods import wuji
 
-    if args.game_arg:
-        raise SystemExit("error: wuji re-draws its game per run (bugs and gold from the seed); --game-arg does not apply")
     if args.seeds < 1:
         raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
     strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
     try:
         generations = args.generations if args.generations is not None else (None if args.budget_s is not None else 10)
         config = wuji.WujiConfig(
-            game=args.game, strategy=strategies[0], population=args.population, generations=generations, budget_s=args.budget_s, seed=args.seed
+            game=args.game, game_kwargs=tuple(_parse_game_args(args.game_arg).items()), strategy=strategies[0], population=args.population,
+            generations=generations, budget_s=args.budget_s, seed=args.seed,
         )  # fmt: skip
         for strategy in strategies:
             wuji.WujiConfig(strategy=strategy)
         import jgtest
 
-        jgtest.make(config.game)
+        wuji.check_game_kwargs(*jgtest.make(config.game, **dict(config.game_kwargs)), config.game_kwargs)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     out = Path(args.out)

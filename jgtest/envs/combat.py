@@ -71,8 +71,8 @@ two L10 cases of §V-D "Bug analysis":
    who wins gets, and in states only an explorer visits ("random testing … is
    the worst one in the larger games", §V-C); these stand for them, so that
    the comparison of strategies has bugs of both kinds. The paper does not
-   list its L10/NSH bugs (its copy here lost their counts); default 6, at
-   phases 50%, 30% or 15%.
+   list its L10/NSH bugs (its copy here lost their counts); default 6, each
+   at a phase drawn from ``late_phases`` (default 50%, 30% or 15%).
 
 Balance (our choice; the paper's fights are its games'): the boss has 250 hp,
 so that the fight has depth. Measured over 1,000 episodes each
@@ -124,7 +124,7 @@ NUM_BUFFS = 3
 NUM_COOLDOWNS = NUM_ACTIONS - SKILL
 OBS_SIZE = 20
 BUG_CRASH, BUG_STUCK, BUG_LOGICAL = 0, 1, 2
-#: Boss hp fractions at which a late stuck bug goes live (one drawn per bug).
+#: Default boss hp fractions at which a late stuck bug goes live (one drawn per bug).
 LATE_PHASES = (0.5, 0.3, 0.15)
 
 
@@ -208,6 +208,8 @@ class CombatArena(TestingEnv):
       hp_buckets: boss-hp buckets of the coverage cell id.
       num_late_stuck: late stuck bugs (module docstring), placed by
         :meth:`randomize` with seed 0 by default.
+      late_phases: the boss hp fractions, each in ``(0, 1]``, among which each late stuck
+        bug's phase is drawn (deeper phases: bugs only a player who nearly wins reaches).
 
     Example:
       >>> import jax, jgtest
@@ -220,9 +222,12 @@ class CombatArena(TestingEnv):
 
     env_id = "CombatArena-v0"
 
-    def __init__(self, rows: int = 9, cols: int = 9, hp_buckets: int = 4, num_late_stuck: int = 6):
+    def __init__(self, rows: int = 9, cols: int = 9, hp_buckets: int = 4, num_late_stuck: int = 6, late_phases: tuple[float, ...] = LATE_PHASES):
         super().__init__()
         self.rows, self.cols, self.hp_buckets, self.num_late_stuck = int(rows), int(cols), int(hp_buckets), int(num_late_stuck)
+        self.late_phases = tuple(float(p) for p in late_phases)
+        if not self.late_phases or not all(0.0 < p <= 1.0 for p in self.late_phases):
+            raise ValueError(f"{self.env_id}: late_phases must be boss hp fractions in (0, 1], got {late_phases!r}")
         if self.num_late_stuck < 0 or self.num_late_stuck > self.rows * self.cols - 2:
             raise ValueError(f"{self.env_id}: num_late_stuck must be in [0, {self.rows * self.cols - 2}], got {num_late_stuck}")
         if self.rows < 3 or self.cols < 3:
@@ -481,14 +486,14 @@ class CombatArena(TestingEnv):
         return jnp.stack([flat // cols, flat % cols], axis=-1).astype(jnp.int32)
 
     def _draw_late(self, key, params: EnvParams) -> dict:
-        """Late stuck bugs: distinct cells other than the starts, uniform buffs, phases from
-        :data:`LATE_PHASES`."""
+        """Late stuck bugs: distinct cells other than the starts, uniform buffs, phases uniform
+        among ``late_phases``."""
         k_cell, k_buff, k_phase = jax.random.split(key, 3)
         n = self.num_late_stuck
         return {
             "late_cells": self._free_cells(k_cell, params, n),
             "late_buffs": jax.random.randint(k_buff, (n,), 0, NUM_BUFFS).astype(jnp.int32),
-            "late_phase": jax.random.choice(k_phase, jnp.array(LATE_PHASES, jnp.float32), (n,)),
+            "late_phase": jax.random.choice(k_phase, jnp.array(self.late_phases, jnp.float32), (n,)),
         }
 
     def validate_params(self, params: EnvParams) -> None:

@@ -74,6 +74,12 @@ def make(name: str, **kwargs) -> tuple[TestingEnv, object]:
     return env, params
 
 
+def hashable(value):
+    """An option's value with its lists as tuples, so that a config holding it is hashable
+    (configs key compiled functions)."""
+    return tuple(hashable(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
 def _like(default, value):
     """Casts an override to the default's kind (arrays stay arrays, scalars scalars)."""
     if hasattr(default, "shape") and getattr(default, "ndim", 0) > 0:

@@ -19,7 +19,9 @@ rollout — goes through the games' oracles (``telemetry.bugs_fired``), and the
 first firing of each bug is written as a :class:`jgtest.report.BugRecord`
 with its action trace the moment the host sees it (after each device call);
 bug and gold positions are re-drawn per run (§V-A) and written with the
-record, so ``jgtest replay`` reproduces it on the bare game.
+record, so ``jgtest replay`` reproduces it on the bare game. A campaign may play
+a variant of its game (:attr:`WujiConfig.game_kwargs`, e.g. a stronger boss);
+the records carry those options too.
 
 The paper's six strategies (§V-A3), :data:`STRATEGIES`: ``random`` (uniform
 actions), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
@@ -50,7 +52,7 @@ import numpy as np
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import count_distinct_states
-from jgtest.envs.registration import make
+from jgtest.envs.registration import hashable, make
 from jgtest.evo import VariationParams, breed, non_dominated_rank, ravel_population, select
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rollout import play_episodes
@@ -69,6 +71,9 @@ class WujiConfig:
 
     Attributes:
       game: ``"BlockMaze-v0"`` or ``"CombatArena-v0"`` (any game with ``randomize``).
+      game_kwargs: options for :func:`jgtest.make` as ``(name, value)`` pairs: constructor
+        options (``rows``, ``late_phases``, ...) and params the runs keep (``boss_max_hp``,
+        ...); a param that ``randomize`` re-draws per run is refused (:func:`check_game_kwargs`).
       strategy: one of :data:`STRATEGIES`.
       population: population and offspring size (the paper's 30).
       generations: generations to run (``budget_s`` may stop it sooner); ``None``: until
@@ -82,6 +87,7 @@ class WujiConfig:
     """
 
     game: str = "BlockMaze-v0"
+    game_kwargs: tuple[tuple[str, Any], ...] = ()
     strategy: str = "wuji"
     population: int = 30
     generations: int | None = 10
@@ -93,6 +99,7 @@ class WujiConfig:
     variation: VariationParams = VariationParams()
 
     def __post_init__(self):
+        object.__setattr__(self, "game_kwargs", tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())))
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if self.generations is None and self.budget_s is None:
@@ -107,10 +114,10 @@ class WujiConfig:
 
 
 @functools.lru_cache(maxsize=8)
-def _search(game: str, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig) -> _Search:
+def _search(game: str, game_kwargs: tuple, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig) -> _Search:
     """The search's jitted functions for a game, shared by every run (strategy, seed) that uses
     the same settings: a run's game params and seeds are arguments, so nothing recompiles."""
-    env, params = make(game)
+    env, params = make(game, **dict(game_kwargs))
     return _Search(env, params, runs_per_eval, num_buckets, a2c)
 
 
@@ -118,7 +125,7 @@ class _Search:
     """The jitted pieces of one game's search: evaluation of a population, A2C rounds, random play."""
 
     def __init__(self, env, params, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig):
-        self.env = env
+        self.env, self.params = env, params  # the game as configured, before a run re-draws its bugs
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
         self.a2c = WujiA2C(env, a2c, self.max_steps)
         self.hparams = WujiA2CHyperparams()
@@ -241,16 +248,52 @@ class _Bookkeeper:
             f.write(json.dumps(row) + "\n")
 
 
-def run_params(env, params, seed: int) -> tuple[Any, dict]:
+def run_params(env, params, seed: int, game_kwargs=()) -> tuple[Any, dict]:
     """The run's game: bugs (and gold) re-drawn from ``seed`` (§V-A), and the ``jgtest.make``
-    overrides that rebuild it (written with every bug record)."""
+    options that rebuild it (written with every bug record).
+
+    Args:
+      env: the game, built with ``game_kwargs``' constructor options.
+      params: its params with ``game_kwargs``' param options.
+      seed: the run's seed.
+      game_kwargs: the campaign's :attr:`WujiConfig.game_kwargs`; the constructor options among
+        them are written with the records as they are, the params as the run's values.
+
+    Raises:
+      ValueError: a param option that ``env.randomize`` re-draws (:func:`check_game_kwargs`).
+    """
+    check_game_kwargs(env, params, game_kwargs)
     drawn = jax.jit(env.randomize)(jax.random.fold_in(jax.random.key(seed), 0x5EED), params)
-    overrides = {}
-    for field in dataclasses.fields(params):
-        old, new = np.asarray(getattr(params, field.name)), np.asarray(getattr(drawn, field.name))
-        if old.shape != new.shape or not np.array_equal(old, new):
-            overrides[field.name] = new.tolist()
+    fields = {field.name for field in dataclasses.fields(params)}
+    options = dict(game_kwargs)
+    overrides = {name: value for name, value in options.items() if name not in fields}
+    for name in sorted(fields):
+        if not _same(getattr(env.default_params, name), getattr(drawn, name)):
+            overrides[name] = np.asarray(getattr(drawn, name)).tolist()
     return drawn, overrides
+
+
+def check_game_kwargs(env, params, game_kwargs) -> None:
+    """Refuses a param option that the runs re-draw: a campaign would silently play another value.
+
+    A field is re-drawn when ``env.randomize`` changes it from ``params`` for any of 8 probe
+    keys (a field with few values, such as a buff id, can match one draw by chance, not 8).
+
+    Raises:
+      ValueError: naming the re-drawn options.
+    """
+    options = set(dict(game_kwargs)) & {field.name for field in dataclasses.fields(params)}
+    if not options:
+        return
+    probes = jax.jit(jax.vmap(env.randomize, in_axes=(0, None)))(jax.random.split(jax.random.key(0), 8), params)
+    redrawn = sorted(name for name in options if not all(_same(getattr(params, name), v) for v in getattr(probes, name)))
+    if redrawn:
+        raise ValueError(f"{env.name}: {', '.join(redrawn)} is re-drawn for each run (its bugs are placed per seed); a campaign cannot set it")
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and np.array_equal(a, b)
 
 
 def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None,
@@ -274,9 +317,9 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    search = _search(config.game, config.runs_per_eval, config.num_buckets, config.a2c)
+    search = _search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c)
     env = search.env
-    params, game_kwargs = run_params(env, env.default_params, config.seed)
+    params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
     search.warm_up(config.strategy, config.population, params)
     progress = _fresh_progress(search, config)
@@ -430,6 +473,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {s!r}")
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
+    check_game_kwargs(*make(config.game, **dict(config.game_kwargs)), config.game_kwargs)  # before any run starts
     out_dir = Path(out_dir)
     results: dict[str, list[dict]] = {}
     for strategy in strategies:
@@ -441,7 +485,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     first = next(iter(results.values()))[0]
     stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
     summary = {
-        "method": "wuji", "game": config.game, "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
+        "method": "wuji", "game": config.game, "game_kwargs": dict(config.game_kwargs), "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
         "bugs_total": first["bugs_total"], "strategies": list(strategies),
         "bugs_found": {s: stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
         "state_coverage": {s: stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},

@@ -299,6 +299,10 @@ def test_bad_late_stuck_bugs_are_refused():
         LATE.validate_params(LATE.default_params.replace(late_phase=jnp.zeros(6)))
     with pytest.raises(ValueError, match="num_late_stuck must be in"):
         CombatArena(num_late_stuck=-1)
+    with pytest.raises(ValueError, match="late_phases must be boss hp fractions in \\(0, 1\\]"):
+        CombatArena(late_phases=(0.3, 1.5))
+    deep = CombatArena(late_phases=(0.05,)).default_params.late_phase
+    assert np.allclose(np.asarray(deep), 0.05)  # every late bug's phase drawn from the option
 
 
 def test_the_fight_has_depth():

@@ -13,15 +13,21 @@ from jgtest.report.replay import replay
 TINY_A2C = WujiA2CConfig(hidden_sizes=(16, 16, 16), num_envs=4, updates_per_round=5, max_rounds=2)
 
 
-@pytest.mark.parametrize("game", ["BlockMaze-v0", "CombatArena-v0"])
-def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, tmp_path):
-    config = wuji.WujiConfig(game=game, population=4, generations=2, seed=3, a2c=TINY_A2C)
+#: A variant of the arena (a game option of each kind): a weaker boss, late bugs at 90% of its hp.
+ARENA_VARIANT = (("boss_max_hp", 120), ("late_phases", (0.9,)))
+
+
+@pytest.mark.parametrize("game, game_kwargs", [("BlockMaze-v0", ()), ("CombatArena-v0", ARENA_VARIANT)])
+def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_kwargs, tmp_path):
+    config = wuji.WujiConfig(game=game, game_kwargs=game_kwargs, population=4, generations=2, seed=3, a2c=TINY_A2C)
     summary = wuji.run(config, tmp_path)
     records = read_bug_records(tmp_path / "bugs.jsonl")
     assert summary["bugs_found"] == len(records) == len({r.bug_id for r in records}) > 0
     assert all(replay(r).reproduced for r in records)
-    # the run's bugs were re-drawn: the records carry the placement that rebuilds the game
+    # the run's bugs were re-drawn: the records carry the placement (and the campaign's options) that rebuild the game
     assert records[0].game_kwargs and json.loads((tmp_path / "config.json").read_text())["game_kwargs"] == records[0].game_kwargs
+    for name, value in game_kwargs:
+        assert records[0].game_kwargs[name] == (list(value) if isinstance(value, tuple) else value)
     assert summary["generations"] == 2 and 0 < summary["state_coverage"] <= summary["env_steps"]
     population = json.loads((tmp_path / "population.json").read_text())
     assert len(population["exploration"]) == len(population["winning"]) == 4 and min(population["front"]) == 0
@@ -39,6 +45,22 @@ def test_run_params_redraws_bugs_per_seed():
     _, a = wuji.run_params(env, params, 0)
     _, b = wuji.run_params(env, params, 1)
     assert a["bug_pos"] != b["bug_pos"] and set(a) >= {"bug_pos"}
+
+
+def test_a_campaign_keeps_its_game_options_and_refuses_one_its_runs_redraw(tmp_path):
+    from jgtest.envs.registration import make
+
+    options = (("boss_max_hp", 300), ("late_phases", (0.3, 0.05)))
+    env, params = make("CombatArena-v0", **dict(options))
+    drawn, overrides = wuji.run_params(env, params, 4, options)
+    assert int(drawn.boss_max_hp) == overrides["boss_max_hp"] == 300 and overrides["late_phases"] == (0.3, 0.05)
+    assert np.isclose(np.asarray(drawn.late_phase)[:, None], [0.3, 0.05]).any(axis=1).all()
+    with pytest.raises(ValueError, match="stuck_buff is re-drawn for each run"):
+        wuji.run_params(env, params.replace(stuck_buff=2), 4, (("stuck_buff", 2),))
+    with pytest.raises(ValueError, match="re-drawn for each run"):  # refused before any run starts
+        wuji.campaign(wuji.WujiConfig(game="CombatArena-v0", game_kwargs=(("stuck_buff", 2),)), tmp_path, seeds=3)
+    assert not any(tmp_path.iterdir())
+    assert wuji.WujiConfig(game_kwargs={"late_phases": [0.3]}).game_kwargs == (("late_phases", (0.3,)),)  # hashable
 
 
 @pytest.mark.parametrize(
