@@ -17,7 +17,9 @@ kept incrementally (never a sum over the whole map per step). Consumers:
 * the random campaign: one set for the whole campaign, each device call's
   cells added in one chunk (``summary["state_coverage"]``);
 * Wuji's exploration score (distinct states of a run over bucket tuples of all
-  its features, which can number ``m**n``): :func:`count_distinct_states`;
+  its features, which can number ``m**n``): :func:`count_distinct_states`, and its
+  state coverage of a campaign, the same states' 64-bit hashes merged on the host
+  (:class:`ObservationStates`, :class:`DistinctStates`);
 * PPGTA's pathway coverage: :func:`fraction_covered` of the pathway cells;
 * RELINE's low-FPS cells: per-cell visit counts over a map-sized grid,
   :func:`visit_counts` (dense by nature: every cell carries two counts).
@@ -158,17 +160,26 @@ def count_distinct(cells: jax.Array, valid: jax.Array | None = None) -> jax.Arra
     return jnp.sum(_first_occurrences(cells, ok)[1]).astype(jnp.int32)
 
 
+def state_hashes(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
+    """``uint32[..., 2]``: two independent 32-bit hashes of each state's bucket tuple.
+
+    Each of the ``n`` features (the last axis of ``features``) is cut into ``num_buckets`` equal
+    intervals of ``[low, high]`` (:func:`bucketize`); a state is its tuple of buckets, one of ``m**n``
+    (far beyond any table for, say, 20 features). The tuple is hashed twice,
+    ``Σ_i (b_i + 1)·a_i mod 2**32`` for two fixed vectors of random odd ``a_i``: two distinct tuples
+    share both hashes with probability about ``2**-62``. The 64 bits stand for the state in
+    :func:`count_distinct_states` (one run) and :class:`DistinctStates` (a campaign).
+    """
+    rows = bucketize(features, low, high, num_buckets).astype(jnp.uint32)
+    multipliers = np.random.default_rng(0x5EED).integers(0, 2**31, size=(2, rows.shape[-1]), dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    return jnp.stack([jnp.sum((rows + jnp.uint32(1)) * jnp.asarray(a), axis=-1, dtype=jnp.uint32) for a in multipliers], axis=-1)
+
+
 def count_distinct_states(features: jax.Array, valid: jax.Array | None, low, high, num_buckets: int) -> jax.Array:
     """Distinct bucket tuples among the states ``features [T, n]`` (Wuji §IV-B, §V-C), no table.
 
-    Each of the ``n`` features is cut into ``num_buckets`` equal intervals of
-    ``[low, high]`` (:func:`bucketize`); a state is its tuple of buckets, one of
-    ``m**n`` (far beyond any table for, say, 20 features). Each tuple is hashed
-    to 64 bits (two independent multiply-add hashes over ``uint32``), the
-    hashes sorted, and the first copy of each counted: ``O(T log T + T n)``.
-    Two distinct tuples share a hash with probability about ``2**-62``
-    (distinct tuples collide in one hash when ``Σ (b_i − b'_i)·a_i ≡ 0 mod
-    2**32`` for random odd ``a_i``).
+    The states' :func:`state_hashes` are sorted and the first copy of each counted:
+    ``O(T log T + T n)``.
 
     Wuji's exploration score of a policy is the mean of this over its ``m`` runs
     (``jax.vmap`` over runs).
@@ -182,15 +193,107 @@ def count_distinct_states(features: jax.Array, valid: jax.Array | None, low, hig
       high: the features' upper bounds.
       num_buckets: ``m`` buckets per feature.
     """
-    rows = bucketize(jnp.reshape(features, (features.shape[0], -1)), low, high, num_buckets).astype(jnp.uint32)
-    n = rows.shape[1]
-    multipliers = np.random.default_rng(0x5EED).integers(0, 2**31, size=(2, n), dtype=np.uint32) * np.uint32(2) + np.uint32(1)
-    h1, h2 = (jnp.sum((rows + jnp.uint32(1)) * jnp.asarray(a), axis=1, dtype=jnp.uint32) for a in multipliers)
-    ok = jnp.ones(rows.shape[0], bool) if valid is None else jnp.asarray(valid, bool)
+    hashes = state_hashes(jnp.reshape(features, (features.shape[0], -1)), low, high, num_buckets)
+    h1, h2 = hashes[:, 0], hashes[:, 1]
+    ok = jnp.ones(hashes.shape[0], bool) if valid is None else jnp.asarray(valid, bool)
     order = jnp.lexsort((h2, h1, ~ok))  # valid rows first, then by hash
     h1, h2, ok = h1[order], h2[order], ok[order]
     new = jnp.concatenate([jnp.ones((1,), bool), (h1[1:] != h1[:-1]) | (h2[1:] != h2[:-1])])
     return jnp.sum(new & ok).astype(jnp.int32)
+
+
+class ObservationStates:
+    """A game's observations as Wuji's states: every observation feature cut into ``num_buckets``
+    equal intervals of its observation-space bounds (Wuji Def. 3 "game state", §V-C).
+
+    Wuji's state is "a fixed-length vector" of the game's aspects (position, health, ...) and, the
+    GUI stripped, its policies' inputs are those vectors (§V-A4): the observation. The same states
+    serve the exploration score of one run (:meth:`count_distinct`) and the state coverage of a
+    campaign (:meth:`hashes` into :class:`DistinctStates`, Table V).
+
+    Args:
+      env: a jgtest game.
+      params: its params (for the observation space's bounds).
+      num_buckets: ``m``, intervals per feature.
+    """
+
+    def __init__(self, env, params, num_buckets: int):
+        space = env.observation_space(params)
+        self.low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape).reshape(-1)
+        self.high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape).reshape(-1)
+        self.ndim, self.num_buckets = len(space.shape), int(num_buckets)
+
+    def hashes(self, obs: jax.Array) -> jax.Array:
+        """``uint32[..., 2]``: :func:`state_hashes` of observations ``[..., *obs_shape]``."""
+        flat = jnp.reshape(obs, (*obs.shape[: obs.ndim - self.ndim], -1))
+        return state_hashes(flat, self.low, self.high, self.num_buckets)
+
+    def count_distinct(self, obs: jax.Array, valid: jax.Array | None = None) -> jax.Array:
+        """Distinct states among the observations ``[T, *obs_shape]`` of one run."""
+        return count_distinct_states(obs, valid, self.low, self.high, self.num_buckets)
+
+
+class DistinctStates:
+    """The distinct states a campaign has seen, as the sorted ``uint64`` array of their hashes (host).
+
+    Wuji's state coverage (§V-C, Table V) counts the bucket tuples covered over a whole
+    campaign: millions of states out of ``m**n``, so they are kept as the 64-bit hashes of
+    :func:`state_hashes` on the host, where each device call's new ones are merged in. New
+    hashes wait in a small sorted array that is merged into the main one once it holds an
+    eighth of it, so a call costs ``O(k log N)`` for ``k`` new states plus the small array's
+    sort, not a pass over all ``N``.
+
+    Example:
+      >>> states = DistinctStates()
+      >>> states.add(np.array([[1, 2], [1, 2], [3, 4]], np.uint32))
+      >>> len(states)
+      2
+    """
+
+    def __init__(self, hashes: np.ndarray | None = None):
+        self._main = _sorted_unique(np.asarray([] if hashes is None else hashes, np.uint64))
+        self._recent = np.zeros(0, np.uint64)
+
+    @property
+    def hashes(self) -> np.ndarray:
+        """``uint64[N]``: every state's hash, sorted (what a checkpoint keeps)."""
+        self._merge()
+        return self._main
+
+    def add(self, pairs: np.ndarray, valid: np.ndarray | None = None) -> None:
+        """Adds states given as :func:`state_hashes` pairs ``uint32[..., 2]`` (those ``valid``)."""
+        pairs = np.asarray(pairs, np.uint64)
+        if valid is not None:
+            pairs = pairs[np.asarray(valid, bool)]
+        new = _sorted_unique((pairs[..., 0] << np.uint64(32)) | pairs[..., 1])
+        new = _absent(_absent(new, self._main), self._recent)
+        if len(new):  # two sorted runs: the stable sort merges them in linear time
+            self._recent = np.sort(np.concatenate([self._recent, new]), kind="stable")
+        if len(self._recent) > max(len(self._main) // 8, 1 << 16):
+            self._merge()
+
+    def _merge(self) -> None:
+        if len(self._recent):
+            self._main = np.sort(np.concatenate([self._main, self._recent]), kind="stable")
+            self._recent = np.zeros(0, np.uint64)
+
+    def __len__(self) -> int:
+        return len(self._main) + len(self._recent)
+
+
+def _absent(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """The sorted ``values`` not in ``sorted_set`` (binary search)."""
+    if not len(sorted_set) or not len(values):
+        return values
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return values[sorted_set[at] != values]
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a flat integer array by one sort (numpy's ``unique`` took 30x longer on
+    240k ``uint64``)."""
+    values = np.sort(values.reshape(-1))
+    return values[np.concatenate([np.ones(min(len(values), 1), bool), values[1:] != values[:-1]])]
 
 
 @dataclasses.dataclass(frozen=True)

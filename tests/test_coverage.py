@@ -196,3 +196,25 @@ def test_count_distinct_states_counts_bucket_tuples_of_every_feature():
     for t, (r, c) in enumerate([(0, 0), (0, 1), (0, 0), (2, 3), (0, 1), (3, 3)]):
         planes[t, r, c, 1] = 1.0
     assert int(count_distinct_states(jnp.asarray(planes), None, 0.0, 1.0, 2)) == 4
+
+
+def test_a_campaigns_distinct_states_are_the_set_of_their_bucket_tuples():
+    from jgtest.coverage import DistinctStates, ObservationStates, count_distinct_states, state_hashes
+
+    rng = np.random.default_rng(1)
+    tuples = rng.integers(0, 4, size=(3, 500, 6))  # three device calls' states, 4 buckets a feature
+    features = (tuples + 0.5) / 4
+    states, reference = DistinctStates(), set()
+    for call, valid in zip(features, rng.uniform(size=(3, 500)) < 0.8):
+        states.add(np.zeros((0, 2), np.uint32))  # a call that played nothing
+        states.add(np.asarray(state_hashes(jnp.asarray(call), 0.0, 1.0, 4)), valid)
+        reference |= {tuple(t) for t in np.floor(call[valid] * 4).astype(int)}
+        assert len(states) == len(reference)
+    assert np.all(np.diff(states.hashes.astype(np.float64)) > 0)  # sorted, no copies
+    assert len(DistinctStates(states.hashes)) == len(reference)  # a resumed set
+    # one run's count is the same states' count
+    env, params = jgtest.make("CombatArena-v0")
+    obs = jax.vmap(lambda k: env.reset(k, params)[0])(jax.random.split(jax.random.key(0), 3))
+    space = env.observation_space(params)
+    observed = ObservationStates(env, params, 10)
+    assert int(observed.count_distinct(obs)) == int(count_distinct_states(obs, None, space.low, space.high, 10)) == 1

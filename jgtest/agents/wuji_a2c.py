@@ -39,7 +39,7 @@ from flax import struct
 
 from jgtest.agents.common import check_positive
 from jgtest.agents.on_policy import advantages
-from jgtest.coverage import BitSet
+from jgtest.coverage import BitSet, CellSetState, ObservationStates
 from jgtest.envs.base import step_with_reset
 from jgtest.losses import a2c_loss
 from jgtest.nets import BatchNormActorCritic, floored_log_probs
@@ -93,6 +93,20 @@ class Slots:
 
 
 @struct.dataclass
+class Covered:
+    """What a round's games covered.
+
+    Attributes:
+      cells: the game's coverage cells (``telemetry.cell``), a :attr:`WujiA2C.cells` set.
+      states: ``uint32[updates, num_steps, num_envs, 2]``: Wuji's state (the bucketed observation
+        after each step, :class:`jgtest.coverage.ObservationStates`) of every step played, as hashes.
+    """
+
+    cells: CellSetState
+    states: jax.Array
+
+
+@struct.dataclass
 class Learner:
     """One policy in training: weights and batch statistics, Adam's state, the early stop."""
 
@@ -111,9 +125,10 @@ class WujiA2C:
       env: a jgtest game (``step_env``/``reset_env``; ``num_actions``, ``num_bugs``).
       config: the static settings.
       max_steps: the game's episode cap (the length of an action trace).
+      num_buckets: intervals per observation feature of the states a round reports (Wuji's ``m``).
     """
 
-    def __init__(self, env, config: WujiA2CConfig, max_steps: int):
+    def __init__(self, env, config: WujiA2CConfig, max_steps: int, num_buckets: int = 10):
         self.env, self.config, self.max_steps = env, config, int(max_steps)
         obs_shape = env.observation_space(env.default_params).shape
         self.network = BatchNormActorCritic(env.num_actions, config.hidden_sizes, len(obs_shape), config.bn_momentum)
@@ -121,6 +136,8 @@ class WujiA2C:
         self._adam = optax.scale_by_adam()
         #: The cells a round's rollouts cover (returned by :meth:`round`).
         self.cells = BitSet(env.num_cells)
+        #: The states a round's rollouts visit (returned by :meth:`round` as hashes).
+        self.states = ObservationStates(env, env.default_params, num_buckets)
 
     # ----- policy -----------------------------------------------------------------------
     def init_variables(self, key: jax.Array) -> dict:
@@ -150,8 +167,8 @@ class WujiA2C:
 
     # ----- training ---------------------------------------------------------------------
     def _collect(self, variables, slots: Slots, catch: BugCatch, cover, env_params, seed, hparams):
-        """``num_steps`` keyed steps of every slot: ``(slots, catch, cover, Transition [T, B], finished
-        sum, count)``."""
+        """``num_steps`` keyed steps of every slot: ``(slots, catch, cover, Transition [T, B], state
+        hashes [T, B, 2], finished sum, count)``."""
         b_ids = jnp.arange(self.config.num_envs)
 
         def step(carry, _):
@@ -174,12 +191,13 @@ class WujiA2C:
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
             )  # fmt: skip
             slots = Slots(obs, state, slots.episode + done, jnp.where(done, 0, slots.t + 1), traces, jnp.where(done, 0.0, ret))
-            return (slots, catch, cover, ret_sum + jnp.sum(jnp.where(done, ret, 0.0)), ret_count + jnp.sum(done)), transition
+            states = self.states.hashes(info["final_observation"])
+            return (slots, catch, cover, ret_sum + jnp.sum(jnp.where(done, ret, 0.0)), ret_count + jnp.sum(done)), (transition, states)
 
-        (slots, catch, cover, ret_sum, ret_count), traj = jax.lax.scan(
+        (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(
             step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), None, length=self.config.num_steps
         )
-        return slots, catch, cover, traj, ret_sum, ret_count
+        return slots, catch, cover, traj, states, ret_sum, ret_count
 
     def _update(self, learner: Learner, traj: Transition, hparams):
         """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout."""
@@ -206,17 +224,18 @@ class WujiA2C:
 
         Returns ``(learner, slots, catch, cover, mean return of the episodes finished in the round
         (NaN if none))``: ``catch`` the first firing of each bug (:class:`jgtest.rollout.BugCatch`),
-        ``cover`` the cells the round's games visited (a :attr:`cells` set). The learner stops (``active`` false) after ``patience`` rounds without a better
-        mean, or after ``max_rounds`` rounds.
+        ``cover`` the cells and states the round's games visited (:class:`Covered`). The learner
+        stops (``active`` false) after ``patience`` rounds without a better mean, or after
+        ``max_rounds`` rounds.
         """
         catch = BugCatch.empty(self.env.num_bugs, self.max_steps)
 
         def one(carry, _):
             learner, slots, catch, cover, ret_sum, ret_count = carry
-            slots, catch, cover, traj, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams)
-            return (self._update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), None
+            slots, catch, cover, traj, states, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams)
+            return (self._update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), states
 
-        (trained, slots, catch, cover, ret_sum, ret_count), _ = jax.lax.scan(
+        (trained, slots, catch, cells, ret_sum, ret_count), states = jax.lax.scan(
             one, (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)), None, length=self.config.updates_per_round
         )
         mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
@@ -229,4 +248,4 @@ class WujiA2C:
             rounds=rounds,
             active=learner.active & (stale < self.config.patience) & (rounds < self.config.max_rounds),
         )
-        return trained, slots, catch, cover, mean
+        return trained, slots, catch, Covered(cells, states), mean

@@ -3,7 +3,7 @@
 A population of policies evolves for two objectives (§IV-B): the
 **exploration score** ES(π) = (1/m) Σ_i size(‖G(a_i)‖_S), the distinct states
 of each of ``m`` runs averaged (states: every observation feature cut into
-``num_buckets`` equal intervals, §V-C; :func:`jgtest.coverage.count_distinct_states`),
+``num_buckets`` equal intervals, Def. 3 and §V-C; :class:`jgtest.coverage.ObservationStates`),
 and the **winning score** RS(π) = (1/m) Σ_i Σ_t γ^t r_t, the discounted return
 (Def. 1) averaged over the same runs. A generation (Algorithms 1–3):
 
@@ -19,7 +19,11 @@ rollout — goes through the games' oracles (``telemetry.bugs_fired``), and the
 first firing of each bug is written as a :class:`jgtest.report.BugRecord`
 with its action trace the moment the host sees it (after each device call);
 bug and gold positions are re-drawn per run (§V-A) and written with the
-record, so ``jgtest replay`` reproduces it on the bare game. A campaign may play
+record, so ``jgtest replay`` reproduces it on the bare game. A run's **state
+coverage** (Table V) counts the same states over every step it played, evaluation
+runs and A2C rollouts alike (their 64-bit hashes merged on the host,
+:class:`jgtest.coverage.DistinctStates`); ``cells_covered`` counts the game's
+coarser coverage cells (``telemetry.cell``, the bird's-eye maps' cells). A campaign may play
 a variant of its game (:attr:`WujiConfig.game_kwargs`, e.g. a stronger boss);
 the records carry those options too.
 
@@ -51,13 +55,15 @@ import numpy as np
 
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
 from jgtest.checkpoint import Checkpointer, config_fingerprint
-from jgtest.coverage import count_distinct_states
+from jgtest.coverage import DistinctStates, ObservationStates
 from jgtest.envs.registration import hashable, make
 from jgtest.evo import VariationParams, breed, non_dominated_rank, ravel_population, select
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rollout import play_episodes
 from jgtest.sharding import shard_batch
 
+#: The states a run has covered (their hashes, :class:`jgtest.coverage.DistinctStates`), kept with its checkpoints.
+_STATES_FILE = "states.npy"
 #: The paper's strategies (§V-A3), in its order.
 STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
 _EVOLVES = {"ea_s", "ea_m", "ea_s+drl", "wuji"}
@@ -127,22 +133,25 @@ class _Search:
     def __init__(self, env, params, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig):
         self.env, self.params = env, params  # the game as configured, before a run re-draws its bugs
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
-        self.a2c = WujiA2C(env, a2c, self.max_steps)
+        self.a2c = WujiA2C(env, a2c, self.max_steps, num_buckets)
         self.hparams = WujiA2CHyperparams()
-        space = env.observation_space(params)
-        low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
-        m, buckets, gamma = runs_per_eval, num_buckets, self.hparams.gamma
-        discount = gamma ** jnp.arange(self.max_steps)
+        self.states = states = ObservationStates(env, params, num_buckets)
+        m = runs_per_eval
+        discount = self.hparams.gamma ** jnp.arange(self.max_steps)
+
+        def trace_out(out: dict) -> dict:
+            """What the host needs from played episodes to write bug records and coverage."""
+            tel = out["telemetry"]
+            return {"actions": out["actions"], "valid": out["valid"], "fired": tel.bugs_fired, "cell": tel.cell, "position": tel.position,
+                    "states": states.hashes(out["final_observation"])}  # fmt: skip
 
         def evaluate_one(variables, params, seed):
             policy = lambda v, obs, key: self.a2c.policy(v, obs, key, self.hparams)
             out = play_episodes(env, params, policy, variables, seed, m, self.max_steps, info_keys=("final_observation",))
-            states = jax.vmap(count_distinct_states, in_axes=(0, 0, None, None, None))(
-                out["final_observation"], out["valid"], low.reshape(-1), high.reshape(-1), buckets
-            )
+            distinct = jax.vmap(states.count_distinct)(out["final_observation"], out["valid"])
             rs = jnp.sum(jnp.where(out["valid"], out["telemetry"].game_reward, 0.0) * discount, axis=1)
-            scores = jnp.stack([jnp.mean(states.astype(jnp.float32)), jnp.mean(rs)])
-            return scores, _trace_out(out)
+            scores = jnp.stack([jnp.mean(distinct.astype(jnp.float32)), jnp.mean(rs)])
+            return scores, trace_out(out)
 
         self.evaluate = jax.jit(jax.vmap(evaluate_one, in_axes=(0, None, 0)))
         self.init_variables = jax.jit(jax.vmap(self.a2c.init_variables))
@@ -154,7 +163,10 @@ class _Search:
         self.train_round = jax.jit(jax.vmap(lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams), in_axes=(0, 0, None, 0)))
         random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
         self.play_random = jax.jit(
-            jax.vmap(lambda params, seed: _trace_out(play_episodes(env, params, random_policy, None, seed, m, self.max_steps)), in_axes=(None, 0))
+            jax.vmap(
+                lambda params, seed: trace_out(play_episodes(env, params, random_policy, None, seed, m, self.max_steps, info_keys=("final_observation",))),
+                in_axes=(None, 0),
+            )
         )  # fmt: skip
         self._warm: set[tuple[str, int]] = set()
 
@@ -182,20 +194,16 @@ class _Search:
         self._warm.add((strategy, population))
 
 
-def _trace_out(out: dict) -> dict:
-    """What the host needs from played episodes to write bug records and coverage."""
-    tel = out["telemetry"]
-    return {"actions": out["actions"], "valid": out["valid"], "fired": tel.bugs_fired, "cell": tel.cell, "position": tel.position}
-
-
 class _Bookkeeper:
-    """Bug records the moment the host sees them, coverage, and bugs over time."""
+    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states), and
+    bugs over time."""
 
     def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict,
-                 timeline_path: Path):  # fmt: skip
+                 timeline_path: Path, states: DistinctStates):  # fmt: skip
         self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
         self.found_at = np.array(progress["found_at"], np.float64)
         self.visited = np.array(progress["visited"], bool)
+        self.states = states
         self.env_steps = int(progress["env_steps"])
         # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
         # rows past the checkpoint (work a kill lost, to be done again) are dropped
@@ -213,6 +221,7 @@ class _Bookkeeper:
         valid = out["valid"]
         self.env_steps += int(valid.sum())
         self.visited[out["cell"][valid]] = True
+        self.states.add(out["states"], valid)
         new = out["fired"] & valid[..., None] & np.isnan(self.found_at)
         for p, b, t, bug in zip(*np.nonzero(new)):
             if np.isnan(self.found_at[bug]):
@@ -220,12 +229,13 @@ class _Bookkeeper:
         self._tick()
 
     def caught(self, catch, cover, cells, seeds: np.ndarray, steps: int) -> None:
-        """Bugs an A2C round caught (:class:`jgtest.rollout.BugCatch` per learner) and the cells it
-        covered (``cover``, a stacked state of the cell set ``cells``)."""
+        """Bugs an A2C round caught (:class:`jgtest.rollout.BugCatch` per learner) and what it
+        covered (``cover``, a stacked :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``)."""
         catch, cover = jax.device_get((catch, cover))
         self.env_steps += steps
         for p in range(len(seeds)):
-            self.visited[cells.members(jax.tree.map(itemgetter(p), cover))] = True
+            self.visited[cells.members(jax.tree.map(itemgetter(p), cover.cells))] = True
+        self.states.add(cover.states)
         for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
@@ -242,7 +252,7 @@ class _Bookkeeper:
         ))  # fmt: skip
 
     def _tick(self) -> None:
-        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()), int(self.visited.sum()))
+        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()), len(self.states))
         self.timeline.append(row)
         with self._timeline_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -329,7 +339,8 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         if resumed:
             progress = ckpt.restore(progress)
         start = time.perf_counter() - float(progress["elapsed_s"])
-        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl")
+        states = DistinctStates(np.load(out_dir / _STATES_FILE) if resumed and (out_dir / _STATES_FILE).exists() else None)
+        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states)
         for record in kept:  # records written after the last checkpoint stay, and are not written twice
             if not book.seen(record.bug_id):
                 book.found_at[record.bug_id] = record.wall_s
@@ -337,7 +348,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         if not resumed:
             if config.strategy != "random":
                 progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(config.population), "evaluation")
-            ckpt.save(0, _snapshot(progress, book, seeds))
+            _save(ckpt, 0, progress, book, seeds, out_dir)
         for generation in itertools.count(int(progress["generation"]) + 1):
             if config.generations is not None and generation > config.generations:
                 break
@@ -354,7 +365,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             else:
                 population, objectives = _generation(search, book, population, objectives, params, k_gen, config, seeds.take, start)
             progress.update(population=population, objectives=objectives, key=key, generation=generation)
-            ckpt.save(generation, _snapshot(progress, book, seeds))
+            _save(ckpt, generation, progress, book, seeds, out_dir)
             if on_generation is not None:
                 on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
     summary = _summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
@@ -389,13 +400,22 @@ class _SeedCounter:
         return seeds
 
 
-def _snapshot(progress: dict, book: _Bookkeeper, seeds: _SeedCounter) -> dict:
-    """``progress`` with the bookkeeping and the seed counter as they are now (a checkpoint)."""
+def _save(ckpt: Checkpointer, step: int, progress: dict, book: _Bookkeeper, seeds: _SeedCounter, out_dir: Path) -> None:
+    """Checkpoints ``progress`` with the bookkeeping and the seed counter as they are now.
+
+    The states covered, a set that grows without bound, go to ``states.npy`` (replaced atomically)
+    just before the checkpoint: a kill between the two leaves the file one generation ahead, and
+    the generation a resumed run plays again adds the same states to it.
+    """
     progress.update(
         next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
         visited=book.visited.copy(), env_steps=book.env_steps,
     )  # fmt: skip
-    return progress
+    partial = out_dir / (_STATES_FILE + ".partial")
+    with partial.open("wb") as f:
+        np.save(f, book.states.hashes)
+    partial.replace(out_dir / _STATES_FILE)
+    ckpt.save(step, progress)
 
 
 def _evaluate(search, book, population, params, seeds, phase):
@@ -449,7 +469,7 @@ def _summary(config, env, book, generations, wall_s) -> dict:
         "generations": generations, "bugs_found": int(found.sum()), "bugs_total": env.num_bugs,
         "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
         "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in book.found_at],
-        "state_coverage": int(book.visited.sum()), "state_coverage_fraction": float(book.visited.mean()),
+        "state_coverage": len(book.states), "cells_covered": int(book.visited.sum()), "cells_covered_fraction": float(book.visited.mean()),
         "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
     }  # fmt: skip
 
@@ -489,6 +509,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         "bugs_total": first["bugs_total"], "strategies": list(strategies),
         "bugs_found": {s: stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
         "state_coverage": {s: stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},
+        "cells_covered": {s: stats([r["cells_covered"] for r in runs]) for s, runs in results.items()},
         "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
     }  # fmt: skip

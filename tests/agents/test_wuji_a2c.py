@@ -7,6 +7,7 @@ import pytest
 
 import jgtest
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig
+from jgtest.coverage import DistinctStates
 from jgtest.nets import BatchNormActorCritic, floored_log_probs
 from jgtest.rollout import replay_trace
 
@@ -61,9 +62,15 @@ def test_rounds_train_the_population_catch_replayable_bugs_and_stop(population):
         if r == 0:
             assert np.isfinite(np.asarray(mean)).all()
             # the round's cells: at most one per step played, and more than one
-            sizes = np.asarray(cover.size)
+            sizes = np.asarray(cover.cells.size)
             assert (sizes > 1).all() and (sizes <= CONFIG.steps_per_round).all()
-            assert len(A2C.cells.members(jax.tree.map(lambda x: x[0], cover))) == sizes[0]
+            assert len(A2C.cells.members(jax.tree.map(lambda x: x[0], cover.cells))) == sizes[0]
+            # the round's states (hashed bucket tuples of every observation): one per step played
+            states = np.asarray(cover.states)
+            assert states.shape == (len(SEEDS), CONFIG.updates_per_round, CONFIG.num_steps, CONFIG.num_envs, 2)
+            seen = DistinctStates()
+            seen.add(states[0])
+            assert 1 < len(seen) <= CONFIG.steps_per_round
             changed = jax.tree.map(lambda a, b: not np.allclose(a, b), before, jax.tree.map(np.asarray, learners.variables))
             assert all(jax.tree.leaves(changed["params"])) and all(jax.tree.leaves(changed["batch_stats"]))
         if r == CONFIG.max_rounds - 1:
