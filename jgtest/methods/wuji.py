@@ -135,7 +135,7 @@ class _Search:
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
         self.a2c = WujiA2C(env, a2c, self.max_steps, num_buckets)
         self.hparams = WujiA2CHyperparams()
-        self.states = states = ObservationStates(env, params, num_buckets)
+        states = ObservationStates(env, params, num_buckets)
         m = runs_per_eval
         discount = self.hparams.gamma ** jnp.arange(self.max_steps)
 
