@@ -161,6 +161,8 @@ class _Search:
             )
         )  # fmt: skip
         self.train_round = jax.jit(jax.vmap(lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams), in_axes=(0, 0, None, 0)))
+        self.offspring = jax.jit(_offspring)
+        self.survivors = jax.jit(_survivors, static_argnames="multi")
         random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
         self.play_random = jax.jit(
             jax.vmap(
@@ -187,10 +189,10 @@ class _Search:
                 learners, slots = self.init_training(variables, params, seeds)
                 jax.block_until_ready(self.train_round(learners, slots, params, seeds))
             if strategy in _EVOLVES:
-                fitness = scores if strategy in _MULTI else scores[:, 1:]
-                breed(jax.random.key(0), ravel_population(variables["params"])[0], fitness, population)
+                multi = strategy in _MULTI
+                children = self.offspring(jax.random.key(0), variables, scores if multi else scores[:, 1:], VariationParams())
                 candidates = 3 if strategy in _TRAINS else 2
-                jax.block_until_ready(select(jnp.concatenate([fitness] * candidates), population))
+                jax.block_until_ready(self.survivors((variables, children, variables)[:candidates], (scores,) * candidates, multi))
         self._warm.add((strategy, population))
 
 
@@ -421,6 +423,9 @@ def _save(ckpt: Checkpointer, step: int, progress: dict, book: _Bookkeeper, seed
 def _evaluate(search, book, population, params, seeds, phase):
     scores, out = search.evaluate(population, params, jnp.asarray(seeds))
     book.played(out, seeds, phase)
+    if np.isnan(np.asarray(scores)).any():  # NSGA-II's selection, compiled, would not say so
+        rows = np.flatnonzero(np.isnan(np.asarray(scores)).any(axis=1))
+        raise FloatingPointError(f"{book.config.strategy}: policies {rows[:10].tolist()} scored NaN (a diverged A2C fine-tuning?)")
     return scores
 
 
@@ -439,20 +444,33 @@ def _fine_tune(search, book, population, params, seeds, config, start):
 
 def _generation(search, book, population, objectives, params, key, config, take_seeds, start):
     """Algorithms 1–3: breed, (train,) evaluate, select."""
-    pop = config.population
-    fitness = objectives if config.strategy in _MULTI else objectives[:, 1:]
-    flat, unravel = ravel_population(population["params"])
-    children_flat, first = breed(key, flat, fitness, pop, config.variation)
-    children = {"params": unravel(children_flat), "batch_stats": jax.tree.map(lambda x: x[first], population["batch_stats"])}
+    pop, multi = config.population, config.strategy in _MULTI
+    children = search.offspring(key, population, objectives if multi else objectives[:, 1:], config.variation)
     candidates = [population, children]
     scores = [objectives, _evaluate(search, book, children, params, take_seeds(pop), "evaluation")]
     if config.strategy in _TRAINS:
         trained = _fine_tune(search, book, children, params, take_seeds(pop), config, start)
         candidates.append(trained)
         scores.append(_evaluate(search, book, trained, params, take_seeds(pop), "evaluation"))
+    return search.survivors(tuple(candidates), tuple(scores), multi)
+
+
+def _offspring(key, population, fitness, variation):
+    """Algorithm 1 on a stacked population: the children's weights bred from ``fitness [P, M]``
+    (:func:`jgtest.evo.breed`), each child with its first parent's batch statistics. Jitted by
+    :class:`_Search`: a generation's glue runs as one compiled call, not op by op."""
+    flat, unravel = ravel_population(population["params"])
+    children, first = breed(key, flat, fitness, flat.shape[0], variation)
+    return {"params": unravel(children), "batch_stats": jax.tree.map(lambda x: x[first], population["batch_stats"])}
+
+
+def _survivors(candidates, scores, multi):
+    """Algorithm 4: NSGA-II over the union of ``candidates`` (parents, children, trained children)
+    on their ``scores`` (both objectives when ``multi``, else the winning score), keeping the
+    parents' number; ``(population, objectives)``."""
     union = jax.tree.map(lambda *xs: jnp.concatenate(xs), *candidates)
     union_scores = jnp.concatenate(scores)
-    keep = select(union_scores if config.strategy in _MULTI else union_scores[:, 1:], pop)
+    keep = select(union_scores if multi else union_scores[:, 1:], scores[0].shape[0])
     return jax.tree.map(lambda x: x[keep], union), union_scores[keep]
 
 
