@@ -103,3 +103,20 @@ def test_a_killed_campaign_resumes_to_the_uninterrupted_result(tmp_path):
     assert json.loads((killed / "population.json").read_text()) == json.loads((tmp_path / "whole" / "population.json").read_text())
     # the resumed curve drops what the kill lost and reaches the same steps and bugs
     assert [row[1:] for row in resumed["timeline"]] == [row[1:] for row in whole["timeline"]]
+
+
+def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
+    """NSGA-II's selection runs compiled and cannot refuse NaN objectives itself: each evaluation's scores are checked."""
+    import jax.numpy as jnp
+
+    config = wuji.WujiConfig(game="BlockMaze-v0", strategy="ea_m", population=4, generations=1, seed=3, a2c=TINY_A2C)
+    search = wuji._search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c)
+    evaluate = search.evaluate
+
+    def second_policy_nan(population, params, seeds):
+        scores, out = evaluate(population, params, seeds)
+        return scores.at[1, 0].set(jnp.nan), out
+
+    monkeypatch.setattr(search, "evaluate", second_policy_nan)
+    with pytest.raises(FloatingPointError, match=r"ea_m: policies \[1\] scored NaN"):
+        wuji.run(config, tmp_path)
