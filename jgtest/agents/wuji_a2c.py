@@ -166,38 +166,65 @@ class WujiA2C:
         return Learner(variables, self._adam.init(variables["params"]), jnp.float32(-jnp.inf), jnp.int32(0), jnp.bool_(True), jnp.int32(0))
 
     # ----- training ---------------------------------------------------------------------
+    def _play_step(self, log_p, slots: Slots, catch: BugCatch, cover, env_params, seed):
+        """One keyed step of every slot, its action drawn from ``log_p [B, A]``: ``(slots, catch,
+        cover, action, reward, terminated, truncated, info, return of each episode that ended (0
+        else), state hashes [B, 2])``."""
+        b_ids = jnp.arange(self.config.num_envs)
+        ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
+        action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(ep_keys, slots.t, log_p)
+        next_reset = jax.vmap(lambda b, e: reset_key(episode_key(seed, b, e + 1)))(b_ids, slots.episode)
+        obs, state, reward, term, trunc, info = jax.vmap(
+            lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
+        )(slots.state, action, ep_keys, slots.t, next_reset)
+        traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
+        catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t)
+        cover, _ = self.cells.add(cover, info["telemetry"].cell)
+        done = term | trunc
+        ret = slots.ret + reward
+        slots = Slots(obs, state, slots.episode + done, jnp.where(done, 0, slots.t + 1), traces, jnp.where(done, 0.0, ret))
+        states = self.states.hashes(info["final_observation"])
+        return slots, catch, cover, action, reward, term, trunc, info, jnp.where(done, ret, 0.0), states
+
     def _collect(self, variables, slots: Slots, catch: BugCatch, cover, env_params, seed, hparams):
         """``num_steps`` keyed steps of every slot: ``(slots, catch, cover, Transition [T, B], state
         hashes [T, B, 2], finished sum, count)``."""
-        b_ids = jnp.arange(self.config.num_envs)
 
         def step(carry, _):
             slots, catch, cover, ret_sum, ret_count = carry
             logits, value = self.network.apply(variables, slots.obs)
             log_p = floored_log_probs(logits, hparams.min_action_prob)
-            ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
-            action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(ep_keys, slots.t, log_p)
-            next_reset = jax.vmap(lambda b, e: reset_key(episode_key(seed, b, e + 1)))(b_ids, slots.episode)
-            obs, state, reward, term, trunc, info = jax.vmap(
-                lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
-            )(slots.state, action, ep_keys, slots.t, next_reset)
-            traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
-            catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t)
-            cover, _ = self.cells.add(cover, info["telemetry"].cell)
-            done = term | trunc
-            ret = slots.ret + reward
+            obs = slots.obs
+            slots, catch, cover, action, reward, term, trunc, info, ended, states = self._play_step(log_p, slots, catch, cover, env_params, seed)
             transition = Transition(
-                slots.obs, action, reward, term, trunc, info["final_observation"], value,
+                obs, action, reward, term, trunc, info["final_observation"], value,
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
             )  # fmt: skip
-            slots = Slots(obs, state, slots.episode + done, jnp.where(done, 0, slots.t + 1), traces, jnp.where(done, 0.0, ret))
-            states = self.states.hashes(info["final_observation"])
-            return (slots, catch, cover, ret_sum + jnp.sum(jnp.where(done, ret, 0.0)), ret_count + jnp.sum(done)), (transition, states)
+            done = term | trunc
+            return (slots, catch, cover, ret_sum + jnp.sum(ended), ret_count + jnp.sum(done)), (transition, states)
 
         (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(
             step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), None, length=self.config.num_steps
         )
         return slots, catch, cover, traj, states, ret_sum, ret_count
+
+    def random_round(self, slots: Slots, env_params, seed) -> tuple[Slots, BugCatch, Covered]:
+        """As many keyed steps of every slot as a training round plays (:attr:`WujiA2CConfig.steps_per_round`),
+        each action uniform over the game's actions (Wuji's ``random`` strategy): ``(slots, catch,
+        cover)``. The slots' episodes go on across rounds, as a learner's do, so no step is spent on
+        a finished episode."""
+        uniform = jnp.zeros((self.config.num_envs, self.env.num_actions), jnp.float32)
+
+        def step(carry, _):
+            slots, catch, cover = carry
+            slots, catch, cover, *_, states = self._play_step(uniform, slots, catch, cover, env_params, seed)
+            return (slots, catch, cover), states
+
+        steps = self.config.updates_per_round * self.config.num_steps
+        (slots, catch, cells), states = jax.lax.scan(
+            step, (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()), None, length=steps
+        )
+        return slots, catch, Covered(cells, states.reshape(self.config.updates_per_round, self.config.num_steps, *states.shape[1:]))
 
     def _update(self, learner: Learner, traj: Transition, hparams):
         """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout."""

@@ -28,7 +28,9 @@ a variant of its game (:attr:`WujiConfig.game_kwargs`, e.g. a stronger boss);
 the records carry those options too.
 
 The paper's six strategies (§V-A3), :data:`STRATEGIES`: ``random`` (uniform
-actions), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
+actions, in slot games whose episodes go on from round to round, as a learner's do, so no
+step is spent on a finished episode; a generation is as many rounds as a DRL generation
+trains at most), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
 objectives), ``drl`` (A2C alone: the population trained round after round),
 ``ea_s+drl`` and ``wuji`` (``ea_m`` + DRL).
 
@@ -163,13 +165,8 @@ class _Search:
         self.train_round = jax.jit(jax.vmap(lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams), in_axes=(0, 0, None, 0)))
         self.offspring = jax.jit(_offspring)
         self.survivors = jax.jit(_survivors, static_argnames="multi")
-        random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
-        self.play_random = jax.jit(
-            jax.vmap(
-                lambda params, seed: trace_out(play_episodes(env, params, random_policy, None, seed, m, self.max_steps, info_keys=("final_observation",))),
-                in_axes=(None, 0),
-            )
-        )  # fmt: skip
+        self.init_random = jax.jit(jax.vmap(self.a2c.init_slots, in_axes=(None, 0)))
+        self.random_round = jax.jit(jax.vmap(self.a2c.random_round, in_axes=(0, None, 0)))
         self._warm: set[tuple[str, int]] = set()
 
     def warm_up(self, strategy: str, population: int, params) -> None:
@@ -181,7 +178,7 @@ class _Search:
             return
         seeds = jnp.full((population,), -1, jnp.int32)
         if strategy == "random":
-            jax.block_until_ready(self.play_random(params, seeds))
+            jax.block_until_ready(self.random_round(self.init_random(params, seeds), params, seeds))
         else:
             variables = self.init_variables(jax.random.split(jax.random.key(0), population))
             scores, _ = jax.block_until_ready(self.evaluate(variables, params, seeds))
@@ -230,9 +227,10 @@ class _Bookkeeper:
                 self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase)
         self._tick()
 
-    def caught(self, catch, cover, cells, seeds: np.ndarray, steps: int) -> None:
-        """Bugs an A2C round caught (:class:`jgtest.rollout.BugCatch` per learner) and what it
-        covered (``cover``, a stacked :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``)."""
+    def caught(self, catch, cover, cells, seeds: np.ndarray, steps: int, phase: str) -> None:
+        """Bugs a round of slot games caught (:class:`jgtest.rollout.BugCatch` per learner, or per
+        group of random slots) and what it covered (``cover``, a stacked
+        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``)."""
         catch, cover = jax.device_get((catch, cover))
         self.env_steps += steps
         for p in range(len(seeds)):
@@ -241,7 +239,7 @@ class _Bookkeeper:
         for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
-                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), "a2c")
+                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), phase)
         self._tick()
 
     def _record(self, bug, seed, slot, episode, t, actions, position, phase) -> None:
@@ -334,7 +332,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
     search.warm_up(config.strategy, config.population, params)
-    progress = _fresh_progress(search, config)
+    progress = _fresh_progress(search, config, params)
     kept = records_to_resume(out_dir, resume)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         resumed = resume and ckpt.latest_step() is not None
@@ -359,8 +357,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             key, k_gen = jax.random.split(progress["key"])
             population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, config.population
             if strategy == "random":
-                random_seeds = seeds.take(pop)
-                book.played(search.play_random(params, jnp.asarray(random_seeds)), random_seeds, "random")
+                population = _play_random(search, book, population, params, config, start)
             elif strategy == "drl":
                 population = _fine_tune(search, book, population, params, seeds.take(pop), config, start)
                 objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
@@ -377,15 +374,24 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     return summary
 
 
-def _fresh_progress(search: _Search, config: WujiConfig) -> dict:
-    """A campaign's state before its first evaluation (also the structure checkpoints restore into)."""
+def _fresh_progress(search: _Search, config: WujiConfig, params) -> dict:
+    """A campaign's state before its first evaluation (also the structure checkpoints restore into).
+
+    The ``random`` strategy's "population" is ``population`` groups of slot games
+    (:meth:`jgtest.agents.wuji_a2c.WujiA2C.init_slots`), each with a run seed of its own, whose
+    episodes go on from one generation to the next.
+    """
     key = jax.random.fold_in(jax.random.key(config.seed), 1)
     key, k_init = jax.random.split(key)
-    pop = config.population
-    population = {} if config.strategy == "random" else search.init_variables(shard_batch(jax.random.split(k_init, pop)))  # over every device
+    pop, next_seed = config.population, config.seed * 1_000_003 % 2**30
+    if config.strategy == "random":
+        random_seeds = shard_batch(jnp.arange(next_seed, next_seed + pop, dtype=jnp.int32))  # over every device
+        population, next_seed = {"seeds": random_seeds, "slots": search.init_random(params, random_seeds)}, next_seed + pop
+    else:
+        population = search.init_variables(shard_batch(jax.random.split(k_init, pop)))
     return {
         "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
-        "next_seed": config.seed * 1_000_003 % 2**30, "elapsed_s": 0.0,
+        "next_seed": next_seed, "elapsed_s": 0.0,
         "found_at": np.full(search.env.num_bugs, np.nan), "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0,
     }  # fmt: skip
 
@@ -434,12 +440,25 @@ def _fine_tune(search, book, population, params, seeds, config, start):
     learners, slots = search.init_training(population, params, jnp.asarray(seeds))
     for _ in range(config.a2c.max_rounds):
         learners, slots, catch, cover, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
-        book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds))
+        book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
         if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
             break  # "maximum training time": the campaign's budget
     return learners.variables
+
+
+def _play_random(search, book, population, params, config, start):
+    """A generation of the ``random`` strategy: as many rounds of its slot games as a DRL generation
+    trains at most (``a2c.max_rounds``; the budget is checked between rounds); the slots after them."""
+    seeds = np.asarray(population["seeds"])
+    for _ in range(config.a2c.max_rounds):
+        slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
+        population = {**population, "slots": slots}
+        book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "random")
+        if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
+            break
+    return population
 
 
 def _generation(search, book, population, objectives, params, key, config, take_seeds, start):
