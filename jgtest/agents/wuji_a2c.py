@@ -134,9 +134,9 @@ class WujiA2C:
         self.network = BatchNormActorCritic(env.num_actions, config.hidden_sizes, len(obs_shape), config.bn_momentum)
         self._obs_shape = obs_shape
         self._adam = optax.scale_by_adam()
-        #: The cells a round's rollouts cover (returned by :meth:`round`).
+        #: The cells a round's rollouts cover (returned by :meth:`round` and :meth:`random_round`).
         self.cells = BitSet(env.num_cells)
-        #: The states a round's rollouts visit (returned by :meth:`round` as hashes).
+        #: The states a round's rollouts visit (returned by :meth:`round` and :meth:`random_round` as hashes).
         self.states = ObservationStates(env, env.default_params, num_buckets)
 
     # ----- policy -----------------------------------------------------------------------
@@ -158,6 +158,9 @@ class WujiA2C:
         """The learner's ``num_envs`` games at episode 0 of run ``seed`` (keyed resets)."""
         slots = jnp.arange(self.config.num_envs)
         obs, state = jax.vmap(lambda b: self.env.reset_env(reset_key(episode_key(seed, b, 0)), env_params))(slots)
+        # strongly typed leaves (a game's ``time=0`` is a weak int): slots restored from a checkpoint,
+        # which are strong, then match the compiled round
+        state = jax.tree.map(lambda x: x.astype(x.dtype), state)
         zeros = jnp.zeros(self.config.num_envs, jnp.int32)
         traces = jnp.zeros((self.config.num_envs, self.max_steps), jnp.int32)
         return Slots(obs, state, zeros, zeros, traces, jnp.zeros(self.config.num_envs, jnp.float32))
@@ -209,8 +212,8 @@ class WujiA2C:
         return slots, catch, cover, traj, states, ret_sum, ret_count
 
     def random_round(self, slots: Slots, env_params, seed) -> tuple[Slots, BugCatch, Covered]:
-        """As many keyed steps of every slot as a training round plays (:attr:`WujiA2CConfig.steps_per_round`),
-        each action uniform over the game's actions (Wuji's ``random`` strategy): ``(slots, catch,
+        """As many keyed steps of every slot as a training round plays (``updates_per_round * num_steps``;
+        :attr:`WujiA2CConfig.steps_per_round` over the slots), each action uniform over the game's actions (Wuji's ``random`` strategy): ``(slots, catch,
         cover)``. The slots' episodes go on across rounds, as a learner's do, so no step is spent on
         a finished episode."""
         uniform = jnp.zeros((self.config.num_envs, self.env.num_actions), jnp.float32)

@@ -14,14 +14,14 @@ and the **winning score** RS(π) = (1/m) Σ_i Σ_t γ^t r_t, the discounted retu
 3. NSGA-II over parents ∪ children ∪ trained children keeps the population
    size (:func:`jgtest.evo.select`).
 
-Every game played — the ``m`` evaluation runs of every policy and every A2C
-rollout — goes through the games' oracles (``telemetry.bugs_fired``), and the
+Every game played — the ``m`` evaluation runs of every policy, every A2C
+rollout and the random strategy's games — goes through the games' oracles (``telemetry.bugs_fired``), and the
 first firing of each bug is written as a :class:`jgtest.report.BugRecord`
 with its action trace the moment the host sees it (after each device call);
 bug and gold positions are re-drawn per run (§V-A) and written with the
 record, so ``jgtest replay`` reproduces it on the bare game. A run's **state
 coverage** (Table V) counts the same states over every step it played, evaluation
-runs and A2C rollouts alike (their 64-bit hashes merged on the host,
+runs, A2C rollouts and random games alike (their 64-bit hashes merged on the host,
 :class:`jgtest.coverage.DistinctStates`); ``cells_covered`` counts the game's
 coarser coverage cells (``telemetry.cell``, the bird's-eye maps' cells). A campaign may play
 a variant of its game (:attr:`WujiConfig.game_kwargs`, e.g. a stronger boss);
@@ -130,7 +130,8 @@ def _search(game: str, game_kwargs: tuple, runs_per_eval: int, num_buckets: int,
 
 
 class _Search:
-    """The jitted pieces of one game's search: evaluation of a population, A2C rounds, random play."""
+    """The jitted pieces of one game's search: evaluation of a population, A2C rounds, random play,
+    breeding and NSGA-II survival."""
 
     def __init__(self, env, params, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig):
         self.env, self.params = env, params  # the game as configured, before a run re-draws its bugs
@@ -169,7 +170,7 @@ class _Search:
         self.random_round = jax.jit(jax.vmap(self.a2c.random_round, in_axes=(0, None, 0)))
         self._warm: set[tuple[str, int]] = set()
 
-    def warm_up(self, strategy: str, population: int, params) -> None:
+    def warm_up(self, strategy: str, population: int, params, variation: VariationParams) -> None:
         """Compiles the functions ``strategy`` calls with a population of ``population`` by calling
         each once on throwaway seeds (results dropped; everything is pure), so that the campaign's
         wall-clock budget is spent searching, not compiling: without it the first run of each
@@ -187,7 +188,7 @@ class _Search:
                 jax.block_until_ready(self.train_round(learners, slots, params, seeds))
             if strategy in _EVOLVES:
                 multi = strategy in _MULTI
-                children = self.offspring(jax.random.key(0), variables, scores if multi else scores[:, 1:], VariationParams())
+                children = self.offspring(jax.random.key(0), variables, scores if multi else scores[:, 1:], variation)
                 candidates = 3 if strategy in _TRAINS else 2
                 jax.block_until_ready(self.survivors((variables, children, variables)[:candidates], (scores,) * candidates, multi))
         self._warm.add((strategy, population))
@@ -331,7 +332,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     env = search.env
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
-    search.warm_up(config.strategy, config.population, params)
+    search.warm_up(config.strategy, config.population, params, config.variation)
     progress = _fresh_progress(search, config, params)
     kept = records_to_resume(out_dir, resume)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -397,7 +398,8 @@ def _fresh_progress(search: _Search, config: WujiConfig, params) -> dict:
 
 
 class _SeedCounter:
-    """Run seeds of the episodes played (one per policy evaluated or trained), in order."""
+    """Run seeds of the episodes played (one per policy evaluated or trained), in order (the random
+    strategy's slot groups take theirs once, in :func:`_fresh_progress`)."""
 
     def __init__(self, progress: dict):
         self.next = int(progress["next_seed"])
@@ -429,9 +431,9 @@ def _save(ckpt: Checkpointer, step: int, progress: dict, book: _Bookkeeper, seed
 def _evaluate(search, book, population, params, seeds, phase):
     scores, out = search.evaluate(population, params, jnp.asarray(seeds))
     book.played(out, seeds, phase)
-    if np.isnan(np.asarray(scores)).any():  # NSGA-II's selection, compiled, would not say so
+    if book.config.strategy in _EVOLVES and np.isnan(np.asarray(scores)).any():  # NSGA-II's selection, compiled, would not say so
         rows = np.flatnonzero(np.isnan(np.asarray(scores)).any(axis=1))
-        raise FloatingPointError(f"{book.config.strategy}: policies {rows[:10].tolist()} scored NaN (a diverged A2C fine-tuning?)")
+        raise FloatingPointError(f"{book.config.strategy}: policies {rows[:10].tolist()} scored NaN, which NSGA-II cannot rank (a NaN game reward?)")
     return scores
 
 
