@@ -212,10 +212,10 @@ class WujiA2C:
         return slots, catch, cover, traj, states, ret_sum, ret_count
 
     def random_round(self, slots: Slots, env_params, seed) -> tuple[Slots, BugCatch, Covered]:
-        """As many keyed steps of every slot as a training round plays (``updates_per_round * num_steps``;
-        :attr:`WujiA2CConfig.steps_per_round` over the slots), each action uniform over the game's actions (Wuji's ``random`` strategy): ``(slots, catch,
-        cover)``. The slots' episodes go on across rounds, as a learner's do, so no step is spent on
-        a finished episode."""
+        """As many keyed steps of every slot as a training round plays (``updates_per_round *
+        num_steps``), each action uniform over the game's actions (Wuji's ``random`` strategy):
+        ``(slots, catch, cover)``. The slots' episodes go on across rounds, as a learner's do, so
+        no step is spent on a finished episode."""
         uniform = jnp.zeros((self.config.num_envs, self.env.num_actions), jnp.float32)
 
         def step(carry, _):

@@ -353,7 +353,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         for generation in itertools.count(int(progress["generation"]) + 1):
             if config.generations is not None and generation > config.generations:
                 break
-            if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
+            if _out_of_time(config, start):
                 break
             key, k_gen = jax.random.split(progress["key"])
             population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, config.population
@@ -445,9 +445,14 @@ def _fine_tune(search, book, population, params, seeds, config, start):
         book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
-        if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
+        if _out_of_time(config, start):
             break  # "maximum training time": the campaign's budget
     return learners.variables
+
+
+def _out_of_time(config: WujiConfig, start: float) -> bool:
+    """The wall-clock budget is spent (checked between device calls; never without ``budget_s``)."""
+    return config.budget_s is not None and time.perf_counter() - start >= config.budget_s
 
 
 def _play_random(search, book, population, params, config, start):
@@ -458,7 +463,7 @@ def _play_random(search, book, population, params, config, start):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
         book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "random")
-        if config.budget_s is not None and time.perf_counter() - start >= config.budget_s:
+        if _out_of_time(config, start):
             break
     return population
 
