@@ -280,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compare", action="store_true", help="wuji: all six strategies, same budget")
     run.add_argument("--generations", type=int, default=None, help="wuji: generations per run (default 10)")
     run.add_argument("--budget-s", type=float, default=None, help="wuji: wall-clock budget per run in seconds")
+    run.add_argument("--budget-steps", type=int, default=None, help="wuji: env-step budget per run (game steps played; machine-independent)")
     run.add_argument("--seeds", type=int, default=1, help="wuji: runs (bug placements) per strategy, seeds --seed …")
     run.add_argument("--population", type=int, default=30, help="wuji: population and offspring size (default: the paper's 30)")
     run.add_argument("--resume", action="store_true", help="continue a killed campaign in --out from its checkpoints")
@@ -405,10 +406,11 @@ def _run_wuji(args) -> int:
         raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
     strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
     try:
-        generations = args.generations if args.generations is not None else (None if args.budget_s is not None else 10)
+        budgeted = args.budget_s is not None or args.budget_steps is not None
+        generations = args.generations if args.generations is not None else (None if budgeted else 10)
         config = wuji.WujiConfig(
             game=args.game, game_kwargs=tuple(_parse_game_args(args.game_arg).items()), strategy=strategies[0], population=args.population,
-            generations=generations, budget_s=args.budget_s, seed=args.seed,
+            generations=generations, budget_s=args.budget_s, budget_steps=args.budget_steps, seed=args.seed,
         )  # fmt: skip
         for strategy in strategies:
             wuji.WujiConfig(strategy=strategy)
@@ -426,7 +428,10 @@ def _run_wuji(args) -> int:
             shutil.rmtree(path)
     out = prepare_out_dir(args.out, overwrite=False)
     console = Console(stderr=True)
-    budget = f"{config.budget_s:g} s" if config.budget_s is not None else f"{config.generations} generations"
+    budget = " and ".join(
+        [f"{config.budget_s:g} s"] * (config.budget_s is not None)
+        + [f"{config.budget_steps:,} env steps"] * (config.budget_steps is not None)
+    ) or f"{config.generations} generations"
     console.print(f"Wuji on {config.game}: {', '.join(strategies)}; {args.seeds} seed(s), {budget} each, population {config.population}")
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("bugs {task.fields[bugs]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=args.quiet) as progress:
@@ -435,7 +440,7 @@ def _run_wuji(args) -> int:
         def on_run(strategy, seed, generation, total, bugs):
             name = f"{strategy} seed {seed}"
             if name not in tasks:
-                tasks[name] = progress.add_task(name, total=None if args.budget_s is not None else total, bugs=0)
+                tasks[name] = progress.add_task(name, total=None if budgeted else total, bugs=0)
             progress.update(tasks[name], completed=generation, bugs=bugs)
 
         summary = wuji.campaign(config, out, strategies, args.seeds, resume=args.resume, on_run=on_run)

@@ -203,34 +203,38 @@ def count_distinct_states(features: jax.Array, valid: jax.Array | None, low, hig
 
 
 class ObservationStates:
-    """A game's observations as Wuji's states: every observation feature cut into ``num_buckets``
-    equal intervals of its observation-space bounds (Wuji Def. 3 "game state", §V-C).
+    """A game's observations as Wuji's states: the game's state features
+    (:meth:`jgtest.envs.base.TestingEnv.state_features`, by default the observation) each cut
+    into ``num_buckets`` equal intervals of their bounds (Wuji Def. 3 "game state", §V-C).
 
     Wuji's state is "a fixed-length vector" of the game's aspects (position, health, ...) and, the
-    GUI stripped, its policies' inputs are those vectors (§V-A4): the observation. The same states
-    serve the exploration score of one run (:meth:`count_distinct`) and the state coverage of a
-    campaign (:meth:`hashes` into :class:`DistinctStates`, Table V).
+    GUI stripped, its policies' inputs are those vectors (§V-A4): the observation, or the part of
+    it a game names as its state. The same states serve the exploration score of one run
+    (:meth:`count_distinct`) and the state coverage of a campaign (:meth:`hashes` into
+    :class:`DistinctStates`, Table V).
 
     Args:
       env: a jgtest game.
-      params: its params (for the observation space's bounds).
+      params: its params (for the features' bounds).
       num_buckets: ``m``, intervals per feature.
     """
 
     def __init__(self, env, params, num_buckets: int):
-        space = env.observation_space(params)
-        self.low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape).reshape(-1)
-        self.high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape).reshape(-1)
-        self.ndim, self.num_buckets = len(space.shape), int(num_buckets)
+        self.env, self.num_buckets = env, int(num_buckets)
+        self.ndim = len(env.observation_space(params).shape)
+        self.low, self.high = env.state_feature_bounds(params)
+
+    def features(self, obs: jax.Array) -> jax.Array:
+        """``[..., n]``: the state features of observations ``[..., *obs_shape]``."""
+        return self.env.state_features(jnp.reshape(obs, (*obs.shape[: obs.ndim - self.ndim], -1)))
 
     def hashes(self, obs: jax.Array) -> jax.Array:
         """``uint32[..., 2]``: :func:`state_hashes` of observations ``[..., *obs_shape]``."""
-        flat = jnp.reshape(obs, (*obs.shape[: obs.ndim - self.ndim], -1))
-        return state_hashes(flat, self.low, self.high, self.num_buckets)
+        return state_hashes(self.features(obs), self.low, self.high, self.num_buckets)
 
     def count_distinct(self, obs: jax.Array, valid: jax.Array | None = None) -> jax.Array:
         """Distinct states among the observations ``[T, *obs_shape]`` of one run."""
-        return count_distinct_states(obs, valid, self.low, self.high, self.num_buckets)
+        return count_distinct_states(self.features(obs), valid, self.low, self.high, self.num_buckets)
 
 
 class DistinctStates:

@@ -163,7 +163,7 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
     assert main(argv + ["--resume"]) == 0  # nothing left to run: ends where it ended
     assert json.loads((out / "summary.json").read_text())["bugs_found"] == summary["bugs_found"]
     for bad, message in ((["--strategy", "monkey"], "strategy must be one of"), (["--seeds", "0"], "--seeds must be at least 1"),
-                         (["--population", "1"], "population must be at least 2"),
+                         (["--population", "1"], "population must be at least 2"), (["--budget-steps", "0"], "budget_steps must be at least 1"),
                          (["--game", "CombatArena-v0", "--game-arg", "stuck_buff=1"], "stuck_buff is re-drawn for each run"),
                          (["--game", "CombatArena-v0", "--game-arg", "boss_hp=300"], "unknown option\\(s\\) boss_hp")):  # fmt: skip
         with pytest.raises(SystemExit, match=message):

@@ -215,6 +215,6 @@ def test_a_campaigns_distinct_states_are_the_set_of_their_bucket_tuples():
     # one run's count is the same states' count
     env, params = jgtest.make("CombatArena-v0")
     obs = jax.vmap(lambda k: env.reset(k, params)[0])(jax.random.split(jax.random.key(0), 3))
-    space = env.observation_space(params)
     observed = ObservationStates(env, params, 10)
-    assert int(observed.count_distinct(obs)) == int(count_distinct_states(obs, None, space.low, space.high, 10)) == 1
+    low, high = env.state_feature_bounds(params)
+    assert int(observed.count_distinct(obs)) == int(count_distinct_states(env.state_features(obs), None, low, high, 10)) == 1

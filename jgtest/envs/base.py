@@ -12,7 +12,10 @@ declares what a test campaign needs to know about the game:
 * ``validate_params``: a host-side check that refuses bad ``EnvParams`` (bugs
   outside the map, ...) with a clear message;
 * ``randomize``: a jittable draw of new injected-bug placements (Wuji randomises
-  bugs per run); games with fixed placements return the params unchanged.
+  bugs per run); games with fixed placements return the params unchanged;
+* ``state_features`` / ``state_feature_bounds``: Wuji's game state (Def. 3), the
+  feature vector whose bucket tuples its exploration score and state coverage
+  count; by default the observation itself.
 
 Actions given as concrete values (numpy, Python or concrete jax arrays) are
 checked against the action space before anything runs; inside a caller's
@@ -119,6 +122,22 @@ class TestingEnv(environment.Environment):
         """
         del key
         return params
+
+    def state_features(self, obs: jax.Array) -> jax.Array:
+        """Wuji's game state (Def. 3, "a fixed-length vector" of the game's aspects) of flattened
+        observations ``[..., obs_size] -> [..., n]``, jittable.
+
+        The default is the observation itself; a game whose observation carries features that
+        tick every step (timers, cooldowns) narrows it, or nearly every step is a new state.
+        """
+        return obs
+
+    def state_feature_bounds(self, params) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)``, ``float32[n]`` each: the range of each :meth:`state_features`
+        feature, cut into Wuji's equal buckets (§V-C). Default: the observation space's bounds."""
+        space = self.observation_space(params)
+        low, high = (np.broadcast_to(np.asarray(b, np.float32), space.shape).reshape(-1) for b in (space.low, space.high))
+        return low, high
 
     # ----- checked entry points --------------------------------------------
     def check_action(self, action: Any, params=None) -> None:

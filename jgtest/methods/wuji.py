@@ -84,9 +84,16 @@ class WujiConfig:
         ...); a param that ``randomize`` re-draws per run is refused (:func:`check_game_kwargs`).
       strategy: one of :data:`STRATEGIES`.
       population: population and offspring size (the paper's 30).
-      generations: generations to run (``budget_s`` may stop it sooner); ``None``: until
-        ``budget_s`` runs out.
+      generations: generations to run (a budget may stop it sooner); ``None``: until
+        a budget runs out.
       budget_s: wall-clock budget in seconds, checked between device calls.
+      budget_steps: env-step budget: game steps played (every evaluation run, A2C rollout and
+        random game; ``env_steps``), checked between device calls, so a run goes past it by
+        at most a generation's closing evaluation. Equal step budgets compare strategies as
+        the paper's did: its budgets were hours of a game server's time (§V-A4), each step
+        costing the game, not the policy; on device the learner's compute sets the pace
+        instead, and an equal wall-clock budget gives random about 2.5 times the learners'
+        steps. Machine-independent, unlike ``budget_s``.
       runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 4).
       num_buckets: intervals per observation feature for ES (paper: lost; 10).
       seed: the run's seed (its bug and gold placement, its keys).
@@ -100,6 +107,7 @@ class WujiConfig:
     population: int = 30
     generations: int | None = 10
     budget_s: float | None = None
+    budget_steps: int | None = None
     runs_per_eval: int = 4
     num_buckets: int = 10
     seed: int = 0
@@ -110,9 +118,9 @@ class WujiConfig:
         object.__setattr__(self, "game_kwargs", tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())))
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
-        if self.generations is None and self.budget_s is None:
-            raise ValueError("a campaign needs generations or budget_s (or both)")
-        for name in ("generations", "runs_per_eval", "num_buckets"):
+        if self.generations is None and self.budget_s is None and self.budget_steps is None:
+            raise ValueError("a campaign needs generations, budget_s or budget_steps")
+        for name in ("generations", "budget_steps", "runs_per_eval", "num_buckets"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.population < 2:
@@ -353,17 +361,17 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         for generation in itertools.count(int(progress["generation"]) + 1):
             if config.generations is not None and generation > config.generations:
                 break
-            if _out_of_time(config, start):
+            if _budget_spent(config, book):
                 break
             key, k_gen = jax.random.split(progress["key"])
             population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, config.population
             if strategy == "random":
-                population = _play_random(search, book, population, params, config, start)
+                population = _play_random(search, book, population, params, config)
             elif strategy == "drl":
-                population = _fine_tune(search, book, population, params, seeds.take(pop), config, start)
+                population = _fine_tune(search, book, population, params, seeds.take(pop), config)
                 objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
             else:
-                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, seeds.take, start)
+                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, seeds.take)
             progress.update(population=population, objectives=objectives, key=key, generation=generation)
             _save(ckpt, generation, progress, book, seeds, out_dir)
             if on_generation is not None:
@@ -437,7 +445,7 @@ def _evaluate(search, book, population, params, seeds, phase):
     return scores
 
 
-def _fine_tune(search, book, population, params, seeds, config, start):
+def _fine_tune(search, book, population, params, seeds, config):
     """A2C on every member at once until each stops (or the budget ends); the trained population."""
     learners, slots = search.init_training(population, params, jnp.asarray(seeds))
     for _ in range(config.a2c.max_rounds):
@@ -445,17 +453,18 @@ def _fine_tune(search, book, population, params, seeds, config, start):
         book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
-        if _out_of_time(config, start):
+        if _budget_spent(config, book):
             break  # "maximum training time": the campaign's budget
     return learners.variables
 
 
-def _out_of_time(config: WujiConfig, start: float) -> bool:
-    """The wall-clock budget is spent (checked between device calls; never without ``budget_s``)."""
-    return config.budget_s is not None and time.perf_counter() - start >= config.budget_s
+def _budget_spent(config: WujiConfig, book: _Bookkeeper) -> bool:
+    """The wall-clock or env-step budget is spent (checked between device calls)."""
+    out_of_time = config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
+    return out_of_time or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
 
 
-def _play_random(search, book, population, params, config, start):
+def _play_random(search, book, population, params, config):
     """A generation of the ``random`` strategy: as many rounds of its slot games as a DRL generation
     trains at most (``a2c.max_rounds``; the budget is checked between rounds); the slots after them."""
     seeds = np.asarray(population["seeds"])
@@ -463,19 +472,19 @@ def _play_random(search, book, population, params, config, start):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
         book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "random")
-        if _out_of_time(config, start):
+        if _budget_spent(config, book):
             break
     return population
 
 
-def _generation(search, book, population, objectives, params, key, config, take_seeds, start):
+def _generation(search, book, population, objectives, params, key, config, take_seeds):
     """Algorithms 1–3: breed, (train,) evaluate, select."""
     pop, multi = config.population, config.strategy in _MULTI
     children = search.offspring(key, population, objectives if multi else objectives[:, 1:], config.variation)
     candidates = [population, children]
     scores = [objectives, _evaluate(search, book, children, params, take_seeds(pop), "evaluation")]
     if config.strategy in _TRAINS:
-        trained = _fine_tune(search, book, children, params, take_seeds(pop), config, start)
+        trained = _fine_tune(search, book, children, params, take_seeds(pop), config)
         candidates.append(trained)
         scores.append(_evaluate(search, book, trained, params, take_seeds(pop), "evaluation"))
     return search.survivors(tuple(candidates), tuple(scores), multi)
@@ -550,19 +559,20 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
     summary = {
         "method": "wuji", "game": config.game, "game_kwargs": dict(config.game_kwargs), "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
-        "bugs_total": first["bugs_total"], "strategies": list(strategies),
+        "budget_steps": config.budget_steps, "bugs_total": first["bugs_total"], "strategies": list(strategies),
         "bugs_found": {s: stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
         "state_coverage": {s: stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},
         "cells_covered": {s: stats([r["cells_covered"] for r in runs]) for s, runs in results.items()},
         "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
     }  # fmt: skip
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    title = f"{config.game}, {seeds} seed(s)"
     timelines = {s: [np.asarray(r["timeline"], np.float64).reshape(-1, 4) for r in runs] for s, runs in results.items()}
     if config.budget_s is not None:
-        summary["by_time"] = _by_time(timelines, config.budget_s)
-        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        summary["by_time"] = _at_budget_fractions(timelines, config.budget_s, _SECONDS)
+    if config.budget_steps is not None:
+        summary["by_steps"] = _at_budget_fractions(timelines, config.budget_steps, _ENV_STEPS)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    title = f"{config.game}, {seeds} seed(s)"
     bugs_over_time_plot(timelines, out_dir / "bugs_over_time.png", first["bugs_total"], title)
     coverage_plot({s: summary["state_coverage"][s]["per_seed"] for s in strategies}, out_dir / "coverage.png", title)
     fronts = {s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text()) for s in strategies if s != "random"}
@@ -571,18 +581,23 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     return summary
 
 
-def _by_time(timelines: dict[str, list[np.ndarray]], budget_s: float, fractions=(0.25, 0.5, 1.0)) -> dict:
-    """Bugs found and states covered by each strategy at fractions of the budget (mean, sd and per seed,
-    from the timelines): the comparison at shorter equal budgets, from the same runs."""
+#: Columns of a timeline row: seconds, env steps, bugs found, states covered.
+_SECONDS, _ENV_STEPS, _BUGS, _STATES = range(4)
 
-    def at(t: np.ndarray, seconds: float, column: int) -> int:
-        done = t[t[:, 0] <= seconds]
-        return int(done[-1, column]) if len(done) else 0
+
+def _at_budget_fractions(timelines: dict[str, list[np.ndarray]], budget: float, column: int, fractions=(0.25, 0.5, 1.0)) -> dict:
+    """Bugs found and states covered by each strategy at fractions of the budget (mean, sd and per seed,
+    from the timelines, the last row within each): the comparison at shorter equal budgets, from the
+    same runs. ``column``: the budget's timeline column (seconds or env steps)."""
+
+    def at(t: np.ndarray, spent: float, value: int) -> int:
+        done = t[t[:, column] <= spent]
+        return int(done[-1, value]) if len(done) else 0
 
     stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
     return {
-        f"{budget_s * f:g}": {
-            s: {"bugs_found": stats([at(t, budget_s * f, 2) for t in runs]), "state_coverage": stats([at(t, budget_s * f, 3) for t in runs])}
+        f"{budget * f:g}": {
+            s: {"bugs_found": stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": stats([at(t, budget * f, _STATES) for t in runs])}
             for s, runs in timelines.items()
         }
         for f in fractions

@@ -49,8 +49,8 @@ def _pos(r, c):
     return jnp.array([r, c], jnp.int32)
 
 
-# A calm boss (never moves, never attacks) for tests of the player's side.
-CALM = _params(boss_move_prob=0.0, boss_attack_prob=0.0)
+# A calm boss (never moves, attacks or regenerates) for tests of the player's side.
+CALM = _params(boss_move_prob=0.0, boss_attack_prob=0.0, boss_regen=0)
 
 
 # ----- crash ---------------------------------------------------------------
@@ -305,13 +305,65 @@ def test_bad_late_stuck_bugs_are_refused():
     assert np.allclose(np.asarray(deep), 0.05)  # every late bug's phase drawn from the option
 
 
+def _fighter(_, obs, key):
+    """A scripted player who fights: closes in, uses the skill when ready, else a buff when none is
+    active, else melee; heals below half hp; a random action 10% of the time."""
+    dist, cooldowns, buffs, hp = obs[15] * 16, obs[9:15], obs[6:9], obs[4]
+    gap = (obs[2:4] - obs[0:2]) * 8
+    move = jnp.where(jnp.abs(gap[0]) >= jnp.abs(gap[1]), jnp.where(gap[0] < 0, N, S), jnp.where(gap[1] > 0, E, W))
+    buff_ready = cooldowns[2:5] == 0
+    action = jnp.where(
+        dist > 1.5, move,
+        jnp.where((hp < 0.5) & (cooldowns[5] == 0), HEAL,
+        jnp.where(cooldowns[0] == 0, SKILL,
+        jnp.where(jnp.all(buffs == 0) & jnp.any(buff_ready), BUFF_A + jnp.argmax(buff_ready), MELEE))),
+    )  # fmt: skip
+    k_explore, k_action = jax.random.split(key)
+    return jnp.where(jax.random.uniform(k_explore) < 0.1, jax.random.randint(k_action, (), 0, 11), action)
+
+
 def test_the_fight_has_depth():
-    """A random player seldom wears the boss down (combat.py's "Balance"): the late stuck bugs
-    need a player who fights well."""
+    """Only a player who fights wears the boss down (combat.py's "Balance"): random "cannot
+    accomplish the mission" (Wuji §V-B), so the late stuck bugs need a player who fights well."""
     from jgtest.rollout import play_episodes
 
     env, params = LATE, LATE.default_params
-    policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
-    out = jax.jit(lambda: play_episodes(env, params, policy, None, 0, 1000, 200, info_keys=("final_observation",)))()
-    boss = np.where(np.asarray(out["valid"]), np.asarray(out["final_observation"])[..., 5], 1.0).min(axis=1)
-    assert 0.1 < (boss <= 0.5).mean() < 0.35 and (boss <= 0.3).mean() < 0.1 and (boss <= 0.15).mean() < 0.03
+    random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
+    reached = {}
+    for name, policy in (("random", random_policy), ("fighter", _fighter)):
+        out = jax.jit(lambda p=policy: play_episodes(env, params, p, None, 0, 2000, 200, info_keys=("final_observation",)))()
+        boss = np.where(np.asarray(out["valid"]), np.asarray(out["final_observation"])[..., 5], 1.0).min(axis=1)
+        reached[name] = [(boss <= phase).mean() for phase in (0.5, 0.3, 0.15, 0.0)]
+    assert reached["random"][0] < 0.05 and reached["random"][1] < 0.005 and reached["random"][2] == 0.0
+    assert reached["fighter"][0] > 0.95 and reached["fighter"][2] > 0.6 and reached["fighter"][3] > 0.4
+
+
+def test_the_boss_regenerates_only_in_steps_without_damage():
+    start = _state(player_pos=jnp.array([3, 4]), boss_pos=jnp.array([1, 4]), boss_hp=jnp.int32(100))
+    calm = _state(player_pos=jnp.array([7, 4]), boss_pos=jnp.array([1, 4]), boss_hp=jnp.int32(100))
+    _, hit, *_ = STEP(KEY, start, SKILL, PARAMS)  # distance 2: 24 // 2 damage, no regeneration
+    _, rested, *_ = STEP(KEY, calm, HEAL, PARAMS)  # out of range: no damage
+    _, full, *_ = STEP(KEY, calm.replace(boss_hp=jnp.int32(PARAMS.boss_max_hp - 1)), HEAL, PARAMS)
+    assert int(hit.boss_hp) == 100 - 12
+    assert int(rested.boss_hp) == 100 + PARAMS.boss_regen
+    assert int(full.boss_hp) == PARAMS.boss_max_hp  # capped
+
+
+def test_wujis_state_sees_buffs_on_or_off_not_their_timers_and_cooldowns():
+    """CombatArena.state_features: cells, hps, distance and active buffs; timers, cooldowns and
+    facing tick every step and are left out (else nearly every step is a new state)."""
+    from jgtest.coverage import ObservationStates
+
+    states = ObservationStates(ENV, PARAMS, 10)
+    base = _state(buff_timer=jnp.array([2, 0, 0]))
+    variants = {
+        "timer": base.replace(buff_timer=jnp.array([4, 0, 0])),
+        "cooldown": base.replace(cooldowns=jnp.array([3, 0, 0, 0, 0, 0])),
+        "facing": base.replace(facing=jnp.int32(2)),
+        "buff": base.replace(buff_timer=jnp.array([2, 1, 0])),
+        "boss hp": base.replace(boss_hp=jnp.int32(100)),
+        "cell": base.replace(player_pos=jnp.array([6, 4])),
+    }
+    same = lambda s: bool(jnp.all(states.hashes(ENV.get_obs(s, PARAMS)) == states.hashes(ENV.get_obs(base, PARAMS))))
+    assert [name for name, s in variants.items() if same(s)] == ["timer", "cooldown", "facing"]
+

@@ -70,12 +70,24 @@ def test_a_campaign_keeps_its_game_options_and_refuses_one_its_runs_redraw(tmp_p
         (dict(population=1), "population must be at least 2"),
         (dict(generations=0), "generations must be at least 1"),
         (dict(budget_s=0), "budget_s must be positive"),
-        (dict(generations=None), "needs generations or budget_s"),
+        (dict(generations=None), "needs generations, budget_s or budget_steps"),
+        (dict(budget_steps=0), "budget_steps must be at least 1"),
     ],
 )
 def test_bad_configs_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         wuji.WujiConfig(**kwargs)
+
+
+def test_an_env_step_budget_stops_each_strategy_at_the_first_check_past_it(tmp_path):
+    budget = 4_000
+    config = wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=None, budget_steps=budget, seed=3, a2c=TINY_A2C)
+    summary = wuji.campaign(config, tmp_path, ("random", "drl"))
+    for strategy, calls_past in (("random", 1), ("drl", 2)):  # drl: the round past the budget, then its population's evaluation
+        steps = [row[1] for row in json.loads((tmp_path / strategy / "seed-3" / "summary.json").read_text())["timeline"]]
+        assert steps[-1] >= budget and sum(s >= budget for s in steps) <= calls_past, strategy
+    assert summary["budget_steps"] == budget and list(summary["by_steps"]) == ["1000", "2000", "4000"]
+    assert summary["by_steps"]["4000"]["drl"]["bugs_found"]["mean"] <= summary["bugs_found"]["drl"]["mean"]
 
 
 class _Killed(Exception):
