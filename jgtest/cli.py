@@ -428,10 +428,9 @@ def _run_wuji(args) -> int:
             shutil.rmtree(path)
     out = prepare_out_dir(args.out, overwrite=False)
     console = Console(stderr=True)
-    budget = " and ".join(
-        [f"{config.budget_s:g} s"] * (config.budget_s is not None)
-        + [f"{config.budget_steps:,} env steps"] * (config.budget_steps is not None)
-    ) or f"{config.generations} generations"
+    budgets = [f"{config.budget_s:g} s"] if config.budget_s is not None else []
+    budgets += [f"{config.budget_steps:,} env steps"] if config.budget_steps is not None else []
+    budget = " and ".join(budgets) or f"{config.generations} generations"
     console.print(f"Wuji on {config.game}: {', '.join(strategies)}; {args.seeds} seed(s), {budget} each, population {config.population}")
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("bugs {task.fields[bugs]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=args.quiet) as progress:

@@ -125,7 +125,7 @@ class WujiA2C:
       env: a jgtest game (``step_env``/``reset_env``; ``num_actions``, ``num_bugs``).
       config: the static settings.
       max_steps: the game's episode cap (the length of an action trace).
-      num_buckets: intervals per observation feature of the states a round reports (Wuji's ``m``).
+      num_buckets: intervals per state feature of the states a round reports (Wuji's ``m``).
     """
 
     def __init__(self, env, config: WujiA2CConfig, max_steps: int, num_buckets: int = 10):

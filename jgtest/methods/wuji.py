@@ -2,8 +2,9 @@
 
 A population of policies evolves for two objectives (§IV-B): the
 **exploration score** ES(π) = (1/m) Σ_i size(‖G(a_i)‖_S), the distinct states
-of each of ``m`` runs averaged (states: every observation feature cut into
-``num_buckets`` equal intervals, Def. 3 and §V-C; :class:`jgtest.coverage.ObservationStates`),
+of each of ``m`` runs averaged (states: the game's state features, by default its observation,
+each cut into ``num_buckets`` equal intervals, Def. 3 and §V-C;
+:class:`jgtest.coverage.ObservationStates`),
 and the **winning score** RS(π) = (1/m) Σ_i Σ_t γ^t r_t, the discounted return
 (Def. 1) averaged over the same runs. A generation (Algorithms 1–3):
 
@@ -33,6 +34,10 @@ step is spent on a finished episode; a generation is as many rounds as a DRL gen
 trains at most), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
 objectives), ``drl`` (A2C alone: the population trained round after round),
 ``ea_s+drl`` and ``wuji`` (``ea_m`` + DRL).
+
+Budgets: generations, wall-clock seconds or env steps (:class:`WujiConfig`); the paper
+gave each strategy equal hours of its game servers (§V-A4), where each step cost the game, so
+equal env steps are its regime on device.
 
 Numbers: population and offspring 30 (§V-A4). ``m``, the buckets, the rates
 and σ are lost or absent in the paper (see :mod:`jgtest.evo.operators` and
@@ -95,7 +100,7 @@ class WujiConfig:
         instead, and an equal wall-clock budget gives random about 2.5 times the learners'
         steps. Machine-independent, unlike ``budget_s``.
       runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 4).
-      num_buckets: intervals per observation feature for ES (paper: lost; 10).
+      num_buckets: intervals per state feature for ES (paper: lost; 10).
       seed: the run's seed (its bug and gold placement, its keys).
       a2c: the A2C learner's settings.
       variation: crossover/mutation rates and σ.
@@ -596,7 +601,7 @@ def _at_budget_fractions(timelines: dict[str, list[np.ndarray]], budget: float, 
 
     stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
     return {
-        f"{budget * f:g}": {
+        (f"{budget * f:g}" if column == _SECONDS else str(int(budget * f))): {
             s: {"bugs_found": stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": stats([at(t, budget * f, _STATES) for t in runs])}
             for s, runs in timelines.items()
         }
