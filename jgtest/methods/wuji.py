@@ -94,7 +94,7 @@ class WujiConfig:
       budget_s: wall-clock budget in seconds, checked between device calls.
       budget_steps: env-step budget: game steps played (every evaluation run, A2C rollout and
         random game; ``env_steps``), checked between device calls, so a run goes past it by
-        at most a generation's closing evaluation. Equal step budgets compare strategies as
+        less than a generation (a DRL generation: its last A2C round and evaluation). Equal step budgets compare strategies as
         the paper's did: its budgets were hours of a game server's time (§V-A4), each step
         costing the game, not the policy; on device the learner's compute sets the pace
         instead, and an equal wall-clock budget gives random about 2.5 times the learners'
