@@ -91,8 +91,9 @@ def test_config_checks():
 @pytest.mark.slow
 def test_a2c_learns_to_fight_the_boss():
     """Stated return: a population of 4, 40 rounds of 1,000 steps each, reaches a best mean
-    training return above 0.2 (the boss worn well down; measured 0.47 and 0.53 for seeds 5, 6),
-    where a random player's mean return is -0.57 (it loses, having dealt a third of the 250 hp)."""
+    training return above -0.2 (measured -0.06 for seed 5), where a random player's mean return
+    is -0.58 (it loses most of its fights). The boss regenerates in steps without
+    damage (combat.py, "Balance"); before it did, the same run reached 0.47."""
     a2c = WujiA2C(ENV, WujiA2CConfig(max_rounds=40, patience=40), PARAMS.max_steps_in_episode)
     variables = jax.vmap(a2c.init_variables)(jax.random.split(jax.random.key(5), 4))
     learners, seeds = jax.vmap(a2c.init_learner)(variables), jnp.arange(4) + 7
@@ -100,4 +101,4 @@ def test_a2c_learns_to_fight_the_boss():
     round_fn = jax.jit(jax.vmap(a2c.round, in_axes=(0, 0, None, 0)))
     for _ in range(40):
         learners, slots, _, _, mean = round_fn(learners, slots, PARAMS, seeds)
-    assert float(np.mean(np.asarray(learners.best))) > 0.2
+    assert float(np.mean(np.asarray(learners.best))) > -0.2
