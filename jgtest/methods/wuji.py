@@ -32,7 +32,9 @@ The paper's six strategies (§V-A3), :data:`STRATEGIES`: ``random`` (uniform
 actions, in slot games whose episodes go on from round to round, as a learner's do, so no
 step is spent on a finished episode; a generation is as many rounds as a DRL generation
 trains at most), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
-objectives), ``drl`` (A2C alone: the population trained round after round),
+objectives), ``drl`` (A2C alone, "the DRL algorithm improves the searching speed in a particular
+direction", §V-B: **one** learner, trained round after round, whose rollouts play as many games at
+once as a population's learners do together, so that its rounds play the same env steps),
 ``ea_s+drl`` and ``wuji`` (``ea_m`` + DRL).
 
 Budgets: generations, wall-clock seconds or env steps (:class:`WujiConfig`); the paper
@@ -88,7 +90,8 @@ class WujiConfig:
         options (``rows``, ``late_phases``, ...) and params the runs keep (``boss_max_hp``,
         ...); a param that ``randomize`` re-draws per run is refused (:func:`check_game_kwargs`).
       strategy: one of :data:`STRATEGIES`.
-      population: population and offspring size (the paper's 30).
+      population: population and offspring size (the paper's 30); ``drl`` trains one learner on
+        ``population`` times ``a2c.num_envs`` games at once (:func:`_members`).
       generations: generations to run (a budget may stop it sooner); ``None``: until
         a budget runs out.
       budget_s: wall-clock budget in seconds, checked between device calls.
@@ -341,11 +344,11 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    search = _search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c)
+    search = _search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, _learner_config(config))
     env = search.env
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
     (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
-    search.warm_up(config.strategy, config.population, params, config.variation)
+    search.warm_up(config.strategy, _members(config), params, config.variation)
     progress = _fresh_progress(search, config, params)
     kept = records_to_resume(out_dir, resume)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
@@ -361,7 +364,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         seeds = _SeedCounter(progress)
         if not resumed:
             if config.strategy != "random":
-                progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(config.population), "evaluation")
+                progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(_members(config)), "evaluation")
             _save(ckpt, 0, progress, book, seeds, out_dir)
         for generation in itertools.count(int(progress["generation"]) + 1):
             if config.generations is not None and generation > config.generations:
@@ -369,7 +372,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             if _budget_spent(config, book):
                 break
             key, k_gen = jax.random.split(progress["key"])
-            population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, config.population
+            population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, _members(config)
             if strategy == "random":
                 population = _play_random(search, book, population, params, config)
             elif strategy == "drl":
@@ -388,6 +391,19 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     return summary
 
 
+def _members(config: WujiConfig) -> int:
+    """Policies (or random slot groups) a run keeps: ``config.population``, but one for ``drl``."""
+    return 1 if config.strategy == "drl" else config.population
+
+
+def _learner_config(config: WujiConfig) -> WujiA2CConfig:
+    """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for a
+    population, ``population`` times the games (a round plays the steps of a population's round)."""
+    if config.strategy != "drl":
+        return config.a2c
+    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * config.population)
+
+
 def _fresh_progress(search: _Search, config: WujiConfig, params) -> dict:
     """A campaign's state before its first evaluation (also the structure checkpoints restore into).
 
@@ -397,7 +413,7 @@ def _fresh_progress(search: _Search, config: WujiConfig, params) -> dict:
     """
     key = jax.random.fold_in(jax.random.key(config.seed), 1)
     key, k_init = jax.random.split(key)
-    pop, next_seed = config.population, config.seed * 1_000_003 % 2**30
+    pop, next_seed = _members(config), config.seed * 1_000_003 % 2**30
     if config.strategy == "random":
         random_seeds = shard_batch(jnp.arange(next_seed, next_seed + pop, dtype=jnp.int32))  # over every device
         population, next_seed = {"seeds": random_seeds, "slots": search.init_random(params, random_seeds)}, next_seed + pop
@@ -455,7 +471,7 @@ def _fine_tune(search, book, population, params, seeds, config):
     learners, slots = search.init_training(population, params, jnp.asarray(seeds))
     for _ in range(config.a2c.max_rounds):
         learners, slots, catch, cover, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
-        book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "a2c")
+        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.steps_per_round * len(seeds), "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
         if _budget_spent(config, book):
@@ -476,7 +492,7 @@ def _play_random(search, book, population, params, config):
     for _ in range(config.a2c.max_rounds):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
-        book.caught(catch, cover, search.a2c.cells, seeds, config.a2c.steps_per_round * len(seeds), "random")
+        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.steps_per_round * len(seeds), "random")
         if _budget_spent(config, book):
             break
     return population

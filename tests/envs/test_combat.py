@@ -349,6 +349,15 @@ def test_the_boss_regenerates_only_in_steps_without_damage():
     assert int(full.boss_hp) == PARAMS.boss_max_hp  # capped
 
 
+def test_regeneration_stops_at_the_phase_boundary_the_boss_has_fallen_past():
+    """Phases (``late_phases``, 50/30/15% of 250 hp: 125, 75, 37) lock in: resting lifts the boss to
+    the boundary above it, never past it; without ``boss_phase_lock`` up to its maximum."""
+    calm = _state(player_pos=jnp.array([7, 4]), boss_pos=jnp.array([1, 4]))
+    rest = lambda hp, params=PARAMS: int(STEP(KEY, calm.replace(boss_hp=jnp.int32(hp)), HEAL, params)[1].boss_hp)
+    assert [rest(124), rest(125), rest(126), rest(74), rest(36), rest(100)] == [125, 125, 128, 75, 37, 102]
+    assert rest(124, PARAMS.replace(boss_phase_lock=False)) == 126
+
+
 def test_wujis_state_sees_buffs_on_or_off_not_their_timers_and_cooldowns():
     """CombatArena.state_features: cells, hps, distance and active buffs; timers, cooldowns and
     facing tick every step and are left out (else nearly every step is a new state)."""

@@ -88,6 +88,12 @@ def test_an_env_step_budget_stops_each_strategy_at_the_first_check_past_it(tmp_p
         assert steps[-1] >= budget and sum(s >= budget for s in steps) <= calls_past, strategy
     assert summary["budget_steps"] == budget and list(summary["by_steps"]) == ["1000", "2000", "4000"]
     assert summary["by_steps"]["4000"]["drl"]["bugs_found"]["mean"] <= summary["bugs_found"]["drl"]["mean"]
+    # drl is one learner (its population.json one policy) playing a population's games: a round, 4 x 4 games x 5 updates x 5 steps
+    drl = tmp_path / "drl" / "seed-3"
+    assert len(json.loads((drl / "population.json").read_text())["exploration"]) == 1
+    timeline = json.loads((drl / "summary.json").read_text())["timeline"]
+    evaluation = timeline[0][1]  # the initial evaluation of the one policy
+    assert 0 < evaluation <= 4 * 200 and timeline[1][1] - evaluation == 4 * TINY_A2C.steps_per_round
 
 
 class _Killed(Exception):
