@@ -7,6 +7,7 @@ import pytest
 
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.methods import wuji
+from jgtest.report import replay as replay_module
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
 
@@ -23,7 +24,9 @@ def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_k
     summary = wuji.run(config, tmp_path)
     records = read_bug_records(tmp_path / "bugs.jsonl")
     assert summary["bugs_found"] == len(records) == len({r.bug_id for r in records}) > 0
+    replay_module._game.cache_clear()
     assert all(replay(r).reproduced for r in records)
+    assert replay_module._game.cache_info().misses == 1  # the campaign's records share one game and one compiled replay
     # the run's bugs were re-drawn: the records carry the placement (and the campaign's options) that rebuild the game
     assert records[0].game_kwargs and json.loads((tmp_path / "config.json").read_text())["game_kwargs"] == records[0].game_kwargs
     for name, value in game_kwargs:
