@@ -96,9 +96,9 @@ it, as many games' bosses keep their phases. Without the lock the deep states of
 fight last only as long as the player keeps hitting: a player who breaks a phase
 and then walks off to another cell, or buffs, gives the boss its hp back, and the
 paper's point that a policy "unable to complete the mission ... would not explore
-the states after the mission" (§IV-A) would have no such states to point at. The lock leaves random's reach as it was (it rarely breaks the
-first phase: 1.8% of fights reach half, 0.15% 30%, none 15%) and the fighter's too
-(99%, 91%, 76%).
+the states after the mission" (§IV-A) would have no such states to point at. The
+lock leaves random's reach as it was (it rarely breaks the first phase: 1.8% of
+fights reach half, 0.15% 30%, none 15%) and the fighter's too (99%, 91%, 76%).
 
 Observation: ``float32[20]`` in ``[0, 1]`` (player hp slot up to 2, since the
 logical bug can over-heal): ``[0:2]`` player (row, col) / (rows-1, cols-1),
@@ -472,8 +472,8 @@ class CombatArena(TestingEnv):
         ``boss_phase_lock`` the lowest phase boundary (``late_phases`` of its maximum hp, floored)
         at or above ``boss_hp``."""
         bounds = jnp.floor(jnp.asarray(self.late_phases, jnp.float32) * params.boss_max_hp).astype(jnp.int32)
-        locked = jnp.min(jnp.where(bounds >= boss_hp, bounds, params.boss_max_hp))
-        return jnp.where(params.boss_phase_lock, jnp.minimum(locked, params.boss_max_hp), params.boss_max_hp)
+        locked = jnp.min(jnp.where(bounds >= boss_hp, bounds, params.boss_max_hp))  # phases are at most 1
+        return jnp.where(params.boss_phase_lock, locked, params.boss_max_hp)
 
     def state_features(self, obs: jax.Array) -> jax.Array:
         """Wuji's game state (Def. 3): player and boss cells, both hps, the player–boss distance and
