@@ -40,10 +40,10 @@ within ``boss_range`` (Manhattan) it attacks with probability
 ``boss_attack_prob``, rolling an integer attack uniformly in
 ``[boss_atk_min, boss_atk_max]`` from the step key.
 
-Injected bugs (``bug_kinds = ("crash", "stuck", "logical")``), each firing
-only the first time per episode, after §V-A ("crash bugs, stuck bugs and
-logical bugs previously known ... injected in the selected scenarios") and the
-two L10 cases of §V-D "Bug analysis":
+Injected bugs (``bug_kinds = ("crash", "stuck", "logical", "crash")``, then the
+late stuck bugs), each firing only the first time per episode, after §V-A ("crash
+bugs, stuck bugs and logical bugs previously known ... injected in the selected
+scenarios") and the three cases of §V-D "Bug analysis" (two in L10, one in NSH):
 
 0. **crash** (§V-D, "will crash if distance == 0"): the ranged skill divides by
    the player-boss distance, and in the paper's snippet the call sits under
@@ -66,7 +66,17 @@ two L10 cases of §V-D "Bug analysis":
    attack of 8 or 9 heal the player. The developer assertion that catches it
    is :func:`hp_never_rises_from_boss_hit` (Wuji §III: logical bugs "require
    specific assertions").
-3. … **late stuck bugs** (``num_late_stuck``, bug ids 3, 4, …): like the stuck
+3. **death crash** (§V-D, NSH: "triggered when some properties of the game are
+   reset with invalid values which are generated only when the boss is dead
+   with multiple specific buffs ... a very hard corner case to reach by manual
+   testing"): the boss dies while both buffs of ``death_crash_buffs`` are
+   active. The game crashes in the death handling: ``telemetry.crashed`` is
+   set, the episode terminates and the kill earns its damage but no
+   ``win_bonus`` (the game never got to record the win). Only a player who
+   wins can reach it, and only one who wins in an unusual state: over 2,000
+   episodes random never wins and the scripted fighter below wins 57% of its
+   fights but with buffs B and C both up in 0.25%.
+4. … **late stuck bugs** (``num_late_stuck``, bug ids 4, 5, …): like the stuck
    bug, at ``late_cells[k]`` with buff ``late_buffs[k]`` active, but live only
    once the boss is worn down to ``late_phase[k]`` of its hp or less. The
    paper's commercial scenarios hide bugs deep in a fight, where only a player
@@ -143,7 +153,9 @@ MELEE, SKILL, DASH, BUFF_A, BUFF_B, BUFF_C, HEAL = 4, 5, 6, 7, 8, 9, 10
 NUM_BUFFS = 3
 NUM_COOLDOWNS = NUM_ACTIONS - SKILL
 OBS_SIZE = 20
-BUG_CRASH, BUG_STUCK, BUG_LOGICAL = 0, 1, 2
+BUG_CRASH, BUG_STUCK, BUG_LOGICAL, BUG_DEATH_CRASH = 0, 1, 2, 3
+#: Bugs before the late stuck bugs (ids 0..3 above).
+NUM_BASE_BUGS = 4
 #: Default boss hp fractions at which a late stuck bug goes live (one drawn per bug).
 LATE_PHASES = (0.5, 0.3, 0.15)
 
@@ -161,7 +173,7 @@ class EnvState(environment.EnvState):
     crashed: jax.Array  # bool, the crash bug happened (terminal)
     boss_hit: jax.Array  # bool, the boss hit the player this step
     healed: jax.Array  # int32, hp restored by the heal action this step
-    bugs_seen: jax.Array  # bool[3] bugs already fired this episode
+    bugs_seen: jax.Array  # bool[4 + S] bugs already fired this episode
     time: int
 
 
@@ -174,6 +186,7 @@ class EnvParams(environment.EnvParams):
     late_cells: jax.Array  # int32[S, 2] cells of the late stuck bugs
     late_buffs: jax.Array  # int32[S] the buff each needs active
     late_phase: jax.Array  # float32[S] boss hp fraction at or below which each is live
+    death_crash_buffs: jax.Array  # int32[2] the two buffs whose being active when the boss dies crashes the game
     stuck_buff: int = 0  # which buff (0, 1, 2) must be active for the stuck bug
     player_max_hp: int = 100
     boss_max_hp: int = 250
@@ -239,7 +252,7 @@ class CombatArena(TestingEnv):
       >>> obs, state = env.reset(jax.random.key(0), params)
       >>> obs, state, reward, terminated, truncated, info = env.step(jax.random.key(1), state, 4, params)
       >>> info["telemetry"].bugs_fired.shape             # one flag per injected bug
-      (9,)
+      (10,)
     """
 
     env_id = "CombatArena-v0"
@@ -264,6 +277,7 @@ class CombatArena(TestingEnv):
             late_cells=jnp.zeros((self.num_late_stuck, 2), jnp.int32),
             late_buffs=jnp.zeros((self.num_late_stuck,), jnp.int32),
             late_phase=jnp.ones((self.num_late_stuck,), jnp.float32),
+            death_crash_buffs=jnp.array([1, 2], jnp.int32),
         )
         if self.num_late_stuck:
             drawn = jax.jit(self._draw_late)(jax.random.key(0), self._default_params)
@@ -276,7 +290,7 @@ class CombatArena(TestingEnv):
 
     @property
     def bug_kinds(self) -> tuple[str, ...]:
-        return ("crash", "stuck", "logical") + ("stuck",) * self.num_late_stuck
+        return ("crash", "stuck", "logical", "crash") + ("stuck",) * self.num_late_stuck
 
     @property
     def map_shape(self) -> tuple[int, int]:
@@ -310,7 +324,7 @@ class CombatArena(TestingEnv):
             crashed=jnp.bool_(False),
             boss_hit=jnp.bool_(False),
             healed=jnp.int32(0),
-            bugs_seen=jnp.zeros((3 + self.num_late_stuck,), bool),
+            bugs_seen=jnp.zeros((NUM_BASE_BUGS + self.num_late_stuck,), bool),
             time=0,
         )
         return self.get_obs(state, params), state
@@ -343,7 +357,7 @@ class CombatArena(TestingEnv):
         melee_hit = (action == MELEE) & (dist0 <= 1)
         is_skill = (action == SKILL) & ready
         buffed = jnp.any(buff_timer > 0)
-        crashed = is_skill & (dist0 == 0) & buffed  # under `if player.buff_time`: "will crash if distance == 0" (§V-D)
+        skill_crash = is_skill & (dist0 == 0) & buffed  # under `if player.buff_time`: "will crash if distance == 0" (§V-D)
         skill_hit = is_skill & (dist0 > 0) & (dist0 <= params.skill_range)
         skill_dmg = params.skill_damage // jnp.maximum(dist0, 1)
         damage = (
@@ -372,10 +386,13 @@ class CombatArena(TestingEnv):
         late = moved & jnp.all(pos == params.late_cells, axis=-1) & (buff_timer[params.late_buffs] > 0) & worn_down
         stuck_any = stuck | jnp.any(late)
 
-        damage = jnp.where(crashed, 0, jnp.minimum(damage, jnp.maximum(state.boss_hp, 0)))
+        damage = jnp.where(skill_crash, 0, jnp.minimum(damage, jnp.maximum(state.boss_hp, 0)))
         regen = jnp.where(damage > 0, 0, params.boss_regen)  # only sustained damage wears the boss down
         boss_hp = jnp.minimum(state.boss_hp - damage + regen, self._regen_cap(state.boss_hp - damage, params))
-        won = ~crashed & (boss_hp <= 0)
+        killed = ~skill_crash & (boss_hp <= 0)
+        death_crash = killed & jnp.all(buff_timer[params.death_crash_buffs] > 0)  # NSH (§V-D)
+        crashed = skill_crash | death_crash
+        won = killed & ~death_crash
 
         # Boss turn (skipped after a crash, a win, or once the player is stuck).
         boss_acts = ~(crashed | won | stuck_any)
@@ -394,7 +411,7 @@ class CombatArena(TestingEnv):
         player_hp = state.player_hp + healed - hurt
         lost = ~won & ~crashed & (player_hp <= 0)
 
-        fired = jnp.concatenate([jnp.stack([crashed, stuck, boss_hit & (hurt < 0)]), late]) & ~state.bugs_seen
+        fired = jnp.concatenate([jnp.stack([skill_crash, stuck, boss_hit & (hurt < 0), death_crash]), late]) & ~state.bugs_seen
         game_reward = (
             damage / params.boss_max_hp
             + jnp.where(won, params.win_bonus, 0.0)
@@ -499,7 +516,7 @@ class CombatArena(TestingEnv):
     logical_assertion = staticmethod(hp_never_rises_from_boss_hit)
 
     def randomize(self, key, params: EnvParams) -> EnvParams:
-        """Redraws the stuck bug and the logical bug's numbers (Wuji §V-A), jittable.
+        """Redraws the stuck bug, the logical bug's numbers and the death crash's buffs (Wuji §V-A), jittable.
 
         * ``stuck_cell``: uniform over the arena cells other than the two
           start cells; ``stuck_buff``: uniform in ``{0, 1, 2}``.
@@ -508,9 +525,10 @@ class CombatArena(TestingEnv):
           ``boss_atk_min + U[6, 10]``, so that no two buffs ever make the hit
           negative but all three do for the lowest attack rolls (the paper's
           "certain range" of the initial damage).
+        * ``death_crash_buffs``: the two buffs other than one left out uniformly.
         * the late stuck bugs (:meth:`_draw_late`).
         """
-        k_cell, k_buff, k_red, k_min, k_span, k_late = jax.random.split(key, 6)
+        k_cell, k_buff, k_red, k_min, k_span, k_late, k_death = jax.random.split(key, 7)
         stuck_cell = self._free_cells(k_cell, params, 1)[0]
         reduction = jax.random.randint(k_red, (NUM_BUFFS,), 2, 6).astype(jnp.int32)
         total = jnp.sum(reduction)
@@ -524,6 +542,7 @@ class CombatArena(TestingEnv):
             buff_reduction=reduction,
             boss_atk_min=atk_min,
             boss_atk_max=atk_max,
+            death_crash_buffs=(jax.random.randint(k_death, (), 0, NUM_BUFFS) + jnp.array([1, 2])) % NUM_BUFFS,
         )
 
     def _free_cells(self, key, params: EnvParams, n: int) -> jax.Array:
@@ -571,6 +590,9 @@ class CombatArena(TestingEnv):
             raise ValueError(f"{self.name}: late_buffs must be {self.num_late_stuck} buffs in 0..2, got {buffs.tolist()}")
         if phase.shape != (self.num_late_stuck,) or np.any(~((phase > 0) & (phase <= 1))):
             raise ValueError(f"{self.name}: late_phase must be {self.num_late_stuck} hp fractions in (0, 1], got {phase.tolist()}")
+        death = np.asarray(params.death_crash_buffs)
+        if death.shape != (2,) or np.any((death < 0) | (death >= NUM_BUFFS)) or death[0] == death[1]:
+            raise ValueError(f"{self.name}: death_crash_buffs must be two different buffs in 0..2, got {death.tolist()}")
         red = np.asarray(params.buff_reduction)
         if red.shape != (NUM_BUFFS,):
             raise ValueError(f"{self.name}: buff_reduction must have shape ({NUM_BUFFS},), got {red.shape}")

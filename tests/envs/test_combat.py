@@ -19,7 +19,7 @@ from jgtest.envs.combat import (
 
 N, S, E, W = 0, 1, 2, 3
 
-ENV = CombatArena(num_late_stuck=0)  # the paper's three bugs; the late stuck bugs are tested below
+ENV = CombatArena(num_late_stuck=0)  # the paper's four bugs; the late stuck bugs are tested below
 PARAMS = ENV.default_params
 STEP = jax.jit(ENV.step_env)  # traced once per params structure; reused by every test
 KEY = jax.random.key(0)
@@ -62,7 +62,7 @@ def test_skill_at_distance_zero_with_a_buff_crashes():
         obs, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
         tel = info["telemetry"]
         assert bool(term) and bool(tel.crashed) and bool(s2.crashed)
-        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [True, False, False])
+        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [True, False, False, False])
         assert float(tel.game_reward) == 0.0
 
 
@@ -149,7 +149,7 @@ def test_other_buff_does_not_trigger_stuck():
 
 
 # ----- logical -------------------------------------------------------------
-def _hit(timers, atk, action=MELEE, player_hp=50, bugs_seen=(False, False, False)):
+def _hit(timers, atk, action=MELEE, player_hp=50, bugs_seen=(False, False, False, False)):
     params = _params(boss_attack_prob=1.0, boss_atk_min=atk, boss_atk_max=atk)
     state = _state(
         player_pos=_pos(5, 4),
@@ -166,13 +166,13 @@ def test_three_reduction_buffs_and_low_attack_heal_the_player():
     for atk in (8, 9):  # 3 + 3 + 4 = 10 > atk
         before, after, tel = _hit([3, 3, 3], atk)
         assert int(after.player_hp) == 50 + 10 - atk > 50
-        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, True])
+        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, True, False])
         assert not bool(hp_never_rises_from_boss_hit(before, after))
         assert not bool(CombatArena.logical_assertion(before, after))
 
 
 def test_logical_bug_fires_once_per_episode():
-    _, after, tel = _hit([3, 3, 3], 8, bugs_seen=(False, False, True))
+    _, after, tel = _hit([3, 3, 3], 8, bugs_seen=(False, False, True, False))
     assert int(after.player_hp) == 52
     assert not bool(tel.bugs_fired.any())
 
@@ -214,6 +214,24 @@ def test_killing_the_boss_wins():
     assert int(s2.player_hp) == int(state.player_hp)  # a dead boss does not hit back
 
 
+def test_killing_the_boss_with_both_death_crash_buffs_up_crashes_the_game():
+    """NSH's crash (§V-D): "only when the boss is dead with multiple specific buffs"."""
+    params = _params(death_crash_buffs=jnp.array([0, 2], jnp.int32))
+    for timers, crash in (([2, 0, 2], True), ([2, 2, 2], True), ([2, 2, 0], False), ([0, 2, 2], False), ([0, 0, 0], False)):
+        state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), boss_hp=jnp.int32(4), buff_timer=jnp.array(timers, jnp.int32))
+        _, s2, reward, term, info = STEP(KEY, state, MELEE, params)
+        tel = info["telemetry"]
+        assert bool(term) and int(s2.boss_hp) <= 0, timers
+        np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, False, crash])
+        assert bool(tel.crashed) == crash, timers
+        # The crash comes before the win is recorded: the kill's damage, no win bonus.
+        assert float(tel.game_reward) == pytest.approx(4 / PARAMS.boss_max_hp + (0.0 if crash else 1.0)), timers
+    # The same buffs without the kill are harmless.
+    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), boss_hp=jnp.int32(40), buff_timer=jnp.array([2, 0, 2], jnp.int32))
+    _, s2, _, term, info = STEP(KEY, state, MELEE, params)
+    assert not bool(term) and not bool(info["telemetry"].bugs_fired.any())
+
+
 def test_player_death_loses():
     params = _params(boss_attack_prob=1.0, boss_atk_min=16, boss_atk_max=16)
     state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), player_hp=jnp.int32(10))
@@ -238,6 +256,8 @@ def test_randomize_keeps_the_logical_bug_three_buff_only():
     assert np.all(np.asarray(batch.boss_atk_min) > pair_max)
     assert np.all(np.asarray(batch.boss_atk_min) < total)
     ENV.validate_params(jax.tree.map(lambda x: x[0], batch))
+    pairs = {tuple(sorted(p)) for p in np.asarray(batch.death_crash_buffs).tolist()}
+    assert pairs == {(0, 1), (0, 2), (1, 2)}  # two different buffs, every pair drawn
 
 
 @pytest.mark.parametrize(
@@ -246,6 +266,7 @@ def test_randomize_keeps_the_logical_bug_three_buff_only():
         (dict(stuck_cell=np.array([9, 2])), "stuck_cell at \\(9, 2\\) is outside the 9x9 arena"),
         (dict(buff_reduction=np.array([3, -1, 4])), "buff_reduction values must be non-negative"),
         (dict(stuck_buff=3), "stuck_buff must be 0, 1 or 2"),
+        (dict(death_crash_buffs=np.array([1, 1])), "death_crash_buffs must be two different buffs"),
         (dict(boss_atk_min=10, boss_atk_max=5), "boss attack range"),
         (dict(player_start=np.array([1, 4])), "player_start and boss_start are the same cell"),
         (dict(boss_move_prob=1.5), "boss_move_prob must be a probability"),
@@ -270,7 +291,7 @@ LATE_STEP = jax.jit(LATE.step_env)
 
 def test_late_stuck_bugs_are_placed_apart_from_the_starts():
     params = LATE.default_params
-    assert LATE.bug_kinds == ("crash", "stuck", "logical") + ("stuck",) * 6
+    assert LATE.bug_kinds == ("crash", "stuck", "logical", "crash") + ("stuck",) * 6
     LATE.validate_params(params)
     cells = {tuple(c) for c in np.asarray(params.late_cells).tolist()}
     assert len(cells) == 6 and not cells & {(7, 4), (1, 4)}
@@ -289,7 +310,7 @@ def test_a_late_stuck_bug_fires_only_once_the_boss_is_worn_down():
         start = state.replace(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([0, 3, 0], jnp.int32), boss_hp=jnp.int32(boss_hp))
         _, after, _, _, info = LATE_STEP(KEY, start, N, params)
         fired = np.asarray(info["telemetry"].bugs_fired)
-        assert bool(fired[3]) == fires and bool(after.frozen) == fires and fired.sum() == int(fires)
+        assert bool(fired[4]) == fires and bool(after.frozen) == fires and fired.sum() == int(fires)
 
 
 def test_bad_late_stuck_bugs_are_refused():
