@@ -9,6 +9,7 @@ from jgtest.envs.combat import (
     BUFF_A,
     BUFF_B,
     BUFF_C,
+    BUG_DEATH_CRASH,
     DASH,
     HEAL,
     MELEE,
@@ -345,18 +346,23 @@ def _fighter(_, obs, key):
 
 def test_the_fight_has_depth():
     """Only a player who fights wears the boss down (combat.py's "Balance"): random "cannot
-    accomplish the mission" (Wuji §V-B), so the late stuck bugs need a player who fights well."""
+    accomplish the mission" (Wuji §V-B), so the late stuck bugs and the death crash need a player
+    who fights well."""
     from jgtest.rollout import play_episodes
 
     env, params = LATE, LATE.default_params
     random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
-    reached = {}
+    reached, death_crashes = {}, {}
     for name, policy in (("random", random_policy), ("fighter", _fighter)):
         out = jax.jit(lambda p=policy: play_episodes(env, params, p, None, 0, 2000, 200, info_keys=("final_observation",)))()
         boss = np.where(np.asarray(out["valid"]), np.asarray(out["final_observation"])[..., 5], 1.0).min(axis=1)
         reached[name] = [(boss <= phase).mean() for phase in (0.5, 0.3, 0.15, 0.0)]
+        fired = np.asarray(out["telemetry"].bugs_fired) & np.asarray(out["valid"])[..., None]
+        death_crashes[name] = fired[..., BUG_DEATH_CRASH].any(axis=1).mean()
     assert reached["random"][0] < 0.05 and reached["random"][1] < 0.005 and reached["random"][2] == 0.0
     assert reached["fighter"][0] > 0.95 and reached["fighter"][2] > 0.6 and reached["fighter"][3] > 0.4
+    # NSH's crash is a corner case of winning: never for random, rare for the fighter who wins (0.25% of fights)
+    assert death_crashes["random"] == 0.0 and 0.0 < death_crashes["fighter"] < 0.01
 
 
 def test_the_boss_regenerates_only_in_steps_without_damage():
