@@ -48,6 +48,7 @@ def test_run_params_redraws_bugs_per_seed():
     _, a = wuji.run_params(env, params, 0)
     _, b = wuji.run_params(env, params, 1)
     assert a["bug_pos"] != b["bug_pos"] and set(a) >= {"bug_pos"}
+    assert wuji._jitted_randomize(env)._cache_size() == 1  # the runs of a game share one compiled draw
 
 
 def test_a_campaign_keeps_its_game_options_and_refuses_one_its_runs_redraw(tmp_path):
