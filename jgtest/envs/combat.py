@@ -70,12 +70,13 @@ scenarios") and the three cases of §V-D "Bug analysis" (two in L10, one in NSH)
    reset with invalid values which are generated only when the boss is dead
    with multiple specific buffs ... a very hard corner case to reach by manual
    testing"): the boss dies while both buffs of ``death_crash_buffs`` are
-   active. The game crashes in the death handling: ``telemetry.crashed`` is
-   set, the episode terminates and the kill earns its damage but no
-   ``win_bonus`` (the game never got to record the win). Only a player who
-   wins can reach it, and only one who wins in an unusual state: over 2,000
-   episodes random never wins and the scripted fighter below wins 57% of its
-   fights but with buffs B and C both up in 0.25%.
+   active (default B and C; :meth:`randomize` draws the pair per run). The
+   game crashes in the death handling: ``telemetry.crashed`` is set, the
+   episode terminates and the kill earns its damage but no ``win_bonus`` (the
+   game never got to record the win). Only a player who wins can reach it,
+   and only one who wins in an unusual state: over 2,000 episodes random never
+   wins, and the scripted fighter below wins 57% of its fights but kills the
+   boss with B and C both up in only 0.25% of them.
 4. … **late stuck bugs** (``num_late_stuck``, bug ids 4, 5, …): like the stuck
    bug, at ``late_cells[k]`` with buff ``late_buffs[k]`` active, but live only
    once the boss is worn down to ``late_phase[k]`` of its hp or less. The
