@@ -15,7 +15,10 @@ stop). Our choices (:class:`WujiA2CConfig`, :class:`WujiA2CHyperparams`):
 Adam at 1e-3 (the lost value's order of magnitude), entropy weight 0.01 (A3C's),
 ε = 0.01 per action, 64 units a layer, n-step returns of 5 steps in 8 games (A2C's
 usual shape), a round of 25 updates, at most 8 rounds, stop after 2 rounds
-without a better mean training return. "Maximum training time" is wall-clock
+without a better mean training return. A round in which no episode finished
+(125 steps a game against 200-step episodes: every other round) measured
+nothing and counts neither way; counted as "no improvement", it stopped most
+learners after 4 of their 8 rounds. "Maximum training time" is wall-clock
 and applies to the whole population between rounds (the host loop of
 :mod:`jgtest.methods.wuji`); on device a round count caps it.
 
@@ -113,7 +116,7 @@ class Learner:
     variables: dict
     opt_state: optax.OptState
     best: jax.Array  # float32, best mean training return of a round so far
-    stale: jax.Array  # int32, rounds since it improved
+    stale: jax.Array  # int32, rounds with finished episodes since it improved
     active: jax.Array  # bool, still training
     rounds: jax.Array  # int32
 
@@ -255,8 +258,8 @@ class WujiA2C:
         Returns ``(learner, slots, catch, cover, mean return of the episodes finished in the round
         (NaN if none))``: ``catch`` the first firing of each bug (:class:`jgtest.rollout.BugCatch`),
         ``cover`` the cells and states the round's games visited (:class:`Covered`). The learner
-        stops (``active`` false) after ``patience`` rounds without a better mean, or after
-        ``max_rounds`` rounds.
+        stops (``active`` false) after ``patience`` rounds without a better mean (a round in which
+        no episode finished does not count), or after ``max_rounds`` rounds.
         """
         catch = BugCatch.empty(self.env.num_bugs, self.max_steps)
 
@@ -270,7 +273,7 @@ class WujiA2C:
         )
         mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
         improved = learner.active & (ret_count > 0) & (mean > learner.best)
-        stale = jnp.where(improved, 0, learner.stale + 1)
+        stale = jnp.where(improved, 0, learner.stale + (ret_count > 0))
         rounds = learner.rounds + learner.active
         trained = trained.replace(
             best=jnp.where(improved, mean, learner.best),

@@ -164,9 +164,11 @@ def binary_tournament(key: jax.Array, objectives, num: int, maximize: bool = Tru
     """``int32[num]``: parents chosen by Pareto-dominance binary tournaments (Wuji §IV-B).
 
     Each tournament draws two points uniformly (with replacement); the one that
-    dominates the other wins. Dominance puts the winner in a better front, so
-    the rule is NSGA-II's crowded comparison: the better front wins, then, in
-    one front (neither dominates), the larger crowding distance, then a fair coin.
+    dominates the other wins, and when neither dominates (equal points included)
+    a fair coin picks: Wuji's Algorithm 1 ("if they do not dominate each other we
+    randomly select one of them"). Not NSGA-II's crowded comparison, under which
+    a first-front point beats a second-front point it does not dominate and a
+    front's end points (infinite crowding distance) win every draw in their front.
 
     Raises:
       ValueError: ``num`` < 1.
@@ -179,12 +181,9 @@ def binary_tournament(key: jax.Array, objectives, num: int, maximize: bool = Tru
 
 @functools.partial(jax.jit, static_argnames=("num", "maximize"))
 def _tournament(key: jax.Array, objectives: jax.Array, num: int, maximize: bool) -> jax.Array:
-    ranks = _ranks(objectives, maximize)
-    crowding = _crowding(objectives, ranks)
     pick_key, coin_key = jax.random.split(key)
     a, b = jax.random.randint(pick_key, (2, num), 0, objectives.shape[0])
     coin = jax.random.bernoulli(coin_key, 0.5, (num,))
-    a_wins = jnp.where(
-        ranks[a] != ranks[b], ranks[a] < ranks[b], jnp.where(crowding[a] != crowding[b], crowding[a] > crowding[b], coin)
-    )
+    a_beats_b, b_beats_a = dominates(objectives[a], objectives[b], maximize), dominates(objectives[b], objectives[a], maximize)
+    a_wins = a_beats_b | (~b_beats_a & coin)
     return jnp.where(a_wins, a, b).astype(jnp.int32)

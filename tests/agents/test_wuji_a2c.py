@@ -81,6 +81,16 @@ def test_rounds_train_the_population_catch_replayable_bugs_and_stop(population):
     jax.tree.map(np.testing.assert_array_equal, frozen, jax.tree.map(np.asarray, learners.variables))
 
 
+def test_a_round_in_which_no_episode_finished_does_not_count_toward_the_early_stop(population):
+    """No finished episode, no measured return: neither an improvement nor a stale round."""
+    learners, slots = population
+    calm = PARAMS.replace(boss_attack_prob=0.0)  # nobody dies, nobody wins in a round's 50 steps a game
+    learners = learners.replace(stale=jnp.full_like(learners.stale, CONFIG.patience - 1))
+    learners, _, _, _, mean = ROUND(learners, slots, calm, SEEDS)
+    assert np.isnan(np.asarray(mean)).all()
+    assert (np.asarray(learners.stale) == CONFIG.patience - 1).all() and np.asarray(learners.active).all()
+
+
 def test_config_checks():
     with pytest.raises(ValueError, match="patience"):
         WujiA2CConfig(patience=0)

@@ -118,6 +118,16 @@ def test_binary_tournament_prefers_the_dominating_point():
     assert set(np.asarray(binary_tournament(jax.random.key(2), np.ones((3, 2)), 300)).tolist()) == {0, 1, 2}
 
 
+def test_binary_tournament_flips_a_coin_when_neither_point_dominates():
+    """Wuji's Algorithm 1, not NSGA-II's crowded comparison: point 2 is on the second front (point 0
+    dominates it) but not dominated by point 1, so it wins half its draws against point 1."""
+    points = np.array([[3.0, 0.0], [0.0, 3.0], [2.0, -1.0]])
+    winners = np.asarray(binary_tournament(jax.random.key(3), points, 6000))
+    # point 2 wins (2, 2) draws (1/9) and half of those against point 1 (2/9 · 1/2): 2/9 in all;
+    # under the crowded comparison it would win only (2, 2), 1/9
+    assert abs((winners == 2).mean() - 2 / 9) < 0.02
+
+
 @pytest.mark.parametrize(
     "call,message",
     [
