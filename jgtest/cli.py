@@ -401,6 +401,7 @@ def _run_wuji(args) -> int:
     from rich.table import Table
 
     from jgtest.methods import wuji
+    from jgtest.report.html import wuji_versus_columns
 
     if args.seeds < 1:
         raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
@@ -444,11 +445,12 @@ def _run_wuji(args) -> int:
 
         summary = wuji.campaign(config, out, strategies, args.seeds, resume=args.resume, on_run=on_run)
     table = Table(title=f"Wuji, {config.game}: {args.seeds} seed(s), {budget} each")
-    for column in ("strategy", "bugs found (mean ± sd)", "state coverage (mean ± sd)", "env steps (mean)"):
+    versus_header, versus = wuji_versus_columns(summary)
+    for column in ("strategy", "bugs found (mean ± sd)", "state coverage (mean ± sd)", "env steps (mean)", *versus_header):
         table.add_column(column, justify="right")
     for s in strategies:
         b, c, e = summary["bugs_found"][s], summary["state_coverage"][s], summary["env_steps"][s]
-        table.add_row(s, f"{b['mean']:.1f} ± {b['sd']:.1f} / {summary['bugs_total']}", f"{c['mean']:.0f} ± {c['sd']:.0f}", f"{e['mean']:,.0f}")
+        table.add_row(s, f"{b['mean']:.1f} ± {b['sd']:.1f} / {summary['bugs_total']}", f"{c['mean']:.0f} ± {c['sd']:.0f}", f"{e['mean']:,.0f}", *versus[s])
     Console().print(table)
     print(f"wrote {out}: summary.json, bugs_over_time.png, coverage.png, population.png; runs in {out}/STRATEGY/seed-S/ (bugs.jsonl, checkpoints)")
     return 0

@@ -67,6 +67,8 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
     wuji = json.loads((dirs["wuji"] / "summary.json").read_text())
     assert wuji["strategies"] == ["random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji"] and wuji["bugs_found"]["wuji"]["mean"] >= 1
     assert replay(read_bug_records(dirs["wuji"] / "wuji" / "seed-0" / "bugs.jsonl")[-1]).reproduced
+    for rows in wuji["wuji_against_each"].values():  # Wuji's seeds against each strategy's (Mann-Whitney, Holm, Cliff's delta)
+        assert [(r["a"], r["b"], r["n_a"]) for r in rows] == [("wuji", s, 2) for s in wuji["strategies"][:-1]] and all(0 <= r["p_holm"] <= 1 for r in rows)
     # RELINE on the kart: a threshold, low-FPS points per agent, their plots
     reline = json.loads((dirs["reline"] / "summary.json").read_text())
     threshold = reline["threshold"]

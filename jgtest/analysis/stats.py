@@ -152,11 +152,13 @@ def cliffs_magnitude(d: float) -> str:
 # --------------------------------------------------------------------------- group comparison
 
 
-def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray]) -> list[dict[str, Any]]:
+def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray], against: str | None = None) -> list[dict[str, Any]]:
     """All pairwise comparisons of RELINE §4.1.3 / Table 2 between named samples.
 
     For every unordered pair ``(a, b)`` of groups, in the mapping's order (``a`` before
-    ``b``), a dict with::
+    ``b``), or with ``against`` only the pairs ``(against, other)`` for each other group
+    (one method against each baseline, as Wuji §V-B claims its strategy ahead of each
+    other one; the Holm family is then those pairs), a dict with::
 
         a, b             group names
         n_a, n_b         sample sizes
@@ -173,7 +175,8 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray]) -> list[d
 
     Raises:
         ValueError: if fewer than two groups are non-empty (the message names the empty
-            ones), or a group is not 1-D or has NaN / infinite values.
+            ones), ``against`` names no non-empty group, or a group is not 1-D or has NaN /
+            infinite values.
     """
     if not isinstance(groups, Mapping):
         raise ValueError(f"groups must be a mapping name -> sample, got {type(groups).__name__}")
@@ -191,26 +194,31 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray]) -> list[d
             f"compare_groups needs at least 2 non-empty groups, got {len(samples)} of {len(groups)}{detail}"
         )
     names = list(samples)
+    if against is None:
+        pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    elif against in samples:
+        pairs = [(against, b) for b in names if b != against]
+    else:
+        raise ValueError(f"compare_groups: against={against!r} is not a non-empty group (groups: {', '.join(map(repr, groups))})")
     rows: list[dict[str, Any]] = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            xa, xb = samples[a], samples[b]
-            u, p = mann_whitney(xa, xb)
-            d = cliffs_delta(xa, xb)
-            rows.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "n_a": int(xa.size),
-                    "n_b": int(xb.size),
-                    "U": u,
-                    "p": p,
-                    "cliffs_delta": d,
-                    "magnitude": cliffs_magnitude(d),
-                    "median_a": float(np.median(xa)),
-                    "median_b": float(np.median(xb)),
-                }
-            )
+    for a, b in pairs:
+        xa, xb = samples[a], samples[b]
+        u, p = mann_whitney(xa, xb)
+        d = cliffs_delta(xa, xb)
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                "n_a": int(xa.size),
+                "n_b": int(xb.size),
+                "U": u,
+                "p": p,
+                "cliffs_delta": d,
+                "magnitude": cliffs_magnitude(d),
+                "median_a": float(np.median(xa)),
+                "median_b": float(np.median(xb)),
+            }
+        )
     adjusted = holm([r["p"] for r in rows])
     for row, p_adj in zip(rows, adjusted):
         row["p_holm"] = float(p_adj)

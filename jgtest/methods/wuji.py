@@ -63,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
+from jgtest.analysis import compare_groups
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import DistinctStates, ObservationStates
 from jgtest.envs.registration import hashable, make
@@ -560,7 +561,10 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     """Runs ``config`` for each strategy (default: ``config.strategy`` alone) and seeds
     ``config.seed … config.seed + seeds − 1``, each in ``out_dir/STRATEGY/seed-S``, with the same budget;
     then writes ``out_dir/summary.json`` (per strategy: ``bugs_found``, ``state_coverage`` as mean, sd
-    and per seed, ``bugs_total``, steps and time) and the plots ``bugs_over_time.png``,
+    and per seed, ``bugs_total``, steps and time; with Wuji and another strategy, ``wuji_against_each``:
+    for both measures, Wuji's seeds against each other strategy's, two-sided Mann-Whitney U with Holm's
+    correction over those pairs and Cliff's delta, :func:`jgtest.analysis.compare_groups`, positive
+    where Wuji tends higher: is a lead on the means more than the seeds' spread) and the plots ``bugs_over_time.png``,
     ``coverage.png`` and ``population.png`` (each strategy's first seed's final population).
 
     Args:
@@ -594,6 +598,8 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
     }  # fmt: skip
+    if "wuji" in results and len(results) > 1:
+        summary["wuji_against_each"] = {m: compare_groups({s: summary[m][s]["per_seed"] for s in strategies}, against="wuji") for m in ("bugs_found", "state_coverage")}
     timelines = {s: [np.asarray(r["timeline"], np.float64).reshape(-1, 4) for r in runs] for s, runs in results.items()}
     if config.budget_s is not None:
         summary["by_time"] = _at_budget_fractions(timelines, config.budget_s, _SECONDS)

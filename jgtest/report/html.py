@@ -148,6 +148,18 @@ def _scalars(summary: dict, words: tuple[str, ...]) -> list[tuple[str, object]]:
     return out
 
 
+def wuji_versus_columns(summary: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """The columns of a Wuji comparison's table that test Wuji against each strategy
+    (``summary["wuji_against_each"]``, :func:`jgtest.methods.wuji.campaign`): their headers, and per
+    strategy its cells, ``"+0.42 (0.031)"`` = Cliff's delta of Wuji's seeds against its and the
+    Holm-corrected Mann-Whitney p (blank for Wuji itself; no columns without the comparison)."""
+    against = summary.get("wuji_against_each", {})
+    measures = [m for m in ("bugs_found", "state_coverage") if m in against]
+    header = [f"Wuji vs it, {m.replace('_', ' ')}: Cliff's δ (Holm p)" for m in measures]
+    cell = lambda m, name: next((f"{r['cliffs_delta']:+.2f} ({r['p_holm']:.2g})" for r in against[m] if r["b"] == name), "")
+    return header, {name: [cell(m, name) for m in measures] for name in summary.get("strategies", ())}
+
+
 def _metric_table(campaigns: list[Campaign], words: tuple[str, ...]) -> dict:
     rows = [[c.name, key, value] for c in campaigns for key, value in _scalars(c.summary, words)]
     return {"header": ["campaign", "measure", "value"], "rows": rows}
@@ -159,9 +171,10 @@ def _comparisons(campaigns: list[Campaign]) -> list[dict]:
     for c in campaigns:
         s = c.summary
         if isinstance(s.get("bugs_found"), dict) and isinstance(s.get("strategies"), list):
-            rows = [[name, s["bugs_found"][name]["mean"], s["bugs_found"][name]["sd"], s["state_coverage"][name]["mean"], s["state_coverage"][name]["sd"]] for name in s["strategies"]]
+            versus_header, versus = wuji_versus_columns(s)
+            rows = [[name, s["bugs_found"][name]["mean"], s["bugs_found"][name]["sd"], s["state_coverage"][name]["mean"], s["state_coverage"][name]["sd"], *versus[name]] for name in s["strategies"]]
             tables.append({"title": f"{c.name}: {s.get('game')} (bugs of {s.get('bugs_total')}, {s.get('seeds')} seeds)",
-                           "header": ["strategy", "bugs found (mean)", "sd", "state coverage (mean)", "sd"], "rows": rows})  # fmt: skip
+                           "header": ["strategy", "bugs found (mean)", "sd", "state coverage (mean)", "sd", *versus_header], "rows": rows})  # fmt: skip
         elif isinstance(s.get("agents"), dict):
             measures = sorted({k for a in s["agents"].values() for k, v in a.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
             rows = [[name] + [a.get(m, "") for m in measures] for name, a in s["agents"].items()]

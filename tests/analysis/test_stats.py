@@ -268,3 +268,18 @@ def test_at_least_n_table_errors():
         at_least_n_table(np.zeros((0, 5), dtype=int), 2)
     with pytest.raises(ValueError, match="integers"):
         at_least_n_table([[0.5, 1.0]], 2)
+
+
+def test_compare_groups_against_one_group_tests_it_against_each_other():
+    """Wuji's claim (§V-B), one strategy ahead of each other: the pairs ``(against, other)`` only,
+    Holm over those, the statistics as in the all-pairs table."""
+    groups = {"random": [4, 5, 5, 6], "drl": [7, 8, 6, 9], "wuji": [8, 9, 9, 7], "ea_s+drl": [8, 8, 9, 7]}
+    rows = compare_groups(groups, against="wuji")
+    assert [(r["a"], r["b"]) for r in rows] == [("wuji", "random"), ("wuji", "drl"), ("wuji", "ea_s+drl")]
+    np.testing.assert_allclose([r["p_holm"] for r in rows], holm([r["p"] for r in rows]))
+    everything = {(r["a"], r["b"]): r for r in compare_groups({"wuji": groups["wuji"], **groups})}
+    for r in rows:
+        assert r["cliffs_delta"] == pytest.approx(everything[("wuji", r["b"])]["cliffs_delta"]) and r["p"] == pytest.approx(everything[("wuji", r["b"])]["p"])
+    assert rows[0]["cliffs_delta"] == 1.0 and rows[0]["magnitude"] == "large"  # every wuji seed above every random one
+    with pytest.raises(ValueError, match="against='ea_m' is not a non-empty group"):
+        compare_groups(groups, against="ea_m")

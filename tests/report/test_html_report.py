@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
+from jgtest.analysis import compare_groups
 from jgtest.report.html import SECTIONS, WUJI_PAPER_ORDER, render_report, write_report
 from jgtest.report.records import BugRecord, BugRecordWriter
 
@@ -24,9 +25,10 @@ def wuji_like_run(tmp_path):
     seed_dir = run / "wuji" / "seed-0"
     seed_dir.mkdir(parents=True)
     means = {name: float(i) for i, name in enumerate(WUJI_PAPER_ORDER)}
-    stat = lambda m: {"mean": m, "sd": 0.5, "per_seed": [m]}
-    summary = {"method": "wuji", "game": "BlockMaze-v0", "seeds": 1, "bugs_total": 10, "strategies": list(WUJI_PAPER_ORDER),
+    stat = lambda m: {"mean": m, "sd": 0.5, "per_seed": [m, m]}
+    summary = {"method": "wuji", "game": "BlockMaze-v0", "seeds": 2, "bugs_total": 10, "strategies": list(WUJI_PAPER_ORDER),
                "bugs_found": {k: stat(v) for k, v in means.items()}, "state_coverage": {k: stat(10 - v) for k, v in means.items()}}  # fmt: skip
+    summary["wuji_against_each"] = {m: compare_groups({k: summary[m][k]["per_seed"] for k in WUJI_PAPER_ORDER}, against="wuji") for m in ("bugs_found", "state_coverage")}
     (run / "summary.json").write_text(json.dumps(summary))
     (seed_dir / "config.json").write_text(json.dumps({"strategy": "wuji", "note": "<script>alert(1)</script>"}))
     (seed_dir / "summary.json").write_text(json.dumps({"bugs_found": 2, "state_coverage": 17}))
@@ -50,6 +52,10 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
     assert page.count("jgtest replay ") == 3 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
     # the comparison and the paper's ordering next to ours (the same ordering here, by construction)
     assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page
+    # Wuji's seeds against each strategy's: Cliff's delta (Holm-corrected Mann-Whitney p), + where Wuji is higher
+    against = {r["b"]: r for r in json.loads((wuji_like_run / "summary.json").read_text())["wuji_against_each"]["bugs_found"]}
+    assert against["ea_s+drl"]["cliffs_delta"] == 1.0 and "Wuji vs it, bugs found: Cliff" in page
+    assert f"<td>+1.00 ({against['ea_s+drl']['p_holm']:.2g})</td><td>-1.00 (" in page  # bugs: Wuji above; states: below
     ordering = " &lt; ".join(WUJI_PAPER_ORDER)
     assert f"<td>ordering by bugs_found (lowest first)</td><td>{ordering}</td><td>{ordering}</td>" in page
     assert f"<td>ordering by state_coverage (lowest first)</td><td>{' &lt; '.join(reversed(WUJI_PAPER_ORDER))}</td>" in page
