@@ -155,7 +155,7 @@ def wuji_versus_columns(summary: dict) -> tuple[list[str], dict[str, list[str]]]
     Holm-corrected Mann-Whitney p (blank for Wuji itself; no columns without the comparison)."""
     against = summary.get("wuji_against_each", {})
     measures = [m for m in ("bugs_found", "state_coverage") if m in against]
-    header = [f"Wuji vs it, {m.replace('_', ' ')}: Cliff's δ (Holm p)" for m in measures]
+    header = [f"Wuji vs it, {'bugs' if m == 'bugs_found' else 'states'}: Cliff's δ (Holm p)" for m in measures]
     cell = lambda m, name: next((f"{r['cliffs_delta']:+.2f} ({r['p_holm']:.2g})" for r in against[m] if r["b"] == name), "")
     return header, {name: [cell(m, name) for m in measures] for name in summary.get("strategies", ())}
 

@@ -54,7 +54,7 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
     assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page
     # Wuji's seeds against each strategy's: Cliff's delta (Holm-corrected Mann-Whitney p), + where Wuji is higher
     against = {r["b"]: r for r in json.loads((wuji_like_run / "summary.json").read_text())["wuji_against_each"]["bugs_found"]}
-    assert against["ea_s+drl"]["cliffs_delta"] == 1.0 and "Wuji vs it, bugs found: Cliff" in page
+    assert against["ea_s+drl"]["cliffs_delta"] == 1.0 and "Wuji vs it, bugs: Cliff" in page
     assert f"<td>+1.00 ({against['ea_s+drl']['p_holm']:.2g})</td><td>-1.00 (" in page  # bugs: Wuji above; states: below
     ordering = " &lt; ".join(WUJI_PAPER_ORDER)
     assert f"<td>ordering by bugs_found (lowest first)</td><td>{ordering}</td><td>{ordering}</td>" in page
