@@ -563,8 +563,9 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     then writes ``out_dir/summary.json`` (per strategy: ``bugs_found``, ``state_coverage`` as mean, sd
     and per seed, ``bugs_total``, steps and time; with Wuji and another strategy, ``wuji_against_each``:
     for both measures, Wuji's seeds against each other strategy's, two-sided Mann-Whitney U with Holm's
-    correction over those pairs and Cliff's delta, :func:`jgtest.analysis.compare_groups`, positive
-    where Wuji tends higher: is a lead on the means more than the seeds' spread) and the plots ``bugs_over_time.png``,
+    correction over those pairs and Cliff's delta (positive where Wuji tends higher),
+    :func:`jgtest.analysis.compare_groups`: whether a lead on the means is more than the seeds' spread)
+    and the plots ``bugs_over_time.png``,
     ``coverage.png`` and ``population.png`` (each strategy's first seed's final population).
 
     Args:
