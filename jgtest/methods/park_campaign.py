@@ -81,6 +81,7 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(json.dumps({"method": method, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c)), **(extra_config or {})}, indent=2))
     carry = campaign.init(jax.random.key(c.seed))
+    learner_keys = tuple(carry)  # what start_round reads: it is given only these, so it is traced and compiled once, not again for a played round's carry
     books = _fresh_books(c, env)
     kept = records_to_resume(out_dir, resume)
     written = {r.bug_id for r in kept}
@@ -91,7 +92,7 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
             books = jax.tree.map(np.asarray, books)
         start = time.perf_counter() - float(books["elapsed_s"])
         for r in range(int(books["round"]), c.rounds):
-            carry = campaign.start_round(carry, r)
+            carry = campaign.start_round({key: carry[key] for key in learner_keys}, r)
             executed = []
             for k in range(c.episode_steps // c.rollout_steps):
                 carry, out = campaign.rollout(carry, jax.random.fold_in(jax.random.key(c.seed + 1), r * 100_003 + k))
