@@ -225,9 +225,9 @@ def render(camera: Camera, floor: jax.Array, solid_drawn: jax.Array, textures: j
     nearest = nearest[::-1]  # far to near
     valid = in_front[nearest]
     ids = jnp.where(valid, nearest, -1)
-    owner = jnp.full((res, res), -1, jnp.int32)
-    boxes = []
-    for slot in range(k):
+
+    def draw(carry, slot):  # one object over what is drawn so far (a scan, not k unrolled copies: a smaller program)
+        scene, owner = carry
         i = nearest[slot]
         d = jnp.maximum(obj_depth[i], 1e-3)
         kind = ooi_type[i]
@@ -244,13 +244,14 @@ def render(camera: Camera, floor: jax.Array, solid_drawn: jax.Array, textures: j
         shown = valid[slot] & inside & (alpha > 0.5) & ~occluded
         obj_fog = jnp.clip(d / far, 0.0, 1.0) ** 2
         colour = rgb * 255.0 * (1 - obj_fog) + SKY_HORIZON * obj_fog
-        scene = jnp.where(shown[..., None], colour, scene)
-        owner = jnp.where(shown, slot, owner)
         box = jnp.stack([top, centre - half_w, bottom, centre + half_w])
-        boxes.append(jnp.clip(jnp.stack([jnp.floor(box[0]), jnp.floor(box[1]), jnp.ceil(box[2]), jnp.ceil(box[3])]), 0, res))
+        box = jnp.clip(jnp.stack([jnp.floor(box[0]), jnp.floor(box[1]), jnp.ceil(box[2]), jnp.ceil(box[3])]), 0, res)
+        return (jnp.where(shown[..., None], colour, scene), jnp.where(shown, slot, owner)), box
+
+    (scene, owner), boxes = jax.lax.scan(draw, (scene, jnp.full((res, res), -1, jnp.int32)), jnp.arange(k))
     pixels = jnp.sum(owner[None, :, :] == jnp.arange(k)[:, None, None], axis=(1, 2)).astype(jnp.int32)
     order = jnp.arange(k)[::-1]  # nearest first
-    objects = {"id": ids[order], "box": jnp.stack(boxes).astype(jnp.int32)[order], "pixels": pixels[order],
+    objects = {"id": ids[order], "box": boxes.astype(jnp.int32)[order], "pixels": pixels[order],
                "mask": jnp.where(owner >= 0, ids[jnp.maximum(owner, 0)], -1)}  # fmt: skip
     frame = jnp.clip(jnp.round(scene), 0, 255).astype(jnp.uint8)
     return frame, objects

@@ -9,9 +9,13 @@ a ``[P, D]`` matrix of weight vectors and back.
 From evosax (0.3): the pytree ravelling (``evosax.algorithms.base.get_ravel_fn``)
 and the additive Gaussian mutation (``simple_ga.mutation``: ``x + σ·N(0, I)``).
 Written here because evosax lacks them: single-point crossover (evosax's GA
-crossover is uniform, gene by gene), the per-weight mutation mask and the
-rates that apply each operator, and the Pareto tournament
-(:func:`jgtest.evo.pareto.binary_tournament`).
+crossover is uniform, gene by gene), the per-weight mutation mask, the
+``mutable`` mask (entries that cross over but are not weights, e.g. batch-norm
+statistics), the rates that apply each operator, and the Pareto tournament
+(:func:`jgtest.evo.pareto.binary_tournament`). A single cut depends on the
+order of the vector: :func:`ravel_population` follows the pytree's, so a
+caller that wants a network's layers in the order they compute passes them
+as a list (:func:`jgtest.methods.wuji._offspring`).
 
 Rates and σ: this copy of the paper lost their values ("are set to and
 respectively"; "a gaussian distribution N(0, .)", §V-A4). Defaults
@@ -74,18 +78,19 @@ def gaussian_mutation(key: jax.Array, x: jax.Array, mutation_rate, sigma) -> jax
 
 
 def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params: VariationParams = VariationParams(),
-          maximize: bool = True) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+          maximize: bool = True, mutable: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:  # fmt: skip
     """Algorithm 1: ``num_children`` children of the population ``flat [P, D]``.
 
     For each child: two parents by Pareto-dominance binary tournaments on
     ``objectives [P, M]``; with probability ``crossover_rate`` their
     single-point crossover, else the first parent; then per-weight Gaussian
-    mutation. Returns ``(children [num_children, D], first parents
-    int32[num_children])`` (the first parent's non-weight state, e.g. batch
-    statistics, goes with the child).
+    mutation of the entries ``mutable`` marks (``bool[D]``; all by default: a
+    vector may also carry state that crosses over with its weights but is not
+    a weight, e.g. batch-norm running statistics). Returns ``(children
+    [num_children, D], first parents int32[num_children])``.
 
     Raises:
-      ValueError: fewer than 2 members, or objectives not ``(P, M)``.
+      ValueError: fewer than 2 members, objectives not ``(P, M)``, or ``mutable`` not ``[D]``.
     """
     if flat.ndim != 2:
         raise ValueError(f"the population must be [P, D] weight vectors, got shape {flat.shape}")
@@ -96,11 +101,14 @@ def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params
         raise ValueError(f"objectives have {objectives.shape[0]} rows for a population of {flat.shape[0]}")
     if int(num_children) < 1:
         raise ValueError(f"num_children must be at least 1, got {num_children}")
-    return _breed(key, flat, objectives, int(num_children), params, maximize)
+    mutable = jnp.ones(flat.shape[1], bool) if mutable is None else jnp.asarray(mutable)
+    if mutable.shape != flat.shape[1:] or mutable.dtype != jnp.bool_:
+        raise ValueError(f"mutable must be bool[{flat.shape[1]}], one flag per entry of a member; got {mutable.dtype}{list(mutable.shape)}")
+    return _breed(key, flat, objectives, int(num_children), params, maximize, mutable)
 
 
 @functools.partial(jax.jit, static_argnames=("num_children", "maximize"))
-def _breed(key, flat, objectives, num_children, params, maximize):
+def _breed(key, flat, objectives, num_children, params, maximize, mutable):
     k_first, k_second, k_children = jax.random.split(key, 3)
     first = _tournament(k_first, objectives, num_children, maximize)
     second = _tournament(k_second, objectives, num_children, maximize)
@@ -108,7 +116,7 @@ def _breed(key, flat, objectives, num_children, params, maximize):
     def child(k, a, b):
         k_cross, k_apply, k_mutate = jax.random.split(k, 3)
         crossed = jnp.where(jax.random.bernoulli(k_apply, params.crossover_rate), single_point_crossover(k_cross, a, b), a)
-        return gaussian_mutation(k_mutate, crossed, params.mutation_rate, params.sigma)
+        return jnp.where(mutable, gaussian_mutation(k_mutate, crossed, params.mutation_rate, params.sigma), crossed)
 
     children = jax.vmap(child)(jax.random.split(k_children, num_children), flat[first], flat[second])
     return children, first

@@ -9,7 +9,8 @@ and the **winning score** RS(π) = (1/m) Σ_i Σ_t γ^t r_t, the discounted retu
 (Def. 1) averaged over the same runs. A generation (Algorithms 1–3):
 
 1. children by Pareto-dominance binary tournaments, single-point crossover
-   and Gaussian mutation of the weights (:func:`jgtest.evo.breed`);
+   and Gaussian mutation of the weights (:func:`jgtest.evo.breed`), a network's
+   layers in the order they compute, as PyTorch lists them;
 2. with DRL, every child fine-tuned by A2C at once (vmap), each until it stops
    improving or its rounds run out (:mod:`jgtest.agents.wuji_a2c`);
 3. NSGA-II over parents ∪ children ∪ trained children keeps the population
@@ -59,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 
@@ -181,7 +183,7 @@ class _Search:
             )
         )  # fmt: skip
         self.train_round = jax.jit(jax.vmap(lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams), in_axes=(0, 0, None, 0)))
-        self.offspring = jax.jit(_offspring)
+        self.offspring = jax.jit(functools.partial(_offspring, layers=self.a2c.network.layer_names()))
         self.survivors = jax.jit(_survivors, static_argnames="multi")
         self.init_random = jax.jit(jax.vmap(self.a2c.init_slots, in_axes=(None, 0)))
         self.random_round = jax.jit(jax.vmap(self.a2c.random_round, in_axes=(0, None, 0)))
@@ -519,13 +521,25 @@ def _generation(search, book, population, objectives, params, key, config, take_
     return search.survivors(tuple(candidates), tuple(scores), multi)
 
 
-def _offspring(key, population, fitness, variation):
-    """Algorithm 1 on a stacked population: the children's weights bred from ``fitness [P, M]``
-    (:func:`jgtest.evo.breed`), each child with its first parent's batch statistics. Jitted by
+def _offspring(key, population, fitness, variation, layers):
+    """Algorithm 1 on a stacked population: the children bred from ``fitness [P, M]``
+    (:func:`jgtest.evo.breed`). A member's vector lists its ``layers`` in the order they compute,
+    as a PyTorch network's ``parameters()`` does (the paper's, §V-A4), each batch-norm layer's
+    running statistics beside its weights: a single cut gives a child one parent's first layers
+    and the other's last ones, statistics included, and mutation changes weights only. Jitted by
     :class:`_Search`: a generation's glue runs as one compiled call, not op by op."""
-    flat, unravel = ravel_population(population["params"])
-    children, first = breed(key, flat, fitness, flat.shape[0], variation)
-    return {"params": unravel(children), "batch_stats": jax.tree.map(lambda x: x[first], population["batch_stats"])}
+    parts = ("params", "batch_stats")
+    genome = [{part: population[part][name] for part in parts if name in population[part]} for name in layers]
+    weights = [{part: _member_filled(tree, part == "params") for part, tree in layer.items()} for layer in genome]
+    flat, unravel = ravel_population(genome)
+    children, _ = breed(key, flat, fitness, flat.shape[0], variation, mutable=jax.flatten_util.ravel_pytree(weights)[0])
+    bred = unravel(children)
+    return {part: {name: layer[part] for name, layer in zip(layers, bred) if part in layer} for part in parts}
+
+
+def _member_filled(stacked, value: bool):
+    """One member's shapes of the stacked pytree ``stacked``, every entry ``value``."""
+    return jax.tree.map(lambda x: jnp.full(x.shape[1:], value), stacked)
 
 
 def _survivors(candidates, scores, multi):

@@ -216,7 +216,7 @@ class BatchNormActorCritic(nn.Module):
     num_actions: int
     hidden_sizes: Sequence[int] = (64, 64, 64)
     obs_ndim: int = 1
-    momentum: float = 0.99
+    momentum: float = 0.9
 
     @nn.compact
     def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
@@ -229,6 +229,12 @@ class BatchNormActorCritic(nn.Module):
         logits = nn.Dense(self.num_actions, name="actor", **dense_init(True, 0.01))(x)
         value = nn.Dense(1, name="critic", **dense_init(True, 1.0))(x)
         return logits.reshape(*lead, self.num_actions), value.reshape(lead)
+
+    def layer_names(self) -> tuple[str, ...]:
+        """The layers in the order they compute (``hidden_0, norm_0, …, actor, critic``), as
+        PyTorch's ``parameters()`` lists a network's; pytrees list them by name instead."""
+        torso = (name for i in range(len(self.hidden_sizes)) for name in (f"hidden_{i}", f"norm_{i}"))
+        return (*torso, "actor", "critic")
 
 
 def floored_log_probs(logits: jax.Array, min_prob) -> jax.Array:

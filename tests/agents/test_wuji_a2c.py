@@ -38,6 +38,8 @@ def test_batch_norm_network_updates_statistics_in_training_only():
     net = BatchNormActorCritic(num_actions=3, hidden_sizes=(8, 8, 8))
     variables = net.init(jax.random.key(0), jnp.zeros((2, 5)))
     assert set(variables) == {"params", "batch_stats"} and len(variables["batch_stats"]) == 3
+    assert net.layer_names() == tuple(variables["params"])  # the order init creates them in: hidden_0, norm_0, ..., actor, critic
+    assert net.momentum == 0.9  # PyTorch's default (momentum 0.1 there): the paper's network is PyTorch's
     obs = jax.random.normal(jax.random.key(1), (32, 5)) * 3.0 + 1.0
     (_, _), updates = net.apply(variables, obs, train=True, mutable=["batch_stats"])
     assert not np.allclose(updates["batch_stats"]["norm_0"]["mean"], 0.0)

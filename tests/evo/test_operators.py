@@ -57,3 +57,12 @@ def test_breed_refuses_bad_input_before_compiling():
         breed(jax.random.key(0), flat, jnp.array([[0.0, 1], [np.nan, 0], [1, 1]]), 2)
     with pytest.raises(ValueError, match="must be \\(N, M\\)"):
         breed(jax.random.key(0), flat, jnp.zeros(3), 2)
+    with pytest.raises(ValueError, match="mutable must be bool\\[5\\].*got float32\\[5\\]"):
+        breed(jax.random.key(0), flat, jnp.zeros((3, 2)), 2, mutable=jnp.ones(5))
+
+
+def test_breed_mutates_only_the_entries_marked_mutable():
+    flat = jnp.zeros((3, 8))
+    mutable = jnp.arange(8) < 5
+    children, _ = breed(jax.random.key(4), flat, jnp.zeros((3, 1)), 50, VariationParams(0.0, 1.0, 0.5), mutable=mutable)
+    assert bool(jnp.all(children[:, :5] != 0)) and bool(jnp.all(children[:, 5:] == 0))

@@ -41,6 +41,35 @@ def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_k
     assert written == [list(row) for row in summary["timeline"]]  # the curve is on disk as it grows
 
 
+def test_offspring_cross_whole_layers_in_compute_order_and_mutate_weights_only():
+    import jax
+    import jax.numpy as jnp
+
+    from jgtest.evo import VariationParams
+    from jgtest.nets import BatchNormActorCritic
+
+    net = BatchNormActorCritic(num_actions=3, hidden_sizes=(4, 4, 4))
+    member = net.init(jax.random.key(0), jnp.zeros((1, 2)))
+    # member i: every weight i, every running statistic 10 + i
+    population = {part: jax.tree.map(lambda x, part=part: jnp.stack([jnp.full_like(x, i + 10 * (part == "batch_stats")) for i in range(4)]), member[part])
+                  for part in ("params", "batch_stats")}  # fmt: skip
+    children = wuji._offspring(jax.random.key(1), population, jnp.zeros((4, 1)), VariationParams(1.0, 0.0, 0.1), net.layer_names())
+    mixed = 0
+    for c in range(4):
+        parent = []  # which member each leaf came from, in the network's order; a batch-norm layer's statistics before its weights
+        for name in net.layer_names():
+            leaves = [children["batch_stats"][name][k][c] - 10 for k in ("mean", "var")] if name in children["batch_stats"] else []
+            leaves += [leaf[c] for leaf in jax.tree.leaves(children["params"][name])]
+            parent += [np.asarray(leaf).ravel().tolist() for leaf in leaves]
+        flat = [p for leaf in parent for p in leaf]
+        assert flat == sorted(flat) or flat == sorted(flat, reverse=True)  # one cut: one member's first layers, the other's last
+        mixed += len(set(flat)) == 2
+    assert mixed  # with crossover always on, a child of two different parents mixes them
+    mutated = wuji._offspring(jax.random.key(2), population, jnp.zeros((4, 1)), VariationParams(0.0, 1.0, 0.1), net.layer_names())
+    assert all(set(np.unique(leaf)) <= {10.0, 11.0, 12.0, 13.0} for leaf in jax.tree.leaves(mutated["batch_stats"]))  # statistics are copied, not mutated
+    assert all(np.all(np.asarray(leaf) % 1 != 0) for leaf in jax.tree.leaves(mutated["params"]))  # every weight moved off its integer
+
+
 def test_run_params_redraws_bugs_per_seed():
     from jgtest.envs.registration import make
 
