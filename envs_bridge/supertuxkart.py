@@ -80,7 +80,7 @@ injected bugs (``bug_kinds = ()``: the low-FPS oracle reads ``frame_time_ms``);
 ``crashed`` False (a dead game process is the farm's to report). ``info`` also
 carries ``path_done``, ``delta_path_done``, ``centering``, ``stuck`` (path done
 advanced less than ``STUCK_PROGRESS`` over the last ``STUCK_WINDOW`` steps,
-RELINE's footnote 2 as :mod:`jgtest.methods.reline` reads it) and
+RELINE's footnote 2 as :mod:`jgtest.oracles.kart_stuck` reads it) and
 ``autoreset``. Autoreset steps (next-step mode, :mod:`envs_bridge.protocol`)
 restart the race, return its first frame with reward 0 and a frame time of 0
 (no action's frames were timed).
@@ -106,7 +106,7 @@ import numpy as np
 from envs_bridge.protocol import GameTimeout, HostEnv, check_frames, host_telemetry
 from envs_bridge.stk_assets import configure_environment, race_tracks
 from jgtest.envs.kart import ACTION_NAMES, ACTIONS, EnvParams
-from jgtest.methods.reline import STUCK_PROGRESS, STUCK_WINDOW
+from jgtest.oracles.kart_stuck import STUCK_PROGRESS, STUCK_WINDOW
 from jgtest.rewards import kart_progress_reward
 
 #: KartTrack-v0's road half width (centering units), θ, M and finish bonus.

@@ -4,12 +4,38 @@ Public surface::
 
     env, params = jgtest.make("BlockMaze-v0")
     jgtest.register("MyGame-v0", MyGame)
+
+The names load on first use (PEP 562), so ``import jgtest`` (and the command line's ``--help``)
+does not start JAX.
 """
 
-from jgtest import coverage, oracles
-from jgtest.envs import BUG_KINDS, TestingEnv, make, register, registered_games
-from jgtest.types import Telemetry
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["BUG_KINDS", "Telemetry", "TestingEnv", "coverage", "make", "oracles", "register", "registered_games"]
+#: public name -> the module that defines it
+_LAZY = {
+    "BUG_KINDS": "jgtest.envs",
+    "TestingEnv": "jgtest.envs",
+    "make": "jgtest.envs",
+    "register": "jgtest.envs",
+    "registered_games": "jgtest.envs",
+    "Telemetry": "jgtest.types",
+    "coverage": None,
+    "oracles": None,
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'jgtest' has no attribute {name!r}")
+    module = _LAZY[name]
+    value = importlib.import_module(f"jgtest.{name}") if module is None else getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

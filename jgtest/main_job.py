@@ -11,49 +11,135 @@ records as found, metrics, plots and its own ``report.html``):
   object tests, bird's-eye maps);
 - ``plans/``: the Explicit Plans examples (``examples/plans/dungeon``, scripted navigator).
 
-``OUT/report.html`` then gathers them (:mod:`jgtest.report.html`). Each campaign is one
-``jgtest`` command, listed by :func:`commands`, so any of them can be rerun alone, at full size.
+``OUT/report.html`` then gathers them (:mod:`jgtest.report.html`). Each campaign calls its method's
+Python entry (the console view the command line shows too), and each is one ``jgtest`` command,
+listed by :func:`commands` and printed as it starts, so any of them can be rerun alone, at full size.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 #: The Explicit Plans examples the main job runs.
 PLAN_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "plans" / "dungeon"
+#: Each campaign's seeds, generations, budgets and sizes (the ``jgtest`` flags of :func:`commands` say the same).
+WUJI = {"game": "BlockMaze-v0", "seeds": 2, "generations": 2, "population": 8}
+RELINE = {"game": "KartTrack-v0", "quick": True, "models": 1, "train_steps": 50_000, "eval_episodes": 200, "threshold_episodes": 50,
+          "warmup_episodes": 20, "replays": 50}  # fmt: skip
+PARK = {"episodes": 5, "game_kwargs": {"size": 64, "num_oois": 200}}
+PLANS = {"seeds": 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class Campaign:
+    """One of the main job's campaigns: what it is, its equivalent ``jgtest`` command, its run
+    directory, and how it runs (``play(seed, quiet, resume, overwrite)``, 0 when it completed)."""
+
+    what: str
+    argv: tuple[str, ...]
+    out: Path
+    play: Callable[[int, bool, bool, bool], int]
+
+
+def _wuji(out: Path) -> Callable:
+    def play(seed, quiet, resume, overwrite):
+        from jgtest.methods import wuji
+        from jgtest.methods.wuji.campaign import prepare_campaign_dir
+        from jgtest.methods.wuji.console import run_in_console
+
+        config = wuji.WujiConfig(game=WUJI["game"], strategy=wuji.STRATEGIES[0], population=WUJI["population"], generations=WUJI["generations"], seed=seed)
+        run_in_console(config, prepare_campaign_dir(out, wuji.STRATEGIES, overwrite, resume), wuji.STRATEGIES, WUJI["seeds"], quiet, resume)
+        return 0
+
+    return play
+
+
+def _reline(out: Path) -> Callable:
+    def play(seed, quiet, resume, overwrite):
+        from jgtest.methods import reline
+        from jgtest.methods.reline.console import run_in_console
+        from jgtest.run_dir import prepare_run_dir
+
+        run_in_console(reline.RelineConfig(seed=seed, **RELINE), prepare_run_dir(out, overwrite, resume), quiet, resume)
+        return 0
+
+    return play
+
+
+def _park(out: Path) -> Callable:
+    def play(seed, quiet, resume, overwrite):
+        from jgtest.methods.park.console import run_in_console
+
+        run_in_console("random", out, PARK["game_kwargs"], PARK["episodes"], seed, quiet=quiet, resume=resume, overwrite=overwrite)
+        return 0
+
+    return play
+
+
+def _plans(out: Path) -> Callable:
+    def play(seed, quiet, resume, overwrite):
+        from jgtest.plans.suite import run_suite
+
+        run_suite(sorted(PLAN_EXAMPLES.glob("*.json")), seeds=PLANS["seeds"], out=out)
+        return 0  # a failed plan validation counts as completed
+
+    return play
+
+
+def campaigns(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> list[Campaign]:
+    """The main job's campaigns into ``out``; with ``resume``, each campaign already started there
+    continues from its checkpoints (``--resume``) instead of starting over (``--overwrite``)."""
+
+    def common(name: str) -> list[str]:
+        return ["--seed", str(seed), "--resume" if _started(out / name, resume) else "--overwrite"] + (["--quiet"] if quiet else [])
+
+    wuji = ["run", "wuji", "--game", WUJI["game"], "--compare", *_flags(WUJI), "--out", str(out / "wuji"), *common("wuji")]
+    reline = ["run", "reline", "--game", RELINE["game"], *_flags(RELINE), "--out", str(out / "reline"), *common("reline")]
+    park = ["run", "random", "--game", "ParkWorld-v0", "--episodes", str(PARK["episodes"]),
+            *[a for k, v in PARK["game_kwargs"].items() for a in ("--game-arg", f"{k}={v}")], "--out", str(out / "park"), *common("park")]  # fmt: skip
+    plans = ["plan", "suite", str(PLAN_EXAMPLES), "--seeds", str(PLANS["seeds"]), "--out", str(out / "plans")]
+    return [
+        Campaign("Wuji: six strategies on Block Maze", tuple(wuji), out / "wuji", _wuji(out / "wuji")),
+        Campaign("RELINE on the kart twin", tuple(reline), out / "reline", _reline(out / "reline")),
+        Campaign("random agent on ParkWorld (PPGTA's comparison)", tuple(park), out / "park", _park(out / "park")),
+        Campaign("Explicit Plans on the Dungeon", tuple(plans), out / "plans", _plans(out / "plans")),
+    ]
 
 
 def commands(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> list[tuple[str, list[str]]]:
-    """``(what, jgtest argv)`` of the main job's campaigns into ``out``; with ``resume``, each campaign
-    already started there continues from its checkpoints (``--resume``) instead of starting over."""
+    """``(what, jgtest argv)`` of the main job's campaigns (:func:`campaigns`): each reruns one alone."""
+    return [(c.what, list(c.argv)) for c in campaigns(out, seed, quiet, resume)]
 
-    def common(name: str) -> list[str]:
-        started = resume and any((out / name).rglob("config.json"))
-        return ["--seed", str(seed), "--resume" if started else "--overwrite"] + (["--quiet"] if quiet else [])
 
-    return [
-        ("Wuji: six strategies on Block Maze", ["run", "wuji", "--game", "BlockMaze-v0", "--compare", "--seeds", "2", "--generations", "2",
-                                                "--population", "8", "--out", str(out / "wuji"), *common("wuji")]),
-        ("RELINE on the kart twin", ["run", "reline", "--game", "KartTrack-v0", "--quick", "--models", "1", "--train-steps", "50000",
-                                                "--eval-episodes", "200", "--threshold-episodes", "50", "--warmup-episodes", "20", "--replays", "50", "--out", str(out / "reline"),
-                                                *common("reline")]),
-        ("random agent on ParkWorld (PPGTA's comparison)", ["run", "random", "--game", "ParkWorld-v0", "--episodes", "5", "--game-arg", "size=64",
-                                                             "--game-arg", "num_oois=200", "--out", str(out / "park"), *common("park")]),
-        ("Explicit Plans on the Dungeon", ["plan", "suite", str(PLAN_EXAMPLES), "--seeds", "4", "--out", str(out / "plans")]),
-    ]  # fmt: skip
+def _flags(options: dict) -> list[str]:
+    """A campaign's settings as ``jgtest`` flags (``--game`` apart): ``train_steps=50000`` → ``--train-steps 50000``,
+    ``quick=True`` → ``--quick``."""
+    flags = []
+    for name, value in options.items():
+        if name != "game":
+            flags += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return flags
+
+
+def _started(run_dir: Path, resume: bool) -> bool:
+    return resume and any(run_dir.rglob("config.json"))
 
 
 def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> int:
-    """Runs :func:`commands` in turn (``resume``: continuing those a stopped job started); 0 when every
-    campaign completed (a failed plan validation counts as completed)."""
-    from jgtest.cli import main
+    """Runs :func:`campaigns` in turn (``resume``: continuing those a stopped job started), each
+    ending in its own report; 0 when every campaign completed."""
+    from jgtest.report.html import write_report
 
     failed = []
-    for what, argv in commands(out, seed, quiet, resume):
-        print(f"== {what}: jgtest {' '.join(argv)}", flush=True)
-        code = main(argv)
-        if code != 0 and argv[0] != "plan":
-            failed.append(what)
+    for campaign in campaigns(out, seed, quiet, resume):
+        print(f"== {campaign.what}: jgtest {' '.join(campaign.argv)}", flush=True)
+        started = _started(campaign.out, resume)
+        if campaign.play(seed, quiet, started, not started) != 0:
+            failed.append(campaign.what)
+        if campaign.argv[0] == "run":
+            print(f"report: {write_report(campaign.out).resolve()}")
     if failed:
         print(f"failed: {', '.join(failed)}")
     return 1 if failed else 0

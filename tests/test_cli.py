@@ -184,3 +184,20 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
 def test_park_agents_refuse_bad_input_before_any_training(argv, message, tmp_path):
     with pytest.raises(SystemExit, match=message):
         main([*argv, "--out", str(tmp_path / "run")])
+
+
+def test_the_train_command_offers_every_registered_algorithm():
+    from jgtest.agents import ALGORITHMS
+    from jgtest.cli import train
+
+    assert sorted(train.ALGORITHMS) == sorted(ALGORITHMS)  # named in the CLI so that --help needs no JAX
+
+
+def test_a_methods_help_lists_its_options_and_the_shared_ones_only(capsys):
+    for method, own, foreign in (("wuji", "--population", "--eval-episodes"), ("reline", "--eval-episodes", "--population"),
+                                 ("inspector", "--explorer-from", "--strategy"), ("random", "--envs", "--threshold-episodes")):  # fmt: skip
+        with pytest.raises(SystemExit):
+            main(["run", method, "--help"])
+        text = capsys.readouterr().out
+        assert own in text and foreign not in text
+        assert all(flag in text for flag in ("--game", "--out", "--seed", "--resume", "--overwrite", "--quiet", "--game-arg"))

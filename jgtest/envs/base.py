@@ -40,7 +40,7 @@ import numpy as np
 from gymnax.environments import environment, spaces
 
 #: Kinds of bugs: the oracles' (crash, stuck, logical, balance, low FPS) and ``"texture"``, found by
-#: testing an object in the park (PPGTA; :mod:`jgtest.methods.ooi_testing`), not by an oracle.
+#: testing an object in the park (PPGTA; :mod:`jgtest.methods.park.ooi_testing`), not by an oracle.
 BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps", "texture")
 
 #: Folded into a step's key to make its auto-reset key. A draw of ``n`` values
@@ -73,7 +73,7 @@ class TestingEnv(environment.Environment):
     #: Registered id, e.g. ``"BlockMaze-v0"``; set by subclasses.
     env_id: str = ""
     #: Whether the game's bugs are found by executing tests on it (ParkWorld's texture bugs:
-    #: :mod:`jgtest.methods.ooi_testing`) rather than fired by oracles; such a game reports no
+    #: :mod:`jgtest.methods.park.ooi_testing`) rather than fired by oracles; such a game reports no
     #: ``bugs_fired`` (``bug_kinds`` is empty).
     bugs_found_by_tests: bool = False
 

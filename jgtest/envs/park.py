@@ -48,7 +48,7 @@ pathways covered.
 * ``on_path``: the player stands on a pathway.
 * ``telemetry``: position ``(x, y)``, the coverage cell (the map cell), no
   oracle bugs (texture bugs are found by testing, not by an oracle: see
-  :mod:`jgtest.methods.inspector`).
+  :mod:`jgtest.methods.park.inspector`).
 
 Reward: 0 (the agents bring their own: novelty, preference).
 """

@@ -15,7 +15,7 @@ statistics), the rates that apply each operator, and the Pareto tournament
 (:func:`jgtest.evo.pareto.binary_tournament`). A single cut depends on the
 order of the vector: :func:`ravel_population` follows the pytree's, so a
 caller that wants a network's layers in the order they compute passes them
-as a list (:func:`jgtest.methods.wuji._offspring`).
+as a list (:func:`jgtest.methods.wuji.search.offspring`).
 
 Rates and σ: this copy of the paper lost their values ("are set to and
 respectively"; "a gaussian distribution N(0, .)", §V-A4). Defaults

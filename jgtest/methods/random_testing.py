@@ -217,3 +217,33 @@ def run(
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     np.save(out_dir / "visited_cells.npy", visited.reshape(env.map_shape))
     return summary
+
+
+def run_in_console(config: RandomCampaignConfig, out_dir: str | Path, quiet: bool = False, resume: bool = False) -> dict[str, Any]:
+    """:func:`run` with a progress bar (unless ``quiet``), then its table: what ``jgtest run random``
+    and the main job show."""
+    from rich.table import Table
+
+    from jgtest.report.console import progress, show
+
+    with progress(quiet, ("bugs", "bugs")) as bars:
+        task = bars.add_task(f"random × {config.game}", total=config.num_envs * config.steps_per_env, bugs=0)
+
+        def on_chunk(done, total, bugs):
+            bars.update(task, completed=min(done, total), total=total, bugs=bugs)
+
+        summary = run(config, out_dir, on_chunk=on_chunk, resume=resume)
+    table = Table(title=f"random testing of {config.game}")
+    for column in ("bugs found", "state coverage", "episodes", "env steps", "steps/s", "wall s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{summary['bugs_found']}/{summary['bugs_total']}",
+        f"{summary['state_coverage']} ({summary['state_coverage_fraction']:.1%})",
+        str(summary["episodes"]),
+        f"{summary['env_steps']:,}",
+        f"{summary['steps_per_s']:,.0f}",
+        f"{summary['wall_s']:.1f}",
+    )
+    show(table)
+    print(f"wrote {Path(out_dir) / 'bugs.jsonl'} and {Path(out_dir) / 'summary.json'}")
+    return summary

@@ -29,7 +29,7 @@ features once per frame and only the MLPs differ: the target's MLP is fixed and
 random, each predictor's MLP is trained, so N members cost one backbone pass and
 N small MLPs. Nothing may be downloaded here: PPGTA passes its masked
 inverse-dynamics FE's convolutions (``init(key, backbone=...)``,
-:mod:`jgtest.methods.ppgta`); without one, a fixed, randomly initialised CNN
+:mod:`jgtest.methods.park.ppgta`); without one, a fixed, randomly initialised CNN
 (:class:`jgtest.nets.CNNEncoder` shapes) stands in for the FE. Without
 it (the original RND, Inspector's), target and predictors are whole networks
 (CNN + MLP) and each predictor trains its CNN too. The members train on one

@@ -226,7 +226,7 @@ def train(config: DetectorConfig, data: dict, key: jax.Array, seed: int = 0) -> 
 
 def detected_objects(detections: dict, truth: dict, iou_threshold: float = 0.5) -> dict:
     """The detector's view of one frame in the shape of ``info["objects"]``, for the tester
-    (:func:`jgtest.methods.ooi_testing.ooi_step`): each valid detection (``[D, ...]``) is named after
+    (:func:`jgtest.methods.park.ooi_testing.ooi_step`): each valid detection (``[D, ...]``) is named after
     the ground-truth object (``truth``, ``[M, ...]``) of its type it overlaps most, with IoU ≥
     ``iou_threshold`` (−1 none: a false detection, which starts no test). The campaign needs that
     name only to remember which objects it tested and to count them; a bridged game names its objects

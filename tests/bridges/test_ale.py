@@ -146,14 +146,15 @@ def test_only_the_host_loop_imports_envs_bridge():
 
 def test_reline_learner_settings_on_the_real_game():
     """The paper's network and 10 models by default; --quick: Mnih 2013's network, 1 model, 200k steps;
-    4 games a learner step, a gradient step every 4 environment steps (reline_host's docstring)."""
-    from jgtest.methods import reline, reline_host
+    4 games a learner step, a gradient step every 4 environment steps (jgtest.methods.reline.host's docstring)."""
+    from jgtest.methods import reline
+    from jgtest.methods.reline import learners
 
     full, quick = reline.RelineConfig(game="ale:MsPacman"), reline.RelineConfig(game="ale:MsPacman", quick=True)
     assert (full.models, quick.models) == (10, 1)
     paper, small = reline.learner(full).config, reline.learner(quick).config
     assert paper.cnn_layers == NATURE_CNN and paper.total_timesteps == 700_000
-    assert small.cnn_layers == reline_host.NIPS_CNN["cnn_layers"] and small.total_timesteps == 200_000
+    assert small.cnn_layers == learners.NIPS_CNN["cnn_layers"] and small.total_timesteps == 200_000
     for config in (paper, small):
         assert (config.num_envs, config.train_interval, config.batch_size, config.buffer_size) == (4, 4, 32, 10_000)
     farm = reline.learner(reline.RelineConfig(game="ale:MsPacman", actors=2)).config
@@ -162,11 +163,11 @@ def test_reline_learner_settings_on_the_real_game():
 
 def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
     """RELINE's game repeats the previous action with probability 0.25 (Gym ``MsPacman-v0``,
-    reline_host's docstring): the same actions then take two differently seeded games apart,
+    jgtest.methods.reline.host's docstring): the same actions then take two differently seeded games apart,
     where the deterministic default keeps them together."""
-    from jgtest.methods import reline_host
+    from jgtest.methods.reline import host
 
-    assert reline_host.ALE_OPTIONS == {"sticky_action_prob": 0.25}
+    assert host.ALE_OPTIONS == {"sticky_action_prob": 0.25}
     actions = np.tile(np.repeat(np.arange(4), 6), 8)  # up, right, down, left: 6 steps each, 8 times
 
     def paths(**options):
@@ -175,7 +176,7 @@ def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
             out = [env.step(np.full(2, a))[4]["telemetry"].position for a in actions]
         return np.stack(out, 1)
 
-    deterministic, sticky = paths(), paths(**reline_host.ALE_OPTIONS)
+    deterministic, sticky = paths(), paths(**host.ALE_OPTIONS)
     np.testing.assert_array_equal(deterministic[0], deterministic[1])
     assert np.abs(sticky[0] - sticky[1]).max() > 0
 

@@ -12,7 +12,8 @@ import jax
 import numpy as np
 import pytest
 
-from jgtest.methods import reline, reline_stk
+from jgtest.methods import reline
+from jgtest.methods.reline import stk as reline_stk
 from jgtest.types import Telemetry
 
 

@@ -13,7 +13,7 @@ import jgtest
 from envs_bridge import unrealcv_server as server_module
 from envs_bridge.protocol import GameTimeout
 from envs_bridge.unreal import PAPER_KEYS, UnrealConnection, UnrealEnv
-from jgtest.methods.ooi_testing import OOITestSettings, host_episode, init_tester, ooi_step
+from jgtest.methods.park.ooi_testing import OOITestSettings, host_episode, init_tester, ooi_step
 from jgtest.rollout import episode_key, reset_key
 
 GAME = {"size": 64, "num_oois": 40}
@@ -147,14 +147,14 @@ def test_the_bridge_survives_each_fault_and_reconnects(server, fault, message):
 
 @pytest.fixture(scope="module")
 def random_agent(models):
-    from jgtest.methods.bridged_campaign import BridgedAgent
+    from jgtest.methods.park.bridged import BridgedAgent
 
     return BridgedAgent(models, "random", trigger_pixels=40)  # compiled once for the fault suite
 
 
 @pytest.mark.parametrize("fault", [f for f, _ in FAULTS] + ["no_greeting"])
 def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_agent, fault, tmp_path):
-    from jgtest.methods.bridged_campaign import run_bridged
+    from jgtest.methods.park.bridged import run_bridged
     from jgtest.report.records import read_bug_records
 
     with UnrealEnv([server.address], timeout_s=1.0, connect_timeout_s=1.0) as env:
@@ -172,7 +172,7 @@ def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_
 
 
 def test_a_bridged_campaign_killed_mid_episode_resumes_to_the_uninterrupted_result(server, random_agent, tmp_path, monkeypatch):
-    from jgtest.methods.bridged_campaign import run_bridged
+    from jgtest.methods.park.bridged import run_bridged
     from jgtest.report.records import read_bug_records
 
     run = lambda out, **kw: run_bridged(env, random_agent, tmp_path / out, episodes=3, episode_steps=100, seed=6, **kw)
@@ -251,8 +251,8 @@ def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(serve
 
 
 def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(server, models, tmp_path):
-    from jgtest.methods import inspector
-    from jgtest.methods.bridged_campaign import BridgedAgent, run_bridged
+    from jgtest.methods.park import inspector
+    from jgtest.methods.park.bridged import BridgedAgent, run_bridged
     from jgtest.report.records import read_bug_records
 
     campaign = inspector.InspectorCampaign(inspector.InspectorConfig(episodes=1, num_envs=1, tests=OOITestSettings(trigger_pixels=40), **GAME))
@@ -278,7 +278,7 @@ def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(ser
 @pytest.mark.parametrize("detector", ["ground-truth", "learned"])
 def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tmp_path, capsys):
     from jgtest.cli import main
-    from jgtest.methods import ppgta_models
+    from jgtest.methods.park import models as ppgta_models
 
     ppgta_models.save_models(models, tmp_path / "models")
     game = f"unreal:{server.address[0]}:{server.address[1]}"
@@ -305,8 +305,9 @@ def test_agents_trained_on_device_drive_the_bridged_game(server, models, tmp_pat
     """Inspector's and PPGTA's explorers, trained by short device campaigns, restored from their runs'
     checkpoints and driving the game through the bridge from the command line."""
     from jgtest.cli import main
-    from jgtest.methods import inspector, ppgta, ppgta_models
-    from jgtest.methods.park_campaign import run_campaign
+    from jgtest.methods.park import inspector, ppgta
+    from jgtest.methods.park import models as ppgta_models
+    from jgtest.methods.park.campaign import run_campaign
     from tests.methods.test_ppgta import TINY
 
     ppgta_models.save_models(models, tmp_path / "models")

@@ -9,10 +9,10 @@ import pytest
 
 import jgtest
 from jgtest.envs import park_experts, park_map
-from jgtest.methods import inspector
-from jgtest.methods.bridged_campaign import device_run
-from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
-from jgtest.methods.park_campaign import run_campaign
+from jgtest.methods.park import inspector
+from jgtest.methods.park.bridged import device_run
+from jgtest.methods.park.campaign import run_campaign
+from jgtest.methods.park.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
 from jgtest.report.records import read_bug_records
 
 ENV, PARAMS = jgtest.make("ParkWorld-v0")

@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.methods import inspector, ppgta, ppgta_models
-from jgtest.methods.bridged_campaign import device_run
-from jgtest.methods.park_campaign import run_campaign
+from jgtest.methods.park import inspector, ppgta
+from jgtest.methods.park import models as ppgta_models
+from jgtest.methods.park.bridged import device_run
+from jgtest.methods.park.campaign import run_campaign
 from jgtest.novelty import AlphaSchedule
 from jgtest.oracles import texture
 from jgtest.report.records import read_bug_records

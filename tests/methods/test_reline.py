@@ -9,6 +9,7 @@ import jgtest
 import jgtest.analysis
 from jgtest.cli import main
 from jgtest.methods import reline
+from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
 
@@ -72,14 +73,14 @@ def test_until_stuck_cuts_an_episode_when_the_kart_stops_advancing():
     delta = np.array([[5.0] * 12 + [0.05] * 12 + [5.0] * 6])
     valid = np.ones_like(delta, bool)
     valid[0, -2:] = False
-    kept = reline.until_stuck(delta, valid)
+    kept = until_stuck(delta, valid)
     # Steps 12..21 advance 0.5 units in all: the first stuck window; the episode ends before it.
     assert kept[0, :12].all() and not kept[0, 12:].any()
     # A slow patch shorter than the window, or at the very start, long enough: also handled.
     short = np.array([[5.0] * 5 + [0.05] * 9 + [5.0] * 10])
-    assert reline.until_stuck(short, np.ones_like(short, bool)).all()
+    assert until_stuck(short, np.ones_like(short, bool)).all()
     start = np.array([[0.0] * 10 + [5.0] * 5])
-    assert not reline.until_stuck(start, np.ones_like(start, bool)).any()
+    assert not until_stuck(start, np.ones_like(start, bool)).any()
 
 
 def test_cell_centres_and_heavy_spots_found():

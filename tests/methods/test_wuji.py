@@ -7,6 +7,8 @@ import pytest
 
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.methods import wuji
+from jgtest.methods.wuji.placements import jitted_randomize
+from jgtest.methods.wuji.search import offspring, shared_search
 from jgtest.report import replay as replay_module
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
@@ -53,7 +55,7 @@ def test_offspring_cross_whole_layers_in_compute_order_and_mutate_weights_only()
     # member i: every weight i, every running statistic 10 + i
     population = {part: jax.tree.map(lambda x, part=part: jnp.stack([jnp.full_like(x, i + 10 * (part == "batch_stats")) for i in range(4)]), member[part])
                   for part in ("params", "batch_stats")}  # fmt: skip
-    children = wuji._offspring(jax.random.key(1), population, jnp.zeros((4, 1)), VariationParams(1.0, 0.0, 0.1), net.layer_names())
+    children = offspring(jax.random.key(1), population, jnp.zeros((4, 1)), VariationParams(1.0, 0.0, 0.1), net.layer_names())
     mixed = 0
     for c in range(4):
         parent = []  # which member each leaf came from, in the network's order; a batch-norm layer's statistics before its weights
@@ -65,7 +67,7 @@ def test_offspring_cross_whole_layers_in_compute_order_and_mutate_weights_only()
         assert flat == sorted(flat) or flat == sorted(flat, reverse=True)  # one cut: one member's first layers, the other's last
         mixed += len(set(flat)) == 2
     assert mixed  # with crossover always on, a child of two different parents mixes them
-    mutated = wuji._offspring(jax.random.key(2), population, jnp.zeros((4, 1)), VariationParams(0.0, 1.0, 0.1), net.layer_names())
+    mutated = offspring(jax.random.key(2), population, jnp.zeros((4, 1)), VariationParams(0.0, 1.0, 0.1), net.layer_names())
     assert all(set(np.unique(leaf)) <= {10.0, 11.0, 12.0, 13.0} for leaf in jax.tree.leaves(mutated["batch_stats"]))  # statistics are copied, not mutated
     assert all(np.all(np.asarray(leaf) % 1 != 0) for leaf in jax.tree.leaves(mutated["params"]))  # every weight moved off its integer
 
@@ -77,7 +79,7 @@ def test_run_params_redraws_bugs_per_seed():
     _, a = wuji.run_params(env, params, 0)
     _, b = wuji.run_params(env, params, 1)
     assert a["bug_pos"] != b["bug_pos"] and set(a) >= {"bug_pos"}
-    assert wuji._jitted_randomize(env)._cache_size() == 1  # the runs of a game share one compiled draw
+    assert jitted_randomize(env)._cache_size() == 1  # the runs of a game share one compiled draw
 
 
 def test_a_campaign_keeps_its_game_options_and_refuses_one_its_runs_redraw(tmp_path):
@@ -164,7 +166,7 @@ def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
     import jax.numpy as jnp
 
     config = wuji.WujiConfig(game="BlockMaze-v0", strategy="ea_m", population=4, generations=1, seed=3, a2c=TINY_A2C)
-    search = wuji._search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c)
+    search = shared_search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c)
     evaluate = search.evaluate
 
     def second_policy_nan(population, params, seeds):

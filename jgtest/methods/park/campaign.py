@@ -1,7 +1,7 @@
 """The host loop of a ParkWorld testing campaign, shared by Inspector, the random agent and PPGTA.
 
-A campaign object (:class:`jgtest.methods.inspector.InspectorCampaign`,
-:class:`jgtest.methods.ppgta.PPGTACampaign`) gives the jitted pieces:
+A campaign object (:class:`jgtest.methods.park.inspector.InspectorCampaign`,
+:class:`jgtest.methods.park.ppgta.PPGTACampaign`) gives the jitted pieces:
 ``init(key) -> carry``, ``start_round(carry, round) -> carry`` and
 ``rollout(carry, key) -> (carry, out)``, ``out`` holding per step and game
 ``position``, ``executed``, and the tester's events (``done``, ``success``,

@@ -54,70 +54,21 @@ def add_parser(sub) -> None:
     rec.set_defaults(func=_record)
 
 
-def _load(paths, game: str):
-    from jgtest.plans.model import PlanError, load_plan
-
-    plans = []
-    for path in paths:
-        try:
-            plan = load_plan(path)
-        except PlanError as error:
-            raise SystemExit(f"error: {error}") from None
-        if plan.game != game:
-            raise SystemExit(f"error: {path}: the plan is for {plan.game}, not --game {game}")
-        plans.append(plan)
-    return plans
-
-
 def _run_plans(args) -> int:
-    from operator import itemgetter
+    from jgtest.plans.suite import navigator_for, run_suite
 
-    import jax
-    from rich.console import Console
-    from rich.table import Table
-
-    import jgtest
-    from jgtest.plans.agent import RunSettings, run_plans
-    from jgtest.plans.compiled import stack_plans
-    from jgtest.plans.model import PlanError, plan_game
-    from jgtest.plans.report import run_report, validation_table
-
-    if args.seeds < 1:
-        raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
     if args.plan_command == "run":
         paths = [Path(args.plan)]
     else:
         paths = sorted(Path(args.folder).glob("*.json"))
         if not paths:
             raise SystemExit(f"error: {args.folder}: no *.json plans")
-    plans = _load(paths, args.game)
     try:
-        env, params = jgtest.make(args.game, variant=args.variant)
-        compiled = stack_plans(plans, env)
-    except (ValueError, PlanError) as error:
+        navigator = navigator_for(args.navigator, args.navigator_from)
+        passed = run_suite(paths, args.game, args.variant, args.seeds, args.max_steps, navigator, args.out, show_each=args.plan_command == "run")
+    except ValueError as error:  # PlanError is a ValueError
         raise SystemExit(f"error: {error}") from None
-    keys = jax.vmap(jax.random.key)(jax.numpy.arange(args.seeds))
-    agent, _ = run_plans(env, plan_game(args.game), params, compiled, keys, RunSettings(max_steps=args.max_steps), navigator=_navigator(args))
-    agent = jax.device_get(agent)
-    reports = {str(path): [run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(args.seeds)]
-               for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
-    console = Console()
-    if args.plan_command == "run":
-        for report in reports[str(paths[0])]:
-            console.print(validation_table(report))
-    table = Table(title=f"{len(plans)} plan(s) × {args.seeds} seed(s) on {args.game} ({args.variant})")
-    for column in ("plan", "passed", "first failure"):
-        table.add_column(column)
-    for path, runs in reports.items():
-        failures = [r["failure"] for r in runs if not r["passed"]]
-        table.add_row(Path(path).name, f"{len(runs) - len(failures)}/{len(runs)}", failures[0] if failures else "")
-    console.print(table)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps({"game": args.game, "variant": args.variant, "seeds": args.seeds, "plans": reports}, indent=2))
-        print(f"wrote {out / 'report.json'}")
-    return 0 if all(r["passed"] for runs in reports.values() for r in runs) else 1
+    return 0 if passed else 1
 
 
 def _record(args) -> int:
@@ -161,19 +112,6 @@ def _from_text(args) -> int:
     Path(args.out).write_text(plan.to_json())
     print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules")
     return 0
-
-
-def _navigator(args):
-    from jgtest.plans.agent import scripted_navigator
-
-    if args.navigator == "scripted":
-        return scripted_navigator
-    from jgtest.plans.navigation import learned_navigator, load_navigator
-
-    try:
-        return learned_navigator(*load_navigator(args.navigator_from))
-    except FileNotFoundError as error:
-        raise SystemExit(f"error: --navigator-from: {error}") from None
 
 
 def _train_navigator(args) -> int:

@@ -2,8 +2,8 @@
 
 A host game (:class:`envs_bridge.unreal.UnrealEnv`) cannot run inside ``jit``, so the
 campaign is a host loop over one jitted step of the agent, the agents being the ones
-trained on the device twin (``ParkWorld-v0``, :mod:`jgtest.methods.ppgta`,
-:mod:`jgtest.methods.inspector`):
+trained on the device twin (``ParkWorld-v0``, :mod:`jgtest.methods.park.ppgta`,
+:mod:`jgtest.methods.park.inspector`):
 
 * ``"ppgta"``: the explorer acts on the FE's features of the last K frames, OD-masked around
   the largest object in view (§IV-C) — the PPO-trained actor of a device campaign
@@ -18,7 +18,7 @@ trained on the device twin (``ParkWorld-v0``, :mod:`jgtest.methods.ppgta`,
 * ``"random"``: uniform actions and the scripted walk, as on the twin.
 
 The tester's bookkeeping is the on-device one
-(:func:`jgtest.methods.ooi_testing.tester_transition`): when the game's objects
+(:func:`jgtest.methods.park.ooi_testing.tester_transition`): when the game's objects
 (``info["objects"]``, from the object mask) show an untested one with ``trigger_pixels``
 pixels, its test starts. The texture oracle (PPGTA's models) reads every test's frames; each
 object it flags is a ``texture`` bug record, written the moment its test ends.
@@ -49,9 +49,9 @@ import numpy as np
 from jgtest.checkpoint import config_from_dict
 from jgtest.envs.park import NUM_ACTIONS, EnvParams
 from jgtest.envs.park_experts import walk_around
-from jgtest.methods import inspector, ppgta
-from jgtest.methods.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
-from jgtest.methods.park_campaign import restore_carry
+from jgtest.methods.park import inspector, ppgta
+from jgtest.methods.park.campaign import restore_carry
+from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
 
 AGENTS = ("ppgta", "inspector", "random")
@@ -98,7 +98,7 @@ class BridgedAgent:
     the oracle's for the object under test in the new frame).
 
     Args:
-      models: PPGTA's models (:func:`jgtest.methods.ppgta_models.load_models`): its policies, and the
+      models: PPGTA's models (:func:`jgtest.methods.park.models.load_models`): its policies, and the
         texture oracle every agent's tests are read by.
       agent: ``"ppgta"``, ``"inspector"`` or ``"random"``.
       trained: :func:`device_run` of a device campaign of that agent (Inspector's is required).

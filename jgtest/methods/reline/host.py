@@ -12,10 +12,10 @@ Network and budget: the paper's DQN is Mnih et al.'s on 4 stacked 84×84
 frames (§3.1.2), :data:`jgtest.nets.heads.NATURE_CNN`, here computed as
 patches × kernel (``conv_impl="im2col"``, the same convolutions, faster on
 CPU). It trained "1,000 episodes" per model (§3.1.4), ≈ 700k steps at the
-≈ 700 steps a learning agent's episode lasts (:data:`ALE_STEPS`).
+≈ 700 steps a learning agent's episode lasts (:data:`~jgtest.methods.reline.learners.ALE_STEPS`).
 
 Where we depart from the paper, for speed: its DQN "starts updating at each
-step" (§3.1.2, one game); ours steps :data:`TRAIN_GAMES` games at once and
+step" (§3.1.2, one game); ours steps :data:`~jgtest.methods.reline.learners.TRAIN_GAMES` games at once and
 takes one gradient step (batch 32) per 4 environment steps, Mnih et al.'s
 (2015) update frequency (4 games a learner step also cut the host loop's
 per-step dispatches 4×); the target network still syncs every
@@ -24,12 +24,12 @@ per-step dispatches 4×); the target network still syncs every
 it cites for its DQN (Mnih et al., 2013 and 2015; §3.1.2 says 4 stacked
 screenshots). Measured on 2 CPU cores through
 :func:`jgtest.host_loop.train_dqn`: ≈ 14 ms an environment step with the
-Nature CNN, ≈ 9.4 ms with :data:`NIPS_CNN`; one model at the paper's budget
+Nature CNN, ≈ 9.4 ms with :data:`~jgtest.methods.reline.learners.NIPS_CNN`; one model at the paper's budget
 is therefore ≈ 2.7 hours there, ten models per agent a GPU's job.
 ``--quick`` is the budget a 2-core CPU runs in ≈ 25 min of training per
 learning agent (46 min with another agent training beside it) plus ≈ 5 min
-of evaluation: :data:`ALE_STEPS`' second value, Mnih et al.'s (2013) smaller network
-(:data:`NIPS_CNN`), one model per agent (unless ``--models`` says otherwise),
+of evaluation: :data:`~jgtest.methods.reline.learners.ALE_STEPS`' second value, Mnih et al.'s (2013) smaller network
+(:data:`~jgtest.methods.reline.learners.NIPS_CNN`), one model per agent (unless ``--models`` says otherwise),
 1,000 evaluation episodes as the paper. Evaluation plays the trained model
 ε-greedily (Lapan's final ε = 0.02), as on device, in :data:`EVAL_GAMES`
 games at once.
@@ -63,22 +63,13 @@ from jgtest import host_loop
 from jgtest.agents import dqn
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
-from jgtest.methods import reline
-from jgtest.nets.heads import NATURE_CNN
+from jgtest.methods.reline.analysis import bugs_found, table1
+from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed
+from jgtest.methods.reline.learners import learner, random_policy
+from jgtest.methods.reline.phases import Phases
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import bug_bonus_reward
 
-#: DQN steps per model: (the paper's 1,000 episodes at ≈ 700 steps each, --quick).
-ALE_STEPS = (700_000, 200_000)
-#: Games a Ms. Pac-Man learner steps at once (in process; a farm's learner steps one per actor).
-TRAIN_GAMES = 4
-#: Environment steps per gradient step (Mnih et al., 2015: "update frequency 4").
-TRAIN_INTERVAL = 4
-#: Mnih et al.'s (2013) network: 16 8×8 stride-4 and 32 4×4 stride-2 filters, 256 units (--quick).
-NIPS_CNN = dict(cnn_layers=((16, 8, 4), (32, 4, 2)), cnn_dense=256)
-#: SuperTuxKart (:mod:`jgtest.methods.reline_stk`): (the paper's 2,300 training episodes, §4.1.3, at
-#: ≈ 163 steps each, the lap our trained kart twin drives, --quick).
-STK_STEPS = (375_000, 1_500)
 #: Ms. Pac-Man's options for RELINE: Gym ``MsPacman-v0``'s sticky actions (module docstring).
 ALE_OPTIONS = {"sticky_action_prob": 0.25}
 #: Games played at once in evaluation (a model's policy is fixed there).
@@ -87,29 +78,7 @@ EVAL_GAMES = 8
 PIPELINE = ObservationPipeline(size=(84, 84), num_frames=4)
 
 
-def paper_dqn(config: reline.RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams]:
-    """The DQN config and hyperparameters for ``config`` on a bridged game (Lapan's, the Nature
-    CNN, ε annealed over 100k steps or the first half of a smaller budget): both real games, as
-    the paper trained a DQN on 4 stacked grayscale frames for each (§3.1.2, §4.1.1). Ms. Pac-Man
-    steps :data:`TRAIN_GAMES` games a learner step (or one per farm actor) with a gradient step
-    every :data:`TRAIN_INTERVAL` environment steps, and ``--quick`` uses :data:`NIPS_CNN`
-    (module docstring); :func:`jgtest.methods.reline.learner` applies ``learner_overrides``."""
-    kart = config.game.startswith("supertuxkart:")
-    full, quick = STK_STEPS if kart else ALE_STEPS
-    steps = config.train_steps or (quick if config.quick else full)
-    if kart:
-        games = {"num_envs": max(1, config.actors)}
-    else:
-        games = {"num_envs": config.actors or TRAIN_GAMES, "train_interval": TRAIN_INTERVAL}
-    network = NIPS_CNN if config.quick and not kart else {"cnn_layers": NATURE_CNN}
-    dqn_config = dqn.lapan_config(
-        config.game, total_timesteps=steps, torso="cnn", conv_impl="im2col", track_coverage=False,
-        learning_starts=min(10_000, steps // 2), num_evals=1, **games, **network,
-    )  # fmt: skip
-    return dqn_config, dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
-
-
-def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
+def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
     """Runs RELINE's Table 1 experiment on a bridged game (see :func:`jgtest.methods.reline.run`
     for the files written); bug records are written the moment each bug first shows for a model.
 
@@ -120,8 +89,8 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
     buffer is not kept: a model stopped mid-training trains again from its start.)
     """
     out_dir, start = Path(out_dir), time.perf_counter()
-    phases = reline._Phases(progress)
-    learn = reline.learner(config)
+    phases = Phases(progress)
+    learn = learner(config)
     dqn_config, hparams = learn.config, learn.hparams
     (out_dir / "config.json").write_text(json.dumps(
         {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(dqn_config))}, indent=2))  # fmt: skip
@@ -141,9 +110,9 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
             for m in range(config.models):
                 unit = f"{agent}-{m}"
                 if "bugs_found" not in books.get(unit, {}):
-                    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), reline.AGENTS.index(agent)), m)
-                    seed = reline.eval_seed(config, agent, m)
-                    policy, policy_params = _random_policy(), None
+                    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), AGENTS.index(agent)), m)
+                    seed = eval_seed(config, agent, m)
+                    policy, policy_params = random_policy(5), None
                     if agent != "random":
                         with Checkpointer(out_dir / "checkpoints" / unit, config_fingerprint({"reline": config, "model": unit})) as ckpt:
                             network, policy_params, stats = _train(config, agent, m, dqn_config, hparams, key, seed, phases, game_options, ckpt,
@@ -153,12 +122,12 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
                         books_path.write_text(json.dumps(jsonable(books), indent=2))
                     out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, writer, start, game_options, written)
                     one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
-                    books[unit] = {**books.get(unit, {}), "bugs_found": reline.bugs_found(one_model)[0].tolist()}
+                    books[unit] = {**books.get(unit, {}), "bugs_found": bugs_found(one_model)[0].tolist()}
                     books_path.write_text(json.dumps(jsonable(books), indent=2))
                 if "training" in books[unit]:
                     curves.setdefault(agent, []).append(books[unit]["training"])
                 found[agent].append(np.asarray(books[unit]["bugs_found"]))
-    rows = reline.table1(config, {a: np.stack(f) for a, f in found.items()})
+    rows = table1(config, {a: np.stack(f) for a, f in found.items()})
     (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
     summary: dict[str, Any] = {
         "method": "reline", "game": config.game, "models": config.models, "eval_episodes": config.eval_episodes,
@@ -167,10 +136,6 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
     }  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
-
-
-def _random_policy():
-    return lambda params, obs, key: jax.random.randint(key, (), 0, 5)
 
 
 def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options, ckpt: Checkpointer, stats=None):

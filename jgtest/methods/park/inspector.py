@@ -4,7 +4,7 @@ PPGTA (§I, §VI-A) compares against Inspector, a pixel-based testing agent that
 "follows visual novelty for exploration": PPO on frames with the original
 single-predictor RND novelty (:class:`jgtest.novelty.RND`, ``reward="error"``)
 and no preference term; when an object of interest comes into view it runs its
-test behaviour (here the scripted 360° walk of :mod:`jgtest.methods.ooi_testing`).
+test behaviour (here the scripted 360° walk of :mod:`jgtest.methods.park.ooi_testing`).
 The random agent plays uniform actions with the same tests. The comparison of
 §V-C and §VI-A: 45 episodes of 2,000 steps each from uniform starts, pathway coverage
 (Inspector 16% after 45 episodes, Fig. 7) and OOIs tested over episodes
@@ -31,7 +31,7 @@ that configuration is not in PPGTA's text, so PureJaxRL's Atari PPO values
 
 The host loop, its files (``bugs.jsonl`` records with the episode's executed actions,
 :func:`replay_record` checks them; ``summary.json``; ``traces.png`` and ``tests.png``,
-Fig. 7 and 9) and its checkpoints are :mod:`jgtest.methods.park_campaign`'s.
+Fig. 7 and 9) and its checkpoints are :mod:`jgtest.methods.park.campaign`'s.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ import numpy as np
 
 from jgtest.agents import ppo
 from jgtest.envs.registration import make
-from jgtest.methods.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
-from jgtest.methods.park_campaign import oracle_outputs, run_campaign
+from jgtest.methods.park.campaign import oracle_outputs, run_campaign
+from jgtest.methods.park.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
 from jgtest.novelty import RND, RNDConfig
 from jgtest.report.records import BugRecord
 from jgtest.rollout import episode_key, reset_key
@@ -111,7 +111,7 @@ class InspectorConfig:
 
 
 class InspectorCampaign:
-    """The jitted pieces of a campaign (:mod:`jgtest.methods.park_campaign`): start a round, play (and learn
+    """The jitted pieces of a campaign (:mod:`jgtest.methods.park.campaign`): start a round, play (and learn
     from) one rollout; with a texture ``oracle``, its evidence from each step's frames."""
 
     def __init__(self, config: InspectorConfig, oracle=None):
@@ -186,7 +186,7 @@ class InspectorCampaign:
 
 def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None,
         resume: bool = False, oracle=None) -> dict:  # fmt: skip
-    """Runs a campaign in ``out_dir`` (files: :mod:`jgtest.methods.park_campaign`); ``on_episode(done,
+    """Runs a campaign in ``out_dir`` (files: :mod:`jgtest.methods.park.campaign`); ``on_episode(done,
     episodes, tested)`` after each round; ``resume`` from its last checkpoint; ``oracle`` a texture oracle
     judging the tests' frames (:mod:`jgtest.oracles.texture`)."""
     return run_campaign(InspectorCampaign(config, oracle), config.agent, out_dir, oracle, on_episode, resume)

@@ -33,10 +33,10 @@ truth or from the learned detector (``detector="learned"``,
 behaviour** (the circle imitation policy, its own memory reset, frames OD-masked
 around the object) runs for ``test_steps`` steps (the demonstrations' length) and
 its outcome is judged by the JS divergence of its executed actions to all the
-demonstrations' (§VI-B, the threshold from :mod:`jgtest.methods.ppgta_models`). The
+demonstrations' (§VI-B, the threshold from :mod:`jgtest.methods.park.models`). The
 texture oracle (:mod:`jgtest.oracles.texture`) reads the test's frames.
 
-The host loop, files, checkpoints and summary are :mod:`jgtest.methods.park_campaign`'s.
+The host loop, files, checkpoints and summary are :mod:`jgtest.methods.park.campaign`'s.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ import jax.numpy as jnp
 from jgtest.agents import ppo
 from jgtest.envs.registration import make
 from jgtest.envs.wrappers import od_mask
-from jgtest.methods.ooi_testing import TESTING, OOITestSettings, init_tester, ooi_step
-from jgtest.methods.park_campaign import oracle_outputs, run_campaign
-from jgtest.methods.ppgta_models import PPGTAModels, PPGTAModelsConfig
+from jgtest.methods.park.campaign import oracle_outputs, run_campaign
+from jgtest.methods.park.models import PPGTAModels, PPGTAModelsConfig
+from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, init_tester, ooi_step
 from jgtest.nets.recurrent import ImitationPolicy
 from jgtest.novelty import RND, AlphaSchedule, RNDConfig, adapt_alpha, combined_reward, preference_reward
 from jgtest.rollout import episode_key, reset_key
@@ -65,14 +65,14 @@ DETECTORS = ("ground-truth", "learned")
 
 @dataclasses.dataclass(frozen=True)
 class PPGTAConfig:
-    """One PPGTA campaign (module docstring; the rest as :class:`jgtest.methods.inspector.InspectorConfig`).
+    """One PPGTA campaign (module docstring; the rest as :class:`jgtest.methods.park.inspector.InspectorConfig`).
 
     Attributes:
       detector: ``"ground-truth"`` (the renderer's objects) or ``"learned"`` (the trained detector).
       test_steps: steps of a learned test (0: the models' ``circle_steps``).
       rnd: the novelty (8 predictors, their variance; its backbone is the FE's convolutions, whatever ``channels`` it gives).
       alpha: α's schedule.
-      models: the learned models' settings (:class:`jgtest.methods.ppgta_models.PPGTAModelsConfig`).
+      models: the learned models' settings (:class:`jgtest.methods.park.models.PPGTAModelsConfig`).
     """
 
     episodes: int = 45
@@ -151,7 +151,7 @@ def explorer_params(path_policy: dict, critic: ImitationPolicy, key) -> dict:
 
 
 class PPGTACampaign:
-    """The jitted pieces of a PPGTA campaign (:mod:`jgtest.methods.park_campaign`)."""
+    """The jitted pieces of a PPGTA campaign (:mod:`jgtest.methods.park.campaign`)."""
 
     def __init__(self, config: PPGTAConfig, models: PPGTAModels):
         self.config = c = config
@@ -282,6 +282,6 @@ class PPGTACampaign:
 
 def run(config: PPGTAConfig, models: PPGTAModels, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None,
         resume: bool = False) -> dict:  # fmt: skip
-    """Runs a PPGTA campaign in ``out_dir`` with trained ``models`` (:func:`jgtest.methods.ppgta_models.train_models`)."""
+    """Runs a PPGTA campaign in ``out_dir`` with trained ``models`` (:func:`jgtest.methods.park.models.train_models`)."""
     return run_campaign(PPGTACampaign(config, models), "ppgta", out_dir, models.oracle, on_episode, resume,
                         extra_config={"models_metrics": {k: v for k, v in models.metrics.items() if k in ("detector",)}})  # fmt: skip

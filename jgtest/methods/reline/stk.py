@@ -1,16 +1,16 @@
 """RELINE on the real SuperTuxKart (pystk2 through the host loop; Tufano et al., 2022, §4).
 
-The kart experiment of :mod:`jgtest.methods.reline` (``_kart``, on the twin)
+The kart experiment of :mod:`jgtest.methods.reline.device` (on the twin)
 on the real game, one race in this process (:mod:`envs_bridge.supertuxkart`,
 real render times measured around the four frames of a step):
 
 1. **rl-baseline** learns on the game reward ``r_g`` (§4.1.1, the bridge's):
-   the DQN of :func:`jgtest.methods.reline_host.paper_dqn` (Lapan's settings,
+   the DQN of :func:`jgtest.methods.reline.learners.bridged_dqn` (Lapan's settings,
    the Nature CNN) on 4 stacked grayscale frames at the game's render size,
    96 × 128 (:data:`PIPELINE`; the paper fed 4 × 200 × 150, §4.1.1).
 2. **Calibration** (§4.1.3): the trained rl-baseline plays
    ``threshold_episodes`` episodes, each cut where the kart got stuck
-   (footnote 2, :func:`jgtest.methods.reline.until_stuck`), and
+   (footnote 2, :func:`jgtest.oracles.kart_stuck.until_stuck`), and
    ``t_b = mean + 5 sd`` of their render times (all their steps if the kart
    was stuck from the first, ``stuck_cut_skipped``: an under-trained
    rl-baseline of a quick run). RELINE's training then starts
@@ -32,7 +32,7 @@ real render times measured around the four frames of a step):
    simulates that load, :mod:`jgtest.methods.reline`); the random agent does
    not learn. Low-FPS points are the
    coverage cells whose render time exceeded ``t`` in more than half their
-   visits, with their confidence (§4.1.3, :func:`jgtest.methods.reline.low_fps_analysis`).
+   visits, with their confidence (§4.1.3, :func:`jgtest.methods.low_fps_analysis`).
    Each agent's points are written as ``low_fps`` bug records when its
    evaluation ends (a point needs all its visits): the trace of the point's
    first visit over ``t``; the race is deterministic, so a restart with the
@@ -46,7 +46,7 @@ real render times measured around the four frames of a step):
    profiles from lap to lap, and each section's median (``sections.png``).
 
 Budget: the paper trained each agent 2,300 episodes (§4.1.3), ≈ 375k steps at
-the ≈ 163 steps a lap of the trained twin takes (:data:`reline_host.STK_STEPS`);
+the ≈ 163 steps a lap of the trained twin takes (:data:`~jgtest.methods.reline.learners.STK_STEPS`);
 one gradient step of this network costs ≈ 0.1 s on 2 CPU cores, so a model at
 that budget is ≈ 10 hours there (the paper: 3 hours for rl-baseline, 30 for
 RELINE, on a GPU). ``--quick`` trains 1,500 steps a model and caps the episode
@@ -86,8 +86,12 @@ from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
-from jgtest.methods import reline
+from jgtest.methods.reline.analysis import low_fps_analysis, write_low_fps
+from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed
+from jgtest.methods.reline.learners import learner, random_policy
+from jgtest.methods.reline.phases import Phases
 from jgtest.oracles import low_fps_points, reline_threshold
+from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.plots import section_plot
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
 from jgtest.rewards import kart_finish_bonus, kart_performance_reward, kart_progress_reward
@@ -132,7 +136,7 @@ class KartRelineReward:
         return np.where(fresh, 0.0, reward).astype(np.float32)
 
 
-def settings(config: reline.RelineConfig) -> dict[str, int]:
+def settings(config: RelineConfig) -> dict[str, int]:
     """The episode counts of the run: ``config``'s, capped by :data:`QUICK_EPISODES` under ``quick``."""
     counts = {name: getattr(config, name) for name in QUICK_EPISODES}
     return {k: min(v, QUICK_EPISODES[k]) for k, v in counts.items()} if config.quick else counts
@@ -146,14 +150,14 @@ def cell_centres(game, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (rows + 0.5) * game.track_length / n_path, -span + (cols + 0.5) * 2 * span / n_cent
 
 
-def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
+def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
     """Runs the campaign (module docstring), writing in ``out_dir``: ``config.json``,
     ``bugs.jsonl`` (low-FPS points, as each agent's evaluation ends), ``low_fps.json``, the
     plots (``render_times.png``, ``low_fps_points.png``, ``sections.png``), ``summary.json``,
     and what ``resume`` continues from (``progress.json``, ``checkpoints/``, ``measurements/``)."""
     out_dir, start = Path(out_dir), time.perf_counter()
-    phases = reline._Phases(progress)
-    learn = reline.learner(config)
+    phases = Phases(progress)
+    learn = learner(config)
     counts = settings(config)
     (out_dir / "config.json").write_text(json.dumps(
         {"method": "reline", **dataclasses.asdict(config), "episodes": counts,
@@ -169,13 +173,13 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
         outs = {agent: campaign.evaluate(agent, threshold) for agent in config.agents}
         if not hasattr(game, "track_length"):  # every phase was done before: load the race for its length
             game.reset(train_seed)
-        analysis = phases.run("low-FPS analysis", lambda _: reline.low_fps_analysis(
+        analysis = phases.run("low-FPS analysis", lambda _: low_fps_analysis(
             game.num_cells, lambda cells: cell_centres(game, cells), threshold["t_ms"], outs))  # fmt: skip
         replay = None
         if "rl-baseline" in outs:
             replay = done.figures("replay check") or done.finish("replay check", phases.run(
                 "replay check", lambda _: campaign.replay_sections(outs["rl-baseline"], threshold["t_ms"], out_dir)))  # fmt: skip
-        low_fps = reline.write_low_fps(
+        low_fps = write_low_fps(
             config, analysis, threshold["t_ms"], out_dir, road_half_width=game.road_half_width,
             path_length=game.track_length, replay_reliability=replay,
         )  # fmt: skip
@@ -184,7 +188,7 @@ def run(config: reline.RelineConfig, out_dir: str | Path, progress=None, resume:
         low_fps={a: {"count": r["count"], "visits_per_1000_episodes": r["visits_per_1000_episodes"],
                      "confidence_median": r["confidence"]["median"]} for a, r in low_fps["per_agent"].items()},
         medians_ms=low_fps["medians_ms"], replay_reliability=replay, phases_s=phases.wall_s, resumed_phases=done.resumed,
-        wall_s=round(time.perf_counter() - start, 2), paper=reline.PAPER_KART,
+        wall_s=round(time.perf_counter() - start, 2), paper=PAPER_KART,
     )  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
@@ -201,7 +205,7 @@ class _Progress:
     what an earlier run left is removed.
     """
 
-    def __init__(self, out_dir: Path, config: reline.RelineConfig, resume: bool):
+    def __init__(self, out_dir: Path, config: RelineConfig, resume: bool):
         self.path, self.checkpoints, self.measurements = out_dir / "progress.json", out_dir / "checkpoints", out_dir / "measurements"
         if not resume:
             self.path.unlink(missing_ok=True)
@@ -285,7 +289,7 @@ class _Campaign:
         t_b = None
         if "rl-baseline" in config.agents:
             trainer = self._trainer()
-            k_base = jax.random.fold_in(key, reline.AGENTS.index("rl-baseline"))
+            k_base = jax.random.fold_in(key, AGENTS.index("rl-baseline"))
             if done.figures("train rl-baseline") is None:
                 state, stats = self._train("rl-baseline", trainer, k_base, seed)
                 done.save_learner("rl-baseline", state)
@@ -298,8 +302,8 @@ class _Campaign:
             if done.figures("calibrate t_b") is None:
                 base = self.phases.run("calibrate t_b", lambda report: host_loop.play(
                     self.game, PIPELINE, *baseline, self.counts["threshold_episodes"], jax.random.fold_in(key, 500),
-                    seed=reline.eval_seed(config, "rl-baseline", 0) + 500, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
-                driving = reline.until_stuck(base["delta_path_done"], base["valid"])
+                    seed=eval_seed(config, "rl-baseline", 0) + 500, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
+                driving = until_stuck(base["delta_path_done"], base["valid"])
                 stuck_everywhere = driving.sum() < 2  # an under-trained kart that never drives: keep every step
                 done.save_measurements("calibration", {"render_times_ms": base["telemetry"].frame_time_ms[base["valid"] if stuck_everywhere else driving]})
                 done.finish("calibrate t_b", {"stuck_cut_skipped": bool(stuck_everywhere)})
@@ -310,7 +314,7 @@ class _Campaign:
         if "reline" in config.agents:
             trainer = self._trainer()
             reward = KartRelineReward(1, t_b, config.theta, config.progress_cap)
-            k_reline = jax.random.fold_in(key, reline.AGENTS.index("reline"))
+            k_reline = jax.random.fold_in(key, AGENTS.index("reline"))
             if done.figures("train reline") is None:
                 state, warm = self.phases.run("RELINE warm-up", lambda report: host_loop.train_dqn(
                     trainer, self.game, PIPELINE, learn.hparams, k_reline, self.counts["warmup_episodes"] * self.game.max_steps_in_episode,
@@ -347,7 +351,7 @@ class _Campaign:
         phase = f"evaluate {agent}"
         if self.done.figures(phase) is not None:
             return self.done.measurements_of(phase.replace(" ", "-"))
-        seed = reline.eval_seed(self.config, agent, 0)
+        seed = eval_seed(self.config, agent, 0)
         episodes = self.counts["eval_episodes"]
         if agent in self.learners:
             trainer, state, reward, key = self.learners[agent]
@@ -359,7 +363,7 @@ class _Campaign:
             out = stats["episodes"]
         else:
             out = self.phases.run(f"evaluate {agent}", lambda report: host_loop.play(
-                self.game, PIPELINE, reline._random_policy(self.game.num_actions), None, episodes,
+                self.game, PIPELINE, random_policy(self.game.num_actions), None, episodes,
                 jax.random.fold_in(jax.random.key(seed), 1), seed=seed, info_keys=INFO_KEYS, on_progress=report))  # fmt: skip
         for record in self._point_records(agent, out, threshold["t_ms"], seed):
             if record.detail not in self.done.written:
@@ -416,5 +420,5 @@ class _Campaign:
             "per_section": replay_reliability(profile) if len(visited) >= 3 else None,
             "sections": [{"start_m": float(edges[s]), "end_m": float(edges[s + 1]), "median_ms": float(np.median(profile[:, i])),
                           "min_ms": float(profile[:, i].min()), "max_ms": float(profile[:, i].max())} for i, s in enumerate(visited)],
-            "plot": str(plot), "paper": reline.PAPER_KART["replay"],
+            "plot": str(plot), "paper": PAPER_KART["replay"],
         }  # fmt: skip

@@ -1,0 +1,62 @@
+"""``jgtest run {inspector, ppgta, compare-explorers}`` (and ``random`` on the park): PPGTA's comparison
+on ParkWorld-v0, or the agents trained there driving an Unreal game (``--game unreal:HOST:PORT``);
+:mod:`jgtest.methods.park.console` shows them."""
+
+from __future__ import annotations
+
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values
+
+#: Games the park's agents play: the device twin, and Unreal games through UnrealCV.
+PARK_GAME = "ParkWorld-v0"
+
+
+def is_park_game(game: str) -> bool:
+    """The device park or an Unreal game (``unreal:…``)."""
+    return game == PARK_GAME or game.startswith("unreal:")
+
+
+def add_park_options(parser, title: str, detector: bool = True, explorer: bool = True) -> None:
+    """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, and ``--detector`` and
+    ``--explorer-from`` where they apply."""
+    group = parser.add_argument_group(title)
+    group.add_argument("--episodes", type=int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
+    group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
+    group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
+    if detector:
+        group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth", help="objects from the renderer or the trained detector")
+    if explorer:
+        group.add_argument("--explorer-from", default=None, metavar="RUN",
+                           help="over unreal:…: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "
+                                "(required for inspector; ppgta's default is the path policy its explorer starts from)")  # fmt: skip
+
+
+def add_parsers(methods) -> None:
+    for method, help_text, options in (
+        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0 or unreal:…", {"detector": False}),
+        ("ppgta", "PPGTA: its models trained (or loaded), then its preference-conditioned explorer with object tests", {}),
+        ("compare-explorers", "PPGTA, Inspector and random over the same episodes and starts on ParkWorld-v0", {"explorer": False}),
+    ):
+        parser = methods.add_parser(method, parents=[game_options(PARK_GAME), common_options()], help=help_text)
+        add_park_options(parser, f"{method} options", **options)
+        parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Plays ``args.method`` on the park, or over the Unreal game ``--game`` names."""
+    from jgtest.methods.park.console import episodes_for, run_in_console, run_unreal_in_console
+
+    game_kwargs = parse_key_values(args.game_arg)
+    episodes = episodes_for(args.episodes, args.quick)
+    detector = getattr(args, "detector", "ground-truth")
+    try:
+        if args.game.startswith("unreal:"):
+            run_unreal_in_console(args.method, args.game, args.out, game_kwargs, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
+                                  args.seed, detector, args.quick, resume=args.resume, overwrite=args.overwrite)  # fmt: skip
+            return 0
+        if args.game != PARK_GAME:
+            raise ValueError(f"{args.method} runs on {PARK_GAME} or unreal:HOST:PORT, got --game {args.game}")
+        run_in_console(args.method, args.out, game_kwargs, episodes, args.seed, detector, args.ppgta_models, args.quick, args.quiet,
+                       args.resume, args.overwrite)  # fmt: skip
+    except ValueError as error:
+        raise fail(error) from None
+    return 0

@@ -1,0 +1,38 @@
+"""``jgtest run random``: the random agent, on device (:mod:`jgtest.methods.random_testing`); on
+ParkWorld-v0 and over Unreal, the park's random agent of PPGTA's comparison (:mod:`jgtest.cli.park`)."""
+
+from __future__ import annotations
+
+from jgtest.cli import park
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, run_dir
+
+
+def add_parser(methods) -> None:
+    parser = methods.add_parser("random", parents=[game_options("BlockMaze-v0"), common_options()],
+                                help="the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object tests)")  # fmt: skip
+    group = parser.add_argument_group("random options (on-device games)")
+    group.add_argument("--envs", type=int, default=256, help="parallel episode slots (default 256)")
+    group.add_argument("--steps", type=int, default=2000, help="steps per slot (default 2000)")
+    group.add_argument("--chunk", type=int, default=200, help="steps per device call (default 200)")
+    park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)", detector=False)
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if park.is_park_game(args.game):
+        return park.run(args)
+    import jgtest
+    from jgtest.methods import random_testing
+
+    try:
+        if args.game not in jgtest.registered_games():
+            jgtest.make(args.game)
+        config = random_testing.RandomCampaignConfig(
+            game=args.game, num_envs=args.envs, steps_per_env=args.steps, chunk_steps=min(args.chunk, args.steps),
+            seed=args.seed, game_kwargs=parse_key_values(args.game_arg),
+        )  # fmt: skip
+        jgtest.make(config.game, **config.game_kwargs)
+    except ValueError as error:
+        raise fail(error) from None
+    random_testing.run_in_console(config, run_dir(args), quiet=args.quiet, resume=args.resume)
+    return 0

@@ -1,0 +1,41 @@
+"""``jgtest run reline``: RELINE against its RL baseline and a random agent (:mod:`jgtest.methods.reline`)."""
+
+from __future__ import annotations
+
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, run_dir
+
+
+def add_parser(methods) -> None:
+    parser = methods.add_parser("reline", parents=[game_options("CartPoleBugs-v0"), common_options()],
+                                help="RELINE load testing: Table 1 on the toy games, low-FPS points on the karts")  # fmt: skip
+    group = parser.add_argument_group("reline options")
+    group.add_argument("--models", type=int, default=None, help="models per agent, trained vmapped (default: the paper's, 10; 1 on the kart)")
+    group.add_argument("--eval-episodes", type=int, default=1000, help="evaluation episodes per model (default 1000)")
+    group.add_argument("--agents", default="reline,rl-baseline,random", help="comma-separated agents")
+    group.add_argument("--train-steps", type=int, default=None, help="DQN training steps per model (default: the game's)")
+    group.add_argument("--quick", action="store_true", help="the small training budget (CPU)")
+    group.add_argument("--actors", type=int, default=0, help="on a bridged game: a Ray game farm of N actors (default: in process)")
+    group.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
+    for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
+        group.add_argument(flag, type=int, default=None, help=f"on a kart: {field.replace('_', ' ')} (default: the paper's)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import jgtest
+    from jgtest.methods import reline
+    from jgtest.methods.reline.console import run_in_console
+
+    try:
+        config = reline.RelineConfig(
+            game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
+            train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
+            game_kwargs=tuple(sorted(parse_key_values(args.game_arg).items())), actors=args.actors, ray_address=args.ray_address,
+            **{f: getattr(args, f) for f in ("threshold_episodes", "warmup_episodes", "replays") if getattr(args, f) is not None},
+        )  # fmt: skip
+        if config.game not in reline.HOST_GAMES:
+            jgtest.make(config.game, **dict(config.game_kwargs))
+    except ValueError as error:
+        raise fail(error) from None
+    run_in_console(config, run_dir(args), quiet=args.quiet, resume=args.resume)
+    return 0

@@ -1,0 +1,46 @@
+"""``jgtest run wuji``: Wuji's evolutionary multi-objective search with A2C, one strategy or the paper's
+six compared (:mod:`jgtest.methods.wuji`)."""
+
+from __future__ import annotations
+
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values
+
+
+def add_parser(methods) -> None:
+    parser = methods.add_parser("wuji", parents=[game_options("BlockMaze-v0"), common_options()],
+                                help="Wuji: evolutionary multi-objective search with A2C, or its six strategies compared")  # fmt: skip
+    group = parser.add_argument_group("wuji options")
+    group.add_argument("--strategy", default="wuji", help="one of the paper's six: random, ea_s, ea_m, drl, ea_s+drl, wuji (default wuji)")
+    group.add_argument("--compare", action="store_true", help="all six strategies, same budget")
+    group.add_argument("--generations", type=int, default=None, help="generations per run (default 10)")
+    group.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run in seconds")
+    group.add_argument("--budget-steps", type=int, default=None, help="env-step budget per run (game steps played; machine-independent)")
+    group.add_argument("--seeds", type=int, default=1, help="runs (bug placements) per strategy, seeds --seed …")
+    group.add_argument("--population", type=int, default=30, help="population and offspring size (default: the paper's 30)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import jgtest
+    from jgtest.methods import wuji
+    from jgtest.methods.wuji.campaign import prepare_campaign_dir
+    from jgtest.methods.wuji.console import run_in_console
+
+    if args.seeds < 1:
+        raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
+    strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
+    try:
+        budgeted = args.budget_s is not None or args.budget_steps is not None
+        generations = args.generations if args.generations is not None else (None if budgeted else 10)
+        config = wuji.WujiConfig(
+            game=args.game, game_kwargs=tuple(parse_key_values(args.game_arg).items()), strategy=strategies[0], population=args.population,
+            generations=generations, budget_s=args.budget_s, budget_steps=args.budget_steps, seed=args.seed,
+        )  # fmt: skip
+        for strategy in strategies:
+            wuji.WujiConfig(strategy=strategy)
+        wuji.check_game_kwargs(*jgtest.make(config.game, **dict(config.game_kwargs)), config.game_kwargs)
+        out = prepare_campaign_dir(args.out, strategies, overwrite=args.overwrite, resume=args.resume)
+    except ValueError as error:
+        raise fail(error) from None
+    run_in_console(config, out, strategies, args.seeds, quiet=args.quiet, resume=args.resume)
+    return 0

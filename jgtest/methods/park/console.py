@@ -1,0 +1,153 @@
+"""PPGTA's comparison in the terminal: the park's agents played with progress bars, their tables beside
+the paper's, and the comparison of the three (what ``jgtest run inspector|random|ppgta|compare-explorers``
+and the main job show).
+
+* ``inspector`` / ``random``: :mod:`jgtest.methods.park.inspector`;
+* ``ppgta``: :mod:`jgtest.methods.park.ppgta`, its models trained first (:mod:`jgtest.methods.park.models`)
+  into ``models_dir`` (default ``OUT/models``) or loaded from there when present;
+* ``compare-explorers``: the three over the same episodes and starts (same seed), every test's
+  frames read by PPGTA's texture oracle; ``OUT/{ppgta,inspector,random}/`` hold each run,
+  ``OUT/summary.json`` the comparison (:func:`jgtest.methods.park.compare.compare`),
+  ``OUT/ooi_tested.png`` Fig. 8's curves;
+* over an Unreal game (:func:`run_unreal_in_console`): the agents trained on the device twin drive it
+  through UnrealCV (:mod:`jgtest.methods.park.bridged`).
+
+Bad settings raise ``ValueError`` before anything is played.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jgtest.methods.park.compare import AGENTS, compare, comparison_table, rows
+
+
+def episodes_for(episodes: int | None, quick: bool) -> int:
+    """Episodes of 2,000 steps: ``episodes``, else the paper's 45 (10 when ``quick``)."""
+    return episodes if episodes is not None else (10 if quick else 45)
+
+
+def models_for(game_kwargs: dict, quick: bool, where: Path, log=print):
+    """PPGTA's models: loaded from ``where`` when trained there, else trained there (seed 0; the
+    campaigns' seeds vary the episodes)."""
+    from jgtest.methods.park import models
+
+    try:
+        config = models.PPGTAModelsConfig.quick(**game_kwargs) if quick else models.PPGTAModelsConfig(**game_kwargs)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    if (where / "models.msgpack").exists():
+        return models.load_models(where, config)
+    log(f"training PPGTA's models into {where} (demonstrations, inverse dynamics, imitation, detector, texture oracle)")
+    return models.train_models(config, where, log=lambda line: log(f"  {line}"))
+
+
+def _play(agent: str, game_kwargs: dict, episodes: int, seed: int, detector: str, out: Path, models, bars, resume: bool) -> dict:
+    from jgtest.methods.park import inspector, ppgta
+
+    task = bars.add_task(f"{agent} × ParkWorld-v0 (episodes)", total=episodes, tested=0)
+    on_episode = lambda done, total, tested: bars.update(task, completed=done, tested=tested)
+    if agent == "ppgta":
+        config = ppgta.PPGTAConfig(episodes=episodes, seed=seed, detector=detector, models=models.config)
+        return ppgta.run(config, models, out, on_episode=on_episode, resume=resume)
+    try:
+        config = inspector.InspectorConfig(agent=agent, episodes=episodes, seed=seed, **game_kwargs)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    return inspector.run(config, out, on_episode=on_episode, resume=resume, oracle=models.oracle if models is not None else None)
+
+
+def run_in_console(method: str, out: str | Path, game_kwargs: dict, episodes: int, seed: int = 0, detector: str = "ground-truth",
+                   models_dir: str | Path | None = None, quick: bool = False, quiet: bool = False, resume: bool = False,
+                   overwrite: bool = False) -> dict:  # fmt: skip
+    """Plays ``method`` (an agent of :data:`AGENTS`, or ``compare-explorers``: all three) on
+    ParkWorld-v0 into the run directory ``out`` (:func:`jgtest.run_dir.prepare_run_dir` with
+    ``overwrite`` and ``resume``), with progress bars and tables; the summary (of the comparison, for
+    ``compare-explorers``)."""
+    from jgtest.report.console import progress, show, stderr
+    from jgtest.run_dir import prepare_run_dir
+
+    if episodes < 1:
+        raise ValueError(f"--episodes must be at least 1, got {episodes}")
+    out = prepare_run_dir(out, overwrite, resume)
+    agents = AGENTS if method == "compare-explorers" else (method,)
+    log = stderr().print
+    models = models_for(game_kwargs, quick, Path(models_dir) if models_dir else out / "models", log) if "ppgta" in agents else None
+    summaries = {}
+    with progress(quiet, ("OOIs tested", "tested")) as bars:
+        for agent in agents:
+            summaries[agent] = _play(agent, game_kwargs, episodes, seed, detector, out / agent if len(agents) > 1 else out, models, bars, resume)
+    for agent, summary in summaries.items():
+        show(agent_table(agent, summary, episodes))
+    if len(agents) == 1:
+        print(f"wrote {out}: summary.json, bugs.jsonl, traces.png, tests.png")
+        return summaries[method]
+    show(comparison_table(summaries, episodes))
+    from jgtest.report.park_maps import ooi_tested_plot
+    from jgtest.report.records import jsonable
+
+    comparison = compare(summaries, models)
+    (out / "summary.json").write_text(json.dumps(jsonable(comparison), indent=2))
+    ooi_tested_plot({a: s["curves"]["ooi_tested"] for a, s in summaries.items()}, out / "ooi_tested.png", next(iter(summaries.values()))["paper"])
+    print(f"wrote {out}: summary.json, ooi_tested.png; each agent's run in {out}/AGENT/ (summary.json, bugs.jsonl, traces.png, tests.png)")
+    return comparison
+
+
+def agent_table(agent: str, summary: dict, episodes: int):
+    """One agent's measures, ours beside the paper's (PPGTA §VI)."""
+    from rich.table import Table
+
+    table = Table(title=f"{agent} on ParkWorld-v0: {episodes} episodes of {summary['episode_steps']:,} steps")
+    for column in ("", "ours", "paper (PPGTA §VI)"):
+        table.add_column(column, justify="right")
+    for row in rows(summary, agent, episodes):
+        table.add_row(*row)
+    return table
+
+
+def run_unreal_in_console(method: str, game: str, out: str | Path, game_kwargs: dict, models_dir: str | None, explorer_from: str | None,
+                          episodes: int, seed: int = 0, detector: str = "ground-truth", quick: bool = False,
+                          resume: bool = False, overwrite: bool = False) -> dict:  # fmt: skip
+    """``method`` (PPGTA, Inspector or random) over an Unreal game (``unreal:HOST:PORT`` or
+    ``unreal:/path/to/socket``), the agents trained on the device twin driving it through UnrealCV
+    (:mod:`jgtest.methods.park.bridged`); ``game_kwargs`` are the bridge's options (camera,
+    action_seconds, timeout_s, units_per_cell, ...)."""
+    from jgtest.host_loop import host_game
+    from jgtest.methods.park.bridged import AGENTS as BRIDGED
+    from jgtest.methods.park.bridged import BridgedAgent, device_run, run_bridged
+    from jgtest.methods.park.models import load_models
+    from jgtest.run_dir import prepare_run_dir
+
+    if method not in BRIDGED:
+        raise ValueError(f"over an Unreal game, --method must be one of {', '.join(BRIDGED)}")
+    try:  # connects lazily
+        env = host_game(game, **game_kwargs)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    if not models_dir:
+        raise ValueError("over an Unreal game, pass --ppgta-models DIR (models trained on the device twin: `jgtest run ppgta --game ParkWorld-v0`)")
+    if method == "inspector" and not explorer_from:
+        raise ValueError("inspector over an Unreal game needs --explorer-from RUN (an Inspector campaign on ParkWorld-v0: Inspector learns on the device twin only)")
+    try:
+        models = load_models(models_dir)  # with the config they were trained with
+    except FileNotFoundError as error:
+        raise ValueError(f"--ppgta-models: {error}") from None
+    out = prepare_run_dir(out, overwrite, resume)
+    config = {"method": method, "game": game, "game_args": game_kwargs, "seed": seed, "detector": detector,
+              "episode_steps": 2000 if not quick else 200, "ppgta_models": str(Path(models_dir).resolve()),
+              "explorer_from": explorer_from and str(Path(explorer_from).resolve())}  # fmt: skip
+    config = json.loads(json.dumps(config))  # as config.json holds it
+    if resume:  # the campaign continues as it started; only its number of episodes may change
+        saved = {k: v for k, v in json.loads((out / "config.json").read_text()).items() if k != "episodes"}
+        if saved != config:
+            changed = sorted(k for k in config.keys() | saved.keys() if saved.get(k) != config.get(k))
+            raise ValueError(f"--resume: {str(out)!r} holds a campaign with other settings ({', '.join(changed)})")
+    (out / "config.json").write_text(json.dumps({**config, "episodes": episodes}, indent=2))
+    trained = device_run(explorer_from, models) if explorer_from else None
+    agent = BridgedAgent(models, method, trained, detector)
+    with env:
+        summary = run_bridged(env, agent, out, episodes=episodes, episode_steps=config["episode_steps"], seed=seed, resume=resume)
+    print(f"{method} over {game}: {summary['ooi_tested']} objects tested ({summary['ooi_success']} succeeded), "
+          f"{summary['texture_flagged']} flagged by the texture oracle, {len(summary['faults'])} fault(s) of the wire; wrote {out}")  # fmt: skip
+    return summary

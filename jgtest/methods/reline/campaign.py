@@ -1,0 +1,38 @@
+"""RELINE's one entry, :func:`run`: the experiment on any of its games, on device or bridged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig
+
+
+def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None,
+        resume: bool = False) -> dict:  # fmt: skip
+    """Runs the experiment, writing in ``out_dir``: ``config.json``, ``bugs.jsonl`` (a record
+    per agent, model and bug, written as each agent's evaluation ends), ``checkpoints/``,
+    ``summary.json``, and ``table1.json`` (toy games) or ``low_fps.json`` and the plots (kart).
+
+    Args:
+      config: the experiment.
+      out_dir: an existing, writable directory.
+      progress: called with ``(phase, done, total)`` as phases advance.
+      resume: continue the run in ``out_dir``: on device, training continues from its last
+        checkpoint (:func:`jgtest.methods.reline.device.run_on_device`); the bridged games skip
+        the phases done (:func:`jgtest.methods.reline.host.run`, :func:`jgtest.methods.reline.stk.run`).
+
+    Returns:
+      The summary written to ``summary.json``.
+    """
+    if config.game in HOST_GAMES and config.game in KART_GAMES:
+        from jgtest.methods.reline import stk
+
+        return stk.run(config, out_dir, progress, resume)
+    if config.game in HOST_GAMES:
+        from jgtest.methods.reline import host
+
+        return host.run(config, out_dir, progress, resume)
+    from jgtest.methods.reline.device import run_on_device
+
+    return run_on_device(config, out_dir, progress, resume)

@@ -1,0 +1,153 @@
+"""RELINE's experiment settings: the games and agents, the paper's figures (Table 1, §4) and
+:class:`RelineConfig` (Tufano et al., 2022)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
+#: The real games, through the host loop (:mod:`jgtest.methods.reline.host`).
+HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
+#: The kart games, on device and real: calibration, low-FPS points, no Table 1.
+KART_GAMES = ("KartTrack-v0", "supertuxkart:lighthouse")
+AGENTS = ("reline", "rl-baseline", "random")
+
+#: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
+PAPER_TABLE1 = {
+    "CartPoleBugs-v0": {
+        "reline": {1: (965, 984, 47), 2: (102, 47, 177)},
+        "rl-baseline": {1: (715, 706, 107), 2: (5, 1, 7)},
+        "random": {1: (12, 11, 4), 2: (0, 0, 0)},
+    },
+    "PacMaze-v0": {
+        "reline": {1: (971, 989, 59), 2: (966, 985, 63), 3: (914, 941, 87), 4: (879, 907, 106)},
+        "rl-baseline": {1: (700, 680, 228), 2: (356, 343, 169), 3: (114, 80, 90), 4: (25, 23, 17)},
+        "random": {1: (24, 23, 5), 2: (17, 16, 3), 3: (1, 1, 1), 4: (1, 1, 1)},
+    },
+}
+PAPER_TABLE1["ale:MsPacman"] = PAPER_TABLE1["PacMaze-v0"]  # the paper's MsPacman row, twin and real game
+#: The paper's kart figures: the calibration and the replay check (§4.1.3); low-FPS points,
+#: their mean visits per 1,000 episodes and median confidence, render-time medians, Cliff's
+#: delta (Table 2) and shared points (§4.2, Fig. 4).
+PAPER_KART = {
+    "threshold_ms": 18.36, "baseline_render_times": 48_825, "threshold_episodes": 300, "warmup_episodes": 100,
+    "points": {"reline": 173, "rl-baseline": 33, "random": 90},
+    "confidence_median": {"reline": 0.99, "rl-baseline": 0.94, "random": 0.76},
+    "visits_per_point": {"reline": 89, "rl-baseline": 210, "random": 829},
+    "cliffs_delta": {"reline vs rl-baseline": 0.34, "reline vs random": 0.36, "rl-baseline vs random": 0.16},
+    "overlap": {"reline&rl-baseline": 14, "reline&random": 11, "rl-baseline&random": 10},
+    "median_ms_at_points": {"reline": 24.54, "rl-baseline": 21.69, "random": 19.39},
+    "replay": {"replays": 300, "rho_min": 0.77, "rho_median": 0.91},
+}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class RelineConfig:
+    """The RELINE experiment on one game.
+
+    Attributes:
+      game: one of :data:`GAMES`.
+      models: trained models per learning agent (and random runs), N; by
+        default the paper's: 10 on the toy games (§3.1.4), 1 on the kart (§4,
+        one model per agent, 1,000 episodes each).
+      eval_episodes: evaluation episodes per model.
+      agents: which of :data:`AGENTS` to run.
+      seed: experiment seed.
+      quick: the small budget (fewer training steps on PacMaze and the kart;
+        the CartPole budget is the paper's either way).
+      train_steps: override of the DQN training steps per model.
+      theta, progress_cap: the kart's θ and M (§4.1.1: 20 and 10).
+      threshold_episodes, warmup_episodes: the kart's calibration (§4.1.3: 300, 100).
+      train_load_scale, train_load_offset_ms: the machine's load while
+        training, on the kart's frame times (δ measures it).
+      replays: constant-action replays of the reliability check (§4.1.3: 300).
+      game_kwargs: extra ``jgtest.make`` options of the game (e.g. a shorter
+        ``max_steps_in_episode`` for a smoke test); recorded in bug records.
+      learner_overrides: ``(field, value)`` pairs replacing fields of the
+        learner's config (:func:`learner`), e.g. ``(("num_iterations", 50),)``.
+      actors: bridged games only: play them as a Ray game farm of this many
+        actors (0: in this process; :mod:`jgtest.methods.reline.host`).
+      ray_address: with ``actors``, the Ray cluster the farm joins (``"auto"``
+        or ``host:port``); by default a local Ray is started.
+    """
+
+    game: str
+    models: int | None = None
+    eval_episodes: int = 1000
+    agents: tuple[str, ...] = AGENTS
+    seed: int = 0
+    quick: bool = False
+    train_steps: int | None = None
+    theta: float = 20.0
+    progress_cap: float = 10.0
+    threshold_episodes: int = 300
+    warmup_episodes: int = 100
+    train_load_scale: float = 1.03
+    train_load_offset_ms: float = 0.4
+    replays: int = 300
+    game_kwargs: tuple[tuple[str, Any], ...] = ()
+    learner_overrides: tuple[tuple[str, Any], ...] = ()
+    actors: int = 0
+    ray_address: str | None = None
+
+    def __post_init__(self):
+        if self.game not in GAMES + HOST_GAMES:
+            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
+        if self.actors < 0 or (self.actors and self.game in GAMES):
+            raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
+        if self.ray_address is not None and not self.actors:
+            raise ValueError(f"RelineConfig.ray_address joins a Ray cluster for a game farm: set actors too (got {self.actors})")
+        if self.actors and self.game in KART_GAMES:
+            raise ValueError(
+                f"{self.game}'s campaign runs its race in this process (actors=0): RELINE's kart reward and the "
+                "stuck rule read the race's path_done and centering, which a game farm does not carry"
+            )
+        if self.models is None:  # the paper's (10 models, 1 on the kart); a quick real game: 1
+            quick_real = self.quick and self.game in HOST_GAMES
+            object.__setattr__(self, "models", 1 if self.game in KART_GAMES or quick_real else 10)
+        unknown = [a for a in self.agents if a not in AGENTS]
+        if unknown or not self.agents:
+            raise ValueError(f"unknown RELINE agent(s) {unknown or list(self.agents)}; choose from {', '.join(AGENTS)}")
+        for name in ("models", "eval_episodes", "threshold_episodes", "warmup_episodes"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"RelineConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.replays < 2:
+            raise ValueError(f"RelineConfig.replays must be at least 2 (pairwise correlations), got {self.replays}")
+        for name in ("theta", "progress_cap"):
+            if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
+                raise ValueError(f"RelineConfig.{name} must be a non-negative number, got {getattr(self, name)}")
+        if self.train_load_scale <= 0:
+            raise ValueError(f"RelineConfig.train_load_scale must be positive, got {self.train_load_scale}")
+        if self.train_steps is not None and self.train_steps < 1:
+            raise ValueError(f"RelineConfig.train_steps must be positive, got {self.train_steps}")
+        if self.game in HOST_GAMES and self.game in KART_GAMES:
+            from jgtest.envs.kart import EnvParams as KartParams
+
+            fixed = {name: getattr(KartParams, name) for name in ("theta", "progress_cap")}
+            if any(getattr(self, name) != value for name, value in fixed.items()):
+                raise ValueError(
+                    f"{self.game}'s bridge pays rl-baseline r_g with θ = {fixed['theta']} and M = {fixed['progress_cap']} "
+                    f"(KartTrack's); RELINE must use the same, got theta={self.theta}, progress_cap={self.progress_cap}"
+                )
+        if self.game in KART_GAMES and "reline" in self.agents and "rl-baseline" not in self.agents:
+            raise ValueError("the kart's RELINE needs rl-baseline: its threshold comes from the trained rl-baseline (§4.1.3)")
+
+
+#: PacMaze as RELINE plays it: one pixel a maze cell (:mod:`jgtest.methods.reline.learners`).
+PACMAZE_OPTIONS = (("cell_px", 1),)
+
+
+def game_options(config: RelineConfig, **params) -> dict[str, Any]:
+    """``jgtest.make`` options of the game as RELINE plays it (recorded in bug records)."""
+    options = dict(PACMAZE_OPTIONS) if config.game == "PacMaze-v0" else {}
+    if config.game == "KartTrack-v0":
+        options.update(theta=config.theta, progress_cap=config.progress_cap)
+    return {**options, **dict(config.game_kwargs), **{k: float(v) for k, v in params.items()}}
+
+
+def eval_seed(config: RelineConfig, agent: str, model: int) -> int:
+    """Run seed of ``agent``'s model ``model`` in evaluation (recorded, so traces replay)."""
+    return config.seed * 100_000 + 1_000 * (AGENTS.index(agent) + 1) + model

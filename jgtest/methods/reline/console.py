@@ -1,0 +1,90 @@
+"""RELINE in the terminal: a header naming the run, a progress bar per phase, then Table 1 or the
+kart's low-FPS points beside the paper's (what ``jgtest run reline`` and the main job show)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jgtest.methods.reline.campaign import run
+from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, PAPER_KART, RelineConfig
+from jgtest.methods.reline.learners import learner
+
+
+def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = False, resume: bool = False) -> dict:
+    """:func:`jgtest.methods.reline.run` with its header, progress bars (unless ``quiet``) and tables."""
+    from jgtest.report.console import progress, show, stderr
+
+    learn = learner(config)
+    budget = getattr(learn.config, "total_timesteps", None)
+    budget = f"{budget:,} steps" if budget else f"{learn.config.num_iterations * learn.config.episodes_per_iter:,} episodes"
+    episodes = f"{config.eval_episodes:,} evaluation episodes per model"
+    if config.game in HOST_GAMES and config.game in KART_GAMES:
+        from jgtest.methods.reline import stk
+
+        episodes = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in stk.settings(config).items())
+    stderr().print(
+        f"RELINE on {config.game}: {', '.join(config.agents)}; {config.models} model(s) per agent, "
+        f"{type(learn.config).__name__} trained for {budget} each; {episodes}"
+    )
+    with progress(quiet) as bars:
+        tasks = {}
+
+        def on_progress(phase, done, total):
+            if phase not in tasks:
+                tasks[phase] = bars.add_task(phase, total=total)
+            bars.update(tasks[phase], completed=done, total=total)
+
+        summary = run(config, out_dir, progress=on_progress, resume=resume)
+    if "table1" in summary:
+        show(table1_table(config, summary))
+    else:
+        show(low_fps_table(config, summary))
+        replayed = replay_line(summary)
+        if replayed:
+            print(replayed)
+    print(f"wrote {out_dir}: bugs.jsonl, summary.json, {'table1.json' if 'table1' in summary else 'low_fps.json and plots'}")
+    return summary
+
+
+def table1_table(config: RelineConfig, summary: dict):
+    """Table 1: per agent and n, the episodes with at least n bugs, ours and the paper's."""
+    from rich.table import Table
+
+    table = Table(title=f"RELINE Table 1, {config.game}: episodes (of {config.eval_episodes:,}) with at least n bugs")
+    for column in ("agent", "n", "mean", "median", "sd", "paper mean / median / sd"):
+        table.add_column(column, justify="right")
+    for agent, rows in summary["table1"].items():
+        for n, row in rows.items():
+            paper = row["paper"]
+            ref = "—" if paper is None else f"{paper['mean']} / {paper['median']} / {paper['sd']}"
+            table.add_row(agent, n, f"{row['mean']:.1f}", f"{row['median']:.1f}", f"{row['sd']:.1f}", ref)
+    return table
+
+
+def low_fps_table(config: RelineConfig, summary: dict):
+    """The kart's low-FPS points per agent (and the twin's heavy spots among them), the paper's beside."""
+    from rich.table import Table
+
+    table = Table(title=f"RELINE low-FPS points, {config.game} (t = {summary.get('threshold', {}).get('t_ms', float('nan')):.2f} ms)")
+    twin = all("spots_found" in row for row in summary["low_fps"].values())  # the real game hides no known spots
+    for column in ("agent", "points (paper)", *(("heavy spots among them",) if twin else ()), "visits / 1,000 episodes (paper)"):
+        table.add_column(column, justify="right")
+    for agent, row in summary["low_fps"].items():
+        table.add_row(
+            agent, f"{row['count']} ({PAPER_KART['points'][agent]})", *((str(row["spots_found"]),) if twin else ()),
+            f"{row['visits_per_1000_episodes']:.0f} ({PAPER_KART['visits_per_point'][agent]})",
+        )  # fmt: skip
+    return table
+
+
+def replay_line(summary: dict) -> str | None:
+    """The real kart's replay check, by step and by section, beside the paper's (``None`` elsewhere)."""
+    replay = summary.get("replay_reliability") or {}
+    if "per_section" not in replay:
+        return None
+    by = {k: replay[k] for k in ("per_step", "per_section") if replay[k]}
+    paper = PAPER_KART["replay"]
+    return (f"replayed {replay['per_step']['replays']} times ({replay['replayed_steps']} steps, lap completed: "
+            f"{replay['lap_completed']}): Spearman rho " + "; ".join(
+                f"{k.replace('_', ' ')} min {v['rho_min']:.2f} median {v['rho_median']:.2f}" for k, v in by.items())
+            + f" (paper, per step over 300: min {paper['rho_min']}, median {paper['rho_median']})")  # fmt: skip

@@ -1,0 +1,192 @@
+"""RELINE on the on-device games (CartPoleBugs-v0, PacMaze-v0, KartTrack-v0): N models per learning
+agent trained vmapped, evaluated, then Table 1 or the kart's calibration and low-FPS analysis."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.analysis import replay_reliability
+from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.envs.registration import make
+from jgtest.methods.reline.analysis import bugs_found, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
+from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options
+from jgtest.methods.reline.learners import Learner, learner, random_policy
+from jgtest.methods.reline.phases import Phases
+from jgtest.oracles import reline_threshold
+from jgtest.oracles.kart_stuck import until_stuck
+from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
+from jgtest.rewards import RelineReward
+from jgtest.rollout import play_episodes, replay_trace
+
+
+def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, checkpoints: Checkpointer | None = None):
+    """Trains ``len(keys)`` models vmapped; ``agent`` picks the reward (RELINE's or the game's).
+
+    Returns ``(network, stacked params, per-period metrics)``; ``on_period(i, n)``
+    is called after each of the ``num_evals`` periods (one device call each).
+    With ``checkpoints``, the models' training state and the metrics so far are
+    saved after every period and training continues from the last checkpoint
+    there: every period is the same pure function of the state, so a resumed
+    training ends where an uninterrupted one ends.
+    """
+    game = RelineReward(env, "kart" if learn.config.game == "KartTrack-v0" else "bugs") if agent == "reline" else env
+    trainer = learn.module.make_agent(learn.config, (learn.wrap(game), params))
+    init = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))
+    period = jax.jit(jax.vmap(trainer.period, in_axes=(0, None)))
+    state = init(keys, learn.hparams)
+    periods = learn.config.num_evals
+    shapes = jax.eval_shape(period, state, learn.hparams)[1]
+    history = {k: np.zeros((periods, *v.shape), v.dtype) for k, v in shapes.items()}
+    done = 0 if checkpoints is None else (checkpoints.latest_step() or 0)
+    if done:
+        state, history = checkpoints.restore((state, history), done)
+        history = jax.tree.map(np.asarray, history)
+    for i in range(done, periods):
+        state, metrics = period(state, learn.hparams)
+        for k, v in jax.device_get(metrics).items():
+            history[k][i] = v
+        if checkpoints is not None:
+            checkpoints.save(i + 1, (state, history))
+        if on_period is not None:
+            on_period(i + 1, periods)
+    return trainer.network, state.params, {k: np.swapaxes(v, 0, 1) for k, v in history.items()}
+
+
+def evaluate_models(env, params, policy, policy_params, seeds, num_episodes: int, info_keys=()):
+    """:func:`jgtest.rollout.play_episodes` for each model (vmapped): ``[N, E, T]`` arrays on the host."""
+    max_steps = int(np.asarray(params.max_steps_in_episode))
+    play = lambda pp, seed: play_episodes(env, params, policy, pp, seed, num_episodes, max_steps, info_keys)
+    return jax.device_get(jax.jit(jax.vmap(play))(policy_params, jnp.asarray(seeds, jnp.int32)))
+
+
+def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None,
+                  resume: bool = False) -> dict:  # fmt: skip
+    """:func:`jgtest.methods.reline.run` on an on-device game (its docstring: the files written, ``resume``).
+
+    Each learning agent's models are checkpointed after every training period
+    (``checkpoints/train-AGENT``, :func:`train_models`); ``resume`` continues their training
+    from there and plays the rest again (the calibration and evaluations are pure functions
+    of the trained models and the seeds), writing no record twice, so a resumed run ends
+    where an uninterrupted one ends.
+    """
+    out_dir = Path(out_dir)
+    start = time.perf_counter()
+    env, params = make(config.game, **game_options(config))
+    learn = learner(config)
+    phases = Phases(progress)
+    (out_dir / "config.json").write_text(json.dumps({"method": "reline", **dataclasses.asdict(config),
+                                                     "learner": jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
+    models = np.arange(config.models)
+    keys = {a: jax.random.split(jax.random.fold_in(jax.random.key(config.seed), i), config.models) for i, a in enumerate(AGENTS)}
+    summary: dict[str, Any] = {"method": "reline", "game": config.game, "models": config.models,
+                               "eval_episodes": config.eval_episodes, "learner": type(learn.config).__name__}  # fmt: skip
+    trained, curves, outs = {}, {}, {}
+
+    def train(agent, train_params):
+        def go(report):
+            where = out_dir / "checkpoints" / f"train-{agent}"
+            with Checkpointer(where, config_fingerprint({"reline": config, "agent": agent})) as checkpoints:
+                return train_models(learn, env, train_params, agent, keys[agent], report, checkpoints)
+
+        network, pp, history = phases.run(f"train {agent}", go, learn.config.num_evals)
+        trained[agent] = (learn.policy(network), pp)
+        curves[agent] = {k: np.asarray(v).mean(axis=0).tolist() for k, v in history.items() if k.endswith("_mean")}
+
+    def evaluate(agent, eval_params, writer, options):
+        policy, pp = trained.get(agent) or (random_policy(env.num_actions), jnp.zeros(config.models))
+        eval_env = env if agent == "random" else learn.wrap(env)
+        seeds = [eval_seed(config, agent, m) for m in models]
+        outs[agent] = phases.run(f"evaluate {agent}", lambda _: evaluate_models(
+            eval_env, eval_params, policy, pp, seeds, config.eval_episodes))  # fmt: skip
+        for record in first_records(config, env, outs[agent], agent, options, start):
+            if record.detail not in written:  # written before a resumed run was stopped
+                writer.write(record)
+
+    if not resume:
+        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+    written = {r.detail for r in records_to_resume(out_dir, resume)}
+    with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        if config.game != "KartTrack-v0":
+            options = game_options(config)
+            for agent in config.agents:
+                if agent != "random":
+                    train(agent, params)
+                evaluate(agent, params, writer, options)
+            rows = table1(config, {a: bugs_found(o) for a, o in outs.items()})
+            (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
+            summary["table1"] = rows
+        else:
+            summary.update(_kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir))
+    summary.update(training_curves=curves, phases_s=phases.wall_s, wall_s=round(time.perf_counter() - start, 2))
+    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    return summary
+
+
+def _kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir) -> dict:
+    """The kart's part of :func:`run`: calibration, RELINE against ``t``, low-FPS analysis, plots."""
+    loaded = params.replace(load_scale=config.train_load_scale, load_offset_ms=config.train_load_offset_ms)
+    result: dict[str, Any] = {}
+    threshold = float(params.threshold_ms)
+    if "rl-baseline" in config.agents:
+        train("rl-baseline", loaded)
+        policy, pp = trained["rl-baseline"]
+        seeds = lambda offset: [eval_seed(config, "rl-baseline", m) + offset for m in range(config.models)]
+        per_model = lambda n: -(-n // config.models)  # at least n episodes in all
+
+        def calibrate(_):
+            base = evaluate_models(learn.wrap(env), params, policy, pp, seeds(500), per_model(config.threshold_episodes), ("delta_path_done",))
+            warm = evaluate_models(learn.wrap(env), loaded, policy, pp, seeds(700), per_model(config.warmup_episodes))
+            base_ms = base["telemetry"].frame_time_ms[until_stuck(base["delta_path_done"], base["valid"])]
+            warm_ms = warm["telemetry"].frame_time_ms[warm["valid"]]
+            return base_ms, warm_ms
+
+        base_ms, warm_ms = phases.run("calibrate threshold", calibrate)
+        t_b = reline_threshold(base_ms)
+        threshold = reline_threshold(base_ms, warm_ms)
+        result["threshold"] = {"t_b_ms": t_b, "delta_ms": threshold - t_b, "t_ms": threshold,
+                               "baseline_render_times": int(base_ms.size), "warmup_render_times": int(warm_ms.size),
+                               "paper": PAPER_KART}  # fmt: skip
+    in_force = loaded.replace(threshold_ms=threshold)
+    options = game_options(config, threshold_ms=threshold, load_scale=config.train_load_scale, load_offset_ms=config.train_load_offset_ms)
+    if "reline" in config.agents:
+        train("reline", in_force)
+    for agent in config.agents:
+        evaluate(agent, in_force, writer, options)
+    analysis = phases.run("low-FPS analysis", lambda _: low_fps_analysis(
+        env.num_cells, lambda cells: cell_centres(env, params, cells), threshold, outs,
+        lambda path_done, centering: heavy_spots_found(params, path_done, centering)))  # fmt: skip
+    if "rl-baseline" in outs:
+        result["replay_reliability"] = phases.run("replay check", lambda _: _replay_check(config, env, in_force, outs["rl-baseline"]))
+    heavy_spots = [{"index": k, "path_done": float(p[0]), "centering": float(p[1]), "on_racing_line": bool(abs(p[1]) <= float(params.half_width))}
+                   for k, p in enumerate(np.asarray(params.heavy_pos))]  # fmt: skip
+    low_fps = write_low_fps(
+        config, analysis, threshold, out_dir, float(params.half_width), float(params.track.length),
+        heavy_spots=heavy_spots, replay_reliability=result.get("replay_reliability"),
+    )  # fmt: skip
+    result["low_fps"] = {a: {"count": r["count"], "spots_found": r["spots_found"], "visits_per_1000_episodes": r["visits_per_1000_episodes"]}
+                         for a, r in low_fps["per_agent"].items()}  # fmt: skip
+    return result
+
+
+
+def _replay_check(config: RelineConfig, env, params, out) -> dict:
+    """The constant-action reliability check (§4.1.3): one rl-baseline episode's actions
+    (a completed lap if there is one) replayed ``config.replays`` times with fresh noise;
+    pairwise Spearman correlations of the render-time series, Holm-adjusted."""
+    lengths = out["valid"][0].sum(axis=-1)
+    laps = np.flatnonzero(lengths < out["valid"].shape[-1])
+    episode = int(laps[0]) if laps.size else int(np.argmax(lengths))
+    actions = jnp.asarray(out["actions"][0, episode, : lengths[episode]], jnp.int32)
+    seeds = jnp.arange(config.replays, dtype=jnp.int32) + config.seed * 100_000 + 90_000
+    telemetry, _, _ = jax.vmap(lambda s: replay_trace(env, params, s, 0, 0, actions))(seeds)
+    return {**replay_reliability(np.asarray(telemetry.frame_time_ms)), "episode_steps": int(lengths[episode]), "lap_completed": bool(laps.size)}

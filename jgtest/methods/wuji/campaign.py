@@ -1,0 +1,121 @@
+"""A Wuji campaign: strategies × seeds with one budget (:func:`campaign`), their comparison
+(Mann-Whitney U, Cliff's delta), bugs and states at fractions of the budget, and the plots."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jgtest.analysis import compare_groups
+from jgtest.envs.registration import make
+from jgtest.methods.wuji.config import STRATEGIES, WujiConfig
+from jgtest.methods.wuji.device import run
+from jgtest.methods.wuji.placements import check_game_kwargs
+
+
+def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] | None = None, seeds: int = 1,
+             resume: bool = False, on_run: Callable[[str, int, int, int, int], None] | None = None) -> dict:  # fmt: skip
+    """Runs ``config`` for each strategy (default: ``config.strategy`` alone) and seeds
+    ``config.seed … config.seed + seeds − 1``, each in ``out_dir/STRATEGY/seed-S``, with the same budget;
+    then writes ``out_dir/summary.json`` (per strategy: ``bugs_found``, ``state_coverage`` as mean, sd
+    and per seed, ``bugs_total``, steps and time; with Wuji and another strategy, ``wuji_against_each``:
+    for both measures, Wuji's seeds against each other strategy's, two-sided Mann-Whitney U with Holm's
+    correction over those pairs and Cliff's delta (positive where Wuji tends higher),
+    :func:`jgtest.analysis.compare_groups`: whether a lead on the means is more than the seeds' spread)
+    and the plots ``bugs_over_time.png``,
+    ``coverage.png`` and ``population.png`` (each strategy's first seed's final population).
+
+    Args:
+      on_run: called after each generation with ``(strategy, seed, generation, generations, bugs)``.
+    """
+    from jgtest.report.wuji_plots import bugs_over_time_plot, coverage_plot, population_plot
+
+    strategies = tuple(strategies or (config.strategy,))
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {s!r}")
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, got {seeds}")
+    check_game_kwargs(*make(config.game, **dict(config.game_kwargs)), config.game_kwargs)  # before any run starts
+    out_dir = Path(out_dir)
+    results: dict[str, list[dict]] = {}
+    for strategy in strategies:
+        for seed in range(config.seed, config.seed + seeds):
+            run_config = dataclasses.replace(config, strategy=strategy, seed=seed)
+            report = None if on_run is None else (lambda g, n, b, s=strategy, k=seed: on_run(s, k, g, n, b))
+            summary = run(run_config, out_dir / strategy / f"seed-{seed}", on_generation=report, resume=resume)
+            results.setdefault(strategy, []).append(summary)
+    first = next(iter(results.values()))[0]
+    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
+    summary = {
+        "method": "wuji", "game": config.game, "game_kwargs": dict(config.game_kwargs), "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
+        "budget_steps": config.budget_steps, "bugs_total": first["bugs_total"], "strategies": list(strategies),
+        "bugs_found": {s: stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
+        "state_coverage": {s: stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},
+        "cells_covered": {s: stats([r["cells_covered"] for r in runs]) for s, runs in results.items()},
+        "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
+        "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
+    }  # fmt: skip
+    if "wuji" in results and len(results) > 1:
+        summary["wuji_against_each"] = {m: compare_groups({s: summary[m][s]["per_seed"] for s in strategies}, against="wuji") for m in ("bugs_found", "state_coverage")}
+    timelines = {s: [np.asarray(r["timeline"], np.float64).reshape(-1, 4) for r in runs] for s, runs in results.items()}
+    if config.budget_s is not None:
+        summary["by_time"] = _at_budget_fractions(timelines, config.budget_s, _SECONDS)
+    if config.budget_steps is not None:
+        summary["by_steps"] = _at_budget_fractions(timelines, config.budget_steps, _ENV_STEPS)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    title = f"{config.game}, {seeds} seed(s)"
+    bugs_over_time_plot(timelines, out_dir / "bugs_over_time.png", first["bugs_total"], title)
+    coverage_plot({s: summary["state_coverage"][s]["per_seed"] for s in strategies}, out_dir / "coverage.png", title)
+    fronts = {s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text()) for s in strategies if s != "random"}
+    if fronts:
+        population_plot(fronts, out_dir / "population.png", f"{config.game}, seed {config.seed}: final populations")
+    return summary
+
+
+#: Columns of a timeline row: seconds, env steps, bugs found, states covered.
+_SECONDS, _ENV_STEPS, _BUGS, _STATES = range(4)
+
+
+def _at_budget_fractions(timelines: dict[str, list[np.ndarray]], budget: float, column: int, fractions=(0.25, 0.5, 1.0)) -> dict:
+    """Bugs found and states covered by each strategy at fractions of the budget (mean, sd and per seed,
+    from the timelines, the last row within each): the comparison at shorter equal budgets, from the
+    same runs. ``column``: the budget's timeline column (seconds or env steps)."""
+
+    def at(t: np.ndarray, spent: float, value: int) -> int:
+        done = t[t[:, column] <= spent]
+        return int(done[-1, value]) if len(done) else 0
+
+    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
+    return {
+        (f"{budget * f:g}" if column == _SECONDS else str(int(budget * f))): {
+            s: {"bugs_found": stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": stats([at(t, budget * f, _STATES) for t in runs])}
+            for s, runs in timelines.items()
+        }
+        for f in fractions
+    }
+
+
+def prepare_campaign_dir(out_dir: str | Path, strategies: Sequence[str], overwrite: bool = False, resume: bool = False) -> Path:
+    """The campaign's directory, refused when it holds runs of these strategies (unless ``resume``
+    continues them or ``overwrite`` removes them).
+
+    Raises:
+      ValueError: it holds a run of one of ``strategies``, or cannot be used (:func:`jgtest.run_dir.prepare_run_dir`).
+    """
+    import shutil
+
+    from jgtest.run_dir import prepare_run_dir
+
+    out = Path(out_dir)
+    previous = [out / s for s in strategies if (out / s).exists()]
+    if previous and not (resume or overwrite):
+        raise ValueError(f"--out {str(out_dir)!r} already holds a campaign ({previous[0].name}/); pass --resume to continue it or --overwrite")
+    if overwrite and not resume:
+        for path in previous:
+            shutil.rmtree(path)
+    return prepare_run_dir(out_dir)

@@ -1,0 +1,300 @@
+"""One Wuji run on device (one strategy, one seed): the generations of Algorithms 1–4 under a budget,
+bug records the moment the host sees them, coverage, and orbax checkpoints after every generation."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import time
+from collections.abc import Callable
+from operator import itemgetter
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.agents.wuji_a2c import WujiA2CConfig
+from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.coverage import DistinctStates
+from jgtest.evo import non_dominated_rank
+from jgtest.methods.wuji.config import EVOLVES, MULTI, TRAINS, WujiConfig
+from jgtest.methods.wuji.placements import run_params
+from jgtest.methods.wuji.search import Search, shared_search
+from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
+from jgtest.sharding import shard_batch
+
+#: The states a run has covered (their hashes, :class:`jgtest.coverage.DistinctStates`), kept with its checkpoints.
+_STATES_FILE = "states.npy"
+
+
+class _Bookkeeper:
+    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states), and
+    bugs over time."""
+
+    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict,
+                 timeline_path: Path, states: DistinctStates):  # fmt: skip
+        self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
+        self.found_at = np.array(progress["found_at"], np.float64)
+        self.visited = np.array(progress["visited"], bool)
+        self.states = states
+        self.env_steps = int(progress["env_steps"])
+        # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
+        # rows past the checkpoint (work a kill lost, to be done again) are dropped
+        rows = [json.loads(line) for line in timeline_path.read_text().splitlines()] if timeline_path.exists() else []
+        self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
+        timeline_path.write_text("".join(json.dumps(row) + "\n" for row in self.timeline))
+        self._timeline_path = timeline_path
+
+    def seen(self, bug: int) -> bool:
+        return not np.isnan(self.found_at[bug])
+
+    def played(self, out: dict, seeds: np.ndarray, phase: str) -> None:
+        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``)."""
+        out = jax.device_get(out)
+        valid = out["valid"]
+        self.env_steps += int(valid.sum())
+        self.visited[out["cell"][valid]] = True
+        self.states.add(out["states"], valid)
+        new = out["fired"] & valid[..., None] & np.isnan(self.found_at)
+        for p, b, t, bug in zip(*np.nonzero(new)):
+            if np.isnan(self.found_at[bug]):
+                self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase)
+        self._tick()
+
+    def caught(self, catch, cover, cells, seeds: np.ndarray, steps: int, phase: str) -> None:
+        """Bugs a round of slot games caught (:class:`jgtest.rollout.BugCatch` per learner, or per
+        group of random slots) and what it covered (``cover``, a stacked
+        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``)."""
+        catch, cover = jax.device_get((catch, cover))
+        self.env_steps += steps
+        for p in range(len(seeds)):
+            self.visited[cells.members(jax.tree.map(itemgetter(p), cover.cells))] = True
+        self.states.add(cover.states)
+        for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
+            if np.isnan(self.found_at[bug]):
+                slot, episode, t = (int(v) for v in catch.where[p, bug])
+                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), phase)
+        self._tick()
+
+    def _record(self, bug, seed, slot, episode, t, actions, position, phase) -> None:
+        self.found_at[bug] = time.perf_counter() - self.start
+        self.writer.write(BugRecord(
+            kind=self.env.bug_kinds[bug], game=self.config.game, bug_id=int(bug), step=t, episode=episode, seed=seed,
+            env_index=slot, actions=tuple(int(a) for a in actions), game_kwargs=self.game_kwargs,
+            position=tuple(float(v) for v in position), wall_s=round(float(self.found_at[bug]), 3),
+            detail=f"{self.config.strategy} ({phase}): injected bug {bug} fired",
+        ))  # fmt: skip
+
+    def _tick(self) -> None:
+        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()), len(self.states))
+        self.timeline.append(row)
+        with self._timeline_path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None,
+        resume: bool = False) -> dict:  # fmt: skip
+    """Runs one campaign in ``out_dir``: ``bugs.jsonl`` (each bug as it is found), ``config.json``,
+    ``summary.json``, ``population.json`` (the final population's scores and fronts),
+    ``timeline.jsonl`` (seconds, env steps, bugs found, states covered after each device call, as they
+    come) and
+    ``checkpoints/`` (orbax, after the initial evaluation and every generation).
+
+    Args:
+      config: the campaign.
+      out_dir: the run directory (created if missing).
+      on_generation: called after each generation with ``(generation, generations, bugs found)``.
+      resume: continue from the latest checkpoint in ``out_dir`` (a killed campaign): the records
+        already written stay, and the run ends where an uninterrupted one ends (with a
+        ``generations`` budget; wall-clock times differ).
+
+    Raises:
+      ValueError: ``resume`` with a checkpoint of another config.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    search = shared_search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, _learner_config(config))
+    env = search.env
+    params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
+    (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
+    search.warm_up(config.strategy, members(config), params, config.variation)
+    progress = _fresh_progress(search, config, params)
+    kept = records_to_resume(out_dir, resume)
+    with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        resumed = resume and ckpt.latest_step() is not None
+        if resumed:
+            progress = ckpt.restore(progress)
+        start = time.perf_counter() - float(progress["elapsed_s"])
+        states = DistinctStates(np.load(out_dir / _STATES_FILE) if resumed and (out_dir / _STATES_FILE).exists() else None)
+        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states)
+        for record in kept:  # records written after the last checkpoint stay, and are not written twice
+            if not book.seen(record.bug_id):
+                book.found_at[record.bug_id] = record.wall_s
+        seeds = _SeedCounter(progress)
+        if not resumed:
+            if config.strategy != "random":
+                progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(members(config)), "evaluation")
+            _save(ckpt, 0, progress, book, seeds, out_dir)
+        for generation in itertools.count(int(progress["generation"]) + 1):
+            if config.generations is not None and generation > config.generations:
+                break
+            if _budget_spent(config, book):
+                break
+            key, k_gen = jax.random.split(progress["key"])
+            population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, members(config)
+            if strategy == "random":
+                population = _play_random(search, book, population, params, config)
+            elif strategy == "drl":
+                population = _fine_tune(search, book, population, params, seeds.take(pop), config)
+                objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
+            else:
+                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, seeds.take)
+            progress.update(population=population, objectives=objectives, key=key, generation=generation)
+            _save(ckpt, generation, progress, book, seeds, out_dir)
+            if on_generation is not None:
+                on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
+    summary = _summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if config.strategy != "random":
+        (out_dir / "population.json").write_text(json.dumps(_front_json(np.asarray(progress["objectives"])), indent=2))
+    return summary
+
+
+def members(config: WujiConfig) -> int:
+    """Policies (or random slot groups) a run keeps: ``config.population``, but one for ``drl``."""
+    return 1 if config.strategy == "drl" else config.population
+
+
+def _learner_config(config: WujiConfig) -> WujiA2CConfig:
+    """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for a
+    population, ``population`` times the games (a round plays the steps of a population's round)."""
+    if config.strategy != "drl":
+        return config.a2c
+    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * config.population)
+
+
+def _fresh_progress(search: Search, config: WujiConfig, params) -> dict:
+    """A campaign's state before its first evaluation (also the structure checkpoints restore into).
+
+    The ``random`` strategy's "population" is ``population`` groups of slot games
+    (:meth:`jgtest.agents.wuji_a2c.WujiA2C.init_slots`), each with a run seed of its own, whose
+    episodes go on from one generation to the next.
+    """
+    key = jax.random.fold_in(jax.random.key(config.seed), 1)
+    key, k_init = jax.random.split(key)
+    pop, next_seed = members(config), config.seed * 1_000_003 % 2**30
+    if config.strategy == "random":
+        random_seeds = shard_batch(jnp.arange(next_seed, next_seed + pop, dtype=jnp.int32))  # over every device
+        population, next_seed = {"seeds": random_seeds, "slots": search.init_random(params, random_seeds)}, next_seed + pop
+    else:
+        population = search.init_variables(shard_batch(jax.random.split(k_init, pop)))
+    return {
+        "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
+        "next_seed": next_seed, "elapsed_s": 0.0,
+        "found_at": np.full(search.env.num_bugs, np.nan), "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0,
+    }  # fmt: skip
+
+
+class _SeedCounter:
+    """Run seeds of the episodes played (one per policy evaluated or trained), in order (the random
+    strategy's slot groups take theirs once, in :func:`_fresh_progress`)."""
+
+    def __init__(self, progress: dict):
+        self.next = int(progress["next_seed"])
+
+    def take(self, n: int) -> np.ndarray:
+        seeds = np.arange(self.next, self.next + n, dtype=np.int32)
+        self.next += n
+        return seeds
+
+
+def _save(ckpt: Checkpointer, step: int, progress: dict, book: _Bookkeeper, seeds: _SeedCounter, out_dir: Path) -> None:
+    """Checkpoints ``progress`` with the bookkeeping and the seed counter as they are now.
+
+    The states covered, a set that grows without bound, go to ``states.npy`` (replaced atomically)
+    just before the checkpoint: a kill between the two leaves the file one generation ahead, and
+    the generation a resumed run plays again adds the same states to it.
+    """
+    progress.update(
+        next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
+        visited=book.visited.copy(), env_steps=book.env_steps,
+    )  # fmt: skip
+    partial = out_dir / (_STATES_FILE + ".partial")
+    with partial.open("wb") as f:
+        np.save(f, book.states.hashes)
+    partial.replace(out_dir / _STATES_FILE)
+    ckpt.save(step, progress)
+
+
+def _evaluate(search, book, population, params, seeds, phase):
+    scores, out = search.evaluate(population, params, jnp.asarray(seeds))
+    book.played(out, seeds, phase)
+    if book.config.strategy in EVOLVES and np.isnan(np.asarray(scores)).any():  # NSGA-II's selection, compiled, would not say so
+        rows = np.flatnonzero(np.isnan(np.asarray(scores)).any(axis=1))
+        raise FloatingPointError(f"{book.config.strategy}: policies {rows[:10].tolist()} scored NaN, which NSGA-II cannot rank (a NaN game reward?)")
+    return scores
+
+
+def _fine_tune(search, book, population, params, seeds, config):
+    """A2C on every member at once until each stops (or the budget ends); the trained population."""
+    learners, slots = search.init_training(population, params, jnp.asarray(seeds))
+    for _ in range(config.a2c.max_rounds):
+        learners, slots, catch, cover, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
+        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.steps_per_round * len(seeds), "a2c")
+        if not bool(np.asarray(learners.active).any()):
+            break
+        if _budget_spent(config, book):
+            break  # "maximum training time": the campaign's budget
+    return learners.variables
+
+
+def _budget_spent(config: WujiConfig, book: _Bookkeeper) -> bool:
+    """The wall-clock or env-step budget is spent (checked between device calls)."""
+    out_of_time = config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
+    return out_of_time or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
+
+
+def _play_random(search, book, population, params, config):
+    """A generation of the ``random`` strategy: as many rounds of its slot games as a DRL generation
+    trains at most (``a2c.max_rounds``; the budget is checked between rounds); the slots after them."""
+    seeds = np.asarray(population["seeds"])
+    for _ in range(config.a2c.max_rounds):
+        slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
+        population = {**population, "slots": slots}
+        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.steps_per_round * len(seeds), "random")
+        if _budget_spent(config, book):
+            break
+    return population
+
+
+def _generation(search, book, population, objectives, params, key, config, take_seeds):
+    """Algorithms 1–3: breed, (train,) evaluate, select."""
+    pop, multi = config.population, config.strategy in MULTI
+    children = search.offspring(key, population, objectives if multi else objectives[:, 1:], config.variation)
+    candidates = [population, children]
+    scores = [objectives, _evaluate(search, book, children, params, take_seeds(pop), "evaluation")]
+    if config.strategy in TRAINS:
+        trained = _fine_tune(search, book, children, params, take_seeds(pop), config)
+        candidates.append(trained)
+        scores.append(_evaluate(search, book, trained, params, take_seeds(pop), "evaluation"))
+    return search.survivors(tuple(candidates), tuple(scores), multi)
+
+
+def _front_json(objectives: np.ndarray) -> dict:
+    ranks = np.asarray(non_dominated_rank(objectives))
+    return {"exploration": objectives[:, 0].tolist(), "winning": objectives[:, 1].tolist(), "front": ranks.tolist()}
+
+
+def _summary(config, env, book, generations, wall_s) -> dict:
+    found = ~np.isnan(book.found_at)
+    kinds = [env.bug_kinds[i] for i in np.flatnonzero(found)]
+    return {
+        "method": "wuji", "strategy": config.strategy, "game": config.game, "seed": config.seed,
+        "generations": generations, "bugs_found": int(found.sum()), "bugs_total": env.num_bugs,
+        "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
+        "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in book.found_at],
+        "state_coverage": len(book.states), "cells_covered": int(book.visited.sum()), "cells_covered_fraction": float(book.visited.mean()),
+        "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
+    }  # fmt: skip

@@ -1,0 +1,97 @@
+"""Plans as a functional test suite: every plan of a list run under N seeds in one jitted call, each
+run's validation table, one pass/fail table, and ``report.json`` (what ``jgtest plan run|suite`` and
+the main job show)."""
+
+from __future__ import annotations
+
+import json
+from operator import itemgetter
+from pathlib import Path
+
+
+def load_plans(paths: list[Path], game: str) -> list:
+    """The plans in ``paths``, each checked to be for ``game``.
+
+    Raises:
+      ValueError: a plan does not load (:class:`jgtest.plans.model.PlanError`, naming the path) or is for another game.
+    """
+    from jgtest.plans.model import load_plan
+
+    plans = []
+    for path in paths:
+        plan = load_plan(path)
+        if plan.game != game:
+            raise ValueError(f"{path}: the plan is for {plan.game}, not --game {game}")
+        plans.append(plan)
+    return plans
+
+
+def navigator_for(kind: str, navigator_from: str | Path | None = None):
+    """The ``scripted`` navigator, or the ``learned`` one trained into ``navigator_from``.
+
+    Raises:
+      ValueError: no trained navigator there.
+    """
+    from jgtest.plans.agent import scripted_navigator
+
+    if kind == "scripted":
+        return scripted_navigator
+    from jgtest.plans.navigation import learned_navigator, load_navigator
+
+    try:
+        return learned_navigator(*load_navigator(navigator_from))
+    except FileNotFoundError as error:
+        raise ValueError(f"--navigator-from: {error}") from None
+
+
+def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
+              navigator=None, out: str | Path | None = None, show_each: bool = False) -> bool:  # fmt: skip
+    """Runs every plan of ``paths`` under seeds ``0..seeds-1`` on ``game``'s ``variant``, prints
+    each run's validation table (``show_each``) and the pass/fail table, writes ``out/report.json``
+    when ``out`` is given; whether every run passed.
+
+    Raises:
+      ValueError: no plans, ``seeds`` < 1, a plan that does not load or compile, an unknown game or variant.
+    """
+    import jax
+
+    import jgtest
+    from jgtest.plans.agent import RunSettings, run_plans, scripted_navigator
+    from jgtest.plans.compiled import stack_plans
+    from jgtest.plans.model import plan_game
+    from jgtest.plans.report import run_report, validation_table
+    from jgtest.report.console import show
+
+    if seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    plans = load_plans(paths, game)
+    env, params = jgtest.make(game, variant=variant)
+    compiled = stack_plans(plans, env)
+    keys = jax.vmap(jax.random.key)(jax.numpy.arange(seeds))
+    agent, _ = run_plans(env, plan_game(game), params, compiled, keys, RunSettings(max_steps=max_steps), navigator=navigator or scripted_navigator)
+    agent = jax.device_get(agent)
+    reports = {str(path): [run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(seeds)]
+               for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
+    if show_each:
+        for report in reports[str(paths[0])]:
+            show(validation_table(report))
+    show(suite_table(reports, len(plans), seeds, game, variant))
+    if out:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps({"game": game, "variant": variant, "seeds": seeds, "plans": reports}, indent=2))
+        print(f"wrote {out / 'report.json'}")
+    return all(r["passed"] for runs in reports.values() for r in runs)
+
+
+def suite_table(reports: dict, plans: int, seeds: int, game: str, variant: str):
+    """One row per plan: runs passed, and the first failure."""
+    from rich.table import Table
+
+    table = Table(title=f"{plans} plan(s) × {seeds} seed(s) on {game} ({variant})")
+    for column in ("plan", "passed", "first failure"):
+        table.add_column(column)
+    for path, runs in reports.items():
+        failures = [r["failure"] for r in runs if not r["passed"]]
+        table.add_row(Path(path).name, f"{len(runs) - len(failures)}/{len(runs)}", failures[0] if failures else "")
+    return table
