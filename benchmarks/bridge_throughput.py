@@ -95,7 +95,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs (jgtest/cli.py
+# XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs (jgtest/cli/__init__.py
 # uses a single-threaded pool; a user's own setting wins). Must precede jax's import.
 if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()

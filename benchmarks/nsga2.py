@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import write_json  # noqa: E402
 
-from jgtest.evo.pareto import _crowding, _ranks  # noqa: E402
+from jgtest.evo.pareto import front_crowding, front_ranks  # noqa: E402
 
 FULL_SIZES = (64, 256, 1024, 4096, 16384)
 QUICK_SIZES = (64, 1024, 4096)
@@ -48,8 +48,8 @@ OBJECTIVES = (2, 3)
 
 @jax.jit
 def jgtest_sort(points):
-    ranks = _ranks(points, True)
-    return ranks, _crowding(points, ranks)
+    ranks = front_ranks(points, True)
+    return ranks, front_crowding(points, ranks)
 
 
 def pymoo_rows(points: np.ndarray):

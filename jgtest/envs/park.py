@@ -125,8 +125,8 @@ class ParkWorld(TestingEnv):
         self._floor = jnp.asarray(self.map.floor, jnp.int32)
         drawn = np.where(np.isin(self.map.solid, (park_map.TREE, park_map.BLOCKAGE)), self.map.solid, 0)
         self._drawn = jnp.asarray(drawn, jnp.int32)
-        self._walkable = jnp.asarray(self.map.walkable)
-        self._path = jnp.asarray(self.map.path)
+        self.walkable_mask = jnp.asarray(self.map.walkable)
+        self.path_mask = jnp.asarray(self.map.path)
         self._starts = jnp.asarray(np.argwhere(self.map.main), jnp.int32)  # (row, col)
         self._slots = jnp.asarray(self.map.ooi_slots, jnp.int32)
         self._textures = jnp.asarray(make_textures())
@@ -171,7 +171,7 @@ class ParkWorld(TestingEnv):
             jump=jnp.int32(0),
             time=0,
         )
-        return self._observe(state, params)[0], state
+        return self.observe(state, params)[0], state
 
     def step_env(self, key, state: EnvState, action, params: EnvParams):
         action = jnp.clip(jnp.asarray(action, jnp.int32), 0, NUM_ACTIONS - 1)
@@ -190,7 +190,7 @@ class ParkWorld(TestingEnv):
         pitch = jnp.clip(state.pitch + jnp.where(action == LOOK_DOWN, 1, 0) - jnp.where(action == LOOK_UP, 1, 0), -MAX_PITCH, MAX_PITCH)
         jump = jnp.where((action == JUMP) & (state.jump == 0), params.jump_steps, jnp.maximum(state.jump - 1, 0))
         new_state = EnvState(pos=pos, yaw=yaw, pitch=pitch.astype(jnp.int32), jump=jump.astype(jnp.int32), time=state.time + 1)
-        obs, info = self._observe(new_state, params)
+        obs, info = self.observe(new_state, params)
         reward = jnp.float32(0.0)
         return obs, new_state, reward, jnp.bool_(False), info
 
@@ -202,7 +202,7 @@ class ParkWorld(TestingEnv):
             corners = p[None, :] + radius * jnp.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], jnp.float32)
             cells = jnp.floor(corners).astype(jnp.int32)
             inside = (cells >= 0).all(axis=1) & (cells < self.size).all(axis=1)
-            ok = self._walkable[jnp.clip(cells[:, 1], 0, self.size - 1), jnp.clip(cells[:, 0], 0, self.size - 1)]
+            ok = self.walkable_mask[jnp.clip(cells[:, 1], 0, self.size - 1), jnp.clip(cells[:, 0], 0, self.size - 1)]
             return jnp.all(inside & ok)
 
         step_x = pos + move * jnp.array([1.0, 0.0])
@@ -227,7 +227,7 @@ class ParkWorld(TestingEnv):
         frame, objects = self._render(state, params)
         return frame, objects["mask"]
 
-    def _observe(self, state: EnvState, params: EnvParams):
+    def observe(self, state: EnvState, params: EnvParams):
         frame, objects = self._render(state, params)
         ids = objects["id"]
         safe = jnp.maximum(ids, 0)
@@ -243,7 +243,7 @@ class ParkWorld(TestingEnv):
             },  # fmt: skip
             "od_box": jnp.where(visible[in_view], objects["box"][in_view], 0),
             "od_visible": visible[in_view],
-            "on_path": self._path[cell_rc[0], cell_rc[1]],
+            "on_path": self.path_mask[cell_rc[0], cell_rc[1]],
             "telemetry": Telemetry.make(
                 position=state.pos, cell=cell_rc[0] * self.size + cell_rc[1], bugs_fired=jnp.zeros((0,), bool), game_reward=0.0
             ),
@@ -251,7 +251,7 @@ class ParkWorld(TestingEnv):
         return frame, info
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
-        return self._observe(state, self.default_params if params is None else params)[0]
+        return self.observe(state, self.default_params if params is None else params)[0]
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return jnp.bool_(False)

@@ -55,14 +55,14 @@ def path_action(env: ParkWorld, params, state: EnvState, key, to_path: jax.Array
     k_pref, k_noise, k_random = jax.random.split(key, 3)
     turn = jnp.radians(params.turn_deg)
     cell = jnp.floor(state.pos).astype(jnp.int32)
-    on_path = env._path[cell[1], cell[0]]
+    on_path = env.path_mask[cell[1], cell[0]]
     headings = state.yaw + jnp.arange(HEADINGS) * (2 * jnp.pi / HEADINGS)
     ahead = state.pos[None, None, :] + jnp.asarray([1.0, 2.0, 3.0])[None, :, None] * jnp.stack(
         [jnp.cos(headings), jnp.sin(headings)], axis=-1
     )[:, None, :]  # [16, 3, 2]
     cells = jnp.clip(jnp.floor(ahead).astype(jnp.int32), 0, env.size - 1)
-    pathy = env._path[cells[..., 1], cells[..., 0]].astype(jnp.float32).sum(axis=1)
-    open_ahead = env._walkable[cells[:, 0, 1], cells[:, 0, 0]]  # a dead end (crates, water): turn back
+    pathy = env.path_mask[cells[..., 1], cells[..., 0]].astype(jnp.float32).sum(axis=1)
+    open_ahead = env.walkable_mask[cells[:, 0, 1], cells[:, 0, 0]]  # a dead end (crates, water): turn back
     straight = jnp.cos(headings - state.yaw)
     score = pathy + 0.9 * straight + 0.3 * jax.random.uniform(k_pref, (HEADINGS,)) - 10.0 * ~open_ahead
     heading = jnp.where(on_path, headings[jnp.argmax(score)], to_path[cell[1], cell[0]])
@@ -111,7 +111,7 @@ def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float =
     centre = params.ooi_pos[target]
     spots = centre[None, :] + distance * jnp.stack([jnp.cos(bearings), jnp.sin(bearings)], axis=-1)
     cells = jnp.clip(jnp.floor(spots).astype(jnp.int32), 0, env.size - 1)
-    ok = env._walkable[cells[:, 1], cells[:, 0]]
+    ok = env.walkable_mask[cells[:, 1], cells[:, 0]]
     spot = jnp.where(ok.any(), spots[jnp.argmax(ok)], state.pos)  # walled in all round: a uniform start
     facing = jnp.arctan2(centre[1] - spot[1], centre[0] - spot[0])
     return state.replace(pos=spot, yaw=facing)
@@ -151,7 +151,7 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
                 state = start_near(env, params, target, k_start)
             else:
                 state = env.reset_env(k_start, params)[1]
-            frame, info = env._observe(state, params)
+            frame, info = env.observe(state, params)
 
             def body(carry, k):
                 state, frame, info = carry

@@ -43,7 +43,7 @@ def shots(env: ParkWorld, params, key: jax.Array, num: int, max_distance: float 
         state = start_near(env, params, target, k_start, distance=distance)
         yaw = state.yaw + jax.random.uniform(k_yaw, (), minval=-yaw_jitter, maxval=yaw_jitter)
         state = state.replace(yaw=yaw, pitch=jax.random.randint(k_pitch, (), -1, 2))
-        frame, info = env._observe(state, params)
+        frame, info = env.observe(state, params)
         return frame, info["objects"]
 
     frames, objects = jax.vmap(render)(jax.random.split(key, num), jnp.asarray(aimed, jnp.int32))

@@ -34,7 +34,7 @@ from evosax.algorithms.base import get_ravel_fn
 from evosax.algorithms.population_based.simple_ga import mutation as evosax_mutation
 from flax import struct
 
-from jgtest.evo.pareto import _check_objectives, _tournament
+from jgtest.evo.pareto import check_objectives, dominance_tournament
 
 __all__ = ["VariationParams", "breed", "gaussian_mutation", "ravel_population", "single_point_crossover"]
 
@@ -96,7 +96,7 @@ def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params
         raise ValueError(f"the population must be [P, D] weight vectors, got shape {flat.shape}")
     if flat.shape[0] < 2:
         raise ValueError(f"crossover needs a population of at least 2, got {flat.shape[0]}")
-    objectives = _check_objectives(objectives)
+    objectives = check_objectives(objectives)
     if objectives.shape[0] != flat.shape[0]:
         raise ValueError(f"objectives have {objectives.shape[0]} rows for a population of {flat.shape[0]}")
     if int(num_children) < 1:
@@ -110,8 +110,8 @@ def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params
 @functools.partial(jax.jit, static_argnames=("num_children", "maximize"))
 def _breed(key, flat, objectives, num_children, params, maximize, mutable):
     k_first, k_second, k_children = jax.random.split(key, 3)
-    first = _tournament(k_first, objectives, num_children, maximize)
-    second = _tournament(k_second, objectives, num_children, maximize)
+    first = dominance_tournament(k_first, objectives, num_children, maximize)
+    second = dominance_tournament(k_second, objectives, num_children, maximize)
 
     def child(k, a, b):
         k_cross, k_apply, k_mutate = jax.random.split(k, 3)

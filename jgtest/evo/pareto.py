@@ -37,7 +37,7 @@ import numpy as np
 __all__ = ["binary_tournament", "crowding_distance", "dominates", "non_dominated_rank", "select"]
 
 
-def _check_objectives(objectives, name: str = "objectives") -> jax.Array:
+def check_objectives(objectives, name: str = "objectives") -> jax.Array:
     """``objectives`` as a float array ``(N, M)``, N ≥ 1, M ≥ 1, checked (NaN only when concrete)."""
     if jnp.ndim(objectives) != 2:
         raise ValueError(f"{name} must be (N, M): points × objectives, got shape {jnp.shape(objectives)}")
@@ -77,11 +77,12 @@ def non_dominated_rank(objectives, maximize: bool = True) -> jax.Array:
       >>> non_dominated_rank(jnp.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])).tolist()
       [0, 0, 1]
     """
-    return _ranks(_check_objectives(objectives), maximize)
+    return front_ranks(check_objectives(objectives), maximize)
 
 
 @functools.partial(jax.jit, static_argnames="maximize")
-def _ranks(objectives: jax.Array, maximize: bool) -> jax.Array:
+def front_ranks(objectives: jax.Array, maximize: bool) -> jax.Array:
+    """:func:`non_dominated_rank` without the input checks (``objectives`` already checked: callers inside ``jit``)."""
     values = _oriented(objectives, maximize)
     # Best first lexicographically: every dominator of a point sorts before it.
     order = jnp.lexsort(tuple(-values[:, m] for m in reversed(range(values.shape[1]))))
@@ -114,14 +115,15 @@ def crowding_distance(objectives, ranks) -> jax.Array:
       objectives: ``(N, M)`` objective values.
       ranks: ``int[N]`` fronts, as :func:`non_dominated_rank` gives.
     """
-    objectives = _check_objectives(objectives)
+    objectives = check_objectives(objectives)
     if jnp.shape(ranks) != objectives.shape[:1]:
         raise ValueError(f"ranks must be ({objectives.shape[0]},) like the objectives' points, got {jnp.shape(ranks)}")
-    return _crowding(objectives, jnp.asarray(ranks, jnp.int32))
+    return front_crowding(objectives, jnp.asarray(ranks, jnp.int32))
 
 
 @jax.jit
-def _crowding(objectives: jax.Array, ranks: jax.Array) -> jax.Array:
+def front_crowding(objectives: jax.Array, ranks: jax.Array) -> jax.Array:
+    """:func:`crowding_distance` without the input checks."""
     n = objectives.shape[0]
 
     def one_objective(f):
@@ -147,7 +149,7 @@ def select(objectives, k: int, maximize: bool = True) -> jax.Array:
     Raises:
       ValueError: ``k`` not in ``1 … N``.
     """
-    objectives = _check_objectives(objectives)
+    objectives = check_objectives(objectives)
     if not 1 <= int(k) <= objectives.shape[0]:
         raise ValueError(f"k must be between 1 and the population size {objectives.shape[0]}, got {k}")
     return _select(objectives, int(k), maximize)
@@ -155,8 +157,8 @@ def select(objectives, k: int, maximize: bool = True) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames=("k", "maximize"))
 def _select(objectives: jax.Array, k: int, maximize: bool) -> jax.Array:
-    ranks = _ranks(objectives, maximize)
-    crowding = _crowding(objectives, ranks)
+    ranks = front_ranks(objectives, maximize)
+    crowding = front_crowding(objectives, ranks)
     return jnp.lexsort((-crowding, ranks))[:k].astype(jnp.int32)
 
 
@@ -173,14 +175,15 @@ def binary_tournament(key: jax.Array, objectives, num: int, maximize: bool = Tru
     Raises:
       ValueError: ``num`` < 1.
     """
-    objectives = _check_objectives(objectives)
+    objectives = check_objectives(objectives)
     if int(num) < 1:
         raise ValueError(f"num must be at least 1, got {num}")
-    return _tournament(key, objectives, int(num), maximize)
+    return dominance_tournament(key, objectives, int(num), maximize)
 
 
 @functools.partial(jax.jit, static_argnames=("num", "maximize"))
-def _tournament(key: jax.Array, objectives: jax.Array, num: int, maximize: bool) -> jax.Array:
+def dominance_tournament(key: jax.Array, objectives: jax.Array, num: int, maximize: bool) -> jax.Array:
+    """:func:`binary_tournament` without the input checks."""
     pick_key, coin_key = jax.random.split(key)
     a, b = jax.random.randint(pick_key, (2, num), 0, objectives.shape[0])
     coin = jax.random.bernoulli(coin_key, 0.5, (num,))

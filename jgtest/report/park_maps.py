@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from jgtest.envs import park_map
-from jgtest.report.plots import _save
+from jgtest.report.plots import save_figure
 
 __all__ = ["ooi_tested_plot", "park_image", "tests_map", "traces_map"]
 
@@ -58,7 +58,7 @@ def traces_map(m: park_map.ParkMap, positions: np.ndarray, path: str | os.PathLi
         trace[1:][jumps] = np.nan
         ax.plot(trace[:, 0], trace[:, 1], color="#d62728", lw=0.6, alpha=0.8)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def tests_map(m: park_map.ParkMap, ooi_pos: np.ndarray, outcomes, reachable: np.ndarray, path: str | os.PathLike,
@@ -76,7 +76,7 @@ def tests_map(m: park_map.ParkMap, ooi_pos: np.ndarray, outcomes, reachable: np.
     ]
     ax.legend(handles=handles, fontsize="small", loc="lower left")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def ooi_tested_plot(curves: dict, path: str | os.PathLike, paper: dict | None = None) -> Path:
@@ -97,4 +97,4 @@ def ooi_tested_plot(curves: dict, path: str | os.PathLike, paper: dict | None = 
     ax.set_title("OOIs tested over episodes (PPGTA Fig. 8)")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

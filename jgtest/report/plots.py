@@ -28,7 +28,8 @@ from jgtest.analysis.stats import as_sample
 __all__ = ["position_plot", "section_plot", "violin_plot"]
 
 
-def _save(fig: Figure, path: str | os.PathLike) -> Path:
+def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
+    """Writes ``fig`` as a PNG at ``path`` (its folder created) and returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
@@ -109,7 +110,7 @@ def violin_plot(
     if title:
         ax.set_title(title)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def position_plot(
@@ -175,7 +176,7 @@ def position_plot(
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def section_plot(
@@ -218,4 +219,4 @@ def section_plot(
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from jgtest.report.plots import _save
+from jgtest.report.plots import save_figure
 
 __all__ = ["bugs_over_time_plot", "coverage_plot", "population_plot"]
 
@@ -44,7 +44,7 @@ def bugs_over_time_plot(timelines: Mapping[str, Sequence[np.ndarray]], path: str
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _stairs(grid: np.ndarray, seconds: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -65,7 +65,7 @@ def coverage_plot(coverage: Mapping[str, Sequence[float]], path: str | os.PathLi
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def population_plot(populations: Mapping[str, Mapping[str, Sequence[float]]], path: str | os.PathLike, title: str = "") -> Path:
@@ -84,4 +84,4 @@ def population_plot(populations: Mapping[str, Mapping[str, Sequence[float]]], pa
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -11,7 +11,7 @@ from jgtest.envs.park import FORWARD, ParkWorld
 from jgtest.envs.park_render import CLEAN, LOW_RES, OOI_TYPES, STRETCHED, _cast_walls
 
 ENV, PARAMS = jgtest.make("ParkWorld-v0")
-OBSERVE = jax.jit(ENV._observe)
+OBSERVE = jax.jit(ENV.observe)
 
 
 def _facing(target: int, distance: float = 2.0, key: int = 0):

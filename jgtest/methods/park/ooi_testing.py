@@ -189,7 +189,7 @@ def _replay_scan(env):
             _, state, _, _, info = env.step_env(jax.random.key(t), state, action, params)
             return state, (state.pos, object_in_view(info["objects"], target)[1])
 
-        first = object_in_view(env._observe(state, params)[1]["objects"], target)[1]
+        first = object_in_view(env.observe(state, params)[1]["objects"], target)[1]
         return first, jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))[1]
 
     return run

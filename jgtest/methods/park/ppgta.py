@@ -209,7 +209,7 @@ class PPGTACampaign:
         c, n = self.config, self.config.num_envs
         keys = jax.vmap(lambda i: reset_key(episode_key(c.seed, i, round_index)))(jnp.arange(n))
         frames, states = jax.vmap(self.env.reset_env, in_axes=(0, None))(keys, self.params)
-        _, info = jax.vmap(self.env._observe, in_axes=(0, None))(states, self.params)
+        _, info = jax.vmap(self.env.observe, in_axes=(0, None))(states, self.params)
         box = self.od_boxes(frames, info)
         window = jnp.repeat(self.encode(frames, box)[:, None], self.k, axis=1)
         zeros = self.policy.initial_carry(n)
