@@ -15,15 +15,15 @@ def is_park_game(game: str) -> bool:
     return game == PARK_GAME or game.startswith("unreal:")
 
 
-def add_park_options(parser, title: str, detector: bool = True, explorer: bool = True) -> None:
-    """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, and ``--detector`` and
-    ``--explorer-from`` where they apply."""
+def add_park_options(parser, title: str, explorer: bool = True) -> None:
+    """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, ``--detector``, and
+    ``--explorer-from`` where it applies."""
     group = parser.add_argument_group(title)
     group.add_argument("--episodes", type=int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
     group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
     group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
-    if detector:
-        group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth", help="objects from the renderer or the trained detector")
+    group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
+                       help="objects from the renderer or PPGTA's trained detector (ppgta only)")
     if explorer:
         group.add_argument("--explorer-from", default=None, metavar="RUN",
                            help="over unreal:…: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "
@@ -32,7 +32,7 @@ def add_park_options(parser, title: str, detector: bool = True, explorer: bool =
 
 def add_parsers(methods) -> None:
     for method, help_text, options in (
-        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0 or unreal:…", {"detector": False}),
+        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0 or unreal:…", {}),
         ("ppgta", "PPGTA: its models trained (or loaded), then its preference-conditioned explorer with object tests", {}),
         ("compare-explorers", "PPGTA, Inspector and random over the same episodes and starts on ParkWorld-v0", {"explorer": False}),
     ):
@@ -47,7 +47,7 @@ def run(args) -> int:
 
     game_kwargs = parse_key_values(args.game_arg)
     episodes = episodes_for(args.episodes, args.quick)
-    detector = getattr(args, "detector", "ground-truth")
+    detector = args.detector
     try:
         if args.game.startswith("unreal:"):
             run_unreal_in_console(args.method, args.game, args.out, game_kwargs, args.ppgta_models, getattr(args, "explorer_from", None), episodes,

@@ -14,7 +14,7 @@ def add_parser(methods) -> None:
     group.add_argument("--envs", type=int, default=256, help="parallel episode slots (default 256)")
     group.add_argument("--steps", type=int, default=2000, help="steps per slot (default 2000)")
     group.add_argument("--chunk", type=int, default=200, help="steps per device call (default 200)")
-    park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)", detector=False)
+    park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")
     parser.set_defaults(func=run)
 
 

@@ -70,6 +70,8 @@ def run_in_console(method: str, out: str | Path, game_kwargs: dict, episodes: in
 
     if episodes < 1:
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
+    if detector != "ground-truth" and method in ("inspector", "random"):
+        raise ValueError(f"the learned detector is PPGTA's; {method} sees the object mask (detector='ground-truth')")
     out = prepare_run_dir(out, overwrite, resume)
     agents = AGENTS if method == "compare-explorers" else (method,)
     log = stderr().print
