@@ -1,4 +1,4 @@
-"""PPGTA's comparison on the park (Sestini et al., 2022): the agents and their shared campaign.
+"""PPGTA's comparison on the park (Abdelfattah, Brown & Zhang): the agents and their shared campaign.
 
 * :mod:`~jgtest.methods.park.inspector`: Inspector (PPO on RND curiosity, §VI-A's baseline) and the
   random agent;
