@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from jgtest.cli.shared import fail
+
 
 def add_parser(sub) -> None:
     plan = sub.add_parser("plan", help="explicit plans: run a plan, or a folder of them, as functional tests")
@@ -67,7 +69,7 @@ def _run_plans(args) -> int:
         navigator = navigator_for(args.navigator, args.navigator_from)
         passed = run_suite(paths, args.game, args.variant, args.seeds, args.max_steps, navigator, args.out, show_each=args.plan_command == "run")
     except ValueError as error:  # PlanError is a ValueError
-        raise SystemExit(f"error: {error}") from None
+        raise fail(error) from None
     return 0 if passed else 1
 
 
@@ -78,7 +80,7 @@ def _record(args) -> int:
     try:
         env, params = jgtest.make(args.game, variant=args.variant)
     except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+        raise fail(error) from None
     if args.keyboard:
         _, state = env.reset(__import__("jax").random.key(args.seed), params)
         print(render(env, state) + "\nWASD move, E interact, F attack, space jump, . wait, Q stop", flush=True)
@@ -93,7 +95,7 @@ def _record(args) -> int:
     try:
         plan = record_plan(env, params, actions, seed=args.seed, every=args.every, on_step=on_step)
     except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+        raise fail(error) from None
     Path(args.out).write_text(plan.to_json())
     print(f"wrote {args.out}: {len(plan.nodes)} nodes ({sum(n.action is not None for n in plan.nodes)} actions)")
     return 0

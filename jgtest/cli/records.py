@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jgtest.cli.shared import say_report
+from jgtest.cli.shared import fail, say_report
 
 
 def add_parsers(sub) -> None:
@@ -19,7 +19,7 @@ def report_command(args) -> int:
     try:
         say_report(args.run_dir)
     except (FileNotFoundError, ValueError) as error:
-        raise SystemExit(f"error: {error}") from None
+        raise fail(error) from None
     return 0
 
 
@@ -32,7 +32,7 @@ def replay_command(args) -> int:
     except FileNotFoundError:
         raise SystemExit(f"error: no such bug record file: {args.records}") from None
     except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+        raise fail(error) from None
     if not records:
         raise SystemExit(f"error: {args.records} holds no bug records")
     if not -len(records) <= args.index < len(records):

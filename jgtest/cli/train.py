@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jgtest.cli.shared import parse_key_values
+from jgtest.cli.shared import fail, parse_key_values
 
 #: The algorithms of :data:`jgtest.agents.ALGORITHMS` (named here so that ``--help`` needs no JAX; a test keeps them equal).
 ALGORITHMS = ("a2c", "cem", "dqn", "ppo", "random")
@@ -54,7 +54,7 @@ def train_command(args) -> int:
         config = make_config(args.algo, game=args.game, **overrides)
         hparams = make_hparams(args.algo, **parse_key_values(args.hp, "--hp"))
     except (ValueError, TypeError) as error:
-        raise SystemExit(f"error: {error}") from None
+        raise fail(error) from None
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise SystemExit(f"error: --out {args.out!r} is a file, not a directory")
@@ -69,7 +69,7 @@ def train_command(args) -> int:
         try:
             summary = run_training(args.algo, config, out, num_seeds=args.seeds, seed=args.seed, hparams=hparams, on_period=on_period)
         except ValueError as error:
-            raise SystemExit(f"error: {error}") from None
+            raise fail(error) from None
     table = Table(title=f"{args.algo} on {args.game}")
     for column in ("seeds", "final return", "env steps", "steps/s", "wall s"):
         table.add_column(column, justify="right")

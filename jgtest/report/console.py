@@ -18,7 +18,7 @@ def progress(quiet: bool, *fields: tuple[str, str]):
 
 
 def stderr():
-    """The console progress and headers go to (stdout stays for tables and results)."""
+    """The console for progress bars and headers: stderr, so that stdout keeps only tables and results."""
     from rich.console import Console
 
     return Console(stderr=True)
