@@ -6,46 +6,65 @@ follows ``../shared/UNREALCV.md`` (the 1.3.2 client and the UnrealCV server
 sources) byte for byte:
 
 * frames ``uint32 magic 0x9E2B83C1``, ``uint32 length``, payload, little-endian;
-* on accept, one greeting frame ``connected to ParkWorld``; one client at a time;
+* on accept, one greeting frame ``connected to ParkWorld``;
 * requests ``b"<id>:<command>"``, replies ``b"<id>:" + body``; an unknown command gets
   ``error No handler found for URI '<command>'`` (``vget /unrealcv/commands`` too, as a
   real 5.2 server does); images are raw PNG (RGBA) or BMP (32-bit BGRA) bytes.
+
+Unlike a real UnrealCV server, which takes one client at a time, it serves several at
+once, each connection on a thread of its own and in a world of its own: a restart, a key
+or a teleport on one connection never moves another's player, and an idle client holds
+up no other. The game is built and compiled once per server; its jitted reset, step and
+view are shared by every connection, only the state is per connection (:class:`World`).
 
 The game: the client's keys move the on-device world (``vset /action/keyboard KEY
 SECONDS``: ``round(SECONDS / tick_s)`` steps of the key's action, at least one),
 ``lit`` returns its rendered frame, ``object_mask`` each object in its own colour,
 ``/objects`` and ``/object/{name}/location|bounds|color`` its objects, and
 ``vrun RestartLevel [SEED]`` starts an episode as ``ParkWorld.reset_env`` does from
-``reset_key(episode_key(seed, 0, 0))`` (a game-specific console command, as studios add).
-Units are Unreal's: 100 per cell (centimetres); yaw in degrees; pitch 10° per look step.
+``reset_key(episode_key(seed, 0, 0))`` (a game-specific console command, as studios add;
+``0 <= SEED < 2**32``). Units are Unreal's: 100 per cell (centimetres); yaw in degrees;
+pitch 10° per look step.
 
-Faults, injected on command for the bridge's fault tests (:meth:`UnrealCVServer.inject`):
-``delay`` (the reply comes ``delay_s`` late), ``drop`` (half a reply, then the socket
-closes), ``wrong_magic``, ``truncated`` (a header announcing more than is sent, then
-the socket closes), ``out_of_order`` (the reply carries the next id), ``error``
-(``error injected fault``), ``no_greeting`` (the next connection is never greeted) and
-``dark_text_image`` (an image request gets a tiny 3-channel dark BMP, whose bytes
-decode as text).
+Every number in a command must be finite: ``nan``, ``inf``, ``-inf`` (any case), a
+value that overflows (``1e999``) or a position or yaw beyond float32 is answered
+``error ...`` naming it, and the world is left as it was. Any malformed command gets an
+``error ...`` reply, never a closed connection.
 
-Binds to loopback only, unless ``allow_remote=True``.
+Faults, injected on command for the bridge's fault tests (:meth:`UnrealCVServer.inject`),
+are taken by whichever connection next meets them: ``delay`` (the reply comes ``delay_s``
+late), ``drop`` (half a reply, then the socket closes), ``wrong_magic``, ``truncated`` (a
+header announcing more than is sent, then the socket closes), ``out_of_order`` (the reply
+carries the next id), ``error`` (``error injected fault``), ``no_greeting`` (the next
+connection is never greeted) and ``dark_text_image`` (an image request gets a tiny
+3-channel dark BMP, whose bytes decode as text).
+
+Binds to loopback only, unless ``allow_remote=True``. ``python -m envs_bridge.unrealcv_server``
+runs it (:func:`main`).
 """
 
 from __future__ import annotations
 
+import argparse
+import errno
 import io
 import ipaddress
+import math
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import deque
+from typing import NoReturn
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from envs_bridge.unreal import PAPER_KEYS
+from jgtest.errors import BadInput
 
 MAGIC = 0x9E2B83C1
 #: The longest a key may be held in one request (seconds).
@@ -53,6 +72,10 @@ MAX_PRESS_S = 10.0
 FAULTS = ("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "no_greeting", "dark_text_image")
 UNITS_PER_CELL = 100.0
 PITCH_DEG_PER_STEP = 10.0
+#: ``vrun RestartLevel SEED`` takes ``0 <= SEED < SEED_LIMIT`` (``jax.random.key`` keeps 32 bits of a seed).
+SEED_LIMIT = 2**32
+MAX_PORT = 65535
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def frame_bytes(payload: bytes, magic: int = MAGIC) -> bytes:
@@ -93,8 +116,26 @@ def dark_text_bmp() -> bytes:
     return header + dib + b"\x00\x00\x00\x00"
 
 
+def finite(word: str) -> float:
+    """``word`` of a command as a finite number; ``nan``, ``inf`` (any case or sign) and values that
+    overflow (``1e999``) are refused with :class:`BadInput` naming the word."""
+    try:
+        value = float(word)
+    except ValueError:
+        raise BadInput(f"{word!r} is not a number") from None
+    if not math.isfinite(value):
+        raise BadInput(f"{word!r} is not a finite number")
+    return value
+
+
 class ParkGame:
-    """The game behind the server: one ``ParkWorld-v0`` on device, stepped by keys."""
+    """The game behind the server: ``ParkWorld-v0`` built once and compiled once, for every connection.
+
+    Its jitted :attr:`reset`, :attr:`step` and :attr:`view` are shared by all connections (a jitted
+    function may be called from several threads at once); each connection plays a :class:`World`
+    of its own (:meth:`world`). Building checks the options (``ValueError`` for a bad one);
+    :meth:`warm_up` compiles.
+    """
 
     def __init__(self, tick_s: float = 0.1, **game_kwargs):
         from jgtest.envs.park_render import OOI_TYPES
@@ -102,51 +143,24 @@ class ParkGame:
 
         self.env, self.params = make("ParkWorld-v0", **game_kwargs)
         self.tick_s = tick_s
-        self._step = jax.jit(self.env.step_env)
-        self._view = jax.jit(self.env.view)
-        self._reset = jax.jit(self.env.reset_env)
+        self.reset = jax.jit(self.env.reset_env)
+        self.step = jax.jit(self.env.step_env)
+        self.view = jax.jit(self.env.view)
         types = np.asarray(self.params.ooi_type)
         self.names = [object_name(i, OOI_TYPES[t]) for i, t in enumerate(types)]
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.paused = False
-        self.steps = 0
-        self.restart(0)
-        self.press(PAPER_KEYS[0], tick_s)  # compile the step and the view now, not during a client's first request
-        self.frame()
-        self.restart(0)
+        self.colours = np.array([object_colour(i) for i in range(len(self.names))] + [(0, 0, 0)], np.uint8)
 
-    def restart(self, seed: int) -> None:
-        from jgtest.rollout import episode_key, reset_key
+    def warm_up(self) -> None:
+        """Compiles the reset, the step and the view now, not during a client's first request (once
+        compiled, a cheap no-op)."""
+        world = self.world()
+        world.press(PAPER_KEYS[0], self.tick_s)
+        world.frame()
 
-        _, self.state = self._reset(reset_key(episode_key(seed, 0, 0)), self.params)
-        self.steps = 0
-
-    def press(self, key: str, seconds: float) -> None:
-        action = PAPER_KEYS.index(key)
-        if not 0 <= seconds <= MAX_PRESS_S:
-            raise ValueError(f"a key is held 0 to {MAX_PRESS_S:g} seconds, got {seconds}")
-        for _ in range(max(1, int(round(seconds / self.tick_s)))):
-            if not self.paused:
-                _, self.state, _, _, _ = self._step(jax.random.key(self.steps), self.state, jnp.int32(action), self.params)
-                self.steps += 1
-
-    def frame(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(rgba, mask colours rgba)`` of the current view."""
-        rgb, mask = (np.asarray(x) for x in self._view(self.state, self.params))
-        alpha = np.full(rgb.shape[:2] + (1,), 255, np.uint8)
-        colours = np.array([object_colour(i) for i in range(len(self.names))] + [(0, 0, 0)], np.uint8)
-        return np.concatenate([rgb, alpha], -1), np.concatenate([colours[mask], alpha], -1)
-
-    def location(self) -> tuple[float, float, float]:
-        x, y = np.asarray(self.state.pos) * UNITS_PER_CELL
-        return float(x), float(y), float(self.env.eye_height(self.state, self.params)) * UNITS_PER_CELL
-
-    def rotation(self) -> tuple[float, float, float]:
-        return -float(self.state.pitch) * PITCH_DEG_PER_STEP, float(np.degrees(float(self.state.yaw))), 0.0
-
-    def teleport(self, x: float, y: float, yaw_deg: float | None = None) -> None:
-        pos = jnp.asarray([x / UNITS_PER_CELL, y / UNITS_PER_CELL], jnp.float32)
-        self.state = self.state.replace(pos=pos) if yaw_deg is None else self.state.replace(pos=pos, yaw=jnp.float32(np.radians(yaw_deg)))
+    def world(self, seed: int = 0) -> World:
+        """A new world of this game, at the start of ``seed``'s episode."""
+        return World(self, seed)
 
     def object_location(self, i: int) -> tuple[float, float, float]:
         x, y = np.asarray(self.params.ooi_pos[i]) * UNITS_PER_CELL
@@ -160,32 +174,99 @@ class ParkGame:
         return x - width / 2, y - width / 2, 0.0, x + width / 2, y + width / 2, float(height)
 
 
+class World:
+    """One connection's world: its own state, step count and pause, moved by its game's shared
+    compiled functions. A refused change (:class:`BadInput`) leaves it as it was."""
+
+    def __init__(self, game: ParkGame, seed: int = 0):
+        self.game = game
+        self.paused = False
+        self.restart(seed)
+
+    def restart(self, seed: int) -> None:
+        from jgtest.rollout import episode_key, reset_key
+
+        if not 0 <= seed < SEED_LIMIT:
+            raise BadInput(f"a seed is 0 <= SEED < 2**32, got {seed}")
+        _, self.state = self.game.reset(reset_key(episode_key(seed, 0, 0)), self.game.params)
+        self.steps = 0
+
+    def press(self, key: str, seconds: float) -> None:
+        """Holds ``key`` for ``seconds`` (0 to :data:`MAX_PRESS_S`): that many ticks of its action, at least one."""
+        action = PAPER_KEYS.index(key)
+        if not 0 <= seconds <= MAX_PRESS_S:
+            raise BadInput(f"a key is held 0 to {MAX_PRESS_S:g} seconds, got {seconds}")
+        for _ in range(max(1, int(round(seconds / self.game.tick_s)))):
+            if not self.paused:
+                _, self.state, _, _, _ = self.game.step(jax.random.key(self.steps), self.state, jnp.int32(action), self.game.params)
+                self.steps += 1
+
+    def frame(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rgba, mask colours rgba)`` of the current view."""
+        rgb, mask = (np.asarray(x) for x in self.game.view(self.state, self.game.params))
+        alpha = np.full(rgb.shape[:2] + (1,), 255, np.uint8)
+        return np.concatenate([rgb, alpha], -1), np.concatenate([self.game.colours[mask], alpha], -1)
+
+    def location(self) -> tuple[float, float, float]:
+        x, y = np.asarray(self.state.pos) * UNITS_PER_CELL
+        return float(x), float(y), float(self.game.env.eye_height(self.state, self.game.params)) * UNITS_PER_CELL
+
+    def rotation(self) -> tuple[float, float, float]:
+        return -float(self.state.pitch) * PITCH_DEG_PER_STEP, float(np.degrees(float(self.state.yaw))), 0.0
+
+    def move_to(self, x: float, y: float) -> None:
+        """Puts the player at ``(x, y)`` (Unreal units), facing as before."""
+        cells = x / UNITS_PER_CELL, y / UNITS_PER_CELL
+        if max(map(abs, cells)) > _FLOAT32_MAX:  # float32 would hold an infinity
+            raise BadInput(f"location {x:g} {y:g} is beyond float32's range")
+        self.state = self.state.replace(pos=jnp.asarray(cells, jnp.float32))
+
+    def face(self, yaw_deg: float) -> None:
+        """Turns the player to ``yaw_deg`` degrees, where it stands."""
+        yaw = math.radians(yaw_deg)
+        if abs(yaw) > _FLOAT32_MAX:  # float32 would hold an infinity
+            raise BadInput(f"yaw {yaw_deg:g} is beyond float32's range")
+        self.state = self.state.replace(yaw=jnp.float32(yaw))
+
+
 class UnrealCVServer:
     """The protocol server (module docstring). Use as a context manager, or :meth:`start` / :meth:`stop`.
 
     Args:
       host: where to listen.
-      port: the port (0: any free one; :attr:`address` says which).
+      port: the port, 0 to 65535 (0: any free one; :attr:`address` says which once started).
       unix_path: listen on a unix socket instead.
       allow_remote: allow a non-loopback ``host``.
       delay_s: how late a ``delay`` fault's reply comes.
+      tick_s: the game time of one step (a key held ``tick_s`` seconds plays one step).
+      project: the name in the greeting, ``/scene/name`` and ``/level/name``.
       game_kwargs: ``ParkWorld-v0`` options (``size``, ``num_oois``, ``res``).
+
+    Raises:
+      ValueError: a refused host, port or unix path (:class:`BadInput`, checked first, before the
+        game is built), or a bad game option.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, unix_path: str | None = None, allow_remote: bool = False,
                  delay_s: float = 2.0, tick_s: float = 0.1, project: str = "ParkWorld", **game_kwargs):  # fmt: skip
-        if unix_path is None and not allow_remote and not _loopback(host):
-            raise ValueError(f"refusing to listen on {host!r}: not a loopback address (pass allow_remote=True to expose the game)")
+        if unix_path is None:
+            if not allow_remote and not _loopback(host):
+                raise BadInput(f"refusing to listen on {host!r}: not a loopback address (allow_remote=True, --allow-remote, exposes the game)")
+            if not 0 <= port <= MAX_PORT:
+                raise BadInput(f"port {port} is out of range (0 to {MAX_PORT})")
+        elif not unix_path:
+            raise BadInput("the unix socket path is empty")
         self.host, self.port, self.unix_path = host, port, unix_path
         self.delay_s, self.project = delay_s, project
         self.game = ParkGame(tick_s, **game_kwargs)
         self.faults: deque[str] = deque()  # the injected faults to come, in order
         self._skips: deque[int] = deque()  # requests each waits for once it is next
-        self.requests: deque[str] = deque(maxlen=10_000)  # the latest commands received, in order
-        self._lock = threading.Lock()
+        self.requests: deque[str] = deque(maxlen=10_000)  # the latest commands received (every connection's), in order
+        self._lock = threading.Lock()  # guards the faults and the open connections
         self._sock: socket.socket | None = None
-        self._thread: threading.Thread | None = None
-        self._running = False
+        self._acceptor: threading.Thread | None = None
+        self._connections: dict[socket.socket, threading.Thread] = {}  # each open connection and the thread serving it
+        self._stopping = threading.Event()
 
     # ----- lifecycle ---------------------------------------------------------------
     @property
@@ -194,27 +275,51 @@ class UnrealCVServer:
         return self.unix_path if self.unix_path else (self.host, self.port)
 
     def start(self) -> UnrealCVServer:
-        if self.unix_path:
-            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._sock.bind(self.unix_path)
-        else:
-            self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._sock.bind((self.host, self.port))
-            self.port = self._sock.getsockname()[1]
-        self._sock.listen(1)
-        self._sock.settimeout(0.2)
-        self._running = True
-        self._thread = threading.Thread(target=self._serve, name="unrealcv-server", daemon=True)
-        self._thread.start()
+        """Listens, then compiles the game and serves in the background.
+
+        Raises:
+          OSError: the port (or unix path) is in use, or the host cannot be listened on; raised at
+            once, before the game compiles.
+        """
+        sock = socket.socket(socket.AF_UNIX if self.unix_path else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            if self.unix_path:
+                sock.bind(self.unix_path)
+            else:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self.host, self.port))
+                self.port = sock.getsockname()[1]
+            sock.listen()
+            self.game.warm_up()
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(0.2)  # the acceptor looks for stop() this often
+        self._sock = sock
+        self._stopping.clear()
+        self._acceptor = threading.Thread(target=self._accept, name="unrealcv-accept", daemon=True)
+        self._acceptor.start()
         return self
 
     def stop(self) -> None:
-        self._running = False
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        """Stops accepting, closes every open connection (a reply held back by a ``delay`` fault is
+        cut short) and joins the threads serving them."""
+        self._stopping.set()
+        if self._acceptor is not None:
+            self._acceptor.join(timeout=5)
+            self._acceptor = None
+        with self._lock:  # a connection leaves the registry before its socket closes: none is shut twice
+            serving = list(self._connections.items())
+            for conn, _ in serving:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)  # wakes its thread's recv or sendall
+                except OSError:  # the client already left
+                    pass
+        for _, thread in serving:
+            thread.join(timeout=5)
         if self._sock is not None:
             self._sock.close()
+            self._sock = None
 
     def __enter__(self):
         return self.start()
@@ -224,63 +329,67 @@ class UnrealCVServer:
 
     def inject(self, fault: str, times: int = 1, after: int = 0) -> None:
         """The next ``times`` replies (``no_greeting``: connections) suffer ``fault``, once ``after`` more
-        requests have been answered normally after the faults injected before it."""
+        requests have been answered normally after the faults injected before it. Requests on every
+        connection count, and the fault is taken by whichever connection's request (or accept) next
+        meets it."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
         with self._lock:
             self.faults.extend([fault] * times)
             self._skips.extend([after] + [0] * (times - 1))
 
-    def _take(self, *wanted: str) -> str | None:
+    def _take(self, *wanted: str, image_request: bool = False) -> str | None:
+        """Takes the next injected fault if it is one of ``wanted`` and its turn has come (a request
+        counts its ``after`` down; ``no_greeting`` ignores it), else ``None``. A ``dark_text_image``
+        waits for an ``image_request``."""
         with self._lock:
-            if self.faults and self.faults[0] in wanted:
-                if self._skips[0] > 0 and self.faults[0] != "no_greeting":
-                    self._skips[0] -= 1
-                    return None
-                self._skips.popleft()
-                return self.faults.popleft()
-        return None
+            if not self.faults or self.faults[0] not in wanted:
+                return None
+            if self._skips[0] > 0 and self.faults[0] != "no_greeting":
+                self._skips[0] -= 1
+                return None
+            if self.faults[0] == "dark_text_image" and not image_request:
+                return None
+            self._skips.popleft()
+            return self.faults.popleft()
 
     # ----- serving -----------------------------------------------------------------
-    def _serve(self) -> None:
-        while self._running:
+    def _accept(self) -> None:
+        """Accepts connections until :meth:`stop`, each served by a thread of its own."""
+        while not self._stopping.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except (TimeoutError, OSError):
+            except OSError:  # TimeoutError included: look for stop() again
                 continue
-            with conn:
-                conn.settimeout(0.2)
-                if self._take("no_greeting"):
-                    self._hold(conn)
-                    continue
-                try:
-                    conn.sendall(frame_bytes(f"connected to {self.project}".encode()))
-                except OSError:  # the client left before its greeting
-                    continue
-                self._converse(conn)
+            conn.setblocking(True)  # its thread waits on the client; stop() wakes it by shutting the socket
+            greet = not self._take("no_greeting")
+            thread = threading.Thread(target=self._serve, args=(conn, greet), name="unrealcv-connection", daemon=True)
+            with self._lock:
+                self._connections[conn] = thread
+            thread.start()
 
-    def _hold(self, conn) -> None:
-        """Keeps a connection open without a word until the client leaves."""
-        while self._running:
-            try:
-                if not conn.recv(4096):
-                    return
-            except TimeoutError:
-                continue
-            except OSError:
-                return
+    def _serve(self, conn: socket.socket, greet: bool) -> None:
+        """One connection: greeted and answered in a world of its own until either side closes it, or
+        (``greet`` false, a ``no_greeting`` fault) held open without a word until the client leaves."""
+        try:
+            if greet:
+                world = self.game.world()
+                conn.sendall(frame_bytes(f"connected to {self.project}".encode()))
+                self._converse(conn, world)
+            else:
+                while conn.recv(4096):
+                    pass
+        except OSError:  # the client left (e.g. after timing out on a delayed reply), or stop() shut the socket
+            pass
+        finally:
+            with self._lock:
+                del self._connections[conn]
+            conn.close()
 
-    def _converse(self, conn) -> None:
+    def _converse(self, conn: socket.socket, world: World) -> None:
+        """Answers the connection's requests, frame by frame, until it closes or a reply ends it."""
         buffer = b""
-        while self._running:
-            try:
-                chunk = conn.recv(65536)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not chunk:
-                return
+        while chunk := conn.recv(65536):
             buffer += chunk
             while len(buffer) >= 8:
                 magic, size = struct.unpack("<II", buffer[:8])
@@ -289,28 +398,22 @@ class UnrealCVServer:
                 if len(buffer) < 8 + size:
                     break
                 payload, buffer = buffer[8 : 8 + size], buffer[8 + size :]
-                try:
-                    if not self._answer(conn, payload):
-                        return
-                except OSError:  # the client left (e.g. after timing out on a delayed reply)
+                if not self._answer(conn, world, payload):
                     return
 
-    def _answer(self, conn, payload: bytes) -> bool:
+    def _answer(self, conn: socket.socket, world: World, payload: bytes) -> bool:
         """Replies to one request; ``False`` when the connection is to close."""
         match = re.match(rb"(\d+):(.*)", payload, re.S)
         if match is None:
             return False
         request_id, command = int(match.group(1)), match.group(2).decode("utf-8", "replace")
         self.requests.append(command)
-        fault = self._take("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "dark_text_image")
-        if fault == "dark_text_image" and not re.search(r"/(lit|object_mask)\b", command):
-            self.faults.appendleft(fault)  # waits for an image request
-            self._skips.appendleft(0)
-            fault = None
-        body = b"error injected fault" if fault == "error" else dark_text_bmp() if fault == "dark_text_image" else self._handle(command)
+        image_request = re.search(r"/(lit|object_mask)\b", command) is not None
+        fault = self._take("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "dark_text_image", image_request=image_request)
+        body = b"error injected fault" if fault == "error" else dark_text_bmp() if fault == "dark_text_image" else self._handle(world, command)
         reply = str(request_id + (fault == "out_of_order")).encode() + b":" + body
-        if fault == "delay":
-            time.sleep(self.delay_s)
+        if fault == "delay" and self._stopping.wait(self.delay_s):
+            return False  # stop() came first: the reply is never sent
         if fault == "wrong_magic":
             conn.sendall(frame_bytes(reply, magic=0xDEADBEEF))
             return True
@@ -322,8 +425,9 @@ class UnrealCVServer:
         conn.sendall(frame_bytes(reply))
         return True
 
-    def _handle(self, command: str) -> bytes:
-        g = self.game
+    def _handle(self, world: World, command: str) -> bytes:
+        """The body of the reply to ``command``, played in ``world``."""
+        game = self.game
         words = command.split()
         fmt = lambda values: " ".join(f"{v:.3f}" for v in values).encode()
         try:
@@ -331,30 +435,30 @@ class UnrealCVServer:
                 uri = words[1]
                 if m := re.fullmatch(r"/camera/(\d+)/(lit|object_mask)", uri):
                     image_format = words[2] if len(words) > 2 else "png"
-                    rgba, mask = g.frame()
+                    rgba, mask = world.frame()
                     image = rgba if m.group(2) == "lit" else mask
                     if image_format == "png":
                         return png(image)
                     if image_format == "bmp":
                         return bmp(image)
                 if re.fullmatch(r"/camera/\d+/location", uri):
-                    return fmt(g.location())
+                    return fmt(world.location())
                 if re.fullmatch(r"/camera/\d+/rotation", uri):
-                    return fmt(g.rotation())
+                    return fmt(world.rotation())
                 if uri == "/objects":
-                    return " ".join(g.names).encode()
+                    return " ".join(game.names).encode()
                 if m := re.fullmatch(r"/object/([^/]+)/(location|bounds|color)", uri):
-                    if m.group(1) not in g.index:
+                    if m.group(1) not in game.index:
                         return f"error Object {m.group(1)} not found".encode()
-                    i = g.index[m.group(1)]
+                    i = game.index[m.group(1)]
                     if m.group(2) == "color":
-                        r, gg, b = object_colour(i)
-                        return f"(R={r},G={gg},B={b},A=255)".encode()
-                    return fmt(g.object_location(i) if m.group(2) == "location" else g.object_bounds(i))
+                        r, g, b = object_colour(i)
+                        return f"(R={r},G={g},B={b},A=255)".encode()
+                    return fmt(game.object_location(i) if m.group(2) == "location" else game.object_bounds(i))
                 if uri == "/action/game/is_paused":
-                    return b"true" if g.paused else b"false"
+                    return b"true" if world.paused else b"false"
                 if uri in ("/unrealcv/status",):
-                    return f"Is Listening\nClient Connected\n{self.port}\nConfiguration\nWidth: {g.env.camera.res}\nHeight: {g.env.camera.res}".encode()
+                    return f"Is Listening\nClient Connected\n{self.port}\nConfiguration\nWidth: {game.env.camera.res}\nHeight: {game.env.camera.res}".encode()
                 if uri == "/unrealcv/version":
                     return b"v1.0.0"
                 if uri in ("/scene/name", "/level/name"):
@@ -362,22 +466,24 @@ class UnrealCVServer:
             if len(words) >= 2 and words[0] == "vset":
                 uri = words[1]
                 if uri == "/action/keyboard" and len(words) == 4 and words[2] in PAPER_KEYS:
-                    g.press(words[2], float(words[3]))
+                    world.press(words[2], finite(words[3]))
                     return b"ok"
                 if re.fullmatch(r"/camera/\d+/(location|moveto)", uri) and len(words) == 5:
-                    g.teleport(float(words[2]), float(words[3]))
+                    x, y, _ = (finite(w) for w in words[2:])  # every number checked before the world changes
+                    world.move_to(x, y)
                     return b"ok"
                 if re.fullmatch(r"/camera/\d+/rotation", uri) and len(words) == 5:
-                    g.teleport(*g.location()[:2], yaw_deg=float(words[3]))
+                    _, yaw, _ = (finite(w) for w in words[2:])
+                    world.face(yaw)
                     return b"ok"
                 if uri in ("/action/game/pause", "/action/game/resume"):
-                    g.paused = uri.endswith("pause")
+                    world.paused = uri.endswith("pause")
                     return b"ok"
             if words and words[0] == "vrun":
                 if len(words) >= 2 and words[1] == "RestartLevel":
-                    g.restart(int(words[2]) if len(words) > 2 else 0)
+                    world.restart(int(words[2]) if len(words) > 2 else 0)
                 return b"ok"
-        except (ValueError, IndexError, OverflowError) as error:  # a malformed request is answered, never fatal
+        except (ValueError, IndexError) as error:  # a malformed request is answered, never fatal
             return f"error {error}".encode()
         return f"error No handler found for URI '{command}'".encode()
 
@@ -391,15 +497,28 @@ def _loopback(host: str) -> bool:
         return False
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """``argparse`` whose refusals are one line, ``error: ... (see PROG --help)`` on stderr, and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        _refuse(f"{message} (see {self.prog} --help)")
+
+
+def _refuse(message: object) -> NoReturn:
+    """Prints ``error: MESSAGE`` on one line to stderr and exits with status 2."""
+    print("error: " + " ".join(str(message).split()), file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main(argv=None) -> int:
     """``python -m envs_bridge.unrealcv_server [--port P | --unix PATH] [--size N --num-oois K]``: serve
-    ``ParkWorld-v0`` over the UnrealCV protocol until interrupted (a stand-in Unreal game for demos)."""
-    import argparse
-    import time
-
-    parser = argparse.ArgumentParser(prog="python -m envs_bridge.unrealcv_server", description=main.__doc__)
+    ``ParkWorld-v0`` over the UnrealCV protocol until interrupted (a stand-in Unreal game for demos).
+    A refused option (a port out of 0-65535, a non-loopback host without --allow-remote, a bad game
+    option), a port or socket path in use, or a host that cannot be listened on is one line,
+    ``error: ...`` on stderr, and exit status 2."""
+    parser = _OneLineParser(prog="python -m envs_bridge.unrealcv_server", description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
-    parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--port", type=int, default=9000, help=f"0 to {MAX_PORT}; 0 picks a free one (default 9000)")
     parser.add_argument("--unix", default=None, metavar="PATH", help="listen on a unix socket instead")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--size", type=int, default=256, help="the park's side in cells")
@@ -407,15 +526,21 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, size=args.size, num_oois=args.num_oois)
-    except ValueError as error:
-        parser.error(str(error))
-    with server:
-        print(f"serving ParkWorld-v0 over UnrealCV at {server.address} (Ctrl-C stops)", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            return 0
+        server.start()
+    except ValueError as error:  # a refused option
+        _refuse(error)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            _refuse(f"{args.unix} is in use" if args.unix else f"port {args.port} on {args.host} is in use")
+        _refuse(f"cannot listen on {args.unix or f'{args.host}:{args.port}'}: {error.strerror or error}")
+    print(f"serving ParkWorld-v0 over UnrealCV at {server.address} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -10,11 +10,30 @@ same structure. Two guards make resuming safe:
   (:func:`config_fingerprint`) is written to ``DIR/jgtest_config.json`` (and to
   the manager's own root metadata) when the first :class:`Checkpointer` opens
   the directory, and any later :class:`Checkpointer` (or restore) with a
-  different fingerprint is refused with a ``ValueError``;
+  different fingerprint is refused with a :class:`jgtest.errors.ResumeRefused`
+  (a ``ValueError``), as is a directory holding steps but no fingerprint file, an
+  unreadable fingerprint file or one of another format. :func:`check_fingerprint`
+  makes the same check without creating or writing anything, so a campaign can
+  refuse ``--resume`` before it touches its run directory; :class:`Checkpointer`
+  runs it before it opens the directory, so a refused one leaves it as it was;
 * :meth:`Checkpointer.restore` checks the stored tree (orbax's metadata of the
   step) against ``state_like`` (same leaf paths, same shapes, same PRNG key
   implementations) and names every difference instead of failing deep inside
   orbax, or restoring a mismatched leaf silently.
+
+A damaged checkpoint does not end a run that has an intact older one:
+:meth:`Checkpointer.restore_latest` (and :meth:`Checkpointer.restore` without a
+step) tries the newest step, and if its metadata or data cannot be read (a
+truncated or overwritten file, a missing item) it tries the next older kept step,
+and so on. Once an older step is restored, each damaged newer step is moved aside
+to ``DIR/damaged-STEP`` (a name orbax does not take for a step, kept for a human
+to inspect) so that the run can save those steps again, and a warning names the
+step, the error and where it went. If no kept step can be restored, a
+:class:`jgtest.errors.BadFile` names the steps tried and nothing is moved. A
+stored tree that does not match ``state_like`` is not damage: that
+``ValueError`` is raised at once. :meth:`Checkpointer.restore_latest` returns the
+step it restored with the state, so a caller counting steps outside the state
+continues from the step it actually got.
 
 The state is saved and restored by orbax's standard pytree handler
 (``StandardSave``/``StandardRestore``), typed PRNG key arrays
@@ -25,11 +44,12 @@ step's custom metadata for that check.
 Example::
 
     config = PPOConfig(...)                      # a frozen dataclass
+    check_fingerprint("runs/ppo/ckpt", config_fingerprint(config))  # on --resume, before writing anything
     ckpt = Checkpointer("runs/ppo/ckpt", config_fingerprint(config))
-    state = init_state(jax.random.key(0))
-    if (step := ckpt.latest_step()) is not None:
-        state = ckpt.restore(state)              # resume
-    for step in range(step or 0, num_updates):
+    state, start = init_state(jax.random.key(0)), 0
+    if ckpt.latest_step() is not None:
+        start, state = ckpt.restore_latest(state)  # resume (from an older step if the newest is damaged)
+    for step in range(start, num_updates):
         state = update(state)
         if (step + 1) % 100 == 0:
             ckpt.save(step + 1, state)           # durable when it returns
@@ -39,18 +59,23 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gc
 import hashlib
 import json
 import math
 import os
+import sys
+import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+
+from jgtest.errors import BadFile, ResumeRefused
 
 PyTree = Any
 
@@ -59,6 +84,11 @@ CONFIG_FILENAME = "jgtest_config.json"
 _FORMAT_VERSION = 2  # 1 stored typed PRNG keys as their key data, tuples as dicts
 _KEY_IMPLS = "jgtest_key_impls"
 _MAX_LISTED = 8
+#: How orbax names (and finds) step directories: ``DIR/<step>``; other names (``damaged-3``) are not steps.
+_STEP_NAMES = ocp.step.standard_name_format()
+#: Prefix of the name a damaged step directory is moved aside to (``DIR/damaged-<step>``).
+_DAMAGED_PREFIX = "damaged-"
+_MAX_ERROR_CHARS = 300
 
 
 # ----------------------------------------------------------------------------
@@ -163,6 +193,130 @@ def _dataclass_from(cls: type, data: Mapping[str, Any]) -> Any:
 # ----------------------------------------------------------------------------
 # Checkpointer
 # ----------------------------------------------------------------------------
+def _one_line(text: Any, limit: int = _MAX_ERROR_CHARS) -> str:
+    """``text`` with its whitespace runs (newlines included) as single spaces, cut to ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _saved_steps(directory: str) -> list[int]:
+    """The finalized steps in ``directory`` as the Checkpointer's manager finds them, oldest first; reads only."""
+    return sorted(metadata.step for metadata in _STEP_NAMES.find_all(directory))
+
+
+def _holds_fingerprint(directory: str, config_fingerprint: str) -> bool:
+    """The check of :func:`check_fingerprint`: ``True`` if ``directory`` holds ``config_fingerprint``,
+    ``False`` if it holds no fingerprint and no steps (nothing to check); reads only."""
+    if not isinstance(config_fingerprint, str) or not config_fingerprint:
+        raise ValueError("checkpoint: config_fingerprint must be a non-empty string")
+    if not os.path.exists(directory):
+        return False
+    if not os.path.isdir(directory):
+        raise ResumeRefused(f"checkpoint at {directory} is not a directory; use another directory")
+    config_path = os.path.join(directory, CONFIG_FILENAME)
+    if not os.path.lexists(config_path):
+        if steps := _saved_steps(directory):
+            raise ResumeRefused(
+                f"checkpoint at {directory} holds checkpoints (steps {steps}) "
+                f"but no {CONFIG_FILENAME}, so its config cannot be checked; use another directory"
+            )
+        return False
+    try:
+        with open(config_path) as f:
+            payload = json.load(f)
+        stored, version = payload["config_fingerprint"], payload.get("format", 1)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ResumeRefused(
+            f"checkpoint at {directory}: cannot read {CONFIG_FILENAME} ({_one_line(e)}), so its config "
+            "cannot be checked; use another directory"
+        ) from e
+    if stored != config_fingerprint:
+        raise ResumeRefused(
+            f"checkpoint at {directory} was written for a different config: "
+            f"stored fingerprint {_one_line(stored, 80)}, this run's fingerprint {config_fingerprint}; "
+            "resume with the same config or use another directory"
+        )
+    if version != _FORMAT_VERSION:
+        raise ResumeRefused(
+            f"checkpoint at {directory} has format {_one_line(version, 40)}, this jgtest reads format "
+            f"{_FORMAT_VERSION} (format 1 stored PRNG keys as raw key data); start the run again in another directory"
+        )
+    return True
+
+
+def check_fingerprint(directory: str | os.PathLike, config_fingerprint: str) -> None:
+    """Refuses a checkpoint directory written for another config, creating and writing nothing.
+
+    The check :class:`Checkpointer` makes when it opens ``directory``, for a
+    campaign to call on ``--resume`` before it writes any file: a refused resume
+    leaves the run directory byte for byte as it was. It returns when the
+    directory holds this fingerprint, and when it does not exist or holds
+    neither a fingerprint nor steps (a fresh run's).
+
+    Args:
+      directory: a checkpoint directory (it need not exist).
+      config_fingerprint: :func:`config_fingerprint` of the run's config.
+
+    Raises:
+      jgtest.errors.ResumeRefused: ``directory`` holds another fingerprint, or
+        checkpoints but no ``jgtest_config.json``, or an unreadable one, or one
+        of another format; or it is not a directory.
+      ValueError: ``config_fingerprint`` is not a non-empty string.
+    """
+    _holds_fingerprint(os.path.abspath(os.fspath(directory)), config_fingerprint)
+
+
+class _Damaged(Exception):
+    """A step whose metadata or data orbax could not read; ``error``: what went wrong, in one line."""
+
+    def __init__(self, step: int, error: str):
+        self.step, self.error = step, error
+        super().__init__(f"step {step}: {error}")
+
+
+def _describe(e: BaseException) -> str:
+    """``e`` in one line, as its innermost cause (tensorstore's reason under orbax's wrapper) when it has one."""
+    seen = {id(e)}
+    while e.__cause__ is not None and id(e.__cause__) not in seen:
+        e = e.__cause__
+        seen.add(id(e))
+    return f"{type(e).__name__}: {_one_line(e)}"
+
+
+def _read_step(step: int, read: Callable[[], Any]) -> Any:
+    """``read()``, orbax reading step ``step``; an error of the step's own (not memory running out) is
+    raised as a :class:`_Damaged` holding its text only.
+
+    When one of orbax's concurrent reads fails, the others' coroutines are closed unfinished and raise
+    from their ``except BaseException`` (and a tensorstore callback may find the event loop closed):
+    Python would print each as "Exception ignored in ...", screens of tensorstore specs after the
+    warning that matters. So the error is dropped (its traceback keeps those coroutines alive) and the
+    garbage collected with such reports filtered out; any other report goes on to the hook in place.
+    """
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        code = getattr(unraisable.object, "cr_code", None)
+        if "orbax" in getattr(code, "co_filename", "") or (
+            isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(unraisable.exc_value)
+        ):
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        try:
+            return read()
+        except Exception as e:
+            if isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in str(e):
+                raise
+            error = _describe(e)
+        gc.collect()  # ``e`` is gone: the coroutines it kept are closed here, quietly
+    finally:
+        sys.unraisablehook = previous
+    raise _Damaged(step, error)
+
+
 def _is_key(x: Any) -> bool:
     return jax.dtypes.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key)
 
@@ -204,8 +358,10 @@ class Checkpointer:
         deleted after each save.
 
     Raises:
-      ValueError: if the directory was written for a different config, or
-        holds checkpoints but no ``jgtest_config.json``.
+      jgtest.errors.ResumeRefused: (a ``ValueError``) if the directory was
+        written for a different config, or holds checkpoints but no (or an
+        unreadable) ``jgtest_config.json`` (:func:`check_fingerprint`); the
+        directory is then left as it was.
 
     Example::
 
@@ -223,6 +379,7 @@ class Checkpointer:
         self.config_fingerprint = config_fingerprint
         self.max_to_keep = int(max_to_keep)
         self._config_path = os.path.join(self.directory, CONFIG_FILENAME)
+        fresh = not _holds_fingerprint(self.directory, config_fingerprint)  # before orbax creates or writes anything
         # The handler given up front lets a fresh manager (a resumed run) read existing steps' metadata.
         self._manager = ocp.CheckpointManager(
             self.directory,
@@ -230,19 +387,13 @@ class Checkpointer:
                 preservation_policy=ocp.checkpoint_managers.LatestN(n=self.max_to_keep),
                 enable_async_checkpointing=False,
                 create=True,
+                step_name_format=_STEP_NAMES,
             ),
             item_handlers=ocp.StandardCheckpointHandler(),
             metadata={"config_fingerprint": config_fingerprint},
         )
         try:
-            if os.path.exists(self._config_path):
-                self._check_fingerprint()
-            elif steps := self._manager.all_steps():
-                raise ValueError(
-                    f"checkpoint at {self.directory} holds checkpoints (steps {list(steps)}) "
-                    f"but no {CONFIG_FILENAME}, so its config cannot be checked; use another directory"
-                )
-            else:
+            if fresh:
                 self._write_fingerprint()
         except BaseException:
             self._manager.close()
@@ -256,25 +407,6 @@ class Checkpointer:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._config_path)
-
-    def _check_fingerprint(self) -> None:
-        try:
-            with open(self._config_path) as f:
-                payload = json.load(f)
-            stored, version = payload["config_fingerprint"], payload.get("format", 1)
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"checkpoint at {self.directory}: cannot read {CONFIG_FILENAME} ({e})") from e
-        if stored != self.config_fingerprint:
-            raise ValueError(
-                f"checkpoint at {self.directory} was written for a different config: "
-                f"stored fingerprint {stored}, this run's fingerprint {self.config_fingerprint}; "
-                "resume with the same config or use another directory"
-            )
-        if version != _FORMAT_VERSION:
-            raise ValueError(
-                f"checkpoint at {self.directory} has format {version}, this jgtest reads format {_FORMAT_VERSION} "
-                "(format 1 stored PRNG keys as raw key data); start the run again in another directory"
-            )
 
     # ----- public API ------------------------------------------------------------
     def latest_step(self) -> int | None:
@@ -324,7 +456,7 @@ class Checkpointer:
         self._manager.wait_until_finished()
 
     def restore(self, state_like: PyTree, step: int | None = None) -> PyTree:
-        """Loads checkpoint ``step`` (default: the latest) into ``state_like``'s structure.
+        """Loads checkpoint ``step`` (default: the latest intact one) into ``state_like``'s structure.
 
         Args:
           state_like: a pytree with the structure, shapes and dtypes to restore
@@ -334,31 +466,104 @@ class Checkpointer:
             ``ShapeDtypeStruct``s, numpy arrays where it holds numpy arrays,
             Python or numpy numbers where it holds such numbers, and PRNG keys
             of the same implementation where it holds keys.
-          step: which step; ``None`` for the latest.
+          step: which step; ``None`` for the latest that can be read, as
+            :meth:`restore_latest` (which also says which step that was): a
+            damaged newer step is moved aside with a warning.
 
         Returns:
           The restored state, a pytree with ``state_like``'s tree structure.
 
         Raises:
-          ValueError: if the directory was written for a different config, or
-            the stored tree does not match ``state_like`` (paths, shapes or
-            key implementations differ; every difference is named).
+          jgtest.errors.ResumeRefused: if the directory was written for a
+            different config.
+          ValueError: if the stored tree does not match ``state_like`` (paths,
+            shapes or key implementations differ; every difference is named).
+          jgtest.errors.BadFile: if the step (with ``step=None``: every kept
+            step) cannot be read.
           FileNotFoundError: if there is no checkpoint (at ``step``).
         """
-        self._check_fingerprint()
-        steps = self.all_steps()
         if step is None:
-            if not steps:
-                raise FileNotFoundError(f"checkpoint at {self.directory}: no checkpoint to restore")
-            step = steps[-1]
-        elif int(step) not in steps:
+            return self._restore_latest(state_like, stacklevel=3)[1]
+        check_fingerprint(self.directory, self.config_fingerprint)
+        steps = self.all_steps()
+        if int(step) not in steps:
             raise FileNotFoundError(
                 f"checkpoint at {self.directory}: no checkpoint for step {step} (kept steps: {steps})"
             )
-        step = int(step)
-        metadata = self._manager.metadata(step)
-        stored = _flat(metadata.item_metadata.tree)
-        self._check_structure(step, stored, metadata.custom_metadata[_KEY_IMPLS], state_like)
+        try:
+            return self._restore_step(int(step), state_like)
+        except _Damaged as e:
+            raise BadFile(f"checkpoint at {self.directory}: cannot restore {e}") from None
+
+    def restore_latest(self, state_like: PyTree) -> tuple[int, PyTree]:
+        """Loads the newest step that can be read into ``state_like``'s structure: ``(step, state)``.
+
+        Steps are tried newest first; one whose metadata or data orbax cannot
+        read is skipped for the next older kept step. Once a step is restored,
+        each newer damaged step is moved aside to ``DIR/damaged-STEP`` (not a
+        step to orbax: it is kept for inspection, and the run can save that
+        step again), with a ``warnings.warn`` naming it, its error and where it
+        went. ``state_like``: as :meth:`restore`.
+
+        Returns:
+          The step restored and the state.
+
+        Raises:
+          jgtest.errors.ResumeRefused: if the directory was written for a
+            different config.
+          ValueError: if a step's stored tree does not match ``state_like`` (not
+            skipped: the config or the code differs, the checkpoint is intact).
+          jgtest.errors.BadFile: if no kept step can be read (nothing is moved
+            then); it names the steps tried and their errors.
+          FileNotFoundError: if there is no checkpoint.
+
+        Example::
+
+            start, state = 0, init_state(key)
+            if ckpt.latest_step() is not None:
+                start, state = ckpt.restore_latest(state)
+        """
+        return self._restore_latest(state_like, stacklevel=3)
+
+    def _restore_latest(self, state_like: PyTree, stacklevel: int) -> tuple[int, PyTree]:
+        """:meth:`restore_latest`; its warnings point ``stacklevel`` frames up (the public method's caller)."""
+        check_fingerprint(self.directory, self.config_fingerprint)
+        steps = self.all_steps()
+        if not steps:
+            raise FileNotFoundError(f"checkpoint at {self.directory}: no checkpoint to restore")
+        damaged: list[_Damaged] = []
+        for step in reversed(steps):
+            try:
+                restored = self._restore_step(step, state_like)
+            except _Damaged as e:
+                damaged.append(e)
+                continue
+            for e in damaged:
+                where = self._set_aside(e.step)
+                warnings.warn(
+                    f"checkpoint at {self.directory}: step {e.step} cannot be restored ({e.error}); "
+                    f"moved it aside to {where} and restored step {step} instead",
+                    stacklevel=stacklevel,
+                )
+            if damaged:
+                self._manager.reload()
+            return step, restored
+        raise BadFile(
+            f"checkpoint at {self.directory}: no kept step can be restored (tried steps "
+            f"{[e.step for e in damaged]}: " + "; ".join(map(str, damaged)) + "); start the run again in another directory"
+        )
+
+    def _restore_step(self, step: int, state_like: PyTree) -> PyTree:
+        """Checkpoint ``step`` into ``state_like``; raises :class:`_Damaged` when orbax cannot read it."""
+        def read_metadata() -> tuple[dict, dict[str, str]]:
+            metadata = self._manager.metadata(step)
+            stored_impls = metadata.custom_metadata[_KEY_IMPLS]
+            if not isinstance(stored_impls, dict):
+                raise TypeError(f"{_KEY_IMPLS} in the step's metadata is a {type(stored_impls).__name__}, not a dict")
+            return _flat(metadata.item_metadata.tree), stored_impls
+
+        stored, stored_impls = _read_step(step, read_metadata)
+        self._check_structure(step, stored, stored_impls, state_like)  # a mismatch is not damage: raised as is
         device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
 
         def target(leaf: Any) -> Any:
@@ -366,8 +571,19 @@ class Checkpointer:
                 return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device)  # a jax.Array, not numpy
             return _numpy_scalar_as_array(leaf)
 
-        restored = self._manager.restore(step, args=ocp.args.StandardRestore(jax.tree.map(target, state_like)))
+        args = ocp.args.StandardRestore(jax.tree.map(target, state_like))
+        restored = _read_step(step, lambda: self._manager.restore(step, args=args))
         return jax.tree.map(lambda like, x: x[()] if isinstance(like, np.generic) else x, state_like, restored)
+
+    def _set_aside(self, step: int) -> str:
+        """Moves step ``step``'s directory to ``DIR/damaged-STEP`` (``-2``, ``-3``... if taken); returns the new path."""
+        source = os.path.join(self.directory, _STEP_NAMES.build_name(step))
+        target, n = os.path.join(self.directory, f"{_DAMAGED_PREFIX}{step}"), 1
+        while os.path.lexists(target):
+            n += 1
+            target = os.path.join(self.directory, f"{_DAMAGED_PREFIX}{step}-{n}")
+        os.rename(source, target)
+        return target
 
     def _check_structure(self, step: int, stored: dict, stored_impls: dict[str, str], state_like: PyTree) -> None:
         """Raises a ``ValueError`` naming every difference between ``stored`` (orbax's metadata of the
@@ -411,4 +627,4 @@ class Checkpointer:
         )
 
 
-__all__ = ["CONFIG_FILENAME", "Checkpointer", "config_fingerprint"]
+__all__ = ["CONFIG_FILENAME", "Checkpointer", "check_fingerprint", "config_fingerprint"]

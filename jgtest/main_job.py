@@ -19,6 +19,7 @@ listed by :func:`commands` and printed as it starts, so any of them can be rerun
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -117,7 +118,7 @@ def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> 
     from jgtest.report.html import write_report
 
     for campaign in campaigns(out, seed, quiet, resume):
-        print(f"== {campaign.what}: jgtest {' '.join(campaign.argv)}", flush=True)
+        print(f"== {campaign.what}: {shlex.join(['jgtest', *campaign.argv])}", flush=True)
         started = _started(campaign.out, resume)
         campaign.play(campaign.out, seed, quiet, started, not started)
         if campaign.argv[0] == "run":

@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+from jgtest.errors import BadFile, ResumeRefused
+
 
 def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = False) -> Path:
     """Creates the run directory or explains why it cannot be used.
@@ -21,25 +23,69 @@ def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = Fa
       resume: it must hold a campaign to continue (a ``config.json``); nothing is removed.
 
     Raises:
-      ValueError: the path is a file, cannot be created or written, holds a campaign (without
-        ``overwrite`` or ``resume``), or holds none to resume.
+      BadFile: the path is a file, cannot be created or written, or holds a campaign (without
+        ``overwrite`` or ``resume``).
+      ResumeRefused: ``resume`` and it holds no campaign.
     """
     out = Path(path)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(path)!r} is a file, not a directory")
+        raise BadFile(f"--out {str(path)!r} is a file, not a directory")
     if resume:
         if not (out / "config.json").exists():
-            raise ValueError(f"--resume: {str(path)!r} holds no campaign to resume")
+            raise ResumeRefused(f"--resume: {str(path)!r} holds no campaign to resume")
         return out
     if (out / "bugs.jsonl").exists() and not overwrite:
-        raise ValueError(f"--out {str(path)!r} already holds a campaign (bugs.jsonl); choose another directory, pass --resume to continue it or --overwrite")
+        raise BadFile(f"--out {str(path)!r} already holds a campaign (bugs.jsonl); choose another directory, pass --resume to continue it or --overwrite")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ValueError(f"cannot create --out directory {str(path)!r}: {error.strerror}") from None
+        raise BadFile(f"cannot create --out directory {str(path)!r}: {error.strerror}") from None
     if not os.access(out, os.W_OK):
-        raise ValueError(f"--out directory {str(path)!r} is not writable")
+        raise BadFile(f"--out directory {str(path)!r} is not writable")
     if overwrite:
         (out / "bugs.jsonl").unlink(missing_ok=True)
         shutil.rmtree(out / "checkpoints", ignore_errors=True)
     return out
+
+
+def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | None, resume: bool) -> None:
+    """Writes a campaign's ``config.json`` in ``out_dir``; on ``resume``, first checks that the
+    campaign there is this one, and writes nothing if it is not.
+
+    A resumed campaign must be the one that was started: the same ``config.json`` (every key named
+    where it differs) and checkpoints of the same config fingerprint
+    (:func:`jgtest.checkpoint.check_fingerprint`). Both checks only read, so a refused resume leaves
+    the directory byte for byte as it was.
+
+    Args:
+      out_dir: the run directory (:func:`prepare_run_dir`).
+      config_json: the campaign's settings as its ``config.json`` holds them (JSON values).
+      fingerprint: :func:`jgtest.checkpoint.config_fingerprint` of the campaign's config, whose
+        checkpoints are in ``out_dir/checkpoints``; ``None`` for a campaign that keeps them
+        elsewhere (each of its ``Checkpointer`` checks its own).
+      resume: the campaign continues one in ``out_dir``.
+
+    Raises:
+      ResumeRefused: ``resume``, and ``out_dir`` holds another campaign's config or checkpoints.
+    """
+    import json
+
+    from jgtest.checkpoint import check_fingerprint
+    from jgtest.files import read_json
+    from jgtest.report.records import write_json_atomically
+
+    out = Path(out_dir)
+    config_json = json.loads(json.dumps(config_json))  # as the file holds it: tuples as lists
+    if resume and (out / "config.json").exists():
+        try:
+            stored = read_json(out / "config.json")
+        except BadFile as error:
+            raise ResumeRefused(f"--resume: {error}; start the campaign again in another directory") from None
+        if stored != config_json:
+            keys = sorted(set(stored) | set(config_json), key=str) if isinstance(stored, dict) else ["config"]
+            differ = [k for k in keys if not isinstance(stored, dict) or stored.get(k) != config_json.get(k)]
+            shown = "; ".join(f"{k} {(stored.get(k) if isinstance(stored, dict) else stored)!r} there, {config_json.get(k)!r} here" for k in differ[:3])
+            raise ResumeRefused(f"--resume: {str(out_dir)!r} holds another campaign ({shown}); resume it with the options it was started with, or use another --out")
+    if resume and fingerprint is not None:
+        check_fingerprint(out / "checkpoints", fingerprint)
+    write_json_atomically(out / "config.json", config_json)

@@ -3,6 +3,8 @@
 import dataclasses
 import json
 import os
+import warnings
+from pathlib import Path
 
 import flax.linen as nn
 import jax
@@ -11,7 +13,8 @@ import numpy as np
 import optax
 import pytest
 
-from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, config_fingerprint, config_from_dict
+from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, check_fingerprint, config_fingerprint, config_from_dict
+from jgtest.errors import BadFile, ResumeRefused
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,3 +181,170 @@ def test_a_config_comes_back_from_its_json_with_the_same_fingerprint():
         assert isinstance(back.hparams, type(config.hparams)) and isinstance(back.rnd.channels, tuple)
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         config_from_dict(InspectorConfig, {"rnd": {"colour": 3}})
+
+
+def _snapshot(root):
+    """Every path under ``root`` with its kind, mtime and (for files) bytes."""
+    root = Path(root)
+    out = {}
+    for path in sorted([root, *root.rglob("*")]):
+        st = path.lstat()
+        out[str(path.relative_to(root))] = (st.st_mode, st.st_mtime_ns, path.read_bytes() if path.is_file() else None)
+    return out
+
+
+def test_check_fingerprint_refuses_without_touching_the_directory(tmp_path):
+    fp, other = config_fingerprint(_Config()), config_fingerprint(_Config(lr=1.0))
+    check_fingerprint(tmp_path / "missing", fp)  # nothing to check; nothing created
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "empty").mkdir()
+    check_fingerprint(tmp_path / "empty", fp)
+    assert list((tmp_path / "empty").iterdir()) == []
+    ckpt_dir = tmp_path / "ckpt"
+    with Checkpointer(ckpt_dir, fp) as ckpt:
+        ckpt.save(1, {"x": jnp.ones(3)})
+        ckpt.save(2, {"x": jnp.ones(3)})
+    check_fingerprint(ckpt_dir, fp)  # the same config: no error
+    before = _snapshot(ckpt_dir)
+    with pytest.raises(ResumeRefused, match="was written for a different config") as info:
+        check_fingerprint(ckpt_dir, other)
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value) and "use another directory" in str(info.value)
+    assert _snapshot(ckpt_dir) == before
+    with pytest.raises(ResumeRefused, match="different config"):  # the Checkpointer refuses before writing, too
+        Checkpointer(ckpt_dir, other)
+    assert _snapshot(ckpt_dir) == before
+    # an unreadable fingerprint file, one of another format, steps and no fingerprint file
+    config = ckpt_dir / CONFIG_FILENAME
+    for text, message in [("{not json", "cannot read"), ("[1, 2]", "cannot read"),
+                          (json.dumps({"config_fingerprint": fp, "format": 1}), "has format 1")]:  # fmt: skip
+        config.write_text(text)
+        before = _snapshot(ckpt_dir)
+        with pytest.raises(ResumeRefused, match=message) as info:
+            check_fingerprint(ckpt_dir, fp)
+        assert "\n" not in str(info.value)
+        with pytest.raises(ResumeRefused, match=message):
+            Checkpointer(ckpt_dir, fp)
+        assert _snapshot(ckpt_dir) == before
+    config.unlink()
+    before = _snapshot(ckpt_dir)
+    with pytest.raises(ResumeRefused, match=rf"holds checkpoints \(steps \[1, 2\]\) but no {CONFIG_FILENAME}"):
+        check_fingerprint(ckpt_dir, fp)
+    assert _snapshot(ckpt_dir) == before
+
+
+def _three_steps(directory):
+    """Steps 1, 2, 3 of a small state (``m``: an array large enough for a data file of its own)."""
+    ckpt = Checkpointer(directory, "fp", max_to_keep=3)
+    for step in (1, 2, 3):
+        ckpt.save(step, _small(step))
+    return ckpt
+
+
+def _small(step):
+    return {"x": jnp.full(4, float(step)), "m": jnp.arange(1000.0) + step, "key": jax.random.key(step), "step": step}
+
+
+def _data_file(step_dir):
+    """The largest of the step's tensorstore data files: the one holding ``m``'s chunk."""
+    files = [p for p in Path(step_dir).rglob("*") if p.is_file() and p.parent.name == "d"]
+    assert files, sorted(Path(step_dir).rglob("*"))
+    return max(files, key=lambda p: p.stat().st_size)
+
+
+def _damage(path):
+    path.write_bytes(bytes(range(7, 256)) * (path.stat().st_size // 249 + 1))
+
+
+@pytest.mark.parametrize("what", ["data", "metadata", "truncated metadata"])
+def test_a_damaged_latest_step_falls_back_to_the_previous_one(tmp_path, what):
+    ckpt = _three_steps(tmp_path)
+    if what == "data":
+        _damage(_data_file(tmp_path / "3"))
+    else:
+        metadata = tmp_path / "3" / "default" / "_METADATA"
+        assert metadata.is_file()
+        if what == "metadata":
+            _damage(metadata)
+        else:
+            metadata.write_bytes(metadata.read_bytes()[:20])
+    with pytest.warns(UserWarning) as record:
+        step, restored = ckpt.restore_latest(_small(0))
+    assert step == 2
+    _assert_same(restored, _small(2))
+    (warning,) = [w for w in record if "cannot be restored" in str(w.message)]
+    message = str(warning.message)
+    assert "step 3 cannot be restored" in message and str(tmp_path) in message and "restored step 2" in message
+    assert f"moved it aside to {tmp_path / 'damaged-3'}" in message and "\n" not in message
+    # the damaged step is kept for inspection, no longer a step: the run saves step 3 again
+    assert (tmp_path / "damaged-3").is_dir() and not (tmp_path / "3").exists()
+    assert ckpt.all_steps() == [1, 2]
+    ckpt.save(3, _small(33))
+    assert ckpt.all_steps() == [1, 2, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _assert_same(ckpt.restore(_small(0)), _small(33))
+    ckpt.close()
+    with Checkpointer(tmp_path, "fp", max_to_keep=3) as again:  # a fresh manager ignores damaged-3
+        assert again.all_steps() == [1, 2, 3]
+        assert again.restore_latest(_small(0))[0] == 3
+
+
+def test_restore_without_a_step_falls_back_too(tmp_path):
+    ckpt = _three_steps(tmp_path)
+    _damage(_data_file(tmp_path / "3"))
+    _damage(tmp_path / "2" / "default" / "_METADATA")
+    with pytest.warns(UserWarning) as record:
+        _assert_same(ckpt.restore(_small(0)), _small(1))
+    messages = [str(w.message) for w in record]
+    assert any("step 3 cannot be restored" in m for m in messages) and any("step 2 cannot be restored" in m for m in messages)
+    assert all(w.filename == __file__ for w in record if "cannot be restored" in str(w.message))  # the caller's line
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("damaged")) == ["damaged-2", "damaged-3"]
+    ckpt.save(2, _small(2))
+    assert ckpt.all_steps() == [1, 2]
+    ckpt.close()
+
+
+def test_a_mismatched_structure_is_raised_not_skipped(tmp_path):
+    ckpt = _three_steps(tmp_path)
+    before = _snapshot(tmp_path)
+    with pytest.raises(ValueError, match="step 3, does not match state_like"):
+        ckpt.restore_latest({**_small(0), "extra": jnp.zeros(2)})
+    assert _snapshot(tmp_path) == before
+    ckpt.close()
+
+
+def test_every_step_damaged_is_a_clear_error(tmp_path):
+    ckpt = _three_steps(tmp_path)
+    _damage(_data_file(tmp_path / "3"))
+    _damage(tmp_path / "2" / "default" / "_METADATA")
+    (tmp_path / "1" / "default" / "_METADATA").write_bytes(b"")
+    before = _snapshot(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(BadFile, match=r"no kept step can be restored \(tried steps \[3, 2, 1\]") as info:
+            ckpt.restore_latest(_small(0))
+    assert str(tmp_path) in str(info.value) and "\n" not in str(info.value)
+    assert _snapshot(tmp_path) == before  # nothing moved when nothing could be restored
+    # an explicit damaged step is a BadFile as well, with no fallback
+    with pytest.raises(BadFile, match="cannot restore step 2"):
+        ckpt.restore(_small(0), step=2)
+    ckpt.close()
+
+
+def test_a_training_run_resumes_from_the_step_before_a_damaged_one(tmp_path):
+    """:func:`jgtest.agents.runner.run_training` continues from the step actually restored."""
+    from jgtest.agents import ppo
+    from jgtest.agents.runner import run_training
+
+    config = ppo.PPOConfig(num_envs=2, num_steps=16, total_timesteps=2 * 16 * 4, num_evals=4, eval_episodes=2, num_minibatches=2, update_epochs=1)
+    whole = run_training("ppo", config, tmp_path / "whole")
+    run_training("ppo", config, tmp_path / "cut", max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
+    _damage(_data_file(tmp_path / "cut" / "checkpoints" / "3"))
+    with pytest.warns(UserWarning, match="step 3 cannot be restored"):
+        resumed = run_training("ppo", config, tmp_path / "cut")
+    for a, b in zip(jax.tree.leaves(whole["state"]), jax.tree.leaves(resumed["state"])):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert [json.loads(line)["period"] for line in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+    assert (tmp_path / "cut" / "checkpoints" / "damaged-3").is_dir()

@@ -53,30 +53,13 @@ def test_a_tampered_trace_does_not_reproduce(maze_run, tmp_path):
 def test_replay_cli_exit_codes(maze_run, capsys):
     assert main(["replay", str(maze_run / "bugs.jsonl"), "--index", "0"]) == 0
     assert "reproduced" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="out of range"):
-        main(["replay", str(maze_run / "bugs.jsonl"), "--index", "99"])
-    with pytest.raises(SystemExit, match="no such bug record file"):
-        main(["replay", str(maze_run / "nope.jsonl")])
+    assert main(["replay", str(maze_run / "bugs.jsonl"), "--index", "99"]) == 2  # the others: tests/test_bad_invocations.py
+    assert "out of range" in capsys.readouterr().err
 
 
-def test_bad_input_is_refused_clearly(tmp_path):
-    with pytest.raises(SystemExit, match="unknown game 'NoSuchGame'"):
-        main(["run", "random", "--game", "NoSuchGame", "--out", str(tmp_path / "x")])
-    a_file = tmp_path / "file.txt"
-    a_file.write_text("x")
-    with pytest.raises(SystemExit, match="is a file, not a directory"):
-        main(["run", "random", "--out", str(a_file)])
-    with pytest.raises(SystemExit, match="cannot create --out directory"):
-        main(["run", "random", "--out", str(a_file / "sub")])
-    with pytest.raises(SystemExit, match="envs must be at least 1"):
-        main(["run", "random", "--out", str(tmp_path / "y"), "--envs", "0"])
-    with pytest.raises(SystemExit, match="outside the 16x16 map"):
-        main(["run", "random", "--out", str(tmp_path / "z"), "--game-arg", "gold=[30, 1]"])
-
-
-def test_existing_campaign_is_not_overwritten_silently(maze_run):
-    with pytest.raises(SystemExit, match="already holds a campaign"):
-        main(["run", "random", "--out", str(maze_run)])
+def test_existing_campaign_is_not_overwritten_silently(maze_run, capsys):
+    assert main(["run", "random", "--out", str(maze_run)]) == 2
+    assert "already holds a campaign" in capsys.readouterr().err
 
 
 def test_killed_campaign_keeps_every_record_written(tmp_path):
@@ -123,16 +106,13 @@ def test_a_stopped_campaign_resumes_to_the_uninterrupted_result(tmp_path):
     (tmp_path / "killed").mkdir()
     with pytest.raises(_Killed):
         random_testing.run(config, tmp_path / "killed", on_chunk=stop_after_two_chunks)
-    with pytest.raises(SystemExit, match="pass --resume to continue it"):
-        main(argv + [str(tmp_path / "killed")])
+    assert main(argv + [str(tmp_path / "killed")]) == 2  # refused without --resume
     assert main(argv + [str(tmp_path / "killed"), "--resume"]) == 0
     whole, resumed = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "killed"))
     for field in ("bugs_found", "bugs_by_kind", "state_coverage", "episodes", "env_steps"):
         assert resumed[field] == whole[field], field
     strip = lambda d: [(r.bug_id, r.episode, r.step, r.env_index, r.actions) for r in read_bug_records(tmp_path / d / "bugs.jsonl")]
     assert strip("killed") == strip("whole") and len(strip("whole")) > 0
-    with pytest.raises(SystemExit, match="holds no campaign to resume"):
-        main(argv + [str(tmp_path / "nothing"), "--resume"])
 
 
 @pytest.mark.parametrize("game", __import__("jgtest").registered_games())
@@ -158,32 +138,10 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
     assert summary["strategies"] == ["ea_m"] and summary["bugs_found"]["ea_m"]["per_seed"][0] >= 1
     assert (out / "bugs_over_time.png").stat().st_size > 0 and (out / "population.png").stat().st_size > 0
     assert main(["replay", str(out / "ea_m" / "seed-0" / "bugs.jsonl"), "--index", "-1"]) == 0
-    with pytest.raises(SystemExit, match="already holds a campaign \\(ea_m/\\); pass --resume"):
-        main(argv)
+    assert main(argv) == 2
+    assert "already holds a campaign (ea_m/); pass --resume" in capsys.readouterr().err
     assert main(argv + ["--resume"]) == 0  # nothing left to run: ends where it ended
     assert json.loads((out / "summary.json").read_text())["bugs_found"] == summary["bugs_found"]
-    for bad, message in ((["--strategy", "monkey"], "strategy must be one of"), (["--seeds", "0"], "--seeds must be at least 1"),
-                         (["--population", "1"], "population must be at least 2"), (["--budget-steps", "0"], "budget_steps must be at least 1"),
-                         (["--game", "CombatArena-v0", "--game-arg", "stuck_buff=1"], "stuck_buff is re-drawn for each run"),
-                         (["--game", "CombatArena-v0", "--game-arg", "boss_hp=300"], "unknown option\\(s\\) boss_hp")):  # fmt: skip
-        with pytest.raises(SystemExit, match=message):
-            main(["run", "wuji", "--out", str(tmp_path / "bad"), *bad])
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["run", "ppgta", "--game", "BlockMaze-v0"], "runs on ParkWorld-v0 or unreal:HOST:PORT"),
-    (["run", "compare-explorers", "--game", "ParkWorld-v0", "--episodes", "0"], "--episodes must be at least 1"),
-    (["run", "inspector", "--game", "ParkWorld-v0", "--episodes", "7"], "multiple of num_envs"),
-    (["run", "ppgta", "--game", "ParkWorld-v0", "--resume"], "holds no campaign to resume"),
-    (["run", "ppgta", "--game", "ParkWorld-v0", "--game-arg", "colour=3"], "unexpected keyword argument 'colour'"),
-    (["run", "ppgta", "--game", "unreal:nohost"], "unreal:HOST:PORT or unreal:/path/to/socket"),
-    (["run", "ppgta", "--game", "unreal:127.0.0.1:9000"], "pass --ppgta-models DIR"),
-    (["run", "ppgta", "--game", "unreal:127.0.0.1:9000", "--game-arg", "camra=1"], "unexpected keyword argument 'camra'"),
-    (["run", "random", "--game", "unreal:127.0.0.1:9000", "--ppgta-models", "nowhere"], "--ppgta-models: no PPGTA models in nowhere"),
-])  # fmt: skip
-def test_park_agents_refuse_bad_input_before_any_training(argv, message, tmp_path):
-    with pytest.raises(SystemExit, match=message):
-        main([*argv, "--out", str(tmp_path / "run")])
 
 
 def test_the_train_command_offers_every_registered_algorithm():

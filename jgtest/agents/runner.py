@@ -71,11 +71,11 @@ def run_training(
     init = jax.jit(jax.vmap(agent.init, in_axes=(0, None)))
     period = jax.jit(jax.vmap(agent.period, in_axes=(0, None)))
     state = init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams)  # seeds spread over every device
-    start = checkpointer.latest_step() or 0
+    start = 0
+    if checkpointer.latest_step() is not None:  # the newest intact step: a damaged newer one is set aside
+        start, state = checkpointer.restore_latest(state)
     metrics_path = out / "metrics.jsonl"
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
-    if start:
-        state = checkpointer.restore(state, start)
     rows = rows[:start]  # periods after the last checkpoint are played again
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (out / "config.json").write_text(json.dumps({"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json}, indent=2))

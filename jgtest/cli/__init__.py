@@ -10,20 +10,48 @@
 
 ``jgtest run METHOD --help`` lists that method's options and the shared ones (:mod:`jgtest.cli.shared`).
 Building the parser imports no method and no JAX: each command loads what it needs when it runs.
+
+Exit status:
+
+- 0: the command did what it was asked (``replay``: the bug was reproduced);
+- 1: it ran, and its answer is no (``replay``: the bug did not fire again), or jgtest or a game
+  failed unexpectedly (a short traceback; ``jgtest --debug ...`` shows the whole one);
+- 2: a mistake in what was given (an option, a file, a run directory): one line, ``error: ...``,
+  on stderr, and nothing written (:mod:`jgtest.errors`).
+
+Warnings (a skipped damaged record line, a checkpoint step that could not be restored) print as
+one line each, ``warning: ...``, on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import traceback
+import warnings
 
 from jgtest.cli import games, park, plan, random_campaign, records, reline, run_all, train, wuji
 from jgtest.cli.shared import say_report
+from jgtest.errors import UserError
+
+#: Exit status of a user mistake (as argparse gives a bad option).
+USAGE_ERROR = 2
+#: Frames of an unexpected error's traceback shown without ``--debug`` (the innermost ones).
+SHORT_TRACEBACK = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with a bad option reported in one line (``error: PROG: ...``), exit 2."""
+
+    def error(self, message: str):
+        self.exit(USAGE_ERROR, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jgtest", description="Automated video-game testing with learning agents, in JAX.")
+    parser = _Parser(prog="jgtest", description="Automated video-game testing with learning agents, in JAX.")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of any error, user mistakes included")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a test campaign (method × game; all: a short campaign of each method, the main job)")
     methods = run.add_subparsers(dest="method", required=True, metavar="METHOD",
@@ -48,13 +76,40 @@ def _single_threaded_eigen() -> None:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 
+@contextlib.contextmanager
+def _one_line_warnings(enabled: bool):
+    """Warnings shown as ``warning: MESSAGE``, one line on stderr, while the command runs
+    (``warnings.formatwarning``, so a caller recording warnings still gets them)."""
+    formatwarning = warnings.formatwarning
+    if enabled:
+        warnings.formatwarning = lambda message, *_, **__: f"warning: {' '.join(str(message).split())}\n"
+    try:
+        yield
+    finally:
+        warnings.formatwarning = formatwarning
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit status (module docstring)."""
     _single_threaded_eigen()
     args = build_parser().parse_args(argv)
-    code = args.func(args)
-    if args.command == "run":  # every campaign ends in its report
-        say_report(args.out)
-    return code
+    with _one_line_warnings(not args.debug):
+        try:
+            code = args.func(args)
+            if args.command == "run":  # every campaign ends in its report
+                say_report(args.out)
+            return code
+        except UserError as error:
+            if args.debug:
+                raise
+            print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+            return USAGE_ERROR
+        except Exception as error:
+            if args.debug:
+                raise
+            traceback.print_exception(error, limit=-SHORT_TRACEBACK, chain=False)
+            print("(the innermost frames; jgtest --debug ... shows the whole traceback)", file=sys.stderr)
+            return 1
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ on ParkWorld-v0, or the agents trained there driving an Unreal game (``--game un
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_int
 
 #: Games the park's agents play: the device twin, and Unreal games through UnrealCV.
 PARK_GAME = "ParkWorld-v0"
@@ -19,7 +19,7 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
     """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, ``--detector``, and
     ``--explorer-from`` where it applies."""
     group = parser.add_argument_group(title)
-    group.add_argument("--episodes", type=int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
+    group.add_argument("--episodes", type=positive_int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
     group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
     group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
     group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",

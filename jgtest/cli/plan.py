@@ -10,6 +10,10 @@
 * ``jgtest plan from-text STEPS.txt -o PLAN.json``: instructions to a plan (:mod:`jgtest.plans.text`);
 * ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
   in a folder, one pass/fail table (exit 0 only when all pass).
+
+A user's mistake (a missing or unreadable file, a plan that is not JSON or does not fit its schema,
+an option out of its domain) is a :class:`jgtest.errors.UserError` naming the file or option, which
+:func:`jgtest.cli.main` prints as one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 from pathlib import Path
 
 from jgtest.cli.shared import fail
+from jgtest.errors import BadFile, BadInput
 
 
 def add_parser(sub) -> None:
@@ -62,19 +67,23 @@ def _run_plans(args) -> int:
     if args.plan_command == "run":
         paths = [Path(args.plan)]
     else:
-        paths = sorted(Path(args.folder).glob("*.json"))
+        folder = Path(args.folder)
+        if not folder.is_dir():
+            raise BadFile(f"{folder}: {'not a folder' if folder.exists() else 'no such folder'}")
+        paths = sorted(folder.glob("*.json"))
         if not paths:
-            raise SystemExit(f"error: {args.folder}: no *.json plans")
+            raise BadFile(f"{folder}: no *.json plans")
     try:
         navigator = navigator_for(args.navigator, args.navigator_from)
         passed = run_suite(paths, args.game, args.variant, args.seeds, args.max_steps, navigator, args.out, show_each=args.plan_command == "run")
-    except ValueError as error:  # PlanError is a ValueError
+    except ValueError as error:  # an unknown game or variant
         raise fail(error) from None
     return 0 if passed else 1
 
 
 def _record(args) -> int:
     import jgtest
+    from jgtest.files import read_text, write_text
     from jgtest.plans.record import keyboard_actions, parse_actions, record_plan, render
 
     try:
@@ -88,39 +97,41 @@ def _record(args) -> int:
         on_step = lambda state: print("\n" + render(env, state), flush=True)
     else:
         try:
-            actions = parse_actions(Path(args.actions).read_text().splitlines(), env.action_names)
-        except (OSError, ValueError) as error:
-            raise SystemExit(f"error: {args.actions}: {error}") from None
+            actions = parse_actions(read_text(args.actions).splitlines(), env.action_names)
+        except BadInput as error:
+            raise BadFile(f"{args.actions}: {error}") from None
         on_step = None
-    try:
-        plan = record_plan(env, params, actions, seed=args.seed, every=args.every, on_step=on_step)
-    except ValueError as error:
-        raise fail(error) from None
-    Path(args.out).write_text(plan.to_json())
+    plan = record_plan(env, params, actions, seed=args.seed, every=args.every, on_step=on_step)
+    write_text(args.out, plan.to_json())
     print(f"wrote {args.out}: {len(plan.nodes)} nodes ({sum(n.action is not None for n in plan.nodes)} actions)")
     return 0
 
 
 def _from_text(args) -> int:
     import jgtest
+    from jgtest.files import read_text, write_text
+    from jgtest.plans.model import PlanError, plan_game
     from jgtest.plans.text import TextToPlan
 
+    text = read_text(args.steps)
+    plan_game(args.game)  # refuses a game plans do not run on, before the pipeline loads
+    env, _ = jgtest.make(args.game)
     try:
-        text = Path(args.steps).read_text()
-        env, _ = jgtest.make(args.game)
         plan = TextToPlan().plan(text, env, name=Path(args.steps).stem)
-    except (OSError, ValueError) as error:  # PlanError is a ValueError
-        raise SystemExit(f"error: {args.steps}: {error}") from None
-    Path(args.out).write_text(plan.to_json())
+    except PlanError as error:
+        raise PlanError(f"{args.steps}: {error}") from None
+    write_text(args.out, plan.to_json())
     print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules")
     return 0
 
 
 def _train_navigator(args) -> int:
+    from jgtest.files import make_folder
     from jgtest.plans.navigation import NavigatorConfig, learned_navigator, plan_completion, train_navigator
 
     if args.steps < 40_960:
-        raise SystemExit(f"error: --steps must be at least 40,960 (ten updates of 64 games x 64 steps), got {args.steps}")
+        raise BadInput(f"--steps must be at least 40,960 (ten updates of 64 games x 64 steps), got {args.steps}")
+    make_folder(args.out)  # a file there is refused now, not after the training
     print(f"training the navigator: PPO on DungeonNav-v0, {args.steps:,} steps", flush=True)
     network, params, metrics = train_navigator(NavigatorConfig(total_timesteps=args.steps, seed=args.seed), args.out)
     completion = plan_completion(learned_navigator(network, params))

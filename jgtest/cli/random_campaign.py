@@ -4,16 +4,20 @@ ParkWorld-v0 and over Unreal, the park's random agent of PPGTA's comparison (:mo
 from __future__ import annotations
 
 from jgtest.cli import park
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, run_dir
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_int, run_dir
+
+#: The longest device call when ``--chunk`` is not given: the largest divisor of ``--steps`` up to this.
+DEFAULT_CHUNK = 200
 
 
 def add_parser(methods) -> None:
     parser = methods.add_parser("random", parents=[game_options("BlockMaze-v0"), common_options()],
                                 help="the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object tests)")  # fmt: skip
     group = parser.add_argument_group("random options (on-device games)")
-    group.add_argument("--envs", type=int, default=256, help="parallel episode slots (default 256)")
-    group.add_argument("--steps", type=int, default=2000, help="steps per slot (default 2000)")
-    group.add_argument("--chunk", type=int, default=200, help="steps per device call (default 200)")
+    group.add_argument("--envs", type=positive_int, default=256, help="parallel episode slots (default 256)")
+    group.add_argument("--steps", type=positive_int, default=2000, help="steps per slot (default 2000)")
+    group.add_argument("--chunk", type=positive_int, default=None,
+                       help=f"steps per device call, a divisor of --steps (default: the largest divisor up to {DEFAULT_CHUNK})")
     park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")
     parser.set_defaults(func=run)
 
@@ -28,7 +32,8 @@ def run(args) -> int:
         if args.game not in jgtest.registered_games():
             jgtest.make(args.game)
         config = random_testing.RandomCampaignConfig(
-            game=args.game, num_envs=args.envs, steps_per_env=args.steps, chunk_steps=min(args.chunk, args.steps),
+            game=args.game, num_envs=args.envs, steps_per_env=args.steps,
+            chunk_steps=args.chunk or random_testing.largest_divisor(args.steps, DEFAULT_CHUNK),
             seed=args.seed, game_kwargs=parse_key_values(args.game_arg),
         )  # fmt: skip
         jgtest.make(config.game, **config.game_kwargs)

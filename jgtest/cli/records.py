@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from jgtest.cli.shared import fail, say_report
+from jgtest.cli.shared import say_report
+from jgtest.errors import BadFile, BadInput
 
 
 def add_parsers(sub) -> None:
@@ -16,10 +17,7 @@ def add_parsers(sub) -> None:
 
 
 def report_command(args) -> int:
-    try:
-        say_report(args.run_dir)
-    except (FileNotFoundError, ValueError) as error:
-        raise fail(error) from None
+    say_report(args.run_dir)
     return 0
 
 
@@ -27,16 +25,11 @@ def replay_command(args) -> int:
     from jgtest.report.records import read_bug_records
     from jgtest.report.replay import replay
 
-    try:
-        records = read_bug_records(args.records)
-    except FileNotFoundError:
-        raise SystemExit(f"error: no such bug record file: {args.records}") from None
-    except ValueError as error:
-        raise fail(error) from None
+    records = read_bug_records(args.records)
     if not records:
-        raise SystemExit(f"error: {args.records} holds no bug records")
+        raise BadFile(f"{args.records} holds no bug records")
     if not -len(records) <= args.index < len(records):
-        raise SystemExit(f"error: --index {args.index} is out of range; {args.records} holds {len(records)} records (0..{len(records) - 1})")
+        raise BadInput(f"--index {args.index} is out of range; {args.records} holds {len(records)} records (0..{len(records) - 1})")
     record = records[args.index]
     if record.kind == "texture":  # found by an object test (PPGTA, Inspector)
         from jgtest.methods.park.inspector import replay_record

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, run_dir
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_int, run_dir
 
 
 def add_parser(methods) -> None:
     parser = methods.add_parser("reline", parents=[game_options("CartPoleBugs-v0"), common_options()],
                                 help="RELINE load testing: Table 1 on the toy games, low-FPS points on the karts")  # fmt: skip
     group = parser.add_argument_group("reline options")
-    group.add_argument("--models", type=int, default=None, help="models per agent, trained vmapped (default: the paper's, 10; 1 on the kart)")
-    group.add_argument("--eval-episodes", type=int, default=1000, help="evaluation episodes per model (default 1000)")
+    group.add_argument("--models", type=positive_int, default=None, help="models per agent, trained vmapped (default: the paper's, 10; 1 on the kart)")
+    group.add_argument("--eval-episodes", type=positive_int, default=1000, help="evaluation episodes per model (default 1000)")
     group.add_argument("--agents", default="reline,rl-baseline,random", help="comma-separated agents")
-    group.add_argument("--train-steps", type=int, default=None, help="DQN training steps per model (default: the game's)")
+    group.add_argument("--train-steps", type=positive_int, default=None, help="DQN training steps per model (default: the game's)")
     group.add_argument("--quick", action="store_true", help="the small training budget (CPU)")
-    group.add_argument("--actors", type=int, default=0, help="on a bridged game: a Ray game farm of N actors (default: in process)")
+    group.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="on a bridged game: a Ray game farm of N actors (default: in process)")
     group.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
-        group.add_argument(flag, type=int, default=None, help=f"on a kart: {field.replace('_', ' ')} (default: the paper's)")
+        group.add_argument(flag, type=positive_int, default=None, help=f"on a kart: {field.replace('_', ' ')} (default: the paper's)")
     parser.set_defaults(func=run)
 
 

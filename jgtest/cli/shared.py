@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
+
+from jgtest.errors import BadInput, UserError
+
+#: Seeds are 32-bit (``jax.random.key`` folds them to 32 bits: 2**32 would give seed 0's campaign).
+SEED_LIMIT = 2**32
 
 
 def common_options() -> argparse.ArgumentParser:
     """The options of every ``jgtest run`` method: ``--out``, ``--seed``, ``--resume``, ``--overwrite``, ``--quiet``."""
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("shared options")
-    group.add_argument("--out", required=True, help="run directory for bugs.jsonl, summary.json, config.json")
-    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--out", required=True, type=out_path, help="run directory for bugs.jsonl, summary.json, config.json")
+    group.add_argument("--seed", type=seed_number, default=0, help="campaign seed, 0 <= SEED < 2**32 (default 0)")
     group.add_argument("--resume", action="store_true", help="continue a killed campaign in --out from its checkpoints")
     group.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     group.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -30,16 +36,63 @@ def game_options(default_game: str) -> argparse.ArgumentParser:
     return parser
 
 
+def seed_number(text: str) -> int:
+    """``--seed``: an integer with 0 <= seed < 2**32 (:data:`SEED_LIMIT`), the seeds that name distinct campaigns."""
+    seed = positive_int(text, minimum=0)
+    if seed >= SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{seed} is too large: seeds are 32-bit, 0 <= SEED < 2**32 ({SEED_LIMIT})")
+    return seed
+
+
+def positive_int(text: str, minimum: int = 1) -> int:
+    """An integer option of at least ``minimum`` (1 unless said), or argparse's one-line error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above zero (a budget in seconds, a rate)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number above 0")
+    return value
+
+
+def out_path(text: str) -> str:
+    """``--out``: a path whose name is valid UTF-8 (a run's files, report and commands name it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{text.encode('utf-8', 'surrogateescape')!r} holds a byte that is not UTF-8; choose a UTF-8 name") from None
+    return text
+
+
 def parse_key_values(pairs: list[str], flag: str = "--game-arg") -> dict:
     """``KEY=VALUE`` pairs as options; a value is JSON where it parses (lists become tuples, so
-    configs holding them stay hashable, static under jit), else a string."""
+    configs holding them stay hashable, static under jit), else a string. JSON's ``NaN`` and
+    ``Infinity`` parse as floats; whether an option takes one is the game's to say
+    (:func:`jgtest.envs.registration.make` refuses non-finite numbers).
+
+    Raises:
+      BadInput: a pair without ``=``, an empty key, or a key given twice.
+    """
     from jgtest.envs.registration import hashable
 
     kwargs = {}
     for pair in pairs:
-        if "=" not in pair:
-            raise SystemExit(f"error: {flag} expects KEY=VALUE, got {pair!r}")
-        key, value = pair.split("=", 1)
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"{flag} expects KEY=VALUE, got {pair!r}")
+        if key in kwargs:
+            raise BadInput(f"{flag} {key} is given twice")
         try:
             kwargs[key] = hashable(json.loads(value))
         except json.JSONDecodeError:
@@ -47,19 +100,17 @@ def parse_key_values(pairs: list[str], flag: str = "--game-arg") -> dict:
     return kwargs
 
 
-def fail(error: Exception) -> SystemExit:
-    """A one-line ``error: ...`` exit for a refused input."""
-    return SystemExit(f"error: {error}")
+def fail(error: Exception) -> UserError:
+    """A refused input as a :class:`jgtest.errors.UserError` (``raise fail(error) from None``), which
+    :func:`jgtest.cli.main` prints in one line and exits 2 on."""
+    return error if isinstance(error, UserError) else BadInput(str(error))
 
 
 def run_dir(args) -> Path:
     """``--out`` prepared (:func:`jgtest.run_dir.prepare_run_dir`), or a one-line error."""
     from jgtest.run_dir import prepare_run_dir
 
-    try:
-        return prepare_run_dir(args.out, args.overwrite, args.resume)
-    except ValueError as error:
-        raise fail(error) from None
+    return prepare_run_dir(args.out, args.overwrite, args.resume)
 
 
 def say_report(run_dir: str | Path) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jgtest.cli.shared import fail, parse_key_values
+from jgtest.cli.shared import fail, out_path, parse_key_values, positive_int, seed_number
+from jgtest.errors import BadFile
 
 #: The algorithms of :data:`jgtest.agents.ALGORITHMS` (named here so that ``--help`` needs no JAX; a test keeps them equal).
 ALGORITHMS = ("a2c", "cem", "dqn", "ppo", "random")
@@ -14,10 +15,10 @@ def add_parser(sub) -> None:
     train = sub.add_parser("train", help="train an agent on a game, on device, with checkpoints (resumes in --out)")
     train.add_argument("algo", choices=ALGORITHMS)
     train.add_argument("--game", default="CartPoleBugs-v0")
-    train.add_argument("--steps", type=int, default=None, help="env-step budget per seed (default: the algorithm's)")
-    train.add_argument("--seeds", type=int, default=1, help="seeds trained together under vmap")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--out", default="runs/train", help="run directory (summary, curves, checkpoints)")
+    train.add_argument("--steps", type=positive_int, default=None, help="env-step budget per seed (default: the algorithm's)")
+    train.add_argument("--seeds", type=positive_int, default=1, help="seeds trained together under vmap")
+    train.add_argument("--seed", type=seed_number, default=0, help="0 <= SEED < 2**32 (default 0)")
+    train.add_argument("--out", type=out_path, default="runs/train", help="run directory (summary, curves, checkpoints)")
     train.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="config field (JSON value), repeatable")
     train.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
     train.add_argument("--hp", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter (the traced *Hyperparams: learning_rate, gamma, ...), repeatable")
@@ -36,10 +37,6 @@ def train_command(args) -> int:
     overrides = parse_key_values(args.set, "--set")
     game_kwargs = parse_key_values(args.game_arg)
     try:
-        if args.steps is not None and args.steps < 1:
-            raise ValueError(f"--steps must be positive, got {args.steps}")
-        if args.seeds < 1:
-            raise ValueError(f"--seeds must be positive, got {args.seeds}")
         _, env_params = make(args.game, **game_kwargs)
         if args.algo == "cem" and args.steps is not None:
             # CEM's budget is iterations of `episodes_per_iter` whole episodes; count an
@@ -57,7 +54,7 @@ def train_command(args) -> int:
         raise fail(error) from None
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        raise SystemExit(f"error: --out {args.out!r} is a file, not a directory")
+        raise BadFile(f"--out {args.out!r} is a file, not a directory")
     with console.progress(args.quiet, ("eval return", "ret")) as progress:
         task = progress.add_task(f"{args.algo} × {args.game} × {args.seeds} seeds", total=config.num_evals, ret="-")
 

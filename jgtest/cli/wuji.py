@@ -3,7 +3,7 @@ six compared (:mod:`jgtest.methods.wuji`)."""
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values
+from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_float, positive_int
 
 
 def add_parser(methods) -> None:
@@ -12,11 +12,11 @@ def add_parser(methods) -> None:
     group = parser.add_argument_group("wuji options")
     group.add_argument("--strategy", default="wuji", help="one of the paper's six: random, ea_s, ea_m, drl, ea_s+drl, wuji (default wuji)")
     group.add_argument("--compare", action="store_true", help="all six strategies, same budget")
-    group.add_argument("--generations", type=int, default=None, help="generations per run (default 10)")
-    group.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run in seconds")
-    group.add_argument("--budget-steps", type=int, default=None, help="env-step budget per run (game steps played; machine-independent)")
-    group.add_argument("--seeds", type=int, default=1, help="runs (bug placements) per strategy, seeds --seed …")
-    group.add_argument("--population", type=int, default=30, help="population and offspring size (default: the paper's 30)")
+    group.add_argument("--generations", type=positive_int, default=None, help="generations per run (default 10)")
+    group.add_argument("--budget-s", type=positive_float, default=None, help="wall-clock budget per run in seconds")
+    group.add_argument("--budget-steps", type=positive_int, default=None, help="env-step budget per run (game steps played; machine-independent)")
+    group.add_argument("--seeds", type=positive_int, default=1, help="runs (bug placements) per strategy, seeds --seed …")
+    group.add_argument("--population", type=positive_int, default=30, help="population and offspring size (default: the paper's 30)")
     parser.set_defaults(func=run)
 
 
@@ -26,8 +26,6 @@ def run(args) -> int:
     from jgtest.methods.wuji.campaign import prepare_campaign_dir
     from jgtest.methods.wuji.console import run_in_console
 
-    if args.seeds < 1:
-        raise SystemExit(f"error: --seeds must be at least 1, got {args.seeds}")
     strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
     try:
         budgeted = args.budget_s is not None or args.budget_steps is not None

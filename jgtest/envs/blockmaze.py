@@ -126,8 +126,9 @@ class BlockMaze(TestingEnv):
         self._start = parsed["S"][0]
         self._gold = parsed["G"][0]
         self._num_bugs = len(layout_bugs) if num_bugs is None else int(num_bugs)
-        if self._num_bugs < 1:
-            raise ValueError(f"num_bugs must be at least 1, got {self._num_bugs}")
+        free = int((~self._walls).sum()) - 2  # the cells a bug may take: not a wall, the start or the gold
+        if not 1 <= self._num_bugs <= free:
+            raise ValueError(f"num_bugs must be in [1, {free}] (the layout's free cells), got {self._num_bugs}")
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
         self.placement = placement

@@ -11,8 +11,8 @@ already found), updates coverage and shows progress.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,10 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import cell_set
 from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
-from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
-from jgtest.rollout import action_key, episode_key, reset_key, step_key
+from jgtest.errors import BadInput
+from jgtest.report.records import SEED_LIMIT, BugRecord, BugRecordWriter, records_to_resume, write_json_atomically
+from jgtest.rollout import action_key, episode_key, replay_trace, reset_key, step_key
+from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
 
 
@@ -37,10 +39,14 @@ class RandomCampaignConfig:
     Attributes:
       game: registered game id.
       num_envs: parallel episode slots.
-      steps_per_env: steps each slot plays in total.
+      steps_per_env: steps each slot plays in total; a multiple of ``chunk_steps``, so that the
+        campaign plays exactly this many (one compiled chunk length).
       chunk_steps: steps per device call (granularity of records and progress).
-      seed: campaign seed; with the slot and episode index it fixes every key.
+      seed: campaign seed, 0 <= seed < 2**32; with the slot and episode index it fixes every key.
       game_kwargs: options for ``jgtest.make``.
+
+    Raises:
+      BadInput: a count below 1, a budget the chunk does not divide, a seed out of range.
     """
 
     game: str = "BlockMaze-v0"
@@ -53,7 +59,19 @@ class RandomCampaignConfig:
     def __post_init__(self):
         for name in ("num_envs", "steps_per_env", "chunk_steps"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise BadInput(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.steps_per_env % self.chunk_steps:
+            raise BadInput(
+                f"steps_per_env {self.steps_per_env} is not a multiple of chunk_steps {self.chunk_steps}: the campaign would play "
+                f"{-(-self.steps_per_env // self.chunk_steps) * self.chunk_steps}; choose a chunk that divides it (e.g. {largest_divisor(self.steps_per_env, self.chunk_steps)})"
+            )
+        if not 0 <= self.seed < SEED_LIMIT:
+            raise BadInput(f"seed must be in [0, 2**32), got {self.seed}")
+
+
+def largest_divisor(steps: int, at_most: int) -> int:
+    """The largest chunk length of at most ``at_most`` that divides ``steps``."""
+    return next(d for d in range(min(steps, at_most), 0, -1) if steps % d == 0)
 
 
 def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int, covered):
@@ -116,11 +134,42 @@ class _EpisodeTraces:
             self.length[b] = start + len(tail)
 
 
-def _books(chunk: int, episodes: int, elapsed_s: float, found_at: np.ndarray) -> dict[str, np.ndarray]:
+def _books(chunk: int, episodes: int, elapsed_s: float, found_at: np.ndarray, found_where: np.ndarray) -> dict[str, np.ndarray]:
     """The host's side of a campaign's checkpoint: chunks done, episodes ended, wall time, when each bug
-    was found (with one trailing NaN: orbax saves no empty array, and a game may have no bugs)."""
+    was found and where (``found_where[bug] = (slot, episode, step)``, what its record is re-derived
+    from if the log lost it), each with one trailing row: orbax saves no empty array, and a game may
+    have no bugs."""
     found_at = np.append(np.asarray(found_at, np.float64), np.nan)
-    return {"chunk": np.int64(chunk), "episodes": np.int64(episodes), "elapsed_s": np.float64(elapsed_s), "found_at": found_at}
+    found_where = np.concatenate([np.asarray(found_where, np.int64).reshape(-1, 3), np.zeros((1, 3), np.int64)])
+    return {"chunk": np.int64(chunk), "episodes": np.int64(episodes), "elapsed_s": np.float64(elapsed_s), "found_at": found_at, "found_where": found_where}
+
+
+def _record(env, config: RandomCampaignConfig, bug: int, where, actions, position, wall_s: float) -> BugRecord:
+    """The record of injected bug ``bug``, found at ``where = (slot, episode, step)`` after ``actions``."""
+    slot, episode, step = (int(v) for v in where)
+    return BugRecord(
+        kind=env.bug_kinds[bug], game=config.game, bug_id=int(bug), step=step, episode=episode, seed=config.seed, env_index=slot,
+        actions=tuple(int(a) for a in actions), game_kwargs=config.game_kwargs, position=tuple(float(p) for p in position),
+        wall_s=round(float(wall_s), 3), detail=f"injected bug {bug} fired",
+    )  # fmt: skip
+
+
+def rederived_record(env, params, config: RandomCampaignConfig, bug: int, where, wall_s: float) -> BugRecord:
+    """A found bug's record rebuilt from the checkpoint's ``where = (slot, episode, step)``: the random
+    agent's actions depend only on the campaign's keys (``action_key``), so the trace is drawn again,
+    and replayed (:func:`jgtest.rollout.replay_trace`) for the position and to check the bug fires.
+
+    Raises:
+      RuntimeError: the re-derived trace does not fire the bug at its step (a damaged checkpoint).
+    """
+    slot, episode, step = (int(v) for v in where)
+    ep_key = episode_key(config.seed, slot, episode)
+    sample = env.action_space(params).sample
+    actions = jax.vmap(lambda t: sample(action_key(ep_key, t)))(jnp.arange(step + 1))
+    telemetry, _, _ = replay_trace(env, params, config.seed, slot, episode, actions)
+    if not bool(telemetry.bugs_fired[step, bug]):
+        raise RuntimeError(f"bug {bug}: the trace re-derived from the checkpoint (slot {slot}, episode {episode}, step {step}) does not fire it")
+    return _record(env, config, bug, where, np.asarray(actions), np.asarray(telemetry.position[step]), wall_s)
 
 
 def run(
@@ -134,7 +183,9 @@ def run(
     After every device call the campaign's state (the slots' games and keys, the cells covered, the
     bugs found and when, the running episodes' traces) is saved with orbax
     (:class:`jgtest.checkpoint.Checkpointer`); ``resume`` continues from the last one and ends where
-    an uninterrupted campaign ends (a record written after that checkpoint is not written twice).
+    an uninterrupted campaign ends (a record written after that checkpoint is not written twice, and
+    one the checkpoint counts as found but the log lost is written again: :func:`rederived_record`).
+    A resume of another campaign is refused before any file is written (:func:`jgtest.run_dir.begin_campaign`).
 
     Args:
       config: the campaign.
@@ -147,19 +198,24 @@ def run(
     """
     out_dir = Path(out_dir)
     env, params = make(config.game, **config.game_kwargs)
-    (out_dir / "config.json").write_text(json.dumps({"method": "random", **dataclasses.asdict(config)}, indent=2))
-    num_chunks = -(-config.steps_per_env // config.chunk_steps)
+    begin_campaign(out_dir, {"method": "random", **dataclasses.asdict(config)}, config_fingerprint(config), resume)
+    num_chunks = config.steps_per_env // config.chunk_steps
     covered = cell_set(env.num_cells, max_distinct=num_chunks * config.chunk_steps * config.num_envs)
     init, chunk = make_chunk_fn(env, params, config.seed, config.num_envs, config.chunk_steps, covered)
     traces = _EpisodeTraces(config.num_envs, int(np.asarray(params.max_steps_in_episode)))
-    books = _books(0, 0, 0.0, np.full(env.num_bugs, np.nan))
+    books = _books(0, 0, 0.0, np.full(env.num_bugs, np.nan), np.zeros((env.num_bugs, 3)))
     carry = init()
-    written = {r.bug_id for r in records_to_resume(out_dir, resume)}
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        written = {r.bug_id for r in records_to_resume(out_dir, resume)}
         if resume and ckpt.latest_step() is not None:
             carry, books, kept_traces = ckpt.restore((carry, books, (traces.actions, traces.length)))
             traces.actions, traces.length = (np.asarray(x) for x in kept_traces)
         found_at = np.asarray(books["found_at"], float)[:-1]
+        found_where = np.asarray(books["found_where"], np.int64)[:-1]
+        for bug in np.flatnonzero(~np.isnan(found_at)):  # found before the checkpoint, lost from the log since
+            if int(bug) not in written:
+                warnings.warn(f"{writer.path}: bug {bug}, found before the last checkpoint, has no record; writing it again from the checkpoint", stacklevel=2)
+                writer.write(rederived_record(env, params, config, int(bug), found_where[bug], found_at[bug]))
         episodes, start = int(books["episodes"]), time.perf_counter() - float(books["elapsed_s"])
         carry = (shard_batch(carry[0]), carry[1])  # the slots spread over every device (jgtest.sharding)
         for c in range(int(books["chunk"]), num_chunks):
@@ -170,28 +226,13 @@ def run(
                 if not np.isnan(found_at[bug]):
                     continue  # found earlier in this chunk
                 found_at[bug] = time.perf_counter() - start
+                found_where[bug] = (b, episode[b, t], t_in_ep[b, t])
                 if int(bug) in written:
                     continue  # written before the campaign was stopped, after its last checkpoint
-                trace = traces.trace(actions, done, b, t)
-                writer.write(
-                    BugRecord(
-                        kind=env.bug_kinds[bug],
-                        game=config.game,
-                        bug_id=int(bug),
-                        step=int(t_in_ep[b, t]),
-                        episode=int(episode[b, t]),
-                        seed=config.seed,
-                        env_index=int(b),
-                        actions=tuple(int(a) for a in trace),
-                        game_kwargs=config.game_kwargs,
-                        position=tuple(float(p) for p in position[b, t]),
-                        wall_s=round(float(found_at[bug]), 3),
-                        detail=f"injected bug {bug} fired",
-                    )
-                )
+                writer.write(_record(env, config, int(bug), found_where[bug], traces.trace(actions, done, b, t), position[b, t], found_at[bug]))
             traces.advance(actions, done)
             episodes += int(done.sum())
-            books = _books(c + 1, episodes, time.perf_counter() - start, found_at)
+            books = _books(c + 1, episodes, time.perf_counter() - start, found_at, found_where)
             ckpt.save(c + 1, (carry, books, (traces.actions, traces.length)))
             if on_chunk is not None:
                 on_chunk((c + 1) * config.chunk_steps * config.num_envs, num_chunks * config.chunk_steps * config.num_envs, int((~np.isnan(found_at)).sum()))
@@ -214,7 +255,7 @@ def run(
         "wall_s": round(wall_s, 3),
         "steps_per_s": round(env_steps / wall_s, 1),
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     np.save(out_dir / "visited_cells.npy", visited.reshape(env.map_shape))
     return summary
 

@@ -25,6 +25,14 @@ cells) or ``{"health_below": H}``; its action is performed on the nearest actor 
 Schema of one game's plans (its actions and actor types as enums); :func:`parse_plan`
 checks a plan against it and names what is wrong and where (``nodes[1].action: 'fly' is not
 one of ['interact', 'attack', 'jump']``).
+
+Every integer of a plan (instance, location, radius, wait, distance, health threshold) is at
+most :data:`PLAN_INT_MAX`, ``2**15`` (a priority lies within ``±2**15``): far beyond any map
+side (the Dungeon's is 17 cells) or episode (``max_steps`` 200, the Dungeon's cap 300), and far
+enough inside int32, the dtype of a compiled plan (:mod:`jgtest.plans.compiled`), that the
+agent's arithmetic on them (a distance against a radius, steps waited against a wait) never
+wraps: a radius of ``2**31`` is refused (``nodes[1].radius: 2147483648 is above the largest
+tolerance radius, 32768``) instead of wrapping to a negative one that nothing reaches.
 """
 
 from __future__ import annotations
@@ -34,10 +42,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jgtest.errors import BadInput
+from jgtest.files import read_json
+
 MOVEMENTS = ("walk", "teleport")
+#: The largest integer a plan may hold, and the bound of a priority's magnitude (module docstring).
+PLAN_INT_MAX = 2**15
+#: What each integer field of a plan is, for the messages that refuse a value out of its bounds.
+_INTEGERS = {"instance": "actor instance", "location": "map coordinate", "radius": "tolerance radius", "wait": "wait",
+             "distance": "precondition distance", "health_below": "health threshold", "priority": "priority"}  # fmt: skip
 
 
-class PlanError(ValueError):
+class PlanError(BadInput):
     """A plan that does not fit its game's schema; the message names the place (``nodes[1].radius``)."""
 
 
@@ -96,24 +112,24 @@ def plan_schema(vocabulary) -> dict:
     """The JSON Schema (draft 2020-12) of plans for one game; ``vocabulary`` has ``ACTIONS`` and ``ACTOR_TYPES``."""
     actions, types = list(vocabulary.ACTIONS), list(vocabulary.ACTOR_TYPES)
     action = {"enum": [*actions, None]}
+    integer = lambda minimum: {"type": "integer", "minimum": minimum, "maximum": PLAN_INT_MAX}
     node = {
         "type": "object", "additionalProperties": False,
         "properties": {
-            "actor": {"enum": types}, "instance": {"type": "integer", "minimum": 0},
-            "location": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
-            "action": action, "radius": {"type": "integer", "minimum": 0}, "movement": {"enum": list(MOVEMENTS)},
-            "wait": {"type": "integer", "minimum": 0},
+            "actor": {"enum": types}, "instance": integer(0),
+            "location": {"type": "array", "items": integer(0), "minItems": 2, "maxItems": 2},
+            "action": action, "radius": integer(0), "movement": {"enum": list(MOVEMENTS)}, "wait": integer(0),
         },
         "oneOf": [{"required": ["actor"], "not": {"required": ["location"]}}, {"required": ["location"], "not": {"required": ["actor"]}}],
     }  # fmt: skip
     precondition = {
         "type": "object", "additionalProperties": False,
-        "properties": {"actor_near": {"enum": types}, "distance": {"type": "integer", "minimum": 1}, "health_below": {"type": "integer", "minimum": 1}},
+        "properties": {"actor_near": {"enum": types}, "distance": integer(1), "health_below": integer(1)},
         "oneOf": [{"required": ["actor_near"]}, {"required": ["health_below"]}],
     }  # fmt: skip
     rule = {
         "type": "object", "additionalProperties": False, "required": ["preconditions", "action"],
-        "properties": {"preconditions": {"type": "array", "items": precondition, "minItems": 1}, "priority": {"type": "integer"}, "action": action},
+        "properties": {"preconditions": {"type": "array", "items": precondition, "minItems": 1}, "priority": integer(-PLAN_INT_MAX), "action": action},
     }  # fmt: skip
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": False,
@@ -131,23 +147,32 @@ def _where(path) -> str:
     return out or "plan"
 
 
+#: Reasons in the plan's words, by (failed schema keyword, the field it is about).
+_REASONS = {
+    ("minItems", "nodes"): "an empty plan: it needs at least one node",
+    ("minItems", "preconditions"): "a rule without preconditions",
+    ("oneOf", "nodes"): "a node targets either an actor or a location (exactly one of them)",
+    ("oneOf", "preconditions"): "a precondition is either actor_near or health_below (exactly one of them)",
+}
+
+
 def _message(error) -> str:
-    if error.validator == "minItems" and not error.instance:
-        return {"nodes": "an empty plan: it needs at least one node", "preconditions": "a rule without preconditions"}.get(
-            error.path[-1] if error.path else "", error.message)  # fmt: skip
-    if error.validator == "oneOf" and "actor" in str(error.schema):
-        return "a node targets either an actor or a location (exactly one of them)"
-    if error.validator == "minimum" and error.path and error.path[-1] == "radius":
-        return f"a negative tolerance radius ({error.instance})"
-    return error.message
+    """What a jsonschema error says is wrong, in the plan's words where they are clearer."""
+    field = next((part for part in reversed(error.path) if isinstance(part, str)), "")
+    if error.validator in ("minimum", "maximum"):
+        side = "above the largest" if error.validator == "maximum" else "below the smallest"
+        return f"{error.instance} is {side} {_INTEGERS[field]}, {error.validator_value}"
+    return _REASONS.get((error.validator, field), error.message)
 
 
 def parse_plan(data: dict, vocabulary=None) -> Plan:
     """A :class:`Plan` from its JSON form, checked against its game's schema.
 
+    Numbers written as floats with no fraction (``1.0``) are JSON Schema integers, and become ints.
+
     Raises:
-      PlanError: naming the first problem and where it is (an unknown actor type or action, a
-        negative radius, an empty plan, a rule without preconditions, an unknown game).
+      PlanError: naming the first problem and where it is (an unknown actor type or action, an
+        integer out of its bounds, an empty plan, a rule without preconditions, an unknown game).
     """
     import jsonschema
 
@@ -158,6 +183,7 @@ def parse_plan(data: dict, vocabulary=None) -> Plan:
     if errors:
         deepest = max(errors, key=lambda e: len(e.path))
         raise PlanError(f"{_where(deepest.path)}: {_message(deepest)}")
+    data = _integers(data)
     nodes = tuple(Node(**{**n, **({"location": tuple(n["location"])} if "location" in n else {})}) for n in data["nodes"])
     rules = tuple(Rule(tuple(Precondition(**p) for p in r["preconditions"]), r.get("priority", 0), r["action"]) for r in data.get("rules", ()))
     for i, rule in enumerate(rules):
@@ -166,12 +192,24 @@ def parse_plan(data: dict, vocabulary=None) -> Plan:
     return Plan(data["game"], nodes, rules, data.get("name", ""))
 
 
+def _integers(value):
+    """``value`` (a plan that fits its schema, where every number is an integer) with its floats as ints."""
+    if isinstance(value, dict):
+        return {key: _integers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integers(item) for item in value]
+    return int(value) if isinstance(value, float) else value
+
+
 def load_plan(path: str | Path) -> Plan:
-    """The plan in a JSON file (:func:`parse_plan`); errors name the file."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as error:
-        raise PlanError(f"{path}: not JSON: {error}") from None
+    """The plan in a JSON file (:func:`parse_plan`); errors name the file.
+
+    Raises:
+      BadFile: the file is missing, a directory, unreadable, not UTF-8 or not JSON
+        (:func:`jgtest.files.read_json`).
+      PlanError: the JSON is not a plan of a known game.
+    """
+    data = read_json(path)
     try:
         return parse_plan(data)
     except PlanError as error:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from pathlib import Path
 
 import jax
@@ -79,17 +80,29 @@ def train_navigator(config: NavigatorConfig = NavigatorConfig(), out_dir: str | 
 
 
 def load_navigator(out_dir: str | Path):
-    """``(network, params)`` saved by :func:`train_navigator` in ``out_dir``."""
+    """``(network, params)`` saved by :func:`train_navigator` in ``out_dir``.
+
+    Raises:
+      BadFile: no trained navigator there, or its files cannot be read or are not a navigator's.
+    """
     from jgtest.agents import ppo
+    from jgtest.errors import BadFile
+    from jgtest.files import read_bytes, read_json
 
     out = Path(out_dir)
-    if not (out / "navigator.msgpack").exists():
-        raise FileNotFoundError(f"no trained navigator in {out} (train one: `jgtest plan train-navigator --out {out}`)")
-    saved = json.loads((out / "navigator.json").read_text())["config"]
-    config = NavigatorConfig(**{**saved, "hidden_sizes": tuple(saved["hidden_sizes"])})
+    if not (out / "navigator.msgpack").is_file():
+        raise BadFile(f"{out}: no trained navigator (train one: `{shlex.join(['jgtest', 'plan', 'train-navigator', '--out', str(out)])}`)")
+    saved = read_json(out / "navigator.json")
+    try:
+        config = NavigatorConfig(**{**saved["config"], "hidden_sizes": tuple(saved["config"]["hidden_sizes"])})
+    except (KeyError, TypeError):
+        raise BadFile(f"{out / 'navigator.json'}: not a saved navigator (its config is missing or has other fields)") from None
     agent = ppo.make_agent(config.ppo_config())
     like = agent.network.init(jax.random.key(0), jnp.zeros(_obs_shape()))
-    return agent.network, serialization.from_bytes(like, (out / "navigator.msgpack").read_bytes())
+    try:
+        return agent.network, serialization.from_bytes(like, read_bytes(out / "navigator.msgpack"))
+    except ValueError as error:  # msgpack's decoding errors, or parameters of another shape
+        raise BadFile(f"{out / 'navigator.msgpack'}: not the parameters of the navigator in navigator.json ({error})") from None
 
 
 def _obs_shape() -> tuple[int, ...]:

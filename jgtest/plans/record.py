@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.envs.grid import NSEW
+from jgtest.errors import BadInput
 from jgtest.plans.model import Node, Plan, plan_game
 
 #: Keyboard keys of the recorder: WASD moves, E interacts, F attacks, space jumps, . waits, Q stops.
@@ -29,7 +30,7 @@ def parse_actions(lines: Iterable[str], action_names: tuple[str, ...]) -> list[i
     """Game actions from lines of names or indices (``#`` comments, blank lines skipped).
 
     Raises:
-      ValueError: naming the line of an unknown action."""
+      BadInput: naming the line of an unknown action."""
     actions = []
     for number, line in enumerate(lines, 1):
         word = line.split("#", 1)[0].strip()
@@ -40,7 +41,7 @@ def parse_actions(lines: Iterable[str], action_names: tuple[str, ...]) -> list[i
         elif word in action_names:
             actions.append(action_names.index(word))
         else:
-            raise ValueError(f"line {number}: unknown action {word!r} (one of {', '.join(action_names)}, or its index)")
+            raise BadInput(f"line {number}: unknown action {word!r} (one of {', '.join(action_names)}, or its index)")
     return actions
 
 
@@ -87,9 +88,13 @@ def render(env, state) -> str:
 
 def record_plan(env, params, actions: Iterable[int], seed: int = 0, every: int = 5, name: str = "recorded play session",
                 on_step=None) -> Plan:  # fmt: skip
-    """The plan of a play session (module docstring) on ``env`` from ``reset(seed)``; ``on_step(state)`` after each step."""
+    """The plan of a play session (module docstring) on ``env`` from ``reset(seed)``; ``on_step(state)`` after each step.
+
+    Raises:
+      BadInput: ``every`` below 1, or a session that recorded no node.
+    """
     if every < 1:
-        raise ValueError(f"every must be at least 1, got {every}")
+        raise BadInput(f"--every must be at least 1, got {every}")
     vocab = plan_game(env.name)
     plan_actions = {index: name for name, index in vocab.ACTIONS.items()}
     step = jax.jit(env.step_env)
@@ -107,7 +112,7 @@ def record_plan(env, params, actions: Iterable[int], seed: int = 0, every: int =
         if bool(done):
             break
     if not nodes:
-        raise ValueError("the session recorded nothing: play at least one action or a few moves")
+        raise BadInput("the session recorded nothing: play at least one action or a few moves")
     return Plan(env.name, tuple(nodes), (), name)
 
 

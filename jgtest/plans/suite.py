@@ -13,15 +13,16 @@ def load_plans(paths: list[Path], game: str) -> list:
     """The plans in ``paths``, each checked to be for ``game``.
 
     Raises:
-      ValueError: a plan does not load (:class:`jgtest.plans.model.PlanError`, naming the path) or is for another game.
+      BadFile: a plan file that cannot be read as JSON (:func:`jgtest.plans.model.load_plan`).
+      PlanError: a plan that does not fit its schema, or is for another game (naming the path).
     """
-    from jgtest.plans.model import load_plan
+    from jgtest.plans.model import PlanError, load_plan
 
     plans = []
     for path in paths:
         plan = load_plan(path)
         if plan.game != game:
-            raise ValueError(f"{path}: the plan is for {plan.game}, not --game {game}")
+            raise PlanError(f"{path}: the plan is for {plan.game}, not --game {game}")
         plans.append(plan)
     return plans
 
@@ -30,7 +31,7 @@ def navigator_for(kind: str, navigator_from: str | Path | None = None):
     """The ``scripted`` navigator, or the ``learned`` one trained into ``navigator_from``.
 
     Raises:
-      ValueError: no trained navigator there.
+      BadFile: no trained navigator there (:func:`jgtest.plans.navigation.load_navigator`).
     """
     from jgtest.plans.agent import scripted_navigator
 
@@ -38,10 +39,7 @@ def navigator_for(kind: str, navigator_from: str | Path | None = None):
         return scripted_navigator
     from jgtest.plans.navigation import learned_navigator, load_navigator
 
-    try:
-        return learned_navigator(*load_navigator(navigator_from))
-    except FileNotFoundError as error:
-        raise ValueError(f"--navigator-from: {error}") from None
+    return learned_navigator(*load_navigator(navigator_from))
 
 
 def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
@@ -51,20 +49,27 @@ def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "norma
     when ``out`` is given; whether every run passed.
 
     Raises:
-      ValueError: no plans, ``seeds`` < 1, a plan that does not load or compile, an unknown game or variant.
+      BadInput: ``seeds`` or ``max_steps`` below 1; a plan that does not fit its schema or does not
+        compile (:class:`jgtest.plans.model.PlanError`).
+      BadFile: a plan file that cannot be read as JSON; ``out`` a file, or a folder that cannot be created.
+      ValueError: an unknown game or variant (:func:`jgtest.make`).
     """
     import jax
 
     import jgtest
+    from jgtest.errors import BadInput
+    from jgtest.files import make_folder, write_text
     from jgtest.plans.agent import RunSettings, run_plans, scripted_navigator
     from jgtest.plans.compiled import stack_plans
     from jgtest.plans.model import plan_game
     from jgtest.plans.report import run_report, validation_table
     from jgtest.report.console import show
 
-    if seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    for flag, value in (("--seeds", seeds), ("--max-steps", max_steps)):
+        if value < 1:
+            raise BadInput(f"{flag} must be at least 1, got {value}")
     plans = load_plans(paths, game)
+    out = make_folder(out) if out else None
     env, params = jgtest.make(game, variant=variant)
     compiled = stack_plans(plans, env)
     keys = jax.vmap(jax.random.key)(jax.numpy.arange(seeds))
@@ -77,9 +82,7 @@ def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "norma
             show(validation_table(report))
     show(suite_table(reports, len(plans), seeds, game, variant))
     if out:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps({"game": game, "variant": variant, "seeds": seeds, "plans": reports}, indent=2))
+        write_text(out / "report.json", json.dumps({"game": game, "variant": variant, "seeds": seeds, "plans": reports}, indent=2))
         print(f"wrote {out / 'report.json'}")
     return all(r["passed"] for runs in reports.values() for r in runs)
 

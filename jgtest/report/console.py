@@ -9,12 +9,14 @@ from __future__ import annotations
 
 def progress(quiet: bool, *fields: tuple[str, str]):
     """A rich ``Progress`` on stderr: description, bar, done of total, each of ``fields`` (``(label,
-    key)``: shown as ``label`` then the task's ``fields[key]``), elapsed time; disabled when ``quiet``."""
+    key)``: shown as ``label`` then the task's ``fields[key]``), elapsed time; disabled when ``quiet``.
+    Transient: the bar is gone when the campaign ends (its table follows) or is refused (its one
+    ``error:`` line stands alone)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     extra = [TextColumn(f"{label} {{task.fields[{key}]}}") for label, key in fields]
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), *extra, TimeElapsedColumn())
-    return Progress(*columns, console=stderr(), disable=quiet)
+    return Progress(*columns, console=stderr(), disable=quiet, transient=True)
 
 
 def stderr():

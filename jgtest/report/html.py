@@ -27,7 +27,11 @@ import dataclasses
 import datetime
 import json
 import os
+import shlex
 from pathlib import Path
+
+from jgtest.errors import BadFile
+from jgtest.files import read_json
 
 #: ``(id, heading)`` of the page's sections, in order.
 SECTIONS = (
@@ -84,13 +88,18 @@ def find_campaigns(run_dir: Path) -> list[Campaign]:
     return found
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> dict | None:
+    """The JSON object in ``path``, or ``None`` where there is no such file.
+
+    Raises:
+      BadFile: the file is not UTF-8 JSON (:func:`jgtest.files.read_json`), or holds something other than an object.
+    """
     if not path.exists():
         return None
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise BadFile(f"{path}: holds a JSON {type(data).__name__}, not the object jgtest writes there")
+    return data
 
 
 def _figure(path: Path, run_dir: Path) -> dict:
@@ -123,13 +132,32 @@ def _bugs(run_dir: Path) -> dict:
             counts[key] = counts.get(key, 0) + 1
             kinds.setdefault(key, set()).add(record.bug_id)
             if len(records) < MAX_RECORDS:
-                records.append([where, record.kind, record.bug_id, record.episode, record.step, f"jgtest replay {path} --index {index}"])
+                records.append([where, record.kind, record.bug_id, record.episode, record.step, replay_command(path, index)])
     return {
         "total": total,
         "shown": len(records),
         "kinds": {"header": ["campaign", "kind", "records", "distinct bugs"], "rows": [[w, k, counts[(w, k)], len(ids)] for (w, k), ids in sorted(kinds.items())]} if kinds else None,
         "records": {"header": ["campaign", "kind", "bug", "episode", "step", "reproduce"], "rows": records},
     }  # fmt: skip
+
+
+def replay_command(records: Path, index: int) -> str:
+    """The shell command that replays record ``index`` of ``records``, each argument quoted
+    (``shlex``): safe to paste whatever the run directory's name holds."""
+    return shlex.join(["jgtest", "replay", str(records), "--index", str(index)])
+
+
+def _unfinished_hint(run_dir: Path) -> str:
+    """What to do with a run directory holding no finished campaign: resume the one a ``config.json``
+    says was started there (stopped or killed before its summary), or run one."""
+    started = sorted(run_dir.rglob("config.json"))
+    if not started:
+        return f"run one with `{shlex.join(['jgtest', 'run', 'METHOD', '--out', str(run_dir)])}`"
+    config = _read_json(started[0]) or {}
+    method = "all" if started[0].parent != run_dir else str(config.get("method", "METHOD"))
+    command = ["jgtest", "run", method, *(["--game", str(config["game"])] if "game" in config and method != "all" else []),
+               "--seed", str(config.get("seed", 0)), "--out", str(run_dir), "--resume"]  # fmt: skip
+    return f"a campaign was started there but has not finished (stopped or killed?): continue it with `{shlex.join(command)}` and the options it was started with"
 
 
 def _scalars(summary: dict, words: tuple[str, ...]) -> list[tuple[str, object]]:
@@ -232,10 +260,10 @@ def render_report(run_dir: str | os.PathLike) -> str:
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise FileNotFoundError(f"no run directory {run_dir}")
+        raise BadFile(f"no run directory {run_dir}" if not run_dir.exists() else f"{run_dir} is a file, not a run directory")
     campaigns = find_campaigns(run_dir)
     if not campaigns:
-        raise ValueError(f"{run_dir}: no campaign in it (no summary.json or plan report.json); run one with `jgtest run ... --out {run_dir}`")
+        raise BadFile(f"{run_dir}: no finished campaign in it (no summary.json or plan report.json); {_unfinished_hint(run_dir)}")
     figures = _figures(run_dir)
     environment = jinja2.Environment(loader=jinja2.PackageLoader("jgtest.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
     environment.filters["cell"] = _cell

@@ -1,14 +1,24 @@
 """Bug records and their JSON-lines file, written the moment a bug is found.
 
-Each line of ``bugs.jsonl`` is one :class:`BugRecord`. The writer flushes and
-``fsync``s every record, so a campaign killed at any point keeps every record
-written before the kill; the reader skips a final line cut short by a kill.
+Each line of ``bugs.jsonl`` is one :class:`BugRecord`, and the file is the source of truth of
+what a campaign found:
+
+- the writer flushes and ``fsync``s every record, so a campaign killed at any point keeps every
+  record written before the kill;
+- a kill mid-write leaves a torn last line (no newline). The writer, opening the file to append
+  (a resumed campaign), first truncates it away with a warning naming its byte offset, so the next
+  record starts on a line of its own and the torn bug, not yet in any checkpoint, is found and
+  written again;
+- every reader (:func:`read_bug_records`: ``replay``, ``report``, a resumed campaign) skips a line
+  that is not a valid record with a warning naming its line number, and keeps the others usable.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 import os
 import warnings
 from pathlib import Path
@@ -17,6 +27,11 @@ from typing import Any
 import numpy as np
 
 from jgtest.envs.base import BUG_KINDS
+from jgtest.errors import BadInput
+from jgtest.files import read_bytes
+
+#: A record's seed is a campaign's seed: 0 <= seed < 2**32.
+SEED_LIMIT = 2**32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,19 +70,61 @@ class BugRecord:
 
     def __post_init__(self):
         if self.kind not in BUG_KINDS:
-            raise ValueError(f"bug record kind must be one of {BUG_KINDS}, got {self.kind!r}")
+            raise BadInput(f"bug record kind must be one of {BUG_KINDS}, got {self.kind!r}")
+        for name in ("game", "detail"):
+            if not isinstance(getattr(self, name), str):
+                raise BadInput(f"bug record {name} must be a string, got {getattr(self, name)!r}")
+        for name, low in (("bug_id", -1), ("step", 0), ("episode", 0), ("seed", 0), ("env_index", 0)):
+            value = getattr(self, name)
+            if not _is_int(value) or value < low:
+                raise BadInput(f"bug record {name} must be an integer of at least {low}, got {value!r}")
+        if self.seed >= SEED_LIMIT:
+            raise BadInput(f"bug record seed must be below 2**32, got {self.seed}")
+        if not all(_is_int(a) for a in self.actions):
+            raise BadInput("bug record actions must be integers")
         if len(self.actions) != self.step + 1:
-            raise ValueError(f"bug record has {len(self.actions)} actions for step {self.step}; expected step + 1")
+            raise BadInput(f"bug record has {len(self.actions)} actions for step {self.step}; expected step + 1")
+        if not all(_is_number(p) and math.isfinite(p) for p in self.position):
+            raise BadInput(f"bug record position must be finite numbers, got {self.position!r}")
+        if not _is_number(self.wall_s) or not math.isfinite(self.wall_s):
+            raise BadInput(f"bug record wall_s must be a finite number, got {self.wall_s!r}")
+        if not isinstance(self.game_kwargs, dict):
+            raise BadInput(f"bug record game_kwargs must be an object, got {self.game_kwargs!r}")
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
+        return json.dumps(dataclasses.asdict(self), separators=(",", ":"), allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BugRecord:
+    def from_dict(cls, data: Any) -> BugRecord:
+        """A record from its JSON object (:meth:`to_json`).
+
+        Raises:
+          BadInput: ``data`` is not an object, lacks a field or has an unknown one, or a field's
+            value is of the wrong type or out of range (the message names it).
+        """
+        if not isinstance(data, dict):
+            raise BadInput(f"a bug record is a JSON object, got {type(data).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if unknown := sorted(set(data) - set(fields)):
+            raise BadInput(f"bug record has unknown field(s) {', '.join(map(str, unknown))}")
+        required = [n for n, f in fields.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing := [n for n in required if n not in data]:
+            raise BadInput(f"bug record lacks field(s) {', '.join(missing)}")
         data = dict(data)
+        for name in ("actions", "position"):
+            if not isinstance(data.get(name, []), list):
+                raise BadInput(f"bug record {name} must be a list, got {data[name]!r}")
         data["actions"] = tuple(data["actions"])
         data["position"] = tuple(data.get("position", ()))
         return cls(**data)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 class BugRecordWriter:
@@ -86,6 +143,7 @@ class BugRecordWriter:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        truncate_torn_line(self.path)
         self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: BugRecord) -> None:
@@ -103,25 +161,56 @@ class BugRecordWriter:
         self.close()
 
 
-def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
-    """Reads a ``bugs.jsonl``; a cut-short final line (a kill mid-write) is skipped with a warning.
+def truncate_torn_line(path: Path) -> None:
+    """Cuts a last line without its newline (a write killed midway) off ``path``, with a warning
+    naming its byte offset; a missing or empty file, or one ending in a newline, is left alone."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as file:
+        data = file.read()
+        if data.endswith(b"\n"):
+            return
+        offset = data.rfind(b"\n") + 1
+        warnings.warn(f"{path}: truncating a torn last line at byte {offset} ({len(data) - offset} bytes, a write cut short)", stacklevel=3)
+        file.truncate(offset)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def parse_bug_record(line: str | bytes) -> BugRecord:
+    """One line of a ``bugs.jsonl`` as a record.
 
     Raises:
-      FileNotFoundError: no such file.
-      ValueError: a line other than the last is not a valid record.
+      BadInput: the line is not UTF-8, not JSON, or not a valid record (the message says which).
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    try:
+        data = json.loads(line)
+    except UnicodeDecodeError:
+        raise BadInput("not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise BadInput(f"not JSON ({error})") from None
+    except RecursionError:
+        raise BadInput("not a bug record (nested too deeply)") from None
+    return BugRecord.from_dict(data)
+
+
+def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
+    """The valid records of a ``bugs.jsonl``, in order; each line that is not one (a torn last line,
+    a damaged one) is skipped with a warning naming its line number, and the others stay usable.
+
+    Raises:
+      BadFile: no such file, or the path is a directory or cannot be read (:func:`jgtest.files.read_bytes`).
+    """
+    lines = read_bytes(path).split(b"\n")
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append(BugRecord.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, KeyError) as error:
-            if number == len(lines):
-                warnings.warn(f"{path}: skipping an incomplete last line ({error})", stacklevel=2)
-                continue
-            raise ValueError(f"{path}:{number}: not a bug record ({error})") from error
+            records.append(parse_bug_record(line))
+        except BadInput as error:
+            torn = " (a torn last line)" if number == len(lines) else ""
+            warnings.warn(f"{path}:{number}: skipping a line that is not a bug record{torn}: {error}", stacklevel=2)
     return records
 
 
@@ -137,7 +226,7 @@ def write_json_atomically(path: str | os.PathLike, data) -> None:
     a kill leaves the old file or the new one, never half of one (a resumable run's progress)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(jsonable(data), indent=2))
+    tmp.write_text(json.dumps(jsonable(data), indent=2), encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.envs.registration import hashable, make
+from jgtest.errors import BadFile
 from jgtest.report.records import BugRecord
 from jgtest.rollout import replay_trace
 
@@ -38,20 +39,40 @@ class ReplayResult:
 
 
 def replay(record: BugRecord) -> ReplayResult:
-    """Replays ``record`` on the on-device game and checks that its bug fires at its step."""
+    """Replays ``record`` on the on-device game and checks that its bug fires at its step.
+
+    Raises:
+      BadFile: the record cannot be replayed here: not an injected bug, a game that is not
+        registered or refuses its options, a bug or an action the game does not have.
+    """
     if record.bug_id < 0:
-        raise ValueError("only records of injected bugs (bug_id >= 0) can be replayed on device")
-    env, params, run = _game(record.game, tuple(sorted((k, hashable(v)) for k, v in record.game_kwargs.items())))
+        raise BadFile("only records of injected bugs (bug_id >= 0) can be replayed on device")
+    env, params, run = replayable(record, lambda: _game(record.game, tuple(sorted((k, hashable(v)) for k, v in record.game_kwargs.items()))))
     if record.bug_id >= env.num_bugs:
-        raise ValueError(f"record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs")
+        raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
     actions = np.asarray(record.actions, np.int32)
-    env.check_action(actions, params)
     padded = np.zeros(max(len(actions), int(np.asarray(params.max_steps_in_episode))), np.int32)
     padded[: len(actions)] = actions
     telemetry = run(params, record.seed, record.env_index, record.episode, jnp.asarray(padded))
     fired = np.asarray(telemetry.bugs_fired[: len(actions), record.bug_id])
     steps = tuple(int(s) for s in np.flatnonzero(fired))
     return ReplayResult(reproduced=bool(fired[record.step]), fired_at_steps=steps, record=record)
+
+
+def replayable(record: BugRecord, build=None):
+    """The game ``record`` names, built with its options (``build()``; default ``make``), once its
+    actions are checked against the game's action space.
+
+    Raises:
+      BadFile: the game is not registered or refuses the options, or an action is out of its range
+        (a record of another game, or a damaged one).
+    """
+    try:
+        game = build() if build is not None else make(record.game, **record.game_kwargs)
+        game[0].check_action(np.asarray(record.actions), game[1])
+    except ValueError as error:
+        raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
+    return game
 
 
 @functools.lru_cache(maxsize=16)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -170,14 +171,14 @@ def _command(name: str, data: dict) -> str:
 
 def wuji_command(summary: dict) -> str:
     """The ``jgtest run wuji`` command a Wuji comparison's summary records the settings of."""
-    parts = ["jgtest run wuji", f"--game {summary['game']}"]
-    parts += ["--compare"] if len(summary["strategies"]) == 6 else [f"--strategy {s}" for s in summary["strategies"]]
-    parts += [f"--seeds {summary['seeds']}"]
-    parts += [f"--game-arg {k}={v}" for k, v in sorted(summary.get("game_kwargs", {}).items())]
+    parts = ["jgtest", "run", "wuji", "--game", summary["game"]]
+    parts += ["--compare"] if len(summary["strategies"]) == 6 else [a for s in summary["strategies"] for a in ("--strategy", s)]
+    parts += ["--seeds", str(summary["seeds"])]
+    parts += [a for k, v in sorted(summary.get("game_kwargs", {}).items()) for a in ("--game-arg", f"{k}={v}")]
     for key, flag in (("budget_steps", "--budget-steps"), ("budget_s", "--budget-s"), ("generations", "--generations")):
         if summary.get(key) is not None:
-            parts.append(f"{flag} {summary[key]:g}" if isinstance(summary[key], float) else f"{flag} {summary[key]}")
-    return " ".join(parts)
+            parts += [flag, f"{summary[key]:g}" if isinstance(summary[key], float) else str(summary[key])]
+    return shlex.join(parts)
 
 
 def _seeds(data: dict) -> str:

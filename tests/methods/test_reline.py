@@ -7,7 +7,6 @@ import pytest
 
 import jgtest
 import jgtest.analysis
-from jgtest.cli import main
 from jgtest.methods import reline
 from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.records import read_bug_records
@@ -36,19 +35,13 @@ def test_bad_config_is_refused_before_anything_compiles(kwargs, match):
         reline.RelineConfig(**kwargs)
 
 
-def test_bad_input_errors_name_the_problem(tmp_path, capsys):
+def test_bad_input_errors_name_the_problem():  # the command line's: tests/test_bad_invocations.py
     with pytest.raises(ValueError, match="no field"):
         reline.learner(reline.RelineConfig(game="CartPoleBugs-v0", learner_overrides=(("bogus", 1),)))
     with pytest.raises(ValueError, match="more bugs than the game has"):  # n > k
         jgtest.analysis.at_least_n_table([[3, 0]], num_bugs=2)
     with pytest.raises(ValueError, match="at least two"):
         jgtest.oracles.reline_threshold([18.0])
-    with pytest.raises(SystemExit, match="RELINE runs on"):
-        main(["run", "reline", "--game", "BlockMaze-v0", "--out", str(tmp_path / "x"), "--quiet"])
-    with pytest.raises(SystemExit, match="unknown RELINE agent"):
-        main(["run", "reline", "--game", "PacMaze-v0", "--agents", "reline,oracle", "--out", str(tmp_path / "y"), "--quiet"])
-    with pytest.raises(SystemExit, match="unknown option"):  # --game-arg reaches RELINE's game
-        main(["run", "reline", "--game", "PacMaze-v0", "--game-arg", "ghost_speed=2", "--out", str(tmp_path / "z"), "--quiet"])
 
 
 def _bugs(counts, k):

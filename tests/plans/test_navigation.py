@@ -7,6 +7,7 @@ import pytest
 
 import jgtest
 from jgtest.envs.grid import UNREACHABLE
+from jgtest.errors import BadFile
 from jgtest.plans import dungeon as game
 from jgtest.plans.agent import run_plans
 from jgtest.plans.compiled import stack_plans
@@ -52,7 +53,7 @@ def test_a_policy_drives_the_plan_agent():
     played = played[played >= 0]  # while the runs ran
     assert played.size and ((played < 4) | (played == 7)).all()  # the policy's moves (and waits): it never got to act
     assert (np.asarray(agent.outcome[0]) == 3).all()  # the untrained policy reaches nothing: node 0 unreachable
-    with pytest.raises(FileNotFoundError, match="no trained navigator"):
+    with pytest.raises(BadFile, match="nowhere: no trained navigator"):
         load_navigator("nowhere")
 
 

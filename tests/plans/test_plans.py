@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jgtest
+from jgtest.errors import BadFile
 from jgtest.plans import dungeon as game
 from jgtest.plans.agent import run_plans
 from jgtest.plans.compiled import stack_plans
@@ -102,7 +103,7 @@ def test_keyboard_keys_and_action_files():
     ({"nodes": []}, "nodes: an empty plan"),
     ({"nodes": [{"actor": "dragon"}]}, "nodes[0].actor: 'dragon' is not one of"),
     ({"nodes": [{"actor": "switch", "action": "fly"}]}, "nodes[0].action: 'fly' is not one of"),
-    ({"nodes": [{"actor": "switch", "radius": -1}]}, "nodes[0].radius: a negative tolerance radius (-1)"),
+    ({"nodes": [{"actor": "switch", "radius": -1}]}, "nodes[0].radius: -1 is below the smallest tolerance radius, 0"),
     ({"nodes": [{"actor": "switch", "location": [1, 1]}]}, "nodes[0]: a node targets either an actor or a location"),
     ({"rules": [{"preconditions": [], "action": "attack"}]}, "rules[0].preconditions: a rule without preconditions"),
     ({"game": "Tetris-v0"}, "game: plans run on Dungeon-v0"),
@@ -123,7 +124,7 @@ def test_plans_round_trip_through_json_and_bind_to_the_level(tmp_path):
     with pytest.raises(PlanError, match=r"nodes\[0\].instance: the level has 1 shrine actor\(s\), not an instance 2"):
         stack_plans([parse_plan({"game": "Dungeon-v0", "nodes": [{"actor": "shrine", "instance": 2}]})], env)
     (tmp_path / "broken.json").write_text("{not json")
-    with pytest.raises(PlanError, match="broken.json: not JSON"):
+    with pytest.raises(BadFile, match="broken.json: not JSON"):
         load_plan(tmp_path / "broken.json")
 
 
@@ -137,9 +138,9 @@ def test_plan_cli_exit_codes_and_report(tmp_path, capsys):
     runs = report["plans"][plan]
     assert len(runs) == 2 and not runs[0]["passed"] and "interact switch" in runs[0]["failure"]
     assert "FAILED" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="nodes: an empty plan"):
-        (tmp_path / "empty.json").write_text(json.dumps({"game": "Dungeon-v0", "nodes": []}))
-        main(["plan", "run", str(tmp_path / "empty.json")])
+    (tmp_path / "empty.json").write_text(json.dumps({"game": "Dungeon-v0", "nodes": []}))
+    assert main(["plan", "run", str(tmp_path / "empty.json")]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'empty.json'}: nodes: an empty plan: it needs at least one node\n"
 
 
 def test_the_scripted_navigator_completes_the_plan_on_random_levels():
@@ -175,12 +176,12 @@ def test_text_becomes_the_articles_plan_and_its_rule(text_to_plan):
         text_to_plan.plan("Activate the switch.\nDance wildly.", env)
 
 
-def test_jgtest_plan_from_text(text_to_plan, tmp_path):
+def test_jgtest_plan_from_text(text_to_plan, tmp_path, capsys):
     from jgtest.cli import main
 
     out = tmp_path / "plan.json"
     assert main(["plan", "from-text", str(EXAMPLES / "steps.txt"), "-o", str(out)]) == 0  # the cached pipeline (the fixture's)
     assert load_plan(out).nodes == PLANS[1].nodes and load_plan(out).rules == PLANS[1].rules
     (tmp_path / "bad.txt").write_text("Activate the switch.\n\nSing a song.\n")
-    with pytest.raises(SystemExit, match=r"bad.txt: line 3: 'Sing a song.': no known action"):
-        main(["plan", "from-text", str(tmp_path / "bad.txt"), "-o", str(out)])
+    assert main(["plan", "from-text", str(tmp_path / "bad.txt"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'bad.txt'}: line 3: 'Sing a song.': no known action")

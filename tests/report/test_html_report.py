@@ -8,6 +8,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from jgtest.analysis import compare_groups
+from jgtest.errors import BadFile
 from jgtest.report.html import SECTIONS, WUJI_PAPER_ORDER, render_report, write_report
 from jgtest.report.records import BugRecord, BugRecordWriter
 
@@ -63,7 +64,10 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
 
 
 def test_a_missing_or_empty_run_directory_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no run directory"):
+    with pytest.raises(BadFile, match="no run directory"):
         render_report(tmp_path / "nowhere")
-    with pytest.raises(ValueError, match="no campaign in it"):
+    with pytest.raises(BadFile, match="no finished campaign in it.*run one with `jgtest run METHOD --out"):
         render_report(tmp_path)
+    (tmp_path / "config.json").write_text('{"method": "wuji", "game": "CombatArena-v0", "seed": 7}')
+    with pytest.raises(BadFile, match="continue it with `jgtest run wuji --game CombatArena-v0 --seed 7 --out .* --resume`"):
+        render_report(tmp_path)  # a campaign killed before its summary

@@ -38,6 +38,7 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.park_render import OOI_TYPES, TEXTURE_BUGS
 from jgtest.oracles.texture import walk_precision_recall
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
+from jgtest.run_dir import begin_campaign
 
 #: PPGTA §VI-A–B, Fig. 7–9: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes;
 #: test success rate (successful tests over all objects).
@@ -79,14 +80,13 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
     c, env, params = campaign.config, campaign.env, campaign.params
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").write_text(json.dumps({"method": method, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c)), **(extra_config or {})}, indent=2))
+    begin_campaign(out_dir, {"method": method, "game": "ParkWorld-v0", **jsonable(dataclasses.asdict(c)), **(extra_config or {})}, config_fingerprint(c), resume)
     carry = campaign.init(jax.random.key(c.seed))
     learner_keys = tuple(carry)  # what start_round reads: it is given only these, so it is traced and compiled once, not again for a played round's carry
     books = _fresh_books(c, env)
-    kept = records_to_resume(out_dir, resume)
-    written = {r.bug_id for r in kept}
     bugs = np.asarray(params.ooi_bug)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(c)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        written = {r.bug_id for r in records_to_resume(out_dir, resume)}  # read once the writer has cut a torn last line
         if resume and ckpt.latest_step() is not None:  # a round's carry: what the learner keeps and the round's games
             carry, books = ckpt.restore((campaign.start_round(carry, 0), books))
             books = jax.tree.map(np.asarray, books)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from jgtest.errors import BadInput, ResumeRefused
 from jgtest.methods.park.compare import AGENTS, compare, comparison_table, rows
 
 
@@ -28,33 +29,50 @@ def episodes_for(episodes: int | None, quick: bool) -> int:
     return episodes if episodes is not None else (10 if quick else 45)
 
 
-def models_for(game_kwargs: dict, quick: bool, where: Path, log=print):
-    """PPGTA's models: loaded from ``where`` when trained there, else trained there (seed 0; the
-    campaigns' seeds vary the episodes)."""
+def models_config(game_kwargs: dict, quick: bool):
+    """PPGTA's models' settings for the park ``game_kwargs`` builds (small ones when ``quick``).
+
+    Raises:
+      BadInput: an option the park does not have.
+    """
     from jgtest.methods.park import models
 
     try:
-        config = models.PPGTAModelsConfig.quick(**game_kwargs) if quick else models.PPGTAModelsConfig(**game_kwargs)
+        return models.PPGTAModelsConfig.quick(**game_kwargs) if quick else models.PPGTAModelsConfig(**game_kwargs)
     except TypeError as error:
-        raise ValueError(str(error)) from None
+        raise BadInput(str(error)) from None
+
+
+def models_for(config, where: Path, log=print):
+    """PPGTA's models of ``config`` (:func:`models_config`): loaded from ``where`` when trained there,
+    else trained there (seed 0; the campaigns' seeds vary the episodes)."""
+    from jgtest.methods.park import models
+
     if (where / "models.msgpack").exists():
         return models.load_models(where, config)
     log(f"training PPGTA's models into {where} (demonstrations, inverse dynamics, imitation, detector, texture oracle)")
     return models.train_models(config, where, log=lambda line: log(f"  {line}"))
 
 
-def _play(agent: str, game_kwargs: dict, episodes: int, seed: int, detector: str, out: Path, models, bars, resume: bool) -> dict:
+def _agent_config(agent: str, game_kwargs: dict, episodes: int, seed: int, detector: str, models_config):
+    """The campaign settings of ``agent`` (checked: built before anything is written)."""
     from jgtest.methods.park import inspector, ppgta
 
-    task = bars.add_task(f"{agent} × ParkWorld-v0 (episodes)", total=episodes, tested=0)
+    if agent == "ppgta":
+        return ppgta.PPGTAConfig(episodes=episodes, seed=seed, detector=detector, models=models_config)
+    try:
+        return inspector.InspectorConfig(agent=agent, episodes=episodes, seed=seed, **game_kwargs)
+    except TypeError as error:
+        raise BadInput(str(error)) from None
+
+
+def _play(agent: str, config, out: Path, models, bars, resume: bool) -> dict:
+    from jgtest.methods.park import inspector, ppgta
+
+    task = bars.add_task(f"{agent} × ParkWorld-v0 (episodes)", total=config.episodes, tested=0)
     on_episode = lambda done, total, tested: bars.update(task, completed=done, tested=tested)
     if agent == "ppgta":
-        config = ppgta.PPGTAConfig(episodes=episodes, seed=seed, detector=detector, models=models.config)
         return ppgta.run(config, models, out, on_episode=on_episode, resume=resume)
-    try:
-        config = inspector.InspectorConfig(agent=agent, episodes=episodes, seed=seed, **game_kwargs)
-    except TypeError as error:
-        raise ValueError(str(error)) from None
     return inspector.run(config, out, on_episode=on_episode, resume=resume, oracle=models.oracle if models is not None else None)
 
 
@@ -72,14 +90,15 @@ def run_in_console(method: str, out: str | Path, game_kwargs: dict, episodes: in
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
     if detector != "ground-truth" and method in ("inspector", "random"):
         raise ValueError(f"the learned detector is PPGTA's; {method} sees the object mask (detector='ground-truth')")
-    out = prepare_run_dir(out, overwrite, resume)
     agents = AGENTS if method == "compare-explorers" else (method,)
-    log = stderr().print
-    models = models_for(game_kwargs, quick, Path(models_dir) if models_dir else out / "models", log) if "ppgta" in agents else None
+    models_settings = models_config(game_kwargs, quick) if "ppgta" in agents else None
+    configs = {agent: _agent_config(agent, game_kwargs, episodes, seed, detector, models_settings) for agent in agents}
+    out = prepare_run_dir(out, overwrite, resume)
+    models = models_for(models_settings, Path(models_dir) if models_dir else out / "models", stderr().print) if "ppgta" in agents else None
     summaries = {}
     with progress(quiet, ("OOIs tested", "tested")) as bars:
         for agent in agents:
-            summaries[agent] = _play(agent, game_kwargs, episodes, seed, detector, out / agent if len(agents) > 1 else out, models, bars, resume)
+            summaries[agent] = _play(agent, configs[agent], out / agent if len(agents) > 1 else out, models, bars, resume)
     for agent, summary in summaries.items():
         show(agent_table(agent, summary, episodes))
     if len(agents) == 1:
@@ -144,7 +163,7 @@ def run_unreal_in_console(method: str, game: str, out: str | Path, game_kwargs: 
         saved = {k: v for k, v in json.loads((out / "config.json").read_text()).items() if k != "episodes"}
         if saved != config:
             changed = sorted(k for k in config.keys() | saved.keys() if saved.get(k) != config.get(k))
-            raise ValueError(f"--resume: {str(out)!r} holds a campaign with other settings ({', '.join(changed)})")
+            raise ResumeRefused(f"--resume: {str(out)!r} holds a campaign with other settings ({', '.join(changed)})")
     (out / "config.json").write_text(json.dumps({**config, "episodes": episodes}, indent=2))
     trained = device_run(explorer_from, models) if explorer_from else None
     agent = BridgedAgent(models, method, trained, detector)

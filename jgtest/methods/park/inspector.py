@@ -50,6 +50,7 @@ from jgtest.methods.park.campaign import oracle_outputs, run_campaign
 from jgtest.methods.park.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
 from jgtest.novelty import RND, RNDConfig
 from jgtest.report.records import BugRecord
+from jgtest.report.replay import replayable
 from jgtest.rollout import episode_key, reset_key
 from jgtest.types import Transition
 
@@ -197,7 +198,7 @@ def replay_record(record: BugRecord) -> bool:
     the test again: a completed 360° walk around its object (:func:`ooi_testing.replay_test`) for a
     record of a completed scripted walk; for one a texture oracle flagged (its test's frames judged),
     the same trace up to the test's frames showing the object (:func:`ooi_testing.replay_seen`)."""
-    env, params = make(record.game, **record.game_kwargs)
+    env, params = replayable(record)
     _, state = env.reset_env(reset_key(episode_key(record.seed, record.env_index, record.episode)), params)
     if "texture oracle" in record.detail:
         return replay_seen(env, params, state, np.asarray(record.actions), record.bug_id, record.position, OOITestSettings())

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -202,7 +203,7 @@ def load_models(out_dir: str | Path, config: PPGTAModelsConfig | None = None) ->
     """
     out_dir = Path(out_dir)
     if not (out_dir / "models.msgpack").exists():
-        raise FileNotFoundError(f"no PPGTA models in {out_dir} (train them with `jgtest run ppgta --game ParkWorld-v0 --ppgta-models {out_dir}`)")
+        raise FileNotFoundError(f"no PPGTA models in {out_dir} (train them with `{shlex.join(['jgtest', 'run', 'ppgta', '--game', 'ParkWorld-v0', '--ppgta-models', str(out_dir)])}`)")
     meta = json.loads((out_dir / "models.json").read_text())
     if config is None:
         config = config_from_dict(PPGTAModelsConfig, meta["config"])

@@ -27,6 +27,7 @@ from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
+from jgtest.run_dir import begin_campaign
 
 
 def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, checkpoints: Checkpointer | None = None):
@@ -47,9 +48,9 @@ def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, 
     periods = learn.config.num_evals
     shapes = jax.eval_shape(period, state, learn.hparams)[1]
     history = {k: np.zeros((periods, *v.shape), v.dtype) for k, v in shapes.items()}
-    done = 0 if checkpoints is None else (checkpoints.latest_step() or 0)
-    if done:
-        state, history = checkpoints.restore((state, history), done)
+    done = 0
+    if checkpoints is not None and checkpoints.latest_step() is not None:  # the newest intact step
+        done, (state, history) = checkpoints.restore_latest((state, history))
         history = jax.tree.map(np.asarray, history)
     for i in range(done, periods):
         state, metrics = period(state, learn.hparams)
@@ -84,8 +85,7 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
     env, params = make(config.game, **game_options(config))
     learn = learner(config)
     phases = Phases(progress)
-    (out_dir / "config.json").write_text(json.dumps({"method": "reline", **dataclasses.asdict(config),
-                                                     "learner": jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
+    begin_campaign(out_dir, {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(learn.config))}, None, resume)
     models = np.arange(config.models)
     keys = {a: jax.random.split(jax.random.fold_in(jax.random.key(config.seed), i), config.models) for i, a in enumerate(AGENTS)}
     summary: dict[str, Any] = {"method": "reline", "game": config.game, "models": config.models,

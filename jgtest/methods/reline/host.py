@@ -69,6 +69,7 @@ from jgtest.methods.reline.learners import learner, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import bug_bonus_reward
+from jgtest.run_dir import begin_campaign
 
 #: Ms. Pac-Man's options for RELINE: Gym ``MsPacman-v0``'s sticky actions (module docstring).
 ALE_OPTIONS = {"sticky_action_prob": 0.25}
@@ -92,8 +93,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     phases = Phases(progress)
     learn = learner(config)
     dqn_config, hparams = learn.config, learn.hparams
-    (out_dir / "config.json").write_text(json.dumps(
-        {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(dqn_config))}, indent=2))  # fmt: skip
+    begin_campaign(out_dir, {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(dqn_config))}, None, resume)
     books_path = out_dir / "models.json"
     if not resume:
         shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)

@@ -95,6 +95,7 @@ from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.plots import section_plot
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
 from jgtest.rewards import kart_finish_bonus, kart_performance_reward, kart_progress_reward
+from jgtest.run_dir import begin_campaign
 from jgtest.types import Telemetry
 
 #: 4 stacked grayscale frames at the bridge's render size (height, width).
@@ -159,9 +160,8 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     phases = Phases(progress)
     learn = learner(config)
     counts = settings(config)
-    (out_dir / "config.json").write_text(json.dumps(
-        {"method": "reline", **dataclasses.asdict(config), "episodes": counts,
-         "learner": jsonable(dataclasses.asdict(learn.config))}, indent=2))  # fmt: skip
+    begin_campaign(out_dir, {"method": "reline", **dataclasses.asdict(config), "episodes": counts,
+                             "learner": jsonable(dataclasses.asdict(learn.config))}, None, resume)  # fmt: skip
     key = jax.random.key(config.seed)
     train_seed = config.seed * 100_000 + 50_000
     summary: dict[str, Any] = {"method": "reline", "game": config.game, "episodes": counts, "train_steps": learn.config.total_timesteps}

@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 import time
+import warnings
 from collections.abc import Callable
 from operator import itemgetter
 from pathlib import Path
@@ -23,6 +24,7 @@ from jgtest.methods.wuji.config import EVOLVES, MULTI, TRAINS, WujiConfig
 from jgtest.methods.wuji.placements import run_params
 from jgtest.methods.wuji.search import Search, shared_search
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
+from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
 
 #: The states a run has covered (their hashes, :class:`jgtest.coverage.DistinctStates`), kept with its checkpoints.
@@ -42,7 +44,8 @@ class _Bookkeeper:
         self.env_steps = int(progress["env_steps"])
         # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
         # rows past the checkpoint (work a kill lost, to be done again) are dropped
-        rows = [json.loads(line) for line in timeline_path.read_text().splitlines()] if timeline_path.exists() else []
+        lines = timeline_path.read_text().splitlines(keepends=True) if timeline_path.exists() else []
+        rows = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line: a kill mid-write
         self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
         timeline_path.write_text("".join(json.dumps(row) + "\n" for row in self.timeline))
         self._timeline_path = timeline_path
@@ -111,18 +114,18 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         ``generations`` budget; wall-clock times differ).
 
     Raises:
-      ValueError: ``resume`` with a checkpoint of another config.
+      ResumeRefused: ``resume`` in a directory of another campaign (nothing is written).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     search = shared_search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, _learner_config(config))
     env = search.env
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
-    (out_dir / "config.json").write_text(json.dumps({"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, indent=2))
+    begin_campaign(out_dir, {"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, config_fingerprint(config), resume)
     search.warm_up(config.strategy, members(config), params, config.variation)
     progress = _fresh_progress(search, config, params)
-    kept = records_to_resume(out_dir, resume)
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+        kept = records_to_resume(out_dir, resume)  # read once the writer has cut a torn last line
         resumed = resume and ckpt.latest_step() is not None
         if resumed:
             progress = ckpt.restore(progress)
@@ -132,6 +135,10 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         for record in kept:  # records written after the last checkpoint stay, and are not written twice
             if not book.seen(record.bug_id):
                 book.found_at[record.bug_id] = record.wall_s
+        if lost := sorted(set(np.flatnonzero(~np.isnan(book.found_at)).tolist()) - {r.bug_id for r in kept}):
+            warnings.warn(f"{writer.path}: bug(s) {lost}, found before the last checkpoint, have no record (a damaged log); a Wuji "
+                          "campaign cannot re-derive one (its traces come from the population's policies): they count in the summary only",
+                          stacklevel=2)  # fmt: skip
         seeds = _SeedCounter(progress)
         if not resumed:
             if config.strategy != "random":
