@@ -77,6 +77,7 @@ BAD_INVOCATIONS = [
     (["run", "wuji", "--game", "CombatArena-v0", "--game-arg", "boss_hp=300", "--out", "{tmp}/a"], "unknown option(s) boss_hp"),
     (["run", "wuji", "--game", "CombatArena-v0", "--game-arg", "stuck_buff=1", "--out", "{tmp}/a"], "stuck_buff is re-drawn for each run"),
     (["run", "wuji", "--budget-steps", "0", "--out", "{tmp}/a"], "argument --budget-steps: 0 is below 1"),
+    (["run", "wuji", "--seed", "4294967295", "--seeds", "2", "--out", "{tmp}/a"], "the last seed (--seed 4294967295 + --seeds 2 - 1) must be in [0, 2**32)"),
     (["run", "reline", "--models", "0", "--out", "{tmp}/a"], "argument --models: 0 is below 1"),
     (["run", "reline", "--agents", "reline,monkey", "--out", "{tmp}/a"], "unknown RELINE agent(s) ['monkey']"),
     (["run", "reline", "--game", "BlockMaze-v0", "--out", "{tmp}/a"], "RELINE runs on"),
@@ -155,3 +156,18 @@ def test_the_table_covers_every_command():
 def test_debug_shows_the_traceback_of_a_user_mistake(tmp_path):
     with pytest.raises(ValueError, match="unknown game 'NoSuchGame'"):
         main(["--debug", "run", "random", "--game", "NoSuchGame", "--out", str(tmp_path / "a")])
+
+
+def test_an_unexpected_fault_keeps_a_short_traceback_and_debug_the_whole(monkeypatch, capsys):
+    import jgtest
+
+    def broken():
+        raise RuntimeError("a fault inside jgtest")
+
+    monkeypatch.setattr(jgtest, "registered_games", broken)
+    assert main(["games"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: a fault inside jgtest" in err and "jgtest --debug" in err
+    assert err.count('File "') <= 3  # the innermost frames only
+    with pytest.raises(RuntimeError, match="a fault inside jgtest"):
+        main(["--debug", "games"])

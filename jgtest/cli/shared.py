@@ -10,9 +10,7 @@ import math
 from pathlib import Path
 
 from jgtest.errors import BadInput, UserError
-
-#: Seeds are 32-bit (``jax.random.key`` folds them to 32 bits: 2**32 would give seed 0's campaign).
-SEED_LIMIT = 2**32
+from jgtest.seeds import SEED_LIMIT
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -37,7 +35,7 @@ def game_options(default_game: str) -> argparse.ArgumentParser:
 
 
 def seed_number(text: str) -> int:
-    """``--seed``: an integer with 0 <= seed < 2**32 (:data:`SEED_LIMIT`), the seeds that name distinct campaigns."""
+    """``--seed``: an integer with 0 <= seed < 2**32 (:mod:`jgtest.seeds`), the seeds that name distinct campaigns."""
     seed = positive_int(text, minimum=0)
     if seed >= SEED_LIMIT:
         raise argparse.ArgumentTypeError(f"{seed} is too large: seeds are 32-bit, 0 <= SEED < 2**32 ({SEED_LIMIT})")

@@ -25,6 +25,7 @@ def run(args) -> int:
     from jgtest.methods import wuji
     from jgtest.methods.wuji.campaign import prepare_campaign_dir
     from jgtest.methods.wuji.console import run_in_console
+    from jgtest.seeds import check_seed
 
     strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
     try:
@@ -37,6 +38,7 @@ def run(args) -> int:
         for strategy in strategies:
             wuji.WujiConfig(strategy=strategy)
         wuji.check_game_kwargs(*jgtest.make(config.game, **dict(config.game_kwargs)), config.game_kwargs)
+        check_seed(args.seed + args.seeds - 1, f"the last seed (--seed {args.seed} + --seeds {args.seeds} - 1)")
         out = prepare_campaign_dir(args.out, strategies, overwrite=args.overwrite, resume=args.resume)
     except ValueError as error:
         raise fail(error) from None

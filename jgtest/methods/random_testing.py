@@ -26,9 +26,10 @@ from jgtest.coverage import cell_set
 from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
 from jgtest.errors import BadInput
-from jgtest.report.records import SEED_LIMIT, BugRecord, BugRecordWriter, records_to_resume, write_json_atomically
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume, write_json_atomically
 from jgtest.rollout import action_key, episode_key, replay_trace, reset_key, step_key
 from jgtest.run_dir import begin_campaign
+from jgtest.seeds import check_seed
 from jgtest.sharding import shard_batch
 
 
@@ -65,8 +66,7 @@ class RandomCampaignConfig:
                 f"steps_per_env {self.steps_per_env} is not a multiple of chunk_steps {self.chunk_steps}: the campaign would play "
                 f"{-(-self.steps_per_env // self.chunk_steps) * self.chunk_steps}; choose a chunk that divides it (e.g. {largest_divisor(self.steps_per_env, self.chunk_steps)})"
             )
-        if not 0 <= self.seed < SEED_LIMIT:
-            raise BadInput(f"seed must be in [0, 2**32), got {self.seed}")
+        check_seed(self.seed)
 
 
 def largest_divisor(steps: int, at_most: int) -> int:

@@ -29,9 +29,7 @@ import numpy as np
 from jgtest.envs.base import BUG_KINDS
 from jgtest.errors import BadInput
 from jgtest.files import read_bytes
-
-#: A record's seed is a campaign's seed: 0 <= seed < 2**32.
-SEED_LIMIT = 2**32
+from jgtest.seeds import check_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,12 +72,11 @@ class BugRecord:
         for name in ("game", "detail"):
             if not isinstance(getattr(self, name), str):
                 raise BadInput(f"bug record {name} must be a string, got {getattr(self, name)!r}")
-        for name, low in (("bug_id", -1), ("step", 0), ("episode", 0), ("seed", 0), ("env_index", 0)):
+        for name, low in (("bug_id", -1), ("step", 0), ("episode", 0), ("env_index", 0)):
             value = getattr(self, name)
             if not _is_int(value) or value < low:
                 raise BadInput(f"bug record {name} must be an integer of at least {low}, got {value!r}")
-        if self.seed >= SEED_LIMIT:
-            raise BadInput(f"bug record seed must be below 2**32, got {self.seed}")
+        check_seed(self.seed, "bug record seed")
         if not all(_is_int(a) for a in self.actions):
             raise BadInput("bug record actions must be integers")
         if len(self.actions) != self.step + 1:

@@ -80,7 +80,7 @@ def test_bad_records_are_refused():
 
 def test_records_of_the_wrong_types_are_refused():
     as_json = json.loads(_record().to_json())
-    for field, value, message in (("seed", 2**32, "seed must be below 2\\*\\*32"), ("step", "2", "step must be an integer"),
+    for field, value, message in (("seed", 2**32, "seed must be in \\[0, 2\\*\\*32\\)"), ("step", "2", "step must be an integer"),
                                   ("episode", True, "episode must be an integer"), ("actions", "abc", "actions must be a list"),
                                   ("position", [float("nan")], "position must be finite"), ("game", 3, "game must be a string")):  # fmt: skip
         with pytest.raises(BadInput, match=message):

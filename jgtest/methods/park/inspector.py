@@ -52,6 +52,7 @@ from jgtest.novelty import RND, RNDConfig
 from jgtest.report.records import BugRecord
 from jgtest.report.replay import replayable
 from jgtest.rollout import episode_key, reset_key
+from jgtest.seeds import check_seed
 from jgtest.types import Transition
 
 AGENTS = ("inspector", "random")
@@ -92,6 +93,7 @@ class InspectorConfig:
     hparams: ppo.PPOHyperparams = ppo.PPOHyperparams()
 
     def __post_init__(self):
+        check_seed(self.seed)
         if self.agent not in AGENTS:
             raise ValueError(f"agent must be one of {AGENTS}, got {self.agent!r}")
         for name in ("episodes", "num_envs", "episode_steps", "rollout_steps", "rnd_updates"):

@@ -45,6 +45,7 @@ from jgtest.envs.registration import make
 from jgtest.novelty.preference import js_divergence
 from jgtest.oracles import texture
 from jgtest.report.records import jsonable
+from jgtest.seeds import check_seed
 from jgtest.vision import detector as detection
 
 BEHAVIOURS = ("path", "circle")
@@ -77,6 +78,7 @@ class PPGTAModelsConfig:
     oracle_epochs: int = 30
 
     def __post_init__(self):
+        check_seed(self.seed)
         if self.k < 1:
             raise ValueError(f"k (frames per step) must be at least 1, got {self.k}")
         for name in ("path_trajectories", "circle_trajectories"):

@@ -57,6 +57,7 @@ from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, init_teste
 from jgtest.nets.recurrent import ImitationPolicy
 from jgtest.novelty import RND, AlphaSchedule, RNDConfig, adapt_alpha, combined_reward, preference_reward
 from jgtest.rollout import episode_key, reset_key
+from jgtest.seeds import check_seed
 from jgtest.types import Transition
 from jgtest.vision.detector import detected_objects
 
@@ -90,6 +91,7 @@ class PPGTAConfig:
     models: PPGTAModelsConfig = PPGTAModelsConfig()
 
     def __post_init__(self):
+        check_seed(self.seed)
         if self.detector not in DETECTORS:
             raise ValueError(f"detector must be one of {DETECTORS}, got {self.detector!r}")
         for name in ("episodes", "num_envs", "episode_steps", "rollout_steps", "rnd_updates", "trigger_pixels"):

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from jgtest.seeds import check_seed
+
 GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
 #: The real games, through the host loop (:mod:`jgtest.methods.reline.host`).
 HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
@@ -94,6 +96,7 @@ class RelineConfig:
     ray_address: str | None = None
 
     def __post_init__(self):
+        check_seed(self.seed)
         if self.game not in GAMES + HOST_GAMES:
             raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
         if self.actors < 0 or (self.actors and self.game in GAMES):

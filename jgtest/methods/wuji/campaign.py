@@ -15,6 +15,7 @@ from jgtest.envs.registration import make
 from jgtest.methods.wuji.config import STRATEGIES, WujiConfig
 from jgtest.methods.wuji.device import run
 from jgtest.methods.wuji.placements import check_game_kwargs
+from jgtest.seeds import check_seed
 
 
 def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] | None = None, seeds: int = 1,
@@ -40,6 +41,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {s!r}")
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
+    check_seed(config.seed + seeds - 1, f"the last seed (seed {config.seed} + seeds {seeds} - 1)")
     check_game_kwargs(*make(config.game, **dict(config.game_kwargs)), config.game_kwargs)  # before any run starts
     out_dir = Path(out_dir)
     results: dict[str, list[dict]] = {}

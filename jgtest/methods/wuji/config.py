@@ -8,6 +8,7 @@ from typing import Any
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.envs.registration import hashable
 from jgtest.evo import VariationParams
+from jgtest.seeds import check_seed
 
 #: The paper's strategies (§V-A3), in its order.
 STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
@@ -59,6 +60,7 @@ class WujiConfig:
     variation: VariationParams = VariationParams()
 
     def __post_init__(self):
+        check_seed(self.seed)
         object.__setattr__(self, "game_kwargs", tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())))
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
