@@ -61,10 +61,11 @@ def replay_trace(env, params, seed, env_index, episode, actions: jax.Array):
     return out
 
 
-def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=()):
+def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=(), first_slot=0,
+                  with_transitions: bool = False):
     """Plays one episode in each of ``num_episodes`` slots with the campaign's keys.
 
-    Slot ``b`` plays episode 0 of run ``seed``: reset with
+    Slot ``b`` (``first_slot + 0 … first_slot + E − 1``) plays episode 0 of run ``seed``: reset with
     ``reset_key(episode_key(seed, b, 0))``, step ``t`` with ``step_key`` and the
     policy's action drawn with ``action_key``, so an episode's action trace
     replays exactly with :func:`replay_trace` (and ``jgtest replay``) on the
@@ -81,21 +82,28 @@ def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, m
       num_episodes: ``E``, parallel slots.
       max_steps: ``T``, the episode cap (steps after an episode's end are masked).
       info_keys: extra ``info`` entries to stack per step (e.g. ``"delta_path_done"``).
+      first_slot: the first slot's index (may be traced): batches of one long
+        evaluation played in turn (a learner updated between them) keep
+        distinct, replayable slots.
+      with_transitions: also return ``obs`` (the observation each action was
+        chosen on) and ``rewards``, what a learner fits to.
 
     Returns:
       dict of ``[E, T]`` arrays: ``actions``, ``valid`` (the step is inside the
-      episode), ``telemetry`` (a stacked :class:`jgtest.types.Telemetry`) and
-      the ``info_keys``.
+      episode), ``telemetry`` (a stacked :class:`jgtest.types.Telemetry`), the
+      ``info_keys``, and with ``with_transitions`` ``obs`` and ``rewards``.
     """
-    slots = jnp.arange(num_episodes)
+    slots = first_slot + jnp.arange(num_episodes)
     ep_keys = jax.vmap(lambda b: episode_key(seed, b, 0))(slots)
     obs, state = jax.vmap(lambda k: env.reset(reset_key(k), params))(ep_keys)
 
     def one(ep_key, obs, state, running, t):
         action = policy(policy_params, obs, action_key(ep_key, t))
-        obs, state, _, terminated, truncated, info = env.step(step_key(ep_key, t), state, action, params)
+        next_obs, state, reward, terminated, truncated, info = env.step(step_key(ep_key, t), state, action, params)
         out = {"actions": action, "valid": running, "telemetry": info["telemetry"], **{k: info[k] for k in info_keys}}
-        return obs, state, running & ~(terminated | truncated), out
+        if with_transitions:
+            out.update(obs=obs, rewards=reward)
+        return next_obs, state, running & ~(terminated | truncated), out
 
     def body(carry, t):
         obs, state, running = carry

@@ -16,6 +16,11 @@ def add_parser(methods) -> None:
     group.add_argument("--quick", action="store_true", help="the small training budget (CPU)")
     group.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="on a bridged game: a Ray game farm of N actors (default: in process)")
     group.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
+    group.add_argument("--elites", choices=("percentile", "rank"), default="percentile",
+                       help="CartPole's CEM elites: the replication package's percentile cut (default) or the paper's best 11 of 16")
+    group.add_argument("--elite-percentile", type=float, default=70.0, help="the percentile cut of --elites percentile, in (0, 100) (default 70)")
+    group.add_argument("--evaluation", choices=("training", "frozen"), default=None,
+                       help="models keep learning through their evaluation episodes (the package; default on CartPole) or are frozen")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
         group.add_argument(flag, type=positive_int, default=None, help=f"on a kart: {field.replace('_', ' ')} (default: the paper's)")
     parser.set_defaults(func=run)
@@ -31,6 +36,7 @@ def run(args) -> int:
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
             game_kwargs=tuple(sorted(parse_key_values(args.game_arg).items())), actors=args.actors, ray_address=args.ray_address,
+            elites=args.elites, elite_percentile=args.elite_percentile, evaluation=args.evaluation,
             **{f: getattr(args, f) for f in ("threshold_episodes", "warmup_episodes", "replays") if getattr(args, f) is not None},
         )  # fmt: skip
         if config.game not in reline.HOST_GAMES:

@@ -49,7 +49,7 @@ def test_sigkilled_games_become_crash_records_and_the_campaign_finishes(tmp_path
             ray.shutdown()
 
     # The campaign finished: Table 1 over 4 episodes.
-    assert json.loads((tmp_path / "table1.json").read_text()) == summary["table1"]
+    assert json.loads((tmp_path / "table1.json").read_text()) == {"protocol": summary["protocol"], "table1": summary["table1"]}
     assert set(summary["table1"]["random"]) == {"1", "2", "3", "4"}
     crashes = [r for r in read_bug_records(tmp_path / "bugs.jsonl") if r.kind == "crash"]
     assert len(crashes) == 2, "one record a kill, the first still there after the second"

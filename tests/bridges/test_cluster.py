@@ -54,6 +54,6 @@ def test_a_campaign_spans_two_nodes_and_survives_losing_one(tmp_path, monkeypatc
     assert seen.get("killed") and len(seen["nodes_before"]) == 2  # one game on each node, until the worker went
     assert len(alive) == 1 and alive < seen["nodes_before"] and nodes_after == alive  # the lost game restarted on the head
     assert set(summary["table1"]["random"]) == {"1", "2", "3", "4"}  # the campaign finished
-    assert json.loads((tmp_path / "table1.json").read_text()) == summary["table1"]
+    assert json.loads((tmp_path / "table1.json").read_text()) == {"protocol": summary["protocol"], "table1": summary["table1"]}
     crashes = [r for r in read_bug_records(tmp_path / "bugs.jsonl") if r.kind == "crash"]
     assert len(crashes) == 1 and crashes[0].game == "ale:MsPacman" and "died" in crashes[0].detail  # the worker's game

@@ -7,6 +7,7 @@ import pytest
 
 import jgtest
 import jgtest.analysis
+from jgtest.errors import BadInput
 from jgtest.methods import reline
 from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.records import read_bug_records
@@ -99,13 +100,15 @@ def cartpole_run(tmp_path_factory):
 
 def test_cartpole_run_writes_table1_summary_and_replayable_records(cartpole_run):
     config, summary, out = cartpole_run
-    table = json.loads((out / "table1.json").read_text())
+    written = json.loads((out / "table1.json").read_text())
+    assert written["protocol"] == summary["protocol"] == {"elites": "percentile", "elite_percentile": 70.0, "evaluation": "training"}
+    table = written["table1"]
     assert set(table) == {"reline", "rl-baseline", "random"} and set(table["random"]) == {"1", "2"}
     for rows in table.values():
         assert len(rows["1"]["counts"]) == 2 and all(0 <= c <= 16 for c in rows["1"]["counts"])
         assert rows["2"]["mean"] <= rows["1"]["mean"]
     assert table["random"]["1"]["paper"]["mean"] == 12
-    assert set(summary["phases_s"]) >= {"train reline", "evaluate random"}
+    assert set(summary["phases_s"]) >= {"train reline", "evaluate reline (learning)", "evaluate random"}
     records = read_bug_records(out / "bugs.jsonl")
     # One record per (agent, model, bug) found; each replays on the bare game.
     found = sum(int(np.sign(np.sum(r["counts"]))) for rows in table.values() for r in [rows["1"]])
@@ -139,3 +142,30 @@ def test_a_run_stopped_mid_training_resumes_to_the_uninterrupted_result(tmp_path
     assert resumed["table1"] == whole["table1"] and resumed["training_curves"] == whole["training_curves"]
     strip = lambda records: [r.__class__(**{**r.__dict__, "wall_s": 0.0}) for r in records]
     assert strip(read_bug_records(tmp_path / "killed" / "bugs.jsonl")) == strip(read_bug_records(tmp_path / "whole" / "bugs.jsonl"))
+
+
+def test_the_package_protocol_learns_through_evaluation_and_the_papers_freezes(cartpole_run, tmp_path):
+    """Under ``evaluation="training"`` the models keep fitting their elites between batches of 16
+    evaluation episodes (the replication package), so their evaluation differs from the frozen
+    models'; each protocol's records replay, and the rank rule (the paper's m = 11) is the option."""
+    config, summary, _ = cartpole_run
+    from dataclasses import replace
+
+    frozen = reline.run(replace(config, evaluation="frozen", elites="rank", agents=("rl-baseline",)), tmp_path)
+    assert frozen["protocol"] == {"elites": "rank", "elite_percentile": 70.0, "evaluation": "frozen"}
+    assert "evaluate rl-baseline" in frozen["phases_s"]
+    for record in read_bug_records(tmp_path / "bugs.jsonl")[:2]:
+        assert replay(record).reproduced
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("elites", "top", "elites must be one of percentile, rank"),
+    ("elite_percentile", 100, "elite_percentile must be in \\(0, 100\\)"),
+    ("elite_percentile", 0.0, "elite_percentile must be in \\(0, 100\\)"),
+    ("evaluation", "online", "evaluation must be one of training, frozen"),
+])  # fmt: skip
+def test_an_unknown_protocol_is_refused_by_name(field, value, message):
+    with pytest.raises(BadInput, match=message):
+        reline.RelineConfig(game="CartPoleBugs-v0", **{field: value})
+    with pytest.raises(BadInput, match="evaluation='training' .* is implemented for CartPoleBugs-v0"):
+        reline.RelineConfig(game="PacMaze-v0", evaluation="training")

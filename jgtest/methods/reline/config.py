@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from jgtest.errors import BadInput
 from jgtest.seeds import check_seed
 
 GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
@@ -16,6 +17,12 @@ HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
 #: The kart games, on device and real: calibration, low-FPS points, no Table 1.
 KART_GAMES = ("KartTrack-v0", "supertuxkart:lighthouse")
 AGENTS = ("reline", "rl-baseline", "random")
+#: CEM's elite rule (CartPole): the replication package's percentile cut, or the paper's rank (:class:`RelineConfig`).
+ELITES = ("percentile", "rank")
+#: How the trained models play their evaluation episodes: still learning (the package), or frozen.
+EVALUATIONS = ("training", "frozen")
+#: The games whose learner keeps learning through its evaluation episodes (``evaluation="training"``).
+LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0",)
 
 #: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
 PAPER_TABLE1 = {
@@ -74,6 +81,29 @@ class RelineConfig:
         actors (0: in this process; :mod:`jgtest.methods.reline.host`).
       ray_address: with ``actors``, the Ray cluster the farm joins (``"auto"``
         or ``host:port``); by default a local Ray is started.
+      elites: CEM's elite rule on CartPole. ``"percentile"`` (default), the
+        replication package's, which made the published numbers
+        (``rlgameauthors/rlgameauthors``, ``CartPole/CartPole_RELINE_train.py``
+        and ``CartPole_RL-baseline_train.py``, lines 21–24: ``BATCH_SIZE = 16``,
+        ``PERCENTILE = 70``; ``filter_batch``, RELINE lines 83–90:
+        ``reward_bound = np.percentile(rewards, percentile)``, then
+        ``if example.reward < reward_bound: continue``): the episodes at or above
+        the batch's ``elite_percentile``-th percentile of returns, about the best
+        30%, ties included. ``"rank"``, the paper's sentence (§3.1.2: "selects
+        the m = 11 (70%) episodes having the highest score"): exactly 11 of 16.
+      elite_percentile: the percentile cut of ``elites="percentile"``, in (0, 100).
+      evaluation: how the trained models play their ``eval_episodes``.
+        ``"training"``, the package's evaluation scripts
+        (``CartPole/CartPole_RELINE_1k_episodes.py``, line 7: "Play 1000 episodes
+        (still training)"; lines 121–136: a fresh Adam, lr 0.01, and the training
+        loop's batches of 16 with their elite updates; line 140: the first 1,000
+        episodes counted): the model keeps learning on them, and Table 1 counts
+        those episodes (for Ms. Pac-Man the package counts the last 1,000 training
+        episodes, ``MsPacman/msPacman_RELINE.py`` line 349). ``"frozen"``, the
+        paper's text (§3.1.4, "we run each of the trained models for 1,000
+        episodes"): the weights are fixed first.
+        ``None`` (default): ``"training"`` where the learner supports it
+        (:data:`LEARNING_EVALUATION_GAMES`), else ``"frozen"``.
     """
 
     game: str
@@ -94,9 +124,25 @@ class RelineConfig:
     learner_overrides: tuple[tuple[str, Any], ...] = ()
     actors: int = 0
     ray_address: str | None = None
+    elites: str = "percentile"
+    elite_percentile: float = 70.0
+    evaluation: str | None = None
 
     def __post_init__(self):
         check_seed(self.seed)
+        if self.elites not in ELITES:
+            raise BadInput(f"RelineConfig.elites must be one of {', '.join(ELITES)}, got {self.elites!r}")
+        if not (isinstance(self.elite_percentile, (int, float)) and 0 < self.elite_percentile < 100):
+            raise BadInput(f"RelineConfig.elite_percentile must be in (0, 100), got {self.elite_percentile!r}")
+        if self.evaluation is None:
+            object.__setattr__(self, "evaluation", "training" if self.game in LEARNING_EVALUATION_GAMES else "frozen")
+        if self.evaluation not in EVALUATIONS:
+            raise BadInput(f"RelineConfig.evaluation must be one of {', '.join(EVALUATIONS)}, got {self.evaluation!r}")
+        if self.evaluation == "training" and self.game not in LEARNING_EVALUATION_GAMES:
+            raise BadInput(
+                f"evaluation='training' (learning through the evaluation episodes) is implemented for "
+                f"{', '.join(LEARNING_EVALUATION_GAMES)}; {self.game}'s models are evaluated frozen (evaluation='frozen')"
+            )
         if self.game not in GAMES + HOST_GAMES:
             raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
         if self.actors < 0 or (self.actors and self.game in GAMES):
@@ -149,6 +195,13 @@ def game_options(config: RelineConfig, **params) -> dict[str, Any]:
     if config.game == "KartTrack-v0":
         options.update(theta=config.theta, progress_cap=config.progress_cap)
     return {**options, **dict(config.game_kwargs), **{k: float(v) for k, v in params.items()}}
+
+
+def protocol(config: RelineConfig) -> dict:
+    """The protocol a run followed, as its ``summary.json`` and ``table1.json`` name it: CEM's elite rule
+    (on CartPole) and whether the models learned through their evaluation episodes."""
+    elites = {"elites": config.elites, "elite_percentile": config.elite_percentile} if config.game == "CartPoleBugs-v0" else {}
+    return {**elites, "evaluation": config.evaluation}
 
 
 def eval_seed(config: RelineConfig, agent: str, model: int) -> int:

@@ -19,7 +19,7 @@ from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.registration import make
 from jgtest.methods.reline.analysis import bugs_found, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
-from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options
+from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options, protocol
 from jgtest.methods.reline.learners import Learner, learner, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.oracles import reline_threshold
@@ -33,15 +33,14 @@ from jgtest.run_dir import begin_campaign
 def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, checkpoints: Checkpointer | None = None):
     """Trains ``len(keys)`` models vmapped; ``agent`` picks the reward (RELINE's or the game's).
 
-    Returns ``(network, stacked params, per-period metrics)``; ``on_period(i, n)``
+    Returns ``(trainer, stacked training state, per-period metrics)``; ``on_period(i, n)``
     is called after each of the ``num_evals`` periods (one device call each).
     With ``checkpoints``, the models' training state and the metrics so far are
     saved after every period and training continues from the last checkpoint
     there: every period is the same pure function of the state, so a resumed
     training ends where an uninterrupted one ends.
     """
-    game = RelineReward(env, "kart" if learn.config.game == "KartTrack-v0" else "bugs") if agent == "reline" else env
-    trainer = learn.module.make_agent(learn.config, (learn.wrap(game), params))
+    trainer = learn.module.make_agent(learn.config, (training_game(learn, env, agent), params))
     init = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))
     period = jax.jit(jax.vmap(trainer.period, in_axes=(0, None)))
     state = init(keys, learn.hparams)
@@ -60,7 +59,49 @@ def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, 
             checkpoints.save(i + 1, (state, history))
         if on_period is not None:
             on_period(i + 1, periods)
-    return trainer.network, state.params, {k: np.swapaxes(v, 0, 1) for k, v in history.items()}
+    return trainer, state, {k: np.swapaxes(v, 0, 1) for k, v in history.items()}
+
+
+def training_game(learn: Learner, env, agent: str):
+    """The game ``agent`` learns on, as it sees it: RELINE's reward (:class:`jgtest.rewards.RelineReward`)
+    for ``reline``, the game's own for rl-baseline, under the learner's observation wrappers."""
+    game = RelineReward(env, "kart" if learn.config.game == "KartTrack-v0" else "bugs") if agent == "reline" else env
+    return learn.wrap(game)
+
+
+def evaluate_learning(learn: Learner, env, params, agent: str, trainer, state, seeds, num_episodes: int):
+    """The package's evaluation of a CEM model: it keeps learning through its ``num_episodes``.
+
+    RELINE's replication package (``rlgameauthors/rlgameauthors``,
+    ``CartPole/CartPole_RELINE_1k_episodes.py`` lines 121–140) plays the evaluation episodes with
+    the training loop still running: every batch of ``episodes_per_iter`` (16) episodes is followed
+    by the CEM update on its elites (RELINE's +50 per bug still paid), and Table 1 counts the bugs of
+    the first 1,000. The package restarts Adam's moments there (a fresh ``optim.Adam``); the
+    trainer's optimizer state goes on here (a choice: the same learning rate, one update a batch). Here each batch is played with the campaign's keys,
+    batch ``i`` in slots ``16 i … 16 i + 15`` of run ``seed`` (:func:`jgtest.rollout.play_episodes`),
+    so each episode's trace replays like a frozen evaluation's, and the model's update between
+    batches is the trainer's own. Vmapped over the models (``state``, ``seeds`` stacked).
+
+    Returns:
+      As :func:`evaluate_models`: ``[N, E, T]`` arrays on the host.
+    """
+    n = learn.config.episodes_per_iter
+    iterations = -(-num_episodes // n)
+    max_steps = int(np.asarray(params.max_steps_in_episode))
+    game, policy = training_game(learn, env, agent), learn.policy(trainer.network)
+
+    def one_model(state, seed):
+        def batch(state, i):
+            out = play_episodes(game, params, policy, state.params, seed, n, max_steps, first_slot=i * n, with_transitions=True)
+            valid = out["valid"].astype(jnp.float32)
+            episodes = learn.module.Episodes(out.pop("obs"), out["actions"], valid, (out.pop("rewards") * valid).sum(axis=1))
+            state, _ = trainer.update(state, episodes, state.key, learn.hparams)
+            return state, out
+
+        _, outs = jax.lax.scan(batch, state, jnp.arange(iterations))
+        return jax.tree.map(lambda x: x.reshape(iterations * n, *x.shape[2:])[:num_episodes], outs)
+
+    return jax.device_get(jax.jit(jax.vmap(one_model))(state, jnp.asarray(seeds, jnp.int32)))
 
 
 def evaluate_models(env, params, policy, policy_params, seeds, num_episodes: int, info_keys=()):
@@ -88,9 +129,9 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
     begin_campaign(out_dir, {"method": "reline", **dataclasses.asdict(config), "learner": jsonable(dataclasses.asdict(learn.config))}, None, resume)
     models = np.arange(config.models)
     keys = {a: jax.random.split(jax.random.fold_in(jax.random.key(config.seed), i), config.models) for i, a in enumerate(AGENTS)}
-    summary: dict[str, Any] = {"method": "reline", "game": config.game, "models": config.models,
+    summary: dict[str, Any] = {"method": "reline", "game": config.game, "models": config.models, "protocol": protocol(config),
                                "eval_episodes": config.eval_episodes, "learner": type(learn.config).__name__}  # fmt: skip
-    trained, curves, outs = {}, {}, {}
+    trained, learners, curves, outs = {}, {}, {}, {}
 
     def train(agent, train_params):
         def go(report):
@@ -98,16 +139,21 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
             with Checkpointer(where, config_fingerprint({"reline": config, "agent": agent})) as checkpoints:
                 return train_models(learn, env, train_params, agent, keys[agent], report, checkpoints)
 
-        network, pp, history = phases.run(f"train {agent}", go, learn.config.num_evals)
-        trained[agent] = (learn.policy(network), pp)
+        trainer, state, history = phases.run(f"train {agent}", go, learn.config.num_evals)
+        trained[agent] = (learn.policy(trainer.network), state.params)
+        learners[agent] = (trainer, state)
         curves[agent] = {k: np.asarray(v).mean(axis=0).tolist() for k, v in history.items() if k.endswith("_mean")}
 
     def evaluate(agent, eval_params, writer, options):
         policy, pp = trained.get(agent) or (random_policy(env.num_actions), jnp.zeros(config.models))
         eval_env = env if agent == "random" else learn.wrap(env)
         seeds = [eval_seed(config, agent, m) for m in models]
-        outs[agent] = phases.run(f"evaluate {agent}", lambda _: evaluate_models(
-            eval_env, eval_params, policy, pp, seeds, config.eval_episodes))  # fmt: skip
+        if config.evaluation == "training" and agent in learners:
+            outs[agent] = phases.run(f"evaluate {agent} (learning)", lambda _: evaluate_learning(
+                learn, env, eval_params, agent, *learners[agent], seeds, config.eval_episodes))  # fmt: skip
+        else:
+            outs[agent] = phases.run(f"evaluate {agent}", lambda _: evaluate_models(
+                eval_env, eval_params, policy, pp, seeds, config.eval_episodes))  # fmt: skip
         for record in first_records(config, env, outs[agent], agent, options, start):
             if record.detail not in written:  # written before a resumed run was stopped
                 writer.write(record)
@@ -123,7 +169,7 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
                     train(agent, params)
                 evaluate(agent, params, writer, options)
             rows = table1(config, {a: bugs_found(o) for a, o in outs.items()})
-            (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
+            (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
             summary["table1"] = rows
         else:
             summary.update(_kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir))

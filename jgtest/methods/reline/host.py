@@ -64,7 +64,7 @@ from jgtest.agents import dqn
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods.reline.analysis import bugs_found, table1
-from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed
+from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed, protocol
 from jgtest.methods.reline.learners import learner, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
@@ -128,9 +128,9 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
                     curves.setdefault(agent, []).append(books[unit]["training"])
                 found[agent].append(np.asarray(books[unit]["bugs_found"]))
     rows = table1(config, {a: np.stack(f) for a, f in found.items()})
-    (out_dir / "table1.json").write_text(json.dumps(jsonable(rows), indent=2))
+    (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
     summary: dict[str, Any] = {
-        "method": "reline", "game": config.game, "models": config.models, "eval_episodes": config.eval_episodes,
+        "method": "reline", "game": config.game, "models": config.models, "eval_episodes": config.eval_episodes, "protocol": protocol(config),
         "learner": "DQNConfig", "train_steps": dqn_config.total_timesteps, "table1": rows,
         "training": curves, "phases_s": phases.wall_s, "wall_s": round(time.perf_counter() - start, 2),
     }  # fmt: skip

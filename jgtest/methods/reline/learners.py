@@ -58,6 +58,10 @@ PACMAZE_NETWORK = dict(
 )
 
 
+#: The paper's elite size on CartPole (§3.1.2: "the m = 11 (70%) episodes having the highest score" of n = 16).
+PAPER_ELITE_EPISODES = 11
+
+
 def learner(config: RelineConfig) -> Learner:
     """The paper's learning algorithm for ``config.game`` (see the module docstring),
     with ``config.learner_overrides`` applied.
@@ -77,9 +81,10 @@ def _paper_learner(config: RelineConfig) -> Learner:
     if config.game in HOST_GAMES:
         dqn_config, hparams = bridged_dqn(config)
         return Learner(dqn, dqn_config, hparams, lambda env: env, epsilon_greedy(float(hparams.epsilon_end)))
-    if config.game == "CartPoleBugs-v0":
-        cem_config = cem.CEMConfig(game=config.game, elite_episodes=11, num_evals=10, eval_episodes=4)
-        return Learner(cem, cem_config, cem.CEMHyperparams(), lambda env: env, sampled_policy)
+    if config.game == "CartPoleBugs-v0":  # the elite rule: RelineConfig.elites (package: percentile 70; paper: m = 11)
+        elite_episodes = PAPER_ELITE_EPISODES if config.elites == "rank" else None
+        cem_config = cem.CEMConfig(game=config.game, elite_episodes=elite_episodes, num_evals=10, eval_episodes=4)
+        return Learner(cem, cem_config, cem.CEMHyperparams(percentile=config.elite_percentile), lambda env: env, sampled_policy)
     full, quick = DQN_STEPS[config.game]
     steps = config.train_steps or (quick if config.quick else full)
     # Lapan anneals ε over 100k steps; a budget under 200k steps anneals over its first half.

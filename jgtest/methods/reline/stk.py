@@ -87,7 +87,7 @@ from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods.reline.analysis import low_fps_analysis, write_low_fps
-from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed
+from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, protocol
 from jgtest.methods.reline.learners import learner, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.oracles import low_fps_points, reline_threshold
@@ -164,7 +164,8 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
                              "learner": jsonable(dataclasses.asdict(learn.config))}, None, resume)  # fmt: skip
     key = jax.random.key(config.seed)
     train_seed = config.seed * 100_000 + 50_000
-    summary: dict[str, Any] = {"method": "reline", "game": config.game, "episodes": counts, "train_steps": learn.config.total_timesteps}
+    summary: dict[str, Any] = {"method": "reline", "game": config.game, "episodes": counts, "train_steps": learn.config.total_timesteps,
+                               "protocol": protocol(config)}  # fmt: skip
     done = _Progress(out_dir, config, resume)
     with host_loop.host_game(config.game, seed=train_seed, **dict(config.game_kwargs)) as game, \
             BugRecordWriter(out_dir / "bugs.jsonl") as writer:  # fmt: skip
