@@ -48,7 +48,7 @@ def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = Fa
     return out
 
 
-def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | None, resume: bool) -> None:
+def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | None, resume: bool, may_change: tuple[str, ...] = ()) -> None:
     """Writes a campaign's ``config.json`` in ``out_dir``; on ``resume``, first checks that the
     campaign there is this one, and writes nothing if it is not.
 
@@ -64,6 +64,8 @@ def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | No
         checkpoints are in ``out_dir/checkpoints``; ``None`` for a campaign that keeps them
         elsewhere (each of its ``Checkpointer`` checks its own).
       resume: the campaign continues one in ``out_dir``.
+      may_change: keys of ``config_json`` a resumed campaign may give new values (a bridged
+        campaign's number of episodes); the others must be as they were.
 
     Raises:
       ResumeRefused: ``resume``, and ``out_dir`` holds another campaign's config or checkpoints.
@@ -81,9 +83,9 @@ def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | No
             stored = read_json(out / "config.json")
         except BadFile as error:
             raise ResumeRefused(f"--resume: {error}; start the campaign again in another directory") from None
-        if stored != config_json:
-            keys = sorted(set(stored) | set(config_json), key=str) if isinstance(stored, dict) else ["config"]
-            differ = [k for k in keys if not isinstance(stored, dict) or stored.get(k) != config_json.get(k)]
+        keys = sorted((set(stored) | set(config_json)) - set(may_change), key=str) if isinstance(stored, dict) else ["config"]
+        differ = [k for k in keys if not isinstance(stored, dict) or stored.get(k) != config_json.get(k)]
+        if differ:
             shown = "; ".join(f"{k} {(stored.get(k) if isinstance(stored, dict) else stored)!r} there, {config_json.get(k)!r} here" for k in differ[:3])
             raise ResumeRefused(f"--resume: {str(out_dir)!r} holds another campaign ({shown}); resume it with the options it was started with, or use another --out")
     if resume and fingerprint is not None:

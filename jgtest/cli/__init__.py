@@ -76,13 +76,18 @@ def _single_threaded_eigen() -> None:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 
+def _one_line(message) -> str:
+    """A message's text on one line (its line breaks and runs of spaces as single spaces)."""
+    return " ".join(str(message).split())
+
+
 @contextlib.contextmanager
 def _one_line_warnings(enabled: bool):
     """Warnings shown as ``warning: MESSAGE``, one line on stderr, while the command runs
     (``warnings.formatwarning``, so a caller recording warnings still gets them)."""
     formatwarning = warnings.formatwarning
     if enabled:
-        warnings.formatwarning = lambda message, *_, **__: f"warning: {' '.join(str(message).split())}\n"
+        warnings.formatwarning = lambda message, *_, **__: f"warning: {_one_line(message)}\n"
     try:
         yield
     finally:
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         except UserError as error:
             if args.debug:
                 raise
-            print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+            print(f"error: {_one_line(error)}", file=sys.stderr)
             return USAGE_ERROR
         except Exception as error:
             if args.debug:

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from jgtest.errors import BadInput, UserError
-from jgtest.seeds import SEED_LIMIT
+from jgtest.seeds import check_seed
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -36,10 +36,10 @@ def game_options(default_game: str) -> argparse.ArgumentParser:
 
 def seed_number(text: str) -> int:
     """``--seed``: an integer with 0 <= seed < 2**32 (:mod:`jgtest.seeds`), the seeds that name distinct campaigns."""
-    seed = positive_int(text, minimum=0)
-    if seed >= SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"{seed} is too large: seeds are 32-bit, 0 <= SEED < 2**32 ({SEED_LIMIT})")
-    return seed
+    try:
+        return check_seed(positive_int(text, minimum=0))
+    except BadInput as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def positive_int(text: str, minimum: int = 1) -> int:

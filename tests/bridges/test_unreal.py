@@ -297,7 +297,7 @@ def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tm
     if detector == "ground-truth":  # --resume: a finished campaign plays nothing more; other settings are refused
         assert main([*argv, "--detector", detector, "--out", str(tmp_path / "run"), "--resume"]) == 0
         assert json.loads((tmp_path / "run" / "summary.json").read_text())["outcomes"] == summary["outcomes"]
-        assert "other settings (seed)" in refused([*argv[:-1], "4", "--detector", detector, "--out", str(tmp_path / "run"), "--resume"])
+        assert "holds another campaign (seed " in refused([*argv[:-1], "4", "--detector", detector, "--out", str(tmp_path / "run"), "--resume"])
     if detector == "learned":
         assert "needs --explorer-from RUN" in refused(["run", "inspector", *argv[2:], "--out", str(tmp_path / "inspector")])
         assert "the learned detector is PPGTA's" in refused(["run", "random", *argv[2:], "--detector", "learned", "--out", str(tmp_path / "random")])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jgtest.errors import BadInput, ResumeRefused
+from jgtest.errors import BadInput
 from jgtest.methods.park.compare import AGENTS, compare, comparison_table, rows
 
 
@@ -138,7 +138,7 @@ def run_unreal_in_console(method: str, game: str, out: str | Path, game_kwargs: 
     from jgtest.methods.park.bridged import AGENTS as BRIDGED
     from jgtest.methods.park.bridged import BridgedAgent, device_run, run_bridged
     from jgtest.methods.park.models import load_models
-    from jgtest.run_dir import prepare_run_dir
+    from jgtest.run_dir import begin_campaign, prepare_run_dir
 
     if method not in BRIDGED:
         raise ValueError(f"over an Unreal game, --method must be one of {', '.join(BRIDGED)}")
@@ -158,13 +158,7 @@ def run_unreal_in_console(method: str, game: str, out: str | Path, game_kwargs: 
     config = {"method": method, "game": game, "game_args": game_kwargs, "seed": seed, "detector": detector,
               "episode_steps": 2000 if not quick else 200, "ppgta_models": str(Path(models_dir).resolve()),
               "explorer_from": explorer_from and str(Path(explorer_from).resolve())}  # fmt: skip
-    config = json.loads(json.dumps(config))  # as config.json holds it
-    if resume:  # the campaign continues as it started; only its number of episodes may change
-        saved = {k: v for k, v in json.loads((out / "config.json").read_text()).items() if k != "episodes"}
-        if saved != config:
-            changed = sorted(k for k in config.keys() | saved.keys() if saved.get(k) != config.get(k))
-            raise ResumeRefused(f"--resume: {str(out)!r} holds a campaign with other settings ({', '.join(changed)})")
-    (out / "config.json").write_text(json.dumps({**config, "episodes": episodes}, indent=2))
+    begin_campaign(out, {**config, "episodes": episodes}, None, resume, may_change=("episodes",))  # a resume may play more episodes
     trained = device_run(explorer_from, models) if explorer_from else None
     agent = BridgedAgent(models, method, trained, detector)
     with env:
