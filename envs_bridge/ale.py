@@ -47,9 +47,11 @@ one ``jit`` (:func:`jgtest.host_loop.make_xla_rollout`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from envs_bridge.protocol import HostEnv, check_frames
+from envs_bridge.protocol import DeviceTelemetry, HostEnv, check_frames
 from jgtest.types import Telemetry
 
 #: RELINE's actions (§3.1.2) in its order, and ALE's minimal-set ids for them.
@@ -70,8 +72,8 @@ CELL_PIXELS, CELLS_PER_ROW = 8, 32
 def gates_at(x, y):
     """``bool[..., 4]``: which gate (:data:`GATE_NAMES` order) the position is in.
 
-    Works on numpy and jax arrays alike (operators only), so the host loop
-    and the XLA loop share it.
+    Works on numpy and jax arrays alike (operators only), so the numpy path and
+    :class:`RamTelemetry` share it.
     """
     left, right = x <= LEFT_MOUTH_X, x >= RIGHT_MOUTH_X
     upper = abs(y - TUNNEL_ROWS[0]) <= ROW_TOLERANCE
@@ -92,6 +94,45 @@ GATES_TABLE = np.stack(gates_at(_X, _Y), axis=-1)
 CELL_TABLE = position_cell(_X, _Y).astype(np.int32)
 
 
+@dataclasses.dataclass(frozen=True)
+class RamTelemetry(DeviceTelemetry):
+    """Ms. Pac-Man's telemetry from RAM, in JAX: the host loop's jitted step and the XLA loop use it.
+
+    The rules of :meth:`MsPacmanEnv.step`'s numpy path: the gates by :func:`gates_at`, each
+    fired on its first visit of an episode, the dots eaten this step (RAM byte 119) as the
+    game reward, and nothing on an ``autoreset`` step. The carry: ``(gates found bool[N, 4],
+    dots eaten int32[N])``.
+    """
+
+    keys: tuple[str, ...] = ("ram",)
+
+    def init(self, raw):
+        import jax.numpy as jnp
+
+        ram = jnp.asarray(raw["ram"])
+        return jnp.zeros((ram.shape[0], len(GATE_NAMES)), bool), ram[:, RAM_DOTS].astype(jnp.int32)
+
+    def step(self, carry, raw, autoreset):
+        import jax.numpy as jnp
+
+        found, dots_before = carry
+        ram = jnp.asarray(raw["ram"]).astype(jnp.int32)
+        x, y = ram[:, RAM_X], ram[:, RAM_Y]
+        fresh = jnp.asarray(autoreset)[:, None]
+        found = found & ~fresh
+        fired = jnp.stack(gates_at(x, y), axis=-1) & ~fresh & ~found
+        dots = ram[:, RAM_DOTS]
+        reward = jnp.where(autoreset, 0, jnp.maximum(dots - dots_before, 0))
+        telemetry = Telemetry.make(
+            position=jnp.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired, game_reward=reward,
+            frame_time_ms=jnp.zeros(x.shape), crashed=jnp.zeros(x.shape, bool),
+        )  # fmt: skip
+        return (found | fired, dots), telemetry
+
+
+RAM_TELEMETRY = RamTelemetry()
+
+
 class MsPacmanEnv(HostEnv):
     """``num_envs`` games of the real Ms. Pac-Man on the host contract (module docstring).
 
@@ -107,6 +148,7 @@ class MsPacmanEnv(HostEnv):
 
     name = "ale:MsPacman"
     action_names = ACTION_NAMES
+    device_telemetry = RAM_TELEMETRY
     bug_kinds = ("low_fps",) * 4
     num_cells = CELLS_PER_ROW * CELLS_PER_ROW
 
@@ -129,7 +171,7 @@ class MsPacmanEnv(HostEnv):
             max_episode_steps=self.max_steps_in_episode, num_threads=int(num_threads),
         )  # fmt: skip
         self._ale_actions = np.asarray(ALE_ACTIONS, np.int32)
-        self._pool, self._seed = None, None
+        self._pool, self._seed, self._frame_batch, self._tallied = None, None, None, True
         self._zeros, self._false = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool)
         self._zeros.flags.writeable = self._false.flags.writeable = False  # shared by every step's telemetry
         self._build(seed)
@@ -149,7 +191,12 @@ class MsPacmanEnv(HostEnv):
     def _frames(self, obs) -> np.ndarray:
         # envpool's [N, 1, H, W] as [N, H, W, 1]: a reshape keeps the view C-contiguous with plain
         # strides (moveaxis gives the size-1 axis a stride JAX copies slowly, +0.1 ms a step).
-        return check_frames(obs.reshape(len(obs), *self.frame_shape), (self.num_envs, *self.frame_shape), self.name)
+        frames = obs.reshape(len(obs), *self.frame_shape)
+        if (frames.shape, frames.dtype) == (self._frame_batch, np.uint8):  # checked once per batch shape
+            return frames
+        frames = check_frames(frames, (self.num_envs, *self.frame_shape), self.name)
+        self._frame_batch = frames.shape
+        return frames
 
     def _observe(self, ram, reward_dots, autoreset, info) -> dict:
         x, y = ram[:, RAM_X], ram[:, RAM_Y]
@@ -168,20 +215,28 @@ class MsPacmanEnv(HostEnv):
         self._found = np.zeros((self.num_envs, len(GATE_NAMES)), bool)
         self._done = np.zeros(self.num_envs, bool)
         self._dots = info["ram"][:, RAM_DOTS].astype(np.int32)
+        self._tallied = True
         autoreset = np.zeros(self.num_envs, bool)
         return self._frames(obs), self._observe(info["ram"], np.zeros(self.num_envs, np.float32), autoreset, info)
 
-    def step(self, actions):
+    def step_raw(self, actions):
         actions = self.check_actions(actions)
         obs, _, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
-        ram = info["ram"]
-        autoreset = self._done
+        autoreset, self._done = self._done, terminated | truncated
+        self._tallied = False  # the numpy telemetry's gates and dots are not kept up to date
+        return self._frames(obs), terminated, truncated, {"autoreset": autoreset, "ram": info["ram"], "lives": info["lives"]}
+
+    def step(self, actions):
+        if not self._tallied:
+            raise RuntimeError(f"{self.name}: step() after step_raw() in the same run: reset first")
+        frames, terminated, truncated, info = self.step_raw(actions)
+        self._tallied = True
+        ram, autoreset = info["ram"], info["autoreset"]
         self._found[autoreset] = False
         dots = ram[:, RAM_DOTS].astype(np.int32)
         reward = np.where(autoreset, 0, np.maximum(dots - self._dots, 0)).astype(np.float32)
         self._dots = dots
-        self._done = terminated | truncated
-        return self._frames(obs), reward, terminated, truncated, self._observe(ram, reward, autoreset, info)
+        return frames, reward, terminated, truncated, self._observe(ram, reward, autoreset, info)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -212,29 +267,14 @@ class XlaMsPacman:
         return self._jnp.moveaxis(obs, 1, -1)
 
     def start(self, handle):
-        """``(handle, frames, carry)`` after the reset; ``carry`` = (gates found, dots, done)."""
-        jnp = self._jnp
+        """``(handle, frames, carry)`` after the reset; ``carry`` = (:class:`RamTelemetry`'s, done)."""
         handle, (obs, _, _, _, info) = self._recv(handle)
-        carry = (jnp.zeros((self.num_envs, len(GATE_NAMES)), bool), info["ram"][:, RAM_DOTS].astype(jnp.int32), jnp.zeros(self.num_envs, bool))
-        return handle, self._frames(obs), carry
+        return handle, self._frames(obs), (RAM_TELEMETRY.init(info), self._jnp.zeros(self.num_envs, bool))
 
     def step(self, handle, carry, actions):
         """``(handle, frames, carry, telemetry, done, autoreset)`` after ``actions`` (RELINE's ids)."""
-        from jgtest.types import Telemetry
-
-        jnp = self._jnp
-        found, dots_before, autoreset = carry
+        tally, autoreset = carry
         handle, (obs, _, terminated, truncated, info) = self._step(handle, self._ale_actions[actions])
-        ram = info["ram"].astype(jnp.int32)
-        x, y = ram[:, RAM_X], ram[:, RAM_Y]
-        found = found & ~autoreset[:, None]
-        inside = jnp.stack(gates_at(x, y), axis=-1) & ~autoreset[:, None]
-        fired = inside & ~found
-        dots = ram[:, RAM_DOTS]
-        reward = jnp.where(autoreset, 0, jnp.maximum(dots - dots_before, 0)).astype(jnp.float32)
-        telemetry = Telemetry.make(
-            position=jnp.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired, game_reward=reward,
-            frame_time_ms=jnp.zeros(self.num_envs), crashed=jnp.zeros(self.num_envs, bool),
-        )  # fmt: skip
+        tally, telemetry = RAM_TELEMETRY.step(tally, info, autoreset)
         done = terminated | truncated
-        return handle, self._frames(obs), (found | fired, dots, done), telemetry, done, autoreset
+        return handle, self._frames(obs), (tally, done), telemetry, done, autoreset

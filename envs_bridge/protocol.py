@@ -22,6 +22,11 @@ on-device one (gymnax 1.x, SPEC §4), batched over ``num_envs`` games::
   and returns its first frame with reward 0; ``autoreset`` marks those steps,
   which are not transitions of any episode.
 
+A game whose telemetry is a pure function of a few raw arrays (Ms. Pac-Man's
+RAM) may also offer it as a :class:`DeviceTelemetry` and a :meth:`HostEnv.step_raw`
+that skips it: the host loop then computes the telemetry inside its one jitted
+call a step, where it costs nothing on the host.
+
 Games may add their own entries to ``info`` (``"ram"`` for Atari,
 ``"path_done"`` and ``"centering"`` for SuperTuxKart). Errors a game can raise
 are below: a dead or hung game is a :class:`GameCrashed` /
@@ -90,6 +95,27 @@ def check_frames(frames: Any, shape: tuple[int, ...], game: str) -> np.ndarray:
     return np.round(array).astype(np.uint8)
 
 
+class DeviceTelemetry(abc.ABC):
+    """A game's telemetry as pure JAX functions of the raw arrays its :meth:`HostEnv.step_raw` returns.
+
+    Instances are hashable and compare equal when they compute the same thing
+    (the host loop caches its jitted step per telemetry).
+
+    Attributes:
+      keys: the ``info`` entries of a reset or a step that :meth:`init` and :meth:`step` read.
+    """
+
+    keys: tuple[str, ...]
+
+    @abc.abstractmethod
+    def init(self, raw: dict):
+        """The carry (a pytree) after a reset whose ``info`` holds ``raw``."""
+
+    @abc.abstractmethod
+    def step(self, carry, raw: dict, autoreset) -> tuple[Any, Telemetry]:
+        """``(carry, telemetry)`` of a step: the :class:`Telemetry` :meth:`HostEnv.step` would report."""
+
+
 class HostEnv(abc.ABC):
     """A batch of ``num_envs`` copies of a game on the host (see the module docstring).
 
@@ -115,6 +141,8 @@ class HostEnv(abc.ABC):
     bug_kinds: tuple[str, ...]
     num_cells: int
     max_steps_in_episode: int
+    #: Set by a game that offers :meth:`step_raw` (module docstring).
+    device_telemetry: DeviceTelemetry | None = None
 
     @property
     def num_bugs(self) -> int:
@@ -128,20 +156,35 @@ class HostEnv(abc.ABC):
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Steps every game: ``(frames, reward, terminated, truncated, info)``."""
 
+    def step_raw(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Steps every game without computing telemetry or reward: ``(frames, terminated, truncated,
+        info)``, ``info`` holding ``autoreset`` and the entries :attr:`device_telemetry` reads.
+
+        A run steps a game with :meth:`step` or with this, not both, from its reset on.
+        """
+        raise NotImplementedError(f"{self.name} computes its telemetry on the host: step it with step()")
+
     def close(self) -> None:  # noqa: B027 -- optional: a farm with nothing to free keeps it
         """Frees the games (idempotent)."""
 
     def check_actions(self, actions) -> np.ndarray:
-        """``actions`` as ``int32[num_envs]``, or ``ValueError`` naming the bad entry."""
+        """``actions`` as ``int32[num_envs]``, or ``ValueError`` naming the bad entry.
+
+        The shape and dtype are checked the first time a batch of that shape and dtype
+        comes (a host loop sends the same every step); the range on every step, in one
+        comparison when all are in it.
+        """
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"{self.name}: expected {self.num_envs} actions, got shape {actions.shape}")
-        if not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(f"{self.name}: actions must be integers, got dtype {actions.dtype}")
-        bad = np.flatnonzero((actions < 0) | (actions >= self.num_actions))
-        if bad.size:
+        if (actions.shape, actions.dtype) != getattr(self, "_checked_actions", None):
+            if actions.shape != (self.num_envs,):
+                raise ValueError(f"{self.name}: expected {self.num_envs} actions, got shape {actions.shape}")
+            if not np.issubdtype(actions.dtype, np.integer):
+                raise ValueError(f"{self.name}: actions must be integers, got dtype {actions.dtype}")
+            self._checked_actions = (actions.shape, actions.dtype)
+        if not (actions.astype(np.int64, copy=False).view(np.uint64) < self.num_actions).all():  # negatives wrap above
+            bad = np.flatnonzero((actions < 0) | (actions >= self.num_actions))
             raise ValueError(f"{self.name}: action {actions[bad[0]]} of game {bad[0]} is outside [0, {self.num_actions})")
-        return actions.astype(np.int32)
+        return actions.astype(np.int32, copy=False)
 
     def __enter__(self):
         return self

@@ -10,6 +10,16 @@ builds for the on-device training loop. Games' telemetry
 (``info["telemetry"]``, the on-device :class:`jgtest.types.Telemetry` fields)
 feeds the same rewards, oracles, bug records and analyses.
 
+Per step, :func:`play` makes one jitted call and waits on its actions: a game
+that offers its telemetry as JAX functions (``game.device_telemetry``) has it
+computed there, the frames go into rings written in place
+(:class:`jgtest.envs.wrappers.FrameRing`), and the telemetry comes back as one
+array (:func:`pack_telemetry`). JAX's asynchronous CPU dispatch (its default)
+hands each call to a worker thread, which such a loop pays for on every step;
+the command line turns it off (``jax.config.update("jax_cpu_enable_async_dispatch",
+False)`` before the first computation does the same in a notebook):
+``benchmarks/bridge_throughput.py`` measures the loop both ways.
+
 Host games restart an episode on the step after it ends (the contract's
 ``autoreset`` steps); those steps are not transitions and are never learned
 from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
@@ -35,7 +45,7 @@ import numpy as np
 from gymnax.environments import environment, spaces
 
 import envs_bridge
-from envs_bridge.protocol import HostEnv
+from envs_bridge.protocol import DeviceTelemetry, HostEnv
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.types import Telemetry
 
@@ -210,37 +220,68 @@ def train_dqn(
 
 
 @lru_cache(maxsize=32)
-def make_player(policy, pipeline: ObservationPipeline, num_envs: int) -> tuple[Callable, Callable]:
+def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry: DeviceTelemetry | None = None):
     """``(start, advance)``: :func:`play`'s per-step device work, each one jitted call.
 
-    ``start(params, frames, key) -> (obs, action)`` begins the stacks with the
-    reset frames and picks step 0's actions; ``advance(params, obs, frames,
-    autoreset, key, t) -> (obs, action)`` pushes step ``t − 1``'s frames
-    (restarting the stacks of ``autoreset`` games) and picks step ``t``'s
-    actions. Step ``t``'s keys are ``split(fold_in(key, t), num_envs)``, made
-    inside the call: one dispatch per step, frames in and actions out (the
-    key derivation alone cost ≈ 0.9 ms a step eagerly). ``advance`` takes
-    ``obs`` as donated: pass the stacks it last returned, and use only the new
-    ones. Built once per
-    ``(policy, pipeline, num_envs)`` (cached), so repeated :func:`play` calls
-    do not re-trace.
+    ``start(params, frames, raw, key) -> (carry, action)`` begins the frame rings with the
+    reset frames and picks step 0's actions; ``advance(params, carry, frames, raw,
+    autoreset) -> (carry, telemetry, action)`` pushes the last step's frames
+    (:meth:`~jgtest.envs.wrappers.ObservationPipeline.ring_push`: one slot written a game,
+    the ordered stack built only for the policy), computes that step's telemetry from the
+    game's ``raw`` arrays when the game offers a :class:`~envs_bridge.protocol.DeviceTelemetry`
+    (``telemetry``; else ``raw`` is ``{}`` and the telemetry ``None``) and picks the next
+    actions. Step ``t``'s keys are ``split(fold_in(key, t), num_envs)``, made inside the
+    call from the key and step count the carry holds: one dispatch per step, frames and raw
+    arrays in, actions and the telemetry (:func:`pack_telemetry`'d: one array) out. ``advance`` takes ``carry`` as donated: pass the
+    one it last returned. Built once per ``(policy, pipeline, num_envs, telemetry)``
+    (cached), so repeated :func:`play` calls do not re-trace.
     """
     act = jax.vmap(policy, in_axes=(None, 0, 0))
 
-    def choose(params, obs, key, t):
-        return act(params, obs, jax.random.split(jax.random.fold_in(key, t), num_envs))
+    def choose(params, ring, key, t):
+        return act(params, pipeline.ring_view(ring), jax.random.split(jax.random.fold_in(key, t), num_envs))
 
     @jax.jit
-    def start(params, frames, key):
-        obs = pipeline.reset(frames)
-        return obs, choose(params, obs, key, 0)
+    def start(params, frames, raw, key):
+        ring = pipeline.ring_reset(frames)
+        tally = None if telemetry is None else telemetry.init(raw)
+        return (ring, tally, key, jnp.int32(0)), choose(params, ring, key, 0)
 
-    @partial(jax.jit, donate_argnums=1)  # the stacks are updated in place (callers pass the last ones)
-    def advance(params, obs, frames, autoreset, key, t):
-        obs = pipeline.push(obs, frames, autoreset)
-        return obs, choose(params, obs, key, t)
+    @partial(jax.jit, donate_argnums=1)  # the rings are written in place (callers pass the last carry)
+    def advance(params, carry, frames, raw, autoreset):
+        ring, tally, key, t = carry
+        ring = pipeline.ring_push(ring, frames, autoreset)
+        tel = None
+        if telemetry is not None:
+            tally, tel = telemetry.step(tally, raw, autoreset)
+            tel = pack_telemetry(tel)
+        return (ring, tally, key, t + 1), tel, choose(params, ring, key, t + 1)
 
     return start, advance
+
+
+def pack_telemetry(telemetry: Telemetry) -> jax.Array:
+    """A batched :class:`Telemetry` as one ``int32[N, 5 + num_bugs]`` array, bit for bit
+    (float fields bitcast): columns ``x, y, cell, game_reward, frame_time_ms, crashed,
+    bugs...``. One output of a jitted call where six cost ≈ 0.07 ms more a call on 2 CPU
+    cores (XLA's CPU runtime; measured at 8 games: 0.09 ms against 0.014 for the whole step).
+    :func:`unpack_telemetry` reads it back on the host."""
+    as_int = lambda x: jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.int32)
+    columns = [
+        as_int(telemetry.position), telemetry.cell[:, None].astype(jnp.int32), as_int(telemetry.game_reward)[:, None],
+        as_int(telemetry.frame_time_ms)[:, None], telemetry.crashed[:, None].astype(jnp.int32), telemetry.bugs_fired.astype(jnp.int32),
+    ]  # fmt: skip
+    return jnp.concatenate(columns, axis=1)
+
+
+def unpack_telemetry(packed) -> Telemetry:
+    """The numpy :class:`Telemetry` of a :func:`pack_telemetry` array (views, no copies but the flags)."""
+    packed = np.asarray(packed)
+    floats = packed.view(np.float32)
+    return Telemetry(
+        position=floats[:, 0:2], cell=packed[:, 2], game_reward=floats[:, 3], frame_time_ms=floats[:, 4],
+        crashed=packed[:, 5].astype(bool), bugs_fired=packed[:, 6:].astype(bool),
+    )  # fmt: skip
 
 
 def play(
@@ -251,7 +292,9 @@ def play(
     """Plays ``num_episodes`` episodes of ``policy(params, obs, key) -> action`` (one observation).
 
     The policy is vmapped over the games and jitted with the pipeline, one
-    call per step (:func:`make_player`). Returns, like
+    call per step (:func:`make_player`); a game that offers its telemetry as
+    JAX functions (``game.device_telemetry``, e.g. Ms. Pac-Man's RAM) is
+    stepped with ``step_raw`` and its telemetry computed in that call. Returns, like
     :func:`jgtest.rollout.play_episodes`, ``[E, T]`` arrays (``T`` the longest
     episode): ``actions``, ``valid``, ``telemetry`` (a :class:`Telemetry`) and
     ``info_keys``; plus ``seed``, ``env_index`` and ``episode`` per episode
@@ -266,19 +309,23 @@ def play(
     returns them, batched, and cut per game only when an episode ends or a
     bug shows.
     """
-    start, advance = make_player(policy, pipeline, game.num_envs)
-    frames, _ = game.reset(seed)
-    obs, action = start(policy_params, frames, key)
+    on_device = game.device_telemetry
+    start, advance = make_player(policy, pipeline, game.num_envs, on_device)
+    raw_keys = () if on_device is None else on_device.keys
+    frames, info = game.reset(seed)
+    carry, action = start(policy_params, frames, {k: info[k] for k in raw_keys}, key)
     history = _StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
     quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
-    episodes, t = [], 0
+    episodes = []
     while len(episodes) < num_episodes:
         taken = np.asarray(action)
-        frames, _, terminated, truncated, info = game.step(taken)
-        t += 1
-        obs, action = advance(policy_params, obs, frames, info["autoreset"], key, t)
-        tel, live = info["telemetry"], ~info["autoreset"]
+        if on_device is None:
+            frames, _, terminated, truncated, info = game.step(taken)
+        else:
+            frames, terminated, truncated, info = game.step_raw(taken)
+        carry, tel, action = advance(policy_params, carry, frames, {k: info[k] for k in raw_keys}, info["autoreset"])
+        tel, live = info["telemetry"] if on_device is None else unpack_telemetry(tel), ~info["autoreset"]
         history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
         for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
             if seen[bug]:

@@ -76,6 +76,19 @@ def _single_threaded_eigen() -> None:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 
+def _inline_cpu_dispatch() -> None:
+    """Runs each jitted call on the calling thread (``jax_cpu_enable_async_dispatch=False``) unless
+    the user set ``JAX_CPU_ENABLE_ASYNC_DISPATCH``. The command line's loops wait on every call's
+    result (the host loop on each step's actions, training on each period's metrics), so
+    asynchronous dispatch buys nothing there and costs a hand-off to a worker thread a call:
+    ≈ 0.05 ms of the host loop's ≈ 0.2 ms a step at 8 Ms. Pac-Man games on 2 cores
+    (``benchmarks/bridge_throughput.py``). Only effective before JAX starts its backend."""
+    if "JAX_CPU_ENABLE_ASYNC_DISPATCH" not in os.environ:
+        import jax
+
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+
 def _one_line(message) -> str:
     """A message's text on one line (its line breaks and runs of spaces as single spaces)."""
     return " ".join(str(message).split())
@@ -97,6 +110,7 @@ def _one_line_warnings(enabled: bool):
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (module docstring)."""
     _single_threaded_eigen()
+    _inline_cpu_dispatch()
     args = build_parser().parse_args(argv)
     with _one_line_warnings(not args.debug):
         try:

@@ -331,3 +331,49 @@ class ObservationPipeline(struct.PyTreeNode):
         frame = self.frame(frames)
         fresh = jnp.asarray(fresh).reshape(-1, *([1] * (stack.ndim - 1)))
         return jnp.where(fresh, stack_fill(frame, self.num_frames), stack_push(stack, frame))
+
+    def ring_reset(self, frames: jax.Array) -> FrameRing:
+        """The frames of a new episode in every game, as a :class:`FrameRing`."""
+        frame = self.frame(frames)[..., 0]
+        buffer = jnp.broadcast_to(frame[None], (self.num_frames, *frame.shape))
+        return FrameRing(buffer=buffer, newest=jnp.int32(0), age=jnp.ones(frame.shape[0], jnp.int32))
+
+    def ring_push(self, ring: FrameRing, frames: jax.Array, fresh: jax.Array) -> FrameRing:
+        """``ring`` with ``frames`` written over its oldest slot: one frame a game is written, nothing moves.
+
+        ``fresh`` (``bool[N]``) games start a new episode with these frames: their ``age``
+        restarts at 1, and :meth:`ring_view` repeats the new frame in place of the old
+        episode's, so no slot is rewritten. Donate ``ring`` to the jitted caller and the
+        write happens in place.
+        """
+        newest = (ring.newest + 1) % self.num_frames
+        buffer = jax.lax.dynamic_update_index_in_dim(ring.buffer, self.frame(frames)[..., 0].astype(ring.buffer.dtype), newest, 0)
+        age = jnp.where(jnp.asarray(fresh), 1, jnp.minimum(ring.age + 1, self.num_frames))
+        return FrameRing(buffer=buffer, newest=newest, age=age)
+
+    def ring_view(self, ring: FrameRing) -> jax.Array:
+        """The ``[N, H, W, num_frames]`` stacks :meth:`push` would hold (oldest first; a game's
+        frames from before its episode began replaced by the episode's first)."""
+        back = jnp.minimum(self.num_frames - 1 - jnp.arange(self.num_frames)[None, :], ring.age[:, None] - 1)
+        slots = (ring.newest - back) % self.num_frames  # [N, K]: the slot of each game's k-th oldest frame
+        games = jnp.arange(ring.age.shape[0])[:, None]
+        return jnp.moveaxis(ring.buffer[slots, games], 1, -1)
+
+
+class FrameRing(struct.PyTreeNode):
+    """Each game's last ``K`` frames in a ring (:meth:`ObservationPipeline.ring_push`).
+
+    Pushing a frame writes one slot (``N·H·W`` bytes) where a stack that is shifted
+    writes all ``K`` and, for a new episode, fills ``K`` more; the ordered stack is
+    built only when read (:meth:`ObservationPipeline.ring_view`: a policy that does
+    not look at the frames, such as the random agent, never pays for it).
+
+    Attributes:
+      buffer: ``[K, N, H, W]`` frames; ``buffer[newest]`` is the last written.
+      newest: the slot written last (``int32`` scalar, shared by the games).
+      age: ``int32[N]``: frames of each game's running episode in the ring, at most ``K``.
+    """
+
+    buffer: jax.Array
+    newest: jax.Array
+    age: jax.Array

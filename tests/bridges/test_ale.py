@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from envs_bridge.ale import GATE_NAMES, MsPacmanEnv, gates_at
+from envs_bridge.ale import GATE_NAMES, RAM_TELEMETRY, MsPacmanEnv, gates_at
 from jgtest import host_loop
 from jgtest.agents import dqn
 from jgtest.envs.wrappers import GrayscaleResize, ObservationPipeline
@@ -99,6 +99,74 @@ def test_pipeline_matches_the_on_device_wrappers():
     close(nxt[0, ..., -1], one._convert(frames[2])[..., 0])
     np.testing.assert_array_equal(nxt[0, ..., :3], stack[0, ..., 1:])
     close(nxt[1], jnp.repeat(one._convert(frames[1]), 4, axis=-1))  # a new episode refills the stack
+
+
+def test_the_frame_ring_reads_as_the_shifted_stack():
+    # 12 pushes with episodes restarting at random: ring_view equals the stack push() keeps.
+    rng = np.random.default_rng(1)
+    frames = rng.integers(0, 256, (13, 3, 84, 84, 1), dtype=np.uint8)
+    stack, ring = PIPELINE.reset(frames[0]), PIPELINE.ring_reset(frames[0])
+    np.testing.assert_array_equal(PIPELINE.ring_view(ring), stack)
+    for t in range(1, 13):
+        fresh = rng.random(3) < 0.25
+        stack, ring = PIPELINE.push(stack, frames[t], fresh), PIPELINE.ring_push(ring, frames[t], fresh)
+        np.testing.assert_array_equal(PIPELINE.ring_view(ring), stack)
+
+
+class _HostTelemetry:
+    """The game with its telemetry computed on the host (numpy), as a game without ``device_telemetry``."""
+
+    device_telemetry = None
+
+    def __init__(self, game):
+        self._game = game
+
+    def __getattr__(self, name):
+        return getattr(self._game, name)
+
+
+def test_telemetry_on_device_matches_the_host_path():
+    # The same episodes through step_raw + RamTelemetry in the jitted step and through step()'s numpy.
+    outs = []
+    for wrap in (lambda g: g, _HostTelemetry):
+        with MsPacmanEnv(num_envs=2, seed=7) as env:
+            outs.append(host_loop.play(wrap(env), PIPELINE, RANDOM, None, 2, jax.random.key(4), seed=7))
+    device, host = outs
+    assert device["telemetry"].game_reward.sum() > 20 and np.unique(device["telemetry"].cell).size > 10
+    for field in ("position", "cell", "bugs_fired", "game_reward"):
+        np.testing.assert_array_equal(getattr(device["telemetry"], field), getattr(host["telemetry"], field), err_msg=field)
+    np.testing.assert_array_equal(device["actions"], host["actions"])
+    np.testing.assert_array_equal(device["valid"], host["valid"])
+
+
+def test_ram_telemetry_fires_each_gate_of_the_recorded_traces():
+    # The four gate traces, one a game, through step_raw and RamTelemetry: the same gates as step().
+    length = max(len(t["actions"]) for t in GATE_TRACES)
+    actions = np.array([t["actions"] + [4] * (length - len(t["actions"])) for t in GATE_TRACES])
+    tally = jax.jit(RAM_TELEMETRY.step)
+    with MsPacmanEnv(num_envs=4, seed=0) as raw, MsPacmanEnv(num_envs=4, seed=0) as host:
+        _, info = raw.reset(0)
+        host.reset(0)
+        carry, fired_raw, fired_host = RAM_TELEMETRY.init(info), [], []
+        for step in actions.T:
+            _, _, _, info = raw.step_raw(step)
+            carry, tel = tally(carry, {"ram": info["ram"]}, info["autoreset"])
+            fired_raw.append(np.asarray(tel.bugs_fired))
+            fired_host.append(host.step(step)[4]["telemetry"].bugs_fired)
+    np.testing.assert_array_equal(fired_raw, fired_host)
+    for g, trace in enumerate(GATE_TRACES):
+        assert fired_raw[len(trace["actions"]) - 1][g, GATE_NAMES.index(trace["gate"])]
+
+
+def test_step_after_step_raw_needs_a_reset(game):
+    game.reset(3)
+    game.step_raw(np.zeros(2, np.int32))
+    with pytest.raises(RuntimeError, match="reset first"):
+        game.step(np.zeros(2, np.int32))
+    game.reset(3)
+    game.step(np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="must be integers"):
+        game.step(np.zeros(2, np.float32))  # a new dtype is checked again
 
 
 def test_host_loop_trains_the_jitted_dqn_and_plays(game):
