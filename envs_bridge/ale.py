@@ -48,6 +48,7 @@ one ``jit`` (:func:`jgtest.host_loop.make_xla_rollout`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -144,6 +145,13 @@ class MsPacmanEnv(HostEnv):
       sticky_action_prob: ALE's repeat-action probability.
       max_steps_in_episode: the cap (steps of 4 frames).
       num_threads: envpool's threads (0: one per game, up to the cores).
+      screens: the frames are ALE's native RGB screens (``210 × 160 × 3``, ``frame_size``
+        ignored; the host loop's pipeline grays and resizes them), and ``info["ram_gates"]``
+        holds the gates the RAM position is in at each step (``bool[N, 4]``).
+      ssim_gates: with ``screens``, a second gate detector from pixels, ``screens ->
+        bool[N, 4]``, whose flags each step adds as ``info["ssim_gates"]``: the replication
+        package's frame-similarity check is ``envs_bridge.ale_ssim.SsimGates()`` (≈ 13 ms a
+        game a step here).
     """
 
     name = "ale:MsPacman"
@@ -155,17 +163,21 @@ class MsPacmanEnv(HostEnv):
     def __init__(
         self, num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (84, 84),
         sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0,
+        screens: bool = False, ssim_gates: Callable[[np.ndarray], np.ndarray] | None = None,
     ):  # fmt: skip
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if not 0.0 <= sticky_action_prob <= 1.0:
             raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob}")
+        if ssim_gates is not None and not screens:
+            raise ValueError("ssim_gates looks at ALE's RGB screens: set screens=True too")
         self.num_envs = int(num_envs)
         self.num_actions = len(ACTION_NAMES)
-        self.frame_shape = (int(frame_size[0]), int(frame_size[1]), 1)
+        self.frame_shape = (210, 160, 3) if screens else (int(frame_size[0]), int(frame_size[1]), 1)
+        self._screens, self._ssim = bool(screens), ssim_gates
         self.max_steps_in_episode = int(max_steps_in_episode)
         self._options = dict(
-            num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=True, frame_skip=4,
+            num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=not screens, frame_skip=4,
             img_height=self.frame_shape[0], img_width=self.frame_shape[1], noop_max=1, episodic_life=False,
             reward_clip=False, repeat_action_probability=float(sticky_action_prob),
             max_episode_steps=self.max_steps_in_episode, num_threads=int(num_threads),
@@ -191,7 +203,7 @@ class MsPacmanEnv(HostEnv):
     def _frames(self, obs) -> np.ndarray:
         # envpool's [N, 1, H, W] as [N, H, W, 1]: a reshape keeps the view C-contiguous with plain
         # strides (moveaxis gives the size-1 axis a stride JAX copies slowly, +0.1 ms a step).
-        frames = obs.reshape(len(obs), *self.frame_shape)
+        frames = np.ascontiguousarray(obs.transpose(0, 2, 3, 1)) if self._screens else obs.reshape(len(obs), *self.frame_shape)
         if (frames.shape, frames.dtype) == (self._frame_batch, np.uint8):  # checked once per batch shape
             return frames
         frames = check_frames(frames, (self.num_envs, *self.frame_shape), self.name)
@@ -206,7 +218,8 @@ class MsPacmanEnv(HostEnv):
             position=ram[:, [RAM_X, RAM_Y]].astype(np.float32), cell=CELL_TABLE[x, y], bugs_fired=fired,
             game_reward=reward_dots, frame_time_ms=self._zeros, crashed=self._false,
         )  # fmt: skip
-        return {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"]}
+        extras = {k: info[k] for k in ("ram_gates", "ssim_gates") if k in info}
+        return {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"], **extras}
 
     def reset(self, seed: int):
         if seed != self._seed:
@@ -224,7 +237,17 @@ class MsPacmanEnv(HostEnv):
         obs, _, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
         autoreset, self._done = self._done, terminated | truncated
         self._tallied = False  # the numpy telemetry's gates and dots are not kept up to date
-        return self._frames(obs), terminated, truncated, {"autoreset": autoreset, "ram": info["ram"], "lives": info["lives"]}
+        frames = self._frames(obs)
+        return frames, terminated, truncated, {"autoreset": autoreset, "ram": info["ram"], "lives": info["lives"], **self._screen_gates(frames, info["ram"])}
+
+    def _screen_gates(self, frames, ram) -> dict:
+        """With ``screens``: the gates by RAM at this step and, with ``ssim_gates``, by the screens."""
+        if not self._screens:
+            return {}
+        gates = {"ram_gates": GATES_TABLE[ram[:, RAM_X], ram[:, RAM_Y]]}
+        if self._ssim is not None:
+            gates["ssim_gates"] = self._ssim(frames)
+        return gates
 
     def step(self, actions):
         if not self._tallied:

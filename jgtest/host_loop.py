@@ -110,7 +110,7 @@ def train_dqn(
     agent, game: HostEnv, pipeline: ObservationPipeline, hparams, key, num_steps: int,
     reward: Callable[[np.ndarray, np.ndarray, dict], np.ndarray] | None = None, seed: int = 0,
     on_progress: Callable[[int, int], None] | None = None, *, state=None, behaviour=None,
-    max_episodes: int | None = None, record: tuple[str, ...] | None = None,
+    max_episodes: int | None = None, record: tuple[str, ...] | None = None, on_bug: Callable[[dict], None] | None = None,
 ):  # fmt: skip
     """Trains a DQN agent (:func:`jgtest.agents.dqn.make_agent`) on a host game.
 
@@ -138,11 +138,16 @@ def train_dqn(
       record: keep the episodes played, with these ``info`` keys besides the
         telemetry (``()`` for none): the steps of a campaign that evaluates
         while it trains (RELINE's kart, §4.1.3).
+      on_bug: called the first time each injected bug shows, at once, with a bug
+        record's fields (as :func:`play`'s): a campaign that counts its training
+        episodes (RELINE's package on Ms. Pac-Man) writes its records as found.
 
     Returns:
       ``(final DQNState, dict)``: per-episode ``episode_return`` (the training
-      reward) and ``episode_bugs``; with ``record``, ``episodes``: the episodes
-      that ended, as :func:`play` returns them.
+      reward), ``episode_bugs`` (how many injected bugs showed) and
+      ``episode_bugs_found`` (``bool[E, num_bugs]``: which), in the order the
+      episodes ended; with ``record``, ``episodes``: the episodes that ended, as
+      :func:`play` returns them.
     """
     if game.num_envs != agent.config.num_envs:
         raise ValueError(f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}")
@@ -181,7 +186,8 @@ def train_dqn(
     frames, _ = game.reset(seed)
     state = jax.jit(agent.init_learner)(key, start(frames), hparams) if state is None else state.replace(obs=start(frames))
     returns, bugs, episodes = [], [], []
-    history = None if record is None else _StepHistory(game.num_envs)
+    history = None if record is None and on_bug is None else _StepHistory(game.num_envs)
+    seen = np.zeros(game.num_bugs, bool)
     running_return, running_bugs = np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
     done_steps, every = 0, max(1_000, game.num_envs)
     while done_steps < num_steps and (max_episodes is None or len(returns) < max_episodes):
@@ -201,19 +207,22 @@ def train_dqn(
             state, _ = learn(state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams)
         state = state.replace(obs=next_obs)
         if history is not None:
-            history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record}, valid)
+            history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record or ()}, valid)
+            _report_first_bugs(info["telemetry"], valid, seen, history, seed, on_bug)
         running_return = np.where(valid, running_return + train_reward, 0.0)
         running_bugs = np.where(valid[:, None], running_bugs | info["telemetry"].bugs_fired, False)
         for i in np.flatnonzero(valid & (terminated | truncated)):
             returns.append(float(running_return[i]))
-            bugs.append(int(running_bugs[i].sum()))
+            bugs.append(running_bugs[i].copy())
             if history is not None:
-                episodes.append((int(i), history.count[i], history.episode(i)))
+                if record is not None:
+                    episodes.append((int(i), history.count[i], history.episode(i)))
                 history.end_episode(i)
         before, done_steps = done_steps, done_steps + int(valid.sum())
         if on_progress is not None and done_steps // every > before // every:
             on_progress(min(done_steps, num_steps), num_steps)
-    stats = {"episode_return": np.asarray(returns), "episode_bugs": np.asarray(bugs, np.int32)}
+    found = np.asarray(bugs, bool).reshape(len(bugs), game.num_bugs)
+    stats = {"episode_return": np.asarray(returns), "episode_bugs": found.sum(axis=1).astype(np.int32), "episode_bugs_found": found}
     if history is not None:
         stats["episodes"] = _pad_episodes(episodes, seed) if episodes else None
     return state, stats
@@ -327,16 +336,7 @@ def play(
         carry, tel, action = advance(policy_params, carry, frames, {k: info[k] for k in raw_keys}, info["autoreset"])
         tel, live = info["telemetry"] if on_device is None else unpack_telemetry(tel), ~info["autoreset"]
         history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
-        for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
-            if seen[bug]:
-                continue
-            seen[bug] = True
-            if on_bug is not None:
-                actions = history.episode(i)["actions"]
-                on_bug({
-                    "bug_id": int(bug), "step": len(actions) - 1, "episode": history.count[i], "env_index": int(i),
-                    "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[i]),
-                })  # fmt: skip
+        _report_first_bugs(tel, live, seen, history, seed, on_bug)
         for i in np.flatnonzero(live & (terminated | truncated)):
             if history.count[i] < quota[i]:
                 episodes.append((int(i), history.count[i], history.episode(i)))
@@ -344,6 +344,21 @@ def play(
                     on_progress(len(episodes), num_episodes)
             history.end_episode(i)
     return _pad_episodes(episodes, seed)
+
+
+def _report_first_bugs(tel: Telemetry, live: np.ndarray, seen: np.ndarray, history: _StepHistory, seed: int, on_bug) -> None:
+    """Marks in ``seen`` the bugs showing for the first time this step and calls ``on_bug`` with each
+    one's record fields: its episode's actions so far, the step, where it was played, the position."""
+    for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
+        if seen[bug]:
+            continue
+        seen[bug] = True
+        if on_bug is not None:
+            actions = history.episode(i)["actions"]
+            on_bug({
+                "bug_id": int(bug), "step": len(actions) - 1, "episode": history.count[i], "env_index": int(i),
+                "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[i]),
+            })  # fmt: skip
 
 
 class _StepHistory:

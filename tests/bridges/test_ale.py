@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from envs_bridge import ale_ssim
 from envs_bridge.ale import GATE_NAMES, RAM_TELEMETRY, MsPacmanEnv, gates_at
 from jgtest import host_loop
 from jgtest.agents import dqn
@@ -213,26 +214,65 @@ def test_only_the_host_loop_imports_envs_bridge():
 
 
 def test_reline_learner_settings_on_the_real_game():
-    """The paper's network and 10 models by default; --quick: Mnih 2013's network, 1 model, 200k steps;
-    4 games a learner step, a gradient step every 4 environment steps (jgtest.methods.reline.host's docstring)."""
+    """By default the replication package's settings (jgtest.methods.reline.host's docstring): one game,
+    a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training episodes with the
+    last 1,000 counted (20 with --quick). Under the paper's text (frozen): 4 games a learner step, a
+    gradient step every 4 environment steps, --quick with Mnih 2013's network and 200k steps."""
     from jgtest.methods import reline
     from jgtest.methods.reline import learners
 
-    full, quick = reline.RelineConfig(game="ale:MsPacman"), reline.RelineConfig(game="ale:MsPacman", quick=True)
-    assert (full.models, quick.models) == (10, 1)
-    paper, small = reline.learner(full).config, reline.learner(quick).config
+    package, quick = reline.RelineConfig(game="ale:MsPacman"), reline.RelineConfig(game="ale:MsPacman", quick=True)
+    assert package.evaluation == quick.evaluation == "training" and (package.models, quick.models) == (10, 1)
+    for cfg in (package, quick):
+        learn = reline.learner(cfg)
+        assert learn.config.cnn_layers == NATURE_CNN
+        assert (learn.config.num_envs, learn.config.train_interval, learn.config.batch_size, learn.config.buffer_size) == (1, 1, 32, 10_000)
+        assert (learn.config.learning_starts, learn.config.target_update_interval) == (10_000, 1_000)
+        assert (learn.hparams.epsilon_end, learn.hparams.epsilon_anneal_steps, learn.hparams.learning_rate) == (0.01, 150_000, 1e-4)
+    assert [learners.package_train_episodes(package, a) for a in ("reline", "rl-baseline")] == [1000, 2000]
+    assert [learners.package_train_episodes(quick, a) for a in ("reline", "rl-baseline")] == [20, 40]
+    assert (learners.counted_episodes(package), learners.counted_episodes(quick)) == (1000, 20)
+
+    full, small = (reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", quick=q) for q in (False, True))
+    paper, small = reline.learner(full).config, reline.learner(small).config
     assert paper.cnn_layers == NATURE_CNN and paper.total_timesteps == 700_000
     assert small.cnn_layers == learners.NIPS_CNN["cnn_layers"] and small.total_timesteps == 200_000
     for config in (paper, small):
         assert (config.num_envs, config.train_interval, config.batch_size, config.buffer_size) == (4, 4, 32, 10_000)
-    farm = reline.learner(reline.RelineConfig(game="ale:MsPacman", actors=2)).config
+    farm = reline.learner(reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", actors=2)).config
     assert farm.num_envs == 2 and farm.train_interval == 4
 
 
+def test_the_intro_takes_65_steps_as_the_package_waits():
+    # The package waits out the intro with 65 no-ops after each reset (msPacman_RELINE.py, Agent._reset):
+    # whatever the agent presses, Ms. Pac-Man first moves on step 66.
+    with MsPacmanEnv(num_envs=1, seed=0) as env:
+        env.reset(0)
+        moved = [(env.step(np.array([3]))[4]["telemetry"].position[0] != [88, 98]).any() for _ in range(66)]
+    assert not any(moved[:65]) and moved[65]
+
+
+def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
+    """RELINE under the package's protocol on the real game: the model trains a number of episodes and
+    Table 1 counts the last of them (no separate evaluation); records are written as bugs show."""
+    from jgtest.methods import reline
+
+    small = (("learning_starts", 64), ("buffer_size", 256), ("cnn_layers", ((8, 8, 4),)), ("cnn_dense", 32))
+    config = reline.RelineConfig(game="ale:MsPacman", models=1, eval_episodes=1, agents=("reline",), quick=True, learner_overrides=small)
+    phases = []
+    summary = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase))
+    assert summary["protocol"] == {"evaluation": "training"} and summary["eval_episodes"] == 1
+    assert not any(p.startswith("evaluate") for p in phases)
+    books = json.loads((tmp_path / "models.json").read_text())["reline-0"]
+    assert books["training"]["episodes"] == 1 and len(books["bugs_found"]) == 1  # 1,000 × 1/1,000 episodes, counted
+    assert books["training"]["steps"] > 200  # a whole game of three lives
+    assert summary["table1"]["reline"]["1"]["counts"] == [int(np.asarray(books["bugs_found"]).any(axis=1).sum())]
+
+
 def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
-    """RELINE's game repeats the previous action with probability 0.25 (Gym ``MsPacman-v0``,
-    jgtest.methods.reline.host's docstring): the same actions then take two differently seeded games apart,
-    where the deterministic default keeps them together."""
+    """Under the paper's text, RELINE's game repeats the previous action with probability 0.25 (Gym
+    ``MsPacman-v0``, jgtest.methods.reline.host's docstring): the same actions then take two differently
+    seeded games apart, where the deterministic default (the package's ``NoFrameskip-v4``) keeps them together."""
     from jgtest.methods.reline import host
 
     assert host.ALE_OPTIONS == {"sticky_action_prob": 0.25}
@@ -260,7 +300,8 @@ def test_a_stopped_ms_pacman_run_resumes_without_training_again(tmp_path):
     resumed plays nothing."""
     from jgtest.methods import reline
 
-    config = reline.RelineConfig(game="ale:MsPacman", models=1, eval_episodes=1, agents=("rl-baseline",), train_steps=64, quick=True)
+    config = reline.RelineConfig(game="ale:MsPacman", models=1, eval_episodes=1, agents=("rl-baseline",), train_steps=64, quick=True,
+                                 evaluation="frozen")  # fmt: skip
 
     def stop_at_the_evaluation(phase, done, total):
         if phase.startswith("evaluate"):
@@ -275,3 +316,57 @@ def test_a_stopped_ms_pacman_run_resumes_without_training_again(tmp_path):
     phases.clear()
     again = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True)
     assert phases == [] and again["table1"] == summary["table1"] and again["training"] == summary["training"]
+
+
+#: Ms. Pac-Man's colour on ALE's RGB screen.
+MS_PACMAN_YELLOW = (210, 164, 74)
+
+
+def _visits(flags: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of consecutive flagged steps, ``(first, last)``."""
+    edges = np.diff(np.r_[0, flags.astype(int), 0])
+    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1))
+
+
+def test_the_ram_and_the_screen_detectors_flag_the_same_gate_visits():
+    """The package's SSIM check (envs_bridge.ale_ssim), its references cut from two routes through the
+    tunnels and back, and the RAM gates agree visit by visit on the two other routes (other approaches,
+    so other animation phases and ghosts): every mouth passed both ways."""
+    references = ale_ssim.record_references([GATE_TRACES[0], GATE_TRACES[2]], throughs=(18, 22, 26, 30))
+    detector = ale_ssim.SsimGates(references)
+    visits, hidden = 0, 0
+    for trace in (GATE_TRACES[1], GATE_TRACES[3]):
+        with MsPacmanEnv(num_envs=1, seed=0, screens=True) as env:
+            env.reset(0)
+            ram, screen, drawn = [], [], []
+            for action in ale_ssim.tunnel_route(trace):
+                screens, _, terminated, _, info = env.step(np.array([action]))
+                assert not terminated[0]
+                ram.append(info["ram_gates"][0])
+                screen.append(detector(screens)[0])
+                drawn.append((ale_ssim.gate_crops(screens)[0] == MS_PACMAN_YELLOW).all(axis=-1).any(axis=(1, 2)))
+        ram, screen, drawn = np.array(ram), np.array(screen), np.array(drawn)
+        for g in range(4):
+            overlaps = lambda a, b: a[0] <= b[1] + 1 and b[0] <= a[1] + 1  # noqa: E731 -- a step's slack (RAM and screen)
+            by_screen = _visits(screen[:, g])
+            # A RAM visit in which she is never drawn in the crop (past the screen's edge in the tunnel)
+            # no screen check can see.
+            by_ram = [v for v in _visits(ram[:, g]) if drawn[max(0, v[0] - 1) : v[1] + 2, g].any()]
+            hidden += len(_visits(ram[:, g])) - len(by_ram)
+            assert all(any(overlaps(v, w) for w in by_screen) for v in by_ram), (GATE_NAMES[g], by_ram, by_screen)
+            assert all(any(overlaps(w, v) for v in by_ram) for w in by_screen), (GATE_NAMES[g], by_ram, by_screen)
+            visits += len(by_ram)
+    assert visits >= 12 and hidden <= 2  # each route: into its gate, out of the far mouth, back in, out, in again, out
+
+
+def test_ms_pacman_reports_the_screen_detector_with_the_shipped_references():
+    with MsPacmanEnv(num_envs=2, seed=0, screens=True, ssim_gates=ale_ssim.SsimGates()) as env:
+        frames, _ = env.reset(0)
+        assert frames.shape == (2, 210, 160, 3)
+        route = ale_ssim.tunnel_route(GATE_TRACES[0])
+        for action in route[: len(GATE_TRACES[0]["actions"])]:
+            frames, _, _, _, info = env.step(np.full(2, action))
+    np.testing.assert_array_equal(info["ssim_gates"], ale_ssim.SsimGates()(frames))
+    assert info["ssim_gates"][:, GATE_NAMES.index(GATE_TRACES[0]["gate"])].all() and info["ram_gates"].sum() == 2
+    with pytest.raises(ValueError, match="screens=True"):
+        MsPacmanEnv(ssim_gates=ale_ssim.SsimGates())

@@ -22,7 +22,7 @@ ELITES = ("percentile", "rank")
 #: How the trained models play their evaluation episodes: still learning (the package), or frozen.
 EVALUATIONS = ("training", "frozen")
 #: The games whose learner keeps learning through its evaluation episodes (``evaluation="training"``).
-LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0",)
+LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0", "ale:MsPacman")
 
 #: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
 PAPER_TABLE1 = {
@@ -99,7 +99,8 @@ class RelineConfig:
         loop's batches of 16 with their elite updates; line 140: the first 1,000
         episodes counted): the model keeps learning on them, and Table 1 counts
         those episodes (for Ms. Pac-Man the package counts the last 1,000 training
-        episodes, ``MsPacman/msPacman_RELINE.py`` line 349). ``"frozen"``, the
+        episodes, ``MsPacman/msPacman_RELINE.py`` line 349, with its DQN settings:
+        :func:`jgtest.methods.reline.learners.bridged_dqn`). ``"frozen"``, the
         paper's text (§3.1.4, "we run each of the trained models for 1,000
         episodes"): the weights are fixed first.
         ``None`` (default): ``"training"`` where the learner supports it

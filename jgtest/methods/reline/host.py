@@ -8,43 +8,48 @@ through the host loop (:mod:`jgtest.host_loop`) with the same jitted
 dot) and a random agent, then Table 1 (episodes of ``eval_episodes`` with at
 least n of the 4 gate bugs) next to the paper's MsPacman row.
 
-Network and budget: the paper's DQN is Mnih et al.'s on 4 stacked 84×84
-frames (§3.1.2), :data:`jgtest.nets.heads.NATURE_CNN`, here computed as
-patches × kernel (``conv_impl="im2col"``, the same convolutions, faster on
-CPU). It trained "1,000 episodes" per model (§3.1.4), ≈ 700k steps at the
-≈ 700 steps a learning agent's episode lasts (:data:`~jgtest.methods.reline.learners.ALE_STEPS`).
+Two protocols (:class:`~jgtest.methods.reline.config.RelineConfig`'s ``evaluation``):
 
-Where we depart from the paper, for speed: its DQN "starts updating at each
-step" (§3.1.2, one game); ours steps :data:`~jgtest.methods.reline.learners.TRAIN_GAMES` games at once and
-takes one gradient step (batch 32) per 4 environment steps, Mnih et al.'s
-(2015) update frequency (4 games a learner step also cut the host loop's
-per-step dispatches 4×); the target network still syncs every
-1,000 environment steps, Lapan's period in steps (250 gradient steps here,
-1,000 in Lapan's). The paper's 84×84 frames and network come from the works
-it cites for its DQN (Mnih et al., 2013 and 2015; §3.1.2 says 4 stacked
-screenshots). Measured on 2 CPU cores through
-:func:`jgtest.host_loop.train_dqn`: ≈ 14 ms an environment step with the
-Nature CNN, ≈ 9.4 ms with :data:`~jgtest.methods.reline.learners.NIPS_CNN`; one model at the paper's budget
-is therefore ≈ 2.7 hours there, ten models per agent a GPU's job.
-``--quick`` is the budget a 2-core CPU runs in ≈ 25 min of training per
-learning agent (46 min with another agent training beside it) plus ≈ 5 min
-of evaluation: :data:`~jgtest.methods.reline.learners.ALE_STEPS`' second value, Mnih et al.'s (2013) smaller network
-(:data:`~jgtest.methods.reline.learners.NIPS_CNN`), one model per agent (unless ``--models`` says otherwise),
-1,000 evaluation episodes as the paper. Evaluation plays the trained model
-ε-greedily (Lapan's final ε = 0.02), as on device, in :data:`EVAL_GAMES`
-games at once.
+**The replication package's** (``evaluation="training"``, the default), which made the
+published numbers (``rlgameauthors/rlgameauthors``, ``MsPacman/msPacman_RELINE.py`` and
+``msPacman_RL-baseline.py``): ``MsPacmanNoFrameskip-v4``, so no sticky actions (the
+bridge's default; frame skip 4 with max-pooling, 84×84 grayscale, 4 frames, as envpool's
+``MsPacman-v5`` gives them); the package's DQN settings on one game, one gradient step a
+step (:data:`~jgtest.methods.reline.learners.PACKAGE_ALE_HYPERPARAMS`: ε to 0.01 over 150k
+steps); RELINE trains 1,000 episodes and rl-baseline 2,000, and Table 1 counts the last
+1,000 training episodes of each model (line 349: ``lines[-1000:]`` of the bug log) — the
+model learns while it is counted. The random agent plays 1,000 episodes. ``--quick``
+keeps every setting and counts 20 episodes (RELINE trains 20, rl-baseline 40): a run of
+minutes that shows the protocol, not the result (ε is still ≈ 0.8 there).
+Where we depart from it: the package waits out the game's intro with 65 no-op steps after
+each reset (``Agent._reset``); here the agent plays them (Ms. Pac-Man first moves on step
+66 whatever the actions: ``tests/bridges/test_ale.py``), so they enter its replay buffer
+and its ε schedule (≈ 9% of a 700-step episode). The package's game reward is ALE's score
+(10 a dot, 50 an energizer, more for ghosts and fruit; its wrappers do not clip it), on which
+RELINE's +50 a gate is worth five dots; here it is the paper's +1 a dot (§3.1.2), on which
++50 is worth fifty. The package detects the gates by comparing 15×30 screen crops at the
+tunnel mouths with screenshots (SSIM > 0.9, ``check_bug1``–``check_bug4``); here the RAM
+position does (:mod:`envs_bridge.ale`).
 
-The game is stochastic as the paper's: Gym's ``MsPacman-v0`` (§3.1) repeated
-the agent's previous action with probability 0.25 (:data:`ALE_OPTIONS`). The
-bridge's default, a deterministic ALE, would make a trained model's 1,000
-evaluation episodes one trajectory played 1,000 times (ε = 0.02 seldom turns
-it), so Table 1 would count whether that one path crosses a gate: our first
-``--quick`` runs without it gave 49 (RELINE), 157 (its second seed) and 668
-(rl-baseline) episodes of 1,000 with a gate, all or nothing by model; with it,
-82, 100 and 29 for random (the paper's random: 24). The price: ALE draws the
-repeats from its game's generator, seeded once, so a bug record's action trace
-replays exactly only as the first episode of a game seeded as the record's (the
-deterministic default replays any).
+**The paper's text** (``evaluation="frozen"``): the trained model is frozen and plays
+1,000 episodes (§3.1.4), ε-greedily (Lapan's final ε = 0.02), in :data:`EVAL_GAMES` games at once. Its
+settings are our earlier ones, chosen for speed where the text is silent: Lapan's DQN, ε over
+100k steps, :data:`~jgtest.methods.reline.learners.TRAIN_GAMES` games a learner step with one
+gradient step per :data:`~jgtest.methods.reline.learners.TRAIN_INTERVAL` environment steps
+(Mnih et al.'s, 2015, update frequency), the target synced every 1,000 environment steps,
+:data:`~jgtest.methods.reline.learners.ALE_STEPS` steps a model (the paper's "1,000 episodes"
+at ≈ 700 steps each; ``--quick``: fewer, with Mnih et al.'s 2013 network,
+:data:`~jgtest.methods.reline.learners.NIPS_CNN`), and Gym ``MsPacman-v0``'s sticky actions
+(:data:`ALE_OPTIONS`): without them a frozen model's 1,000 episodes are one trajectory played
+1,000 times (ε = 0.02 seldom turns it), and Table 1 counts whether that path crosses a gate
+(our first runs without them: 49, 157 and 668 episodes of 1,000 with a gate, all or nothing by
+model). A sticky game replays a bug record's trace exactly only as the first episode of a game
+seeded as the record's.
+
+Network and cost: the paper's DQN is Mnih et al.'s on 4 stacked 84×84 frames (§3.1.2),
+:data:`jgtest.nets.heads.NATURE_CNN`, here computed as patches × kernel (``conv_impl="im2col"``,
+the same convolutions, faster on CPU). ``benchmarks/reline_mspacman_budget.py`` states what
+the full table costs: FLOPs per update, updates per model and the time per 10k updates here.
 """
 
 from __future__ import annotations
@@ -65,13 +70,13 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods.reline.analysis import bugs_found, table1
 from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed, protocol
-from jgtest.methods.reline.learners import learner, random_policy
+from jgtest.methods.reline.learners import counted_episodes, learner, package_train_episodes, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import bug_bonus_reward
 from jgtest.run_dir import begin_campaign
 
-#: Ms. Pac-Man's options for RELINE: Gym ``MsPacman-v0``'s sticky actions (module docstring).
+#: Ms. Pac-Man's options under the paper's text (``evaluation="frozen"``): Gym ``MsPacman-v0``'s sticky actions (module docstring).
 ALE_OPTIONS = {"sticky_action_prob": 0.25}
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
@@ -102,9 +107,10 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     written = {r.detail for r in records_to_resume(out_dir, resume)}
     found: dict[str, list[np.ndarray]] = {}
     curves: dict[str, list[dict]] = {}
+    counted = counted_episodes(config)
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         farm = {"on_crash": writer.write, "ray_address": config.ray_address} if config.actors else {}
-        game_options = {**ALE_OPTIONS, **farm}
+        game_options = {**(ALE_OPTIONS if config.evaluation == "frozen" else {}), **farm}
         for agent in config.agents:
             found[agent] = []
             for m in range(config.models):
@@ -112,17 +118,22 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
                 if "bugs_found" not in books.get(unit, {}):
                     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), AGENTS.index(agent)), m)
                     seed = eval_seed(config, agent, m)
-                    policy, policy_params = random_policy(5), None
+                    on_bug = _record_writer(config, agent, m, writer, start, written)
+                    policy, policy_params, counted_found = random_policy(5), None, None
                     if agent != "random":
                         with Checkpointer(out_dir / "checkpoints" / unit, config_fingerprint({"reline": config, "model": unit})) as ckpt:
-                            network, policy_params, stats = _train(config, agent, m, dqn_config, hparams, key, seed, phases, game_options, ckpt,
-                                                                   books.get(unit, {}).get("training"))  # fmt: skip
+                            network, policy_params, stats, counted_found = _train(
+                                config, agent, m, dqn_config, hparams, key, seed, phases, game_options, ckpt,
+                                books.get(unit, {}).get("training"), on_bug,
+                            )  # fmt: skip
                         policy = learn.policy(network)
                         books[unit] = {"training": stats}
                         books_path.write_text(json.dumps(jsonable(books), indent=2))
-                    out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, writer, start, game_options, written)
-                    one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
-                    books[unit] = {**books.get(unit, {}), "bugs_found": bugs_found(one_model)[0].tolist()}
+                    if counted_found is None:  # frozen weights, or the random agent: play the counted episodes
+                        out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, on_bug, game_options, counted)
+                        one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
+                        counted_found = bugs_found(one_model)[0]
+                    books[unit] = {**books.get(unit, {}), "bugs_found": np.asarray(counted_found).tolist()}
                     books_path.write_text(json.dumps(jsonable(books), indent=2))
                 if "training" in books[unit]:
                     curves.setdefault(agent, []).append(books[unit]["training"])
@@ -130,7 +141,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     rows = table1(config, {a: np.stack(f) for a, f in found.items()})
     (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
     summary: dict[str, Any] = {
-        "method": "reline", "game": config.game, "models": config.models, "eval_episodes": config.eval_episodes, "protocol": protocol(config),
+        "method": "reline", "game": config.game, "models": config.models, "eval_episodes": counted, "protocol": protocol(config),
         "learner": "DQNConfig", "train_steps": dqn_config.total_timesteps, "table1": rows,
         "training": curves, "phases_s": phases.wall_s, "wall_s": round(time.perf_counter() - start, 2),
     }  # fmt: skip
@@ -138,30 +149,44 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     return summary
 
 
-def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options, ckpt: Checkpointer, stats=None):
+def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options, ckpt: Checkpointer, stats=None, on_bug=None):
     """Trains one model through the host loop, or restores it from ``ckpt`` when it was trained
-    (``stats``: its training figures then): ``(network, params, training figures)``."""
+    (``stats``: its training figures then): ``(network, params, training figures, counted)``.
+
+    Under the package's protocol (``evaluation="training"``) the model trains for
+    :func:`~jgtest.methods.reline.learners.package_train_episodes` episodes and ``counted`` is
+    which gates showed in each of the last :func:`~jgtest.methods.reline.learners.counted_episodes`
+    (Table 1's episodes; ``on_bug`` writes each bug's first showing as found); else ``None``.
+    """
     with host_loop.host_game(config.game, num_envs=dqn_config.num_envs, seed=seed + 50_000, actors=config.actors, **game_options) as game:
         spec, spec_params = host_loop.spec_game(game, PIPELINE)
         trainer = dqn.make_agent(dqn_config, (spec, spec_params))
         if ckpt.latest_step() is not None and stats is not None:
             obs = jax.ShapeDtypeStruct(spec.observation_space(spec_params).shape, np.float32)
-            return trainer.network, ckpt.restore(jax.eval_shape(trainer.network.init, key, obs)), stats
+            return trainer.network, ckpt.restore(jax.eval_shape(trainer.network.init, key, obs)), stats, None
         reward = None if agent == "rl-baseline" else (
             lambda r, terminated, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
+        learning = config.evaluation == "training"
+        episodes = package_train_episodes(config, agent) if learning else None
         state, stats = phases.run(f"train {agent} {model}", lambda report: host_loop.train_dqn(
-            trainer, game, PIPELINE, hparams, key, dqn_config.total_timesteps, reward, seed=seed + 50_000, on_progress=report))  # fmt: skip
-    episodes = stats["episode_return"]
-    summary = {"episodes": int(episodes.size), "return_last_10_mean": float(episodes[-10:].mean()) if episodes.size else None,
-               "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if episodes.size else None}  # fmt: skip
+            trainer, game, PIPELINE, hparams, key, dqn_config.total_timesteps, reward, seed=seed + 50_000, on_progress=report,
+            max_episodes=episodes, on_bug=on_bug if learning else None))  # fmt: skip
+    returns = stats["episode_return"]
+    counted = stats["episode_bugs_found"][-counted_episodes(config):] if learning else None
+    summary = {"episodes": int(returns.size), "steps": int(state.timesteps),
+               "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None,
+               "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if returns.size else None}  # fmt: skip
+    if learning and returns.size < episodes:
+        raise RuntimeError(f"{agent} model {model} ended {returns.size} of its {episodes} training episodes within "
+                           f"train_steps={dqn_config.total_timesteps}: raise train_steps")  # fmt: skip
     ckpt.save(1, state.params)
-    return trainer.network, state.params, summary
+    return trainer.network, state.params, summary, counted
 
 
-def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, writer, start, game_options, written=frozenset()):
-    """Plays ``eval_episodes`` episodes; each bug's first showing is written as a record at once
-    (unless its record is in ``written``: written before a resumed run was stopped)."""
-    num_envs = config.actors or EVAL_GAMES
+def _record_writer(config, agent, model, writer, start, written=frozenset()):
+    """``on_bug`` for :func:`jgtest.host_loop.play` and ``train_dqn``: each bug's first showing for the
+    model is written as a record at once (unless its record is in ``written``: written before a
+    resumed run was stopped)."""
 
     def on_bug(fields):
         detail = f"{agent} model {model}: gate bug {fields['bug_id']} showed"
@@ -173,7 +198,13 @@ def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, wr
             wall_s=round(time.perf_counter() - start, 3), detail=detail,
         ))  # fmt: skip
 
+    return on_bug
+
+
+def _evaluate(config, agent, model, policy, policy_params, key, seed, phases, on_bug, game_options, num_episodes):
+    """Plays ``num_episodes`` episodes of the policy, its bugs reported to ``on_bug`` as they first show."""
+    num_envs = config.actors or EVAL_GAMES
     with host_loop.host_game(config.game, num_envs=num_envs, seed=seed, actors=config.actors, **game_options) as game:
         return phases.run(f"evaluate {agent} {model}", lambda report: host_loop.play(
-            game, PIPELINE, policy, policy_params, config.eval_episodes, jax.random.fold_in(key, 1), seed=seed,
+            game, PIPELINE, policy, policy_params, num_episodes, jax.random.fold_in(key, 1), seed=seed,
             on_bug=on_bug, on_progress=report))  # fmt: skip

@@ -115,14 +115,56 @@ NIPS_CNN = dict(cnn_layers=((16, 8, 4), (32, 4, 2)), cnn_dense=256)
 #: ≈ 163 steps each, the lap our trained kart twin drives, --quick).
 STK_STEPS = (375_000, 1_500)
 
+#: The replication package's Ms. Pac-Man DQN (``rlgameauthors/rlgameauthors``,
+#: ``MsPacman/msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``, lines 33–42): γ 0.99, batch 32,
+#: replay 10,000 filled before learning starts, learning rate 1e-4, target synced every 1,000 frames,
+#: ε from 1.0 to 0.01 over 150,000 frames (a frame there is one wrapped step of 4 emulator frames),
+#: and one gradient step a step of its one game (the training loop, lines 330–343).
+PACKAGE_ALE_HYPERPARAMS = dqn.LAPAN_HYPERPARAMS.replace(epsilon_end=0.01, epsilon_anneal_steps=150_000.0)
+#: Episodes each learning agent trains on Ms. Pac-Man in the package (``MAX_ITERATIONS``, line 31 of
+#: each script: 1,000 for RELINE, 2,000 for rl-baseline); Table 1 counts the last 1,000 of them
+#: (``lines[-1000:]`` of the bug log, line 349), scaled here with ``eval_episodes``.
+PACKAGE_TRAIN_EPISODES = {"reline": 1000, "rl-baseline": 2000}
+#: --quick on Ms. Pac-Man under the package's protocol: the episodes Table 1 counts (the package's
+#: settings, a smoke run of minutes: the agents are still exploring, ε ≈ 0.8).
+QUICK_COUNTED_EPISODES = 20
+#: A cap on a package-protocol model's steps (its episodes end it first: ≈ 700 steps each).
+PACKAGE_MAX_STEPS = 5_000_000
+
+
+def package_train_episodes(config: RelineConfig, agent: str) -> int:
+    """Training episodes of ``agent``'s models under the package's protocol on Ms. Pac-Man: the package's
+    ``MAX_ITERATIONS`` scaled by the episodes Table 1 counts (:func:`counted_episodes`) over 1,000."""
+    return PACKAGE_TRAIN_EPISODES[agent] * counted_episodes(config) // 1000
+
+
+def counted_episodes(config: RelineConfig) -> int:
+    """The episodes Table 1 counts per model: ``eval_episodes``, or :data:`QUICK_COUNTED_EPISODES` on a
+    ``--quick`` Ms. Pac-Man run under the package's protocol that left ``eval_episodes`` at its default."""
+    package_quick = config.quick and config.game == "ale:MsPacman" and config.evaluation == "training"
+    return QUICK_COUNTED_EPISODES if package_quick and config.eval_episodes == 1000 else config.eval_episodes
+
+
 def bridged_dqn(config: RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams]:
     """The DQN config and hyperparameters for ``config`` on a bridged game (Lapan's, the Nature
     CNN, ε annealed over 100k steps or the first half of a smaller budget): both real games, as
-    the paper trained a DQN on 4 stacked grayscale frames for each (§3.1.2, §4.1.1). Ms. Pac-Man
-    steps :data:`TRAIN_GAMES` games a learner step (or one per farm actor) with a gradient step
-    every :data:`TRAIN_INTERVAL` environment steps, and ``--quick`` uses :data:`NIPS_CNN`
-    (module docstring); :func:`learner` applies ``learner_overrides``."""
+    the paper trained a DQN on 4 stacked grayscale frames for each (§3.1.2, §4.1.1).
+
+    Ms. Pac-Man under the package's protocol (``evaluation="training"``, the default) takes the
+    package's settings (:data:`PACKAGE_ALE_HYPERPARAMS`: one game, or one per farm actor, one
+    gradient step a step, the Nature CNN, ``--quick`` too); its episodes, not a step budget, end
+    training (:func:`package_train_episodes`; ``train_steps`` caps the steps). Under the paper's
+    text (``evaluation="frozen"``) it steps :data:`TRAIN_GAMES` games a learner step with a
+    gradient step every :data:`TRAIN_INTERVAL` environment steps, and ``--quick`` uses
+    :data:`NIPS_CNN` (module docstring of :mod:`jgtest.methods.reline.host`); :func:`learner`
+    applies ``learner_overrides``."""
     kart = config.game.startswith("supertuxkart:")
+    if config.game == "ale:MsPacman" and config.evaluation == "training":  # the package's settings
+        dqn_config = dqn.lapan_config(
+            config.game, total_timesteps=config.train_steps or PACKAGE_MAX_STEPS, torso="cnn", conv_impl="im2col",
+            track_coverage=False, num_evals=1, num_envs=max(1, config.actors), cnn_layers=NATURE_CNN,
+        )  # fmt: skip
+        return dqn_config, PACKAGE_ALE_HYPERPARAMS
     full, quick = STK_STEPS if kart else ALE_STEPS
     steps = config.train_steps or (quick if config.quick else full)
     if kart:
