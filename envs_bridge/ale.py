@@ -145,6 +145,10 @@ class MsPacmanEnv(HostEnv):
       sticky_action_prob: ALE's repeat-action probability.
       max_steps_in_episode: the cap (steps of 4 frames).
       num_threads: envpool's threads (0: one per game, up to the cores).
+      intro_steps: steps at the start of each episode the host loop plays with the noop action and
+        does not count as the agent's: RELINE's package waits out the game's intro with 65 no-ops
+        after each reset (``msPacman_RELINE.py``, ``Agent._reset``), in which Ms. Pac-Man does not
+        move whatever is pressed (she first moves on step 66).
       screens: the frames are ALE's native RGB screens (``210 × 160 × 3``, ``frame_size``
         ignored; the host loop's pipeline grays and resizes them), and ``info["ram_gates"]``
         holds the gates the RAM position is in at each step (``bool[N, 4]``).
@@ -163,7 +167,7 @@ class MsPacmanEnv(HostEnv):
     def __init__(
         self, num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (84, 84),
         sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0,
-        screens: bool = False, ssim_gates: Callable[[np.ndarray], np.ndarray] | None = None,
+        intro_steps: int = 0, screens: bool = False, ssim_gates: Callable[[np.ndarray], np.ndarray] | None = None,
     ):  # fmt: skip
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -175,6 +179,9 @@ class MsPacmanEnv(HostEnv):
         self.num_actions = len(ACTION_NAMES)
         self.frame_shape = (210, 160, 3) if screens else (int(frame_size[0]), int(frame_size[1]), 1)
         self._screens, self._ssim = bool(screens), ssim_gates
+        if not (isinstance(intro_steps, int) and intro_steps >= 0):
+            raise ValueError(f"intro_steps must be a count >= 0, got {intro_steps!r}")
+        self.intro_steps, self.noop_action = intro_steps, ACTION_NAMES.index("noop")
         self.max_steps_in_episode = int(max_steps_in_episode)
         self._options = dict(
             num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=not screens, frame_skip=4,

@@ -72,6 +72,7 @@ RESET_ATTEMPTS = 3
 _TELEMETRY_FIELDS = tuple(field.name for field in dataclasses.fields(Telemetry))
 _GAME_ATTRIBUTES = (
     "name", "num_envs", "num_actions", "action_names", "frame_shape", "bug_kinds", "num_cells", "max_steps_in_episode",
+    "intro_steps", "noop_action",
 )  # fmt: skip
 
 
@@ -180,6 +181,7 @@ class GameFarm(HostEnv):
         self.num_actions, self.action_names = first["num_actions"], tuple(first["action_names"])
         self.frame_shape, self.bug_kinds = tuple(first["frame_shape"]), tuple(first["bug_kinds"])
         self.num_cells, self.max_steps_in_episode = first["num_cells"], first["max_steps_in_episode"]
+        self.intro_steps, self.noop_action = first["intro_steps"], first["noop_action"]
         self._seed: int | None = None
         self._episode = np.zeros(self.num_envs, np.int64)
         self._actions: list[list[int]] = [[] for _ in range(self.num_envs)]

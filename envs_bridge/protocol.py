@@ -131,6 +131,7 @@ class HostEnv(abc.ABC):
       bug_kinds: the oracle kind of each injected bug (``bugs_fired`` order).
       num_cells: size of the coverage-cell space (``telemetry.cell`` range).
       max_steps_in_episode: the episode cap (truncation).
+      intro_steps, noop_action: see below (class attributes; 0 intro steps by default).
     """
 
     name: str
@@ -143,6 +144,10 @@ class HostEnv(abc.ABC):
     max_steps_in_episode: int
     #: Set by a game that offers :meth:`step_raw` (module docstring).
     device_telemetry: DeviceTelemetry | None = None
+    #: Steps at the start of each episode that the host loop plays with :attr:`noop_action` and does
+    #: not count as the agent's (a game's intro, waited out as RELINE's package waits out Ms. Pac-Man's).
+    intro_steps: int = 0
+    noop_action: int = 0
 
     @property
     def num_bugs(self) -> int:

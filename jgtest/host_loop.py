@@ -36,6 +36,7 @@ from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import lru_cache, partial
 
@@ -129,6 +130,10 @@ def train_dqn(
         reward, called on every step, ``autoreset`` ones included (default: the game's).
       seed: the game's reset seed.
       on_progress: ``(steps done, num_steps)`` after every 1,000 steps.
+
+    A game with an intro (``game.intro_steps``) plays it with its noop action at the start of
+    every episode: those steps stay in the episode's trace (``record``, ``on_bug``) but are not
+    the agent's: no transitions, no return, not counted in ``num_steps``.
       state: a ``DQNState`` to continue from (its replay buffer, counters and
         networks; the game is reset and its observations replace the state's).
       behaviour: ``(policy, params)``: the actions come from
@@ -146,8 +151,9 @@ def train_dqn(
       ``(final DQNState, dict)``: per-episode ``episode_return`` (the training
       reward), ``episode_bugs`` (how many injected bugs showed) and
       ``episode_bugs_found`` (``bool[E, num_bugs]``: which), in the order the
-      episodes ended; with ``record``, ``episodes``: the episodes that ended, as
-      :func:`play` returns them.
+      episodes ended; ``learning_s`` and ``learning_steps``, the wall seconds and
+      steps from the agent's ``learning_starts`` on (when it got there); with
+      ``record``, ``episodes``: the episodes that ended, as :func:`play` returns them.
     """
     if game.num_envs != agent.config.num_envs:
         raise ValueError(f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}")
@@ -190,11 +196,14 @@ def train_dqn(
     seen = np.zeros(game.num_bugs, bool)
     running_return, running_bugs = np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
     done_steps, every = 0, max(1_000, game.num_envs)
+    learning_from = None  # (wall clock, steps) when the agent started learning
+    intro = _Intro(game)
     while done_steps < num_steps and (max_episodes is None or len(returns) < max_episodes):
         state, action, k_sample = choose(state, hparams)
-        action = np.asarray(action)
+        action, waiting = intro.actions(np.asarray(action))
         frames, game_reward, terminated, truncated, info = game.step(action)
-        valid = ~info["autoreset"]
+        live = ~info["autoreset"]  # steps of an episode (its intro included)
+        valid = live & ~waiting  # the agent's steps: transitions, returns, the step budget
         next_obs = observe(state.obs, frames, info["autoreset"])
         train_reward = np.asarray(reward(game_reward, terminated, info), np.float32)
         items = {
@@ -206,23 +215,28 @@ def train_dqn(
         elif valid.any():
             state, _ = learn(state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams)
         state = state.replace(obs=next_obs)
+        intro.advance(info["autoreset"])
         if history is not None:
-            history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record or ()}, valid)
-            _report_first_bugs(info["telemetry"], valid, seen, history, seed, on_bug)
-        running_return = np.where(valid, running_return + train_reward, 0.0)
-        running_bugs = np.where(valid[:, None], running_bugs | info["telemetry"].bugs_fired, False)
-        for i in np.flatnonzero(valid & (terminated | truncated)):
+            history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record or ()}, live)
+            _report_first_bugs(info["telemetry"], live, seen, history, seed, on_bug)
+        running_return = np.where(live, running_return + np.where(valid, train_reward, 0.0), 0.0)
+        running_bugs = np.where(live[:, None], running_bugs | info["telemetry"].bugs_fired, False)
+        for i in np.flatnonzero(live & (terminated | truncated)):
             returns.append(float(running_return[i]))
             bugs.append(running_bugs[i].copy())
             if history is not None:
                 if record is not None:
                     episodes.append((int(i), history.count[i], history.episode(i)))
                 history.end_episode(i)
+        if learning_from is None and int(state.timesteps) >= agent.config.learning_starts:
+            learning_from = (time.perf_counter(), done_steps)
         before, done_steps = done_steps, done_steps + int(valid.sum())
         if on_progress is not None and done_steps // every > before // every:
             on_progress(min(done_steps, num_steps), num_steps)
     found = np.asarray(bugs, bool).reshape(len(bugs), game.num_bugs)
     stats = {"episode_return": np.asarray(returns), "episode_bugs": found.sum(axis=1).astype(np.int32), "episode_bugs_found": found}
+    if learning_from is not None:  # the speed of the loop once it learns (act, step, update)
+        stats["learning_s"], stats["learning_steps"] = time.perf_counter() - learning_from[0], done_steps - learning_from[1]
     if history is not None:
         stats["episodes"] = _pad_episodes(episodes, seed) if episodes else None
     return state, stats
@@ -326,15 +340,16 @@ def play(
     history = _StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
     quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
-    episodes = []
+    episodes, intro = [], _Intro(game)
     while len(episodes) < num_episodes:
-        taken = np.asarray(action)
+        taken, _ = intro.actions(np.asarray(action))
         if on_device is None:
             frames, _, terminated, truncated, info = game.step(taken)
         else:
             frames, terminated, truncated, info = game.step_raw(taken)
         carry, tel, action = advance(policy_params, carry, frames, {k: info[k] for k in raw_keys}, info["autoreset"])
         tel, live = info["telemetry"] if on_device is None else unpack_telemetry(tel), ~info["autoreset"]
+        intro.advance(info["autoreset"])
         history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
         _report_first_bugs(tel, live, seen, history, seed, on_bug)
         for i in np.flatnonzero(live & (terminated | truncated)):
@@ -344,6 +359,26 @@ def play(
                     on_progress(len(episodes), num_episodes)
             history.end_episode(i)
     return _pad_episodes(episodes, seed)
+
+
+class _Intro:
+    """A game's intro (``game.intro_steps``): the first steps of each episode, played with
+    ``game.noop_action`` whatever the agent chose. ``actions`` overrides the waiting games'
+    actions and says which wait; ``advance`` counts the step (``autoreset`` games restart)."""
+
+    def __init__(self, game: HostEnv):
+        self.steps, self.noop = int(getattr(game, "intro_steps", 0)), int(getattr(game, "noop_action", 0))
+        self.age = np.zeros(game.num_envs, np.int64)  # steps into the running episode
+
+    def actions(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.steps:
+            return actions, np.zeros(len(actions), bool)
+        waiting = self.age < self.steps
+        return np.where(waiting, self.noop, actions).astype(actions.dtype), waiting
+
+    def advance(self, autoreset: np.ndarray) -> None:
+        if self.steps:
+            self.age = np.where(autoreset, 0, self.age + 1)
 
 
 def _report_first_bugs(tel: Telemetry, live: np.ndarray, seen: np.ndarray, history: _StepHistory, seed: int, on_bug) -> None:

@@ -45,6 +45,7 @@ class CEMConfig:
     elite_episodes: int | None = None  # keep exactly this many by rank (RELINE's m = 11) instead of the percentile cut
     hidden_sizes: tuple[int, ...] = (128,)
     activation: str = "relu"
+    torch_init: bool = False  # PyTorch's nn.Linear initialization (RELINE's package is PyTorch code)
     num_evals: int = 10
     eval_episodes: int = 16
 
@@ -84,7 +85,8 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
     env, env_params, max_steps = make_game(config, game)
     num_actions = env.action_space(env_params).n
     obs_ndim = len(env.observation_space(env_params).shape)
-    network = PolicyNetwork(num_actions, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim)
+    network = PolicyNetwork(num_actions, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim,
+                            torch_init=config.torch_init)  # fmt: skip
     reset, step = batched(env, env_params)
     n = config.episodes_per_iter
 

@@ -161,13 +161,16 @@ class PolicyNetwork(nn.Module):
     the size to the implementation it follows (Lapan, 2018, "Deep
     Reinforcement Learning Hands-On", ch. 4): one ReLU hidden layer of 128
     units and a linear output of ``A`` logits, the defaults here. flax's
-    default initialization.
+    default initialization, or PyTorch's (``torch_init``), which RELINE's
+    replication package ran with.
 
     Attributes:
       num_actions: number of discrete actions ``A``.
       hidden_sizes: hidden widths.
       activation: hidden activation.
       obs_ndim: how many trailing dims form one observation (flattened).
+      torch_init: PyTorch's ``nn.Linear`` initialization (:func:`jgtest.nets.mlp.torch_linear_init`)
+        instead of flax's (LeCun normal, zero bias).
 
     Returns from ``__call__(obs)``: ``logits [..., A]``.
 
@@ -182,11 +185,12 @@ class PolicyNetwork(nn.Module):
     hidden_sizes: Sequence[int] = (128,)
     activation: str = "relu"
     obs_ndim: int = 1
+    torch_init: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         x = flatten_obs(obs, self.obs_ndim)
-        return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, name="mlp")(x)
+        return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, torch_init=self.torch_init, name="mlp")(x)
 
 
 __all__ = ["ActorCritic", "PolicyNetwork", "QNetwork", "TORSOS"]

@@ -83,6 +83,16 @@ def dense_init(orthogonal_init: bool, gain: float) -> dict:
     return {}
 
 
+def torch_linear_init(fan_in: int) -> dict:
+    """PyTorch's ``nn.Linear`` initialization: weights and biases uniform in ``±1/√fan_in``
+    (``kaiming_uniform_(a=√5)`` and its bias rule), for ports of PyTorch code."""
+    bound = 1.0 / math.sqrt(fan_in)
+    return {
+        "kernel_init": nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform"),  # √(3 · 1/3 / fan_in) = 1/√fan_in
+        "bias_init": lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound, bound),
+    }
+
+
 class MLP(nn.Module):
     """A stack of dense layers over the last axis, optionally ending in a linear output.
 
@@ -91,13 +101,15 @@ class MLP(nn.Module):
     layer gain ``out_gain``, the initialization of PPO implementations
     (Engstrom et al., 2020, "Implementation Matters in Deep Policy Gradients";
     Huang et al., 2022, "The 37 Implementation Details of PPO"). Without it,
-    flax's defaults (LeCun normal, zero bias).
+    flax's defaults (LeCun normal, zero bias); with ``torch_init``, PyTorch's
+    (:func:`torch_linear_init`).
 
     Attributes:
       hidden_sizes: width of each hidden layer; each is followed by ``activation``.
       activation: name of the hidden activation (see :func:`get_activation`).
       out_size: if set, a final linear layer (no activation) of this width.
       orthogonal_init: orthogonal initialization as above.
+      torch_init: PyTorch's ``nn.Linear`` initialization instead (overrides ``orthogonal_init``).
       hidden_gain: orthogonal gain of the hidden layers.
       out_gain: orthogonal gain of the output layer.
 
@@ -115,15 +127,19 @@ class MLP(nn.Module):
     activation: str = "tanh"
     out_size: int | None = None
     orthogonal_init: bool = True
+    torch_init: bool = False
     hidden_gain: float = math.sqrt(2.0)
     out_gain: float = 1.0
+
+    def _init(self, fan_in: int, gain: float) -> dict:
+        return torch_linear_init(fan_in) if self.torch_init else dense_init(self.orthogonal_init, gain)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         act = get_activation(self.activation)
         x = jnp.asarray(x, jnp.float32)
         for i, size in enumerate(self.hidden_sizes):
-            x = act(nn.Dense(size, name=f"hidden_{i}", **dense_init(self.orthogonal_init, self.hidden_gain))(x))
+            x = act(nn.Dense(size, name=f"hidden_{i}", **self._init(x.shape[-1], self.hidden_gain))(x))
         if self.out_size is not None:
-            x = nn.Dense(self.out_size, name="out", **dense_init(self.orthogonal_init, self.out_gain))(x)
+            x = nn.Dense(self.out_size, name="out", **self._init(x.shape[-1], self.out_gain))(x)
         return x

@@ -216,7 +216,7 @@ def test_only_the_host_loop_imports_envs_bridge():
 def test_reline_learner_settings_on_the_real_game():
     """By default the replication package's settings (jgtest.methods.reline.host's docstring): one game,
     a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training episodes with the
-    last 1,000 counted (20 with --quick). Under the paper's text (frozen): 4 games a learner step, a
+    last 1,000 counted (30 with --quick). Under the paper's text (frozen): 4 games a learner step, a
     gradient step every 4 environment steps, --quick with Mnih 2013's network and 200k steps."""
     from jgtest.methods import reline
     from jgtest.methods.reline import learners
@@ -230,8 +230,8 @@ def test_reline_learner_settings_on_the_real_game():
         assert (learn.config.learning_starts, learn.config.target_update_interval) == (10_000, 1_000)
         assert (learn.hparams.epsilon_end, learn.hparams.epsilon_anneal_steps, learn.hparams.learning_rate) == (0.01, 150_000, 1e-4)
     assert [learners.package_train_episodes(package, a) for a in ("reline", "rl-baseline")] == [1000, 2000]
-    assert [learners.package_train_episodes(quick, a) for a in ("reline", "rl-baseline")] == [20, 40]
-    assert (learners.counted_episodes(package), learners.counted_episodes(quick)) == (1000, 20)
+    assert [learners.package_train_episodes(quick, a) for a in ("reline", "rl-baseline")] == [30, 60]
+    assert (learners.counted_episodes(package), learners.counted_episodes(quick)) == (1000, 30)
 
     full, small = (reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", quick=q) for q in (False, True))
     paper, small = reline.learner(full).config, reline.learner(small).config
@@ -267,6 +267,9 @@ def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
     assert books["training"]["episodes"] == 1 and len(books["bugs_found"]) == 1  # 1,000 × 1/1,000 episodes, counted
     assert books["training"]["steps"] > 200  # a whole game of three lives
     assert summary["table1"]["reline"]["1"]["counts"] == [int(np.asarray(books["bugs_found"]).any(axis=1).sum())]
+    cost = summary["full_table_budget"]["reline"]  # the package's 1,000 episodes at this run's speed
+    assert cost["updates_per_model"] == round(1000 * books["training"]["steps"] - 10_000)
+    assert cost["hours_10_models"] == pytest.approx(10 * cost["hours_per_model"], abs=0.1) and cost["seconds_per_update"] > 0
 
 
 def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():

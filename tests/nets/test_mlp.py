@@ -42,6 +42,17 @@ def test_orthogonal_init_gains_and_zero_bias():
     assert not np.allclose(w.T @ w, (w.T @ w)[0, 0] * np.eye(32), atol=1e-3)
 
 
+def test_torch_init_draws_weights_and_biases_uniform_in_one_over_root_fan_in():
+    # PyTorch's nn.Linear: U(±1/√fan_in) for both (RELINE's package's CEM network starts there).
+    p = MLP((128,), "relu", out_size=2, torch_init=True).init(jax.random.key(2), jnp.zeros(4))["params"]
+    for name, fan_in in (("hidden_0", 4), ("out", 128)):
+        for leaf in ("kernel", "bias"):
+            values, bound = np.asarray(p[name][leaf]), 1 / np.sqrt(fan_in)
+            assert np.abs(values).max() <= bound and (values != 0).all(), (name, leaf)
+            if values.size >= 100:  # a uniform's spread: near the bound, sd bound/√3
+                assert np.abs(values).max() > 0.9 * bound and abs(values.std() - bound / np.sqrt(3)) < 0.15 * bound, (name, leaf)
+
+
 def test_init_is_deterministic_in_the_key():
     mlp = MLP((8,), out_size=2)
     a = mlp.init(jax.random.key(3), jnp.zeros(4))

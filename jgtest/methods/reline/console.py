@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jgtest.methods.reline.campaign import run
 from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, PAPER_KART, RelineConfig
-from jgtest.methods.reline.learners import learner
+from jgtest.methods.reline.learners import counted_episodes, learner, package_train_episodes
 
 
 def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = False, resume: bool = False) -> dict:
@@ -18,6 +18,10 @@ def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = Fals
     budget = getattr(learn.config, "total_timesteps", None)
     budget = f"{budget:,} steps" if budget else f"{learn.config.num_iterations * learn.config.episodes_per_iter:,} episodes"
     episodes = f"{config.eval_episodes:,} evaluation episodes per model"
+    if config.game == "ale:MsPacman" and config.evaluation == "training":
+        trained = " and ".join(f"{package_train_episodes(config, a):,} ({a})" for a in config.agents if a != "random")
+        budget = f"{trained} episodes"
+        episodes = f"Table 1 over the last {counted_episodes(config):,} training episodes per model (the package's protocol)"
     if config.game in HOST_GAMES and config.game in KART_GAMES:
         from jgtest.methods.reline import stk
 
@@ -37,6 +41,10 @@ def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = Fals
         summary = run(config, out_dir, progress=on_progress, resume=resume)
     if "table1" in summary:
         show(table1_table(config, summary))
+        for agent, cost in summary.get("full_table_budget", {}).items():
+            print(f"the package's full table, {agent}: {cost['updates_per_model']:,} updates a model at this run's "
+                  f"{cost['seconds_per_update'] * 1e3:.1f} ms each: {cost['hours_per_model']:.1f} h a model, "
+                  f"{cost['hours_10_models']:.0f} h for 10")  # fmt: skip
     else:
         show(low_fps_table(config, summary))
         replayed = replay_line(summary)
@@ -50,7 +58,7 @@ def table1_table(config: RelineConfig, summary: dict):
     """Table 1: per agent and n, the episodes with at least n bugs, ours and the paper's."""
     from rich.table import Table
 
-    table = Table(title=f"RELINE Table 1, {config.game}: episodes (of {config.eval_episodes:,}) with at least n bugs")
+    table = Table(title=f"RELINE Table 1, {config.game}: episodes (of {summary['eval_episodes']:,}) with at least n bugs")
     for column in ("agent", "n", "mean", "median", "sd", "paper mean / median / sd"):
         table.add_column(column, justify="right")
     for agent, rows in summary["table1"].items():

@@ -19,12 +19,13 @@ step (:data:`~jgtest.methods.reline.learners.PACKAGE_ALE_HYPERPARAMS`: ε to 0.0
 steps); RELINE trains 1,000 episodes and rl-baseline 2,000, and Table 1 counts the last
 1,000 training episodes of each model (line 349: ``lines[-1000:]`` of the bug log) — the
 model learns while it is counted. The random agent plays 1,000 episodes. ``--quick``
-keeps every setting and counts 20 episodes (RELINE trains 20, rl-baseline 40): a run of
-minutes that shows the protocol, not the result (ε is still ≈ 0.8 there).
-Where we depart from it: the package waits out the game's intro with 65 no-op steps after
-each reset (``Agent._reset``); here the agent plays them (Ms. Pac-Man first moves on step
-66 whatever the actions: ``tests/bridges/test_ale.py``), so they enter its replay buffer
-and its ε schedule (≈ 9% of a 700-step episode). The package's game reward is ALE's score
+keeps every setting and counts 30 episodes (RELINE trains 30, rl-baseline 60): a run of
+minutes that shows the protocol, not the result (ε is still ≈ 0.8–0.9 there).
+As there, the game's intro is waited out with 65 no-ops after each reset (``Agent._reset``;
+:data:`PACKAGE_ALE_OPTIONS`: Ms. Pac-Man first moves on step 66 whatever is pressed,
+``tests/bridges/test_ale.py``): the host loop plays them, keeps them in the episode's trace
+so that records replay, and does not count them as the agent's (no transitions, no return,
+no step of ε's schedule). Where we depart from it: the package's game reward is ALE's score
 (10 a dot, 50 an energizer, more for ghosts and fruit; its wrappers do not clip it), on which
 RELINE's +50 a gate is worth five dots; here it is the paper's +1 a dot (§3.1.2), on which
 +50 is worth fifty. The package detects the gates by comparing 15×30 screen crops at the
@@ -70,7 +71,7 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods.reline.analysis import bugs_found, table1
 from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed, protocol
-from jgtest.methods.reline.learners import counted_episodes, learner, package_train_episodes, random_policy
+from jgtest.methods.reline.learners import PACKAGE_TRAIN_EPISODES, counted_episodes, learner, package_train_episodes, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import bug_bonus_reward
@@ -78,6 +79,9 @@ from jgtest.run_dir import begin_campaign
 
 #: Ms. Pac-Man's options under the paper's text (``evaluation="frozen"``): Gym ``MsPacman-v0``'s sticky actions (module docstring).
 ALE_OPTIONS = {"sticky_action_prob": 0.25}
+#: Ms. Pac-Man's options under the package's protocol: no sticky actions, and the intro waited out with
+#: 65 no-ops after every reset (``msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``, ``Agent._reset``).
+PACKAGE_ALE_OPTIONS = {"intro_steps": 65}
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
 #: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
@@ -110,7 +114,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     counted = counted_episodes(config)
     with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         farm = {"on_crash": writer.write, "ray_address": config.ray_address} if config.actors else {}
-        game_options = {**(ALE_OPTIONS if config.evaluation == "frozen" else {}), **farm}
+        game_options = {**(ALE_OPTIONS if config.evaluation == "frozen" else PACKAGE_ALE_OPTIONS), **farm}
         for agent in config.agents:
             found[agent] = []
             for m in range(config.models):
@@ -145,8 +149,34 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
         "learner": "DQNConfig", "train_steps": dqn_config.total_timesteps, "table1": rows,
         "training": curves, "phases_s": phases.wall_s, "wall_s": round(time.perf_counter() - start, 2),
     }  # fmt: skip
+    if config.evaluation == "training":
+        summary["full_table_budget"] = full_table_budget(config, books)
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
+
+
+def full_table_budget(config: RelineConfig, books: dict) -> dict:
+    """What the package's full table would cost at this run's own speed: for each learning agent,
+    its models' steps an episode and seconds a step once they learned (act, step, one gradient
+    step: ``train_dqn``'s ``learning_s`` over ``learning_steps``), times the package's training
+    episodes (:data:`~jgtest.methods.reline.learners.PACKAGE_TRAIN_EPISODES`) and 10 models. The
+    episodes of a short run are an exploring agent's (shorter than a trained one's, ≈ 700 steps):
+    ``benchmarks/reline_mspacman_budget.py`` states the table at both lengths."""
+    budget = {}
+    for agent, episodes in PACKAGE_TRAIN_EPISODES.items():
+        trained = [books[f"{agent}-{m}"]["training"] for m in range(config.models) if "training" in books.get(f"{agent}-{m}", {})]
+        learned = [t for t in trained if t.get("learning_steps")]
+        if not learned:
+            continue
+        steps_per_episode = sum(t["steps"] for t in trained) / sum(t["episodes"] for t in trained)
+        seconds_per_update = sum(t["learning_s"] for t in learned) / sum(t["learning_steps"] for t in learned)
+        updates = episodes * steps_per_episode - 10_000
+        budget[agent] = {
+            "steps_per_episode": round(steps_per_episode, 1), "seconds_per_update": round(seconds_per_update, 5),
+            "updates_per_model": round(updates), "hours_per_model": round(updates * seconds_per_update / 3600, 2),
+            "hours_10_models": round(10 * updates * seconds_per_update / 3600, 1),
+        }  # fmt: skip
+    return budget
 
 
 def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_options, ckpt: Checkpointer, stats=None, on_bug=None):
@@ -175,7 +205,8 @@ def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_op
     counted = stats["episode_bugs_found"][-counted_episodes(config):] if learning else None
     summary = {"episodes": int(returns.size), "steps": int(state.timesteps),
                "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None,
-               "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if returns.size else None}  # fmt: skip
+               "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if returns.size else None,
+               **{k: stats[k] for k in ("learning_s", "learning_steps") if k in stats}}  # fmt: skip
     if learning and returns.size < episodes:
         raise RuntimeError(f"{agent} model {model} ended {returns.size} of its {episodes} training episodes within "
                            f"train_steps={dqn_config.total_timesteps}: raise train_steps")  # fmt: skip
