@@ -4,17 +4,17 @@
 
 The package's protocol (:mod:`jgtest.methods.reline.host`): one game, one gradient step a
 step of the Nature CNN on 32 transitions of 4 stacked 84×84 frames; RELINE trains 1,000
-episodes a model and rl-baseline 2,000, 10 models each, and the random agent plays 1,000
-episodes a run. This script states, for that table:
+episodes a model and rl-baseline 2,000, 10 models each. This script states, for that table:
 
 * **FLOPs per update**: XLA's own count (``cost_analysis()["flops"]``) of the jitted learner
   step the host loop runs (replay insert, sampling, the loss's forward and backward passes,
   Adam, the target sync), beside a count by hand of the network's multiply-adds
   (:func:`nature_cnn_flops`): forward on the batch, the target network's forward on the next
   observations, the backward pass at twice the forward's cost.
-* **Updates per model**: ``episodes × steps an episode − 10,000`` (learning starts after
-  10,000 steps), at the episode length our trained agents reached (≈ 700 steps,
-  :data:`LEARNED_EPISODE_STEPS`) and at the random agent's, measured here.
+* **Updates per model**: ``episodes × agent steps an episode − 10,000`` (learning starts
+  after 10,000 steps; :func:`jgtest.methods.reline.learners.package_table_cost`), at the
+  episode length our trained agents reached (:data:`LEARNED_EPISODE_STEPS`) and at the random
+  agent's, measured here (the game's intro, 65 no-ops an episode, is not the agent's).
 * **Time per 10k updates**, measured: the real training loop (:func:`jgtest.host_loop.train_dqn`
   on the real game, act → step → learn) for ``--updates`` updates after a short warm-up,
   on this machine; from it, hours per model and for the whole table.
@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import write_json  # noqa: E402
 
-#: Steps an episode of a trained Ms. Pac-Man agent lasted in our earlier runs (RELINE's module docstring).
-LEARNED_EPISODE_STEPS = 700
-#: The table: models per learning agent and random runs (RELINE §3.1.4), episodes a random run plays.
-MODELS, RANDOM_EPISODES = 10, 1000
+#: The agent's steps an episode of a trained Ms. Pac-Man agent: ≈ 700 in our earlier runs
+#: (:mod:`jgtest.methods.reline.host`), the game's 65-step intro included, which the package's
+#: agents do not play.
+LEARNED_EPISODE_STEPS = 635
 SEED = 0
 
 
@@ -75,8 +75,8 @@ def main(argv=None) -> dict:
     from jgtest import host_loop
     from jgtest.agents import dqn
     from jgtest.methods import reline
-    from jgtest.methods.reline.host import PIPELINE
-    from jgtest.methods.reline.learners import PACKAGE_TRAIN_EPISODES, random_policy
+    from jgtest.methods.reline.host import PACKAGE_ALE_OPTIONS, PIPELINE
+    from jgtest.methods.reline.learners import PACKAGE_TRAIN_EPISODES, TABLE_MODELS, package_table_cost, random_policy
 
     begin = time.perf_counter()
     config = reline.RelineConfig(game="ale:MsPacman")
@@ -85,7 +85,7 @@ def main(argv=None) -> dict:
     timed_config = dataclasses.replace(learn.config, learning_starts=warmup)
 
     # FLOPs of one learner step, as XLA counts them.
-    with host_loop.host_game(config.game, num_envs=1, seed=SEED) as game:
+    with host_loop.host_game(config.game, num_envs=1, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
         spec = host_loop.spec_game(game, PIPELINE)
         agent = dqn.make_agent(timed_config, spec)
         state = jax.jit(agent.init_learner)(jax.random.key(SEED), np.zeros((1, 84, 84, 4), np.uint8), learn.hparams)
@@ -107,13 +107,13 @@ def main(argv=None) -> dict:
           f"(forward {forward / 1e6:.1f} M an observation); acting {act_flops / 1e6:.1f} M a step")  # fmt: skip
 
     # The random agent's episode length, measured.
-    with host_loop.host_game(config.game, num_envs=8, seed=SEED) as game:
+    with host_loop.host_game(config.game, num_envs=8, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
         out = host_loop.play(game, PIPELINE, random_policy(5), None, 16, jax.random.key(SEED), seed=SEED)
-    random_steps = float(out["valid"].sum(axis=1).mean())
-    print(f"random agent: {random_steps:.0f} steps an episode (16 episodes)")
+    random_steps = float(out["valid"].sum(axis=1).mean()) - PACKAGE_ALE_OPTIONS["intro_steps"]  # the agent's steps
+    print(f"random agent: {random_steps:.0f} steps an episode after the intro (16 episodes)")
 
     # Time per update: the real training loop, learning from step `warmup` on.
-    with host_loop.host_game(config.game, num_envs=1, seed=SEED) as game:
+    with host_loop.host_game(config.game, num_envs=1, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
         agent = dqn.make_agent(timed_config, host_loop.spec_game(game, PIPELINE))
         marks = {}
 
@@ -130,23 +130,22 @@ def main(argv=None) -> dict:
     print(f"time per 10k updates (act, step, learn): {per_10k:.0f} s ({timed_updates:,} timed)")
 
     def table(steps_per_episode: float) -> dict:
-        per_model = {agent: max(0.0, episodes * steps_per_episode - timed_config.buffer_size) for agent, episodes in PACKAGE_TRAIN_EPISODES.items()}
-        hours = {agent: n / 10_000 * per_10k / 3600 for agent, n in per_model.items()}
+        costs = {agent: package_table_cost(agent, steps_per_episode, per_10k / 10_000) for agent in PACKAGE_TRAIN_EPISODES}
+        updates = sum(c["updates_per_model"] for c in costs.values())
         return {
-            "steps_per_episode": steps_per_episode, "updates_per_model": per_model, "hours_per_model": hours,
-            "updates_table": MODELS * sum(per_model.values()), "hours_table": MODELS * sum(hours.values()),
-            "flops_table": MODELS * sum(per_model.values()) * xla_flops,
+            "steps_per_episode": steps_per_episode, "per_agent": costs, "updates_table": TABLE_MODELS * updates,
+            "hours_table": sum(c["hours_10_models"] for c in costs.values()), "flops_table": TABLE_MODELS * updates * xla_flops,
         }  # fmt: skip
 
     budgets = {"learned_episodes": table(LEARNED_EPISODE_STEPS), "random_length_episodes": table(random_steps)}
     for name, b in budgets.items():
         print(f"{name} ({b['steps_per_episode']:.0f} steps an episode): updates a model "
-              + ", ".join(f"{a} {n / 1e6:.2f}M ({b['hours_per_model'][a]:.1f} h)" for a, n in b["updates_per_model"].items())
+              + ", ".join(f"{a} {c['updates_per_model'] / 1e6:.2f}M ({c['hours_per_model']:.1f} h)" for a, c in b["per_agent"].items())
               + f"; the table {b['updates_table'] / 1e6:.1f}M updates, {b['hours_table']:.0f} h here, {b['flops_table'] / 1e15:.1f} PFLOP")  # fmt: skip
     result = {
         "benchmark": "reline_mspacman_budget", "command": "python benchmarks/reline_mspacman_budget.py" + (" --quick" if args.quick else ""),
-        "seed": SEED, "protocol": reline.config.protocol(config), "models": MODELS, "random_episodes": RANDOM_EPISODES,
-        "train_episodes": PACKAGE_TRAIN_EPISODES, "learning_starts": timed_config.buffer_size,
+        "seed": SEED, "protocol": reline.config.protocol(config), "game_options": PACKAGE_ALE_OPTIONS, "table_models": TABLE_MODELS,
+        "train_episodes": PACKAGE_TRAIN_EPISODES,
         "flops_per_update_xla": xla_flops, "flops_per_update_by_hand": by_hand, "flops_forward_one_observation": forward,
         "flops_per_act_xla": act_flops, "random_steps_per_episode": random_steps, "timed_updates": timed_updates,
         "seconds_per_10k_updates": per_10k, "budgets": budgets,

@@ -25,7 +25,8 @@ Where things come from:
   maze's, as the paper's figure.
 * **Game reward**: the dots eaten this step, from RAM byte 119 (the AtariARI
   ``dots_eaten_count``; energizers count as dots), not ALE's score, which
-  also pays for ghosts and fruit.
+  also pays for ghosts and fruit; ``reward="score"`` gives ALE's score, the
+  reward RELINE's replication package trained on.
 * **Actions**: RELINE's five in its order, mapped to ALE's minimal action set
   (:data:`ALE_ACTIONS`).
 
@@ -145,6 +146,11 @@ class MsPacmanEnv(HostEnv):
       sticky_action_prob: ALE's repeat-action probability.
       max_steps_in_episode: the cap (steps of 4 frames).
       num_threads: envpool's threads (0: one per game, up to the cores).
+      reward: ``"dots"`` (the paper's +1 a dot, §3.1.2) or ``"score"`` (ALE's score: 10 a dot,
+        50 an energizer, more for ghosts and fruit; the replication package's, whose wrappers
+        do not clip it, as we take them to be: ``lib/wrappers.py`` is not in its repository).
+        With ``"score"`` the telemetry is computed on the host
+        (``device_telemetry`` is ``None``: :class:`RamTelemetry` counts dots).
       intro_steps: steps at the start of each episode the host loop plays with the noop action and
         does not count as the agent's: RELINE's package waits out the game's intro with 65 no-ops
         after each reset (``msPacman_RELINE.py``, ``Agent._reset``), in which Ms. Pac-Man does not
@@ -167,7 +173,8 @@ class MsPacmanEnv(HostEnv):
     def __init__(
         self, num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (84, 84),
         sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0,
-        intro_steps: int = 0, screens: bool = False, ssim_gates: Callable[[np.ndarray], np.ndarray] | None = None,
+        reward: str = "dots", intro_steps: int = 0, screens: bool = False,
+        ssim_gates: Callable[[np.ndarray], np.ndarray] | None = None,
     ):  # fmt: skip
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -182,6 +189,11 @@ class MsPacmanEnv(HostEnv):
         if not (isinstance(intro_steps, int) and intro_steps >= 0):
             raise ValueError(f"intro_steps must be a count >= 0, got {intro_steps!r}")
         self.intro_steps, self.noop_action = intro_steps, ACTION_NAMES.index("noop")
+        if reward not in ("dots", "score"):
+            raise ValueError(f"reward must be 'dots' or 'score', got {reward!r}")
+        self._score = reward == "score"
+        if self._score:
+            self.device_telemetry = None
         self.max_steps_in_episode = int(max_steps_in_episode)
         self._options = dict(
             num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=not screens, frame_skip=4,
@@ -240,12 +252,17 @@ class MsPacmanEnv(HostEnv):
         return self._frames(obs), self._observe(info["ram"], np.zeros(self.num_envs, np.float32), autoreset, info)
 
     def step_raw(self, actions):
-        actions = self.check_actions(actions)
-        obs, _, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
-        autoreset, self._done = self._done, terminated | truncated
+        out = self._step_raw(actions)
         self._tallied = False  # the numpy telemetry's gates and dots are not kept up to date
+        return out
+
+    def _step_raw(self, actions):
+        actions = self.check_actions(actions)
+        obs, score, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
+        autoreset, self._done = self._done, terminated | truncated
         frames = self._frames(obs)
-        return frames, terminated, truncated, {"autoreset": autoreset, "ram": info["ram"], "lives": info["lives"], **self._screen_gates(frames, info["ram"])}
+        info = {"autoreset": autoreset, "ram": info["ram"], "lives": info["lives"], "score": score, **self._screen_gates(frames, info["ram"])}
+        return frames, terminated, truncated, info
 
     def _screen_gates(self, frames, ram) -> dict:
         """With ``screens``: the gates by RAM at this step and, with ``ssim_gates``, by the screens."""
@@ -259,12 +276,11 @@ class MsPacmanEnv(HostEnv):
     def step(self, actions):
         if not self._tallied:
             raise RuntimeError(f"{self.name}: step() after step_raw() in the same run: reset first")
-        frames, terminated, truncated, info = self.step_raw(actions)
-        self._tallied = True
+        frames, terminated, truncated, info = self._step_raw(actions)
         ram, autoreset = info["ram"], info["autoreset"]
         self._found[autoreset] = False
         dots = ram[:, RAM_DOTS].astype(np.int32)
-        reward = np.where(autoreset, 0, np.maximum(dots - self._dots, 0)).astype(np.float32)
+        reward = np.where(autoreset, 0, info["score"] if self._score else np.maximum(dots - self._dots, 0)).astype(np.float32)
         self._dots = dots
         return frames, reward, terminated, truncated, self._observe(ram, reward, autoreset, info)
 
@@ -286,6 +302,9 @@ class XlaMsPacman:
 
     def __init__(self, env: MsPacmanEnv):
         import jax.numpy as jnp
+
+        if env.device_telemetry is None:
+            raise ValueError("the XLA loop reads Ms. Pac-Man's RAM telemetry (dots as the reward): build the game with reward='dots'")
 
         self._jnp = jnp
         self.num_envs, self.frame_shape = env.num_envs, env.frame_shape

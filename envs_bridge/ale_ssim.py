@@ -124,6 +124,9 @@ def record_references(traces: list[dict], seed: int = 0, throughs: tuple[int, ..
                         kept[side].append(crop)
                 if terminated[0]:
                     break
+    missing = [side for side, crops in kept.items() if not crops]
+    if missing:
+        raise ValueError(f"the traces never show Ms. Pac-Man in a {' or '.join(missing)} mouth: no reference crops there")
     return {side: np.stack(crops) for side, crops in kept.items()}
 
 

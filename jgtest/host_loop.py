@@ -118,6 +118,9 @@ def train_dqn(
     Each step: the agent's ε-greedy ``act`` (jitted) → ``game.step`` → the
     pipeline → the agent's ``update`` (jitted: replay buffer, gradient step when
     due, target sync) on the step's transitions, skipping ``autoreset`` steps.
+    A game with an intro (``game.intro_steps``) plays it with its noop action at the start of
+    every episode: those steps stay in the episode's trace (``record``, ``on_bug``) but are not
+    the agent's: no transitions, no return, not counted in ``num_steps``.
 
     Args:
       agent: a DQN agent (:class:`jgtest.agents.base.Agent`) made for ``spec_game(game, pipeline)``.
@@ -130,10 +133,6 @@ def train_dqn(
         reward, called on every step, ``autoreset`` ones included (default: the game's).
       seed: the game's reset seed.
       on_progress: ``(steps done, num_steps)`` after every 1,000 steps.
-
-    A game with an intro (``game.intro_steps``) plays it with its noop action at the start of
-    every episode: those steps stay in the episode's trace (``record``, ``on_bug``) but are not
-    the agent's: no transitions, no return, not counted in ``num_steps``.
       state: a ``DQNState`` to continue from (its replay buffer, counters and
         networks; the game is reset and its observations replace the state's).
       behaviour: ``(policy, params)``: the actions come from
@@ -228,16 +227,16 @@ def train_dqn(
                 if record is not None:
                     episodes.append((int(i), history.count[i], history.episode(i)))
                 history.end_episode(i)
+        before, done_steps = done_steps, done_steps + int(valid.sum())
         if learning_from is None and int(state.timesteps) >= agent.config.learning_starts:
             learning_from = (time.perf_counter(), done_steps)
-        before, done_steps = done_steps, done_steps + int(valid.sum())
         if on_progress is not None and done_steps // every > before // every:
             on_progress(min(done_steps, num_steps), num_steps)
     found = np.asarray(bugs, bool).reshape(len(bugs), game.num_bugs)
     stats = {"episode_return": np.asarray(returns), "episode_bugs": found.sum(axis=1).astype(np.int32), "episode_bugs_found": found}
     if learning_from is not None:  # the speed of the loop once it learns (act, step, update)
         stats["learning_s"], stats["learning_steps"] = time.perf_counter() - learning_from[0], done_steps - learning_from[1]
-    if history is not None:
+    if record is not None:
         stats["episodes"] = _pad_episodes(episodes, seed) if episodes else None
     return state, stats
 
@@ -284,7 +283,7 @@ def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry:
 
 
 def pack_telemetry(telemetry: Telemetry) -> jax.Array:
-    """A batched :class:`Telemetry` as one ``int32[N, 5 + num_bugs]`` array, bit for bit
+    """A batched :class:`Telemetry` as one ``int32[N, 6 + num_bugs]`` array, bit for bit
     (float fields bitcast): columns ``x, y, cell, game_reward, frame_time_ms, crashed,
     bugs...``. One output of a jitted call where six cost ≈ 0.07 ms more a call on 2 CPU
     cores (XLA's CPU runtime; measured at 8 games: 0.09 ms against 0.014 for the whole step).

@@ -314,8 +314,8 @@ def reline_ale_section(results: Results) -> list[str]:
     ale = results["reline_mspacman_quick_table1.json"]
     gates = listing((f"{label(a)} {num(runs[0]['bugs_last_10_mean'], 1)}" for a, runs in ale["training"].items()), " and ")
     learned = cost["budgets"]["learned_episodes"]
-    per_model = listing((f"{label(a)} {num(n / 1e6, 2)}M updates ({num(learned['hours_per_model'][a], 1)} h)"
-                         for a, n in learned["updates_per_model"].items()), " and ")  # fmt: skip
+    per_model = listing((f"{label(a)} {num(c['updates_per_model'] / 1e6, 2)}M updates ({num(c['hours_per_model'], 1)} h)"
+                         for a, c in learned["per_agent"].items()), " and ")  # fmt: skip
     return [
         section(
             "Real Ms. Pac-Man (ALE), the package's protocol, `--quick` (§3.2)",
@@ -330,7 +330,7 @@ def reline_ale_section(results: Results) -> list[str]:
             "What the full Ms. Pac-Man table costs (§3.1.4)",
             f"One update of the Nature CNN on 32 transitions is {num(cost['flops_per_update_xla'] / 1e9, 2)} GFLOP by XLA's count "
             f"({num(cost['flops_per_update_by_hand'] / 1e9, 2)} by hand). At the {num(learned['steps_per_episode'])} steps a trained "
-            f"agent's episode lasts, a model is {per_model}; 10 models an agent make {num(learned['updates_table'] / 1e6, 1)}M updates, "
+            f"agent plays an episode (after the game's intro), a model is {per_model}; 10 models an agent make {num(learned['updates_table'] / 1e6, 1)}M updates, "
             f"{num(learned['flops_table'] / 1e15, 1)} PFLOP. This CPU takes {num(cost['seconds_per_10k_updates'])} s per 10k updates "
             f"(acting, stepping the game and learning), so the table is {num(learned['hours_table'])} hours here; the run resumes per "
             f"model, so it can be spread over several. {cost['gpu_note'][0].upper() + cost['gpu_note'][1:]}.",

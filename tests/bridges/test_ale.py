@@ -252,6 +252,24 @@ def test_the_intro_takes_65_steps_as_the_package_waits():
     assert not any(moved[:65]) and moved[65]
 
 
+def test_the_score_reward_pays_as_ale_does():
+    # reward="score" (the package's): ALE's 10 a dot and 50 an energizer where the paper's reward pays 1 a dot.
+    actions = GATE_TRACES[0]["actions"]
+    rewards = []
+    for reward in ("dots", "score"):
+        with MsPacmanEnv(num_envs=1, seed=0, reward=reward) as env:
+            env.reset(0)
+            steps = [env.step(np.array([a])) for a in actions]
+        rewards.append(np.array([s[1][0] for s in steps]))
+        np.testing.assert_array_equal(rewards[-1], [s[4]["telemetry"].game_reward[0] for s in steps])
+    dots, score = rewards
+    assert dots.sum() > 10 and set(np.unique(score[dots == 1])) <= {10.0, 50.0} and (score[dots == 0] == 0).all()
+    with MsPacmanEnv(num_envs=1, reward="score") as env:
+        assert env.device_telemetry is None  # RamTelemetry counts dots: the host computes the score's telemetry
+    with pytest.raises(ValueError, match="'dots' or 'score'"):
+        MsPacmanEnv(reward="points")
+
+
 def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
     """RELINE under the package's protocol on the real game: the model trains a number of episodes and
     Table 1 counts the last of them (no separate evaluation); records are written as bugs show."""

@@ -20,7 +20,7 @@ def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = Fals
     episodes = f"{config.eval_episodes:,} evaluation episodes per model"
     if config.game == "ale:MsPacman" and config.evaluation == "training":
         trained = " and ".join(f"{package_train_episodes(config, a):,} ({a})" for a in config.agents if a != "random")
-        budget = f"{trained} episodes"
+        budget = f"{trained} episodes" if trained else "nothing (random only)"
         episodes = f"Table 1 over the last {counted_episodes(config):,} training episodes per model (the package's protocol)"
     if config.game in HOST_GAMES and config.game in KART_GAMES:
         from jgtest.methods.reline import stk

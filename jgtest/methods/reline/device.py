@@ -77,10 +77,10 @@ def evaluate_learning(learn: Learner, env, params, agent: str, trainer, state, s
     ``CartPole/CartPole_RELINE_1k_episodes.py`` lines 121–140) plays the evaluation episodes with
     the training loop still running: every batch of ``episodes_per_iter`` (16) episodes is followed
     by the CEM update on its elites (RELINE's +50 per bug still paid), and Table 1 counts the bugs of
-    the first 1,000. As there, Adam starts afresh (``CartPole_RL-baseline_1k_episodes.py`` line
-    118 and ``CartPole_RELINE_1k_episodes.py``: a new ``optim.Adam(lr=0.01)`` after loading the
-    model): zero moments, so its first updates move every weight by about the learning rate,
-    where the trained model's moments would damp them. Here each batch is played with the campaign's keys,
+    the first 1,000. As there, Adam starts afresh (``CartPole_RELINE_1k_episodes.py`` line 121: a
+    new ``optim.Adam(lr=0.01)`` after loading the model; the repository holds no such script for
+    rl-baseline, which is evaluated the same way here): zero moments, so its first updates move
+    every weight by about the learning rate, where the trained model's moments would damp them. Here each batch is played with the campaign's keys,
     batch ``i`` in slots ``16 i … 16 i + 15`` of run ``seed`` (:func:`jgtest.rollout.play_episodes`),
     so each episode's trace replays like a frozen evaluation's, and the model's update between
     batches is the trainer's own. Vmapped over the models (``state``, ``seeds`` stacked).

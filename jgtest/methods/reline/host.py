@@ -13,24 +13,29 @@ Two protocols (:class:`~jgtest.methods.reline.config.RelineConfig`'s ``evaluatio
 **The replication package's** (``evaluation="training"``, the default), which made the
 published numbers (``rlgameauthors/rlgameauthors``, ``MsPacman/msPacman_RELINE.py`` and
 ``msPacman_RL-baseline.py``): ``MsPacmanNoFrameskip-v4``, so no sticky actions (the
-bridge's default; frame skip 4 with max-pooling, 84×84 grayscale, 4 frames, as envpool's
-``MsPacman-v5`` gives them); the package's DQN settings on one game, one gradient step a
+bridge's default), through its ``lib/wrappers.py``, which is not in the repository: we take
+it to be the book it follows (Lapan, 2018, ch. 6: frame skip 4 with max-pooling, 84×84
+grayscale, 4 frames, no reward clipping), as envpool's ``MsPacman-v5`` gives them; the
+package's DQN settings on one game, one gradient step a
 step (:data:`~jgtest.methods.reline.learners.PACKAGE_ALE_HYPERPARAMS`: ε to 0.01 over 150k
 steps); RELINE trains 1,000 episodes and rl-baseline 2,000, and Table 1 counts the last
 1,000 training episodes of each model (line 349: ``lines[-1000:]`` of the bug log) — the
-model learns while it is counted. The random agent plays 1,000 episodes. ``--quick``
+model learns while it is counted. The random agent plays as many episodes. ``--quick``
 keeps every setting and counts 30 episodes (RELINE trains 30, rl-baseline 60): a run of
 minutes that shows the protocol, not the result (ε is still ≈ 0.8–0.9 there).
 As there, the game's intro is waited out with 65 no-ops after each reset (``Agent._reset``;
 :data:`PACKAGE_ALE_OPTIONS`: Ms. Pac-Man first moves on step 66 whatever is pressed,
 ``tests/bridges/test_ale.py``): the host loop plays them, keeps them in the episode's trace
 so that records replay, and does not count them as the agent's (no transitions, no return,
-no step of ε's schedule). Where we depart from it: the package's game reward is ALE's score
-(10 a dot, 50 an energizer, more for ghosts and fruit; its wrappers do not clip it), on which
-RELINE's +50 a gate is worth five dots; here it is the paper's +1 a dot (§3.1.2), on which
-+50 is worth fifty. The package detects the gates by comparing 15×30 screen crops at the
-tunnel mouths with screenshots (SSIM > 0.9, ``check_bug1``–``check_bug4``); here the RAM
-position does (:mod:`envs_bridge.ale`).
+no step of ε's schedule; one difference: the package's ``_reset`` keeps the reset frame as the
+state its first transition starts from, where ours starts from the frames after the intro).
+The game reward is ALE's score, as the package's (10 a dot, 50 an energizer, more for ghosts
+and fruit; unclipped, as we take its wrappers to be), on which RELINE's +50 a
+gate is worth five dots; the paper's text says +1 a dot (§3.1.2), on which +50 is worth fifty
+(``evaluation="frozen"`` keeps that). Where we depart from it: the package detects the gates by
+comparing 15×30 screen crops at the tunnel mouths with screenshots (SSIM > 0.9,
+``check_bug1``–``check_bug4``); here the RAM position does (:mod:`envs_bridge.ale`), and
+:class:`envs_bridge.ale_ssim.SsimGates` is the package's check, to compare with.
 
 **The paper's text** (``evaluation="frozen"``): the trained model is frozen and plays
 1,000 episodes (§3.1.4), ε-greedily (Lapan's final ε = 0.02), in :data:`EVAL_GAMES` games at once. Its
@@ -71,7 +76,14 @@ from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.methods.reline.analysis import bugs_found, table1
 from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed, protocol
-from jgtest.methods.reline.learners import PACKAGE_TRAIN_EPISODES, counted_episodes, learner, package_train_episodes, random_policy
+from jgtest.methods.reline.learners import (
+    PACKAGE_TRAIN_EPISODES,
+    counted_episodes,
+    learner,
+    package_table_cost,
+    package_train_episodes,
+    random_policy,
+)
 from jgtest.methods.reline.phases import Phases
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import bug_bonus_reward
@@ -79,9 +91,10 @@ from jgtest.run_dir import begin_campaign
 
 #: Ms. Pac-Man's options under the paper's text (``evaluation="frozen"``): Gym ``MsPacman-v0``'s sticky actions (module docstring).
 ALE_OPTIONS = {"sticky_action_prob": 0.25}
-#: Ms. Pac-Man's options under the package's protocol: no sticky actions, and the intro waited out with
-#: 65 no-ops after every reset (``msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``, ``Agent._reset``).
-PACKAGE_ALE_OPTIONS = {"intro_steps": 65}
+#: Ms. Pac-Man's options under the package's protocol: no sticky actions, the intro waited out with
+#: 65 no-ops after every reset (``msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``, ``Agent._reset``)
+#: and ALE's score as the game reward (``play_step``: the environment's reward, RELINE's +50 a gate on top).
+PACKAGE_ALE_OPTIONS = {"intro_steps": 65, "reward": "score"}
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
 #: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
@@ -132,7 +145,8 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
                             )  # fmt: skip
                         policy = learn.policy(network)
                         books[unit] = {"training": stats}
-                        books_path.write_text(json.dumps(jsonable(books), indent=2))
+                        if counted_found is None:  # frozen: the trained model is kept before its evaluation
+                            books_path.write_text(json.dumps(jsonable(books), indent=2))
                     if counted_found is None:  # frozen weights, or the random agent: play the counted episodes
                         out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, on_bug, game_options, counted)
                         one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
@@ -157,25 +171,19 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
 
 def full_table_budget(config: RelineConfig, books: dict) -> dict:
     """What the package's full table would cost at this run's own speed: for each learning agent,
-    its models' steps an episode and seconds a step once they learned (act, step, one gradient
-    step: ``train_dqn``'s ``learning_s`` over ``learning_steps``), times the package's training
-    episodes (:data:`~jgtest.methods.reline.learners.PACKAGE_TRAIN_EPISODES`) and 10 models. The
-    episodes of a short run are an exploring agent's (shorter than a trained one's, ≈ 700 steps):
-    ``benchmarks/reline_mspacman_budget.py`` states the table at both lengths."""
+    its learned models' steps an episode and seconds a step once they learned (act, step, one
+    gradient step: ``train_dqn``'s ``learning_s`` over ``learning_steps``), through
+    :func:`~jgtest.methods.reline.learners.package_table_cost`. The episodes of a short run are an
+    exploring agent's (shorter than a trained one's): ``benchmarks/reline_mspacman_budget.py``
+    states the table at both lengths."""
     budget = {}
-    for agent, episodes in PACKAGE_TRAIN_EPISODES.items():
-        trained = [books[f"{agent}-{m}"]["training"] for m in range(config.models) if "training" in books.get(f"{agent}-{m}", {})]
-        learned = [t for t in trained if t.get("learning_steps")]
-        if not learned:
-            continue
-        steps_per_episode = sum(t["steps"] for t in trained) / sum(t["episodes"] for t in trained)
-        seconds_per_update = sum(t["learning_s"] for t in learned) / sum(t["learning_steps"] for t in learned)
-        updates = episodes * steps_per_episode - 10_000
-        budget[agent] = {
-            "steps_per_episode": round(steps_per_episode, 1), "seconds_per_update": round(seconds_per_update, 5),
-            "updates_per_model": round(updates), "hours_per_model": round(updates * seconds_per_update / 3600, 2),
-            "hours_10_models": round(10 * updates * seconds_per_update / 3600, 1),
-        }  # fmt: skip
+    for agent in PACKAGE_TRAIN_EPISODES:
+        learned = [books[f"{agent}-{m}"]["training"] for m in range(config.models)
+                   if books.get(f"{agent}-{m}", {}).get("training", {}).get("learning_steps")]  # fmt: skip
+        if learned:
+            steps_per_episode = sum(t["steps"] for t in learned) / sum(t["episodes"] for t in learned)
+            seconds_per_update = sum(t["learning_s"] for t in learned) / sum(t["learning_steps"] for t in learned)
+            budget[agent] = package_table_cost(agent, steps_per_episode, seconds_per_update)
     return budget
 
 

@@ -123,7 +123,7 @@ STK_STEPS = (375_000, 1_500)
 #: ``MsPacman/msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``, lines 33–42): γ 0.99, batch 32,
 #: replay 10,000 filled before learning starts, learning rate 1e-4, target synced every 1,000 frames,
 #: ε from 1.0 to 0.01 over 150,000 frames (a frame there is one wrapped step of 4 emulator frames),
-#: and one gradient step a step of its one game (the training loop, lines 330–343).
+#: and one gradient step a step of its one game (the training loop, lines 289–344; the step, 339–344).
 PACKAGE_ALE_HYPERPARAMS = dqn.LAPAN_HYPERPARAMS.replace(epsilon_end=0.01, epsilon_anneal_steps=150_000.0)
 #: Episodes each learning agent trains on Ms. Pac-Man in the package (``MAX_ITERATIONS``, line 31 of
 #: each script: 1,000 for RELINE, 2,000 for rl-baseline); Table 1 counts the last 1,000 of them
@@ -135,6 +135,23 @@ PACKAGE_TRAIN_EPISODES = {"reline": 1000, "rl-baseline": 2000}
 QUICK_COUNTED_EPISODES = 30
 #: A cap on a package-protocol model's steps (its episodes end it first: ≈ 700 steps each).
 PACKAGE_MAX_STEPS = 5_000_000
+
+
+#: Steps before the package's DQN learns (``REPLAY_START_SIZE``), and the models of a full table (§3.1.4).
+PACKAGE_LEARNING_STARTS, TABLE_MODELS = 10_000, 10
+
+
+def package_table_cost(agent: str, steps_per_episode: float, seconds_per_update: float) -> dict:
+    """One learning agent's share of the package's full Ms. Pac-Man table: its models' updates
+    (one a step after the first :data:`PACKAGE_LEARNING_STARTS`, over its
+    :data:`PACKAGE_TRAIN_EPISODES` episodes of ``steps_per_episode`` agent steps) and hours at
+    ``seconds_per_update``, for one model and for :data:`TABLE_MODELS`."""
+    updates = max(0.0, PACKAGE_TRAIN_EPISODES[agent] * steps_per_episode - PACKAGE_LEARNING_STARTS)
+    hours = updates * seconds_per_update / 3600
+    return {
+        "steps_per_episode": round(steps_per_episode, 1), "seconds_per_update": round(seconds_per_update, 5),
+        "updates_per_model": round(updates), "hours_per_model": round(hours, 2), "hours_10_models": round(TABLE_MODELS * hours, 1),
+    }  # fmt: skip
 
 
 def package_train_episodes(config: RelineConfig, agent: str) -> int:
