@@ -169,3 +169,6 @@ def test_an_unknown_protocol_is_refused_by_name(field, value, message):
         reline.RelineConfig(game="CartPoleBugs-v0", **{field: value})
     with pytest.raises(BadInput, match="evaluation='training' .* is implemented for CartPoleBugs-v0"):
         reline.RelineConfig(game="PacMaze-v0", evaluation="training")
+    assert reline.RelineConfig(game="supertuxkart:lighthouse").evaluation == "training"  # the real kart learns as it is evaluated
+    with pytest.raises(BadInput, match="evaluates while it trains"):
+        reline.RelineConfig(game="supertuxkart:lighthouse", evaluation="frozen")

@@ -22,7 +22,10 @@ ELITES = ("percentile", "rank")
 #: How the trained models play their evaluation episodes: still learning (the package), or frozen.
 EVALUATIONS = ("training", "frozen")
 #: The games whose learner keeps learning through its evaluation episodes (``evaluation="training"``).
-LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0", "ale:MsPacman")
+LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0", "ale:MsPacman", "supertuxkart:lighthouse")
+#: The games whose campaign only evaluates while it trains (the real kart, §4.1.3: its 1,000
+#: evaluation episodes are the last of its training, :mod:`jgtest.methods.reline.stk`).
+TRAINING_ONLY_GAMES = ("supertuxkart:lighthouse",)
 
 #: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
 PAPER_TABLE1 = {
@@ -139,6 +142,8 @@ class RelineConfig:
             object.__setattr__(self, "evaluation", "training" if self.game in LEARNING_EVALUATION_GAMES else "frozen")
         if self.evaluation not in EVALUATIONS:
             raise BadInput(f"RelineConfig.evaluation must be one of {', '.join(EVALUATIONS)}, got {self.evaluation!r}")
+        if self.evaluation == "frozen" and self.game in TRAINING_ONLY_GAMES:
+            raise BadInput(f"{self.game}'s campaign evaluates while it trains (§4.1.3): evaluation='frozen' is not available there")
         if self.evaluation == "training" and self.game not in LEARNING_EVALUATION_GAMES:
             raise BadInput(
                 f"evaluation='training' (learning through the evaluation episodes) is implemented for "
