@@ -112,21 +112,12 @@ def main(argv=None) -> dict:
     random_steps = float(out["valid"].sum(axis=1).mean()) - PACKAGE_ALE_OPTIONS["intro_steps"]  # the agent's steps
     print(f"random agent: {random_steps:.0f} steps an episode after the intro (16 episodes)")
 
-    # Time per update: the real training loop, learning from step `warmup` on.
+    # Time per update: the real training loop, timed by train_dqn itself from step `warmup` on (learning_s).
     with host_loop.host_game(config.game, num_envs=1, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
         agent = dqn.make_agent(timed_config, host_loop.spec_game(game, PIPELINE))
-        marks = {}
-
-        def mark(done, total):
-            marks[done] = time.perf_counter()
-
-        start = time.perf_counter()
-        host_loop.train_dqn(agent, game, PIPELINE, learn.hparams, jax.random.key(SEED), warmup + updates, seed=SEED, on_progress=mark)
-        end = time.perf_counter()
-    first = min(k for k in marks if k >= warmup + 1_000) if updates >= 2_000 else warmup
-    timed_updates = warmup + updates - first
-    seconds = end - marks.get(first, start)
-    per_10k = seconds / timed_updates * 10_000
+        _, stats = host_loop.train_dqn(agent, game, PIPELINE, learn.hparams, jax.random.key(SEED), warmup + updates, seed=SEED)
+    timed_updates = stats["learning_steps"]
+    per_10k = stats["learning_s"] / timed_updates * 10_000
     print(f"time per 10k updates (act, step, learn): {per_10k:.0f} s ({timed_updates:,} timed)")
 
     def table(steps_per_episode: float) -> dict:

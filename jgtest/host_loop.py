@@ -368,10 +368,11 @@ class _Intro:
     def __init__(self, game: HostEnv):
         self.steps, self.noop = int(getattr(game, "intro_steps", 0)), int(getattr(game, "noop_action", 0))
         self.age = np.zeros(game.num_envs, np.int64)  # steps into the running episode
+        self.none = np.zeros(game.num_envs, bool)
 
     def actions(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.steps:
-            return actions, np.zeros(len(actions), bool)
+            return actions, self.none
         waiting = self.age < self.steps
         return np.where(waiting, self.noop, actions).astype(actions.dtype), waiting
 
