@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import numpy as np
 import pytest
 
@@ -167,8 +168,84 @@ def test_the_package_protocol_learns_through_evaluation_and_the_papers_freezes(c
 def test_an_unknown_protocol_is_refused_by_name(field, value, message):
     with pytest.raises(BadInput, match=message):
         reline.RelineConfig(game="CartPoleBugs-v0", **{field: value})
-    with pytest.raises(BadInput, match="evaluation='training' .* is implemented for CartPoleBugs-v0"):
-        reline.RelineConfig(game="PacMaze-v0", evaluation="training")
+    with pytest.raises(BadInput, match="evaluation='training' .* is implemented for CartPoleBugs-v0, PacMaze-v0"):
+        reline.RelineConfig(game="KartTrack-v0", evaluation="training")
     assert reline.RelineConfig(game="supertuxkart:lighthouse").evaluation == "training"  # the real kart learns as it is evaluated
     with pytest.raises(BadInput, match="evaluates while it trains"):
         reline.RelineConfig(game="supertuxkart:lighthouse", evaluation="frozen")
+
+
+TINY_PACMAZE_DQN = (("total_timesteps", 800), ("learning_starts", 40), ("num_evals", 2), ("buffer_size", 64))
+
+
+@pytest.fixture(scope="module")
+def pacmaze_learning_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reline_pacmaze")
+    config = reline.RelineConfig(game="PacMaze-v0", models=2, eval_episodes=4, agents=("reline", "random"),
+                                 learner_overrides=TINY_PACMAZE_DQN, game_kwargs=(("max_steps_in_episode", 120),))  # fmt: skip
+    return config, reline.run(config, out), out
+
+
+def test_pacmaze_learns_through_the_episodes_table1_counts(pacmaze_learning_run):
+    """The package's protocol on PacMaze: no separate evaluation; each model plays its step budget and
+    at least E episodes, stopping at an episode's end; its bugs replay from the learning episodes."""
+    config, summary, out = pacmaze_learning_run
+    assert summary["protocol"] == {"evaluation": "training"}
+    assert set(summary["phases_s"]) == {"learn reline, counting its last 4 episodes", "evaluate random"}
+    runs = summary["learning_runs"]["reline"]
+    assert all(s >= 800 for s in runs["steps"]) and all(e >= 4 for e in runs["episodes"])
+    assert len(summary["training_curves"]["reline"]["train_return_mean"]) == 2
+    learned = [r for r in read_bug_records(out / "bugs.jsonl") if r.detail.startswith("reline")]
+    assert all("learning episode" in r.detail and r.env_index == 0 and replay(r).reproduced for r in learned)
+    table = summary["table1"]["reline"]
+    assert all(0 <= c <= 4 for c in table["1"]["counts"]) and table["4"]["mean"] <= table["1"]["mean"]
+
+
+#: A corridor between two gates that a life starts running along (PacMaze's lives start heading left).
+GATE_CORRIDOR = "#########\nT...P...T\n#.#####G#\n#.......#\n#########"
+
+
+def test_a_learning_run_counts_exactly_its_last_episodes():
+    """With more counted episodes than the budget plays, a run lasts exactly E episodes, so every bug it
+    caught is in the counted window and none it did not catch is; the window is a ring of the last E.
+    Each catch is a bug record of its learning episode that replays on the bare game."""
+    from jgtest.methods.reline.device import training_game
+    from jgtest.methods.reline.learning_run import learn_and_count
+
+    config = reline.RelineConfig(game="PacMaze-v0", learner_overrides=(("total_timesteps", 200), ("learning_starts", 40),
+                                 ("num_evals", 2), ("buffer_size", 64)),
+                                 game_kwargs=(("layout", GATE_CORRIDOR), ("max_steps_in_episode", 30)))  # fmt: skip
+    learn = reline.learner(config)
+    env, params = jgtest.make(config.game, **reline.game_options(config))
+    game = training_game(learn, env, "rl-baseline")
+    trainer = learn.module.make_agent(learn.config, (game, params))
+    seeds = [reline.eval_seed(config, "rl-baseline", m) for m in range(3)]
+    run = learn_and_count(trainer, game, params, learn.hparams, jax.random.split(jax.random.key(0), 3), seeds, 12, 30, env.num_bugs)
+    assert run["episodes"].tolist() == [12, 12, 12] and (run["steps"] > 200).all()
+    np.testing.assert_array_equal(run["counted"].any(axis=1), run["catch"].found)
+    records = reline.caught_records(config, env, params, run["catch"], "rl-baseline", reline.game_options(config), 0.0)
+    assert len(records) == run["catch"].found.sum() == 6
+    for record in records:
+        assert " learning episode " in record.detail and replay(record).reproduced
+
+
+def test_a_learning_run_stopped_mid_way_resumes_to_the_uninterrupted_result(pacmaze_learning_run, tmp_path):
+    """A learning run is checkpointed every period; resumed, it ends with the uninterrupted run's table,
+    curves, episode counts and records."""
+    config, whole, out = pacmaze_learning_run
+    phase = f"learn reline, counting its last {config.eval_episodes} episodes"
+
+    def stop_after_one_period(name, done, total):
+        if name == phase and done == 1:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        reline.run(config, tmp_path, progress=stop_after_one_period)
+    assert (tmp_path / "checkpoints" / "learn-reline").is_dir() and not (tmp_path / "summary.json").exists()
+    reported = []
+    resumed = reline.run(config, tmp_path, resume=True, progress=lambda name, done, total: reported.append(done) if name == phase else None)
+    assert reported[:2] == [0, 2], "resumed after the first period"
+    for key in ("table1", "training_curves", "learning_runs"):
+        assert resumed[key] == whole[key]
+    strip = lambda records: [r.__class__(**{**r.__dict__, "wall_s": 0.0}) for r in records]
+    assert strip(read_bug_records(tmp_path / "bugs.jsonl")) == strip(read_bug_records(out / "bugs.jsonl"))

@@ -5,11 +5,11 @@ reward and a reward for slow frames, and compares it with **rl-baseline** (the
 same learner on the game reward only) and a **random** agent:
 
 * CartPoleBugs-v0 (§3): CEM (:mod:`jgtest.agents.cem`: 16 episodes an
-  iteration, "the m = 11 (70%) episodes having the highest score" kept, by
-  rank (:func:`jgtest.losses.cem_top_m_mask`; a percentile cut keeps every
-  episode tied at the 1,000-step cap, and then nothing favours the bugs:
-  RELINE found both bugs in 54/1000 episodes that way, 126-131 with m = 11),
-  3,200 training episodes of at most 1,000 steps).
+  iteration, 3,200 training episodes of at most 1,000 steps). The elites are
+  the replication package's, the episodes at or above the batch's 70th
+  percentile of returns (``elites="percentile"``, default), or the paper's
+  sentence, "the m = 11 (70%) episodes having the highest score", by rank
+  (``elites="rank"``, :func:`jgtest.losses.cem_top_m_mask`).
 * PacMaze-v0 (§3): DQN on 4 stacked grayscale frames with a 10k replay, one
   gradient step per environment step from 10k steps on, Lapan's (2018)
   defaults (:func:`jgtest.agents.dqn.lapan_config`). Frames are the 21×21
@@ -18,7 +18,9 @@ same learner on the game reward only) and a **random** agent:
   computed as patches × kernel, which CPUs run ~6× faster than XLA's
   convolution (the paper: 84×84 Atari frames and the Nature CNN, 1,000
   episodes). ``quick`` trains fewer steps; an MLP over the frames, tried as
-  the cheaper quick network, learned neither tunnel.
+  the cheaper quick network, learned neither tunnel. Under the package's
+  protocol (default) each model learns through the episodes Table 1 counts,
+  the last ``eval_episodes`` of its run (:mod:`jgtest.methods.reline.learning_run`).
 * KartTrack-v0 (§4): the same DQN on 4 stacked observation vectors (the twin
   exposes the game's internals and the heavy spot in view, where the paper's
   agent saw four 200x150 screenshots; the SuperTuxKart bridge gives pixels),
@@ -30,7 +32,8 @@ same learner on the game reward only) and a **random** agent:
 
 The experiment (:func:`run`): N models per learning agent trained **vmapped**
 (one compiled program for all), each evaluated on ``eval_episodes`` episodes
-(the paper: 10 models, 1,000 episodes each; §3.1.4). Toy games: **Table 1**,
+(the paper: 10 models, 1,000 episodes each; §3.1.4), still learning (the
+package's protocol, ``evaluation="training"``) or frozen (the paper's text). Toy games: **Table 1**,
 per agent and n = 1…k the number of episodes in which at least n of the k
 injected bugs showed, mean / median / sd over the models, next to the paper's.
 Kart (§4.1.3): the threshold ``t = t_b + δ`` (``t_b`` = mean + 5·sd of the
@@ -58,11 +61,12 @@ policy, as they played in training; ``sd`` is the sample sd (ddof = 1).
 The package: :mod:`~jgtest.methods.reline.config` (the games, agents, the paper's figures,
 :class:`RelineConfig`), :mod:`~jgtest.methods.reline.learners` (each game's learner),
 :mod:`~jgtest.methods.reline.analysis` (Table 1, low-FPS points), :mod:`~jgtest.methods.reline.device`
-(the on-device run), :mod:`~jgtest.methods.reline.host` and :mod:`~jgtest.methods.reline.stk` (the
-bridged runs), :mod:`~jgtest.methods.reline.tables` (the console tables) and :func:`run`, the one entry.
+(the on-device run), :mod:`~jgtest.methods.reline.learning_run` (a DQN learning through the episodes
+Table 1 counts), :mod:`~jgtest.methods.reline.host` and :mod:`~jgtest.methods.reline.stk` (the
+bridged runs), :mod:`~jgtest.methods.reline.console` (the console tables) and :func:`run`, the one entry.
 """
 
-from jgtest.methods.reline.analysis import bugs_found, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
+from jgtest.methods.reline.analysis import bugs_found, caught_records, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
 from jgtest.methods.reline.campaign import run
 from jgtest.methods.reline.config import AGENTS, GAMES, HOST_GAMES, KART_GAMES, PAPER_KART, PAPER_TABLE1, RelineConfig, eval_seed, game_options
 from jgtest.methods.reline.device import evaluate_models, train_models
@@ -79,6 +83,7 @@ __all__ = [
     "Learner",
     "RelineConfig",
     "bugs_found",
+    "caught_records",
     "cell_centres",
     "eval_seed",
     "evaluate_models",

@@ -8,12 +8,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 
 from jgtest.analysis import at_least_n_table, compare_groups
 from jgtest.methods.reline.config import PAPER_KART, PAPER_TABLE1, RelineConfig, eval_seed
 from jgtest.oracles import low_fps_points
 from jgtest.report.records import BugRecord, jsonable
+from jgtest.rollout import replay_trace
 
 
 def bugs_found(out) -> np.ndarray:
@@ -40,6 +42,28 @@ def first_records(config: RelineConfig, env, out, agent: str, options: dict, sta
                 wall_s=round(time.perf_counter() - start, 3),
                 detail=f"{agent} model {m}, evaluation episode {e}: injected bug {bug} showed",
             ))  # fmt: skip
+    return records
+
+
+def caught_records(config: RelineConfig, env, params, catch, agent: str, options: dict, start: float):
+    """One :class:`BugRecord` per (model, bug) caught in a learning run
+    (:func:`jgtest.methods.reline.learning_run.learn_and_count`, a stacked
+    :class:`jgtest.rollout.BugCatch`): the bug's first firing, episode ``e`` of the model's run
+    (``env_index`` 0). Each trace is replayed on the bare game for the position of the firing
+    step, and a trace that does not fire its bug there again is refused (``RuntimeError``)."""
+    records = []
+    for m, bug in zip(*np.nonzero(np.asarray(catch.found))):
+        _, episode, t = (int(x) for x in catch.where[m, bug])
+        seed = eval_seed(config, agent, int(m))
+        telemetry, _, _ = replay_trace(env, params, seed, 0, episode, jnp.asarray(catch.actions[m, bug], jnp.int32))
+        if not bool(telemetry.bugs_fired[t, bug]):
+            raise RuntimeError(f"{agent} model {m}: the trace of bug {bug} (episode {episode}, step {t}) does not replay")
+        records.append(BugRecord(
+            kind=env.bug_kinds[bug], game=config.game, bug_id=int(bug), step=t, episode=episode, seed=seed, env_index=0,
+            actions=tuple(int(a) for a in catch.actions[m, bug, : t + 1]), game_kwargs=options,
+            position=tuple(float(p) for p in telemetry.position[t]), wall_s=round(time.perf_counter() - start, 3),
+            detail=f"{agent} model {m}, learning episode {episode}: injected bug {bug} showed",
+        ))  # fmt: skip
     return records
 
 

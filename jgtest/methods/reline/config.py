@@ -22,7 +22,7 @@ ELITES = ("percentile", "rank")
 #: How the trained models play their evaluation episodes: still learning (the package), or frozen.
 EVALUATIONS = ("training", "frozen")
 #: The games whose learner keeps learning through its evaluation episodes (``evaluation="training"``).
-LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0", "ale:MsPacman", "supertuxkart:lighthouse")
+LEARNING_EVALUATION_GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "ale:MsPacman", "supertuxkart:lighthouse")
 #: The games whose campaign only evaluates while it trains (the real kart, §4.1.3: its 1,000
 #: evaluation episodes are the last of its training, :mod:`jgtest.methods.reline.stk`).
 TRAINING_ONLY_GAMES = ("supertuxkart:lighthouse",)
@@ -103,7 +103,9 @@ class RelineConfig:
         episodes counted): the model keeps learning on them, and Table 1 counts
         those episodes (for Ms. Pac-Man the package counts the last 1,000 training
         episodes, ``MsPacman/msPacman_RELINE.py`` line 349, with its DQN settings:
-        :func:`jgtest.methods.reline.learners.bridged_dqn`). ``"frozen"``, the
+        :func:`jgtest.methods.reline.learners.bridged_dqn`; so does PacMaze, its
+        twin, over a run of at least the step budget and ``eval_episodes``
+        episodes: :mod:`jgtest.methods.reline.learning_run`). ``"frozen"``, the
         paper's text (§3.1.4, "we run each of the trained models for 1,000
         episodes"): the weights are fixed first.
         ``None`` (default): ``"training"`` where the learner supports it

@@ -22,6 +22,9 @@ def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = Fals
         trained = " and ".join(f"{package_train_episodes(config, a):,} ({a})" for a in config.agents if a != "random")
         budget = f"{trained} episodes" if trained else "nothing (random only)"
         episodes = f"Table 1 over the last {counted_episodes(config):,} training episodes per model (the package's protocol)"
+    if config.game == "PacMaze-v0" and config.evaluation == "training":
+        budget = f"at least {budget} and {config.eval_episodes:,} episodes, learning all along"
+        episodes = f"Table 1 over the last {config.eval_episodes:,} episodes per model (the package's protocol)"
     if config.game in HOST_GAMES and config.game in KART_GAMES:
         from jgtest.methods.reline import stk
 

@@ -19,15 +19,17 @@ import optax
 from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.registration import make
-from jgtest.methods.reline.analysis import bugs_found, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
+from jgtest.methods.reline.analysis import bugs_found, caught_records, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
 from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options, protocol
 from jgtest.methods.reline.learners import Learner, learner, random_policy
+from jgtest.methods.reline.learning_run import learn_and_count
 from jgtest.methods.reline.phases import Phases
 from jgtest.oracles import reline_threshold
 from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
+from jgtest.agents import dqn
 from jgtest.run_dir import begin_campaign
 
 
@@ -152,17 +154,37 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
     def evaluate(agent, eval_params, writer, options):
         policy, pp = trained.get(agent) or (random_policy(env.num_actions), jnp.zeros(config.models))
         eval_env = env if agent == "random" else learn.wrap(env)
-        seeds = [eval_seed(config, agent, m) for m in models]
         if config.evaluation == "training" and agent in learners:
             outs[agent] = phases.run(f"evaluate {agent} (learning)", lambda _: evaluate_learning(
-                learn, env, eval_params, agent, *learners[agent], seeds, config.eval_episodes))  # fmt: skip
+                learn, env, eval_params, agent, *learners[agent], seeds(agent), config.eval_episodes))  # fmt: skip
         else:
             outs[agent] = phases.run(f"evaluate {agent}", lambda _: evaluate_models(
-                eval_env, eval_params, policy, pp, seeds, config.eval_episodes))  # fmt: skip
+                eval_env, eval_params, policy, pp, seeds(agent), config.eval_episodes))  # fmt: skip
         for record in first_records(config, env, outs[agent], agent, options, start):
             if record.detail not in written:  # written before a resumed run was stopped
                 writer.write(record)
 
+    def learn_counting(agent, writer, options):
+        def go(report):
+            where = out_dir / "checkpoints" / f"learn-{agent}"
+            with Checkpointer(where, config_fingerprint({"reline": config, "agent": agent})) as checkpoints:
+                return learn_and_count(
+                    learn.module.make_agent(learn.config, (training_game(learn, env, agent), params)),
+                    training_game(learn, env, agent), params, learn.hparams, keys[agent], seeds(agent),
+                    config.eval_episodes, int(np.asarray(params.max_steps_in_episode)), env.num_bugs, report, checkpoints,
+                )  # fmt: skip
+
+        run = phases.run(f"learn {agent}, counting its last {config.eval_episodes} episodes", go, learn.config.num_evals)
+        found[agent] = run["counted"]
+        curves[agent] = {"train_return_mean": run["train_return_mean"].tolist()}
+        summary.setdefault("learning_runs", {})[agent] = {"episodes": run["episodes"].tolist(), "steps": run["steps"].tolist()}
+        for record in caught_records(config, env, params, run["catch"], agent, options, start):
+            if record.detail not in written:
+                writer.write(record)
+
+    seeds = lambda agent: [eval_seed(config, agent, m) for m in models]
+    counts_training = config.evaluation == "training" and learn.module is dqn
+    found: dict[str, np.ndarray] = {}
     if not resume:
         shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
     written = {r.detail for r in records_to_resume(out_dir, resume)}
@@ -170,10 +192,14 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
         if config.game != "KartTrack-v0":
             options = game_options(config)
             for agent in config.agents:
+                if agent != "random" and counts_training:
+                    learn_counting(agent, writer, options)
+                    continue
                 if agent != "random":
                     train(agent, params)
                 evaluate(agent, params, writer, options)
-            rows = table1(config, {a: bugs_found(o) for a, o in outs.items()})
+                found[agent] = bugs_found(outs[agent])
+            rows = table1(config, found)
             (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
             summary["table1"] = rows
         else:

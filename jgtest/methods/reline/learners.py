@@ -93,6 +93,8 @@ def _paper_learner(config: RelineConfig) -> Learner:
     steps = config.train_steps or (quick if config.quick else full)
     # Lapan anneals ε over 100k steps; a budget under 200k steps anneals over its first half.
     hparams = dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
+    if config.game == "PacMaze-v0" and config.evaluation == "training":  # the package's Ms. Pac-Man ε, over at most half the budget
+        hparams = PACKAGE_ALE_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(PACKAGE_ALE_HYPERPARAMS.epsilon_anneal_steps, steps // 2)))
     if config.game == "PacMaze-v0":
         dqn_config = dqn.lapan_config(
             config.game, game_kwargs=PACMAZE_OPTIONS, total_timesteps=steps, num_evals=10, eval_episodes=2,

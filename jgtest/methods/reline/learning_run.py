@@ -1,0 +1,188 @@
+"""A DQN model's run under RELINE's replication package's protocol, on device: it learns while
+it plays, and Table 1 counts the last episodes of the run.
+
+The package's Ms. Pac-Man scripts (``rlgameauthors/rlgameauthors``, ``MsPacman/msPacman_RELINE.py``
+and ``msPacman_RL-baseline.py``) have no separate evaluation: one game is played episode after
+episode with one gradient step a step (the training loop, lines 289–344), every episode's bugs are
+logged, and Table 1 counts the last 1,000 episodes of the log (``lines[-1000:]``, line 349). On
+PacMaze, the twin of that game, a model here does the same (:func:`learn_and_count`):
+
+* one game a model, one ε-greedy action and one learner update (:func:`jgtest.agents.dqn.make_agent`'s
+  ``update``: the replay buffer, a gradient step once its ``learning_starts`` are in, the target
+  sync) a step;
+* the episodes are keyed as a campaign's (:mod:`jgtest.rollout`): episode ``e`` of the model with
+  seed ``s`` resets with ``reset_key(episode_key(s, 0, e))`` and steps with ``step_key``, so every
+  bug found while learning replays on the bare game (``jgtest replay``);
+* the run lasts the learner's step budget (``total_timesteps``, the CLI's default budget) and at
+  least ``num_counted`` episodes, and stops when the episode in play then ends; the package's
+  step-free episode counts (1,000 for RELINE, 2,000 for rl-baseline) are Ms. Pac-Man's, whose
+  budget is stated in episodes (:data:`jgtest.methods.reline.learners.PACKAGE_TRAIN_EPISODES`); on
+  the twin the two agents share one step budget;
+* Table 1 counts the bugs of the model's last ``num_counted`` episodes; the bug records are the
+  first firing of each bug in the whole run (:class:`jgtest.rollout.BugCatch`), when the tester
+  first saw it.
+
+A model that has reached its end keeps stepping (vmapped models share each device call) but its
+counted episodes, catches and episode count no longer change; the learner's updates then go
+nowhere. Checkpointed every period (``num_evals`` of them over the step budget), so a killed run
+resumes and ends where an uninterrupted one ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jgtest.checkpoint import Checkpointer
+from jgtest.rollout import BugCatch, action_key, episode_key, reset_key, step_key
+
+#: Device calls a training period is cut into, so that a run ends within a hundredth of a period of
+#: its last episode's end.
+CALLS_PER_PERIOD = 10
+
+
+@struct.dataclass
+class LearningRun:
+    """One model's run (vmapped over models).
+
+    Attributes:
+      learner: the DQN's state (its ``env_state`` unused: the game is keyed here).
+      env_state, obs: the game in play, as the learner sees it.
+      episode: ``int32``, the episode in play (slot 0 of the model's run).
+      t: ``int32``, its step.
+      trace: ``int32[T]``, its actions so far.
+      bits: ``bool[K]``, the bugs it showed so far.
+      ret: ``float32``, its return so far (the learner's reward).
+      counted: ``bool[E, K]``, the bugs of the last ``E`` finished episodes, episode ``e`` in row ``e % E``.
+      catch: the first firing of each bug in the run.
+      ended: ``bool``, the run reached its end (budget spent, ``E`` episodes played, episode over).
+      steps: ``int32``, the steps played before its end.
+    """
+
+    learner: Any
+    env_state: Any
+    obs: jax.Array
+    episode: jax.Array
+    t: jax.Array
+    trace: jax.Array
+    bits: jax.Array
+    ret: jax.Array
+    counted: jax.Array
+    catch: BugCatch
+    ended: jax.Array
+    steps: jax.Array
+
+
+def make_learning_run(trainer, game, params, hparams, num_counted: int, max_steps: int, num_bugs: int):
+    """``(init(key, seed) -> LearningRun, chunk(run, seed) -> (run, metrics))``, both for one model.
+
+    ``chunk`` plays ``steps_per_call`` keyed steps (the learner's period over
+    :data:`CALLS_PER_PERIOD`); its metrics are the summed returns and the count of the episodes
+    that ended in it (for the training curve).
+    """
+    budget = trainer.config.env_steps
+    steps_per_call = max(1, trainer.config.iterations_per_eval // CALLS_PER_PERIOD)
+
+    def reset(seed, episode):
+        obs, state = game.reset(reset_key(episode_key(seed, 0, episode)), params)
+        return obs, jax.tree.map(lambda x: x.astype(x.dtype), state)  # strong types, as a restored checkpoint's
+
+    def init(key, seed):
+        obs, env_state = reset(seed, 0)
+        return LearningRun(
+            learner=trainer.init_learner(key, obs[None], hparams), env_state=env_state, obs=obs, episode=jnp.int32(0),
+            t=jnp.int32(0), trace=jnp.zeros(max_steps, jnp.int32), bits=jnp.zeros(num_bugs, bool), ret=jnp.float32(0),
+            counted=jnp.zeros((num_counted, num_bugs), bool), catch=BugCatch.empty(num_bugs, max_steps), ended=jnp.bool_(False),
+            steps=jnp.int32(0),
+        )  # fmt: skip
+
+    def step(run: LearningRun, seed):
+        ep = episode_key(seed, 0, run.episode)
+        key, k_sample = jax.random.split(run.learner.key)
+        action = trainer.act(run.learner.params, run.obs[None], action_key(ep, run.t), hparams, run.learner.timesteps).action[0]
+        obs, env_state, reward, terminated, truncated, info = game.step(step_key(ep, run.t), run.env_state, action, params)
+        done = terminated | truncated
+        items = {"obs": run.obs[None], "action": action[None].astype(jnp.int32), "reward": reward[None],
+                 "terminated": terminated[None], "next_obs": info["final_observation"][None]}  # fmt: skip
+        learner, _ = trainer.update(run.learner.replace(key=key), items, k_sample, hparams)
+        live = ~run.ended
+        fired = info["telemetry"].bugs_fired & live
+        trace = run.trace.at[jnp.minimum(run.t, max_steps - 1)].set(action)
+        catch = run.catch.add(fired[None], trace[None], run.episode[None], run.t[None])
+        bits, ret = run.bits | fired, run.ret + reward
+        row = run.episode % num_counted
+        counted = run.counted.at[row].set(jnp.where(done & live, bits, run.counted[row]))
+        ended = run.ended | (done & (learner.timesteps >= budget) & (run.episode + 1 >= num_counted))
+        episode = run.episode + (done & live)
+        obs_next, state_next = reset(seed, episode)
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(done, a, b), new, old)
+        run = LearningRun(
+            learner=learner, env_state=keep(state_next, env_state), obs=keep(obs_next, obs), episode=episode,
+            t=jnp.where(done, 0, run.t + 1), trace=jnp.where(done, 0, trace), bits=bits & ~done, ret=jnp.where(done, 0.0, ret),
+            counted=counted, catch=catch, ended=ended, steps=run.steps + live,
+        )  # fmt: skip
+        return run, (jnp.where(done & live, ret, 0.0), done & live)
+
+    def chunk(run: LearningRun, seed):
+        run, (returns, ends) = jax.lax.scan(lambda r, _: step(r, seed), run, None, length=steps_per_call)
+        return run, {"return_sum": returns.sum(), "episodes": ends.sum()}
+
+    return init, chunk
+
+
+def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: int, max_steps: int, num_bugs: int,
+                    on_period=None, checkpoints: Checkpointer | None = None) -> dict:  # fmt: skip
+    """Runs ``len(keys)`` models vmapped to their ends (module docstring).
+
+    Args:
+      trainer: the DQN agent (:func:`jgtest.agents.dqn.make_agent`) on ``game``.
+      game: the game as the learner sees it (RELINE's reward, the frame stack), keyed resets and steps.
+      params: the game's params.
+      hparams: the learner's hyperparameters.
+      keys: ``[N]`` learner keys (network init, replay sampling).
+      seeds: ``[N]`` run seeds (the episodes' keys, the bug records' ``seed``).
+      num_counted: ``E``, the last episodes Table 1 counts.
+      max_steps: the game's episode cap (traces' length).
+      num_bugs: ``K``.
+      on_period: ``on_period(i, n)`` after each of the learner's ``num_evals`` periods (and after
+        each later one until every model has ended, ``i > n``).
+      checkpoints: saves the runs after every period, and resumes from the newest.
+
+    Returns:
+      On the host: ``counted bool[N, E, K]``, ``catch`` (a stacked :class:`BugCatch`),
+      ``episodes int[N]`` (played, counted ones included), ``steps int[N]``, and
+      ``train_return_mean float[P]``, the mean return of the episodes all models ended in each of
+      the ``P = num_evals`` periods (those after the step budget counted in the last).
+    """
+    init, chunk = make_learning_run(trainer, game, params, hparams, num_counted, max_steps, num_bugs)
+    seeds = jnp.asarray(seeds, jnp.int32)
+    runs = jax.jit(jax.vmap(init))(keys, seeds)
+    call = jax.jit(jax.vmap(chunk))
+    periods = trainer.config.num_evals
+    sums = np.zeros((2, periods), np.float64)  # returns and counts of the episodes ended in each period
+    period = 0
+    if checkpoints is not None and checkpoints.latest_step() is not None:
+        period, (runs, sums) = checkpoints.restore_latest((runs, sums))
+        sums = np.asarray(sums)
+    while not bool(np.all(jax.device_get(runs.ended))):
+        row = min(period, periods - 1)  # the periods after the budget fold into the last
+        for _ in range(CALLS_PER_PERIOD):
+            runs, metrics = call(runs, seeds)
+            metrics = jax.device_get(metrics)
+            sums[:, row] += np.sum(metrics["return_sum"]), np.sum(metrics["episodes"])
+            if bool(np.all(jax.device_get(runs.ended))):  # the last period stops with its last model
+                break
+        period += 1
+        if checkpoints is not None:
+            checkpoints.save(period, (runs, sums))
+        if on_period is not None:
+            on_period(period, periods)
+    runs = jax.device_get(runs)
+    return {
+        "counted": np.asarray(runs.counted), "catch": runs.catch, "episodes": np.asarray(runs.episode),
+        "steps": np.asarray(runs.steps), "train_return_mean": sums[0] / np.maximum(sums[1], 1),
+    }
