@@ -81,7 +81,6 @@ def table1(config: RelineConfig, found: dict[str, np.ndarray]) -> dict:
     return rows
 
 
-
 def cell_centres(env, params, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(path_done, centering) at the centre of each kart cell (RELINE's point coordinates)."""
     n_path, n_cent = env.map_shape
@@ -161,7 +160,6 @@ def _describe(values: np.ndarray) -> dict:
     if not len(values):
         return {"mean": None, "median": None, "min": None, "max": None}
     return {"mean": float(np.mean(values)), "median": float(np.median(values)), "min": float(np.min(values)), "max": float(np.max(values))}
-
 
 
 def write_low_fps(config: RelineConfig, analysis: dict, threshold: float, out_dir: Path, road_half_width: float,

@@ -159,8 +159,7 @@ class RelineConfig:
             raise ValueError(f"RelineConfig.ray_address joins a Ray cluster for a game farm: set actors too (got {self.actors})")
         if self.actors and self.game in KART_GAMES:
             raise ValueError(
-                f"{self.game}'s campaign runs its race in this process (actors=0): RELINE's kart reward and the "
-                "stuck rule read the race's path_done and centering, which a game farm does not carry"
+                f"{self.game}'s campaign runs its race in this process (actors=0): RELINE's kart reward and the stuck rule read the race's path_done and centering, which a game farm does not carry"
             )
         if self.models is None:  # the paper's (10 models, 1 on the kart); a quick real game: 1
             quick_real = self.quick and self.game in HOST_GAMES

@@ -29,10 +29,7 @@ def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = Fals
         from jgtest.methods.reline import stk
 
         episodes = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in stk.settings(config).items())
-    stderr().print(
-        f"RELINE on {config.game}: {', '.join(config.agents)}; {config.models} model(s) per agent, "
-        f"{type(learn.config).__name__} trained for {budget} each; {episodes}"
-    )
+    stderr().print(f"RELINE on {config.game}: {', '.join(config.agents)}; {config.models} model(s) per agent, {type(learn.config).__name__} trained for {budget} each; {episodes}")
     with progress(quiet) as bars:
         tasks = {}
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.registration import make
@@ -29,7 +30,6 @@ from jgtest.oracles.kart_stuck import until_stuck
 from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
-from jgtest.agents import dqn
 from jgtest.run_dir import begin_campaign
 
 
@@ -253,7 +253,6 @@ def _kart(config, env, params, learn, phases, train, evaluate, trained, outs, wr
     result["low_fps"] = {a: {"count": r["count"], "spots_found": r["spots_found"], "visits_per_1000_episodes": r["visits_per_1000_episodes"]}
                          for a, r in low_fps["per_agent"].items()}  # fmt: skip
     return result
-
 
 
 def _replay_check(config: RelineConfig, env, params, out) -> dict:

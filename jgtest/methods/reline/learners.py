@@ -53,9 +53,7 @@ DQN_STEPS = {"PacMaze-v0": (300_000, 120_000), "KartTrack-v0": (400_000, 150_000
 #: over the 21×21×4 frames, computed as patches × kernel (a training step costs ~1.8 ms a model
 #: on 2 CPU cores, 3 models vmapped, where XLA's convolution cost ~12; an MLP over the frames,
 #: as cheap, did not learn the gates).
-PACMAZE_NETWORK = dict(
-    torso="cnn", cnn_layers=((16, 3, 2), (32, 3, 2)), cnn_dense=128, cnn_padding="SAME", conv_impl="im2col"
-)
+PACMAZE_NETWORK = dict(torso="cnn", cnn_layers=((16, 3, 2), (32, 3, 2)), cnn_dense=128, cnn_padding="SAME", conv_impl="im2col")
 
 
 #: The paper's elite size on CartPole (§3.1.2: "the m = 11 (70%) episodes having the highest score" of n = 16).

@@ -183,6 +183,9 @@ def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: in
             on_period(period, periods)
     runs = jax.device_get(runs)
     return {
-        "counted": np.asarray(runs.counted), "catch": runs.catch, "episodes": np.asarray(runs.episode),
-        "steps": np.asarray(runs.steps), "train_return_mean": sums[0] / np.maximum(sums[1], 1),
+        "counted": np.asarray(runs.counted),
+        "catch": runs.catch,
+        "episodes": np.asarray(runs.episode),
+        "steps": np.asarray(runs.steps),
+        "train_return_mean": sums[0] / np.maximum(sums[1], 1),
     }
