@@ -6,7 +6,8 @@ records as found, metrics, plots and its own ``report.html``):
 
 - ``wuji/``: Wuji's six strategies compared on Block Maze (bugs and gold re-drawn per seed);
 - ``reline/``: RELINE, its RL baseline and random on the kart twin (low-FPS points, render times), each
-  learner trained 50,000 steps (the paper's budget: ``jgtest run reline --game KartTrack-v0``);
+  learner run for at least 50,000 steps and 200 episodes, learning all along, its points from the
+  last 200 (the paper's budget: ``jgtest run reline --game KartTrack-v0``);
 - ``park/``: the random agent of the PPGTA comparison on a small ParkWorld (64×64 cells, 200 objects;
   object tests, bird's-eye maps);
 - ``plans/``: the Explicit Plans examples (``examples/plans/dungeon``, scripted navigator).

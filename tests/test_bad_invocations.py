@@ -83,7 +83,7 @@ BAD_INVOCATIONS = [
     (["run", "reline", "--game", "BlockMaze-v0", "--out", "{tmp}/a"], "RELINE runs on"),
     (["run", "reline", "--elites", "top", "--out", "{tmp}/a"], "argument --elites: invalid choice: 'top'"),
     (["run", "reline", "--elite-percentile", "100", "--out", "{tmp}/a"], "elite_percentile must be in (0, 100), got 100.0"),
-    (["run", "reline", "--game", "KartTrack-v0", "--evaluation", "training", "--out", "{tmp}/a"], "evaluation='training'"),
+    (["run", "reline", "--game", "supertuxkart:lighthouse", "--evaluation", "frozen", "--out", "{tmp}/a"], "evaluation='frozen' is not available"),
     (["run", "reline", "--game", "PacMaze-v0", "--game-arg", "ghost_speed=2", "--out", "{tmp}/a"], "unknown option"),
     (["run", "ppgta", "--game", "BlockMaze-v0", "--out", "{tmp}/a"], "runs on ParkWorld-v0 or unreal:HOST:PORT"),
     (["run", "compare-explorers", "--episodes", "0", "--out", "{tmp}/a"], "argument --episodes: 0 is below 1"),

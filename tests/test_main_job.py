@@ -79,8 +79,11 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
         assert row["count"] == len(row["points"]) and all(p["confidence"] > 0.5 and p["visits"] >= 1 for p in row["points"])
     assert low["replay_reliability"]["replays"] == 50
     assert all((dirs["reline"] / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in ("render_times.png", "low_fps_points.png"))
-    for record in read_bug_records(dirs["reline"] / "bugs.jsonl")[:2]:
-        assert record.game_kwargs["threshold_ms"] == pytest.approx(threshold["t_ms"]) and replay(record).reproduced
+    records = read_bug_records(dirs["reline"] / "bugs.jsonl")
+    judged_by_t = [r for r in records if not r.detail.startswith("rl-baseline")]  # rl-baseline learns before t is calibrated
+    assert judged_by_t and all(r.game_kwargs["threshold_ms"] == pytest.approx(threshold["t_ms"]) for r in judged_by_t)
+    for record in judged_by_t[:1] + [r for r in records if r.detail.startswith("rl-baseline")][:1]:
+        assert replay(record).reproduced
     # the park's random agent: the paper's numbers printed beside ours, texture records that replay
     assert "pathway coverage" in printed and "paper (PPGTA §VI)" in printed
     park = json.loads((dirs["random"] / "summary.json").read_text())

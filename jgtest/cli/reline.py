@@ -19,8 +19,8 @@ def add_parser(methods) -> None:
     group.add_argument("--elites", choices=("percentile", "rank"), default="percentile",
                        help="CartPole's CEM elites: the replication package's percentile cut (default) or the paper's best 11 of 16")
     group.add_argument("--elite-percentile", type=float, default=70.0, help="the percentile cut of --elites percentile, in (0, 100) (default 70)")
-    group.add_argument("--evaluation", choices=("training", "frozen"), default=None,
-                       help="models keep learning through the episodes Table 1 counts (the package; default on CartPole, PacMaze, Ms. Pac-Man and SuperTuxKart) or are frozen")
+    group.add_argument("--evaluation", choices=("training", "frozen"), default="training",
+                       help="models keep learning through the episodes the tables count (the package's protocol, default) or are frozen first (the paper's text)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
         group.add_argument(flag, type=positive_int, default=None, help=f"on a kart: {field.replace('_', ' ')} (default: the paper's)")
     parser.set_defaults(func=run)

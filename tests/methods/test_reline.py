@@ -168,8 +168,6 @@ def test_the_package_protocol_learns_through_evaluation_and_the_papers_freezes(c
 def test_an_unknown_protocol_is_refused_by_name(field, value, message):
     with pytest.raises(BadInput, match=message):
         reline.RelineConfig(game="CartPoleBugs-v0", **{field: value})
-    with pytest.raises(BadInput, match="evaluation='training' .* is implemented for CartPoleBugs-v0, PacMaze-v0"):
-        reline.RelineConfig(game="KartTrack-v0", evaluation="training")
     assert reline.RelineConfig(game="supertuxkart:lighthouse").evaluation == "training"  # the real kart learns as it is evaluated
     with pytest.raises(BadInput, match="evaluates while it trains"):
         reline.RelineConfig(game="supertuxkart:lighthouse", evaluation="frozen")
@@ -249,3 +247,23 @@ def test_a_learning_run_stopped_mid_way_resumes_to_the_uninterrupted_result(pacm
         assert resumed[key] == whole[key]
     strip = lambda records: [r.__class__(**{**r.__dict__, "wall_s": 0.0}) for r in records]
     assert strip(read_bug_records(tmp_path / "bugs.jsonl")) == strip(read_bug_records(out / "bugs.jsonl"))
+
+
+@pytest.mark.parametrize("evaluation", ["training", "frozen"])
+def test_the_kart_twin_finds_low_fps_points_under_either_protocol(evaluation, tmp_path):
+    """Under the package's protocol the learners' low-FPS points come from the last episodes of their
+    learning runs (their cells and frame times kept on device); frozen, from separate evaluations."""
+    config = reline.RelineConfig(game="KartTrack-v0", evaluation=evaluation, eval_episodes=3, threshold_episodes=4, warmup_episodes=2,
+                                 replays=3, learner_overrides=TINY_DQN, game_kwargs=(("max_steps_in_episode", 40),))  # fmt: skip
+    summary = reline.run(config, tmp_path)
+    low = json.loads((tmp_path / "low_fps.json").read_text())
+    assert set(low["per_agent"]) == {"reline", "rl-baseline", "random"} and summary["threshold"]["t_ms"] > 0
+    assert summary["replay_reliability"]["replays"] == 3
+    learned = {"learn reline, counting its last 3 episodes", "learn rl-baseline, counting its last 3 episodes"}
+    if evaluation == "training":
+        assert learned <= set(summary["phases_s"]) and "evaluate reline" not in summary["phases_s"]
+        assert all(e >= 3 for run in summary["learning_runs"].values() for e in run["episodes"])
+    else:
+        assert not learned & set(summary["phases_s"]) and {"train reline", "evaluate reline"} <= set(summary["phases_s"])
+    # every agent visited cells over its counted episodes: at most 3 episodes of 40 steps
+    assert all(0 < row["visits_mean"] <= 120 for row in low["per_agent"].values() if row["count"])

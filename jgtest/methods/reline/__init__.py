@@ -24,7 +24,9 @@ same learner on the game reward only) and a **random** agent:
 * KartTrack-v0 (§4): the same DQN on 4 stacked observation vectors (the twin
   exposes the game's internals and the heavy spot in view, where the paper's
   agent saw four 200x150 screenshots; the SuperTuxKart bridge gives pixels),
-  2,300 training episodes in the paper.
+  2,300 training episodes in the paper. Under the package's protocol (default)
+  the learners' low-FPS points come from the last ``eval_episodes`` episodes of
+  their learning runs, as the package counts the last 1,000 of 3,300.
 * The real games, through the host loop: Ms. Pac-Man (ALE, :mod:`jgtest.methods.reline.host`,
   Table 1) and SuperTuxKart (pystk2, :mod:`jgtest.methods.reline.stk`: the kart
   experiment with real render times, the warm-up inside RELINE's training as the
@@ -49,14 +51,15 @@ Spearman, Holm) and the violin and position plots.
 Choices where the paper is silent or unclear: the evaluation episodes of the
 kart are played under training load, as the paper's (it "train[s] both
 agents for additional 1,000 episodes" and judges them with ``t``, which
-includes δ), with the weights fixed (the same sentence says "as also done in
-our preliminary study", whose agents were "run" for 1,000 episodes, §3.1.4);
+includes δ); under ``evaluation="frozen"`` with the weights fixed (the same
+sentence says "as also done in our preliminary study", whose agents were
+"run" for 1,000 episodes, §3.1.4);
 the warm-up episodes that measure δ are rollouts of the trained rl-baseline
 under the training load outside RELINE's training loop (the paper plays them
 at the start of RELINE's training, its network learning from them; here the
 load is a game parameter, so δ does not depend on where they run); the DQN
-agents evaluate ε-greedily with Lapan's final ε = 0.02 and CEM samples its
-policy, as they played in training; ``sd`` is the sample sd (ddof = 1).
+agents play ε-greedily, as in training (the package's final ε = 0.01 under
+its protocol, Lapan's 0.02 frozen), and CEM samples its policy; ``sd`` is the sample sd (ddof = 1).
 
 The package: :mod:`~jgtest.methods.reline.config` (the games, agents, the paper's figures,
 :class:`RelineConfig`), :mod:`~jgtest.methods.reline.learners` (each game's learner),

@@ -11,7 +11,7 @@ from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig
 def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None,
         resume: bool = False) -> dict:  # fmt: skip
     """Runs the experiment, writing in ``out_dir``: ``config.json``, ``bugs.jsonl`` (a record
-    per agent, model and bug, written as each agent's evaluation ends), ``checkpoints/``,
+    per agent, model and bug, written as each agent's evaluation or learning run ends), ``checkpoints/``,
     ``summary.json``, and ``table1.json`` (toy games) or ``low_fps.json`` and the plots (kart).
 
     Args:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jgtest.methods.reline.campaign import run
 from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, PAPER_KART, RelineConfig
-from jgtest.methods.reline.learners import counted_episodes, learner, package_train_episodes
+from jgtest.methods.reline.learners import DQN_STEPS, counted_episodes, learner, package_train_episodes
 
 
 def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = False, resume: bool = False) -> dict:
@@ -22,9 +22,10 @@ def run_in_console(config: RelineConfig, out_dir: str | Path, quiet: bool = Fals
         trained = " and ".join(f"{package_train_episodes(config, a):,} ({a})" for a in config.agents if a != "random")
         budget = f"{trained} episodes" if trained else "nothing (random only)"
         episodes = f"Table 1 over the last {counted_episodes(config):,} training episodes per model (the package's protocol)"
-    if config.game == "PacMaze-v0" and config.evaluation == "training":
+    if config.game in DQN_STEPS and config.evaluation == "training":  # the DQN twins' learning runs
         budget = f"at least {budget} and {config.eval_episodes:,} episodes, learning all along"
-        episodes = f"Table 1 over the last {config.eval_episodes:,} episodes per model (the package's protocol)"
+        table = "low-FPS points" if config.game in KART_GAMES else "Table 1"
+        episodes = f"{table} over the last {config.eval_episodes:,} episodes per model (the package's protocol)"
     if config.game in HOST_GAMES and config.game in KART_GAMES:
         from jgtest.methods.reline import stk
 

@@ -1,5 +1,7 @@
 """RELINE on the on-device games (CartPoleBugs-v0, PacMaze-v0, KartTrack-v0): N models per learning
-agent trained vmapped, evaluated, then Table 1 or the kart's calibration and low-FPS analysis."""
+agent trained vmapped and evaluated (or, the DQN twins under the package's protocol, run through the
+episodes the tables count: :mod:`jgtest.methods.reline.learning_run`), then Table 1 or the kart's
+calibration and low-FPS analysis."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jax
@@ -31,6 +34,10 @@ from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 from jgtest.run_dir import begin_campaign
+
+#: The per-step values a learning run keeps of its counted episodes, per game: the kart's low-FPS
+#: analysis reads their cells and frame times (:func:`jgtest.methods.reline.analysis.low_fps_analysis`).
+KEPT_STEPS = {"KartTrack-v0": lambda info: {"cell": info["telemetry"].cell, "frame_time_ms": info["telemetry"].frame_time_ms}}
 
 
 def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, checkpoints: Checkpointer | None = None):
@@ -123,7 +130,8 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
     """:func:`jgtest.methods.reline.run` on an on-device game (its docstring: the files written, ``resume``).
 
     Each learning agent's models are checkpointed after every training period
-    (``checkpoints/train-AGENT``, :func:`train_models`); ``resume`` continues their training
+    (``checkpoints/train-AGENT``, :func:`train_models`, or ``checkpoints/learn-AGENT``,
+    :func:`jgtest.methods.reline.learning_run.learn_and_count`); ``resume`` continues them
     from there and plays the rest again (the calibration and evaluations are pure functions
     of the trained models and the seeds), writing no record twice, so a resumed run ends
     where an uninterrupted one ends.
@@ -164,23 +172,37 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
             if record.detail not in written:  # written before a resumed run was stopped
                 writer.write(record)
 
-    def learn_counting(agent, writer, options):
+    def learn_counting(agent, run_params, writer, options):
+        """``agent``'s models learn through the episodes the tables count (:func:`learn_and_count`)."""
+        game = training_game(learn, env, agent)
+        trainer = learn.module.make_agent(learn.config, (game, run_params))
+
         def go(report):
             where = out_dir / "checkpoints" / f"learn-{agent}"
             with Checkpointer(where, config_fingerprint({"reline": config, "agent": agent})) as checkpoints:
                 return learn_and_count(
-                    learn.module.make_agent(learn.config, (training_game(learn, env, agent), params)),
-                    training_game(learn, env, agent), params, learn.hparams, keys[agent], seeds(agent),
-                    config.eval_episodes, int(np.asarray(params.max_steps_in_episode)), env.num_bugs, report, checkpoints,
+                    trainer, game, run_params, learn.hparams, keys[agent], seeds(agent), config.eval_episodes,
+                    int(np.asarray(params.max_steps_in_episode)), env.num_bugs, report, checkpoints, keep=KEPT_STEPS.get(config.game),
+                    params_at_end=config.game == "KartTrack-v0",  # the kart's calibration plays the final rl-baseline
                 )  # fmt: skip
 
         run = phases.run(f"learn {agent}, counting its last {config.eval_episodes} episodes", go, learn.config.num_evals)
         found[agent] = run["counted"]
+        if run["params"] is not None:
+            trained[agent] = (learn.policy(trainer.network), run["params"])
+        outs[agent] = {"telemetry": SimpleNamespace(**run["kept"]), "valid": run["valid"]}
         curves[agent] = {"train_return_mean": run["train_return_mean"].tolist()}
         summary.setdefault("learning_runs", {})[agent] = {"episodes": run["episodes"].tolist(), "steps": run["steps"].tolist()}
-        for record in caught_records(config, env, params, run["catch"], agent, options, start):
+        for record in caught_records(config, env, run_params, run["catch"], agent, options, start):
             if record.detail not in written:
                 writer.write(record)
+
+    def learn_agent(agent, run_params, writer, options):
+        """Trains ``agent``, or under the package's protocol runs it through its counted episodes."""
+        if counts_training:
+            learn_counting(agent, run_params, writer, options)
+        else:
+            train(agent, run_params)
 
     seeds = lambda agent: [eval_seed(config, agent, m) for m in models]
     counts_training = config.evaluation == "training" and learn.module is dqn
@@ -192,30 +214,37 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
         if config.game != "KartTrack-v0":
             options = game_options(config)
             for agent in config.agents:
-                if agent != "random" and counts_training:
-                    learn_counting(agent, writer, options)
-                    continue
                 if agent != "random":
-                    train(agent, params)
-                evaluate(agent, params, writer, options)
-                found[agent] = bugs_found(outs[agent])
+                    learn_agent(agent, params, writer, options)
+                if agent not in found:
+                    evaluate(agent, params, writer, options)
+                    found[agent] = bugs_found(outs[agent])
             rows = table1(config, found)
             (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
             summary["table1"] = rows
         else:
-            summary.update(_kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir))
+            summary.update(_kart(config, env, params, learn, phases, learn_agent, evaluate, trained, outs, writer, out_dir))
     summary.update(training_curves=curves, phases_s=phases.wall_s, wall_s=round(time.perf_counter() - start, 2))
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
 
 
-def _kart(config, env, params, learn, phases, train, evaluate, trained, outs, writer, out_dir) -> dict:
-    """The kart's part of :func:`run`: calibration, RELINE against ``t``, low-FPS analysis, plots."""
+def _kart(config, env, params, learn, phases, learn_agent, evaluate, trained, outs, writer, out_dir) -> dict:
+    """The kart's part of :func:`run`: calibration, RELINE against ``t``, low-FPS analysis, plots.
+
+    Under the package's protocol the learning agents' low-FPS points come from the last
+    ``eval_episodes`` episodes of their runs (:func:`learn_counting`), played under the training
+    load as the package's are; the calibration plays the final rl-baseline (the package hard-codes
+    ``t_b`` from its best rl-baseline's 300 episodes, ``SuperTuxKart/code/agents/SuperTuxKart_RELINE.py``),
+    and the replay check replays one of those calibration episodes."""
     loaded = params.replace(load_scale=config.train_load_scale, load_offset_ms=config.train_load_offset_ms)
+    load = {"load_scale": config.train_load_scale, "load_offset_ms": config.train_load_offset_ms}
     result: dict[str, Any] = {}
     threshold = float(params.threshold_ms)
+    base = None
     if "rl-baseline" in config.agents:
-        train("rl-baseline", loaded)
+        # it learns before t is calibrated: its bug records are judged at the game's default threshold
+        learn_agent("rl-baseline", loaded, writer, game_options(config, threshold_ms=float(params.threshold_ms), **load))
         policy, pp = trained["rl-baseline"]
         seeds = lambda offset: [eval_seed(config, "rl-baseline", m) + offset for m in range(config.models)]
         per_model = lambda n: -(-n // config.models)  # at least n episodes in all
@@ -225,25 +254,27 @@ def _kart(config, env, params, learn, phases, train, evaluate, trained, outs, wr
             warm = evaluate_models(learn.wrap(env), loaded, policy, pp, seeds(700), per_model(config.warmup_episodes))
             base_ms = base["telemetry"].frame_time_ms[until_stuck(base["delta_path_done"], base["valid"])]
             warm_ms = warm["telemetry"].frame_time_ms[warm["valid"]]
-            return base_ms, warm_ms
+            return base, base_ms, warm_ms
 
-        base_ms, warm_ms = phases.run("calibrate threshold", calibrate)
+        base, base_ms, warm_ms = phases.run("calibrate threshold", calibrate)
         t_b = reline_threshold(base_ms)
         threshold = reline_threshold(base_ms, warm_ms)
         result["threshold"] = {"t_b_ms": t_b, "delta_ms": threshold - t_b, "t_ms": threshold,
                                "baseline_render_times": int(base_ms.size), "warmup_render_times": int(warm_ms.size),
                                "paper": PAPER_KART}  # fmt: skip
     in_force = loaded.replace(threshold_ms=threshold)
-    options = game_options(config, threshold_ms=threshold, load_scale=config.train_load_scale, load_offset_ms=config.train_load_offset_ms)
+    options = game_options(config, threshold_ms=threshold, **load)
     if "reline" in config.agents:
-        train("reline", in_force)
+        learn_agent("reline", in_force, writer, options)
     for agent in config.agents:
-        evaluate(agent, in_force, writer, options)
+        if agent not in outs:  # learned through its counted episodes, or to be evaluated now
+            evaluate(agent, in_force, writer, options)
     analysis = phases.run("low-FPS analysis", lambda _: low_fps_analysis(
         env.num_cells, lambda cells: cell_centres(env, params, cells), threshold, outs,
         lambda path_done, centering: heavy_spots_found(params, path_done, centering)))  # fmt: skip
     if "rl-baseline" in outs:
-        result["replay_reliability"] = phases.run("replay check", lambda _: _replay_check(config, env, in_force, outs["rl-baseline"]))
+        played = outs["rl-baseline"] if "actions" in outs["rl-baseline"] else base  # a learning run keeps no actions
+        result["replay_reliability"] = phases.run("replay check", lambda _: _replay_check(config, env, in_force, played))
     heavy_spots = [{"index": k, "path_done": float(p[0]), "centering": float(p[1]), "on_racing_line": bool(abs(p[1]) <= float(params.half_width))}
                    for k, p in enumerate(np.asarray(params.heavy_pos))]  # fmt: skip
     low_fps = write_low_fps(

@@ -91,7 +91,7 @@ def _paper_learner(config: RelineConfig) -> Learner:
     steps = config.train_steps or (quick if config.quick else full)
     # Lapan anneals ε over 100k steps; a budget under 200k steps anneals over its first half.
     hparams = dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
-    if config.game == "PacMaze-v0" and config.evaluation == "training":  # the package's Ms. Pac-Man ε, over at most half the budget
+    if config.evaluation == "training":  # the package's ε (Ms. Pac-Man's and the kart's), over at most half the budget
         hparams = PACKAGE_ALE_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(PACKAGE_ALE_HYPERPARAMS.epsilon_anneal_steps, steps // 2)))
     if config.game == "PacMaze-v0":
         dqn_config = dqn.lapan_config(

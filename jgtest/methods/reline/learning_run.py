@@ -1,11 +1,13 @@
 """A DQN model's run under RELINE's replication package's protocol, on device: it learns while
-it plays, and Table 1 counts the last episodes of the run.
+it plays, and the tables count the last episodes of the run.
 
 The package's Ms. Pac-Man scripts (``rlgameauthors/rlgameauthors``, ``MsPacman/msPacman_RELINE.py``
 and ``msPacman_RL-baseline.py``) have no separate evaluation: one game is played episode after
 episode with one gradient step a step (the training loop, lines 289–344), every episode's bugs are
 logged, and Table 1 counts the last 1,000 episodes of the log (``lines[-1000:]``, line 349). On
-PacMaze, the twin of that game, a model here does the same (:func:`learn_and_count`):
+PacMaze, the twin of that game, a model here does the same (:func:`learn_and_count`), and so does
+the kart twin, whose package counts the last 1,000 of its 3,300 training episodes
+(``SuperTuxKart/code/agents/SuperTuxKart_RELINE.py``):
 
 * one game a model, one ε-greedy action and one learner update (:func:`jgtest.agents.dqn.make_agent`'s
   ``update``: the replay buffer, a gradient step once its ``learning_starts`` are in, the target
@@ -13,18 +15,18 @@ PacMaze, the twin of that game, a model here does the same (:func:`learn_and_cou
 * the episodes are keyed as a campaign's (:mod:`jgtest.rollout`): episode ``e`` of the model with
   seed ``s`` resets with ``reset_key(episode_key(s, 0, e))`` and steps with ``step_key``, so every
   bug found while learning replays on the bare game (``jgtest replay``);
-* the run lasts the learner's step budget (``total_timesteps``, the CLI's default budget) and at
+* the run lasts the learner's step budget (its ``env_steps``, the CLI's default budget) and at
   least ``num_counted`` episodes, and stops when the episode in play then ends; the package's
   step-free episode counts (1,000 for RELINE, 2,000 for rl-baseline) are Ms. Pac-Man's, whose
   budget is stated in episodes (:data:`jgtest.methods.reline.learners.PACKAGE_TRAIN_EPISODES`); on
   the twin the two agents share one step budget;
-* Table 1 counts the bugs of the model's last ``num_counted`` episodes; the bug records are the
-  first firing of each bug in the whole run (:class:`jgtest.rollout.BugCatch`), when the tester
-  first saw it.
+* Table 1 counts the bugs of the model's last ``num_counted`` episodes (the kart's low-FPS analysis
+  reads their cells and frame times, kept on device); the bug records are the first firing of each
+  bug in the whole run (:class:`jgtest.rollout.BugCatch`), when the tester first saw it.
 
 A model that has reached its end keeps stepping (vmapped models share each device call) but its
-counted episodes, catches and episode count no longer change; the learner's updates then go
-nowhere. Checkpointed every period (``num_evals`` of them over the step budget), so a killed run
+counted episodes, catches, episode count and, where asked for, parameters at its end no longer
+change; the learner's updates then go nowhere. Checkpointed every period (``num_evals`` of them over the step budget), so a killed run
 resumes and ends where an uninterrupted one ends.
 """
 
@@ -40,8 +42,8 @@ from flax import struct
 from jgtest.checkpoint import Checkpointer
 from jgtest.rollout import BugCatch, action_key, episode_key, reset_key, step_key
 
-#: Device calls a training period is cut into, so that a run ends within a hundredth of a period of
-#: its last episode's end.
+#: Device calls a training period is cut into, so that a run ends within a tenth of a period of its
+#: last episode's end.
 CALLS_PER_PERIOD = 10
 
 
@@ -58,9 +60,12 @@ class LearningRun:
       bits: ``bool[K]``, the bugs it showed so far.
       ret: ``float32``, its return so far (the learner's reward).
       counted: ``bool[E, K]``, the bugs of the last ``E`` finished episodes, episode ``e`` in row ``e % E``.
+      lengths: ``int32[E]``, their lengths, in the same rows.
+      kept: ``{name: [E, T]}``, the per-step values ``keep`` picks from each step's ``info``, in the same rows.
       catch: the first firing of each bug in the run.
       ended: ``bool``, the run reached its end (budget spent, ``E`` episodes played, episode over).
       steps: ``int32``, the steps played before its end.
+      params_at_end: the learner's parameters when the run ended (``None`` unless asked for).
     """
 
     learner: Any
@@ -72,19 +77,34 @@ class LearningRun:
     bits: jax.Array
     ret: jax.Array
     counted: jax.Array
+    lengths: jax.Array
+    kept: dict
     catch: BugCatch
     ended: jax.Array
     steps: jax.Array
+    params_at_end: Any
 
 
-def make_learning_run(trainer, game, params, hparams, num_counted: int, max_steps: int, num_bugs: int):
+def make_learning_run(trainer, game, params, hparams, num_counted: int, max_steps: int, num_bugs: int, keep=None,
+                      params_at_end: bool = False):  # fmt: skip
     """``(init(key, seed) -> LearningRun, chunk(run, seed) -> (run, metrics))``, both for one model.
+
+    ``keep(info) -> {name: scalar}`` picks the per-step values kept for the counted episodes (e.g. the
+    kart's cells and frame times, which its low-FPS analysis reads); ``None`` keeps none.
+    ``params_at_end`` keeps the learner's parameters as they were when the run ended (a select of
+    the parameters every step), where a caller plays the learned model afterwards.
 
     ``chunk`` plays ``steps_per_call`` keyed steps (the learner's period over
     :data:`CALLS_PER_PERIOD`); its metrics are the summed returns and the count of the episodes
     that ended in it (for the training curve).
+
+    Raises:
+      ValueError: the learner steps more than one game (``num_envs``): a learning run plays one.
     """
+    if trainer.config.num_envs != 1:
+        raise ValueError(f"a learning run plays one game a model, as the package's; got a learner with num_envs={trainer.config.num_envs}")
     budget = trainer.config.env_steps
+    keep = keep or (lambda info: {})
     steps_per_call = max(1, trainer.config.iterations_per_eval // CALLS_PER_PERIOD)
 
     def reset(seed, episode):
@@ -93,12 +113,28 @@ def make_learning_run(trainer, game, params, hparams, num_counted: int, max_step
 
     def init(key, seed):
         obs, env_state = reset(seed, 0)
-        return LearningRun(
-            learner=trainer.init_learner(key, obs[None], hparams), env_state=env_state, obs=obs, episode=jnp.int32(0),
-            t=jnp.int32(0), trace=jnp.zeros(max_steps, jnp.int32), bits=jnp.zeros(num_bugs, bool), ret=jnp.float32(0),
-            counted=jnp.zeros((num_counted, num_bugs), bool), catch=BugCatch.empty(num_bugs, max_steps), ended=jnp.bool_(False),
+        _, _, _, _, _, info = jax.eval_shape(game.step, reset_key(episode_key(seed, 0, 0)), env_state, jnp.int32(0), params)
+        kept = {k: jnp.zeros((num_counted, max_steps), v.dtype) for k, v in keep(info).items()}
+        run = LearningRun(
+            learner=trainer.init_learner(key, obs[None], hparams),
+            env_state=env_state,
+            obs=obs,
+            episode=jnp.int32(0),
+            t=jnp.int32(0),
+            trace=jnp.zeros(max_steps, jnp.int32),
+            bits=jnp.zeros(num_bugs, bool),
+            ret=jnp.float32(0),
+            counted=jnp.zeros((num_counted, num_bugs), bool),
+            lengths=jnp.zeros(num_counted, jnp.int32),
+            kept=kept,
+            catch=BugCatch.empty(num_bugs, max_steps),
+            ended=jnp.bool_(False),
             steps=jnp.int32(0),
-        )  # fmt: skip
+            params_at_end=None,
+        )
+        if params_at_end:
+            run = run.replace(params_at_end=run.learner.params)
+        return run  # fmt: skip
 
     def step(run: LearningRun, seed):
         ep = episode_key(seed, 0, run.episode)
@@ -116,14 +152,20 @@ def make_learning_run(trainer, game, params, hparams, num_counted: int, max_step
         bits, ret = run.bits | fired, run.ret + reward
         row = run.episode % num_counted
         counted = run.counted.at[row].set(jnp.where(done & live, bits, run.counted[row]))
+        lengths = run.lengths.at[row].set(jnp.where(done & live, run.t + 1, run.lengths[row]))
+        step_at = jnp.minimum(run.t, max_steps - 1)
+        kept = {k: run.kept[k].at[row, step_at].set(jnp.where(live, v, run.kept[k][row, step_at])) for k, v in keep(info).items()}
         ended = run.ended | (done & (learner.timesteps >= budget) & (run.episode + 1 >= num_counted))
+        at_end = run.params_at_end
+        if params_at_end:
+            at_end = jax.tree.map(lambda new, old: jnp.where(live, new, old), learner.params, at_end)
         episode = run.episode + (done & live)
         obs_next, state_next = reset(seed, episode)
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(done, a, b), new, old)
+        fresh_if_done = lambda new, old: jax.tree.map(lambda a, b: jnp.where(done, a, b), new, old)
         run = LearningRun(
-            learner=learner, env_state=keep(state_next, env_state), obs=keep(obs_next, obs), episode=episode,
+            learner=learner, env_state=fresh_if_done(state_next, env_state), obs=fresh_if_done(obs_next, obs), episode=episode,
             t=jnp.where(done, 0, run.t + 1), trace=jnp.where(done, 0, trace), bits=bits & ~done, ret=jnp.where(done, 0.0, ret),
-            counted=counted, catch=catch, ended=ended, steps=run.steps + live,
+            counted=counted, lengths=lengths, kept=kept, catch=catch, ended=ended, steps=run.steps + live, params_at_end=at_end,
         )  # fmt: skip
         return run, (jnp.where(done & live, ret, 0.0), done & live)
 
@@ -135,7 +177,7 @@ def make_learning_run(trainer, game, params, hparams, num_counted: int, max_step
 
 
 def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: int, max_steps: int, num_bugs: int,
-                    on_period=None, checkpoints: Checkpointer | None = None) -> dict:  # fmt: skip
+                    on_period=None, checkpoints: Checkpointer | None = None, keep=None, params_at_end: bool = False) -> dict:  # fmt: skip
     """Runs ``len(keys)`` models vmapped to their ends (module docstring).
 
     Args:
@@ -151,14 +193,18 @@ def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: in
       on_period: ``on_period(i, n)`` after each of the learner's ``num_evals`` periods (and after
         each later one until every model has ended, ``i > n``).
       checkpoints: saves the runs after every period, and resumes from the newest.
+      keep: the per-step values kept for the counted episodes (:func:`make_learning_run`).
+      params_at_end: also return each learner's parameters at its run's end (:func:`make_learning_run`).
 
     Returns:
-      On the host: ``counted bool[N, E, K]``, ``catch`` (a stacked :class:`BugCatch`),
+      On the host: ``counted bool[N, E, K]``; the counted episodes' ``valid bool[N, E, T]`` (the step
+      is inside the episode) and ``kept`` values ``{name: [N, E, T]}``; ``catch`` (a stacked :class:`BugCatch`);
+      ``params``, the learners' parameters at their runs' ends (``None`` unless ``params_at_end``);
       ``episodes int[N]`` (played, counted ones included), ``steps int[N]``, and
       ``train_return_mean float[P]``, the mean return of the episodes all models ended in each of
       the ``P = num_evals`` periods (those after the step budget counted in the last).
     """
-    init, chunk = make_learning_run(trainer, game, params, hparams, num_counted, max_steps, num_bugs)
+    init, chunk = make_learning_run(trainer, game, params, hparams, num_counted, max_steps, num_bugs, keep, params_at_end)
     seeds = jnp.asarray(seeds, jnp.int32)
     runs = jax.jit(jax.vmap(init))(keys, seeds)
     call = jax.jit(jax.vmap(chunk))
@@ -168,13 +214,15 @@ def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: in
     if checkpoints is not None and checkpoints.latest_step() is not None:
         period, (runs, sums) = checkpoints.restore_latest((runs, sums))
         sums = np.asarray(sums)
-    while not bool(np.all(jax.device_get(runs.ended))):
+    ended = lambda: bool(np.all(jax.device_get(runs.ended)))
+    while not ended():
         row = min(period, periods - 1)  # the periods after the budget fold into the last
-        for _ in range(CALLS_PER_PERIOD):
+        period_end = (period + 1) * trainer.config.iterations_per_eval  # the learner's own period
+        while True:
             runs, metrics = call(runs, seeds)
             metrics = jax.device_get(metrics)
             sums[:, row] += np.sum(metrics["return_sum"]), np.sum(metrics["episodes"])
-            if bool(np.all(jax.device_get(runs.ended))):  # the last period stops with its last model
+            if ended() or np.min(jax.device_get(runs.learner.timesteps)) >= period_end:  # the last one stops with its last model
                 break
         period += 1
         if checkpoints is not None:
@@ -184,7 +232,10 @@ def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: in
     runs = jax.device_get(runs)
     return {
         "counted": np.asarray(runs.counted),
+        "valid": np.arange(max_steps) < np.asarray(runs.lengths)[..., None],
+        "kept": {k: np.asarray(v) for k, v in runs.kept.items()},
         "catch": runs.catch,
+        "params": runs.params_at_end,
         "episodes": np.asarray(runs.episode),
         "steps": np.asarray(runs.steps),
         "train_return_mean": sums[0] / np.maximum(sums[1], 1),
