@@ -305,7 +305,9 @@ def reline_toy_sections(results: Results) -> list[str]:
             f"Table 1 counts the last {num(pac_package['eval_episodes'])} episodes of its run, as the package counts the last 1,000 of "
             f"its Ms. Pac-Man training; under the paper's text, the protocol of our earlier figures ({pac['models']} models), the "
             f"trained models are frozen and play {num(pac['eval_episodes'])} evaluation episodes; `--quick` is the paper's text at "
-            f"a smaller budget. Package's protocol: {leads_sentence(pac_package['table1'])} Paper's text: {leads_sentence(pac['table1'])} "
+            f"a smaller budget. Package's protocol: {leads_sentence(pac_package['table1'])} Its medians at n = 1 … "
+            f"{len(pac_package['table1']['reline'])}: RELINE {medians(pac_package['table1'], 'reline')}, rl-baseline "
+            f"{medians(pac_package['table1'], 'rl-baseline')}. Paper's text: {leads_sentence(pac['table1'])} "
             f"At `--quick`: {leads_sentence(pac_quick)}",
             table1([("ours, package's protocol", pac_package["table1"]), ("ours, paper's text", pac["table1"]),
                     ("ours, paper's text, `--quick`", pac_quick)]),  # fmt: skip
@@ -419,6 +421,11 @@ def reline_stk_section(results: Results) -> str:
         f"min {num(replay['paper']['rho_min'], 2)}, median {num(replay['paper']['rho_median'], 2)}).",
         provenance("reline_stk_quick.json", stk),
     )
+
+
+def medians(t: dict, agent: str) -> str:
+    """An agent's Table 1 medians for n = 1 … k, as "a / b / c / d"."""
+    return listing((num(e["median"]) for e in t[agent].values()), " / ")
 
 
 def by_n(t: dict, agent: str) -> str:
