@@ -134,7 +134,7 @@ def make_learning_run(trainer, game, params, hparams, num_counted: int, max_step
         )
         if params_at_end:
             run = run.replace(params_at_end=run.learner.params)
-        return run  # fmt: skip
+        return run
 
     def step(run: LearningRun, seed):
         ep = episode_key(seed, 0, run.episode)
@@ -147,13 +147,13 @@ def make_learning_run(trainer, game, params, hparams, num_counted: int, max_step
         learner, _ = trainer.update(run.learner.replace(key=key), items, k_sample, hparams)
         live = ~run.ended
         fired = info["telemetry"].bugs_fired & live
-        trace = run.trace.at[jnp.minimum(run.t, max_steps - 1)].set(action)
+        step_at = jnp.minimum(run.t, max_steps - 1)
+        trace = run.trace.at[step_at].set(action)
         catch = run.catch.add(fired[None], trace[None], run.episode[None], run.t[None])
         bits, ret = run.bits | fired, run.ret + reward
         row = run.episode % num_counted
         counted = run.counted.at[row].set(jnp.where(done & live, bits, run.counted[row]))
         lengths = run.lengths.at[row].set(jnp.where(done & live, run.t + 1, run.lengths[row]))
-        step_at = jnp.minimum(run.t, max_steps - 1)
         kept = {k: run.kept[k].at[row, step_at].set(jnp.where(live, v, run.kept[k][row, step_at])) for k, v in keep(info).items()}
         ended = run.ended | (done & (learner.timesteps >= budget) & (run.episode + 1 >= num_counted))
         at_end = run.params_at_end
