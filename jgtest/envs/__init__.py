@@ -7,6 +7,7 @@ from jgtest.envs.combat import CombatArena
 from jgtest.envs.dungeon import Dungeon
 from jgtest.envs.dungeon_nav import DungeonNav
 from jgtest.envs.kart import KartTrack
+from jgtest.envs.nsh_arena import NSHArena
 from jgtest.envs.pacmaze import PacMaze
 from jgtest.envs.park import ParkWorld
 from jgtest.envs.registration import make, register, registered_games
@@ -15,9 +16,10 @@ register("BlockMaze-v0", BlockMaze)
 register("CartPoleBugs-v0", CartPoleBugs)
 register("PacMaze-v0", PacMaze)
 register("CombatArena-v0", CombatArena)
+register("NSHArena-v0", NSHArena)
 register("KartTrack-v0", KartTrack)
 register("ParkWorld-v0", ParkWorld)
 register("Dungeon-v0", Dungeon)
 register("DungeonNav-v0", DungeonNav)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "DungeonNav", "KartTrack", "PacMaze", "ParkWorld", "make", "register", "registered_games"]
+__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "DungeonNav", "KartTrack", "NSHArena", "PacMaze", "ParkWorld", "make", "register", "registered_games"]
