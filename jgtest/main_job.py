@@ -50,8 +50,8 @@ def _play_wuji(out: Path, seed: int, quiet: bool, resume: bool, overwrite: bool)
     from jgtest.methods.wuji.campaign import prepare_campaign_dir
     from jgtest.methods.wuji.console import run_in_console
 
-    config = wuji.WujiConfig(game=WUJI["game"], strategy=wuji.STRATEGIES[0], population=WUJI["population"], generations=WUJI["generations"], seed=seed)
-    run_in_console(config, prepare_campaign_dir(out, wuji.STRATEGIES, overwrite, resume), wuji.STRATEGIES, WUJI["seeds"], quiet, resume)
+    config = wuji.WujiConfig(game=WUJI["game"], strategy=wuji.PAPER_STRATEGIES[0], population=WUJI["population"], generations=WUJI["generations"], seed=seed)
+    run_in_console(config, prepare_campaign_dir(out, wuji.PAPER_STRATEGIES, overwrite, resume), wuji.PAPER_STRATEGIES, WUJI["seeds"], quiet, resume)
 
 
 def _play_reline(out: Path, seed: int, quiet: bool, resume: bool, overwrite: bool) -> None:

@@ -124,19 +124,25 @@ class BugCatch:
       actions: ``int32[K, T]``: that episode's actions up to and including
         ``step`` (the rest is padding), so a bug record replays with
         :func:`replay_trace`.
+      tick: ``int32[K]``: the stretch's lockstep index (its ``clock`` argument to :meth:`add`)
+        at the first firing: with the number of games stepped together, the env steps the
+        stretch had played when it fired.
     """
 
     found: jax.Array
     where: jax.Array
     actions: jax.Array
+    tick: jax.Array
 
     @classmethod
     def empty(cls, num_bugs: int, max_steps: int) -> BugCatch:
-        return cls(jnp.zeros(num_bugs, bool), jnp.zeros((num_bugs, 3), jnp.int32), jnp.zeros((num_bugs, max_steps), jnp.int32))
+        zeros = jnp.zeros(num_bugs, jnp.int32)
+        return cls(jnp.zeros(num_bugs, bool), jnp.zeros((num_bugs, 3), jnp.int32), jnp.zeros((num_bugs, max_steps), jnp.int32), zeros)
 
-    def add(self, fired: jax.Array, slot_traces: jax.Array, episode: jax.Array, t: jax.Array) -> BugCatch:
+    def add(self, fired: jax.Array, slot_traces: jax.Array, episode: jax.Array, t: jax.Array, clock: jax.Array | int = 0) -> BugCatch:
         """Records bugs fired this step: ``fired bool[B, K]`` over slots, each slot's episode
-        actions so far ``slot_traces int32[B, T]`` (this step's included), ``episode``/``t int32[B]``."""
+        actions so far ``slot_traces int32[B, T]`` (this step's included), ``episode``/``t int32[B]``,
+        and the step's lockstep index in the stretch, ``clock``."""
         new = jnp.any(fired, axis=0) & ~self.found
         slot = jnp.argmax(fired, axis=0)  # first slot that fired each bug
         where = jnp.stack([slot, episode[slot], t[slot]], axis=-1).astype(jnp.int32)
@@ -144,4 +150,5 @@ class BugCatch:
             found=self.found | new,
             where=jnp.where(new[:, None], where, self.where),
             actions=jnp.where(new[:, None], slot_traces[slot], self.actions),
+            tick=jnp.where(new, jnp.asarray(clock, jnp.int32), self.tick),
         )

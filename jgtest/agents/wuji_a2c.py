@@ -175,8 +175,8 @@ class WujiA2C:
         return Learner(variables, self._adam.init(variables["params"]), jnp.float32(-jnp.inf), jnp.int32(0), jnp.bool_(True), jnp.int32(0))
 
     # ----- training ---------------------------------------------------------------------
-    def _play_step(self, log_p, slots: Slots, catch: BugCatch, cover, env_params, seed):
-        """One keyed step of every slot, its action drawn from ``log_p [B, A]``: ``(slots, catch,
+    def _play_step(self, log_p, slots: Slots, catch: BugCatch, cover, env_params, seed, clock):
+        """One keyed step of every slot, the ``clock``-th of its stretch (a round), its action drawn from ``log_p [B, A]``: ``(slots, catch,
         cover, action, reward, terminated, truncated, info, return of each episode that ended (0
         else), state hashes [B, 2])``."""
         b_ids = jnp.arange(self.config.num_envs)
@@ -187,7 +187,7 @@ class WujiA2C:
             lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
         )(slots.state, action, ep_keys, slots.t, next_reset)
         traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
-        catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t)
+        catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t, clock)
         cover, _ = self.cells.add(cover, info["telemetry"].cell)
         done = term | trunc
         ret = slots.ret + reward
@@ -195,16 +195,18 @@ class WujiA2C:
         states = self.states.hashes(info["final_observation"])
         return slots, catch, cover, action, reward, term, trunc, info, jnp.where(done, ret, 0.0), states
 
-    def _collect(self, variables, slots: Slots, catch: BugCatch, cover, env_params, seed, hparams):
-        """``num_steps`` keyed steps of every slot: ``(slots, catch, cover, Transition [T, B], state
-        hashes [T, B, 2], finished sum, count)``."""
+    def _collect(self, variables, slots: Slots, catch: BugCatch, cover, env_params, seed, hparams, first_clock):
+        """``num_steps`` keyed steps of every slot, the round's from ``first_clock`` on: ``(slots, catch,
+        cover, Transition [T, B], state hashes [T, B, 2], finished sum, count)``."""
 
-        def step(carry, _):
+        def step(carry, k):
             slots, catch, cover, ret_sum, ret_count = carry
             logits, value = self.network.apply(variables, slots.obs)
             log_p = floored_log_probs(logits, hparams.min_action_prob)
             obs = slots.obs
-            slots, catch, cover, action, reward, term, trunc, info, ended, states = self._play_step(log_p, slots, catch, cover, env_params, seed)
+            slots, catch, cover, action, reward, term, trunc, info, ended, states = self._play_step(
+                log_p, slots, catch, cover, env_params, seed, first_clock + k
+            )
             transition = Transition(
                 obs, action, reward, term, trunc, info["final_observation"], value,
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
@@ -213,7 +215,7 @@ class WujiA2C:
             return (slots, catch, cover, ret_sum + jnp.sum(ended), ret_count + jnp.sum(done)), (transition, states)
 
         (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(
-            step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), None, length=self.config.num_steps
+            step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.num_steps)
         )
         return slots, catch, cover, traj, states, ret_sum, ret_count
 
@@ -224,14 +226,14 @@ class WujiA2C:
         no step is spent on a finished episode."""
         uniform = jnp.zeros((self.config.num_envs, self.env.num_actions), jnp.float32)
 
-        def step(carry, _):
+        def step(carry, clock):
             slots, catch, cover = carry
-            slots, catch, cover, *_, states = self._play_step(uniform, slots, catch, cover, env_params, seed)
+            slots, catch, cover, *_, states = self._play_step(uniform, slots, catch, cover, env_params, seed, clock)
             return (slots, catch, cover), states
 
         steps = self.config.updates_per_round * self.config.num_steps
         (slots, catch, cells), states = jax.lax.scan(
-            step, (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()), None, length=steps
+            step, (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()), jnp.arange(steps)
         )
         return slots, catch, Covered(cells, states.reshape(self.config.updates_per_round, self.config.num_steps, *states.shape[1:]))
 
@@ -266,13 +268,14 @@ class WujiA2C:
         """
         catch = BugCatch.empty(self.env.num_bugs, self.max_steps)
 
-        def one(carry, _):
+        def one(carry, u):
             learner, slots, catch, cover, ret_sum, ret_count = carry
-            slots, catch, cover, traj, states, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams)
+            first_clock = u * self.config.num_steps
+            slots, catch, cover, traj, states, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams, first_clock)
             return (self._update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), states
 
         (trained, slots, catch, cells, ret_sum, ret_count), states = jax.lax.scan(
-            one, (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)), None, length=self.config.updates_per_round
+            one, (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.updates_per_round)
         )
         mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
         improved = learner.active & (ret_count > 0) & (mean > learner.best)

@@ -1,5 +1,5 @@
-"""``jgtest run wuji``: Wuji's evolutionary multi-objective search with A2C, one strategy or the paper's
-six compared (:mod:`jgtest.methods.wuji`)."""
+"""``jgtest run wuji``: Wuji's evolutionary multi-objective search with A2C, one strategy, several, or
+all seven compared (:mod:`jgtest.methods.wuji`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from jgtest.cli.shared import common_options, fail, game_options, parse_key_valu
 
 def add_parser(methods) -> None:
     parser = methods.add_parser("wuji", parents=[game_options("BlockMaze-v0"), common_options()],
-                                help="Wuji: evolutionary multi-objective search with A2C, or its six strategies compared")  # fmt: skip
+                                help="Wuji: evolutionary multi-objective search with A2C, or its strategies compared")  # fmt: skip
     group = parser.add_argument_group("wuji options")
-    group.add_argument("--strategy", default="wuji", help="one of the paper's six: random, ea_s, ea_m, drl, ea_s+drl, wuji (default wuji)")
-    group.add_argument("--compare", action="store_true", help="all six strategies, same budget")
+    group.add_argument("--strategy", default="wuji",
+                       help="one of the paper's six, random, ea_s, ea_m, drl (one learner), ea_s+drl, wuji, or drl_30 (30 learners); "
+                            "several, comma-separated, run side by side (default wuji)")  # fmt: skip
+    group.add_argument("--compare", action="store_true", help="all seven strategies (the paper's six and drl_30), same budget")
     group.add_argument("--generations", type=positive_int, default=None, help="generations per run (default 10)")
     group.add_argument("--budget-s", type=positive_float, default=None, help="wall-clock budget per run in seconds")
     group.add_argument("--budget-steps", type=positive_int, default=None, help="env-step budget per run (game steps played; machine-independent)")
@@ -27,7 +29,7 @@ def run(args) -> int:
     from jgtest.methods.wuji.console import run_in_console
     from jgtest.seeds import check_seed
 
-    strategies = wuji.STRATEGIES if args.compare else (args.strategy,)
+    strategies = wuji.STRATEGIES if args.compare else tuple(s.strip() for s in args.strategy.split(","))
     try:
         budgeted = args.budget_s is not None or args.budget_steps is not None
         generations = args.generations if args.generations is not None else (None if budgeted else 10)

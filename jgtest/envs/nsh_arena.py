@@ -178,8 +178,8 @@ REACH_CLASSES = ("start",) * 7 + ("path",) * 7 + ("off",) * 7
 STAGGER, EXPOSE, BUFF_TIME = 4, 3, 4
 #: Steps in a row off floor 0 after which the boss has lost the player (bug 17).
 AWAY = 12
-#: The comparison's env-step budget: Wuji's 30 generations at most 276k steps each (30 learners ×
-#: 8 A2C rounds × 1,000 steps, and 30 policies × m = 4 evaluation runs × 300 steps), rounded up.
+#: The comparison's env-step budget: Wuji's 30 generations at most 294k steps each (30 learners ×
+#: 8 A2C rounds × 1,000 steps, and twice 30 policies × m = 3 evaluation runs × 300 steps), rounded up.
 FULL_BUDGET_STEPS = 10_000_000
 _IS_CRASH = np.array([k == "crash" for k in BUG_KINDS])
 _IS_STUCK = np.array([k == "stuck" for k in BUG_KINDS])

@@ -51,6 +51,8 @@ class BugRecord:
       position: telemetry position when it fired.
       wall_s: seconds since the campaign started.
       detail: free text from the oracle.
+      env_step: the campaign's clock in game steps when it fired: every game step the run had
+        played by then, this one included (``None`` where a method keeps no such clock).
     """
 
     kind: str
@@ -65,6 +67,7 @@ class BugRecord:
     position: tuple[float, ...] = ()
     wall_s: float = 0.0
     detail: str = ""
+    env_step: int | None = None
 
     def __post_init__(self):
         if self.kind not in BUG_KINDS:
@@ -87,6 +90,8 @@ class BugRecord:
             raise BadInput(f"bug record wall_s must be a finite number, got {self.wall_s!r}")
         if not isinstance(self.game_kwargs, dict):
             raise BadInput(f"bug record game_kwargs must be an object, got {self.game_kwargs!r}")
+        if self.env_step is not None and (not _is_int(self.env_step) or self.env_step < 1):
+            raise BadInput(f"bug record env_step must be a positive integer or null, got {self.env_step!r}")
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), separators=(",", ":"), allow_nan=False)

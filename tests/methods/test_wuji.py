@@ -20,7 +20,7 @@ TINY_A2C = WujiA2CConfig(hidden_sizes=(16, 16, 16), num_envs=4, updates_per_roun
 ARENA_VARIANT = (("boss_max_hp", 120), ("late_phases", (0.9,)))
 
 
-@pytest.mark.parametrize("game, game_kwargs", [("BlockMaze-v0", ()), ("CombatArena-v0", ARENA_VARIANT)])
+@pytest.mark.parametrize("game, game_kwargs", [("BlockMaze-v0", ()), ("CombatArena-v0", ARENA_VARIANT), ("NSHArena-v0", ())])
 def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_kwargs, tmp_path):
     config = wuji.WujiConfig(game=game, game_kwargs=game_kwargs, population=4, generations=2, seed=3, a2c=TINY_A2C)
     summary = wuji.run(config, tmp_path)
@@ -29,6 +29,12 @@ def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_k
     replay_module._game.cache_clear()
     assert all(replay(r).reproduced for r in records)
     assert replay_module._game.cache_info().misses == 1  # the campaign's records share one game and one compiled replay
+    # each record carries the env step at which its bug was first found, as the summary does
+    assert {r.bug_id: r.env_step for r in records} == {k: v for k, v in enumerate(summary["first_found_step"]) if v is not None}
+    assert all(0 < r.env_step <= summary["env_steps"] for r in records)
+    if game == "NSHArena-v0":  # bugs fixed where injected, counted by reach class
+        assert records[0].game_kwargs == {} and sum(c["of"] for c in summary["bugs_by_reach_class"].values()) == 21
+        return
     # the run's bugs were re-drawn: the records carry the placement (and the campaign's options) that rebuild the game
     assert records[0].game_kwargs and json.loads((tmp_path / "config.json").read_text())["game_kwargs"] == records[0].game_kwargs
     for name, value in game_kwargs:
@@ -114,21 +120,37 @@ def test_bad_configs_are_refused(kwargs, message):
         wuji.WujiConfig(**kwargs)
 
 
-def test_an_env_step_budget_stops_each_strategy_at_the_first_check_past_it(tmp_path):
-    budget = 4_000
+def test_an_env_step_budget_is_equal_across_strategies_and_cuts_their_results(tmp_path):
+    """Every strategy plays the budget to within one row of lockstep steps (one step of each of the
+    call's games: here 16), never past it, and counts bugs and states only up to it."""
+    budget, row = 3_333, 4 * TINY_A2C.num_envs
     config = wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=None, budget_steps=budget, seed=3, a2c=TINY_A2C)
-    summary = wuji.campaign(config, tmp_path, ("random", "drl"))
-    for strategy, calls_past in (("random", 1), ("drl", 2)):  # drl: the round past the budget, then its population's evaluation
-        steps = [row[1] for row in json.loads((tmp_path / strategy / "seed-3" / "summary.json").read_text())["timeline"]]
-        assert steps[-1] >= budget and sum(s >= budget for s in steps) <= calls_past, strategy
-    assert summary["budget_steps"] == budget and list(summary["by_steps"]) == ["1000", "2000", "4000"]
-    assert summary["by_steps"]["4000"]["drl"]["bugs_found"]["mean"] <= summary["bugs_found"]["drl"]["mean"]
+    summary = wuji.campaign(config, tmp_path, ("random", "drl", "wuji"))
+    for strategy in ("random", "drl", "wuji"):
+        run = json.loads((tmp_path / strategy / "seed-3" / "summary.json").read_text())
+        assert budget - row < run["env_steps"] <= budget, strategy
+        assert run["timeline"][-1][1] == run["env_steps"] and all(r[1] <= budget for r in run["timeline"])
+        found = [s for s in run["first_found_step"] if s is not None]
+        assert len(found) == run["bugs_found"] and all(0 < s <= run["env_steps"] for s in found)
+        records = read_bug_records(tmp_path / strategy / "seed-3" / "bugs.jsonl")
+        assert sorted(r.env_step for r in records) == sorted(found)
+    assert summary["budget_steps"] == budget and list(summary["by_steps"]) == ["833", "1666", "3333"]
+    assert summary["by_steps"]["3333"]["drl"]["bugs_found"]["mean"] <= summary["bugs_found"]["drl"]["mean"]
     # drl is one learner (its population.json one policy) playing a population's games: a round, 4 x 4 games x 5 updates x 5 steps
     drl = tmp_path / "drl" / "seed-3"
     assert len(json.loads((drl / "population.json").read_text())["exploration"]) == 1
     timeline = json.loads((drl / "summary.json").read_text())["timeline"]
     evaluation = timeline[0][1]  # the initial evaluation of the one policy
     assert 0 < evaluation <= 4 * 200 and timeline[1][1] - evaluation == 4 * TINY_A2C.steps_per_round
+
+
+def test_drl_as_30_learners_keeps_a_population_of_trained_policies(tmp_path):
+    config = wuji.WujiConfig(game="BlockMaze-v0", strategy="drl_30", population=4, generations=1, seed=3, a2c=TINY_A2C)
+    summary = wuji.run(config, tmp_path)
+    assert len(json.loads((tmp_path / "population.json").read_text())["exploration"]) == 4
+    # a generation: each learner's rounds (4 learners x 4 games), then the population's evaluation
+    rounds = [b[1] - a[1] for a, b in zip(summary["timeline"], summary["timeline"][1:])]
+    assert rounds[0] == 4 * TINY_A2C.steps_per_round
 
 
 class _Killed(Exception):
@@ -142,7 +164,7 @@ def _kill_after_first_generation(generation, generations, bugs):
 
 @pytest.mark.parametrize("strategy", ["ea_m", "random"])  # random: its slot games' episodes go on across the kill
 def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_path):
-    config = wuji.WujiConfig(game="CombatArena-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C)
+    config = wuji.WujiConfig(game="NSHArena-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C)
     whole = wuji.run(config, tmp_path / "whole")
     killed = tmp_path / "killed"
     with pytest.raises(_Killed):

@@ -29,18 +29,31 @@ coarser coverage cells (``telemetry.cell``, the bird's-eye maps' cells). A campa
 a variant of its game (:attr:`WujiConfig.game_kwargs`, e.g. a stronger boss);
 the records carry those options too.
 
-The paper's six strategies (§V-A3), :data:`STRATEGIES`: ``random`` (uniform
+The paper's six strategies (§V-A3), :data:`PAPER_STRATEGIES`: ``random`` (uniform
 actions, in slot games whose episodes go on from round to round, as a learner's do, so no
 step is spent on a finished episode; a generation is as many rounds as a DRL generation
 trains at most), ``ea_s`` (evolution on the winning score alone), ``ea_m`` (both
 objectives), ``drl`` (A2C alone, "the DRL algorithm improves the searching speed in a particular
 direction", §V-B: **one** learner, trained round after round, whose rollouts play as many games at
 once as a population's learners do together, so that its rounds play the same env steps),
-``ea_s+drl`` and ``wuji`` (``ea_m`` + DRL).
+``ea_s+drl`` and ``wuji`` (``ea_m`` + DRL). :data:`STRATEGIES` adds ``drl_30``: DRL as
+``population`` learners side by side, each trained as ``wuji``'s children are, none bred or
+selected; the paper does not say which form it ran.
 
 Budgets: generations, wall-clock seconds or env steps (:class:`WujiConfig`); the paper
 gave each strategy equal hours of its game servers (§V-A4), where each step cost the game, so
-equal env steps are its regime on device.
+equal env steps are its regime on device. Every game played counts (evaluations, A2C rollouts and
+random games), a run's results are cut at the budget (a generation that crosses it counts its
+steps up to it; :class:`~jgtest.methods.wuji.device._Bookkeeper`), and each bug's record and the
+summary carry the env step at which it was first found (``env_step``, ``first_found_step``).
+
+Evaluation: every strategy that evolves scores each new policy once, on ``m`` runs
+(``runs_per_eval``, 3), and a parent keeps the scores of its own evaluation; nothing is
+re-evaluated. This is the authors' rule: their code (``NeteaseFuxiRL/wuji``,
+``wuji/ea/optimizer/__init__.py``) selects over the population and its offspring on the scores
+already stored, evaluating only the offspring, each on ``[sample] eval = 3`` runs
+(``config.ini``). Re-evaluating the survivors would also spend ``m`` runs a parent a generation on
+policies already scored.
 
 Numbers: population and offspring 30 (§V-A4). ``m``, the buckets, the rates
 and σ are lost or absent in the paper (see :mod:`jgtest.evo.operators` and
@@ -54,8 +67,8 @@ run's bugs), :mod:`~jgtest.methods.wuji.device` (one run, :func:`run`),
 """
 
 from jgtest.methods.wuji.campaign import campaign
-from jgtest.methods.wuji.config import STRATEGIES, WujiConfig
+from jgtest.methods.wuji.config import PAPER_STRATEGIES, STRATEGIES, WujiConfig
 from jgtest.methods.wuji.device import run
 from jgtest.methods.wuji.placements import check_game_kwargs, run_params
 
-__all__ = ["STRATEGIES", "WujiConfig", "campaign", "check_game_kwargs", "run", "run_params"]
+__all__ = ["PAPER_STRATEGIES", "STRATEGIES", "WujiConfig", "campaign", "check_game_kwargs", "run", "run_params"]

@@ -61,6 +61,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         "cells_covered": {s: stats([r["cells_covered"] for r in runs]) for s, runs in results.items()},
         "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
+        "first_found_step": {s: [r["first_found_step"] for r in runs] for s, runs in results.items()},
     }  # fmt: skip
     if "wuji" in results and len(results) > 1:
         summary["wuji_against_each"] = {m: compare_groups({s: summary[m][s]["per_seed"] for s in strategies}, against="wuji") for m in ("bugs_found", "state_coverage")}
@@ -69,6 +70,9 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         summary["by_time"] = _at_budget_fractions(timelines, config.budget_s, _SECONDS)
     if config.budget_steps is not None:
         summary["by_steps"] = _at_budget_fractions(timelines, config.budget_steps, _ENV_STEPS)
+        reach = getattr(make(config.game, **dict(config.game_kwargs))[0], "reach_classes", None)
+        if reach is not None:
+            summary["by_reach_class"] = _by_reach_class(summary["first_found_step"], reach, config.budget_steps)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     title = f"{config.game}, {seeds} seed(s)"
     bugs_over_time_plot(timelines, out_dir / "bugs_over_time.png", first["bugs_total"], title)
@@ -100,6 +104,22 @@ def _at_budget_fractions(timelines: dict[str, list[np.ndarray]], budget: float, 
         }
         for f in fractions
     }
+
+
+def _by_reach_class(first_found_step: dict[str, list[list]], reach: Sequence[str], budget: int, fractions=(0.25, 0.5, 1.0)) -> dict:
+    """Bugs of each reach class (a game's ``reach_classes``) each strategy had found by fractions of
+    the env-step budget (mean, sd and per seed), from each bug's first-found step: exact, unlike
+    the timelines' per-call rows."""
+    classes = list(dict.fromkeys(reach))
+    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
+
+    def found(steps: list, spent: float, c: str) -> int:
+        return sum(1 for k, step in enumerate(steps) if reach[k] == c and step is not None and step <= spent)
+
+    return {
+        str(int(budget * f)): {s: {c: stats([found(steps, budget * f, c) for steps in runs]) for c in classes} for s, runs in first_found_step.items()}
+        for f in fractions
+    }  # fmt: skip
 
 
 def prepare_campaign_dir(out_dir: str | Path, strategies: Sequence[str], overwrite: bool = False, resume: bool = False) -> Path:

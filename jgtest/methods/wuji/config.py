@@ -11,9 +11,13 @@ from jgtest.evo import VariationParams
 from jgtest.seeds import check_seed
 
 #: The paper's strategies (§V-A3), in its order.
-STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
+PAPER_STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
+#: Every strategy: the paper's six and ``drl_30``, DRL as 30 learners. The paper does not say how it
+#: ran DRL; ``drl`` trains one learner on a population's games (one policy), ``drl_30`` trains
+#: ``population`` learners side by side (a population's policies, none bred or selected).
+STRATEGIES = PAPER_STRATEGIES + ("drl_30",)
 EVOLVES = {"ea_s", "ea_m", "ea_s+drl", "wuji"}
-TRAINS = {"drl", "ea_s+drl", "wuji"}
+TRAINS = {"drl", "drl_30", "ea_s+drl", "wuji"}
 MULTI = {"ea_m", "wuji"}
 
 
@@ -39,7 +43,8 @@ class WujiConfig:
         costing the game, not the policy; on device the learner's compute sets the pace
         instead, and an equal wall-clock budget gives random about 2.5 times the learners'
         steps. Machine-independent, unlike ``budget_s``.
-      runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 4).
+      runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 3, the authors'
+        code's: ``NeteaseFuxiRL/wuji`` ``config.ini`` ``[sample] eval = 3``).
       num_buckets: intervals per state feature for ES (paper: lost; 10).
       seed: the run's seed (its bug and gold placement, its keys).
       a2c: the A2C learner's settings.
@@ -53,7 +58,7 @@ class WujiConfig:
     generations: int | None = 10
     budget_s: float | None = None
     budget_steps: int | None = None
-    runs_per_eval: int = 4
+    runs_per_eval: int = 3
     num_buckets: int = 10
     seed: int = 0
     a2c: WujiA2CConfig = WujiA2CConfig()

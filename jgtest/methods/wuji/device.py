@@ -32,16 +32,28 @@ _STATES_FILE = "states.npy"
 
 
 class _Bookkeeper:
-    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states), and
-    bugs over time."""
+    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states), bugs
+    over time, and the run's env-step clock.
+
+    **The clock and the budget cut.** Each device call steps its games in lockstep: a row of the
+    call is one step of every game still playing (an evaluation's policies × runs, a round's
+    learners × slots). A step's clock is the env steps played before the call plus those of the
+    call's rows up to and including its own, so a bug's ``env_step`` is when the run had played that
+    many game steps. With ``budget_steps``, a call counts only the rows that end within the budget:
+    the bugs, states and steps of the rows past it are dropped (a run's counted steps fall short of
+    the budget by less than one row), and the run stops there (:attr:`budget_reached`). The game's
+    cells (``cells_covered``) are an exception: an A2C round reports them for the whole round.
+    """
 
     def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict,
                  timeline_path: Path, states: DistinctStates):  # fmt: skip
         self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
         self.found_at = np.array(progress["found_at"], np.float64)
+        self.found_step = np.array(progress["found_step"], np.int64)
         self.visited = np.array(progress["visited"], bool)
         self.states = states
         self.env_steps = int(progress["env_steps"])
+        self.budget_reached = bool(progress["budget_reached"])
         # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
         # rows past the checkpoint (work a kill lost, to be done again) are dropped
         lines = timeline_path.read_text().splitlines(keepends=True) if timeline_path.exists() else []
@@ -53,41 +65,58 @@ class _Bookkeeper:
     def seen(self, bug: int) -> bool:
         return not np.isnan(self.found_at[bug])
 
+    def _rows_within_budget(self, steps_per_row: np.ndarray) -> int:
+        """How many of a call's rows (``steps_per_row``, in order) end within the budget."""
+        if self.config.budget_steps is None:
+            return len(steps_per_row)
+        rows = int(np.searchsorted(np.cumsum(steps_per_row), self.config.budget_steps - self.env_steps, side="right"))
+        self.budget_reached |= rows < len(steps_per_row)
+        return rows
+
     def played(self, out: dict, seeds: np.ndarray, phase: str) -> None:
-        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``)."""
+        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``); row ``t`` of the
+        call is step ``t`` of every episode still running."""
         out = jax.device_get(out)
-        valid = out["valid"]
+        per_row = out["valid"].sum(axis=(0, 1))
+        valid = out["valid"] & (np.arange(per_row.size) < self._rows_within_budget(per_row))
+        clock = self.env_steps + np.cumsum(per_row)
         self.env_steps += int(valid.sum())
         self.visited[out["cell"][valid]] = True
         self.states.add(out["states"], valid)
         new = out["fired"] & valid[..., None] & np.isnan(self.found_at)
         for p, b, t, bug in zip(*np.nonzero(new)):
             if np.isnan(self.found_at[bug]):
-                self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase)
+                self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase, int(clock[t]))
         self._tick()
 
-    def caught(self, catch, cover, cells, seeds: np.ndarray, steps: int, phase: str) -> None:
+    def caught(self, catch, cover, cells, seeds: np.ndarray, games: int, phase: str) -> None:
         """Bugs a round of slot games caught (:class:`jgtest.rollout.BugCatch` per learner, or per
         group of random slots) and what it covered (``cover``, a stacked
-        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``)."""
+        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``); ``games``: the slot games
+        of the call, which all step every row."""
         catch, cover = jax.device_get((catch, cover))
-        self.env_steps += steps
+        states = cover.states.reshape(len(seeds), -1, *cover.states.shape[-2:])  # [P, rows, B, 2]
+        rows = self._rows_within_budget(np.full(states.shape[1], games))
+        before = self.env_steps
+        self.env_steps += rows * games
         for p in range(len(seeds)):
             self.visited[cells.members(jax.tree.map(itemgetter(p), cover.cells))] = True
-        self.states.add(cover.states)
-        for p, bug in zip(*np.nonzero(catch.found & np.isnan(self.found_at)[None])):
+        self.states.add(states[:, :rows])
+        for p, bug in zip(*np.nonzero(catch.found & (catch.tick < rows) & np.isnan(self.found_at)[None])):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
-                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), phase)
+                step = before + (int(catch.tick[p, bug]) + 1) * games
+                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), phase, step)
         self._tick()
 
-    def _record(self, bug, seed, slot, episode, t, actions, position, phase) -> None:
+    def _record(self, bug, seed, slot, episode, t, actions, position, phase, env_step) -> None:
         self.found_at[bug] = time.perf_counter() - self.start
+        self.found_step[bug] = env_step
         self.writer.write(BugRecord(
             kind=self.env.bug_kinds[bug], game=self.config.game, bug_id=int(bug), step=t, episode=episode, seed=seed,
             env_index=slot, actions=tuple(int(a) for a in actions), game_kwargs=self.game_kwargs,
             position=tuple(float(v) for v in position), wall_s=round(float(self.found_at[bug]), 3),
-            detail=f"{self.config.strategy} ({phase}): injected bug {bug} fired",
+            detail=f"{self.config.strategy} ({phase}): injected bug {bug} fired", env_step=env_step,
         ))  # fmt: skip
 
     def _tick(self) -> None:
@@ -135,6 +164,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         for record in kept:  # records written after the last checkpoint stay, and are not written twice
             if not book.seen(record.bug_id):
                 book.found_at[record.bug_id] = record.wall_s
+                book.found_step[record.bug_id] = -1 if record.env_step is None else record.env_step
         if lost := sorted(set(np.flatnonzero(~np.isnan(book.found_at)).tolist()) - {r.bug_id for r in kept}):
             warnings.warn(f"{writer.path}: bug(s) {lost}, found before the last checkpoint, have no record (a damaged log); a Wuji "
                           "campaign cannot re-derive one (its traces come from the population's policies): they count in the summary only",
@@ -153,7 +183,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, members(config)
             if strategy == "random":
                 population = _play_random(search, book, population, params, config)
-            elif strategy == "drl":
+            elif strategy in ("drl", "drl_30"):
                 population = _fine_tune(search, book, population, params, seeds.take(pop), config)
                 objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
             else:
@@ -200,7 +230,8 @@ def _fresh_progress(search: Search, config: WujiConfig, params) -> dict:
     return {
         "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
         "next_seed": next_seed, "elapsed_s": 0.0,
-        "found_at": np.full(search.env.num_bugs, np.nan), "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0,
+        "found_at": np.full(search.env.num_bugs, np.nan), "found_step": np.full(search.env.num_bugs, -1, np.int64),
+        "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0, "budget_reached": False,
     }  # fmt: skip
 
 
@@ -226,7 +257,7 @@ def _save(ckpt: Checkpointer, step: int, progress: dict, book: _Bookkeeper, seed
     """
     progress.update(
         next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
-        visited=book.visited.copy(), env_steps=book.env_steps,
+        visited=book.visited.copy(), env_steps=book.env_steps, found_step=book.found_step.copy(), budget_reached=book.budget_reached,
     )  # fmt: skip
     partial = out_dir / (_STATES_FILE + ".partial")
     with partial.open("wb") as f:
@@ -249,7 +280,7 @@ def _fine_tune(search, book, population, params, seeds, config):
     learners, slots = search.init_training(population, params, jnp.asarray(seeds))
     for _ in range(config.a2c.max_rounds):
         learners, slots, catch, cover, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
-        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.steps_per_round * len(seeds), "a2c")
+        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
         if _budget_spent(config, book):
@@ -260,7 +291,7 @@ def _fine_tune(search, book, population, params, seeds, config):
 def _budget_spent(config: WujiConfig, book: _Bookkeeper) -> bool:
     """The wall-clock or env-step budget is spent (checked between device calls)."""
     out_of_time = config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
-    return out_of_time or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
+    return out_of_time or book.budget_reached or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
 
 
 def _play_random(search, book, population, params, config):
@@ -270,7 +301,7 @@ def _play_random(search, book, population, params, config):
     for _ in range(config.a2c.max_rounds):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
-        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.steps_per_round * len(seeds), "random")
+        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "random")
         if _budget_spent(config, book):
             break
     return population
@@ -282,11 +313,24 @@ def _generation(search, book, population, objectives, params, key, config, take_
     children = search.offspring(key, population, objectives if multi else objectives[:, 1:], config.variation)
     candidates = [population, children]
     scores = [objectives, _evaluate(search, book, children, params, take_seeds(pop), "evaluation")]
-    if config.strategy in TRAINS:
+    if config.strategy in TRAINS and not _budget_spent(config, book):
         trained = _fine_tune(search, book, children, params, take_seeds(pop), config)
+        if _budget_spent(config, book):  # the budget ended in training: nothing more is played or selected
+            return population, objectives
         candidates.append(trained)
         scores.append(_evaluate(search, book, trained, params, take_seeds(pop), "evaluation"))
     return search.survivors(tuple(candidates), tuple(scores), multi)
+
+
+def _by_reach_class(env, found_step: np.ndarray) -> dict:
+    """``bugs_by_reach_class``: bugs found in each of the game's reach classes (``reach_classes``,
+    e.g. ``NSHArena-v0``'s), with each class's size; ``{}`` for a game without them."""
+    classes = getattr(env, "reach_classes", None)
+    if classes is None:
+        return {}
+    found = found_step >= 0
+    return {"bugs_by_reach_class": {c: {"found": int(sum(found[i] for i, k in enumerate(classes) if k == c)), "of": classes.count(c)}
+                                    for c in dict.fromkeys(classes)}}  # fmt: skip
 
 
 def _front_json(objectives: np.ndarray) -> dict:
@@ -302,6 +346,8 @@ def _summary(config, env, book, generations, wall_s) -> dict:
         "generations": generations, "bugs_found": int(found.sum()), "bugs_total": env.num_bugs,
         "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
         "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in book.found_at],
+        "first_found_step": [None if v < 0 else int(v) for v in book.found_step], "budget_steps": config.budget_steps,
+        **_by_reach_class(env, book.found_step),
         "state_coverage": len(book.states), "cells_covered": int(book.visited.sum()), "cells_covered_fraction": float(book.visited.mean()),
         "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
     }  # fmt: skip
