@@ -17,8 +17,8 @@ World (NSH is a three-dimensional game, §V-A; attacks land only within reach):
   floor 0, the arena floor; floors 1 and 2 are ledges above it that the player reaches by the
   leap skill and leaves by the drop skill (NSH's characters fly and leap). From another floor no
   attack reaches the boss and the boss cannot reach the player: the damage path is on floor 0.
-* The player starts at ``(0, rows - 2, cols // 2)``, the boss at ``(rows // 2 - 4, cols // 2)``
-  (row 1 on the default arena), as in ``CombatArena-v0``.
+* The player starts at ``(0, rows - 2, cols // 2)``, the boss at ``(1, cols // 2)``, as in
+  ``CombatArena-v0``.
 
 Actions (``Discrete(19)``), "4 moves plus many skills":
 
@@ -27,24 +27,25 @@ Actions (``Discrete(19)``), "4 moves plus many skills":
 ====  ==========  ================================================================================
  0-3  N S E W     move one cell (two with Swift up); blocked by the border and the boss's cell
  4    strike      8 damage within distance 1
- 5    thrust      setup: 4 damage within 1 and the boss staggers for 4 steps (3)
+ 5    thrust      setup: 4 damage within 1, and the boss is staggered for the next 3 steps (3)
  6    sweep       follow-up: within 1, 20 damage on a staggered boss (it ends the stagger and
-                  exposes the boss for 3 steps), else 6 (3)
+                  exposes the boss for the next 2 steps), else 6 (3)
  7    burst       finisher: within 2, 36 damage on an exposed boss (it ends the exposure), else 6 (6)
  8    dart        ranged: ``24 // distance`` within 5 (3)
  9    dash        two cells in the facing direction, through the boss; 6 damage if it ends within 1 (4)
  10   flick       a weak skill: 1 damage within 3
  11   heal        ``+25`` hp, up to the maximum (10)
-12-16 buffs       Iron, Ward, Guard (each takes 3, 3, 4 off every boss hit), Fury (damage × 1.5),
-                  Swift (moves go two cells); each lasts 4 steps (8)
+12-16 buffs       Iron, Ward, Guard (each takes 2, 3, 3 off every boss hit), Fury (damage × 1.5),
+                  Swift (moves go two cells); each is up for the boss's next 4 turns (the cast
+                  step's included) and the player's next 3 actions (8)
  17   leap        up one floor (2)
- 18   drop        down one floor (2)
+ 18   drop        down one floor (2); not onto the boss's cell in phase 1
 ====  ==========  ================================================================================
 
 The combo thrust → sweep → burst deals 60 in three steps, against 24 for three strikes: the
 "combination of skills that damage the opponent to the largest extent" (§V-A) a winner must find.
-Fury on the combo adds half again. A skill whose cooldown runs does nothing (a wasted step). A
-traced out-of-range action is clipped.
+Fury on the combo adds half again. A skill whose cooldown runs does nothing (a wasted step);
+a cooldown of ``n`` makes a skill usable every ``n`` steps. A traced out-of-range action is clipped.
 
 Boss: 400 hp in three phases cut at ``phase_thresholds`` (default 60% and 30%; "a boss with
 phases"): each phase hits harder (attack ``6..12`` plus 2 a phase), and once worn past a threshold
@@ -62,10 +63,12 @@ in the conditions §V-D describes, fixed per scenario (the paper's bugs are inje
 *near the start* (any player can reach them without fighting):
 
 0. crash, L10's (§V-D, "will crash if distance == 0" under ``if player.buff_time``): the dart at
-   distance 0 (only by dashing onto the boss) while any buff is up.
+   distance 0 (on the boss's cell: by dashing onto it, or dropping onto it in phase 2 or 3) while
+   any buff is up.
 1. logical, L10's (§V-D): "hurt becomes negative only when the initial damage is within a certain
-   range and three specific buffs exist simultaneously": Iron, Ward and Guard up together and a
-   boss hit rolling below 10 heal the player (the fix ``hurt = max(hurt, 0)`` missing).
+   range and three specific buffs exist simultaneously": Iron, Ward and Guard up together
+   (reductions 2 + 3 + 3 = 8; no two of them reach 7) and a phase-1 boss hit rolling 6 or 7 heal
+   the player (the fix ``hurt = max(hurt, 0)`` missing).
 2. stuck: arriving at ``bug_cells[0]`` (floor 1) with ``bug_buffs[0]`` (Swift) up traps the player.
 3. crash: leaping from ``bug_cells[1]`` (floor 0) clips the ceiling.
 4. stuck: a dash ending at ``bug_cells[2]`` (floor 2) lodges the player in the wall.
@@ -76,10 +79,12 @@ in the conditions §V-D describes, fixed per scenario (the paper's bugs are inje
 
 7. crash, NSH's (§V-D): "triggered when ... the boss is dead with multiple specific buffs": the
    boss dies with both ``death_buffs`` (Fury and Guard) up.
-8. logical: the burst on an exposed boss in phase 3 with Fury up overflows and heals the boss
-   (the assertion "a player's hit never heals the boss").
+8. logical: the burst on an exposed boss in phase 3 with Fury up overflows and heals the boss by
+   the damage it would have dealt (up to the boss's hp left, and no higher than phase 3's
+   threshold; the assertion "a player's hit never heals the boss"); the step's reward is
+   negative by the same amount.
 9. crash: a sweep follow-up with Fury up is the hit that breaks the first phase.
-10. stuck: the boss enters phase 3 while the player stands on its cell (dist 0).
+10. stuck: the boss enters phase 3, not killed, while the player stands on its cell (dist 0).
 11. logical: a thrust on a boss still staggered, in phase 2 or 3, stacks the stagger past its cap
     (the assertion "stagger ≤ 4").
 12. crash: the dart at distance 1 (its strongest use) with ``bug_buffs[2]`` (Fury) up, in phase 2
@@ -92,7 +97,8 @@ the mission" cannot explore the states after it, and one that only accomplishes 
 
 14. stuck: arriving at ``bug_cells[3]`` (floor 2) with ``bug_buffs[3]`` (Swift) up, phase 2 or 3.
 15. crash: the flick at distance 7 or more on floor 0, phase 3.
-16. logical: a heal on floor 2 at distance 4 or more, phase 2 or 3, applies twice, past the cap.
+16. logical: a heal on floor 2 at distance 4 or more, phase 2 or 3, applies twice, past the cap
+    (the assertion "one heal restores at most ``heal_amount``").
 17. stuck: leaping from floor 1 after :data:`AWAY` (12) steps in a row off floor 0, phase 2 or 3.
 18. crash: leaping from floor 0 at distance 6 or more, phase 2 or 3.
 19. stuck: arriving at ``bug_cells[4]`` (floor 0) with ``bug_buffs[4]`` (Ward) up, phase 3.
@@ -103,7 +109,8 @@ boss, or lingering off floor 0), so that a noisy fighter, which closes in again 
 stumble on them, while a policy that fights to a phase and then explores reaches each in a few
 steps.
 
-Each bug fires the first time per episode; a crash terminates the episode (``telemetry.crashed``),
+Each bug fires the first time per episode; a crash terminates the episode (``telemetry.crashed``;
+a kill that crashes earns its damage but not the win's bonus),
 a stuck player's world stops changing until the time limit (Wuji's stuck oracle, §III), a logical
 bug is what its developer assertion reports (§III: logical bugs "require specific assertions").
 
@@ -114,10 +121,11 @@ duration, ``[12:25]`` cooldowns of actions 5..9, 11..18 / their length, ``[25]``
 boss, ``[29:32]`` phase one-hot, ``[32:36]`` facing one-hot.
 
 Wuji's game state (:meth:`NSHArena.state_features`, Def. 3, fixed before any run): floor, both
-cells, both hps, the distance, the phase and which buffs are up (15 features). Coverage cell:
-(floor, cell, phase, distance bucket of 0, 1, 2-4, 5+): ``map_shape`` ``(levels · rows · cols, 12)``.
+cells, both hps, the distance, the phase and which buffs are up (16 features). Coverage cell:
+(floor, cell, phase, distance bucket: 0, 1, 2-4, or 5+ and any cell on another floor):
+``map_shape`` ``(levels · rows · cols, 12)``.
 
-Reward: damage dealt / boss max hp, ``+1`` on a win, ``-1`` on a loss.
+Reward: damage dealt / boss max hp (negative on bug 8's overflow), ``+1`` on a win, ``-1`` on a loss.
 
 Calibration (:mod:`jgtest.envs.nsh_probes`, :data:`FULL_BUDGET_STEPS` env steps, 1,000 games in
 parallel, run seed 0; ``tests/envs/test_nsh_arena.py::test_probe_calibration`` checks it). The
@@ -127,16 +135,22 @@ these probes alone, before any Wuji strategy ran here:
 ===================  ========  =====  ========  ========  =====  =====  ====  ============
 probe                episodes  wins   phase 2   phase 3   start  path   off   phase-gated
 ===================  ========  =====  ========  ========  =====  =====  ====  ============
-random               105,868   0%     0.02%     0%        7/7    0/7    0/7   0/14
-fighter              245,511   70.9%  100%      99.7%     0/7    0/7    0/7   0/14
-fighter, 30% random  185,152   20.4%  98.9%     80.2%     6/7    7/7    0/7   7/14
+random               106,778   0%     0.02%     0%        7/7    0/7    0/7   0/14
+fighter              268,203   83.0%  100%      100%      0/7    0/7    0/7   0/14
+fighter, 30% random  207,618   37.1%  99.3%     88.7%     6/7    7/7    0/7   7/14
 ===================  ========  =====  ========  ========  =====  =====  ====  ============
+
+(Phase rates are of the episodes that ended within the budget. With run seed 1: random finds two
+off-path bugs, 16 and 20, in the 19 or so fights in which it breaks the first phase; the fighters
+find what they find with seed 0.)
 
 Tried and dropped while calibrating: regeneration 2 to 4 let random break the first phase in 0.1–0.6%
 of its fights and so reach off-path bugs; 120 player hp and 3 attack a phase let the fighter win
 only 25% of its fights; a sweep that breaks the first phase without Fury crashed nearly every
 fight of the fighter, who then never won; off-path bugs that asked only for floor 2, or for
-distance 5, were found by the noisy fighter.
+distance 5, were found by the noisy fighter; reductions of 3, 3 and 4 let two buffs, not three,
+turn a low roll into a heal (bug 1). A first version of the fighter read timers and cooldowns one
+step late and stood above the boss trying to drop in phase 1; the table is the fixed fighter's.
 """
 
 from __future__ import annotations
@@ -163,8 +177,9 @@ ACTION_NAMES = ("N", "S", "E", "W", "strike", "thrust", "sweep", "burst", "dart"
                 "iron", "ward", "guard", "fury", "swift", "leap", "drop")  # fmt: skip
 #: Actions with a cooldown, in the observation's order.
 COOLDOWN_ACTIONS = (THRUST, SWEEP, BURST, DART, DASH, HEAL, 12, 13, 14, 15, 16, LEAP, DROP)
-#: Damage each buff takes off a boss hit (Iron, Ward, Guard; Fury and Swift none).
-REDUCTION = (3, 3, 4, 0, 0)
+#: Damage each buff takes off a boss hit (Iron, Ward, Guard; Fury and Swift none): no two of the
+#: first three reach the lowest phase-1 roll, 6; all three, 8, exceed it (bug 1).
+REDUCTION = (2, 3, 3, 0, 0)
 OBS_SIZE = 36
 NUM_BUGS = 21
 BUG_KINDS = (
@@ -176,6 +191,9 @@ BUG_KINDS = (
 #: ``off`` (off the damage path, phase-gated).
 REACH_CLASSES = ("start",) * 7 + ("path",) * 7 + ("off",) * 7
 STAGGER, EXPOSE, BUFF_TIME = 4, 3, 4
+#: The bugs at ``bug_cells`` and the floor each must be on (leaps need a floor above, the ledges
+#: are floors 1 and 2).
+BUG_CELL_BUGS, BUG_CELL_FLOORS = (2, 3, 4, 14, 19), (1, 0, 2, 2, 0)
 #: Steps in a row off floor 0 after which the boss has lost the player (bug 17).
 AWAY = 12
 #: The comparison's env-step budget: Wuji's 30 generations at most 294k steps each (30 learners ×
@@ -394,7 +412,7 @@ class NSHArena(TestingEnv):
         regen = jnp.where(damage > 0, 0, params.boss_regen)
         bounds = jnp.floor(params.phase_thresholds * params.boss_max_hp).astype(jnp.int32)
         cap = jnp.min(jnp.where(bounds >= hit_hp, bounds, params.boss_max_hp))
-        boss_hp = jnp.where(overflow, hit_hp, jnp.minimum(hit_hp + regen, jnp.maximum(cap, hit_hp)))
+        boss_hp = jnp.where(overflow, jnp.minimum(hit_hp, bounds[1]), jnp.minimum(hit_hp + regen, jnp.maximum(cap, hit_hp)))
         new_phase = self.phase(boss_hp, params)
         killed = ~dart_crash & (boss_hp <= 0)
 
@@ -411,9 +429,9 @@ class NSHArena(TestingEnv):
             cap_ignored & (state.player_hp + healed > params.player_max_hp),
             (action == FLICK) & ~on_arena & (dist0 <= 3),
             killed & jnp.all(up[params.death_buffs]),
-            overflow & (damage > 0),
+            overflow & (boss_hp > state.boss_hp),
             combo_sweep & up[FURY] & (phase == 1) & (new_phase >= 2),
-            (phase < 3) & (new_phase == 3) & on_arena & (dist == 0),
+            (phase < 3) & (new_phase == 3) & ~killed & on_arena & (dist == 0),
             thrusted & late & (state.stagger > 1),
             darted & (dist0 == 1) & up[params.bug_buffs[2]] & late,  # Fury by default
             killed & dashed,
@@ -445,7 +463,8 @@ class NSHArena(TestingEnv):
         lost = ~won & ~crashed & (player_hp <= 0)
         fired = fired & ~state.bugs_seen
 
-        reward = (damage / params.boss_max_hp * jnp.where(overflow, -1.0, 1.0) + jnp.where(won, 1.0, 0.0) - jnp.where(lost, 1.0, 0.0)).astype(jnp.float32)
+        dealt = jnp.where(overflow, state.boss_hp - boss_hp, damage)  # the overflow's heal counts against the player
+        reward = (dealt / params.boss_max_hp + jnp.where(won, 1.0, 0.0) - jnp.where(lost, 1.0, 0.0)).astype(jnp.float32)
         new_state = EnvState(
             pos=pos, boss_pos=boss_pos, player_hp=player_hp.astype(jnp.int32), boss_hp=boss_hp.astype(jnp.int32),
             facing=facing.astype(jnp.int32), buff_timer=buff_timer.astype(jnp.int32), cooldowns=cooldowns.astype(jnp.int32),
@@ -507,12 +526,13 @@ class NSHArena(TestingEnv):
     # ----- testing hooks ----------------------------------------------------
     def randomize(self, key, params: EnvParams) -> EnvParams:
         """With ``randomize_bugs``: each cell bug on its floor at a cell drawn uniformly among
-        those that are neither start cell, and the buff of each buff-gated bug drawn uniformly.
+        those that are neither start cell, the buff of each buff-gated bug drawn uniformly, and
+        bug 7's two buffs drawn as a pair of different ones.
         Without (the default), ``params`` unchanged: the scenario's bugs are injected once, as
         the paper's are (§V-A)."""
         if not self.randomize_bugs:
             return params
-        k_cell, k_buff = jax.random.split(key)
+        k_cell, k_buff, k_death = jax.random.split(key, 3)
         ids = jnp.arange(self.rows * self.cols)
         start = params.player_start[1] * self.cols + params.player_start[2]
         boss = params.boss_start[0] * self.cols + params.boss_start[1]
@@ -520,7 +540,8 @@ class NSHArena(TestingEnv):
         flat = jnp.argmax(scores, axis=-1)
         cells = jnp.stack([params.bug_cells[:, 0], flat // self.cols, flat % self.cols], axis=-1).astype(jnp.int32)
         buffs = jax.random.randint(k_buff, params.bug_buffs.shape, 0, NUM_BUFFS).astype(jnp.int32)
-        return params.replace(bug_cells=cells, bug_buffs=buffs)
+        death = jax.random.permutation(k_death, NUM_BUFFS)[:2].astype(jnp.int32)
+        return params.replace(bug_cells=cells, bug_buffs=buffs, death_buffs=death)
 
     def validate_params(self, params: EnvParams) -> None:
         super().validate_params(params)
@@ -531,19 +552,29 @@ class NSHArena(TestingEnv):
         boss = np.asarray(params.boss_start)
         if boss.shape != (2,) or not (0 <= boss[0] < rows and 0 <= boss[1] < cols):
             raise ValueError(f"{self.name}: boss_start {boss.tolist()} is outside the {rows}x{cols} floor")
+        if start[0] == 0 and start[1:].tolist() == boss.tolist():
+            raise ValueError(f"{self.name}: player_start and boss_start are the same cell {boss.tolist()} of floor 0")
         cells = np.asarray(params.bug_cells)
         if cells.shape != (5, 3):
             raise ValueError(f"{self.name}: bug_cells must have shape (5, 3) (floor, row, col), got {cells.shape}")
         for k, (f, r, c) in enumerate(cells.tolist()):
             if not (0 <= f < levels and 0 <= r < rows and 0 <= c < cols):
                 raise ValueError(f"{self.name}: bug cell {k} at (floor {f}, {r}, {c}) is outside the {levels}x{rows}x{cols} arena")
+            if f != BUG_CELL_FLOORS[k]:
+                raise ValueError(f"{self.name}: bug cell {k} (bug {BUG_CELL_BUGS[k]}) must be on floor {BUG_CELL_FLOORS[k]}, got floor {f}")
         for what, shape in (("bug_buffs", (5,)), ("death_buffs", (2,))):
             buffs = np.asarray(getattr(params, what))
             if buffs.shape != shape or np.any((buffs < 0) | (buffs >= NUM_BUFFS)):
                 raise ValueError(f"{self.name}: {what} must be {shape[0]} buff indices in 0..{NUM_BUFFS - 1}, got {buffs.tolist()}")
+        death = np.asarray(params.death_buffs)
+        if death[0] == death[1]:
+            raise ValueError(f"{self.name}: death_buffs must be two different buffs, got {death.tolist()}")
         phases = np.asarray(params.phase_thresholds)
         if phases.shape != (2,) or np.any((phases <= 0) | (phases >= 1)) or not phases[0] > phases[1]:
             raise ValueError(f"{self.name}: phase_thresholds must be two boss hp fractions in (0, 1), the first the larger, got {phases.tolist()}")
+        bounds = np.floor(phases * int(np.asarray(params.boss_max_hp))).astype(int)
+        if bounds[1] < 1 or bounds[0] == bounds[1]:
+            raise ValueError(f"{self.name}: phase_thresholds {phases.tolist()} leave a phase without hp at boss_max_hp {int(np.asarray(params.boss_max_hp))}")
         for what in ("player_max_hp", "boss_max_hp"):
             if int(np.asarray(getattr(params, what))) < 1:
                 raise ValueError(f"{self.name}: {what} must be at least 1, got {int(np.asarray(getattr(params, what)))}")

@@ -16,11 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.envs.base import step_with_reset
-from jgtest.envs.nsh_arena import BUFF0, BURST, DROP, HEAL, STRIKE, SWEEP, THRUST, NSHArena
+from jgtest.envs.nsh_arena import BUFF0, BUFF_TIME, BURST, COOLDOWN, COOLDOWN_ACTIONS, DROP, EXPOSE, HEAL, STAGGER, STRIKE, SWEEP, THRUST, NSHArena
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
 
 #: The observation's cooldown slots (``NSHArena`` obs ``[12:25]``) of the actions the fighter uses.
-_CD_THRUST, _CD_SWEEP, _CD_BURST, _CD_HEAL, _CD_BUFF = 12, 13, 14, 17, 18
+_CD_THRUST, _CD_SWEEP, _CD_BURST, _CD_HEAL, _CD_BUFF, _CD_DROP = 12, 13, 14, 17, 18, 24
 
 
 def random_policy(params, obs, key):
@@ -29,24 +29,30 @@ def random_policy(params, obs, key):
 
 
 def make_fighter(env: NSHArena, explore: float = 0.0):
-    """A scripted fighter: back to floor 0, close in, heal below 40% hp, then the combo (sweep a
-    staggered boss, burst an exposed one, thrust), a reduction buff (Iron, Ward, Guard) when none
-    is up, else strike; a uniform random action with probability ``explore``."""
+    """A scripted fighter: back to floor 0 (off the boss's cell first), close in, heal below 40% hp,
+    then the combo (sweep a staggered boss, burst an exposed one, thrust), a reduction buff (Iron,
+    Ward, Guard) when none will be up on the boss's next turn, else strike; a uniform random action
+    with probability ``explore``. It reads the observation as the next step will find it: timers
+    and cooldowns tick down before the action, so a reading of 1 has run out (a cooldown of 1 is
+    ready)."""
     span = jnp.array([env.rows - 1, env.cols - 1], jnp.float32)
+    lengths = jnp.asarray(COOLDOWN[list(COOLDOWN_ACTIONS)], jnp.float32)
 
     def policy(params, obs, key):
         floor, gap = obs[0], jnp.round((obs[3:5] - obs[1:3]) * span)
         dist = jnp.sum(jnp.abs(gap))
-        ready = obs[12:25] == 0
+        ready = jnp.round(obs[12:25] * lengths) <= 1
+        staggered, exposed = jnp.round(obs[25] * STAGGER) > 1, jnp.round(obs[26] * EXPOSE) > 1
         move = jnp.where(jnp.abs(gap[0]) >= jnp.abs(gap[1]), jnp.where(gap[0] < 0, 0, 1), jnp.where(gap[1] > 0, 2, 3))
-        reduction_up = jnp.any(obs[7:10] > 0)
+        reduction_up = jnp.any(jnp.round(obs[7:10] * BUFF_TIME) > 1)
         buff_ready = ready[_CD_BUFF - 12 : _CD_BUFF - 12 + 3]
+        can_drop = ready[_CD_DROP - 12] & ~((dist == 0) & (obs[29] > 0))  # not onto the boss in phase 1
         action = jnp.select(
-            [floor > 0, (dist == 2) & (obs[26] > 0) & ready[_CD_BURST - 12], dist > 1,
-             (obs[5] < 0.4) & ready[_CD_HEAL - 12], (obs[25] > 0) & ready[_CD_SWEEP - 12],
-             (obs[26] > 0) & ready[_CD_BURST - 12], (obs[25] == 0) & ready[_CD_THRUST - 12],
+            [(floor > 0) & can_drop, floor > 0, (dist == 2) & exposed & ready[_CD_BURST - 12], dist > 1,
+             (obs[5] < 0.4) & ready[_CD_HEAL - 12], staggered & ready[_CD_SWEEP - 12],
+             exposed & ready[_CD_BURST - 12], ~staggered & ready[_CD_THRUST - 12],
              ~reduction_up & jnp.any(buff_ready)],
-            [DROP, BURST, move, HEAL, SWEEP, BURST, THRUST, BUFF0 + jnp.argmax(buff_ready)],
+            [DROP, jnp.where(dist == 0, 1, move), BURST, move, HEAL, SWEEP, BURST, THRUST, BUFF0 + jnp.argmax(buff_ready)],
             STRIKE,
         )  # fmt: skip
         k_explore, k_action = jax.random.split(key)
@@ -96,7 +102,8 @@ def probe_run(env: NSHArena, params, policy, budget_steps: int, num_envs: int = 
     multiple of ``num_envs``), keyed as a campaign's episodes.
 
     Returns ``first_found`` (the env step at which each bug first fired, ``-1``: never), the
-    episodes, the win rate and the share of fights that reached phase 2 and phase 3.
+    episodes, the win rate and the share of fights that reached phase 2 and phase 3 (of the
+    episodes that ended within the budget).
     """
     first, tallies = _probe(env, params, policy, seed, num_envs, budget_steps // num_envs)
     first, (episodes, wins, phase2, phase3) = np.asarray(first), np.asarray(tallies).tolist()

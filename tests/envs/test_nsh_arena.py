@@ -68,9 +68,12 @@ def test_l10s_crash_needs_distance_zero_and_a_buff():
 def test_l10s_logical_bug_needs_three_specific_buffs_and_a_low_roll():
     low = PARAMS.replace(boss_attack_prob=1.0, boss_move_prob=0.0, boss_atk_min=6, boss_atk_max=6)
     state, _, _, bugs = _step(_state(buffs=(IRON, WARD, GUARD), player_hp=jnp.int32(100)), STRIKE, low)
-    assert bugs == [1] and int(state.player_hp) == 104
-    state, _, _, bugs = _step(_state(buffs=(IRON, WARD, FURY), player_hp=jnp.int32(100)), STRIKE, low)
-    assert bugs == [] and int(state.player_hp) == 100
+    assert bugs == [1] and int(state.player_hp) == 102
+    for two in ((IRON, WARD), (IRON, GUARD), (WARD, GUARD)):  # no two of them turn the lowest roll into a heal
+        state, _, _, bugs = _step(_state(buffs=(*two, FURY), player_hp=jnp.int32(100)), STRIKE, low)
+        assert bugs == [] and int(state.player_hp) <= 100, two
+    high = low.replace(boss_atk_min=8, boss_atk_max=8)
+    assert _step(_state(buffs=(IRON, WARD, GUARD)), STRIKE, high)[3] == []  # a roll out of the range
 
 
 def test_nshs_crash_is_the_boss_dying_under_fury_and_guard():
@@ -87,8 +90,11 @@ def test_damage_path_bugs_are_gated_on_the_phase():
     assert _step(_state(boss_hp=200, **staggered), THRUST)[3] == [11]
     assert _step(_state(boss_hp=300, **staggered), THRUST)[3] == []
     overflow = _state(boss_hp=100, buffs=(FURY,), exposed=jnp.int32(2))
-    state, _, _, bugs = _step(overflow, BURST)
-    assert bugs == [8] and int(state.boss_hp) == 154  # the finisher's 54 heals the boss
+    state, reward, _, bugs = _step(overflow, BURST)
+    assert bugs == [8] and int(state.boss_hp) == 120 and reward == pytest.approx(-20 / 400)  # healed, up to phase 3's top
+    # the boss entering phase 3 with the player on its cell traps the player, unless the hit kills it
+    assert _step(_state(cell=(5, 5), boss_hp=125), STRIKE)[3] == [10]
+    assert _step(_state(cell=(5, 5), boss_hp=5), STRIKE)[3] == []
 
 
 def test_off_path_bugs_need_a_run_of_choices_away_from_the_fight():
@@ -138,6 +144,10 @@ def test_bugs_stay_where_injected_unless_randomized():
         ({"death_buffs": jnp.array([-1, 2])}, "death_buffs must be 2 buff indices in 0..4"),
         ({"phase_thresholds": jnp.array([1.0, 0.3])}, "phase_thresholds must be two boss hp fractions in \\(0, 1\\)"),
         ({"phase_thresholds": jnp.array([0.3, 0.6])}, "the first the larger"),
+        ({"phase_thresholds": jnp.array([0.6, 0.001])}, "leave a phase without hp"),
+        ({"death_buffs": jnp.array([3, 3])}, "death_buffs must be two different buffs"),
+        ({"bug_cells": PARAMS.bug_cells.at[1].set(jnp.array([2, 5, 5]))}, "bug cell 1 \\(bug 3\\) must be on floor 0"),
+        ({"player_start": jnp.array([0, 1, 5])}, "player_start and boss_start are the same cell"),
         ({"boss_attack_prob": 1.5}, "boss_attack_prob must be a probability"),
     ],
 )
