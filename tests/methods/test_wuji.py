@@ -159,7 +159,7 @@ class _Killed(Exception):
 
 def _kill_after_first_generation(generation, generations, bugs):
     if generation == 1:
-        raise _Killed  # after generation 1's checkpoint, before anything else
+        raise _Killed  # after generation 1 (whose records are written; its checkpoint is not: the last is the initial one)
 
 
 @pytest.mark.parametrize("strategy", ["ea_m", "random"])  # random: its slot games' episodes go on across the kill
