@@ -569,6 +569,83 @@ def wuji_maze_sections(results: Results) -> list[str]:
     ]
 
 
+#: NSHArena-v0's comparison: every strategy, 10 seeds; then Wuji and the two strategies that found the
+#: most bugs in it, 30 seeds.
+NSH_COMPARE, NSH_THIRTY = "wuji_nsh_compare_10seeds_10Msteps.json", "wuji_nsh_3strategies_30seeds_10Msteps.json"
+
+
+def reach_class_table(summary: dict) -> str:
+    """Bugs of each reach class found by each strategy at each checkpoint of the budget (means), the best of each column in bold."""
+    by_class, strategies = summary["by_reach_class"], summary["strategies"]
+    marks = sorted(by_class, key=int)
+    classes = list(by_class[marks[-1]][strategies[0]])
+    columns = [bold_best([by_class[m][s][c]["mean"] for s in strategies], lambda v: num(v, 1)) for c in classes for m in marks]
+    return table(["strategy", *[f"{c}, {steps_label(m)}" for c in classes for m in marks]], [[label(s), *[col[i] for col in columns]] for i, s in enumerate(strategies)])
+
+
+def first_found_table(summary: dict) -> str:
+    """Each bug: its kind and reach class, in how many seeds each strategy found it and the median env step
+    at which it did, and the strategies that reach it first (the lowest median first-found step, a seed
+    that never found it counting as never; ties all named: strategies that start from the same
+    policies find the early bugs at the same step)."""
+    from jgtest.envs.nsh_arena import BUG_KINDS, REACH_CLASSES
+
+    strategies, steps = summary["strategies"], summary["first_found_step"]
+    rows = []
+    for bug, (kind, reach) in enumerate(zip(BUG_KINDS, REACH_CLASSES)):
+        cells, medians = [], {}
+        for s in strategies:
+            found = [run[bug] for run in steps[s] if run[bug] is not None]
+            medians[s] = statistics.median([*found, *[float("inf")] * (len(steps[s]) - len(found))])
+            cells.append(f"{len(found)}/{len(steps[s])}" + (f", {steps_label(int(statistics.median(found)))}" if found else ""))
+        best = min(medians.values())
+        first = listing(label(s) for s in strategies if medians[s] == best) if best != float("inf") else "none in most seeds"
+        rows.append([str(bug), kind, reach, *cells, first])
+    return table(["bug", "kind", "reach", *[label(s) for s in strategies], "first there"], rows)
+
+
+def wuji_nsh_sections(results: Results) -> list[str]:
+    nsh, thirty = results[NSH_COMPARE], results[NSH_THIRTY]
+    per_run = {s: nsh["wall_s"][s] / nsh["seeds"] for s in nsh["strategies"]}
+    others = [s for s in thirty["strategies"] if s != "wuji"]
+    tests = {t["b"]: t for t in thirty["wuji_against_each"]["bugs_found"]}
+    states = {t["b"]: t for t in thirty["wuji_against_each"]["state_coverage"]}
+    rows30 = [[label(s), num(thirty["bugs_found"][s]["mean"], 2), num(thirty["bugs_found"][s]["sd"], 2), num(thirty["state_coverage"][s]["mean"]),
+               num(thirty["wall_s"][s] / thirty["seeds"])] for s in thirty["strategies"]]  # fmt: skip
+    return [
+        claims_section(
+            "NSHArena against the paper's claims", nsh, WUJI_COMBAT_CLAIMS,
+            "NSHArena-v0 is our NSH-sized combat scenario: three floors, 19 actions with setup → follow-up combos, five timed buffs, "
+            f"a boss with three phases and {nsh['bugs_total']} bugs fixed where they were injected, a third near the start, a third on the "
+            "damage path and a third off it, both gated on the boss's phase (its calibration with probe policies, fixed before any "
+            f"strategy ran, is in jgtest/envs/nsh_arena.py). Whole runs of {steps_label(nsh['budget_steps'])} env steps, every game "
+            "counted and the results cut at the budget; DRL is one learner, DRL ×30 thirty learners side by side (the paper does not "
+            "say how it ran DRL; the claims read DRL as one learner).",
+        ),  # fmt: skip
+        section(
+            f"NSHArena, {nsh['seeds']} seeds, {steps_label(nsh['budget_steps'])} env steps",
+            "Bugs found and distinct states covered, means at each quarter of the budget, the best of each column in bold; then the "
+            "bugs of each reach class found by a quarter, half and all of the budget; then each bug: in how many seeds each strategy "
+            "found it and the median env step of its first finding, and which strategy gets there first. Time a run took on 2 CPU "
+            f"cores (seconds, mean of the seeds): {named({s: num(v) for s, v in per_run.items()})}. Below the tables, Wuji's seeds against each other strategy's.",
+            progress_table(nsh, "by_steps", steps_label),
+            reach_class_table(nsh),
+            first_found_table(nsh),
+            against_table(nsh["wuji_against_each"]),
+            provenance(NSH_COMPARE, nsh),
+        ),
+        section(
+            f"NSHArena, {thirty['seeds']} seeds of Wuji and the two that found the most bugs in ten",
+            f"Wuji against {listing(label(s) for s in others)}, bugs found (Holm-corrected Mann–Whitney p over the two pairs, Cliff's δ "
+            "positive where Wuji tends higher): " + "; ".join(f"{label(s)} δ {signed(tests[s]['cliffs_delta'])} (p {pvalue(tests[s]['p_holm'])}), "
+            f"states δ {signed(states[s]['cliffs_delta'])} (p {pvalue(states[s]['p_holm'])})" for s in others) + ".",
+            table(["strategy", "bugs, mean", "bugs, sd", "states, mean", "s a run"], rows30),
+            reach_class_table(thirty),
+            provenance(NSH_THIRTY, thirty),
+        ),
+    ]
+
+
 def by_steps_listing(data: dict) -> str:
     """The seeds, then bugs / states of each strategy at each checkpoint of a ``by_steps`` table."""
     marks = sorted(data["by_steps"], key=int)
@@ -582,15 +659,16 @@ def by_steps_listing(data: dict) -> str:
 
 
 def wuji_page(results: Results) -> Page:
-    combat = results["wuji_combat_compare_10seeds_1.5Msteps.json"]
+    combat, nsh = results["wuji_combat_compare_10seeds_1.5Msteps.json"], results[NSH_COMPARE]
     intro = (
         "Wuji (Zheng et al., ASE 2019) tests games by evolving a population of policies with NSGA-II on two objectives, winning "
         "and exploring, and fine-tuning each generation's children with A2C. The paper compares it with random play and with its "
         "parts (EA_s: evolution on winning alone; EA_m: evolution on both objectives; DRL; EA_s+DRL) on Block Maze and two "
         "commercial combat games, each strategy run 10 times, for 1 hour on Block Maze and 10 hours on each combat game (§V-A), "
         "by bugs found (§V-B) and states covered (§V-C). Its figures are plots and tables whose orderings its text states: "
-        "those orderings are the paper's column below. Our twins are BlockMaze-v0 and CombatArena-v0; each run gets a budget "
-        "of env steps (every evaluation game, A2C rollout and random game counts) in place of the paper's hours."
+        "those orderings are the paper's column below. Our twins are BlockMaze-v0, CombatArena-v0 (L10's size) and NSHArena-v0 "
+        "(NSH's); each run gets a budget of env steps (every evaluation game, A2C rollout and random game counts) in place of the "
+        "paper's hours."
     )
     early, arena = "wuji_combat_3strategies_10seeds_3Msteps.json", "wuji_combat_4strategies_10seeds_6Msteps.json"
     variants = [
@@ -599,11 +677,12 @@ def wuji_page(results: Results) -> Page:
         ("An earlier arena and search (no death crash, no phase-locked boss, DRL as independent learners, NSGA-II's crowded-comparison "
          f"tournament): {by_steps_listing(results[arena])}", arena),
     ]  # fmt: skip
-    body = "\n\n".join([intro, *wuji_combat_sections(results), *wuji_maze_sections(results), tried_and_not_kept(variants)])
-    most = claim_rows(combat, [c for c in WUJI_COMBAT_CLAIMS if c[0] == "Wuji finds the most bugs"])[0][3]
-    summary = (f"CombatArena, bugs found of {combat['bugs_total']} in {steps_label(combat['budget_steps'])} env steps, {combat['seeds']} seeds: "
-               f"{named({s: num(v['mean'], 1) for s, v in combat['bugs_found'].items()})}; "
-               f"the paper's Wuji finds the most bugs (§V-B), here: {'holds' if most == 'yes' else 'not reproduced'}.")  # fmt: skip
+    body = "\n\n".join([intro, *wuji_nsh_sections(results), *wuji_combat_sections(results), *wuji_maze_sections(results), tried_and_not_kept(variants)])
+    most = [claim_rows(data, [c for c in WUJI_COMBAT_CLAIMS if c[0] == "Wuji finds the most bugs"])[0][3] for data in (nsh, combat)]
+    summary = "; ".join(
+        f"{data['game'].removesuffix('-v0')}, bugs found of {data['bugs_total']} in {steps_label(data['budget_steps'])} env steps, {data['seeds']} seeds: "
+        f"{named({s: num(v['mean'], 1) for s, v in data['bugs_found'].items()})}" for data in (nsh, combat)
+    ) + f". The paper's Wuji finds the most bugs (§V-B), here: {listing('holds' if m == 'yes' else 'not reproduced' for m in most)}."  # fmt: skip
     return Page("wuji", "Wuji: evolutionary multi-objective search with DRL", summary, body)
 
 
