@@ -252,7 +252,8 @@ class NSHArena(TestingEnv):
 
     Args:
       levels: floors (at least 3: bugs sit on floors 0, 1 and 2).
-      rows, cols: each floor's size (at least 7 × 7).
+      rows: each floor's height (at least 7).
+      cols: each floor's width (at least 7).
       randomize_bugs: :meth:`randomize` redraws the bug cells and buffs per run (default: the
         bugs stay where they were injected, as the paper's).
 

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jgtest.methods.wuji.config import STRATEGIES
-
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 PAGES_DIR = ROOT / "docs" / "reproductions"
@@ -174,7 +172,8 @@ def _command(name: str, data: dict) -> str:
 def wuji_command(summary: dict) -> str:
     """The ``jgtest run wuji`` command a Wuji comparison's summary records the settings of."""
     parts = ["jgtest", "run", "wuji", "--game", summary["game"]]
-    parts += ["--compare"] if tuple(summary["strategies"]) == STRATEGIES else ["--strategy", ",".join(summary["strategies"])]
+    compare = len(summary["strategies"]) == 7  # --compare runs the seven (the paper's six and drl_30)
+    parts += ["--compare"] if compare else ["--strategy", ",".join(summary["strategies"])]
     parts += ["--seeds", str(summary["seeds"])]
     parts += [a for k, v in sorted(summary.get("game_kwargs", {}).items()) for a in ("--game-arg", f"{k}={v}")]
     for key, flag in (("budget_steps", "--budget-steps"), ("budget_s", "--budget-s"), ("generations", "--generations")):
@@ -588,11 +587,9 @@ def first_found_table(summary: dict) -> str:
     at which it did, and the strategies that reach it first (the lowest median first-found step, a seed
     that never found it counting as never; ties all named: strategies that start from the same
     policies find the early bugs at the same step)."""
-    from jgtest.envs.nsh_arena import BUG_KINDS, REACH_CLASSES
-
     strategies, steps = summary["strategies"], summary["first_found_step"]
     rows = []
-    for bug, (kind, reach) in enumerate(zip(BUG_KINDS, REACH_CLASSES)):
+    for bug, (kind, reach) in enumerate(zip(summary["bug_kinds"], summary["reach_classes"])):
         cells, medians = [], {}
         for s in strategies:
             found = [run[bug] for run in steps[s] if run[bug] is not None]

@@ -52,6 +52,8 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
             summary = run(run_config, out_dir / strategy / f"seed-{seed}", on_generation=report, resume=resume)
             results.setdefault(strategy, []).append(summary)
     first = next(iter(results.values()))[0]
+    env = make(config.game, **dict(config.game_kwargs))[0]
+    reach = getattr(env, "reach_classes", None)
     stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
     summary = {
         "method": "wuji", "game": config.game, "game_kwargs": dict(config.game_kwargs), "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
@@ -62,6 +64,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
         "first_found_step": {s: [r["first_found_step"] for r in runs] for s, runs in results.items()},
+        "bug_kinds": list(env.bug_kinds), **({"reach_classes": list(reach)} if reach is not None else {}),
     }  # fmt: skip
     if "wuji" in results and len(results) > 1:
         summary["wuji_against_each"] = {m: compare_groups({s: summary[m][s]["per_seed"] for s in strategies}, against="wuji") for m in ("bugs_found", "state_coverage")}
@@ -70,7 +73,6 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         summary["by_time"] = _at_budget_fractions(timelines, config.budget_s, _SECONDS)
     if config.budget_steps is not None:
         summary["by_steps"] = _at_budget_fractions(timelines, config.budget_steps, _ENV_STEPS)
-        reach = getattr(make(config.game, **dict(config.game_kwargs))[0], "reach_classes", None)
         if reach is not None:
             summary["by_reach_class"] = _by_reach_class(summary["first_found_step"], reach, config.budget_steps)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
