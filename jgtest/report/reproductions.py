@@ -583,13 +583,13 @@ def reach_class_table(summary: dict) -> str:
 
 
 def first_found_table(summary: dict) -> str:
-    """Each bug: its kind and reach class, in how many seeds each strategy found it and the median env step
+    """Each bug: its kind and reach class (where the game has them), in how many seeds each strategy found it and the median env step
     at which it did, and the strategies that reach it first (the lowest median first-found step, a seed
     that never found it counting as never; ties all named: strategies that start from the same
     policies find the early bugs at the same step)."""
-    strategies, steps = summary["strategies"], summary["first_found_step"]
+    strategies, steps, kinds = summary["strategies"], summary["first_found_step"], summary["bug_kinds"]
     rows = []
-    for bug, (kind, reach) in enumerate(zip(summary["bug_kinds"], summary["reach_classes"])):
+    for bug, (kind, reach) in enumerate(zip(kinds, summary.get("reach_classes", ["–"] * len(kinds)))):
         cells, medians = [], {}
         for s in strategies:
             found = [run[bug] for run in steps[s] if run[bug] is not None]
@@ -659,8 +659,10 @@ def wuji_fair_rerun_sections(results: Results) -> list[str]:
             f"{data['game'].removesuffix('-v0')} under the same protocol, {data['seeds']} seeds, {steps_label(data['budget_steps'])} env steps",
             f"All seven strategies with equal env steps and results cut at the budget, as on NSHArena: {what}. Of the paper's claims "
             f"on this game, {len(held)} of {len(claims)} hold" + (f" ({listing(held, '; ')})." if held else ".") + " Means at each quarter "
-            "of the budget, the best of each column in bold; below, Wuji's seeds against each other strategy's.",
+            "of the budget, the best of each column in bold; then each bug: in how many seeds each strategy found it, the median env "
+            "step of its first finding and which strategy gets there first; below, Wuji's seeds against each other strategy's.",
             progress_table(data, "by_steps", steps_label),
+            first_found_table(data),
             against_table(data["wuji_against_each"]),
             provenance(name, data),
         ))  # fmt: skip
