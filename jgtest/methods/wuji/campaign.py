@@ -54,14 +54,13 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     first = next(iter(results.values()))[0]
     env = make(config.game, **dict(config.game_kwargs))[0]
     reach = getattr(env, "reach_classes", None)
-    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
     summary = {
         "method": "wuji", "game": config.game, "game_kwargs": dict(config.game_kwargs), "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
         "budget_steps": config.budget_steps, "bugs_total": first["bugs_total"], "strategies": list(strategies),
-        "bugs_found": {s: stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
-        "state_coverage": {s: stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},
-        "cells_covered": {s: stats([r["cells_covered"] for r in runs]) for s, runs in results.items()},
-        "env_steps": {s: stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
+        "bugs_found": {s: _stats([r["bugs_found"] for r in runs]) for s, runs in results.items()},
+        "state_coverage": {s: _stats([r["state_coverage"] for r in runs]) for s, runs in results.items()},
+        "cells_covered": {s: _stats([r["cells_covered"] for r in runs]) for s, runs in results.items()},
+        "env_steps": {s: _stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
         "first_found_step": {s: [r["first_found_step"] for r in runs] for s, runs in results.items()},
         "bug_kinds": list(env.bug_kinds), **({"reach_classes": list(reach)} if reach is not None else {}),
@@ -85,6 +84,11 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     return summary
 
 
+def _stats(values) -> dict:
+    """Mean, sd and the per-seed values (integers) of one measure over a strategy's seeds."""
+    return {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": [int(v) for v in values]}
+
+
 #: Columns of a timeline row: seconds, env steps, bugs found, states covered.
 _SECONDS, _ENV_STEPS, _BUGS, _STATES = range(4)
 
@@ -98,10 +102,9 @@ def _at_budget_fractions(timelines: dict[str, list[np.ndarray]], budget: float, 
         done = t[t[:, column] <= spent]
         return int(done[-1, value]) if len(done) else 0
 
-    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
     return {
         (f"{budget * f:g}" if column == _SECONDS else str(int(budget * f))): {
-            s: {"bugs_found": stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": stats([at(t, budget * f, _STATES) for t in runs])}
+            s: {"bugs_found": _stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": _stats([at(t, budget * f, _STATES) for t in runs])}
             for s, runs in timelines.items()
         }
         for f in fractions
@@ -113,13 +116,12 @@ def _by_reach_class(first_found_step: dict[str, list[list]], reach: Sequence[str
     the env-step budget (mean, sd and per seed), from each bug's first-found step: exact, unlike
     the timelines' per-call rows."""
     classes = list(dict.fromkeys(reach))
-    stats = lambda values: {"mean": float(np.mean(values)), "sd": float(np.std(values)), "per_seed": values}
 
     def found(steps: list, spent: float, c: str) -> int:
         return sum(1 for k, step in enumerate(steps) if reach[k] == c and step is not None and step <= spent)
 
     return {
-        str(int(budget * f)): {s: {c: stats([found(steps, budget * f, c) for steps in runs]) for c in classes} for s, runs in first_found_step.items()}
+        str(int(budget * f)): {s: {c: _stats([found(steps, budget * f, c) for steps in runs]) for c in classes} for s, runs in first_found_step.items()}
         for f in fractions
     }  # fmt: skip
 
