@@ -118,12 +118,11 @@ class RamTelemetry(DeviceTelemetry):
         import jax.numpy as jnp
 
         found, dots_before = carry
-        ram = jnp.asarray(raw["ram"]).astype(jnp.int32)
-        x, y = ram[:, RAM_X], ram[:, RAM_Y]
+        ram = jnp.asarray(raw["ram"])
+        x, y, dots = (ram[:, i].astype(jnp.int32) for i in (RAM_X, RAM_Y, RAM_DOTS))  # the 3 bytes read, not 128
         fresh = jnp.asarray(autoreset)[:, None]
         found = found & ~fresh
         fired = jnp.stack(gates_at(x, y), axis=-1) & ~fresh & ~found
-        dots = ram[:, RAM_DOTS]
         reward = jnp.where(autoreset, 0, jnp.maximum(dots - dots_before, 0))
         telemetry = Telemetry.make(
             position=jnp.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired, game_reward=reward,
