@@ -522,7 +522,7 @@ def main(argv=None) -> int:
     parser.add_argument("--unix", default=None, metavar="PATH", help="listen on a unix socket instead")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--size", type=int, default=256, help="the park's side in cells")
-    parser.add_argument("--num-oois", type=int, default=248, help="the park's objects")
+    parser.add_argument("--num-oois", type=int, default=247, help="the park's objects")
     args = parser.parse_args(argv)
     try:
         server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, size=args.size, num_oois=args.num_oois)

@@ -43,6 +43,7 @@ class PPOHyperparams:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    weight_decay: float = 0.0  # > 0: AdamW (decoupled, scaled by the learning rate), as PPGTA trains (§V-D)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,10 @@ class PPOConfig(OnPolicyConfig):
 
 
 def optimizer(hparams: PPOHyperparams):
-    return optax.chain(optax.clip_by_global_norm(hparams.max_grad_norm), optax.scale_by_adam(eps=1e-5))
+    """Adam on clipped gradients (PureJaxRL's), AdamW with ``weight_decay``; the learning rate is applied by the update."""
+    return optax.chain(
+        optax.clip_by_global_norm(hparams.max_grad_norm), optax.scale_by_adam(eps=1e-5), optax.add_decayed_weights(hparams.weight_decay)
+    )
 
 
 def make_update(config: PPOConfig, network):

@@ -30,8 +30,9 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
       batch_size: examples per minibatch (the last, smaller one is dropped; at least one per epoch).
       epochs: at most this many epochs.
       patience: stop after this many epochs without a better validation.
-      min_epochs: never stop before this many epochs (e.g. a learning-rate warm-up's: the loss may
-        rise while the rate does).
+      min_epochs: the warm-up (e.g. a learning rate's, in which the loss may rise while the rate
+        does): no stop and no kept weights before this many epochs; the best epoch is the best after it
+        (capped at ``epochs``).
 
     Returns:
       dict: ``state`` (the best epoch's), ``last_state``, ``history`` (per epoch ``train_loss`` and
@@ -44,6 +45,7 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
     rng = np.random.default_rng(seed)
     batches = max(1, len(train_idx) // batch_size)
     history, best, best_state, waited = [], np.inf, state, 0
+    warmup = min(max(min_epochs, 1), epochs)  # the first epoch whose weights may be kept is warmup - 1
     for epoch in range(epochs):
         order = rng.permutation(train_idx)
         losses = []
@@ -52,13 +54,15 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
             losses.append(float(loss))
         val = float(validate(state))
         history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val": val})
+        if epoch + 1 < warmup:
+            continue
         if val < best:
             best, best_state, waited = val, state, 0
         else:
             waited += 1
-            if waited >= patience and epoch + 1 >= min_epochs:
+            if waited >= patience:
                 break
-    best_epoch = int(np.argmin([h["val"] for h in history]))
+    best_epoch = warmup - 1 + int(np.argmin([h["val"] for h in history[warmup - 1 :]]))
     return {"state": best_state, "last_state": state, "history": history, "best_epoch": best_epoch,
             "stopped_early": len(history) < epochs}  # fmt: skip
 

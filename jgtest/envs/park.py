@@ -26,15 +26,35 @@ invisible wall) slides along the blocked axis or stops; the player keeps
 steps in ``[-2, 2]``; a jump lifts the camera for ``jump_steps`` steps (it
 crosses nothing: the blockages are taller). A traced out-of-range action is clipped.
 
-Our scale (the paper gives its park's area, 3.3 km², not its walking speed):
-256 × 256 cells, ``move_speed`` 0.25 cells a step and 15° turns, so an episode
-of 2,000 steps walks at most 500 cells against ≈ 9,600 cells of pathway in the
-main park, and 248 OOIs (a multiple of 8 next to the paper's 247). The size was
-set by the paper's random agent: at 64 × 64 and 128 × 128 our random agent
-tested 65 OOIs and covered 17% of the pathways in 45 episodes (the paper's
-random: 17 OOIs); at 256 × 256 it tests 6 after 18 episodes and 16 after 45
-(paper: 9 and 17; ``jgtest run random --game ParkWorld-v0``), with 3.6% of the
-pathways covered.
+Our scale (the paper gives its park's area, 3.3 km², not its walking speed or its
+pathways' length): 256 × 256 cells, pathway nodes every ``node_spacing`` 32 cells
+(≈ 4,900 cells of pathway, 2 wide, in the main park), ``move_speed`` 0.35 cells a
+step forward or back and ``strafe_speed`` 0.2 sideways, 30° turns (starting yaws on
+the turn grid), and the paper's 247 OOIs, 30 of them in the sealed pockets. These
+were chosen with two probe policies before any learned agent was compared
+(:mod:`jgtest.methods.park.probes`, ``benchmarks/park_probes.py``): the random
+agent must test what the paper's did (9 objects after 18 episodes, 17 after 45)
+while the scripted path follower PPGTA imitates must be able to do what PPGTA did
+(192 objects by episode 18, ≥ 90% of the reachable pathway within 45). On the
+first park (node spacing 16, 0.25 cells a step, 15° turns, the follower without
+a memory) the follower reached 54% of the pathway and 90 objects by episode 18.
+The committed probe table (``benchmarks/results/park_probes.json``, means over
+the seeds):
+
+=========  ===============  ===============  ============================
+probe      tested after 18  tested after 45  reachable pathway covered, 45
+=========  ===============  ===============  ============================
+random     13.0 (9 ± 3)     29.6 (17 ± 5)    10.1%
+follower   180.0 (≥ 192)    206.7            100% (≥ 90%)
+=========  ===============  ===============  ============================
+
+Neither test count is met: the random agent's tests vary with its starts (7 to
+26 by episode 18 over seeds 0–4), and every change that let the follower test
+more (faster walking, a wider trigger) let the random agent test more too.
+
+Coverage counts the cells a trace touches within :data:`TRACE_RADIUS` (half the
+pathway width): one pass down either lane covers the pathway, as the paper's
+traces drawn over its bird's-eye map do (§VI-A, Fig. 7).
 
 ``info`` of every step:
 
@@ -66,6 +86,12 @@ from jgtest.envs.base import TestingEnv
 from jgtest.envs.park_render import CLEAN, LOW_RES, OOI_TYPES, STRETCHED, Camera, make_textures, render
 from jgtest.types import Telemetry
 
+#: How far from the player's path the pathway counts as covered (cells): half the pathway width, so
+#: one pass along a 2-cell pathway covers both its lanes. PPGTA measures "the covered pathways area"
+#: on bird's-eye maps with the agent's traces drawn over the pathways (§VI-A, Fig. 7); the width of the
+#: drawn trace is not given, and the player's own cell alone would count one lane of two per pass.
+TRACE_RADIUS = 1.0
+
 NUM_ACTIONS = 9
 FORWARD, LEFT, BACK, RIGHT, TURN_LEFT, TURN_RIGHT, LOOK_UP, LOOK_DOWN, JUMP = range(9)
 ACTION_NAMES = ("W", "A", "S", "D", "turn_left", "turn_right", "look_up", "look_down", "jump")
@@ -86,13 +112,36 @@ class EnvParams(environment.EnvParams):
     ooi_pos: jax.Array  # float32[K, 2] (x, y) centres of the objects
     ooi_type: jax.Array  # int32[K] index into OOI_TYPES
     ooi_bug: jax.Array  # int32[K] 0 clean, 1 low resolution, 2 stretched
-    move_speed: float = 0.25
+    move_speed: float = 0.35
     strafe_speed: float = 0.2
-    turn_deg: float = 15.0
+    turn_deg: float = 30.0
     radius: float = 0.2
     jump_steps: int = 6
     jump_height: float = 0.35
     max_steps_in_episode: int = 2000
+
+
+def _on_turn_grid(yaw, turn_deg):
+    """``yaw`` rounded to a whole number of turns from east: the headings a player can turn to are then
+    the same in every episode, the pathways' four directions among them when ``turn_deg`` divides 90."""
+    turn = jnp.radians(turn_deg)
+    return jnp.arctan2(jnp.sin(jnp.round(yaw / turn) * turn), jnp.cos(jnp.round(yaw / turn) * turn))
+
+
+def trace_cells(position, radius: float = TRACE_RADIUS):
+    """``(rows, cols, within)``: the cells a disc of ``radius`` around ``position [..., 2]`` (``(x, y)``
+    in cells) touches, as ``[..., M]`` candidates (the ``(2⌊radius⌋ + 3)²`` cells around the player's)
+    and which of them it touches (the nearest point of the cell within ``radius``). What a trace
+    covers (:data:`TRACE_RADIUS`). Works on numpy and jax arrays alike (operators only), so the
+    campaign's books and the follower's memory agree."""
+    span = int(np.floor(radius)) + 1
+    dx, dy = (np.asarray(v).ravel() for v in np.meshgrid(np.arange(-span, span + 1), np.arange(-span, span + 1)))
+    x, y = position[..., 0:1], position[..., 1:2]
+    cols, rows = (x // 1).astype(np.int32) + dx, (y // 1).astype(np.int32) + dy
+    gap = lambda centre, p: abs(centre + 0.5 - p) - 0.5  # from p to the cell's nearer edge (negative inside)
+    gap_x, gap_y = gap(cols, x), gap(rows, y)
+    within = (gap_x * (gap_x > 0)) ** 2 + (gap_y * (gap_y > 0)) ** 2 <= radius**2
+    return rows, cols, within
 
 
 class ParkWorld(TestingEnv):
@@ -110,14 +159,17 @@ class ParkWorld(TestingEnv):
     env_id = "ParkWorld-v0"
     bugs_found_by_tests = True
 
-    def __init__(self, size: int = 256, map_seed: int = 0, num_oois: int = 248, res: int = 64, max_visible: int = 8,
-                 min_visible_pixels: int = 12):  # fmt: skip
+    def __init__(self, size: int = 256, map_seed: int = 0, num_oois: int = 247, res: int = 64, max_visible: int = 8,
+                 min_visible_pixels: int = 12, path_width: int = 2, node_spacing: float = 32.0, pocket_share: float = 1 / 6):  # fmt: skip
         super().__init__()
         if res < 16:
             raise ValueError(f"{self.env_id}: res must be at least 16 pixels, got {res}")
         if num_oois < max_visible:
             raise ValueError(f"{self.env_id}: num_oois ({num_oois}) must be at least max_visible ({max_visible}), the objects drawn a frame")
-        self.map = park_map.generate(size, map_seed)
+        try:
+            self.map = park_map.generate(size, map_seed, path_width=path_width, node_spacing=node_spacing, pocket_share=pocket_share)
+        except ValueError as error:
+            raise ValueError(f"{self.env_id}: {error}") from None
         if num_oois > len(self.map.ooi_slots):
             raise ValueError(f"{self.env_id}: {num_oois} OOIs do not fit the {len(self.map.ooi_slots)} places along the pathways")
         self.size, self.num_oois, self.min_visible_pixels = int(size), int(num_oois), int(min_visible_pixels)
@@ -127,7 +179,10 @@ class ParkWorld(TestingEnv):
         self._drawn = jnp.asarray(drawn, jnp.int32)
         self.walkable_mask = jnp.asarray(self.map.walkable)
         self.path_mask = jnp.asarray(self.map.path)
-        self._starts = jnp.asarray(np.argwhere(self.map.main), jnp.int32)  # (row, col)
+        rows, cols = np.mgrid[: self.size, : self.size]
+        self.demo_region = self.map.main & (rows < self.size // 4) & (cols >= self.size - self.size // 4)
+        self._starts = jnp.asarray(np.argwhere(self.map.main & ~self.demo_region), jnp.int32)  # (row, col)
+        self._demo_starts = jnp.asarray(np.argwhere(self.demo_region), jnp.int32)
         self._slots = jnp.asarray(self.map.ooi_slots, jnp.int32)
         self._textures = jnp.asarray(make_textures())
         placeholder = EnvParams(
@@ -161,12 +216,22 @@ class ParkWorld(TestingEnv):
 
     # ----- dynamics ---------------------------------------------------------
     def reset_env(self, key, params: EnvParams):
+        """An episode's start: a uniform cell of the main park outside :attr:`demo_region` (§V-C)."""
+        return self._start(key, params, self._starts)
+
+    def reset_for_demonstration(self, key, params: EnvParams):
+        """A path demonstration's start: a uniform cell of :attr:`demo_region`, the corner of the park
+        where PPGTA's path-following demonstrations were recorded, "discarded during agent evaluation"
+        (§V-B): no episode starts there (its pathway still counts for coverage)."""
+        return self._start(key, params, self._demo_starts)
+
+    def _start(self, key, params: EnvParams, starts: jax.Array):
         k_cell, k_offset, k_yaw = jax.random.split(key, 3)
-        cell = self._starts[jax.random.randint(k_cell, (), 0, self._starts.shape[0])]
+        cell = starts[jax.random.randint(k_cell, (), 0, starts.shape[0])]
         offset = jax.random.uniform(k_offset, (2,), minval=0.3, maxval=0.7)
         state = EnvState(
             pos=jnp.stack([cell[1], cell[0]]).astype(jnp.float32) + offset,
-            yaw=jax.random.uniform(k_yaw, (), minval=-jnp.pi, maxval=jnp.pi),
+            yaw=_on_turn_grid(jax.random.uniform(k_yaw, (), minval=-jnp.pi, maxval=jnp.pi), params.turn_deg),
             pitch=jnp.int32(0),
             jump=jnp.int32(0),
             time=0,
@@ -186,7 +251,7 @@ class ParkWorld(TestingEnv):
             + jnp.where(action == RIGHT, params.strafe_speed, 0.0) * right
             - jnp.where(action == LEFT, params.strafe_speed, 0.0) * right
         )
-        pos = self._slide(state.pos, move, params.radius)
+        pos = self.slide(state.pos, move, params.radius)
         pitch = jnp.clip(state.pitch + jnp.where(action == LOOK_DOWN, 1, 0) - jnp.where(action == LOOK_UP, 1, 0), -MAX_PITCH, MAX_PITCH)
         jump = jnp.where((action == JUMP) & (state.jump == 0), params.jump_steps, jnp.maximum(state.jump - 1, 0))
         new_state = EnvState(pos=pos, yaw=yaw, pitch=pitch.astype(jnp.int32), jump=jump.astype(jnp.int32), time=state.time + 1)
@@ -194,7 +259,7 @@ class ParkWorld(TestingEnv):
         reward = jnp.float32(0.0)
         return obs, new_state, reward, jnp.bool_(False), info
 
-    def _slide(self, pos, move, radius):
+    def slide(self, pos, move, radius):
         """``pos + move``, each axis on its own, an axis's move dropped if it would bring the player
         within ``radius`` of a blocked cell."""
 
@@ -297,8 +362,14 @@ class ParkWorld(TestingEnv):
         bad = np.flatnonzero((bugs < 0) | (bugs > STRETCHED))
         if bad.size:
             raise ValueError(f"{self.name}: OOI {bad[0]} has unknown texture bug {bugs[bad[0]]} (0 clean, 1 low resolution, 2 stretched)")
-        for what in ("move_speed", "strafe_speed", "radius"):
+        for what in ("move_speed", "strafe_speed"):
             value = float(np.asarray(getattr(params, what)))
-            if not 0 <= value < 1:
-                raise ValueError(f"{self.name}: {what} must be in [0, 1) cells, got {value}")
+            if not 0 < value < 1:
+                raise ValueError(f"{self.name}: {what} is a movement step and must be in (0, 1) cells, got {value}")
+        radius = float(np.asarray(params.radius))
+        if not 0 <= radius < 0.5:
+            raise ValueError(f"{self.name}: radius must be in [0, 0.5) cells (the player fits in a cell), got {radius}")
+        turn = float(np.asarray(params.turn_deg))
+        if not 0 < turn <= 180:
+            raise ValueError(f"{self.name}: turn_deg must be in (0, 180] degrees, got {turn}")
 

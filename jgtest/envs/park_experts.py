@@ -7,10 +7,13 @@ trajectories). Here scripted experts play them in the on-device park, with
 noise (``epsilon``: a uniformly random action instead of the expert's) so that
 demonstrations differ:
 
-* :func:`path_action`: on a pathway, head where the pathway goes (16 headings
+* :func:`path_action`: on a pathway, head where the pathway goes (12 headings
   scored by the pathway cells 1–3 cells ahead, straight on preferred, a little
   random preference at junctions, never into a blocked cell); off it, head to
-  the nearest pathway cell.
+  the nearest pathway cell. With a **memory** of the pathway already walked
+  (:class:`FollowerMemory`, what a test engineer remembers of the park) it
+  prefers headings onto pathway not yet walked and, when none is in sight,
+  walks the shortest way to the nearest such pathway (:func:`guide_field`).
 * :func:`circle_action`: face the object, keep ``circle_radius`` from it and
   strafe right: a walk around it, facing it; its progress is the angle swept
   around the object (:func:`swept_angle`).
@@ -24,13 +27,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 from scipy import ndimage
 
-from jgtest.envs.park import BACK, FORWARD, RIGHT, TURN_LEFT, TURN_RIGHT, EnvState, ParkWorld
+from jgtest.envs.park import BACK, FORWARD, RIGHT, TURN_LEFT, TURN_RIGHT, EnvState, ParkWorld, trace_cells
 
-HEADINGS = 16
+#: The bearings the path follower weighs: every 30°, ``ParkWorld``'s turn, so a player whose yaw starts on
+#: the turn grid can face each exactly, the pathways' four directions among them.
+HEADINGS = 12
 #: Distance kept from the object by the 360° walk (cells).
-CIRCLE_RADIUS = 1.6
+CIRCLE_RADIUS = 1.0
 
 
 def _wrap(angle):
@@ -50,23 +56,91 @@ def nearest_path_heading(env: ParkWorld) -> jax.Array:
     return jnp.asarray(np.arctan2(rows - r, cols - c), jnp.float32)
 
 
-def path_action(env: ParkWorld, params, state: EnvState, key, to_path: jax.Array, epsilon: float = 0.1):
-    """The path follower's action (module docstring); ``to_path`` from :func:`nearest_path_heading`."""
+class FollowerMemory(struct.PyTreeNode):
+    """What the path follower remembers: the cells its traces covered (``walked``, ``bool[size, size]``,
+    :func:`jgtest.envs.park.trace_cells`) and :func:`guide_field` of them (``guide``, ``int32[size, size]``),
+    refreshed by :func:`refresh_guide` (it is a flood fill: once in a while, not every step)."""
+
+    walked: jax.Array
+    guide: jax.Array
+
+
+#: :func:`guide_field`'s value where no unwalked pathway can be reached.
+FAR = 1 << 20
+
+
+def guide_field(env: ParkWorld, walked: jax.Array) -> jax.Array:
+    """``int32[size, size]``: each walkable cell's 4-connected walking distance (cells) to the nearest
+    pathway cell not ``walked``; :data:`FAR` where none is reachable. Jittable (a flood fill in
+    ``lax.while_loop``, one ring a pass)."""
+    walk, target = env.walkable_mask, env.path_mask & ~walked
+    dist = jnp.where(target, 0, FAR).astype(jnp.int32)
+
+    def relax(carry):
+        dist, _ = carry
+        pad = jnp.pad(dist, 1, constant_values=FAR)
+        near = jnp.minimum(jnp.minimum(pad[:-2, 1:-1], pad[2:, 1:-1]), jnp.minimum(pad[1:-1, :-2], pad[1:-1, 2:]))
+        new = jnp.where(walk, jnp.minimum(dist, near + 1), FAR)
+        return new, jnp.any(new != dist)
+
+    return jax.lax.while_loop(lambda c: c[1], relax, (dist, jnp.bool_(True)))[0]
+
+
+def new_memory(env: ParkWorld) -> FollowerMemory:
+    walked = jnp.zeros((env.size, env.size), bool)
+    return FollowerMemory(walked=walked, guide=guide_field(env, walked))
+
+
+def remember(memory: FollowerMemory, positions: jax.Array) -> FollowerMemory:
+    """``memory`` with the traces at ``positions [..., 2]`` walked (the guide is not refreshed)."""
+    rows, cols, within = trace_cells(positions)
+    size = memory.walked.shape[0]
+    inside = within & (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
+    walked = memory.walked.at[jnp.where(inside, rows, size), jnp.where(inside, cols, size)].set(True, mode="drop")
+    return memory.replace(walked=walked)
+
+
+def refresh_guide(env: ParkWorld, memory: FollowerMemory) -> FollowerMemory:
+    return memory.replace(guide=guide_field(env, memory.walked))
+
+
+#: The 4 neighbours' ``(d_row, d_col)`` for walking down the guide (its own 4-connected steps: a diagonal
+#: step can clip a blocked corner).
+_NEIGHBOURS = np.array([(-1, 0), (0, -1), (0, 1), (1, 0)], np.int32)
+
+
+def path_action(env: ParkWorld, params, state: EnvState, key, to_path: jax.Array, epsilon: float = 0.1,
+                memory: FollowerMemory | None = None):  # fmt: skip
+    """The path follower's action (module docstring); ``to_path`` from :func:`nearest_path_heading`.
+
+    With ``memory``, headings onto unwalked pathway 1–4 cells ahead score 1.5 a cell more; when no
+    heading shows any, the follower walks down :attr:`FollowerMemory.guide` (toward the centre of the
+    4-neighbour nearest to unwalked pathway), on or off a pathway."""
     k_pref, k_noise, k_random = jax.random.split(key, 3)
-    turn = jnp.radians(params.turn_deg)
     cell = jnp.floor(state.pos).astype(jnp.int32)
     on_path = env.path_mask[cell[1], cell[0]]
-    headings = state.yaw + jnp.arange(HEADINGS) * (2 * jnp.pi / HEADINGS)
-    ahead = state.pos[None, None, :] + jnp.asarray([1.0, 2.0, 3.0])[None, :, None] * jnp.stack(
-        [jnp.cos(headings), jnp.sin(headings)], axis=-1
-    )[:, None, :]  # [16, 3, 2]
-    cells = jnp.clip(jnp.floor(ahead).astype(jnp.int32), 0, env.size - 1)
-    pathy = env.path_mask[cells[..., 1], cells[..., 0]].astype(jnp.float32).sum(axis=1)
-    open_ahead = env.walkable_mask[cells[:, 0, 1], cells[:, 0, 0]]  # a dead end (crates, water): turn back
+    headings = jnp.arange(HEADINGS) * (2 * jnp.pi / HEADINGS)  # fixed bearings: turning in place changes no score but the straight-on one
+    directions = jnp.stack([jnp.cos(headings), jnp.sin(headings)], axis=-1)
+    cells = jnp.clip(jnp.floor(state.pos + jnp.asarray([1.0, 2.0, 3.0, 4.0])[None, :, None] * directions[:, None, :]).astype(jnp.int32), 0, env.size - 1)
+    pathy = env.path_mask[cells[:, :3, 1], cells[:, :3, 0]].astype(jnp.float32).sum(axis=1)
+    # A bearing is open when the next cell is walkable (not a dead end: crates, water) and the body can
+    # take a step that way (not a lane's edge against a tree).
+    stepped = jax.vmap(lambda d: env.slide(state.pos, params.move_speed * d, params.radius))(directions)
+    open_ahead = env.walkable_mask[cells[:, 0, 1], cells[:, 0, 0]] & (jnp.linalg.norm(stepped - state.pos, axis=-1) > 0.5 * params.move_speed)
+    snap = lambda angle: headings[jnp.argmax(jnp.cos(headings - angle) - 10.0 * ~open_ahead)]  # the open bearing nearest an angle
     straight = jnp.cos(headings - state.yaw)
-    score = pathy + 0.9 * straight + 0.3 * jax.random.uniform(k_pref, (HEADINGS,)) - 10.0 * ~open_ahead
-    heading = jnp.where(on_path, headings[jnp.argmax(score)], to_path[cell[1], cell[0]])
-    turning, turn_action = _steer(state.yaw, heading, turn)
+    jitter = 0.3 if memory is None else 0.05  # a random junction choice; with a memory, the unwalked way decides
+    score = pathy + 0.9 * straight + jitter * jax.random.uniform(k_pref, (HEADINGS,)) - 10.0 * ~open_ahead
+    heading = jnp.where(on_path, headings[jnp.argmax(score)], snap(to_path[cell[1], cell[0]]))
+    if memory is not None:
+        fresh = (env.path_mask & ~memory.walked)[cells[..., 1], cells[..., 0]].astype(jnp.float32).sum(axis=1) * open_ahead
+        local = headings[jnp.argmax(score + 1.5 * fresh)]
+        around = jnp.clip(cell[::-1][None, :] + _NEIGHBOURS, 0, env.size - 1)  # (row, col)
+        distance = jnp.where(env.walkable_mask[around[:, 0], around[:, 1]], memory.guide[around[:, 0], around[:, 1]], FAR)
+        toward = around[jnp.argmin(distance)][::-1] + 0.5 - state.pos  # to the centre of the neighbour down the guide
+        guided = jnp.where(distance.min() < FAR, snap(jnp.arctan2(toward[1], toward[0])), heading)
+        heading = jnp.where(on_path & (fresh.sum() > 0), local, guided)
+    turning, turn_action = _steer(state.yaw, heading, jnp.radians(params.turn_deg))
     action = jnp.where(turning, turn_action, FORWARD)
     return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
 
@@ -122,7 +196,8 @@ def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int,
     """``num`` expert trajectories of ``steps`` steps, in one jitted call.
 
     Args:
-      kind: ``"path"`` (from uniform starts) or ``"circle"`` (from 2.5 cells off an object, around it).
+      kind: ``"path"`` (from uniform starts in ``env.demo_region``) or ``"circle"`` (from 2.5 cells off an
+        object, around it).
       targets: ``int32[num]`` objects to circle (``"circle"``; default: drawn among the reachable ones).
 
     Returns:
@@ -150,7 +225,7 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
             if kind == "circle":
                 state = start_near(env, params, target, k_start)
             else:
-                state = env.reset_env(k_start, params)[1]
+                state = env.reset_for_demonstration(k_start, params)[1]
             frame, info = env.observe(state, params)
 
             def body(carry, k):

@@ -77,18 +77,33 @@ def reachable_from(walk: np.ndarray, cells: np.ndarray) -> np.ndarray:
     return np.isin(labels, list(ids)) if ids else np.zeros_like(walk)
 
 
-def generate(size: int = 64, seed: int = 0, path_width: int = 2, tree_density: float = 0.03) -> ParkMap:
+def generate(size: int = 64, seed: int = 0, path_width: int = 2, tree_density: float = 0.03, node_spacing: float = 16.0,
+             pocket_share: float = 1 / 6) -> ParkMap:  # fmt: skip
     """Generates a park (module docstring). Deterministic in ``seed``.
 
+    Args:
+      path_width: pathway width in cells.
+      tree_density: share of the open grass with a tree.
+      node_spacing: the pathway nodes' grid step in cells (at least 3 nodes a side): the
+        pathway network's length is about ``size² / node_spacing``.
+      pocket_share: each sealed corner pocket's side, as a share of ``size`` (at least 8 cells).
+
     Raises:
-      ValueError: ``size`` below 32 (no room for the pockets and the pathway grid).
+      ValueError: ``size`` below 32 (no room for the pockets and the pathway grid), ``path_width``
+        below 1, ``tree_density`` outside [0, 1), ``node_spacing`` below ``path_width + 2``.
     """
     if size < 32:
         raise ValueError(f"the park needs size >= 32, got {size}")
+    if path_width < 1:
+        raise ValueError(f"path_width must be at least 1 cell, got {path_width}")
+    if not 0.0 <= tree_density < 1.0:
+        raise ValueError(f"tree_density must be in [0, 1), got {tree_density}")
+    if node_spacing < path_width + 2:
+        raise ValueError(f"node_spacing must be at least path_width + 2 = {path_width + 2} cells, got {node_spacing}")
     rng = np.random.default_rng(seed)
     floor = np.full((size, size), GRASS, np.int8)
     solid = np.zeros((size, size), np.int8)
-    pocket = max(8, size // 6)  # side of a corner pocket
+    pocket = max(8, int(size * pocket_share))  # side of a corner pocket
 
     # Lakes (the pathways drawn next cross them as bridges).
     rows, cols = np.mgrid[:size, :size]
@@ -98,7 +113,7 @@ def generate(size: int = 64, seed: int = 0, path_width: int = 2, tree_density: f
         floor[((rows - cy) / ry) ** 2 + ((cols - cx) / rx) ** 2 <= 1.0] = WATER
 
     # Pathway nodes on a jittered grid, a spanning tree over them plus extra edges.
-    grid = max(3, size // 16)
+    grid = max(3, int(size // node_spacing))
     step = (size - 2 * 3) / grid
     nodes = []
     for i in range(grid):

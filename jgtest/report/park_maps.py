@@ -2,7 +2,7 @@
 
 * :func:`park_image` — the map as an RGB image: grass, pathways (white, as the paper's
   figures), water, trees, crates; invisible walls in magenta (they are not drawn in the game).
-* :func:`traces_map` — the agents' positions over the map in red (Fig. 7).
+* :func:`traces_map` — the pathway the agents' traces covered, in red over the map (Fig. 7).
 * :func:`ooi_tested_plot` — OOIs tested per episode per agent (Fig. 8).
 * :func:`tests_map` — every object of interest as a dot: green tested with success, red
   failed, grey missed; unreachable objects ringed (Fig. 9).
@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from jgtest.envs import park_map
+from jgtest.envs.park import trace_cells
 from jgtest.report.plots import save_figure
 
 __all__ = ["ooi_tested_plot", "park_image", "tests_map", "traces_map"]
@@ -48,15 +49,24 @@ def _axes(m: park_map.ParkMap, title: str):
 
 
 def traces_map(m: park_map.ParkMap, positions: np.ndarray, path: str | os.PathLike, title: str = "") -> Path:
-    """``positions [T, N, 2]`` ``(x, y)`` of ``N`` games over time, as red traces (a game's jumps
-    between episodes are not drawn: steps longer than 2 cells are cut)."""
+    """``positions [T, N, 2]`` ``(x, y)`` of ``N`` games over time: the cells their traces covered
+    (:func:`jgtest.envs.park.trace_cells`, the width the coverage counts: picture and number agree)
+    in red, and the traces' centre lines (a game's jumps between episodes are not drawn: steps
+    longer than 2 cells are cut)."""
     fig, ax = _axes(m, title)
     positions = np.asarray(positions, float)
+    rows, cols, within = trace_cells(positions.reshape(-1, 2))
+    within &= (rows >= 0) & (rows < m.size) & (cols >= 0) & (cols < m.size)
+    covered = np.zeros((m.size, m.size), bool)
+    covered[rows[within], cols[within]] = True
+    overlay = np.zeros((m.size, m.size, 4))
+    overlay[covered] = (0.84, 0.15, 0.16, 0.55)
+    ax.imshow(overlay, origin="upper", extent=(0, m.size, m.size, 0), interpolation="nearest")
     for i in range(positions.shape[1]):
         trace = positions[:, i].copy()
         jumps = np.linalg.norm(np.diff(trace, axis=0), axis=-1) > 2.0
         trace[1:][jumps] = np.nan
-        ax.plot(trace[:, 0], trace[:, 1], color="#d62728", lw=0.6, alpha=0.8)
+        ax.plot(trace[:, 0], trace[:, 1], color="#7f0000", lw=0.3, alpha=0.8)
     fig.tight_layout()
     return save_figure(fig, path)
 

@@ -737,6 +737,30 @@ def ppgta_rows(agents: dict, paper: dict) -> list[list[str]]:
     return rows
 
 
+def park_probes_section(results: Results) -> str:
+    data = results["park_probes.json"]
+    paper, rows = data["paper"], []
+    targets = {"random": ("9 ± 3", "17 ± 5", "—"), "follower": ("≥ 192 (PPGTA's)", "—", "≥ 90% (PPGTA: 80%)")}
+    def seeds(probe: dict, key: str, fmt: Callable[[float], str] = num) -> str:
+        return per_seed(probe["mean"][key], [r[key] for r in probe["runs"]], fmt, pct if fmt is pct else (lambda v: num(v, 1)))
+
+    for agent, probe in data["probes"].items():
+        rows.append([label(agent), seeds(probe, "ooi_tested_18"), seeds(probe, "ooi_tested_45"), seeds(probe, "pathway_coverage_of_reachable_45", pct), *targets[agent]])
+    holds = [f"{agent}: {', '.join(k for k, ok in probe['holds'].items() if not ok) or 'all met'}" for agent, probe in data["probes"].items()]
+    return section(
+        "Calibrating the park with two probes",
+        "Before any learned agent is compared, the park's free parameters (movement per step, turning, the pathway network's density, "
+        "the test trigger and budget) are set with two probes: the random agent must test what the paper's did "
+        f"({num(paper['random']['ooi_tested_18'])} objects after 18 episodes, {num(paper['random']['ooi_tested_45'])} after 45), and the scripted "
+        f"path follower PPGTA imitates must be able to do what PPGTA did ({num(paper['ppgta']['ooi_tested_18'])} objects by episode 18, "
+        "most of the pathway). Coverage counts the pathway cells a trace touches within half a pathway width. Targets not met: "
+        + "; ".join(holds) + ".",
+        table(["probe", "OOIs tested after 18 episodes", "after 45", "reachable pathway covered after 45", "target at 18", "at 45", "coverage target"], rows),
+        provenance("park_probes.json", data, Seeds="; ".join(f"{agent} {listing(seeds)}" for agent, seeds in data["seeds"].items()),
+                   Budget=f"{data['episodes']} episodes of {num(data['episode_steps'])} steps per seed"),
+    )
+
+
 def ppgta_compare_section(results: Results) -> str:
     data, park = results["ppgta_compare_45.json"], results["park_inspector_vs_random_45.json"]
     agents, paper, learned = data["agents"], data["paper"], data["ppgta_learned_detector_seed0"]
@@ -747,7 +771,9 @@ def ppgta_compare_section(results: Results) -> str:
     ratio = [agents["ppgta"]["mean"][k] / agents["inspector"]["mean"][k] for k in ("pathway_coverage", "ooi_tested_18")]
     paper_ratio = [paper["ppgta"][k] / paper["inspector"][k] for k in ("pathway_coverage_45", "ooi_tested_18")]
     return section(
-        "Exploration and object tests: PPGTA, Inspector and random (§VI-A, §VI-B)",
+        "Exploration and object tests on the first park: PPGTA, Inspector and random (§VI-A, §VI-B)",
+        "Measured before the calibration above (node spacing 16, 0.25 cells a step, 15° turns, coverage of the player's own cell): "
+        "to be re-run on the calibrated park.",
         f"The same {park['episodes']} episodes of {num(park['episode_steps'])} steps and starts for each agent. Our park has {park['ooi_total']} objects of "
         f"interest ({park['ooi_unreachable']} unreachable), the paper's {paper['ooi_total']}. Our PPGTA covers {ratio[0]:.1f}× Inspector's pathway area "
         f"and tests {ratio[1]:.1f}× its objects after 18 episodes (paper {paper_ratio[0]:.1f}× and {paper_ratio[1]:.1f}×), but reaches "
@@ -786,7 +812,7 @@ def inspector_section(results: Results) -> str:
         rows.append([label(agent), per_seed(mean["pathway_coverage"], seeds["pathway_coverage"], pct, pct), per_seed(mean["ooi_tested_18"], seeds["ooi_tested_18"]),
                      per_seed(mean["ooi_tested_45"], seeds["ooi_tested_45"]), num(mean["ooi_success"], 1), num(mean["ooi_failed"], 1), num(mean["texture_bugs_found"], 1)])  # fmt: skip
     return section(
-        "Inspector against random, campaigns of their own",
+        "Inspector against random, campaigns of their own, on the first park",
         "Inspector (PPO on frames with single-predictor RND novelty) and the random agent, each in its own campaign; each "
         "tests an object with the scripted 360° walk once it shows enough pixels in the frame.",
         table(["agent", "pathway coverage after 45 episodes", "OOIs tested after 18 episodes", "after 45", "tests succeeded", "failed", "texture bugs found"], rows),
@@ -803,7 +829,7 @@ def ppgta_page(results: Results) -> Page:
         "(§V-C), by pathway coverage and objects tested (§VI-A), test success (§VI-B) and the detector's precision (§VI-C). Our twin "
         "is ParkWorld-v0, a first-person park rendered on device, with the same objects, texture bugs, actions and episode length."
     )
-    body = "\n\n".join([intro, ppgta_compare_section(results), ppgta_models_section(results), inspector_section(results)])
+    body = "\n\n".join([intro, park_probes_section(results), ppgta_compare_section(results), ppgta_models_section(results), inspector_section(results)])
     ours, paper = data["agents"], data["paper"]
     summary = (f"pathway coverage after 45 episodes: PPGTA {pct(ours['ppgta']['mean']['pathway_coverage'])} (paper {pct(paper['ppgta']['pathway_coverage_45'], 0)}), "
                f"Inspector {pct(ours['inspector']['mean']['pathway_coverage'])} ({pct(paper['inspector']['pathway_coverage_45'], 0)}); objects tested after 18 episodes: "

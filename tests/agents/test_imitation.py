@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.agents.imitation import ImitationConfig, act_distribution, train
-from jgtest.agents.supervised import split_indices
+from jgtest.agents.imitation import ImitationConfig, act_distribution, js_threshold, train
+from jgtest.agents.supervised import fit, split_indices
 from jgtest.novelty import action_distribution, js_divergence
 
 SMALL = (("local_hidden", 8), ("global_hidden", 16), ("mlp", (32,)), ("cnn_dense", 32), ("cnn_layers", ((8, 4, 4), (8, 3, 2))))
@@ -39,6 +39,13 @@ def test_the_student_learns_the_demonstrated_actions():
     played = act_distribution(config, out["params"], demos["frames"][i], demos["od_box"][i], demos["od_visible"][i])
     shown = action_distribution(demos["actions"][i], 3)
     assert float(js_divergence(played, shown)) < 0.1
+    # The success threshold: the validation trajectories' mean JS (the paper's), or laxer by two sd.
+    paper = js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2))
+    lax = js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2), rule="mean+2sd")
+    assert paper["threshold"] == paper["mean"] and lax["threshold"] == pytest.approx(paper["mean"] + 2 * paper["std"])
+    assert lax["threshold"] >= paper["threshold"] and paper["rule"] == "mean" and lax["rule"] == "mean+2sd"
+    with pytest.raises(ValueError, match="unknown JS threshold rule 'median'"):
+        js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2), rule="median")
 
 
 def test_early_stopping_keeps_the_best_epoch():
@@ -46,6 +53,15 @@ def test_early_stopping_keeps_the_best_epoch():
     out = train(config, _demos(), jax.random.key(1))
     assert out["stopped_early"] and len(out["history"]) < 30
     assert out["best_epoch"] == len(out["history"]) - 1 - 2  # two epochs without improvement after the best
+
+
+def test_early_stopping_never_keeps_warm_up_weights():
+    # The best validation comes during the warm-up (epoch 1); the kept weights are the best after it.
+    vals = iter([1.0, 0.2, 0.9, 0.6, 0.7, 0.8, 0.95, 0.99, 0.5])
+    out = fit(0, lambda state, idx, i: (state + 1, 0.0), lambda state: next(vals), np.arange(4), batch_size=4, epochs=9,
+              patience=3, min_epochs=3)  # fmt: skip
+    assert out["best_epoch"] == 3 and out["state"] == 4  # epoch 3's weights (4 steps in), not epoch 1's
+    assert out["stopped_early"] and len(out["history"]) == 7  # 3 epochs after the best without a better one
 
 
 @pytest.mark.parametrize("kwargs, message", [({"k": 0}, "k .frames per step."), ({"lam": -1.0}, "λ must be non-negative"),

@@ -20,6 +20,18 @@ SETTINGS = OOITestSettings()
 STEP = jax.jit(lambda tester, state, action, key: ooi_step(ENV, SETTINGS, PARAMS, tester, state, action, key))
 
 
+def _open_target() -> int:
+    """A reachable object with nothing blocking within 3 cells (room for the 360° walk)."""
+    for k in np.flatnonzero(ENV.ooi_reachable(PARAMS)):
+        c, r = np.floor(np.asarray(PARAMS.ooi_pos[k])).astype(int)
+        if r >= 3 and c >= 3 and ENV.map.walkable[r - 3 : r + 4, c - 3 : c + 4].all():
+            return int(k)
+    raise AssertionError("no object in the open")
+
+
+TARGET = _open_target()
+
+
 def _run_tester(state, steps, action=0):
     tester, events, positions = init_tester(ENV.num_oois), [], []
     for t in range(steps):
@@ -30,7 +42,7 @@ def _run_tester(state, steps, action=0):
 
 
 def test_an_object_in_view_is_tested_by_a_full_walk_around_it():
-    target = int(np.flatnonzero(ENV.ooi_reachable(PARAMS))[3])
+    target = TARGET
     start = park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(1), 2.0)
     tester, events, positions = _run_tester(start, 300, action=4)  # the explorer keeps turning: ignored while testing
     done = [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
@@ -64,7 +76,7 @@ def test_a_walled_in_object_fails_its_test_and_is_not_retested():
 
 
 def test_replay_checks_the_walk():
-    target = int(np.flatnonzero(ENV.ooi_reachable(PARAMS))[3])
+    target = TARGET
     start = park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(1), 2.0)
     tester, state, executed, done_at = init_tester(ENV.num_oois), start, [], None
     for t in range(300):

@@ -9,7 +9,7 @@ A campaign object (:class:`jgtest.methods.park.inspector.InspectorCampaign`,
 ``bug_prob [T, N, 3]`` and ``shown [T, N]`` (:func:`oracle_outputs`).
 
 :func:`run_campaign` plays ``episodes / num_envs`` rounds of ``episode_steps``
-steps and keeps the books: cells visited per episode, each object's test outcome and
+steps and keeps the books: the cells each episode's trace covered (:func:`jgtest.envs.park.trace_cells`), each object's test outcome and
 the episode it ended in, the oracle's evidence per object. Bug records are
 written the moment a test ends: with an oracle, a record per object it flags
 (its judgement from the frames of the walk); without one, a record per
@@ -35,6 +35,7 @@ import numpy as np
 
 from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_coverage_curve
 from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.envs.park import TRACE_RADIUS, trace_cells
 from jgtest.envs.park_render import OOI_TYPES, TEXTURE_BUGS
 from jgtest.oracles.texture import walk_precision_recall
 from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
@@ -100,9 +101,10 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
                 executed.append(out["executed"])
                 span = slice(k * c.rollout_steps, (k + 1) * c.rollout_steps)
                 books["traces"][r, span] = out["position"]
-                cells = np.floor(out["position"]).astype(int)
+                rows, cols, within = trace_cells(out["position"])  # [T, N, M]: what each trace covers
+                within &= (rows >= 0) & (rows < env.size) & (cols >= 0) & (cols < env.size)
                 for i in range(c.num_envs):
-                    books["visited"][r * c.num_envs + i, cells[:, i, 1], cells[:, i, 0]] = True
+                    books["visited"][r * c.num_envs + i, rows[:, i][within[:, i]], cols[:, i][within[:, i]]] = True
                 if oracle is not None:
                     t_idx, i_idx = np.nonzero(out["shown"])
                     np.add.at(books["bug_sum"], out["target"][t_idx, i_idx], out["bug_prob"][t_idx, i_idx])
@@ -176,6 +178,7 @@ def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_
     tested = tested_in >= 0
     reachable = env.ooi_reachable(params)
     coverage = pathway_coverage_curve(visited, path)
+    coverage_reachable = pathway_coverage_curve(visited, path & env.map.main)
     tested_by = ooi_tested_curve(tested_in, c.episodes)
     outcomes = ooi_outcomes(success, tested, reachable)
     bugged = np.asarray(params.ooi_bug) > 0
@@ -183,15 +186,16 @@ def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_
     summary = {
         "method": method, "game": "ParkWorld-v0", "episodes": c.episodes, "episode_steps": c.episode_steps,
         "pathway_coverage": float(coverage[-1]),
-        "pathway_coverage_of_reachable": float((visited.any(axis=0) & path & env.map.main).sum() / (path & env.map.main).sum()),
+        "pathway_coverage_of_reachable": float(coverage_reachable[-1]), "trace_radius": TRACE_RADIUS,
         "ooi_tested": int(tested.sum()), "ooi_success": outcomes["success"], "ooi_failed": outcomes["failed"],
         "ooi_walked_around": int(books["walked"].sum()),
         "ooi_total": env.num_oois, "ooi_unreachable": outcomes["unreachable"], "ooi_missed_unreachable": outcomes["missed_unreachable"],
         "test_success_rate": outcomes["success"] / env.num_oois,
         "texture_bugs_total": int(bugged.sum()), "texture_bugs_tested": int((tested & bugged).sum()),
-        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(), "ooi_tested": tested_by.tolist()},
+        "curves": {"episode": list(range(1, c.episodes + 1)), "pathway_coverage": coverage.tolist(),
+                   "pathway_coverage_of_reachable": coverage_reachable.tolist(), "ooi_tested": tested_by.tolist()},
         "at_paper_episodes": {"ooi_tested_18": int(at(tested_by, 18)), "ooi_tested_45": int(at(tested_by, 45)),
-                              "pathway_coverage_45": float(at(coverage, 45))},  # fmt: skip
+                              "pathway_coverage_45": float(at(coverage, 45)), "pathway_coverage_of_reachable_45": float(at(coverage_reachable, 45))},  # fmt: skip
         "paper": PAPER, "outcomes": outcomes["outcome"].tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
     }  # fmt: skip
     if with_oracle:

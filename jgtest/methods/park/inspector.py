@@ -5,7 +5,8 @@ PPGTA (§I, §VI-A) compares against Inspector, a pixel-based testing agent that
 single-predictor RND novelty (:class:`jgtest.novelty.RND`, ``reward="error"``)
 and no preference term; when an object of interest comes into view it runs its
 test behaviour (here the scripted 360° walk of :mod:`jgtest.methods.park.ooi_testing`).
-The random agent plays uniform actions with the same tests. The comparison of
+The random agent plays uniform actions with the same tests; the follower, the scripted path follower
+of :mod:`jgtest.envs.park_experts` with a memory, is the park's calibration probe. The comparison of
 §V-C and §VI-A: 45 episodes of 2,000 steps each from uniform starts, pathway coverage
 (Inspector 16% after 45 episodes, Fig. 7) and OOIs tested over episodes
 (Inspector 19 after 18 episodes and 40 after 45; random 9 and 17; Fig. 8).
@@ -45,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
+from jgtest.envs import park_experts
 from jgtest.envs.registration import make
 from jgtest.methods.park.campaign import oracle_outputs, run_campaign
 from jgtest.methods.park.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
@@ -55,7 +57,12 @@ from jgtest.rollout import episode_key, reset_key
 from jgtest.seeds import check_seed
 from jgtest.types import Transition
 
-AGENTS = ("inspector", "random")
+AGENTS = ("inspector", "random", "follower")
+#: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01 (PyTorch's
+#: default; the paper gives none); the rest PureJaxRL's Atari values (Inspector's own are not in the text).
+PAPER_PPO = ppo.PPOHyperparams(weight_decay=0.01)
+#: Steps between refreshes of the follower's guide to unwalked pathway (a flood fill of the park).
+GUIDE_EVERY = 25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +70,9 @@ class InspectorConfig:
     """One campaign (module docstring).
 
     Attributes:
-      agent: ``"inspector"`` or ``"random"``.
+      agent: ``"inspector"``, ``"random"`` or ``"follower"`` (the scripted path follower with the
+        campaign's memory of the pathway walked, its guide refreshed every :data:`GUIDE_EVERY` steps:
+        a calibration probe, :mod:`jgtest.methods.park.probes`).
       episodes: episodes in all (the paper's 45); a multiple of ``num_envs``.
       num_envs: games played side by side.
       episode_steps: steps per episode (the paper's 2,000).
@@ -84,13 +93,13 @@ class InspectorConfig:
     rollout_steps: int = 200
     seed: int = 0
     size: int = 256
-    num_oois: int = 248
+    num_oois: int = 247
     tests: OOITestSettings = OOITestSettings()
     rnd: RNDConfig = RNDConfig(members=1, reward="error", shared_backbone=False)
     rnd_updates: int = 4
     cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
     cnn_dense: int = 256
-    hparams: ppo.PPOHyperparams = ppo.PPOHyperparams()
+    hparams: ppo.PPOHyperparams = PAPER_PPO
 
     def __post_init__(self):
         check_seed(self.seed)
@@ -122,7 +131,8 @@ class InspectorCampaign:
         self.oracle = oracle
         self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
         self.rnd = RND(c.rnd)
-        self.ppo = None if c.agent == "random" else ppo.make_agent(ppo.PPOConfig(
+        self.to_path = park_experts.nearest_path_heading(self.env)
+        self.ppo = None if c.agent != "inspector" else ppo.make_agent(ppo.PPOConfig(
             game="ParkWorld-v0", game_kwargs=tuple(c.game_kwargs.items()), num_envs=c.num_envs, num_steps=c.rollout_steps,
             total_timesteps=c.episodes * c.episode_steps, torso="cnn", cnn_layers=c.cnn_layers, cnn_dense=c.cnn_dense,
             conv_impl="im2col", num_evals=1, track_coverage=False,
@@ -133,6 +143,8 @@ class InspectorCampaign:
 
     def _init(self, key) -> dict:
         testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(jnp.arange(self.config.num_envs))
+        if self.config.agent == "follower":
+            return {"testers": testers, "memory": park_experts.new_memory(self.env)}
         if self.ppo is None:
             return {"testers": testers}
         k_ppo, k_rnd = jax.random.split(key)
@@ -153,15 +165,20 @@ class InspectorCampaign:
         step_all = jax.vmap(lambda tester, state, action, k: ooi_step(env, c.tests, params, tester, state, action, k))
 
         def body(loop, k):
-            frames, states, testers, t = loop
+            frames, states, testers, t, memory = loop
             k_act, k_step = jax.random.split(k)
+            log_prob = value = jnp.zeros(c.num_envs)
             if learns:
                 action, log_prob, value = self.ppo.act(carry["ppo"].params, frames, k_act)
+            elif c.agent == "follower":
+                follow = lambda state, kk: park_experts.path_action(env, params, state, kk, self.to_path, epsilon=0.0, memory=memory)
+                action = jax.vmap(follow)(states, jax.random.split(k_act, c.num_envs))
             else:
                 action = jax.random.randint(k_act, (c.num_envs,), 0, env.num_actions)
-                log_prob = value = jnp.zeros(c.num_envs)
             testers, next_frames, states, info, executed, event = step_all(testers, states, action, jax.random.split(k_step, c.num_envs))
             testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
+            if memory is not None:
+                memory = park_experts.remember(memory, info["telemetry"].position)  # shared too
             last = t + 1 == c.episode_steps
             out = {
                 "transition": Transition(frames, action, jnp.zeros(c.num_envs), jnp.zeros(c.num_envs, bool),
@@ -169,11 +186,22 @@ class InspectorCampaign:
                 "position": info["telemetry"].position, "executed": executed, **event,
                 **(oracle_outputs(self.oracle, next_frames, event) if self.oracle is not None else {}),
             }  # fmt: skip
-            return (next_frames, states, testers, t + 1), out
+            return (next_frames, states, testers, t + 1, memory), out
+
+        def chunk(loop, keys):  # the follower's guide is refreshed before each chunk of steps
+            memory = loop[-1]
+            if memory is not None:
+                memory = park_experts.refresh_guide(env, memory)
+            return jax.lax.scan(body, (*loop[:-1], memory), keys)
 
         k_run, k_ppo, k_rnd = jax.random.split(key, 3)
-        loop = (carry["frames"], carry["states"], carry["testers"], carry["t"])
-        (frames, states, testers, t), out = jax.lax.scan(body, loop, jax.random.split(k_run, c.rollout_steps))
+        every = GUIDE_EVERY if c.agent == "follower" and c.rollout_steps % GUIDE_EVERY == 0 else c.rollout_steps
+        loop = (carry["frames"], carry["states"], carry["testers"], carry["t"], carry.get("memory"))
+        keys = jax.random.split(k_run, c.rollout_steps).reshape(c.rollout_steps // every, every)
+        (frames, states, testers, t, memory), out = jax.lax.scan(chunk, loop, keys)
+        out = jax.tree.map(lambda x: x.reshape(c.rollout_steps, *x.shape[2:]), out)
+        if memory is not None:
+            carry = {**carry, "memory": memory}
         traj = out.pop("transition")
         if learns:
             # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are PPGTA's extensions (§IV-C)

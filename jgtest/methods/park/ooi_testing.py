@@ -52,14 +52,15 @@ class OOITestSettings:
     Attributes:
       trigger_pixels: pixels an untested object must show to start a test (at 64×64 an object
         about 3 cells away).
-      test_budget: steps the scripted 360° walk may take before the test fails.
+      test_budget: steps the scripted 360° walk may take before the test fails (a full walk takes 55–70
+        steps at ``ParkWorld``'s speeds; a failed one costs the whole budget).
       test_steps: when positive, a test is a learned behaviour that runs exactly this many steps
         (a pixel agent cannot measure the angle it swept) and is judged by the JS divergence of its
         actions (PPGTA §VI-B); 0: the scripted walk, judged by completing the turn.
     """
 
     trigger_pixels: int = 100
-    test_budget: int = 240
+    test_budget: int = 80
     test_steps: int = 0
 
     def __post_init__(self):

@@ -52,6 +52,7 @@ from jgtest.agents import ppo
 from jgtest.envs.registration import make
 from jgtest.envs.wrappers import od_mask
 from jgtest.methods.park.campaign import oracle_outputs, run_campaign
+from jgtest.methods.park.inspector import PAPER_PPO
 from jgtest.methods.park.models import PPGTAModels, PPGTAModelsConfig
 from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, init_tester, ooi_step
 from jgtest.nets.recurrent import ImitationPolicy
@@ -87,7 +88,7 @@ class PPGTAConfig:
     rnd: RNDConfig = RNDConfig(members=8, reward="variance", shared_backbone=True)
     rnd_updates: int = 4
     alpha: AlphaSchedule = AlphaSchedule()
-    hparams: ppo.PPOHyperparams = ppo.PPOHyperparams()
+    hparams: ppo.PPOHyperparams = PAPER_PPO
     models: PPGTAModelsConfig = PPGTAModelsConfig()
 
     def __post_init__(self):

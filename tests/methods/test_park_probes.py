@@ -1,0 +1,37 @@
+"""ParkWorld-v0's calibration probes (:mod:`jgtest.methods.park.probes`): the random agent and the scripted
+path follower against the committed probe table, and against PPGTA's numbers."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jgtest.methods.park import probes
+
+#: Objects tested in the first round (5 episodes, seed 0) of each probe on the calibrated park.
+FOLLOWER_5, RANDOM_5 = 63, 1
+TABLE = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/results/park_probes.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_probe_table_is_the_committed_one():
+    # The park's free parameters were fixed by these probes: a change to the park or the probes shows here.
+    table = probes.probe_table(probes.SEEDS, 45, log=lambda line: None)
+    for agent, row in table.items():
+        committed = TABLE["probes"][agent]
+        for ours, theirs in zip(row["runs"], committed["runs"]):
+            assert {k: v for k, v in ours.items() if k != "wall_s"} == pytest.approx({k: v for k, v in theirs.items() if k != "wall_s"})
+        assert row["holds"] == committed["holds"]
+    # What the calibration reaches: the follower covers all the reachable pathway by episode 45 and
+    # tests most objects by episode 18 (PPGTA: 192 of 247); the random agent tests a few.
+    follower, random = table["follower"]["mean"], table["random"]["mean"]
+    assert follower["pathway_coverage_of_reachable_45"] >= 0.9 and follower["ooi_tested_18"] >= 170
+    assert random["ooi_tested_18"] <= 15 and random["ooi_tested_45"] <= 35
+    assert follower["ooi_tested_18"] > 10 * random["ooi_tested_18"]
+
+
+def test_one_round_of_each_probe():
+    # One round (5 episodes, seed 0) of each: the calibrated park's first figures (the committed table's curves).
+    follower, random = probes.probe_run("follower", 0, episodes=5), probes.probe_run("random", 0, episodes=5)
+    assert follower["ooi_tested_45"] == FOLLOWER_5 and random["ooi_tested_45"] == RANDOM_5
+    assert follower["pathway_coverage_of_reachable_45"] > 20 * random["pathway_coverage_of_reachable_45"]
