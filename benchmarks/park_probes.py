@@ -2,7 +2,7 @@
 
     python benchmarks/park_probes.py --json benchmarks/results/park_probes.json
 
-The random agent over seeds 0–4 and the scripted path follower over seeds 0–2, each a
+The random agent over seeds 0–9 and the scripted path follower over seeds 0–2, each a
 45-episode campaign of 2,000 steps (5 games a round, the learned agents' starts); per seed
 and as means: objects tested after 18 and 45 episodes, pathway coverage (all pathway and the
 reachable one) and wall time, beside the targets (the paper's random agent: 9 and 17; the

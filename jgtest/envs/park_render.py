@@ -57,14 +57,14 @@ class Camera:
 
     Attributes:
       res: frame height and width in pixels.
-      fov_deg: horizontal field of view.
+      fov_deg: horizontal field of view (90°: the Unreal shooter template's camera, the paper's character, §V-C).
       far: view distance in cells (walls, floor and objects beyond are fog).
       max_visible: objects drawn per frame (the nearest in front); also the size of the box arrays.
       pitch_step: horizon shift per look-up/down step, as a fraction of ``res``.
     """
 
     res: int = 64
-    fov_deg: float = 66.0
+    fov_deg: float = 90.0
     far: float = 20.0
     max_visible: int = 8
     pitch_step: float = 0.125

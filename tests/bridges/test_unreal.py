@@ -232,8 +232,8 @@ def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(serve
     learned = behaviour == "learned"
     settings = OOITestSettings(trigger_pixels=60, test_steps=8 if learned else 0)
     judge = (jnp.full(9, 1 / 9), 0.35) if learned else None
-    # walks that meet three objects from seed 3's start, and one that walks all round an object from seed 0's
-    seed, walk, steps, tests = (3, 15, 160, 3) if learned else (0, 10, 300, 1)
+    # walks that meet three objects from seed 4's start, and one that walks all round an object from seed 0's
+    seed, walk, steps, tests = (4, 10, 160, 3) if learned else (0, 10, 300, 1)
     actions = np.random.default_rng(walk).choice(9, size=steps, p=[0.5, 0.05, 0.05, 0.05, 0.15, 0.15, 0.0, 0.0, 0.05])
     step = jax.jit(lambda tester, state, a, key: ooi_step(ENV, settings, PARAMS, tester, state, a, key, test_action=a if learned else None, judge=judge))
     _, state = RESET(reset_key(episode_key(seed, 0, 0)), PARAMS)

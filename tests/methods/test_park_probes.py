@@ -9,7 +9,7 @@ import pytest
 from jgtest.methods.park import probes
 
 #: Objects tested in the first round (5 episodes, seed 0) of each probe on the calibrated park.
-FOLLOWER_5, RANDOM_5 = 63, 1
+FOLLOWER_5, RANDOM_5 = 73, 1
 TABLE = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/results/park_probes.json").read_text())
 
 
@@ -22,10 +22,10 @@ def test_the_probe_table_is_the_committed_one():
         for ours, theirs in zip(row["runs"], committed["runs"]):
             assert {k: v for k, v in ours.items() if k != "wall_s"} == pytest.approx({k: v for k, v in theirs.items() if k != "wall_s"})
         assert row["holds"] == committed["holds"]
-    # What the calibration reaches: the follower covers all the reachable pathway by episode 45 and
-    # tests most objects by episode 18 (PPGTA: 192 of 247); the random agent tests a few.
+    # What the calibration reaches: the follower does what PPGTA did (192 objects by episode 18, most of
+    # the pathway); the random agent tests a few, more than the paper's (9 and 17: stated in ParkWorld's docstring).
     follower, random = table["follower"]["mean"], table["random"]["mean"]
-    assert follower["pathway_coverage_of_reachable_45"] >= 0.9 and follower["ooi_tested_18"] >= 170
+    assert follower["pathway_coverage_of_reachable_45"] >= 0.9 and follower["ooi_tested_18"] >= 192
     assert random["ooi_tested_18"] <= 15 and random["ooi_tested_45"] <= 35
     assert follower["ooi_tested_18"] > 10 * random["ooi_tested_18"]
 

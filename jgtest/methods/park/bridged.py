@@ -111,7 +111,7 @@ class BridgedAgent:
         detector for an agent other than PPGTA or other than the run's.
     """
 
-    def __init__(self, models, agent: str, trained=None, detector: str = "ground-truth", trigger_pixels: int = 100,
+    def __init__(self, models, agent: str, trained=None, detector: str = "ground-truth", trigger_pixels: int = 60,
                  turn_deg: float = EnvParams.turn_deg):  # fmt: skip
         if agent not in AGENTS:
             raise ValueError(f"agent must be one of {AGENTS} over a bridged game, got {agent!r}")

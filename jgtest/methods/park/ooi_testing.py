@@ -50,8 +50,8 @@ class OOITestSettings:
     """When a test starts and how long it may take.
 
     Attributes:
-      trigger_pixels: pixels an untested object must show to start a test (at 64×64 an object
-        about 3 cells away).
+      trigger_pixels: pixels an untested object must show to start a test (of 64×64 with the 90° view:
+        an object within about 3 cells; set with the park's probes, :mod:`jgtest.methods.park.probes`).
       test_budget: steps the scripted 360° walk may take before the test fails (a full walk takes 55–70
         steps at ``ParkWorld``'s speeds; a failed one costs the whole budget).
       test_steps: when positive, a test is a learned behaviour that runs exactly this many steps
@@ -59,7 +59,7 @@ class OOITestSettings:
         actions (PPGTA §VI-B); 0: the scripted walk, judged by completing the turn.
     """
 
-    trigger_pixels: int = 100
+    trigger_pixels: int = 60
     test_budget: int = 80
     test_steps: int = 0
 

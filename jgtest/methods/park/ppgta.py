@@ -83,7 +83,7 @@ class PPGTAConfig:
     rollout_steps: int = 200
     seed: int = 0
     detector: str = "ground-truth"
-    trigger_pixels: int = 100
+    trigger_pixels: int = 60
     test_steps: int = 0
     rnd: RNDConfig = RNDConfig(members=8, reward="variance", shared_backbone=True)
     rnd_updates: int = 4

@@ -29,8 +29,8 @@ TARGETS = {
     "random": {"ooi_tested_18": (9, 3), "ooi_tested_45": (17, 5)},
     "follower": {"ooi_tested_18_at_least": 192, "pathway_coverage_of_reachable_45_at_least": 0.90},
 }
-#: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 1 to 17 by episode 18).
-SEEDS = {"random": (0, 1, 2, 3, 4), "follower": (0, 1, 2)}
+#: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 8 to 23 by episode 18).
+SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2)}
 
 
 def probe_run(agent: str, seed: int, episodes: int = 45, out_dir: str | Path | None = None) -> dict:
