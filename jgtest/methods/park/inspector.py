@@ -131,7 +131,7 @@ class InspectorCampaign:
         self.oracle = oracle
         self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
         self.rnd = RND(c.rnd)
-        self.to_path = park_experts.nearest_path_heading(self.env)
+        self.to_path = park_experts.nearest_path_heading(self.env) if c.agent == "follower" else None
         self.ppo = None if c.agent != "inspector" else ppo.make_agent(ppo.PPOConfig(
             game="ParkWorld-v0", game_kwargs=tuple(c.game_kwargs.items()), num_envs=c.num_envs, num_steps=c.rollout_steps,
             total_timesteps=c.episodes * c.episode_steps, torso="cnn", cnn_layers=c.cnn_layers, cnn_dense=c.cnn_dense,
