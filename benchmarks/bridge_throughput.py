@@ -20,9 +20,9 @@ minus one (overhead).
      actions drawn by numpy, nothing else.
    * ``host loop, lean``: what :func:`jgtest.host_loop.play` does per step without
      its per-episode bookkeeping: ``MsPacmanEnv.step_raw`` (envpool's step, the action
-     range check, next-step autoreset) and one jitted call,
-     :func:`jgtest.host_loop.make_player`'s ``advance`` (frames and RAM to the device,
-     the frame rings, the RAM telemetry and gates, the step's keys
+     range check, next-step autoreset) and
+     :func:`jgtest.host_loop.make_player`'s ``advance``, two jitted calls (frames to the
+     device and the frame rings; the three RAM bytes read, the telemetry and gates, the step's keys
      ``split(fold_in(key, t), N)``, the vmapped random policy), then the actions and the
      packed telemetry to the host.
    * ``host_loop.play``: ``play`` itself for a fixed number of episodes per call,
@@ -49,12 +49,12 @@ minus one (overhead).
    rest of ``MsPacmanEnv.step_raw``, ``advance``).
 
    **Batch sweep** (:func:`batch_sweep`): the raw and lean loops again at
-   ``N`` = 8, 32, 64, 128, with each jitted call run on the calling thread as the
+   ``N`` = 8, 32, 64, 128, with each jitted call dispatched from the calling thread as the
    command line runs them (``jax_cpu_enable_async_dispatch=False``,
    ``jgtest.cli._inline_cpu_dispatch``), then once more in a process with JAX's
    default asynchronous dispatch (``batch_sweep_async_dispatch``: what a notebook
    that keeps JAX's defaults pays). The host loop's fixed cost a batch step (one
-   jitted call) weighs most at small ``N``; envpool's step grows with ``N``.
+   jitted ``advance``) weighs most at small ``N``; envpool's step grows with ``N``.
 
 2. **SuperTuxKart** (``lighthouse``, 128×96 frames, ``GraphicsConfig.ld()``),
    each in a process of its own (``pystk2.init`` runs once per process), a fixed
@@ -116,7 +116,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import write_json  # noqa: E402
 
 #: The host loop's overhead over raw envpool it must stay within: 15% at small batches (its
-#: fixed cost a batch step, one jitted call, weighs most there), 10% from 64 games on.
+#: fixed cost a batch step, the jitted ``advance``, weighs most there), 10% from 64 games on.
 TARGETS = {8: 0.15, 32: 0.15, 64: 0.10, 128: 0.10}
 
 
@@ -245,8 +245,8 @@ def _raw_loop(game, ale_actions):
 
 def _lean_loop(game, start, advance, key):
     """``(reset, run)`` of the lean host loop: per step what :func:`jgtest.host_loop.play` does
-    without its bookkeeping: ``MsPacmanEnv.step_raw``, the one jitted call
-    (:func:`jgtest.host_loop.make_player`'s ``advance``: frame rings, RAM telemetry, keys, policy)
+    without its bookkeeping: ``MsPacmanEnv.step_raw``, :func:`jgtest.host_loop.make_player`'s
+    jitted ``advance`` (frame rings; RAM telemetry, keys, policy)
     and the step's telemetry to the host."""
     import jax
 
@@ -256,14 +256,14 @@ def _lean_loop(game, start, advance, key):
 
     def reset():
         frames, info = game.reset(SEED)
-        state["carry"], state["action"] = jax.block_until_ready(start(None, frames, {"ram": info["ram"]}, key))
+        state["carry"], state["action"] = jax.block_until_ready(start(None, frames, game.device_telemetry.take(info), key))
 
     def run(num_steps):
         carry, action = state["carry"], state["action"]
         begin = time.perf_counter()
         for _ in range(num_steps):
             frames, terminated, truncated, info = game.step_raw(np.asarray(action))
-            carry, tel, action = advance(None, carry, frames, {"ram": info["ram"]}, info["autoreset"])
+            carry, tel, action = advance(None, carry, frames, game.device_telemetry.take(info), info["autoreset"])
             host_loop.unpack_telemetry(tel)
         action = np.asarray(action)
         state["carry"], state["action"] = carry, action
@@ -288,9 +288,9 @@ def _interleaved(loops: dict, r: int, steps: int, chunk: int) -> dict:
 def batch_sweep(s: dict) -> list[dict]:
     """The lean host loop against raw envpool at each batch size of ``SWEEP``: the paired overhead.
 
-    The host loop's cost per batch step is a fixed ≈ 0.1 ms (one jitted call: frames and RAM
-    in, the frame rings written one slot a game, the gates from RAM, the keys and the policy;
-    actions and one packed telemetry array out) plus a little per game; envpool's step costs
+    The host loop's cost per batch step is a fixed ≈ 0.1 ms (``advance``: frames and three RAM
+    bytes a game in, the frame rings written one slot a game, the gates from RAM, the keys and
+    the policy; actions and one packed telemetry array out) plus a little per game; envpool's step costs
     ≈ 0.15–0.2 ms per game on these 2 cores. So the overhead falls as ``N`` grows. Each ``N``
     runs ``rounds`` rounds of ``sweep_game_steps`` game steps per loop, interleaved in chunks
     of a tenth; the overhead is the median over rounds of the paired ratio.
@@ -300,7 +300,9 @@ def batch_sweep(s: dict) -> list[dict]:
     the shifted stack moved every byte twice a step), the RAM telemetry moved into the jitted
     call (:class:`envs_bridge.ale.RamTelemetry`), its six outputs became one
     (:func:`jgtest.host_loop.pack_telemetry`: XLA's CPU runtime paid ≈ 0.07 ms a call for the
-    six), and the checks of actions and frames run once per batch shape.
+    six), the checks of actions and frames run once per batch shape, and the call became two
+    whose buffers and kernels are few enough for XLA to run each on the calling thread
+    (:func:`jgtest.host_loop.make_player`; only the three RAM bytes read reach the device).
 
     Tried and left out: double-buffering two halves of the batch (envpool's ``send``/``recv``,
     the host work on one half while the other steps) measured no better here (N=64: +11% against
@@ -360,7 +362,7 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     ale_actions = np.asarray(ALE_ACTIONS, np.int32)
     key = jax.random.key(SEED)
     compile_clock = _CompileClock()
-    # What play runs each step: one jitted call (push the frames, derive the keys, act).
+    # What play runs each step: advance (push the frames; telemetry, keys, act).
     start, advance = host_loop.make_player(random_policy, pipeline, n, env.device_telemetry)
 
     loops = {RAW: _raw_loop(envs[RAW], ale_actions), LEAN: _lean_loop(envs[LEAN], start, advance, key)}
@@ -476,12 +478,12 @@ def profile_lean(env, pool, start, advance, key, n, num_steps, ale_actions) -> d
 
     from jgtest import host_loop
 
-    phases = ("advance (jitted: frames in, ring, RAM telemetry, keys, act; telemetry out)", "actions to host",
+    phases = ("advance (jitted: frames in, ring; RAM telemetry, keys, act; telemetry out)", "actions to host",
               "pool.step (envpool)", "MsPacmanEnv.step_raw minus pool.step")  # fmt: skip
     spent = dict.fromkeys(phases, 0.0)
     timed = _TimedPool(pool)
     frames, info = env.reset(SEED)
-    carry, action = jax.block_until_ready(start(None, frames, {"ram": info["ram"]}, key))
+    carry, action = jax.block_until_ready(start(None, frames, env.device_telemetry.take(info), key))
     env._pool = timed  # the profile only: MsPacmanEnv steps through the timing proxy
     try:
         for _ in range(num_steps):
@@ -492,7 +494,7 @@ def profile_lean(env, pool, start, advance, key, n, num_steps, ale_actions) -> d
             frames, _, _, info = env.step_raw(taken)
             t2 = time.perf_counter()
             pool_s = timed.seconds - before
-            carry, tel, action = advance(None, carry, frames, {"ram": info["ram"]}, info["autoreset"])
+            carry, tel, action = advance(None, carry, frames, env.device_telemetry.take(info), info["autoreset"])
             host_loop.unpack_telemetry(tel), np.asarray(action)
             t3 = time.perf_counter()
             for phase, seconds in zip(phases, (t3 - t2, t1 - t0, pool_s, t2 - t1 - pool_s)):

@@ -62,6 +62,8 @@ ALE_ACTIONS = (1, 2, 4, 3, 0)  # ALE: NOOP 0, UP 1, RIGHT 2, LEFT 3, DOWN 4
 
 #: RAM bytes (AtariARI): player x, player y, dots eaten.
 RAM_X, RAM_Y, RAM_DOTS = 10, 16, 119
+#: The RAM bytes :class:`RamTelemetry` reads, in its column order (:meth:`RamTelemetry.take`).
+RAM_READ = np.array([RAM_X, RAM_Y, RAM_DOTS])
 #: Tunnel rows (RAM y) of the first maze, the tolerance around them, and the x beyond the maze columns.
 TUNNEL_ROWS = (50, 98)
 ROW_TOLERANCE = 2
@@ -102,24 +104,29 @@ class RamTelemetry(DeviceTelemetry):
 
     The rules of :meth:`MsPacmanEnv.step`'s numpy path: the gates by :func:`gates_at`, each
     fired on its first visit of an episode, the dots eaten this step (RAM byte 119) as the
-    game reward, and nothing on an ``autoreset`` step. The carry: ``(gates found bool[N, 4],
-    dots eaten int32[N])``.
+    game reward, and nothing on an ``autoreset`` step. :meth:`take` keeps the three RAM
+    bytes read (:data:`RAM_READ`: 24 bytes at 8 games where the RAM is 1 KB), and
+    :meth:`init` and :meth:`step` read its ``ram[:, 0:3]`` = x, y, dots. The carry:
+    ``(gates found bool[N, 4], dots eaten int32[N])``.
     """
 
     keys: tuple[str, ...] = ("ram",)
 
+    def take(self, info):
+        return {"ram": info["ram"][:, RAM_READ]}
+
     def init(self, raw):
         import jax.numpy as jnp
 
-        ram = jnp.asarray(raw["ram"])
-        return jnp.zeros((ram.shape[0], len(GATE_NAMES)), bool), ram[:, RAM_DOTS].astype(jnp.int32)
+        dots = jnp.asarray(raw["ram"])[:, 2].astype(jnp.int32)
+        return jnp.zeros((dots.shape[0], len(GATE_NAMES)), bool), dots
 
     def step(self, carry, raw, autoreset):
         import jax.numpy as jnp
 
         found, dots_before = carry
         ram = jnp.asarray(raw["ram"])
-        x, y, dots = (ram[:, i].astype(jnp.int32) for i in (RAM_X, RAM_Y, RAM_DOTS))  # the 3 bytes read, not 128
+        x, y, dots = (ram[:, i].astype(jnp.int32) for i in range(len(RAM_READ)))
         fresh = jnp.asarray(autoreset)[:, None]
         found = found & ~fresh
         fired = jnp.stack(gates_at(x, y), axis=-1) & ~fresh & ~found
@@ -317,12 +324,12 @@ class XlaMsPacman:
     def start(self, handle):
         """``(handle, frames, carry)`` after the reset; ``carry`` = (:class:`RamTelemetry`'s, done)."""
         handle, (obs, _, _, _, info) = self._recv(handle)
-        return handle, self._frames(obs), (RAM_TELEMETRY.init(info), self._jnp.zeros(self.num_envs, bool))
+        return handle, self._frames(obs), (RAM_TELEMETRY.init(RAM_TELEMETRY.take(info)), self._jnp.zeros(self.num_envs, bool))
 
     def step(self, handle, carry, actions):
         """``(handle, frames, carry, telemetry, done, autoreset)`` after ``actions`` (RELINE's ids)."""
         tally, autoreset = carry
         handle, (obs, _, terminated, truncated, info) = self._step(handle, self._ale_actions[actions])
-        tally, telemetry = RAM_TELEMETRY.step(tally, info, autoreset)
+        tally, telemetry = RAM_TELEMETRY.step(tally, RAM_TELEMETRY.take(info), autoreset)
         done = terminated | truncated
         return handle, self._frames(obs), (tally, done), telemetry, done, autoreset

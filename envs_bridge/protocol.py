@@ -102,10 +102,19 @@ class DeviceTelemetry(abc.ABC):
     (the host loop caches its jitted step per telemetry).
 
     Attributes:
-      keys: the ``info`` entries of a reset or a step that :meth:`init` and :meth:`step` read.
+      keys: the ``info`` entries of a reset or a step that :meth:`take` reads.
     """
 
     keys: tuple[str, ...]
+
+    def take(self, info: dict) -> dict:
+        """The raw arrays :meth:`init` and :meth:`step` read, from a reset's or a step's ``info``:
+        the :attr:`keys` entries as they are. A telemetry that reads a few columns of a wide
+        array cuts them here, on the host, so that the host loop's per-step program keeps
+        only small buffers: XLA's CPU runtime runs a program whose buffers are all at most
+        512 bytes on the calling thread, one that holds a larger one on its thread pool
+        (:func:`jgtest.host_loop.make_player`). Works on numpy and jax arrays alike."""
+        return {key: info[key] for key in self.keys}
 
     @abc.abstractmethod
     def init(self, raw: dict):

@@ -10,7 +10,7 @@ builds for the on-device training loop. Games' telemetry
 (``info["telemetry"]``, the on-device :class:`jgtest.types.Telemetry` fields)
 feeds the same rewards, oracles, bug records and analyses.
 
-Per step, :func:`play` makes one jitted call and waits on its actions: a game
+Per step, :func:`play` makes two jitted calls (:func:`make_player`) and waits on its actions: a game
 that offers its telemetry as JAX functions (``game.device_telemetry``) has it
 computed there, the frames go into rings written in place
 (:class:`jgtest.envs.wrappers.FrameRing`), and the telemetry comes back as one
@@ -243,7 +243,7 @@ def train_dqn(
 
 @lru_cache(maxsize=32)
 def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry: DeviceTelemetry | None = None):
-    """``(start, advance)``: :func:`play`'s per-step device work, each one jitted call.
+    """``(start, advance)``: :func:`play`'s per-step device work.
 
     ``start(params, frames, raw, key) -> (carry, action)`` begins the frame rings with the
     reset frames and picks step 0's actions; ``advance(params, carry, frames, raw,
@@ -251,12 +251,24 @@ def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry:
     (:meth:`~jgtest.envs.wrappers.ObservationPipeline.ring_push`: one slot written a game,
     the ordered stack built only for the policy), computes that step's telemetry from the
     game's ``raw`` arrays when the game offers a :class:`~envs_bridge.protocol.DeviceTelemetry`
-    (``telemetry``; else ``raw`` is ``{}`` and the telemetry ``None``) and picks the next
-    actions. Step ``t``'s keys are ``split(fold_in(key, t), num_envs)``, made inside the
-    call from the key and step count the carry holds: one dispatch per step, frames and raw
-    arrays in, actions and the telemetry (:func:`pack_telemetry`'d: one array) out. ``advance`` takes ``carry`` as donated: pass the
-    one it last returned. Built once per ``(policy, pipeline, num_envs, telemetry)``
-    (cached), so repeated :func:`play` calls do not re-trace.
+    (``telemetry``: ``raw`` is its :meth:`~envs_bridge.protocol.DeviceTelemetry.take` of the
+    ``info``; else ``raw`` is ``{}`` and the telemetry ``None``) and picks the next
+    actions. Step ``t``'s keys are ``split(fold_in(key, t), num_envs)``, made on device
+    from the key and step count the carry holds; actions and the telemetry
+    (:func:`pack_telemetry`'d: one array) come out. ``advance`` takes ``carry`` as donated:
+    pass the one it last returned. Built once per ``(policy, pipeline, num_envs,
+    telemetry)`` (cached), so repeated :func:`play` calls do not re-trace.
+
+    ``advance`` is two jitted calls, the ring push (three kernels) and the decision
+    (telemetry, keys, policy), not one: XLA's CPU runtime runs a program on the calling
+    thread when it has at most 8 kernels or when all its buffers are at most 512 bytes,
+    and otherwise hands its kernels to its thread pool. One program holding both the
+    frames (56 KB at 8 games) and the keys' dozens of small kernels went to the pool
+    every step; split, the push passes by its kernel count and the decision, for a
+    policy that does not read the frames (the random agent), by its buffers. At 8 Ms.
+    Pac-Man games that took the loop from +16.1% to +12.3% over raw envpool on 2 cores
+    (``benchmarks/bridge_throughput.py``, the paired rounds of its first section;
+    ``benchmarks/results/bridge_throughput.json``).
     """
     act = jax.vmap(policy, in_axes=(None, 0, 0))
 
@@ -267,17 +279,24 @@ def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry:
     def start(params, frames, raw, key):
         ring = pipeline.ring_reset(frames)
         tally = None if telemetry is None else telemetry.init(raw)
-        return (ring, tally, key, jnp.int32(0)), choose(params, ring, key, 0)
+        return (ring, (tally, key, jnp.int32(0))), choose(params, ring, key, 0)
 
-    @partial(jax.jit, donate_argnums=1)  # the rings are written in place (callers pass the last carry)
-    def advance(params, carry, frames, raw, autoreset):
-        ring, tally, key, t = carry
-        ring = pipeline.ring_push(ring, frames, autoreset)
+    push = jax.jit(pipeline.ring_push, donate_argnums=0)  # the ring written in place
+
+    @partial(jax.jit, donate_argnums=1)
+    def decide(params, state, ring, raw, autoreset):
+        tally, key, t = state
         tel = None
         if telemetry is not None:
             tally, tel = telemetry.step(tally, raw, autoreset)
             tel = pack_telemetry(tel)
-        return (ring, tally, key, t + 1), tel, choose(params, ring, key, t + 1)
+        return (tally, key, t + 1), tel, choose(params, ring, key, t + 1)
+
+    def advance(params, carry, frames, raw, autoreset):
+        ring, state = carry
+        ring = push(ring, frames, autoreset)
+        state, tel, action = decide(params, state, ring, raw, autoreset)
+        return (ring, state), tel, action
 
     return start, advance
 
@@ -333,9 +352,9 @@ def play(
     """
     on_device = game.device_telemetry
     start, advance = make_player(policy, pipeline, game.num_envs, on_device)
-    raw_keys = () if on_device is None else on_device.keys
+    take = (lambda info: {}) if on_device is None else on_device.take
     frames, info = game.reset(seed)
-    carry, action = start(policy_params, frames, {k: info[k] for k in raw_keys}, key)
+    carry, action = start(policy_params, frames, take(info), key)
     history = _StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
     quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
@@ -346,7 +365,7 @@ def play(
             frames, _, terminated, truncated, info = game.step(taken)
         else:
             frames, terminated, truncated, info = game.step_raw(taken)
-        carry, tel, action = advance(policy_params, carry, frames, {k: info[k] for k in raw_keys}, info["autoreset"])
+        carry, tel, action = advance(policy_params, carry, frames, take(info), info["autoreset"])
         tel, live = info["telemetry"] if on_device is None else unpack_telemetry(tel), ~info["autoreset"]
         intro.advance(info["autoreset"])
         history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)

@@ -148,10 +148,10 @@ def test_ram_telemetry_fires_each_gate_of_the_recorded_traces():
     with MsPacmanEnv(num_envs=4, seed=0) as raw, MsPacmanEnv(num_envs=4, seed=0) as host:
         _, info = raw.reset(0)
         host.reset(0)
-        carry, fired_raw, fired_host = RAM_TELEMETRY.init(info), [], []
+        carry, fired_raw, fired_host = RAM_TELEMETRY.init(RAM_TELEMETRY.take(info)), [], []
         for step in actions.T:
             _, _, _, info = raw.step_raw(step)
-            carry, tel = tally(carry, {"ram": info["ram"]}, info["autoreset"])
+            carry, tel = tally(carry, RAM_TELEMETRY.take(info), info["autoreset"])
             fired_raw.append(np.asarray(tel.bugs_fired))
             fired_host.append(host.step(step)[4]["telemetry"].bugs_fired)
     np.testing.assert_array_equal(fired_raw, fired_host)
