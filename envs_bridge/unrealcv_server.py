@@ -521,11 +521,12 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=9000, help=f"0 to {MAX_PORT}; 0 picks a free one (default 9000)")
     parser.add_argument("--unix", default=None, metavar="PATH", help="listen on a unix socket instead")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
-    parser.add_argument("--size", type=int, default=256, help="the park's side in cells")
+    parser.add_argument("--size", type=int, default=None, help="the park's side in cells (ParkWorld's default)")
     parser.add_argument("--num-oois", type=int, default=247, help="the park's objects")
     args = parser.parse_args(argv)
     try:
-        server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, size=args.size, num_oois=args.num_oois)
+        park = {"num_oois": args.num_oois} | ({} if args.size is None else {"size": args.size})
+        server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, **park)
         server.start()
     except ValueError as error:  # a refused option
         _refuse(error)

@@ -746,15 +746,16 @@ def park_probes_section(results: Results) -> str:
 
     for agent, probe in data["probes"].items():
         rows.append([label(agent), seeds(probe, "ooi_tested_18"), seeds(probe, "ooi_tested_45"), seeds(probe, "pathway_coverage_of_reachable_45", pct), *targets[agent]])
-    holds = [f"{agent}: {', '.join(k for k, ok in probe['holds'].items() if not ok) or 'all met'}" for agent, probe in data["probes"].items()]
+    missed = {agent: [k for k, ok in probe["holds"].items() if not ok] for agent, probe in data["probes"].items()}
+    verdict = "; ".join(f"{agent}: {', '.join(keys)}" for agent, keys in missed.items() if keys)
+    verdict = f"Targets not met: {verdict}." if verdict else "Both probes meet their targets, on their means over the seeds."
     return section(
         "Calibrating the park with two probes",
-        "Before any learned agent is compared, the park's free parameters (movement per step, turning, the pathway network's density, "
+        "Before any learned agent is compared, the park's free parameters (its size, movement per step, turning, the pathway network's density, "
         "the test trigger and budget) are set with two probes: the random agent must test what the paper's did "
         f"({num(paper['random']['ooi_tested_18'])} objects after 18 episodes, {num(paper['random']['ooi_tested_45'])} after 45), and the scripted "
         f"path follower PPGTA imitates must be able to do what PPGTA did ({num(paper['ppgta']['ooi_tested_18'])} objects by episode 18, "
-        "most of the pathway). Coverage counts the pathway cells a trace touches within half a pathway width. Targets not met: "
-        + "; ".join(holds) + ".",
+        "most of the pathway). Coverage counts the pathway cells a trace touches within half a pathway width. " + verdict,
         table(["probe", "OOIs tested after 18 episodes", "after 45", "reachable pathway covered after 45", "target at 18", "at 45", "coverage target"], rows),
         provenance("park_probes.json", data, Seeds="; ".join(f"{agent} {listing(seeds)}" for agent, seeds in data["seeds"].items()),
                    Budget=f"{data['episodes']} episodes of {num(data['episode_steps'])} steps per seed"),

@@ -182,7 +182,7 @@ def test_frames_at_128_pixels():
 @pytest.mark.parametrize(
     "override, message",
     [
-        ({"ooi_pos": np.full((247, 2), 300.0)}, "off the 256x256 map"),
+        ({"ooi_pos": np.full((247, 2), 400.0)}, "off the 320x320 map"),
         ({"ooi_type": np.full(247, 4)}, "unknown type 4"),
         ({"ooi_bug": np.full(247, 3)}, "unknown texture bug 3"),
     ],

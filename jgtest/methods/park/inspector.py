@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
-from jgtest.envs import park_experts
+from jgtest.envs import park, park_experts
 from jgtest.envs.registration import make
 from jgtest.methods.park.campaign import oracle_outputs, run_campaign
 from jgtest.methods.park.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
@@ -92,7 +92,7 @@ class InspectorConfig:
     episode_steps: int = 2000
     rollout_steps: int = 200
     seed: int = 0
-    size: int = 256
+    size: int = park.SIZE
     num_oois: int = 247
     tests: OOITestSettings = OOITestSettings()
     rnd: RNDConfig = RNDConfig(members=1, reward="error", shared_backbone=False)

@@ -41,6 +41,7 @@ from flax import serialization
 
 from jgtest.agents import imitation, inverse_dynamics
 from jgtest.checkpoint import config_from_dict
+from jgtest.envs import park
 from jgtest.envs.park_experts import demonstrations
 from jgtest.envs.park_shots import shots
 from jgtest.envs.registration import make
@@ -58,7 +59,7 @@ class PPGTAModelsConfig:
     """What to train (module docstring). ``policy`` sizes are shared by both behaviours' policies, the
     inverse-dynamics FE and the explorer's actor and critic."""
 
-    size: int = 256
+    size: int = park.SIZE
     num_oois: int = 247
     seed: int = 0
     path_trajectories: int = 50

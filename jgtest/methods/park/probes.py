@@ -29,7 +29,7 @@ TARGETS = {
     "random": {"ooi_tested_18": (9, 3), "ooi_tested_45": (17, 5)},
     "follower": {"ooi_tested_18_at_least": 192, "pathway_coverage_of_reachable_45_at_least": 0.90},
 }
-#: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 8 to 23 by episode 18).
+#: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 0 to 13 by episode 18).
 SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2)}
 
 
