@@ -1,20 +1,25 @@
 """PPGTA against Inspector and random over seeds (PPGTA §VI-A–B, Fig. 7–9): the paper's numbers beside ours.
 
     python benchmarks/ppgta_compare.py --runs runs/compare_s0 runs/compare_s1 runs/compare_s2 \\
-        --json benchmarks/results/ppgta_compare_45.json
+        [--learned-detector runs/ppgta_learned_s0] --json benchmarks/results/ppgta_compare_45.json
 
-Each run directory is what ``jgtest run compare-explorers --game ParkWorld-v0 --seed S --out DIR``
-writes (45 episodes of 2,000 steps per agent, the same starts for the three; PPGTA's models
-trained once, seed 0). Without ``--runs`` the script runs seeds 0–2 into ``runs/ppgta-compare/seed-S``
-first (``--quick``: 10 episodes, the small models). It prints, per agent, the mean and each
-seed's pathway coverage, OOIs tested after 18 and 45 episodes, test success rate (successful tests
-over all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's.
+Each run directory is what ``jgtest run compare-explorers --game ParkWorld-v0 --seed S --ppgta-models
+MODELS --out DIR`` writes (45 episodes of 2,000 steps per agent, the same starts for the three;
+PPGTA's models trained once, seed 0, into MODELS by the first run). Without ``--runs`` the script
+runs seeds 0–2 into ``runs/ppgta-compare/seed-S`` first (``--quick``: 10 episodes, the small
+models). It prints, per agent, the mean and each seed's pathway coverage (all of it and the
+reachable part), OOIs tested after 18 and 45 episodes, test success rate (successful tests over
+all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's; the JSON
+adds the budget, the seeds, the models' metrics and training time, the comparison's wall time
+and, with ``--learned-detector``, a PPGTA run whose tests start from the learned detector.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 
@@ -23,36 +28,59 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import write_json  # noqa: E402
 
 AGENTS = ("ppgta", "inspector", "random")
-MEASURES = ("pathway_coverage", "ooi_tested_18", "ooi_tested_45", "test_success_rate", "texture_bugs_found", "wall_s")
+MEASURES = ("pathway_coverage", "pathway_coverage_of_reachable", "ooi_tested_18", "ooi_tested_45", "test_success_rate", "texture_bugs_found", "wall_s")
+COMMAND = "jgtest run compare-explorers --game ParkWorld-v0 --seed S --ppgta-models MODELS --out DIR"
+LEARNED_COMMAND = "jgtest run ppgta --detector learned --game ParkWorld-v0 --ppgta-models MODELS --out DIR"
 
 
 def _measures(summary: dict) -> dict:
     at = summary["at_paper_episodes"]
-    return {"pathway_coverage": summary["pathway_coverage"], "ooi_tested_18": at["ooi_tested_18"], "ooi_tested_45": at["ooi_tested_45"],
+    return {"pathway_coverage": summary["pathway_coverage"], "pathway_coverage_of_reachable": summary["pathway_coverage_of_reachable"],
+            "ooi_tested_18": at["ooi_tested_18"], "ooi_tested_45": at["ooi_tested_45"],
             "test_success_rate": summary["test_success_rate"], "texture_bugs_found": summary["texture_bugs_found"], "wall_s": summary["wall_s"],
             "oracle_precision": summary.get("texture_oracle", {}).get("precision"), "oracle_recall": summary.get("texture_oracle", {}).get("recall")}  # fmt: skip
 
 
-def aggregate(runs: list[Path]) -> dict:
+def aggregate(runs: list[Path], learned: Path | None = None, models_dir: Path | None = None) -> dict:
+    """The runs' measures per agent (each seed's and the mean), the budget, the models' metrics,
+    with ``models_dir`` their training time, and with ``learned`` a PPGTA run with the learned detector."""
     per_agent = {a: {} for a in AGENTS}
     paper = models = None
+    seeds = []
     for run in runs:
         comparison = json.loads((run / "summary.json").read_text())
         paper, models = comparison["paper"], comparison.get("models")
         for agent in AGENTS:
-            for key, value in _measures(json.loads((run / agent / "summary.json").read_text())).items():
+            summary = json.loads((run / agent / "summary.json").read_text())
+            for key, value in _measures(summary).items():
                 per_agent[agent].setdefault(key, []).append(value)
+        config = json.loads((run / agent / "config.json").read_text())
+        seeds.append(config["seed"])
     mean = lambda values: sum(values) / len(values) if None not in values else None
-    return {
-        "game": "ParkWorld-v0", "runs": [str(r) for r in runs], "command": "jgtest run compare-explorers --game ParkWorld-v0 --seed S --out DIR",
+    result = {
+        "game": "ParkWorld-v0", "runs": [str(r) for r in runs], "command": COMMAND, "seeds": seeds,
+        "episodes": summary["episodes"], "episode_steps": summary["episode_steps"], "ooi_total": summary["ooi_total"],
+        "ooi_unreachable": summary["ooi_unreachable"], "park_size": config["size"],
         "agents": {a: {"per_seed": m, "mean": {k: mean(v) for k, v in m.items()}} for a, m in per_agent.items()},
-        "paper": paper, "models": models,
+        "wall_s": {agent: round(sum(m["wall_s"]), 1) for agent, m in per_agent.items()},  # the seeds' campaigns, per agent
+        "paper": paper, "models": models, "platform": platform.platform(), "cpu_count": os.cpu_count(),
     }  # fmt: skip
+    if models_dir is not None:
+        result["wall_s"] = {"models (trained once)": json.loads((models_dir / "models.json").read_text())["metrics"]["wall_s"], **result["wall_s"]}
+    if learned is not None:
+        summary = json.loads((learned / "summary.json").read_text())
+        seed = json.loads((learned / "config.json").read_text())["seed"]
+        result["ppgta_learned_detector"] = {"command": LEARNED_COMMAND, "seed": seed, **_measures(summary),
+                                            "texture_oracle": summary.get("texture_oracle")}  # fmt: skip
+    return result
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", nargs="*", type=Path, help="compare-explorers run directories to aggregate (default: run seeds 0-2)")
+    parser.add_argument("--learned-detector", type=Path, default=None, metavar="DIR",
+                        help="a PPGTA run with the learned detector to add (what `jgtest run ppgta --detector learned` writes)")
+    parser.add_argument("--models", type=Path, default=None, metavar="DIR", help="the runs' PPGTA models (their training time is recorded)")
     parser.add_argument("--quick", action="store_true", help="when running: 10 episodes and the small models")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
@@ -67,9 +95,9 @@ def main(argv=None) -> int:
                 quick = ["--quick"] if args.quick else []
                 jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--ppgta-models", str(root / "models"),
                         "--out", str(run), "--quiet", "--overwrite", *quick])  # fmt: skip
-    result = aggregate(runs)
+    result = aggregate(runs, args.learned_detector, args.models or (Path("runs/ppgta-compare/models") if not args.runs else None))
     paper = result["paper"]
-    columns = (("pathway_coverage", "pathway_coverage_45", ".1%"), ("ooi_tested_18", "ooi_tested_18", ".1f"),
+    columns = (("pathway_coverage_of_reachable", "pathway_coverage_45", ".1%"), ("ooi_tested_18", "ooi_tested_18", ".1f"),
                ("ooi_tested_45", "ooi_tested_45", ".1f"), ("test_success_rate", "test_success_rate", ".1%"))  # fmt: skip
     print(f"{'agent':10s}" + "".join(f"{name:>20s}" for name, _, _ in columns) + f"{'texture bugs found':>20s}")
     for agent, data in result["agents"].items():

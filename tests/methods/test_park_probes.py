@@ -9,7 +9,7 @@ import pytest
 from jgtest.methods.park import probes
 
 #: Objects tested in the first round (5 episodes, seed 0) of each probe on the calibrated park.
-FOLLOWER_5, RANDOM_5 = 65, 1
+FOLLOWER_5, RANDOM_5, WALKER_5 = 65, 1, 19
 TABLE = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/results/park_probes.json").read_text())
 
 
@@ -33,6 +33,8 @@ def test_the_probe_table_is_the_committed_one():
 
 def test_one_round_of_each_probe():
     # One round (5 episodes, seed 0) of each: the calibrated park's first figures (the committed table's curves).
-    follower, random = probes.probe_run("follower", 0, episodes=5), probes.probe_run("random", 0, episodes=5)
-    assert follower["ooi_tested_45"] == FOLLOWER_5 and random["ooi_tested_45"] == RANDOM_5
-    assert follower["pathway_coverage_of_reachable_45"] > 20 * random["pathway_coverage_of_reachable_45"]
+    run = {agent: probes.probe_run(agent, 0, episodes=5) for agent in probes.SEEDS}
+    follower, random, walker = run["follower"], run["random"], run["walker"]
+    assert (follower["ooi_tested_45"], random["ooi_tested_45"], walker["ooi_tested_45"]) == (FOLLOWER_5, RANDOM_5, WALKER_5)
+    coverage = {agent: r["pathway_coverage_of_reachable_45"] for agent, r in run.items()}
+    assert coverage["follower"] > 3 * coverage["walker"] > 3 * 3 * coverage["random"]

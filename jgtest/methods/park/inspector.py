@@ -57,10 +57,13 @@ from jgtest.rollout import episode_key, reset_key
 from jgtest.seeds import check_seed
 from jgtest.types import Transition
 
-AGENTS = ("inspector", "random", "follower")
+AGENTS = ("inspector", "random", "follower", "walker")
 #: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01 (PyTorch's
 #: default; the paper gives none); the rest PureJaxRL's Atari values (Inspector's own are not in the text).
 PAPER_PPO = ppo.PPOHyperparams(weight_decay=0.01)
+#: The walker probe's share of forward steps (the rest uniform over the 9 actions): the least a learned
+#: explorer must beat to show it has learned to walk (PPGTA's issue with Inspector, which "barely moves").
+WALKER_FORWARD = 0.6
 #: Steps between refreshes of the follower's guide to unwalked pathway (a flood fill of the park).
 GUIDE_EVERY = 25
 
@@ -70,7 +73,8 @@ class InspectorConfig:
     """One campaign (module docstring).
 
     Attributes:
-      agent: ``"inspector"``, ``"random"`` or ``"follower"`` (the scripted path follower with the
+      agent: ``"inspector"``, ``"random"``, ``"walker"`` (forward :data:`WALKER_FORWARD` of the steps, else
+        uniform: a probe) or ``"follower"`` (the scripted path follower with the
         campaign's memory of the pathway walked, its guide refreshed every :data:`GUIDE_EVERY` steps:
         a calibration probe, :mod:`jgtest.methods.park.probes`).
       episodes: episodes in all (the paper's 45); a multiple of ``num_envs``.
@@ -175,6 +179,9 @@ class InspectorCampaign:
                 action = jax.vmap(follow)(states, jax.random.split(k_act, c.num_envs))
             else:
                 action = jax.random.randint(k_act, (c.num_envs,), 0, env.num_actions)
+                if c.agent == "walker":
+                    forward = jax.random.uniform(jax.random.fold_in(k_act, 1), (c.num_envs,)) < WALKER_FORWARD
+                    action = jnp.where(forward, park.FORWARD, action)
             testers, next_frames, states, info, executed, event = step_all(testers, states, action, jax.random.split(k_step, c.num_envs))
             testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
             if memory is not None:

@@ -8,7 +8,10 @@ policies before any learned agent was compared on the park (PPGTA §V-C, §VI-A)
   enough pixels): the paper's random agent tested 9 objects after 18 episodes and 17 after 45;
 * **follower** (:func:`jgtest.envs.park_experts.path_action` with the campaign's memory of
   the pathway walked, the same tests): the behaviour PPGTA imitates must be able to do what
-  PPGTA did, 80% of the pathway covered and 192 objects tested by episode 18.
+  PPGTA did, 80% of the pathway covered and 192 objects tested by episode 18;
+* **walker** (forward 60% of the steps, else uniform, the same tests): no paper figure and
+  no target, the bar a learned explorer passes once it has learned to walk rather than
+  wander (:data:`jgtest.methods.park.inspector.WALKER_FORWARD`).
 
 Both play :mod:`jgtest.methods.park.inspector`'s campaign (45 episodes of 2,000 steps, 5
 games a round, shared memory of tested objects) from the same starts as the learned agents.
@@ -28,9 +31,10 @@ from jgtest.methods.park import inspector
 TARGETS = {
     "random": {"ooi_tested_18": (9, 3), "ooi_tested_45": (17, 5)},
     "follower": {"ooi_tested_18_at_least": 192, "pathway_coverage_of_reachable_45_at_least": 0.90},
+    "walker": {},
 }
 #: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 0 to 13 by episode 18).
-SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2)}
+SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2), "walker": (0, 1, 2)}
 
 
 def probe_run(agent: str, seed: int, episodes: int = 45, out_dir: str | Path | None = None) -> dict:
@@ -65,6 +69,8 @@ def probe_table(seeds: dict[str, tuple[int, ...]] = SEEDS, episodes: int = 45, l
 def holds(agent: str, mean: dict) -> dict[str, bool]:
     """Per target of :data:`TARGETS`, whether the probe's mean meets it."""
     t = TARGETS[agent]
+    if agent == "walker":
+        return {}
     if agent == "random":
         return {k: abs(mean[k] - centre) <= tolerance for k, (centre, tolerance) in t.items()}
     return {
