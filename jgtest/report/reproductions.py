@@ -747,8 +747,9 @@ PPGTA_TARGETS = (
 )
 
 
-def ppgta_verdicts(agents: dict) -> list[str]:
-    """Each target of :data:`PPGTA_TARGETS` and the ordering PPGTA > Inspector > random, met or not."""
+def ppgta_verdicts(agents: dict, walker: float | None = None) -> list[str]:
+    """Each target of :data:`PPGTA_TARGETS`, the ordering PPGTA > Inspector > random, and with ``walker`` (the
+    walker probe's reachable coverage) whether Inspector walks better than it: met or not."""
     lines = []
     for what, agent, key, low, high in PPGTA_TARGETS:
         value = agents[agent]["mean"][key]
@@ -760,6 +761,9 @@ def ppgta_verdicts(agents: dict) -> list[str]:
         seeds = zip(*(agents[a]["per_seed"][key] for a in order))
         held = [p > i > r for p, i, r in seeds]
         lines.append(f"- PPGTA > Inspector > random on {what}: {'on every seed' if all(held) else f'on {sum(held)} of {len(held)} seeds'}.")
+    if walker is not None:
+        inspector = agents["inspector"]["mean"]["pathway_coverage_of_reachable"]
+        lines.append(f"- Inspector covers more than the walker probe ({pct(walker)}, the calibration table): {'met' if inspector > walker else 'not met'} ({pct(inspector)}).")
     return lines
 
 
@@ -792,8 +796,9 @@ def park_probes_section(results: Results) -> str:
 
 
 def ppgta_compare_section(results: Results) -> str:
-    data = results["ppgta_compare_45.json"]
+    data, probes = results["ppgta_compare_45.json"], results["park_probes.json"]["probes"]
     agents, paper = data["agents"], data["paper"]
+    walker = probes["walker"]["mean"]["pathway_coverage_of_reachable_45"] if "walker" in probes else None
     rows = ppgta_rows(agents, paper)
     learned = data.get("ppgta_learned_detector")
     if learned is not None:
@@ -812,7 +817,7 @@ def ppgta_compare_section(results: Results) -> str:
         "(precision / recall), beyond the paper.",
         table(["agent", "reachable pathway covered after 45 episodes", "all pathway", "OOIs tested after 18 episodes", "after 45",
                "test success rate", "texture bugs found (oracle P / R)"], rows),  # fmt: skip
-        "\n".join(ppgta_verdicts(agents)),
+        "\n".join(ppgta_verdicts(agents, walker)),
         provenance("ppgta_compare_45.json", data),
         f"The learned-detector row: {code(learned['command'])}." if learned is not None else "",
     )
