@@ -2,12 +2,12 @@
 
     python benchmarks/park_probes.py --json benchmarks/results/park_probes.json
 
-The random agent over seeds 0–9 and the scripted path follower over seeds 0–2, each a
+The random agent over seeds 0–9, the scripted path follower and the walker over seeds 0–2, each a
 45-episode campaign of 2,000 steps (5 games a round, the learned agents' starts); per seed
 and as means: objects tested after 18 and 45 episodes, pathway coverage (all pathway and the
 reachable one) and wall time, beside the targets (the paper's random agent: 9 and 17; the
-follower must reach PPGTA's 192 objects by episode 18 and 90% of the reachable pathway).
-``--quick``: one seed each, 10 episodes.
+follower must reach PPGTA's 192 objects by episode 18 and 90% of the reachable pathway; the
+walker has none). ``--quick``: one seed each, 10 episodes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from jgtest.methods.park import probes  # noqa: E402
 
 def main(argv=None) -> dict:
     args = parse_args(__doc__, argv)
-    seeds, episodes = ({"random": (0,), "follower": (0,)}, 10) if args.quick else (probes.SEEDS, 45)
+    seeds, episodes = ({agent: (0,) for agent in probes.SEEDS}, 10) if args.quick else (probes.SEEDS, 45)
     start = time.perf_counter()
     table = probes.probe_table(seeds, episodes)
     for agent, row in table.items():

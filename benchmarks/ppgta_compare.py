@@ -84,18 +84,18 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="when running: 10 episodes and the small models")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
-    runs = args.runs
+    runs, models = args.runs, args.models
     if not runs:
         from jgtest.cli import main as jgtest
 
         root = Path("runs/ppgta-compare")
-        runs = [root / f"seed-{s}" for s in range(3)]
+        runs, models = [root / f"seed-{s}" for s in range(3)], models or root / "models"
         for seed, run in enumerate(runs):
             if not (run / "summary.json").exists():
                 quick = ["--quick"] if args.quick else []
-                jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--ppgta-models", str(root / "models"),
+                jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--ppgta-models", str(models),
                         "--out", str(run), "--quiet", "--overwrite", *quick])  # fmt: skip
-    result = aggregate(runs, args.learned_detector, args.models or (Path("runs/ppgta-compare/models") if not args.runs else None))
+    result = aggregate(runs, args.learned_detector, models)
     paper = result["paper"]
     columns = (("pathway_coverage_of_reachable", "pathway_coverage_45", ".1%"), ("ooi_tested_18", "ooi_tested_18", ".1f"),
                ("ooi_tested_45", "ooi_tested_45", ".1f"), ("test_success_rate", "test_success_rate", ".1%"))  # fmt: skip

@@ -115,18 +115,25 @@ class RamTelemetry(DeviceTelemetry):
     def take(self, info):
         return {"ram": info["ram"][:, RAM_READ]}
 
+    @staticmethod
+    def _read(raw):
+        """``(x, y, dots)``, ``int32[N]`` each, from :meth:`take`'s columns."""
+        import jax.numpy as jnp
+
+        ram = jnp.asarray(raw["ram"]).astype(jnp.int32)
+        return ram[:, 0], ram[:, 1], ram[:, 2]
+
     def init(self, raw):
         import jax.numpy as jnp
 
-        dots = jnp.asarray(raw["ram"])[:, 2].astype(jnp.int32)
+        dots = self._read(raw)[2]
         return jnp.zeros((dots.shape[0], len(GATE_NAMES)), bool), dots
 
     def step(self, carry, raw, autoreset):
         import jax.numpy as jnp
 
         found, dots_before = carry
-        ram = jnp.asarray(raw["ram"])
-        x, y, dots = (ram[:, i].astype(jnp.int32) for i in range(len(RAM_READ)))
+        x, y, dots = self._read(raw)
         fresh = jnp.asarray(autoreset)[:, None]
         found = found & ~fresh
         fired = jnp.stack(gates_at(x, y), axis=-1) & ~fresh & ~found

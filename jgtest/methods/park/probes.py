@@ -13,7 +13,7 @@ policies before any learned agent was compared on the park (PPGTA §V-C, §VI-A)
   no target, the bar a learned explorer passes once it has learned to walk rather than
   wander (:data:`jgtest.methods.park.inspector.WALKER_FORWARD`).
 
-Both play :mod:`jgtest.methods.park.inspector`'s campaign (45 episodes of 2,000 steps, 5
+All three play :mod:`jgtest.methods.park.inspector`'s campaign (45 episodes of 2,000 steps, 5
 games a round, shared memory of tested objects) from the same starts as the learned agents.
 :func:`probe_table` runs them over seeds; ``benchmarks/park_probes.py`` writes the table.
 """
