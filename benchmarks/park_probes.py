@@ -2,12 +2,12 @@
 
     python benchmarks/park_probes.py --json benchmarks/results/park_probes.json
 
-The random agent over seeds 0–9, the scripted path follower and the walker over seeds 0–2, each a
+The random agent over seeds 0–9, the scripted path follower, the walker and the demonstrator over seeds 0–2, each a
 45-episode campaign of 2,000 steps (5 games a round, the learned agents' starts); per seed
 and as means: objects tested after 18 and 45 episodes, pathway coverage (all pathway and the
 reachable one) and wall time, beside the targets (the paper's random agent: 9 and 17; the
 follower must reach PPGTA's 192 objects by episode 18 and 90% of the reachable pathway; the
-walker has none). ``--quick``: one seed each, 10 episodes.
+walker and the demonstrator have none). ``--quick``: one seed each, 10 episodes.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main(argv=None) -> dict:
     table = probes.probe_table(seeds, episodes)
     for agent, row in table.items():
         mean = row["mean"]
-        print(f"{agent:9s} tested after 18: {mean['ooi_tested_18']:6.1f}  after 45: {mean['ooi_tested_45']:6.1f}  "
+        print(f"{agent:12s} tested after 18: {mean['ooi_tested_18']:6.1f}  after 45: {mean['ooi_tested_45']:6.1f}  "
               f"coverage of reachable pathway at 45: {mean['pathway_coverage_of_reachable_45']:.1%}  targets: {row['holds']}")  # fmt: skip
     result = {
         "benchmark": "park_probes", "command": "python benchmarks/park_probes.py" + (" --quick" if args.quick else ""),

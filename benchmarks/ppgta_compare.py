@@ -10,7 +10,7 @@ runs seeds 0–2 into ``runs/ppgta-compare/seed-S`` first (``--quick``: 10 episo
 models). It prints, per agent, the mean and each seed's pathway coverage (all of it and the
 reachable part), OOIs tested after 18 and 45 episodes, test success rate (successful tests over
 all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's; the JSON
-adds the budget, the seeds, the models' metrics and training time, the comparison's wall time
+adds the budget, the seeds, the models' metrics and training time, how PPGTA was trained, the comparison's wall time
 and, with ``--learned-detector``, a PPGTA run whose tests start from the learned detector.
 """
 
@@ -41,6 +41,15 @@ def _measures(summary: dict) -> dict:
             "oracle_precision": summary.get("texture_oracle", {}).get("precision"), "oracle_recall": summary.get("texture_oracle", {}).get("recall")}  # fmt: skip
 
 
+def training(config: dict) -> dict:
+    """How the runs' PPGTA was trained, from its ``config.json``: the models' settings and PPO's."""
+    updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
+    keep = ("k", "policy", "freeze_encoder", "js_rule", "imitation_epochs", "imitation_warmup", "imitation_batch", "path_trajectories",
+            "path_steps", "circle_trajectories", "circle_steps", "inverse_epochs")  # fmt: skip
+    return {"models": {k: config["models"][k] for k in keep}, "ppo": {**config["hparams"], "updates": updates,
+            "steps_per_update": config["num_envs"] * config["rollout_steps"], "fine_tune_fe": config["fine_tune_fe"]}}  # fmt: skip
+
+
 def aggregate(runs: list[Path], learned: Path | None = None, models_dir: Path | None = None) -> dict:
     """The runs' measures per agent (each seed's and the mean), the budget, the models' metrics,
     with ``models_dir`` their training time, and with ``learned`` a PPGTA run with the learned detector."""
@@ -56,6 +65,7 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dir: Path | 
                 per_agent[agent].setdefault(key, []).append(value)
         config = json.loads((run / agent / "config.json").read_text())
         seeds.append(config["seed"])
+        ppgta_config = json.loads((run / "ppgta" / "config.json").read_text())
     mean = lambda values: sum(values) / len(values) if None not in values else None
     result = {
         "game": "ParkWorld-v0", "runs": [str(r) for r in runs], "command": COMMAND, "seeds": seeds,
@@ -63,7 +73,7 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dir: Path | 
         "ooi_unreachable": summary["ooi_unreachable"], "park_size": config["size"],
         "agents": {a: {"per_seed": m, "mean": {k: mean(v) for k, v in m.items()}} for a, m in per_agent.items()},
         "wall_s": {agent: round(sum(m["wall_s"]), 1) for agent, m in per_agent.items()},  # the seeds' campaigns, per agent
-        "paper": paper, "models": models, "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "paper": paper, "models": models, "ppgta_training": training(ppgta_config), "platform": platform.platform(), "cpu_count": os.cpu_count(),
     }  # fmt: skip
     if models_dir is not None:
         result["wall_s"] = {"models (trained once)": json.loads((models_dir / "models.json").read_text())["metrics"]["wall_s"], **result["wall_s"]}

@@ -49,15 +49,19 @@ of the grass) did not slow the random agent. On the first park of all (node spac
 reached 54% of the pathway and 90 objects by episode 18. The committed probe table
 (``benchmarks/results/park_probes.json``, means over the seeds):
 
-=========  ===============  ===============  ============================
-probe      tested after 18  tested after 45  reachable pathway covered, 45
-=========  ===============  ===============  ============================
-random     7.3 (9 ± 3)      17.7 (17 ± 5)    6.0%
-follower   194.3 (≥ 192)    210.7            100% (≥ 90%)
-=========  ===============  ===============  ============================
+============  ===============  ===============  ============================
+probe         tested after 18  tested after 45  reachable pathway covered, 45
+============  ===============  ===============  ============================
+random        7.3 (9 ± 3)      17.7 (17 ± 5)    6.0%
+follower      194.3 (≥ 192)    210.7            100% (≥ 90%)
+walker        53.7             103.7            40.7%
+demonstrator  150.7            201.0            96.7%
+============  ===============  ===============  ============================
 
 Both probes' targets hold on their means: the random agent's count varies with its starts
-(0 to 13 objects by episode 18 over seeds 0–9), the follower's hardly (190 to 201).
+(0 to 13 objects by episode 18 over seeds 0–9), the follower's hardly (190 to 201). The
+walker (forward 60% of the steps) and the demonstrator (the follower without its memory,
+with the demonstrations' noise: what PPGTA imitates) have no targets.
 
 Coverage counts the cells a trace touches within :data:`TRACE_RADIUS` (half the
 pathway width): one pass down either lane covers the pathway, as the paper's

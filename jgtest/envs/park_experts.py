@@ -35,8 +35,17 @@ from jgtest.envs.park import BACK, FORWARD, RIGHT, TURN_LEFT, TURN_RIGHT, EnvSta
 #: The bearings the path follower weighs: every 30°, ``ParkWorld``'s turn, so a player whose yaw starts on
 #: the turn grid can face each exactly, the pathways' four directions among them.
 HEADINGS = 12
+#: The demonstrations' share of uniformly random actions in place of the expert's (our choice: enough
+#: that trajectories differ and show recoveries).
+DEMONSTRATION_EPSILON = 0.1
 #: Distance kept from the object by the 360° walk (cells).
 CIRCLE_RADIUS = 1.0
+#: Where a recorded 360° walk starts: uniformly 2–3 cells off the object, the player's yaw up to 0.6 rad
+#: (34°) off facing it. A campaign's test starts where an untested object first shows its trigger pixels
+#: (about 3 cells off, anywhere in the 90° view), so the demonstrations start as tests do (our choice: the
+#: paper's engineers began their recordings where they chose).
+CIRCLE_START_DISTANCE = (2.0, 3.0)
+CIRCLE_START_YAW = 0.6
 
 
 def _wrap(angle):
@@ -191,13 +200,13 @@ def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float =
     return state.replace(pos=spot, yaw=facing)
 
 
-def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int, epsilon: float = 0.1,
+def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int, epsilon: float = DEMONSTRATION_EPSILON,
                    targets: jax.Array | None = None) -> dict:  # fmt: skip
     """``num`` expert trajectories of ``steps`` steps, in one jitted call.
 
     Args:
-      kind: ``"path"`` (from uniform starts in ``env.demo_region``) or ``"circle"`` (from 2.5 cells off an
-        object, around it).
+      kind: ``"path"`` (from uniform starts in ``env.demo_region``) or ``"circle"`` (around an object, from
+        :data:`CIRCLE_START_DISTANCE` cells off it, yaw up to :data:`CIRCLE_START_YAW` off facing it).
       targets: ``int32[num]`` objects to circle (``"circle"``; default: drawn among the reachable ones).
 
     Returns:
@@ -223,7 +232,10 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
         def one(key, target):
             k_start, k_run = jax.random.split(key)
             if kind == "circle":
-                state = start_near(env, params, target, k_start)
+                k_near, k_distance, k_yaw = jax.random.split(k_start, 3)
+                distance = jax.random.uniform(k_distance, (), minval=CIRCLE_START_DISTANCE[0], maxval=CIRCLE_START_DISTANCE[1])
+                state = start_near(env, params, target, k_near, distance)
+                state = state.replace(yaw=state.yaw + jax.random.uniform(k_yaw, (), minval=-CIRCLE_START_YAW, maxval=CIRCLE_START_YAW))
             else:
                 state = env.reset_for_demonstration(k_start, params)[1]
             frame, info = env.observe(state, params)

@@ -771,7 +771,8 @@ def park_probes_section(results: Results) -> str:
     data = results["park_probes.json"]
     paper, rows = data["paper"], []
     targets = {"random": ("9 ± 3", "17 ± 5", "—"), "follower": ("≥ 192 (PPGTA's)", "—", "≥ 90% (PPGTA: 80%)"),
-               "walker": ("—", "—", "none: the bar a learned explorer passes once it walks")}
+               "walker": ("—", "—", "none: the bar a learned explorer passes once it walks"),
+               "demonstrator": ("—", "—", "none: what PPGTA's path demonstrations show")}
     def seeds(probe: dict, key: str, fmt: Callable[[float], str] = num) -> str:
         return per_seed(probe["mean"][key], [r[key] for r in probe["runs"]], fmt, pct if fmt is pct else (lambda v: num(v, 1)))
 
@@ -788,7 +789,9 @@ def park_probes_section(results: Results) -> str:
         f"path follower PPGTA imitates must be able to do what PPGTA did ({num(paper['ppgta']['ooi_tested_18'])} objects by episode 18, "
         "most of the pathway). Coverage counts the pathway cells a trace touches within half a pathway width. " + verdict
         + (" A third probe, the walker (forward 60% of the steps, else uniform), has no target: it is the bar a learned explorer "
-           "passes once it has learned to walk." if "walker" in data["probes"] else ""),
+           "passes once it has learned to walk." if "walker" in data["probes"] else "")
+        + (" A fourth, the demonstrator (the follower without its memory of the pathway walked, with the demonstrations' 10% of random "
+           "actions), is what PPGTA's path demonstrations show: the most its imitation policy starts from." if "demonstrator" in data["probes"] else ""),
         table(["probe", "OOIs tested after 18 episodes", "after 45", "reachable pathway covered after 45", "target at 18", "at 45", "coverage target"], rows),
         provenance("park_probes.json", data, Seeds="; ".join(f"{agent} {listing(seeds)}" for agent, seeds in data["seeds"].items()),
                    Budget=f"{data['episodes']} episodes of {num(data['episode_steps'])} steps per seed"),
@@ -841,6 +844,38 @@ def ppgta_models_section(results: Results) -> str:
     )
 
 
+def ppgta_training_section(results: Results) -> str:
+    data = results["ppgta_compare_45.json"].get("ppgta_training")
+    if data is None:
+        return ""
+    models, ppo = data["models"], data["ppo"]
+    policy = dict(models["policy"])
+    in_ppo = "fine-tuned in the actor and the critic" if ppo["fine_tune_fe"] else "the path policy's, fixed"
+    fe = f"masked inverse dynamics ({models['inverse_epochs']} epochs), {'kept' if models['freeze_encoder'] else 'fine-tuned'} by imitation; in PPO {in_ppo}"
+    rows = [
+        ["frames", f"64 × 64 RGB, a stack of {models['k']}", "128 × 128 RGB, a stack of 4 (§V-D)", "the CPU: a quarter of the pixels"],
+        ["policy (local GRU, global GRU, MLP)", f"{num(policy['local_hidden'])}, {num(policy['global_hidden'])}, {listing(num(w) for w in policy['mlp'])}",
+         "256, 1,024, 512 and 256 (§V-D)", "—"],
+        ["feature extractor", fe, "pre-trained, fine-tuned by inverse dynamics (§IV-A); PPO's use not stated",
+         "no pre-trained weights can be downloaded here; a PPO-trained FE stalled exploration (the PPGTA module's docstring)"],
+        ["demonstrations", f"{models['path_trajectories']} path × {num(models['path_steps'])} steps (from a region no evaluation starts in), "
+         f"{models['circle_trajectories']} 360° walks × {models['circle_steps']}", "50 path of 2 minutes, 150 360° walks (§V-B)",
+         "the paper gives minutes, not steps; 200-step paths keep imitation within minutes on the CPU"],
+        ["imitation", f"{models['imitation_epochs']} epochs, warm-up {models['imitation_warmup']}, {models['imitation_batch']} whole trajectories a "
+         "minibatch, early stopping after the warm-up", "40 epochs, warm-up 10, minibatch 64, early stopping (§V-D)",
+         "the global GRU runs over whole trajectories"],
+        ["PPO", f"AdamW (weight decay {num(ppo['weight_decay'], 2)}), lr {ppo['learning_rate']}, {ppo['updates']} updates of "
+         f"{num(ppo['steps_per_update'])} steps", "Inspector's configuration (not given), AdamW (§V-D)", "the 45 episodes' 90,000 steps are all the data"],
+        ["JS success threshold", "the validation trajectories' mean" if models["js_rule"] == "mean" else f"validation {models['js_rule']}",
+         "the validation average (§VI-B)", "—"],
+    ]  # fmt: skip
+    return section(
+        "How PPGTA trains here, next to the paper",
+        "The settings of the comparison's PPGTA, read from its runs' configuration; where ours is smaller, why.",
+        table(["", "ours", "paper", "why ours differs"], rows),
+    )
+
+
 def ppgta_page(results: Results) -> Page:
     data = results["ppgta_compare_45.json"]
     intro = (
@@ -850,7 +885,8 @@ def ppgta_page(results: Results) -> Page:
         "(§V-C), by pathway coverage and objects tested (§VI-A), test success (§VI-B) and the detector's precision (§VI-C). Our twin "
         "is ParkWorld-v0, a first-person park rendered on device, with the same objects, texture bugs, actions and episode length."
     )
-    body = "\n\n".join([intro, park_probes_section(results), ppgta_compare_section(results), ppgta_models_section(results)])
+    body = "\n\n".join(part for part in [intro, park_probes_section(results), ppgta_compare_section(results), ppgta_training_section(results),
+                                            ppgta_models_section(results)] if part)  # fmt: skip
     ours, paper = data["agents"], data["paper"]
     summary = (f"reachable pathway covered after 45 episodes: PPGTA {pct(ours['ppgta']['mean']['pathway_coverage_of_reachable'])} (paper {pct(paper['ppgta']['pathway_coverage_45'], 0)}), "
                f"Inspector {pct(ours['inspector']['mean']['pathway_coverage_of_reachable'])} ({pct(paper['inspector']['pathway_coverage_45'], 0)}); objects tested after 18 episodes: "

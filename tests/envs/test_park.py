@@ -171,6 +171,12 @@ def test_circle_expert_walks_all_around_the_object():
         distance = np.linalg.norm(np.asarray(demos["positions"][i][60:]) - np.asarray(centre), axis=-1)
         assert abs(np.median(distance) - park_experts.CIRCLE_RADIUS) < 0.5
         assert np.asarray(demos["od_visible"][i][60:]).mean() > 0.6  # it keeps the object in view
+    # Each walk starts as a campaign's test does: 2-3 cells off, the object in view, not always straight ahead.
+    start = np.linalg.norm(np.asarray(demos["positions"][:, 0]) - np.asarray(PARAMS.ooi_pos[targets]), axis=-1)
+    assert np.all((start > park_experts.CIRCLE_START_DISTANCE[0] - 1e-3) & (start < park_experts.CIRCLE_START_DISTANCE[1] + 1e-3)), start
+    assert np.all(np.asarray(demos["target_pixels"][:, 0]) > 0)
+    first = np.asarray(demos["target_box"][:, 0])
+    assert np.ptp((first[:, 1] + first[:, 3]) / 2) > 4  # the object's centre column differs between starts
 
 
 def test_frames_at_128_pixels():

@@ -1,5 +1,6 @@
 """ParkWorld-v0's calibration probes (:mod:`jgtest.methods.park.probes`): the random agent and the scripted
-path follower against the committed probe table, and against PPGTA's numbers."""
+path follower against the committed probe table, and against PPGTA's numbers; the walker and the
+demonstrator beside them."""
 
 import json
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from jgtest.methods.park import probes
 
 #: Objects tested in the first round (5 episodes, seed 0) of each probe on the calibrated park.
-FOLLOWER_5, RANDOM_5, WALKER_5 = 65, 1, 19
+FOLLOWER_5, RANDOM_5, WALKER_5, DEMONSTRATOR_5 = 65, 1, 19, 67
 TABLE = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/results/park_probes.json").read_text())
 
 
@@ -34,7 +35,8 @@ def test_the_probe_table_is_the_committed_one():
 def test_one_round_of_each_probe():
     # One round (5 episodes, seed 0) of each: the calibrated park's first figures (the committed table's curves).
     run = {agent: probes.probe_run(agent, 0, episodes=5) for agent in probes.SEEDS}
-    follower, random, walker = run["follower"], run["random"], run["walker"]
-    assert (follower["ooi_tested_45"], random["ooi_tested_45"], walker["ooi_tested_45"]) == (FOLLOWER_5, RANDOM_5, WALKER_5)
+    tested = tuple(run[agent]["ooi_tested_45"] for agent in ("follower", "random", "walker", "demonstrator"))
+    assert tested == (FOLLOWER_5, RANDOM_5, WALKER_5, DEMONSTRATOR_5)
     coverage = {agent: r["pathway_coverage_of_reachable_45"] for agent, r in run.items()}
     assert coverage["follower"] > 3 * coverage["walker"] > 3 * 3 * coverage["random"]
+    assert coverage["follower"] > coverage["demonstrator"] > 2 * coverage["walker"]  # the memory helps; the pathway is the way

@@ -97,9 +97,23 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     restored_campaign, restored = device_run(tmp_path, trained)
     assert restored_campaign.config == config and int(restored["ppo"][2]) == 2
     actor, path = restored["ppo"][0]["actor"]["params"], trained.policies["path"]["params"]
-    assert any(jax.tree.leaves(jax.tree.map(lambda a, b: not np.array_equal(a, b), actor, {k: path[k] for k in actor})))  # it learned
+    changed = lambda new, old: any(jax.tree.leaves(jax.tree.map(lambda a, b: not np.array_equal(a, b), new, old)))
+    assert changed(actor, {k: path[k] for k in actor}) and "fe" not in actor  # it learned, on the path policy's fixed FE
     with pytest.raises(ValueError, match="the models it was trained with"):
         device_run(tmp_path, dataclasses.replace(trained, config=dataclasses.replace(TINY, k=3)))
+
+
+def test_with_fine_tune_fe_the_actor_and_the_critic_train_their_own_fe(models):
+    trained, _ = models
+    config = ppgta.PPGTAConfig(models=TINY, fine_tune_fe=True)
+    im = TINY.imitation(9)
+    network = ppgta.ExplorerNetwork(im.network, im.network.clone(num_actions=1))
+    params = ppgta.explorer_params(trained.policies["path"], network.critic, jax.random.key(0), config.fine_tune_fe)
+    _assert_actor_and_critic_start_as_the_path_policy(params, trained.policies["path"]["params"])
+    assert "fe" in params["actor"]["params"] and "fe" in params["critic"]["params"]
+    obs = {"frames": jnp.full((3, TINY.k, 64, 64, 3), 128, jnp.uint8), "carry_actor": im.network.initial_carry(3), "carry_critic": im.network.initial_carry(3)}
+    grads = jax.grad(lambda p: jnp.sum(network.apply(p, obs)[0] ** 2))(params)  # the policy's output reaches the actor's FE
+    assert any(float(jnp.abs(g).sum()) > 0 for g in jax.tree.leaves(grads["actor"]["params"]["fe"]))
 
 
 def test_bad_settings_are_refused_before_anything_compiles():

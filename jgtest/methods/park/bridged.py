@@ -5,7 +5,7 @@ campaign is a host loop over one jitted step of the agent, the agents being the 
 trained on the device twin (``ParkWorld-v0``, :mod:`jgtest.methods.park.ppgta`,
 :mod:`jgtest.methods.park.inspector`):
 
-* ``"ppgta"``: the explorer acts on the FE's features of the last K frames, OD-masked around
+* ``"ppgta"``: the explorer acts on the last K frames, OD-masked around
   the largest object in view (§IV-C) — the PPO-trained actor of a device campaign
   (``trained``, :func:`device_run`), or without one the path-following imitation policy it
   starts from (§V-D); its tests are the learned 360° behaviour, run ``test_steps`` steps and
@@ -49,6 +49,7 @@ import numpy as np
 from jgtest.checkpoint import config_from_dict
 from jgtest.envs.park import NUM_ACTIONS, EnvParams
 from jgtest.envs.park_experts import walk_around
+from jgtest.envs.wrappers import od_mask
 from jgtest.methods.park import inspector, ppgta
 from jgtest.methods.park.campaign import restore_carry
 from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
@@ -85,7 +86,7 @@ def device_run(run_dir: str | Path, models=None):
 
 
 def _ppgta_campaign(models, detector: str):
-    """A PPGTA campaign's pieces (FE, OD boxes, detector view) without a run: its explorer is the path policy."""
+    """A PPGTA campaign's pieces (networks, OD boxes, detector view) without a run: its explorer is the path policy."""
     return ppgta.PPGTACampaign(ppgta.PPGTAConfig(episodes=1, num_envs=1, rollout_steps=2000, detector=detector, models=models.config), models)
 
 
@@ -132,8 +133,7 @@ class BridgedAgent:
                 self.campaign = _ppgta_campaign(models, detector)
             elif detector != self.campaign.config.detector:
                 raise ValueError(f"the trained PPGTA run saw objects with the {self.campaign.config.detector} detector, not {detector}")
-            path = {"params": {k: v for k, v in models.policies["path"]["params"].items() if k != "fe"}}  # the FE is the campaign's
-            self.explorer = learner["ppo"][0]["actor"] if learner is not None else path
+            self.explorer = learner["ppo"][0] if learner is not None else {"actor": models.policies["path"]}  # act() reads the actor
         elif agent == "inspector":
             self.explorer = learner["ppo"].params
         self.act = jax.jit(self._act)
@@ -156,10 +156,10 @@ class BridgedAgent:
         tester = init_tester(num_oois, NUM_ACTIONS)
         if self.agent != "ppgta":
             return {"tester": tester}
-        policy = self.campaign.policy
-        features = jnp.zeros((self.campaign.k, policy.cnn_dense))
+        policy, k = self.campaign.policy, self.campaign.k
         zeros = policy.initial_carry(1)
-        return {"tester": tester, "window": features, "test_window": features, "carry": zeros, "test_carry": zeros}
+        return {"tester": tester, "window": jnp.zeros((k, *self.frame_shape), jnp.uint8), "test_window": jnp.zeros((k, policy.cnn_dense)),
+                "carry": zeros, "test_carry": zeros}  # fmt: skip
 
     # ----- pieces ------------------------------------------------------------
     def _see(self, frame, objects):
@@ -174,8 +174,9 @@ class BridgedAgent:
         largest = jnp.argmax(jnp.where(objects["visible"], objects["pixels"], -1))
         return jnp.where(objects["visible"][largest], objects["box"][largest], 0)
 
-    def _encode(self, frame, box):
-        return self.campaign.encode(frame[None], box[None])[0]
+    def _test_features(self, frame, box):
+        """The test behaviour's FE features of ``frame`` OD-masked around the object under test."""
+        return self.campaign.encode("circle", od_mask(frame, box)[None])[0]
 
     def _act(self, loop, frame, objects, position, yaw, ooi_pos, key):
         k_act, k_test = jax.random.split(key)
@@ -186,9 +187,9 @@ class BridgedAgent:
             explore = self.campaign.ppo.act(self.explorer, frame[None], k_act).action[0]
         else:
             policy, roll = self.campaign.policy, lambda window, features: jnp.concatenate([window[1:], features[None]])
-            window = roll(loop["window"], self._encode(frame, self._od_box(frame, objects)))
-            test_window = roll(loop["test_window"], self._encode(frame, tester.box))
-            logits, _, carry = policy.apply(self.explorer, window[None], loop["carry"], method="step")
+            window = roll(loop["window"], od_mask(frame, self._od_box(frame, objects)))
+            test_window = roll(loop["test_window"], self._test_features(frame, tester.box))
+            logits, carry = self.campaign.network.act(self.explorer, window[None], loop["carry"])
             test_logits, _, test_carry = policy.apply(self.models.policies["circle"], test_window[None], loop["test_carry"], method="step")
             explore = jax.random.categorical(k_act, logits[0])
             loop = {**loop, "window": window, "test_window": test_window, "carry": carry, "test_carry": test_carry}
@@ -202,7 +203,7 @@ class BridgedAgent:
         loop = {**loop, "tester": tester}
         if self.agent == "ppgta":  # a test starts: its window restarts on the object, its memory empty
             started = (tester.mode == TESTING) & (tester.steps == 0)
-            loop["test_window"] = jnp.where(started, self._encode(frame, tester.box)[None], loop["test_window"])
+            loop["test_window"] = jnp.where(started, self._test_features(frame, tester.box)[None], loop["test_window"])
             loop["test_carry"] = jnp.where(started, 0.0, loop["test_carry"])
         bug_prob = self.models.oracle.probabilities(frame[None], event["target_box"][None])[0]
         return loop, event, bug_prob

@@ -28,7 +28,13 @@ beside it in the same round.
 PPO settings: the paper "follow[s] its [Inspector's] original configuration";
 that configuration is not in PPGTA's text, so PureJaxRL's Atari PPO values
 (:class:`jgtest.agents.ppo.PPOHyperparams`: lr 2.5e-4, γ 0.99, λ 0.95, clip
-0.2, entropy 0.01, 4 epochs × 4 minibatches) with a smaller CNN for CPU.
+0.2, entropy 0.01, 4 epochs × 4 minibatches) with a smaller CNN for CPU, and AdamW
+as PPGTA trains. The update count: a 45-episode campaign is 90,000 steps, all the
+data the paper's agents had; ours updates every 200 steps of its 5 games (1,000
+steps an update, as PureJaxRL's Atari PPO's 8 games × 128; 90 updates, 1,440
+minibatch steps a campaign). Twice as many updates (every 100 steps) did not help
+PPGTA: on seed 0 it covered 18.0% of the reachable pathway by episode 25, against
+33.0% with 90 (its FE frozen in both; a one-seed ablation).
 
 The host loop, its files (``bugs.jsonl`` records with the episode's executed actions,
 :func:`replay_record` checks them; ``summary.json``; ``traces.png`` and ``tests.png``,
@@ -57,7 +63,7 @@ from jgtest.rollout import episode_key, reset_key
 from jgtest.seeds import check_seed
 from jgtest.types import Transition
 
-AGENTS = ("inspector", "random", "follower", "walker")
+AGENTS = ("inspector", "random", "follower", "walker", "demonstrator")
 #: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01 (PyTorch's
 #: default; the paper gives none); the rest PureJaxRL's Atari values (Inspector's own are not in the text).
 PAPER_PPO = ppo.PPOHyperparams(weight_decay=0.01)
@@ -76,7 +82,8 @@ class InspectorConfig:
       agent: ``"inspector"``, ``"random"``, ``"walker"`` (forward :data:`WALKER_FORWARD` of the steps, else
         uniform: a probe) or ``"follower"`` (the scripted path follower with the
         campaign's memory of the pathway walked, its guide refreshed every :data:`GUIDE_EVERY` steps:
-        a calibration probe, :mod:`jgtest.methods.park.probes`).
+        a calibration probe, :mod:`jgtest.methods.park.probes`) or ``"demonstrator"`` (the same follower
+        without a memory, with the demonstrations' noise: what PPGTA's path demonstrations show).
       episodes: episodes in all (the paper's 45); a multiple of ``num_envs``.
       num_envs: games played side by side.
       episode_steps: steps per episode (the paper's 2,000).
@@ -135,7 +142,7 @@ class InspectorCampaign:
         self.oracle = oracle
         self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
         self.rnd = RND(c.rnd)
-        self.to_path = park_experts.nearest_path_heading(self.env) if c.agent == "follower" else None
+        self.to_path = park_experts.nearest_path_heading(self.env) if c.agent in ("follower", "demonstrator") else None
         self.ppo = None if c.agent != "inspector" else ppo.make_agent(ppo.PPOConfig(
             game="ParkWorld-v0", game_kwargs=tuple(c.game_kwargs.items()), num_envs=c.num_envs, num_steps=c.rollout_steps,
             total_timesteps=c.episodes * c.episode_steps, torso="cnn", cnn_layers=c.cnn_layers, cnn_dense=c.cnn_dense,
@@ -174,8 +181,9 @@ class InspectorCampaign:
             log_prob = value = jnp.zeros(c.num_envs)
             if learns:
                 action, log_prob, value = self.ppo.act(carry["ppo"].params, frames, k_act)
-            elif c.agent == "follower":
-                follow = lambda state, kk: park_experts.path_action(env, params, state, kk, self.to_path, epsilon=0.0, memory=memory)
+            elif self.to_path is not None:
+                epsilon = park_experts.DEMONSTRATION_EPSILON if c.agent == "demonstrator" else 0.0
+                follow = lambda state, kk: park_experts.path_action(env, params, state, kk, self.to_path, epsilon=epsilon, memory=memory)
                 action = jax.vmap(follow)(states, jax.random.split(k_act, c.num_envs))
             else:
                 action = jax.random.randint(k_act, (c.num_envs,), 0, env.num_actions)

@@ -4,7 +4,8 @@
 
 1. **Demonstrations** (§V-B) from the scripted experts (:mod:`jgtest.envs.park_experts`):
    ``path_trajectories`` of path following (the paper's 50 "of 2 minutes"; here
-   ``path_steps`` steps each) and ``circle_trajectories`` 360° walks around objects (the paper's 150).
+   ``path_steps`` steps each) and ``circle_trajectories`` 360° walks around objects (the paper's 150),
+   each walk starting as a campaign's test starts (:data:`jgtest.envs.park_experts.CIRCLE_START_DISTANCE`).
 2. **Masked inverse dynamics** (§IV-A) on both sets: the FE (:mod:`jgtest.agents.inverse_dynamics`).
 3. **Imitation** (§IV-B) of each behaviour with that FE as backbone
    (:mod:`jgtest.agents.imitation`), and each behaviour's **JS success threshold** from
@@ -15,13 +16,14 @@
 5. **The texture oracle** (beyond the paper, :mod:`jgtest.oracles.texture`) on
    ``oracle_shots`` close shots; its precision and recall on the held-out 360° walks.
 
-Our CPU choices: the FE is frozen after inverse dynamics (``ImitationConfig.freeze_encoder``:
-the imitation then trains on precomputed features, 40 epochs in minutes instead of hours);
-frames are 64×64, not 128×128. The policies have the paper's sizes (§V-D: local GRUs of 256,
-a global GRU of 1,024, an MLP of 512 and 256; the models train in about 5.5 minutes on 2 cores):
-with GRUs of 64 and 128 and an MLP of 128 and 64 (``quick``'s), PPGTA covered 36.4% of the
-reachable pathway in the 3-seed comparison (20.6%, 49.8%, 38.7%), against 59.4% with the
-paper's sizes (69.2%, 46.3%, 62.7%; ``benchmarks/results/ppgta_compare_45.json``). As the paper: the path demonstrations start in
+Each imitation policy fine-tunes its own copy of the inverse-dynamics FE (the paper's "fine-tuned
+visual feature encoder", §IV; ``freeze_encoder=True`` keeps it fixed and trains on precomputed
+features). Our CPU choice: frames are 64×64, not 128×128. The policies have the paper's sizes
+(§V-D: local GRUs of 256, a global GRU of 1,024, an MLP of 512 and 256; the models train in
+about 7.5 minutes on 2 cores). With the FE frozen in imitation and PPO, and GRUs of 64 and 128
+and an MLP of 128 and 64 (``quick``'s), PPGTA covered 36.4% of the reachable pathway in the
+3-seed comparison (20.6%, 49.8%, 38.7%), against 59.4% with the paper's sizes (69.2%, 46.3%,
+62.7%). As the paper: the path demonstrations start in
 ``ParkWorld.demo_region``, where no evaluation episode starts (§V-B); the JS threshold is the
 validation trajectories' mean (``js_rule="mean"``, §VI-B; ``"mean+2sd"`` is our laxer option);
 early stopping keeps no weights from the learning rate's warm-up (:func:`jgtest.agents.supervised.fit`).
@@ -45,7 +47,7 @@ from flax import serialization
 
 from jgtest.agents import imitation, inverse_dynamics
 from jgtest.checkpoint import config_from_dict
-from jgtest.envs import park
+from jgtest.envs import park, park_experts
 from jgtest.envs.park_experts import demonstrations
 from jgtest.envs.park_shots import shots
 from jgtest.envs.registration import make
@@ -70,7 +72,7 @@ class PPGTAModelsConfig:
     path_steps: int = 200
     circle_trajectories: int = 150
     circle_steps: int = 70
-    epsilon: float = 0.1
+    epsilon: float = park_experts.DEMONSTRATION_EPSILON
     k: int = 4
     cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
     cnn_dense: int = 128
@@ -84,6 +86,7 @@ class PPGTAModelsConfig:
     oracle_shots: int = 4000
     oracle_epochs: int = 30
     js_rule: str = "mean"
+    freeze_encoder: bool = False
 
     def __post_init__(self):
         check_seed(self.seed)
@@ -113,7 +116,7 @@ class PPGTAModelsConfig:
     def imitation(self, num_actions: int) -> imitation.ImitationConfig:
         return imitation.ImitationConfig(
             num_actions=num_actions, k=self.k, batch_size=self.imitation_batch, epochs=self.imitation_epochs,
-            warmup_epochs=min(self.imitation_warmup, self.imitation_epochs), freeze_encoder=True,
+            warmup_epochs=min(self.imitation_warmup, self.imitation_epochs), freeze_encoder=self.freeze_encoder,
             policy=(("cnn_layers", self.cnn_layers), ("cnn_dense", self.cnn_dense), *self.policy),
         )  # fmt: skip
 
@@ -220,8 +223,10 @@ def load_models(out_dir: str | Path, config: PPGTAModelsConfig | None = None) ->
     meta = json.loads((out_dir / "models.json").read_text())
     if config is None:
         config = config_from_dict(PPGTAModelsConfig, meta["config"])
-    elif meta["config"] != jsonable(dataclasses.asdict(config)):
-        raise ValueError(f"the models in {out_dir} were trained with another config; retrain them or pass the same settings")
+    elif meta["config"] != (wanted := jsonable(dataclasses.asdict(config))):
+        differ = sorted(k for k in wanted.keys() | meta["config"].keys() if meta["config"].get(k, "(absent)") != wanted.get(k))
+        raise ValueError(f"the models in {out_dir} were trained with another config (it differs in {', '.join(differ)}); "
+                         "retrain them or pass the same settings")  # fmt: skip
     state = serialization.msgpack_restore((out_dir / "models.msgpack").read_bytes())
     js = {b: {**meta["js"][b], "reference": jnp.asarray(state["reference"][b])} for b in BEHAVIOURS}
     det = detection.Detector(config.detector, state["detector"], make("ParkWorld-v0", **config.game_kwargs)[0].camera.res)

@@ -4,8 +4,8 @@ The agent (§IV-C, §V-D, Fig. 1) explores with PPO on the combined reward
 ``r^c = α·r^p + (1 − α)·r^e``:
 
 * ``r^e`` — the ensemble-variance novelty of the next frame, downsized to 64×64 and OD-masked
-  (:class:`jgtest.novelty.RND`, 8 predictors; the FE of masked inverse dynamics is the shared
-  backbone under target and predictors, §V-D);
+  (:class:`jgtest.novelty.RND`, 8 predictors; the FE's convolutions, as the path policy's
+  imitation left them, are the fixed backbone shared by target and predictors, §V-D);
 * ``r^p = −KL(π^e ‖ π^p)`` — the exploration policy's action distribution against the
   path-following imitation policy's at each step, each carrying its memory of the trajectory
   so far (:func:`jgtest.novelty.preference_reward`);
@@ -18,14 +18,22 @@ The agent (§IV-C, §V-D, Fig. 1) explores with PPO on the combined reward
 imitation learning policy with two different heads ... We also initialize actor
 and critic networks using the parameter values of the path-following imitation
 learning policy": the actor is a copy of the path policy; the critic a copy
-with a one-unit value head in place of the action head. Both read the FE's
-features of the last K frames (OD-masked around the largest object in view, as
-the policies were trained) and carry their own global GRU state. Our choice: the FE
-stays frozen during PPO (it was fine-tuned by inverse dynamics; the RL signal
-would undo it, and a frozen FE lets a step encode each frame once); PPO's
-update recomputes each step from its stored window of features and GRU states
-(no back-propagation through time across steps). PPO's hyperparameters are
-Inspector's (the paper: "the same PPO hyper-parameter setup as the Inspector's").
+with a one-unit value head in place of the action head. Both read the last K
+frames (OD-masked around the largest object in view, as the policies were
+trained), and each carries its own global GRU state. Their FE: the paper does
+not say whether PPO trains it. Our default keeps the path policy's FE fixed
+under both (each imitation policy fine-tuned its own, so the FE is fine-tuned,
+before PPO); ``fine_tune_fe=True`` gives each network its own copy for PPO to
+train. On seed 0 that copy stalled the explorer: after episode 18 it found
+almost nothing new, ending at 28.8% of the reachable pathway and 65 objects
+tested over 45 episodes, against 42.0% and 89 with the fixed FE (seed 0 of
+``benchmarks/results/ppgta_compare_45.json``);
+with one FE shared by actor and critic, and twice the updates, it stalled at 21.2%. PPO's
+update re-encodes each step's stored window of frames and restarts from its
+stored GRU states (no back-propagation through time across steps). The path policy that gives ``r^p`` and the test
+behaviour keep their own fine-tuned FEs, fixed. PPO's hyperparameters are
+Inspector's (the paper: "the same PPO hyper-parameter setup as the Inspector's"),
+with AdamW; one update every ``rollout_steps`` steps of the ``num_envs`` games.
 
 When an object of interest shows ``trigger_pixels`` pixels — from the renderer's ground
 truth or from the learned detector (``detector="learned"``,
@@ -73,6 +81,8 @@ class PPGTAConfig:
       detector: ``"ground-truth"`` (the renderer's objects) or ``"learned"`` (the trained detector).
       test_steps: steps of a learned test (0: the models' ``circle_steps``).
       rnd: the novelty (8 predictors, their variance; its backbone is the FE's convolutions, whatever ``channels`` it gives).
+      fine_tune_fe: whether PPO fine-tunes the actor's and the critic's FEs (each their own copy) or
+        both read the path policy's, fixed (the default; module docstring).
       alpha: α's schedule.
       models: the learned models' settings (:class:`jgtest.methods.park.models.PPGTAModelsConfig`).
     """
@@ -87,6 +97,7 @@ class PPGTAConfig:
     test_steps: int = 0
     rnd: RNDConfig = RNDConfig(members=8, reward="variance", shared_backbone=True)
     rnd_updates: int = 4
+    fine_tune_fe: bool = False
     alpha: AlphaSchedule = AlphaSchedule()
     hparams: ppo.PPOHyperparams = PAPER_PPO
     models: PPGTAModelsConfig = PPGTAModelsConfig()
@@ -122,19 +133,28 @@ class PPGTAConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExplorerNetwork:
-    """The actor and the critic (each the imitation policy's core with its own head) on stored inputs:
-    ``obs = {"features" [..., K, F], "carry_actor" [..., G], "carry_critic" [..., G]}``; what
-    :func:`jgtest.agents.ppo.make_update` calls."""
+    """The actor and the critic, each the imitation policy's network with its own head, on stored inputs:
+    ``obs = {"frames" uint8[..., K, H, W, 3] (OD-masked), "carry_actor" [..., G], "carry_critic" [..., G]}``;
+    what :func:`jgtest.agents.ppo.make_update` calls. With ``fe`` (``{"fe": parameters}``) both read that
+    fixed FE and their parameters hold none; without, each has its own FE among its parameters, trained
+    with the rest."""
 
     actor: ImitationPolicy
     critic: ImitationPolicy
+    fe: dict | None = None
+
+    def act(self, params, frames, carry):
+        """The actor alone (what a bridged game's explorer plays): ``(logits [B, A], next carry)`` from
+        ``frames [B, K, H, W, 3]``."""
+        return self._head(self.actor, params["actor"], frames, carry)
 
     def step(self, params, obs):
         """``(logits, value, next actor carry, next critic carry)``."""
-        lead = obs["features"].shape[:-2]
+        lead = obs["frames"].shape[:-4]
         flat = lambda x, keep: x.reshape(-1, *x.shape[x.ndim - keep :])
-        logits, _, carry_a = self.actor.apply(params["actor"], flat(obs["features"], 2), flat(obs["carry_actor"], 1), method="step")
-        value, _, carry_c = self.critic.apply(params["critic"], flat(obs["features"], 2), flat(obs["carry_critic"], 1), method="step")
+        frames = flat(obs["frames"], 4)
+        logits, carry_a = self._head(self.actor, params["actor"], frames, flat(obs["carry_actor"], 1))
+        value, carry_c = self._head(self.critic, params["critic"], frames, flat(obs["carry_critic"], 1))
         back = lambda x: x.reshape(*lead, *x.shape[1:])
         return back(logits), back(value[:, 0]), back(carry_a), back(carry_c)
 
@@ -142,15 +162,20 @@ class ExplorerNetwork:
         logits, value, _, _ = self.step(params, obs)
         return logits, value
 
+    def _head(self, network: ImitationPolicy, params, frames, carry):
+        features = network.apply(params if self.fe is None else {"params": self.fe}, frames, method="encode")
+        out, _, carry = network.apply(params, features, carry, method="step")
+        return out, carry
 
-def explorer_params(path_policy: dict, critic: ImitationPolicy, key) -> dict:
+
+def explorer_params(path_policy: dict, critic: ImitationPolicy, key, fine_tune_fe: bool) -> dict:
     """Actor and critic initialised from the path-following policy (§V-D): the actor is its copy, the
-    critic its copy with a zero one-unit value head; the FE is not theirs (frozen, shared)."""
-    core = {k: v for k, v in path_policy["params"].items() if k != "fe"}
+    critic its copy with a zero one-unit value head; their FE with them when PPO fine-tunes it."""
+    actor = path_policy if fine_tune_fe else {"params": {k: v for k, v in path_policy["params"].items() if k != "fe"}}
     features = jnp.zeros((1, 1, critic.cnn_dense))
     fresh = critic.init(key, features, critic.initial_carry(1), method="step")["params"]
     head = jax.tree.map(jnp.zeros_like, fresh["head"])
-    return {"actor": {"params": core}, "critic": {"params": {**core, "head": head}}}
+    return {"actor": actor, "critic": {"params": {**actor["params"], "head": head}}}
 
 
 class PPGTACampaign:
@@ -164,8 +189,8 @@ class PPGTACampaign:
         im = models.imitation_config(self.env.num_actions)
         self.k = im.k
         self.policy = im.network
-        self.network = ExplorerNetwork(self.policy, im.network.clone(num_actions=1))
-        self.fe = {"params": {"fe": models.policies["path"]["params"]["fe"]}}
+        fixed_fe = None if c.fine_tune_fe else {"fe": models.policies["path"]["params"]["fe"]}
+        self.network = ExplorerNetwork(self.policy, im.network.clone(num_actions=1), fixed_fe)
         channels, kernels, strides = (tuple(x) for x in zip(*c.models.cnn_layers))
         self.rnd = RND(dataclasses.replace(c.rnd, channels=channels, kernels=kernels, strides=strides))  # the FE's convolutions
         self.ppo_config = ppo.PPOConfig(game="ParkWorld-v0", num_envs=c.num_envs, num_steps=c.rollout_steps,
@@ -176,9 +201,9 @@ class PPGTACampaign:
         self.rollout = jax.jit(self._rollout)
 
     # ----- pieces ------------------------------------------------------------
-    def encode(self, frames, boxes):
-        """FE features ``[N, F]`` of ``frames [N, H, W, 3]`` OD-masked around ``boxes [N, 4]`` (empty: all grey)."""
-        return self.policy.apply(self.fe, jax.vmap(od_mask)(frames, boxes), method="encode")
+    def encode(self, behaviour: str, masked):
+        """The ``behaviour`` imitation policy's FE features ``[N, F]`` of OD-masked frames ``[N, H, W, 3]``."""
+        return self.policy.apply(self.models.policies[behaviour], masked, method="encode")
 
     @property
     def see(self):
@@ -202,8 +227,9 @@ class PPGTACampaign:
     def _init(self, key) -> dict:
         c, n = self.config, self.config.num_envs
         k_critic, k_rnd = jax.random.split(key)
-        params = explorer_params(self.models.policies["path"], self.network.critic, k_critic)
-        rnd_state = self.rnd.init(k_rnd, backbone={"params": {k: v for k, v in self.fe["params"]["fe"].items() if k != "dense"}})
+        params = explorer_params(self.models.policies["path"], self.network.critic, k_critic, c.fine_tune_fe)
+        path_fe = self.models.policies["path"]["params"]["fe"]
+        rnd_state = self.rnd.init(k_rnd, backbone={"params": {k: v for k, v in path_fe.items() if k != "dense"}})
         testers = jax.vmap(lambda _: init_tester(self.env.num_oois, self.env.num_actions))(jnp.arange(n))
         return {"ppo": (params, ppo.optimizer(c.hparams).init(params), jnp.int32(0)), "rnd": rnd_state, "testers": testers,
                 "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
@@ -213,13 +239,14 @@ class PPGTACampaign:
         keys = jax.vmap(lambda i: reset_key(episode_key(c.seed, i, round_index)))(jnp.arange(n))
         frames, states = jax.vmap(self.env.reset_env, in_axes=(0, None))(keys, self.params)
         _, info = jax.vmap(self.env.observe, in_axes=(0, None))(states, self.params)
-        box = self.od_boxes(frames, info)
-        window = jnp.repeat(self.encode(frames, box)[:, None], self.k, axis=1)
+        masked = jax.vmap(od_mask)(frames, self.od_boxes(frames, info))
+        first = lambda x: jnp.repeat(x[:, None], self.k, axis=1)  # the first frame repeated before the start
         zeros = self.policy.initial_carry(n)
         testers = carry["testers"].replace(mode=jnp.zeros_like(carry["testers"].mode), target=jnp.full_like(carry["testers"].target, -1))
         return {**carry, "frames": frames, "states": states, "testers": testers, "t": jnp.int32(0),
-                "obs": {"features": window, "carry_actor": zeros, "carry_critic": zeros}, "carry_path": zeros,
-                "test_window": window, "carry_test": zeros, "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
+                "obs": {"frames": first(masked), "carry_actor": zeros, "carry_critic": zeros},
+                "path_window": first(self.encode("path", masked)), "carry_path": zeros,
+                "test_window": first(self.encode("circle", masked)), "carry_test": zeros, "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
 
     def _rollout(self, carry: dict, key) -> tuple[dict, dict]:
         c, env, params, n = self.config, self.env, self.params, self.config.num_envs
@@ -230,7 +257,7 @@ class PPGTACampaign:
         def body(loop, k):
             k_act, k_test, k_step = jax.random.split(k, 3)
             logits, value, carry_a, carry_c = self.network.step(ac_params, loop["obs"])
-            logits_p, _, carry_path = self.policy.apply(path, loop["obs"]["features"], loop["carry_path"], method="step")
+            logits_p, _, carry_path = self.policy.apply(path, loop["path_window"], loop["carry_path"], method="step")
             action = jax.random.categorical(k_act, logits)
             log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
             logits_t, _, carry_test = self.policy.apply(circle, loop["test_window"], loop["carry_test"], method="step")
@@ -243,14 +270,14 @@ class PPGTACampaign:
             testers, next_frames, states, info, executed, event = jax.vmap(one)(loop["testers"], loop["states"], action, test_action, step_keys)
             od_box = self.od_boxes(next_frames, info)
             testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
-            features = self.encode(next_frames, od_box)
-            next_window = jnp.concatenate([loop["obs"]["features"][:, 1:], features[:, None]], axis=1)
-            next_obs = {"features": next_window, "carry_actor": carry_a, "carry_critic": carry_c}
+            masked = jax.vmap(od_mask)(next_frames, od_box)
+            roll = lambda window, new: jnp.concatenate([window[:, 1:], new[:, None]], axis=1)
+            next_obs = {"frames": roll(loop["obs"]["frames"], masked), "carry_actor": carry_a, "carry_critic": carry_c}
+            path_window = roll(loop["path_window"], self.encode("path", masked))
             # The test's window: frames masked around the object under test; memory reset when a test starts.
             started = (testers.mode == TESTING) & (testers.steps == 0)
-            test_features = self.encode(next_frames, testers.box)
-            rolled = jnp.concatenate([loop["test_window"][:, 1:], test_features[:, None]], axis=1)
-            test_window = jnp.where(started[:, None, None], test_features[:, None], rolled)
+            test_features = self.encode("circle", jax.vmap(od_mask)(next_frames, testers.box))
+            test_window = jnp.where(started[:, None, None], test_features[:, None], roll(loop["test_window"], test_features))
             carry_test = jnp.where(started[:, None], 0.0, carry_test)
             last = loop["t"] + 1 == c.episode_steps
             out = {
@@ -259,11 +286,11 @@ class PPGTACampaign:
                 "position": info["telemetry"].position, "executed": executed, **event, **oracle_outputs(self.oracle, next_frames, event),
             }  # fmt: skip
             loop = {**loop, "frames": next_frames, "states": states, "testers": testers, "t": loop["t"] + 1, "obs": next_obs,
-                    "carry_path": carry_path, "test_window": test_window, "carry_test": carry_test}  # fmt: skip
+                    "path_window": path_window, "carry_path": carry_path, "test_window": test_window, "carry_test": carry_test}  # fmt: skip
             return loop, out
 
         k_run, k_ppo, k_rnd = jax.random.split(key, 3)
-        names = ("frames", "states", "testers", "t", "obs", "carry_path", "test_window", "carry_test")
+        names = ("frames", "states", "testers", "t", "obs", "path_window", "carry_path", "test_window", "carry_test")
         loop, out = jax.lax.scan(body, {k: carry[k] for k in names}, jax.random.split(k_run, c.rollout_steps))
         traj, inputs = out.pop("transition"), out.pop("rnd_inputs")
         r_e = self.rnd.reward(carry["rnd"], inputs)  # [T, N]

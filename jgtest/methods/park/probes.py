@@ -11,9 +11,11 @@ policies before any learned agent was compared on the park (PPGTA §V-C, §VI-A)
   PPGTA did, 80% of the pathway covered and 192 objects tested by episode 18;
 * **walker** (forward 60% of the steps, else uniform, the same tests): no paper figure and
   no target, the bar a learned explorer passes once it has learned to walk rather than
-  wander (:data:`jgtest.methods.park.inspector.WALKER_FORWARD`).
+  wander (:data:`jgtest.methods.park.inspector.WALKER_FORWARD`);
+* **demonstrator** (the follower without a memory, with the demonstrations' noise): no target,
+  what PPGTA's path demonstrations show, so the most its imitation policy starts from.
 
-All three play :mod:`jgtest.methods.park.inspector`'s campaign (45 episodes of 2,000 steps, 5
+All four play :mod:`jgtest.methods.park.inspector`'s campaign (45 episodes of 2,000 steps, 5
 games a round, shared memory of tested objects) from the same starts as the learned agents.
 :func:`probe_table` runs them over seeds; ``benchmarks/park_probes.py`` writes the table.
 """
@@ -32,9 +34,10 @@ TARGETS = {
     "random": {"ooi_tested_18": (9, 3), "ooi_tested_45": (17, 5)},
     "follower": {"ooi_tested_18_at_least": 192, "pathway_coverage_of_reachable_45_at_least": 0.90},
     "walker": {},
+    "demonstrator": {},
 }
 #: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 0 to 13 by episode 18).
-SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2), "walker": (0, 1, 2)}
+SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2), "walker": (0, 1, 2), "demonstrator": (0, 1, 2)}
 
 
 def probe_run(agent: str, seed: int, episodes: int = 45, out_dir: str | Path | None = None) -> dict:
@@ -69,7 +72,7 @@ def probe_table(seeds: dict[str, tuple[int, ...]] = SEEDS, episodes: int = 45, l
 def holds(agent: str, mean: dict) -> dict[str, bool]:
     """Per target of :data:`TARGETS`, whether the probe's mean meets it."""
     t = TARGETS[agent]
-    if agent == "walker":
+    if not t:
         return {}
     if agent == "random":
         return {k: abs(mean[k] - centre) <= tolerance for k, (centre, tolerance) in t.items()}
