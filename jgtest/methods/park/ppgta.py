@@ -146,15 +146,20 @@ class ExplorerNetwork:
     def act(self, params, frames, carry):
         """The actor alone (what a bridged game's explorer plays): ``(logits [B, A], next carry)`` from
         ``frames [B, K, H, W, 3]``."""
-        return self._head(self.actor, params["actor"], frames, carry)
+        return self._head(self.actor, params["actor"], self._encode(self.actor, params["actor"], frames), carry)
 
     def step(self, params, obs):
         """``(logits, value, next actor carry, next critic carry)``."""
         lead = obs["frames"].shape[:-4]
         flat = lambda x, keep: x.reshape(-1, *x.shape[x.ndim - keep :])
         frames = flat(obs["frames"], 4)
-        logits, carry_a = self._head(self.actor, params["actor"], frames, flat(obs["carry_actor"], 1))
-        value, carry_c = self._head(self.critic, params["critic"], frames, flat(obs["carry_critic"], 1))
+        features = self._encode(self.actor, params["actor"], frames)
+        if self.fe is None:  # each its own FE; else the fixed one encodes the frames once for both
+            features_critic = self._encode(self.critic, params["critic"], frames)
+        else:
+            features_critic = features
+        logits, carry_a = self._head(self.actor, params["actor"], features, flat(obs["carry_actor"], 1))
+        value, carry_c = self._head(self.critic, params["critic"], features_critic, flat(obs["carry_critic"], 1))
         back = lambda x: x.reshape(*lead, *x.shape[1:])
         return back(logits), back(value[:, 0]), back(carry_a), back(carry_c)
 
@@ -162,8 +167,12 @@ class ExplorerNetwork:
         logits, value, _, _ = self.step(params, obs)
         return logits, value
 
-    def _head(self, network: ImitationPolicy, params, frames, carry):
-        features = network.apply(params if self.fe is None else {"params": self.fe}, frames, method="encode")
+    def _encode(self, network: ImitationPolicy, params, frames):
+        """``[B, K, F]``: the frames through the network's own FE, or the fixed one."""
+        return network.apply(params if self.fe is None else {"params": self.fe}, frames, method="encode")
+
+    @staticmethod
+    def _head(network: ImitationPolicy, params, features, carry):
         out, _, carry = network.apply(params, features, carry, method="step")
         return out, carry
 
