@@ -25,8 +25,9 @@ def is_host_game(name: str) -> bool:
     return name.split(":", 1)[0] in PREFIXES and ":" in name
 
 
-def game_factory(name: str, **options):
-    """A picklable ``() -> HostEnv`` for one game of ``name`` (``options`` go to its constructor).
+def game_class(name: str) -> type:
+    """The :class:`envs_bridge.protocol.HostEnv` class of the bridged game ``name``, imported but
+    not started: what the game provides (``signals``, ``bug_kinds``) without launching it.
 
     Raises:
       ValueError: an unknown prefix or game.
@@ -37,16 +38,33 @@ def game_factory(name: str, **options):
             raise ValueError(f"unknown ALE game {game!r}; bridged: {', '.join(ALE_GAMES)}")
         from envs_bridge.ale import MsPacmanEnv
 
-        return functools.partial(MsPacmanEnv, **options)
+        return MsPacmanEnv
     if prefix == "supertuxkart":
         from envs_bridge.supertuxkart import SuperTuxKartEnv
 
-        return functools.partial(SuperTuxKartEnv, track=game or "lighthouse", **options)
+        return SuperTuxKartEnv
+    if prefix == "unreal":
+        from envs_bridge.unreal import UnrealEnv
+
+        return UnrealEnv
+    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>, unreal:HOST:PORT")
+
+
+def game_factory(name: str, **options):
+    """A picklable ``() -> HostEnv`` for one game of ``name`` (``options`` go to its constructor).
+
+    Raises:
+      ValueError: an unknown prefix or game.
+    """
+    cls = game_class(name)
+    prefix, _, game = name.partition(":")
+    if prefix == "supertuxkart":
+        return functools.partial(cls, track=game or "lighthouse", **options)
     if prefix == "unreal":
         from envs_bridge.unreal import unreal_game
 
         return functools.partial(unreal_game, game, **options)
-    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>, unreal:HOST:PORT")
+    return functools.partial(cls, **options)
 
 
 def make(name: str, num_envs: int = 1, seed: int = 0, actors: int = 0, **options):

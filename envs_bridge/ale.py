@@ -177,6 +177,9 @@ class MsPacmanEnv(HostEnv):
         game a step here).
     """
 
+    #: Signals (:mod:`jgtest.signals`): RAM position and cells, the score, the frames, the injected low-FPS gates (RELINE §3.1.3).
+    signals = frozenset({"cells", "position", "game_reward", "oracle_inputs", "rgb_frames", "frame_time"})
+
     name = "ale:MsPacman"
     action_names = ACTION_NAMES
     device_telemetry = RAM_TELEMETRY

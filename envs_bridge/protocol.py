@@ -151,6 +151,8 @@ class HostEnv(abc.ABC):
     bug_kinds: tuple[str, ...]
     num_cells: int
     max_steps_in_episode: int
+    #: The signals the game provides to testing methods (:mod:`jgtest.signals`).
+    signals: frozenset[str] = frozenset()
     #: Set by a game that offers :meth:`step_raw` (module docstring).
     device_telemetry: DeviceTelemetry | None = None
     #: Steps at the start of each episode that the host loop plays with :attr:`noop_action` and does

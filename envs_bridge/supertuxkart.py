@@ -154,6 +154,9 @@ class SuperTuxKartEnv(HostEnv):
         initialised once per process: reset an env rather than making a new one).
     """
 
+    #: Signals (:mod:`jgtest.signals`): the kart's place on the track, its progress, the frames and each frame's real render time.
+    signals = frozenset({"cells", "position", "game_reward", "rgb_frames", "frame_time"})
+
     action_names = ACTION_NAMES
     bug_kinds = ()
 

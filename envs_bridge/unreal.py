@@ -203,6 +203,9 @@ class UnrealEnv(HostEnv):
       min_visible_pixels: pixels an object must show to count as visible (``ParkWorld``'s rule).
     """
 
+    #: Signals (:mod:`jgtest.signals`): the camera's place, crashes, the frames, the object mask and the server's frame time.
+    signals = frozenset({"cells", "position", "oracle_inputs", "rgb_frames", "objects", "frame_time"})
+
     def __init__(self, endpoints, camera: int = 0, key_map: tuple[str, ...] = PAPER_KEYS, action_seconds: float = 0.1,
                  reset_command: str = "vrun RestartLevel {seed}", max_steps_in_episode: int = 2000, units_per_cell: float = 100.0,
                  num_cells: int = 256, timeout_s: float = 5.0, connect_timeout_s: float = 5.0,

@@ -9,9 +9,9 @@ import pkgutil
 import pytest
 
 #: The pure modules and packages: games, losses, Pareto tools and operators, coverage, rewards, oracles, novelty,
-#: bug records, checkpoints (no processes, files only where an example makes its own temporary folder).
+#: bug records, checkpoints, methods' compatibility with games (no processes, files only where an example makes its own temporary folder).
 PURE = ("jgtest.envs", "jgtest.losses", "jgtest.evo", "jgtest.oracles", "jgtest.novelty", "jgtest.coverage", "jgtest.rewards",
-        "jgtest.envs.registration", "jgtest.report.records", "jgtest.checkpoint")  # fmt: skip
+        "jgtest.envs.registration", "jgtest.report.records", "jgtest.checkpoint", "jgtest.methods.compatibility")  # fmt: skip
 
 
 def _modules():

@@ -33,7 +33,7 @@ import traceback
 import warnings
 
 from jgtest.cli import games, park, plan, random_campaign, records, reline, run_all, train, wuji
-from jgtest.cli.shared import say_report
+from jgtest.cli.shared import fail, say_report
 from jgtest.errors import UserError
 
 #: Exit status of a user mistake (as argparse gives a bad option).
@@ -107,6 +107,22 @@ def _one_line_warnings(enabled: bool):
         warnings.formatwarning = formatwarning
 
 
+def check_signals(args) -> None:
+    """``jgtest run METHOD --game G`` refused before anything compiles or a game starts when G lacks
+    a signal METHOD reads or METHOD has no settings for G (:func:`jgtest.methods.compatibility.check`; ``jgtest
+    plan`` refuses a game without a plan vocabulary itself)."""
+    if args.command != "run" or getattr(args, "game", None) is None:
+        return
+    from jgtest.methods import compatibility
+    from jgtest.signals import NEEDS
+
+    if args.method in NEEDS:
+        try:
+            compatibility.check(args.method, args.game)
+        except ValueError as error:  # an unknown game
+            raise fail(error) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (module docstring)."""
     _single_threaded_eigen()
@@ -114,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with _one_line_warnings(not args.debug):
         try:
+            check_signals(args)
             code = args.func(args)
             if args.command == "run":  # every campaign ends in its report
                 say_report(args.out)

@@ -1,4 +1,5 @@
-"""``jgtest games``: the registered games, with their actions and injected bugs."""
+"""``jgtest games``: the registered games, with their actions, injected bugs and the signals they
+provide (:mod:`jgtest.signals`)."""
 
 from __future__ import annotations
 
@@ -13,5 +14,6 @@ def games_command(args) -> int:
 
     for name in jgtest.registered_games():
         env, _ = jgtest.make(name)
-        print(f"{name:18s} actions={env.num_actions:<3d} bugs={env.num_bugs:<3d} kinds={','.join(sorted(set(env.bug_kinds)))}")
+        kinds = ",".join(sorted(set(env.bug_kinds))) or "-"
+        print(f"{name:18s} actions={env.num_actions:<3d} bugs={env.num_bugs:<3d} kinds={kinds:28s} signals={','.join(sorted(env.signals))}")
     return 0

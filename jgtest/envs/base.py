@@ -39,6 +39,8 @@ import jax
 import numpy as np
 from gymnax.environments import environment, spaces
 
+from jgtest.signals import DEVICE_DEFAULT
+
 #: Kinds of bugs: the oracles' (crash, stuck, logical, balance, low FPS) and ``"texture"``, found by
 #: testing an object in the park (PPGTA; :mod:`jgtest.methods.park.ooi_testing`), not by an oracle.
 BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps", "texture")
@@ -76,6 +78,9 @@ class TestingEnv(environment.Environment):
     #: :mod:`jgtest.methods.park.ooi_testing`) rather than fired by oracles; such a game reports no
     #: ``bugs_fired`` (``bug_kinds`` is empty).
     bugs_found_by_tests: bool = False
+    #: The signals the game provides to testing methods (:mod:`jgtest.signals`): by default coverage
+    #: cells, position, state features, the game's reward and the oracles' inputs.
+    signals: frozenset[str] = DEVICE_DEFAULT
 
     @property
     def name(self) -> str:

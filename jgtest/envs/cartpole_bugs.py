@@ -39,6 +39,7 @@ from gymnax.environments import environment, spaces
 from jgtest.coverage import bucket_id
 from jgtest.envs.base import TestingEnv
 from jgtest.envs.rng import uniform
+from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
 
 #: Feature bounds used to bucket the state for coverage (x, x_dot, theta, theta_dot).
@@ -91,6 +92,9 @@ class CartPoleBugs(TestingEnv):
         §V-C); the cell grid is ``cell_buckets**4`` cells laid out as
         ``(m*m, m*m)`` for maps (rows: x, x_dot; cols: theta, theta_dot).
     """
+
+    #: Signals (:mod:`jgtest.signals`): injected low-FPS places (RELINE §3.1.3) and their frame times.
+    signals = DEVICE_DEFAULT | {"frame_time"}
 
     env_id = "CartPoleBugs-v0"
 

@@ -50,6 +50,7 @@ from gymnax.environments import environment, spaces
 
 from jgtest.envs.base import TestingEnv
 from jgtest.envs.grid import NSEW, UNREACHABLE, check_cells, grid_distances, parse_layout
+from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
 
 #: ``P`` start, ``s`` switch, ``D`` door, ``L`` the lava pit's actor cell (``~`` the rest of the
@@ -129,6 +130,10 @@ class Dungeon(TestingEnv):
       >>> obs.shape                                        # the grid sensor, radius 8
       (17, 17, 7)
     """
+
+    #: Signals (:mod:`jgtest.signals`): the plans' events and named actors; its bugs are found by
+    #: plans' validations, so no oracle inputs.
+    signals = (DEVICE_DEFAULT - {"oracle_inputs"}) | {"events", "actors"}
 
     env_id = "Dungeon-v0"
     bugs_found_by_tests = True

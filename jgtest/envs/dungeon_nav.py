@@ -31,6 +31,7 @@ from gymnax.environments import environment, spaces
 from jgtest.envs import dungeon as d
 from jgtest.envs.base import TestingEnv
 from jgtest.envs.grid import UNREACHABLE, grid_distances, walk_distances
+from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
 
 
@@ -62,6 +63,9 @@ def navigator_input(sensor: jax.Array, pos: jax.Array, target: jax.Array) -> jax
 
 class DungeonNav(TestingEnv):
     """Target reaching in random Dungeon levels (module docstring)."""
+
+    #: Signals (:mod:`jgtest.signals`): a navigation task without injected bugs, so no oracle inputs.
+    signals = DEVICE_DEFAULT - {"oracle_inputs"}
 
     env_id = "DungeonNav-v0"
     bugs_found_by_tests = True

@@ -169,6 +169,7 @@ from gymnax.environments import environment, spaces
 from jgtest.coverage import bucketize
 from jgtest.envs.base import TestingEnv
 from jgtest.rewards import kart_progress_reward
+from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
 
 #: (throttle, brake, steer) of each action; steer +1 = left (counter-clockwise).
@@ -557,6 +558,9 @@ class KartTrack(TestingEnv):
       >>> bool(info["telemetry"].frame_time_ms > 0)      # the render cost field's frame time
       True
     """
+
+    #: Signals (:mod:`jgtest.signals`): the track's simulated rendering load per step.
+    signals = DEVICE_DEFAULT | {"frame_time"}
 
     env_id = "KartTrack-v0"
 

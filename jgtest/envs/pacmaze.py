@@ -88,6 +88,7 @@ from gymnax.environments import environment, spaces
 
 from jgtest.envs.base import TestingEnv
 from jgtest.envs.grid import check_cells, parse_layout
+from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
 
 #: 21x21 default maze (left-right symmetric): ``#`` wall, ``.`` dot, ``_``
@@ -186,6 +187,9 @@ class PacMaze(TestingEnv):
       >>> obs.shape
       (84, 84, 3)
     """
+
+    #: Signals (:mod:`jgtest.signals`): injected low-FPS gates (RELINE §3.1.3) and their frame times.
+    signals = DEVICE_DEFAULT | {"frame_time"}
 
     env_id = "PacMaze-v0"
 

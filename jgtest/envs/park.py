@@ -169,6 +169,9 @@ class ParkWorld(TestingEnv):
       min_visible_pixels: pixels an object must show to count as visible.
     """
 
+    #: Signals (:mod:`jgtest.signals`): pixels and objects; its bugs are found by tests, so no oracle inputs, and no state vector or reward for Wuji.
+    signals = frozenset({"cells", "position", "rgb_frames", "objects"})
+
     env_id = "ParkWorld-v0"
     bugs_found_by_tests = True
 

@@ -1,0 +1,158 @@
+"""Whether a method can test a game, checked before anything compiles, and the docs' method × game table.
+
+Each game declares the signals it provides and each method the signals it reads
+(:mod:`jgtest.signals`). ``jgtest run METHOD --game G`` calls :func:`check` before anything
+compiles or a game starts, so an incompatible pair is refused with the missing signal named and
+how a game provides it:
+
+    >>> from jgtest.methods import compatibility
+    >>> compatibility.check("reline", "BlockMaze-v0")
+    Traceback (most recent call last):
+    ...
+    jgtest.methods.compatibility.MissingSignal: reline reads frame_time, which BlockMaze-v0 does not provide. To provide it: ...
+
+Signals say whether a method *can* read a game; where a method also needs settings made for the
+game (RELINE's per-game calibration, the plans' vocabulary), :func:`runs_on` says which games it
+has them for. The method × game table (:func:`compatibility_table`, ``docs/games.md``, written by
+``python -m jgtest.methods.compatibility``) says for every blank why.
+"""
+
+from __future__ import annotations
+
+from jgtest.errors import BadInput
+from jgtest.signals import HOW, NEEDS, SIGNALS
+
+
+class MissingSignal(BadInput):
+    """A method was asked to test a game that does not provide a signal it reads."""
+
+
+class NotWired(BadInput):
+    """A method that can read a game's signals but has no settings made for that game."""
+
+
+def provided(game: str) -> frozenset[str]:
+    """The signals ``game`` provides: a twin's from the game built with its defaults (nothing
+    compiles), a bridged game's from its class (no game starts).
+
+    Raises:
+      ValueError: an unknown game (the registry's or the bridges' message).
+    """
+    import envs_bridge
+
+    if envs_bridge.is_host_game(game):
+        return frozenset(envs_bridge.game_class(game).signals)
+    from jgtest.envs.registration import make
+
+    return frozenset(make(game)[0].signals)
+
+
+def missing(method: str, game: str) -> tuple[str, ...]:
+    """The signals ``method`` reads that ``game`` does not provide, in :data:`NEEDS`' order."""
+    if method not in NEEDS:
+        raise BadInput(f"unknown method {method!r}; methods: {', '.join(NEEDS)}")
+    have = provided(game)
+    return tuple(s for s in NEEDS[method] if s not in have)
+
+
+def runs_on(method: str, game: str) -> tuple[str, str] | None:
+    """``None`` where ``method`` has settings for ``game``; otherwise why not, short (a table cell)
+    and in full (the refusal). Signals present, a method may still need settings made for the game."""
+    from envs_bridge import is_host_game
+
+    if method == "reline":
+        from jgtest.methods.reline.config import GAMES, HOST_GAMES
+
+        known = GAMES + HOST_GAMES
+        if game not in known:
+            return "no RELINE settings", f"RELINE's per-game settings (reward, threshold, training budget) exist for {', '.join(known)}"
+    elif method in ("inspector", "ppgta", "compare-explorers") or (method == "random" and game.startswith("unreal:")):
+        if game != "ParkWorld-v0" and not game.startswith("unreal:"):
+            return "park agents only", "the park's agents are trained on ParkWorld-v0 and drive it or an Unreal game (unreal:HOST:PORT)"
+    elif method == "plan":
+        if game != "Dungeon-v0":
+            return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
+    elif is_host_game(game):
+        return "device games only", f"{method} runs on device games; {game} steps on the host"
+    return None
+
+
+def check(method: str, game: str) -> None:
+    """Refuses ``method`` on ``game`` before anything compiles.
+
+    Raises:
+      MissingSignal: a signal the method reads is not provided, named with how to provide it.
+      NotWired: the signals are there but the method has no settings for the game.
+      ValueError: an unknown game.
+    """
+    lacking = missing(method, game)
+    if lacking:
+        advice = "; ".join(f"{s}: {HOW[s]}" for s in lacking)
+        raise MissingSignal(f"{method} reads {', '.join(lacking)}, which {game} does not provide. To provide it: {advice}")
+    reason = runs_on(method, game)
+    if reason is not None:
+        raise NotWired(f"{method} cannot run on {game}: {reason[1]}")
+
+
+def compatibility_table(games: tuple[str, ...], methods: tuple[str, ...] = tuple(NEEDS)) -> str:
+    """The method × game table in Markdown: ✓ where :func:`check` passes, otherwise why not."""
+    rows = ["| game | provides | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+    for game in games:
+        cells = []
+        for method in methods:
+            lacking = missing(method, game)
+            if lacking:
+                cells.append("needs " + ", ".join(lacking))
+            else:
+                reason = runs_on(method, game)
+                cells.append("✓" if reason is None else reason[0])
+        have = ", ".join(s for s in SIGNALS if s in provided(game))
+        rows.append(f"| `{game}` | {have} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+#: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
+PAGE = "docs/games.md"
+#: The bridged games the page lists beside the registered twins.
+BRIDGED_EXAMPLES = ("ale:MsPacman", "supertuxkart:lighthouse", "unreal:HOST:PORT")
+
+
+def page() -> str:
+    """The docs' page: the signals, what each method reads, and the method × game table."""
+    from jgtest.envs.registration import registered_games
+
+    signal_rows = "\n".join(f"| `{s}` | {HOW[s]} |" for s in SIGNALS)
+    need_rows = "\n".join(f"| `{m}` | {', '.join(f'`{s}`' for s in needs)} |" for m, needs in NEEDS.items())
+    return (
+        "# Which method runs on which game\n\n"
+        "<!-- generated by `python -m jgtest.methods.compatibility`; `--check` tells whether it is current -->\n\n"
+        "Each game declares the signals it provides (`TestingEnv.signals`, `HostEnv.signals`) and each method "
+        "the signals it reads (`jgtest.signals.NEEDS`). `jgtest run METHOD --game G` refuses a pair before anything "
+        "compiles, naming the missing signal and how a game provides it.\n\n"
+        "## Signals, and how a game provides each\n\n| signal | how a game provides it |\n|---|---|\n"
+        f"{signal_rows}\n\n## What each method reads\n\n| method | reads |\n|---|---|\n{need_rows}\n\n"
+        "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise the method has "
+        "no settings for the game, and the cell says which it has them for.\n\n"
+        f"{compatibility_table(registered_games() + BRIDGED_EXAMPLES)}\n"
+    )
+
+
+def main(argv=None) -> int:
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description="Writes the docs' method × game page.")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page differs")
+    args = parser.parse_args(argv)
+    path = Path(__file__).resolve().parents[2] / PAGE
+    if args.check:
+        current = path.read_text() == page() if path.exists() else False
+        print(f"{PAGE} is {'current' if current else 'stale: run python -m jgtest.methods.compatibility'}")
+        return 0 if current else 1
+    path.write_text(page())
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
