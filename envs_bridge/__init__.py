@@ -3,6 +3,7 @@
 * ``ale:MsPacman`` — the Atari game through envpool (:mod:`envs_bridge.ale`).
 * ``supertuxkart:<track>`` — SuperTuxKart through pystk2
   (:mod:`envs_bridge.supertuxkart`), one race per process.
+* ``gym:ENV_ID`` — any Gymnasium game with a discrete action set (:mod:`envs_bridge.gym`).
 * ``unreal:HOST:PORT`` or ``unreal:/path/to/socket`` — an Unreal game through UnrealCV
   (:mod:`envs_bridge.unreal`).
 * Any of them as a game farm of Ray actors, one game process each
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import functools
 
-PREFIXES = ("ale", "supertuxkart", "unreal")
+PREFIXES = ("ale", "supertuxkart", "unreal", "gym")
 ALE_GAMES = ("MsPacman",)
 
 
@@ -47,7 +48,11 @@ def game_class(name: str) -> type:
         from envs_bridge.unreal import UnrealEnv
 
         return UnrealEnv
-    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>, unreal:HOST:PORT")
+    if prefix == "gym":
+        from envs_bridge.gym import GymnasiumEnv
+
+        return GymnasiumEnv
+    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>, unreal:HOST:PORT, gym:ENV_ID")
 
 
 def game_factory(name: str, **options):
@@ -64,6 +69,8 @@ def game_factory(name: str, **options):
         from envs_bridge.unreal import unreal_game
 
         return functools.partial(unreal_game, game, **options)
+    if prefix == "gym":
+        return functools.partial(cls, game, **options)
     return functools.partial(cls, **options)
 
 

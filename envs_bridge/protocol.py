@@ -164,6 +164,13 @@ class HostEnv(abc.ABC):
     def num_bugs(self) -> int:
         return len(self.bug_kinds)
 
+    @classmethod
+    def declared_signals(cls, options: dict) -> frozenset[str]:
+        """The signals a game made with ``options`` provides, known before it starts: :attr:`signals`
+        unless an option adds one (a Gymnasium game's telemetry function gives its position)."""
+        del options
+        return cls.signals
+
     @abc.abstractmethod
     def reset(self, seed: int) -> tuple[np.ndarray, dict]:
         """Resets every game (game ``i`` with ``seed + i``): ``(frames, info)``."""

@@ -33,7 +33,6 @@ What each method reads, and why (:data:`NEEDS`):
 * Explicit Plans: ``events`` (the validations) and ``actors`` (the plan's nodes).
 """
 
-
 from __future__ import annotations
 
 SIGNALS = ("cells", "position", "state_features", "game_reward", "oracle_inputs", "frame_time", "rgb_frames", "objects", "events", "actors")

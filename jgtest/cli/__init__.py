@@ -118,7 +118,7 @@ def check_signals(args) -> None:
 
     if args.method in NEEDS:
         try:
-            compatibility.check(args.method, args.game)
+            compatibility.check(args.method, args.game, {"telemetry": getattr(args, "telemetry", None)})
         except ValueError as error:  # an unknown game
             raise fail(error) from None
 

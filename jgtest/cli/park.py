@@ -4,7 +4,7 @@ on ParkWorld-v0, or the agents trained there driving an Unreal game (``--game un
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_int
+from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int
 
 #: Games the park's agents play: the device twin, and Unreal games through UnrealCV.
 PARK_GAME = "ParkWorld-v0"
@@ -45,17 +45,17 @@ def run(args) -> int:
     """Plays ``args.method`` on the park, or over the Unreal game ``--game`` names."""
     from jgtest.methods.park.console import episodes_for, run_in_console, run_unreal_in_console
 
-    game_kwargs = parse_key_values(args.game_arg)
+    options = game_kwargs(args)
     episodes = episodes_for(args.episodes, args.quick)
     detector = args.detector
     try:
         if args.game.startswith("unreal:"):
-            run_unreal_in_console(args.method, args.game, args.out, game_kwargs, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
+            run_unreal_in_console(args.method, args.game, args.out, options, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
                                   args.seed, detector, args.quick, resume=args.resume, overwrite=args.overwrite)  # fmt: skip
             return 0
         if args.game != PARK_GAME:
             raise ValueError(f"{args.method} runs on {PARK_GAME} or unreal:HOST:PORT, got --game {args.game}")
-        run_in_console(args.method, args.out, game_kwargs, episodes, args.seed, detector, args.ppgta_models, args.quick, args.quiet,
+        run_in_console(args.method, args.out, options, episodes, args.seed, detector, args.ppgta_models, args.quick, args.quiet,
                        args.resume, args.overwrite)  # fmt: skip
     except ValueError as error:
         raise fail(error) from None

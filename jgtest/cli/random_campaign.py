@@ -1,10 +1,11 @@
 """``jgtest run random``: the random agent, on device (:mod:`jgtest.methods.random_testing`); on
-ParkWorld-v0 and over Unreal, the park's random agent of PPGTA's comparison (:mod:`jgtest.cli.park`)."""
+ParkWorld-v0 and over Unreal, the park's random agent of PPGTA's comparison (:mod:`jgtest.cli.park`);
+on a Gymnasium game (``gym:ENV_ID``), through the host loop (:mod:`jgtest.methods.host_random`)."""
 
 from __future__ import annotations
 
 from jgtest.cli import park
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_int, run_dir
+from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int, run_dir
 
 #: The longest device call when ``--chunk`` is not given: the largest divisor of ``--steps`` up to this.
 DEFAULT_CHUNK = 200
@@ -14,10 +15,12 @@ def add_parser(methods) -> None:
     parser = methods.add_parser("random", parents=[game_options("BlockMaze-v0"), common_options()],
                                 help="the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object tests)")  # fmt: skip
     group = parser.add_argument_group("random options (on-device games)")
-    group.add_argument("--envs", type=positive_int, default=256, help="parallel episode slots (default 256)")
+    group.add_argument("--envs", type=positive_int, default=None, help="parallel episode slots (default 256; on gym:…, copies of the game, default 1)")
     group.add_argument("--steps", type=positive_int, default=2000, help="steps per slot (default 2000)")
     group.add_argument("--chunk", type=positive_int, default=None,
                        help=f"steps per device call, a divisor of --steps (default: the largest divisor up to {DEFAULT_CHUNK})")
+    host = parser.add_argument_group("random options (gym:…; --episodes: episodes in all, default 16)")
+    host.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="a Ray game farm of N actors, one copy each (default: in process)")
     park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")
     parser.set_defaults(func=run)
 
@@ -25,6 +28,8 @@ def add_parser(methods) -> None:
 def run(args) -> int:
     if park.is_park_game(args.game):
         return park.run(args)
+    if args.game.startswith("gym:"):
+        return run_host(args)
     import jgtest
     from jgtest.methods import random_testing
 
@@ -32,12 +37,25 @@ def run(args) -> int:
         if args.game not in jgtest.registered_games():
             jgtest.make(args.game)
         config = random_testing.RandomCampaignConfig(
-            game=args.game, num_envs=args.envs, steps_per_env=args.steps,
+            game=args.game, num_envs=args.envs or 256, steps_per_env=args.steps,
             chunk_steps=args.chunk or random_testing.largest_divisor(args.steps, DEFAULT_CHUNK),
-            seed=args.seed, game_kwargs=parse_key_values(args.game_arg),
+            seed=args.seed, game_kwargs=game_kwargs(args),
         )  # fmt: skip
         jgtest.make(config.game, **config.game_kwargs)
     except ValueError as error:
         raise fail(error) from None
     random_testing.run_in_console(config, run_dir(args), quiet=args.quiet, resume=args.resume)
+    return 0
+
+
+def run_host(args) -> int:
+    """The random agent on a Gymnasium game (:mod:`jgtest.methods.host_random`)."""
+    from jgtest.methods import host_random
+
+    try:
+        config = host_random.HostRandomConfig(game=args.game, episodes=args.episodes or 16, num_envs=args.envs or 1, seed=args.seed,
+                                              actors=args.actors, game_kwargs=game_kwargs(args))  # fmt: skip
+    except ValueError as error:
+        raise fail(error) from None
+    host_random.run_in_console(config, run_dir(args), quiet=args.quiet, resume=args.resume)
     return 0

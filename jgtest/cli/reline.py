@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_int, run_dir
+from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int, run_dir
 
 
 def add_parser(methods) -> None:
@@ -35,7 +35,7 @@ def run(args) -> int:
         config = reline.RelineConfig(
             game=args.game, models=args.models, eval_episodes=args.eval_episodes, seed=args.seed, quick=args.quick,
             train_steps=args.train_steps, agents=tuple(args.agents.split(",")),
-            game_kwargs=tuple(sorted(parse_key_values(args.game_arg).items())), actors=args.actors, ray_address=args.ray_address,
+            game_kwargs=tuple(sorted(game_kwargs(args).items())), actors=args.actors, ray_address=args.ray_address,
             elites=args.elites, elite_percentile=args.elite_percentile, evaluation=args.evaluation,
             **{f: getattr(args, f) for f in ("threshold_episodes", "warmup_episodes", "replays") if getattr(args, f) is not None},
         )  # fmt: skip

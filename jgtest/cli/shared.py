@@ -31,7 +31,23 @@ def game_options(default_game: str) -> argparse.ArgumentParser:
     group = parser.add_argument_group("game options")
     group.add_argument("--game", default=default_game, help=f"registered game id (see `jgtest games`; default {default_game})")
     group.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
+    group.add_argument("--telemetry", default=None, metavar="MODULE:FUNCTION",
+                       help="gym:ENV_ID games: a function (obs, info, env) -> telemetry fields (position, cell, frame_time_ms, ...)")
     return parser
+
+
+def game_kwargs(args) -> dict:
+    """``--game-arg`` pairs, with ``--telemetry`` as the ``telemetry`` option of a ``gym:`` game.
+
+    Raises:
+      BadInput: a bad pair, or ``--telemetry`` for a game that is not ``gym:``.
+    """
+    kwargs = parse_key_values(args.game_arg)
+    if getattr(args, "telemetry", None) is not None:
+        if not args.game.startswith("gym:"):
+            raise BadInput(f"--telemetry maps a Gymnasium game's observations to telemetry; {args.game} reports its own (use gym:ENV_ID)")
+        kwargs["telemetry"] = args.telemetry
+    return kwargs
 
 
 def seed_number(text: str) -> int:

@@ -3,7 +3,7 @@ all seven compared (:mod:`jgtest.methods.wuji`)."""
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_options, parse_key_values, positive_float, positive_int
+from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_float, positive_int
 
 
 def add_parser(methods) -> None:
@@ -34,7 +34,7 @@ def run(args) -> int:
         budgeted = args.budget_s is not None or args.budget_steps is not None
         generations = args.generations if args.generations is not None else (None if budgeted else 10)
         config = wuji.WujiConfig(
-            game=args.game, game_kwargs=tuple(parse_key_values(args.game_arg).items()), strategy=strategies[0], population=args.population,
+            game=args.game, game_kwargs=tuple(game_kwargs(args).items()), strategy=strategies[0], population=args.population,
             generations=generations, budget_s=args.budget_s, budget_steps=args.budget_steps, seed=args.seed,
         )  # fmt: skip
         for strategy in strategies:

@@ -31,7 +31,7 @@ class NotWired(BadInput):
     """A method that can read a game's signals but has no settings made for that game."""
 
 
-def provided(game: str) -> frozenset[str]:
+def provided(game: str, options: dict | None = None) -> frozenset[str]:
     """The signals ``game`` provides: a twin's from the game built with its defaults (nothing
     compiles), a bridged game's from its class (no game starts).
 
@@ -41,17 +41,17 @@ def provided(game: str) -> frozenset[str]:
     import envs_bridge
 
     if envs_bridge.is_host_game(game):
-        return frozenset(envs_bridge.game_class(game).signals)
+        return frozenset(envs_bridge.game_class(game).declared_signals(options or {}))
     from jgtest.envs.registration import make
 
     return frozenset(make(game)[0].signals)
 
 
-def missing(method: str, game: str) -> tuple[str, ...]:
+def missing(method: str, game: str, options: dict | None = None) -> tuple[str, ...]:
     """The signals ``method`` reads that ``game`` does not provide, in :data:`NEEDS`' order."""
     if method not in NEEDS:
         raise BadInput(f"unknown method {method!r}; methods: {', '.join(NEEDS)}")
-    have = provided(game)
+    have = provided(game, options)
     return tuple(s for s in NEEDS[method] if s not in have)
 
 
@@ -72,12 +72,12 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
     elif method == "plan":
         if game != "Dungeon-v0":
             return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
-    elif is_host_game(game):
+    elif is_host_game(game) and not (method == "random" and game.startswith("gym:")):
         return "device games only", f"{method} runs on device games; {game} steps on the host"
     return None
 
 
-def check(method: str, game: str) -> None:
+def check(method: str, game: str, options: dict | None = None) -> None:
     """Refuses ``method`` on ``game`` before anything compiles.
 
     Raises:
@@ -85,7 +85,7 @@ def check(method: str, game: str) -> None:
       NotWired: the signals are there but the method has no settings for the game.
       ValueError: an unknown game.
     """
-    lacking = missing(method, game)
+    lacking = missing(method, game, options)
     if lacking:
         advice = "; ".join(f"{s}: {HOW[s]}" for s in lacking)
         raise MissingSignal(f"{method} reads {', '.join(lacking)}, which {game} does not provide. To provide it: {advice}")
@@ -114,7 +114,7 @@ def compatibility_table(games: tuple[str, ...], methods: tuple[str, ...] = tuple
 #: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
 PAGE = "docs/games.md"
 #: The bridged games the page lists beside the registered twins.
-BRIDGED_EXAMPLES = ("ale:MsPacman", "supertuxkart:lighthouse", "unreal:HOST:PORT")
+BRIDGED_EXAMPLES = ("ale:MsPacman", "supertuxkart:lighthouse", "unreal:HOST:PORT", "gym:ENV_ID")
 
 
 def page() -> str:
@@ -133,7 +133,8 @@ def page() -> str:
         f"{signal_rows}\n\n## What each method reads\n\n| method | reads |\n|---|---|\n{need_rows}\n\n"
         "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise the method has "
         "no settings for the game, and the cell says which it has them for.\n\n"
-        f"{compatibility_table(registered_games() + BRIDGED_EXAMPLES)}\n"
+        f"{compatibility_table(registered_games() + BRIDGED_EXAMPLES)}\n\n"
+        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds `position` (it must report it).\n"
     )
 
 

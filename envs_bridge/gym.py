@@ -1,0 +1,238 @@
+"""Any Gymnasium game behind the host contract: ``gym:ENV_ID``.
+
+The game is made with ``gymnasium.make(ENV_ID)``. An id of Gymnasium's ``module:Env-v0`` form
+imports ``module`` first, for games that register themselves on import
+(``gym:my_games:Tiny-v0``; modules are found from the current directory first, as ``python -m``
+finds them). ``num_envs`` copies are stepped one after another in this process,
+with Gymnasium's next-step autoreset (``AutoresetMode.NEXT_STEP``, what ``SyncVectorEnv`` does):
+each copy's step is timed on its own, because a vector environment's one call for all copies
+cannot give a per-game frame time. For parallel copies, run them as a Ray game farm
+(``actors``, :mod:`envs_bridge.pool`), one process each.
+
+What the bridge reads:
+
+* **frames**: the observation when it is an image (``uint8[H, W]`` or ``[H, W, C]``), else
+  ``env.render()`` in ``rgb_array`` mode; a game that has neither is refused.
+* **telemetry**: ``telemetry(obs, info, env) -> dict``, a function the user names as
+  ``module:function``, called per copy per step with that copy's observation, ``info`` and
+  environment (the unwrapped game's state is ``env.unwrapped``). It returns any of
+  ``position`` (two numbers), ``cell`` (an int in ``[0, num_cells)``), ``frame_time_ms``,
+  ``game_reward`` and ``crashed``; each is checked, and a wrong shape, a NaN or a cell out of
+  range is refused naming the field (:class:`TelemetryError`).
+* **frame time**: each step's wall time in milliseconds, unless the function reports the game's own.
+* **cells**: the function's ``cell``; without one, a coarse hash of the frame (Go-Explore's
+  11×8 grayscale at 8 levels, :func:`frame_hash`), so that a random campaign still measures how
+  many different screens it saw.
+* **crashes**: an exception raised by the game's ``step`` is a crash (``telemetry.crashed``, and
+  bug 0 of kind ``crash``, so that it is recorded the moment it happens); the copy's episode ends
+  there, it restarts on the next step, and the campaign goes on.
+
+The signals it provides (:mod:`jgtest.signals`): cells, the game's reward, frame times, crashes
+(oracle inputs) and RGB frames; ``position`` only with a telemetry function, which must then
+report it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+import time
+import zlib
+from collections.abc import Callable
+
+import numpy as np
+
+from envs_bridge.protocol import HostEnv, check_frames, host_telemetry
+from jgtest.errors import BadInput
+
+#: The telemetry fields a user's function may return, with the shape each must have.
+TELEMETRY_FIELDS = {"position": (2,), "cell": (), "frame_time_ms": (), "game_reward": (), "crashed": ()}
+#: Cells of the frame hash used when the telemetry gives no cell.
+HASH_CELLS = 65_536
+
+
+class TelemetryError(BadInput):
+    """A user's telemetry function returned something the bridge cannot use; the message names the field."""
+
+
+def _importable_here() -> None:
+    """The current directory on ``sys.path``, as ``python -m`` puts it: a user's game and telemetry
+    modules are found from where ``jgtest`` runs."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
+def load_function(spec: str) -> Callable:
+    """The function ``module:function`` names, or ``ValueError`` saying what is missing."""
+    module_name, sep, name = spec.partition(":")
+    if not sep or not module_name or not name:
+        raise ValueError(f"a telemetry function is module:function, got {spec!r}")
+    _importable_here()
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"telemetry {spec!r}: cannot import {module_name!r} ({error})") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ValueError(f"telemetry {spec!r}: {module_name} has no function {name!r}")
+    return function
+
+
+def frame_hash(frame: np.ndarray, num_cells: int) -> int:
+    """A coarse hash of a frame, Go-Explore's cell of a frame (Ecoffet et al., 2021: "downscaled to
+    11 × 8 with 8 pixel intensities"): the grayscale frame's 8×11 block means at 8 levels, CRC-32,
+    modulo ``num_cells``."""
+    gray = (frame.mean(axis=-1) if frame.ndim == 3 else frame).astype(np.float64)
+    rows, cols = (np.linspace(0, n, k + 1).astype(int)[:-1] for n, k in zip(gray.shape, (8, 11)))
+    sums = np.add.reduceat(np.add.reduceat(gray, rows, axis=0), cols, axis=1)
+    counts = np.outer(np.diff(np.append(rows, gray.shape[0])), np.diff(np.append(cols, gray.shape[1])))
+    return zlib.crc32(np.minimum(sums / counts // 32, 7).astype(np.uint8).tobytes()) % num_cells
+
+
+def _is_image(space) -> bool:
+    shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
+    return dtype == np.uint8 and shape is not None and (len(shape) == 2 or (len(shape) == 3 and shape[-1] in (1, 3, 4)))
+
+
+class GymnasiumEnv(HostEnv):
+    """``num_envs`` copies of the Gymnasium game ``env_id`` (module docstring).
+
+    Args:
+      env_id: a registered id, or ``module:Env-v0`` to import ``module`` first.
+      num_envs: copies stepped one after another.
+      telemetry: ``module:function`` (or the function) mapping ``(obs, info, env)`` to telemetry fields.
+      num_cells: the coverage cells: the range of the telemetry's ``cell``, or the frame hash's.
+      max_steps_in_episode: the episode cap; default the game's ``max_episode_steps``, else 10,000.
+
+    Raises:
+      ValueError: an unknown id, a game without a discrete action set or frames, a bad telemetry name.
+    """
+
+    #: Signals (:mod:`jgtest.signals`) of every Gymnasium game; ``position`` comes with a telemetry function.
+    signals = frozenset({"cells", "game_reward", "frame_time", "oracle_inputs", "rgb_frames"})
+
+    @classmethod
+    def declared_signals(cls, options: dict) -> frozenset[str]:
+        return cls.signals | ({"position"} if options.get("telemetry") else set())
+
+    def __init__(self, env_id: str, num_envs: int = 1, telemetry: str | Callable | None = None, num_cells: int | None = None,
+                 max_steps_in_episode: int | None = None, seed: int = 0):  # fmt: skip
+        import gymnasium
+
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        self.name, self.num_envs = f"gym:{env_id}", num_envs
+        self._telemetry = load_function(telemetry) if isinstance(telemetry, str) else telemetry
+        _importable_here()
+        try:
+            probe = gymnasium.make(env_id)
+        except gymnasium.error.Error as error:
+            raise ValueError(f"gym:{env_id}: {error}") from None
+        if not isinstance(probe.action_space, gymnasium.spaces.Discrete):
+            probe.close()
+            raise ValueError(f"gym:{env_id}: jgtest's agents choose among discrete actions; this game's action space is {probe.action_space}")
+        self._frames_from_obs = _is_image(probe.observation_space)
+        render_mode = None if self._frames_from_obs else "rgb_array"
+        if render_mode and "rgb_array" not in probe.metadata.get("render_modes", ()):
+            probe.close()
+            raise ValueError(f"gym:{env_id}: its observations are not images and it cannot render rgb_array frames, which jgtest's agents read")
+        probe.close()
+        self._envs = [gymnasium.make(env_id, render_mode=render_mode) for _ in range(num_envs)]
+        spec_steps = self._envs[0].spec.max_episode_steps if self._envs[0].spec is not None else None
+        self.max_steps_in_episode = int(max_steps_in_episode or spec_steps or 10_000)
+        self.num_actions = int(self._envs[0].action_space.n)
+        self.action_names = tuple(f"action {a}" for a in range(self.num_actions))
+        self.bug_kinds = ("crash",)  # bug 0: the game raised in its step
+        self.num_cells = int(num_cells or HASH_CELLS)
+        self._done = np.zeros(num_envs, bool)
+        self._steps = np.zeros(num_envs, np.int64)
+        self._position = np.zeros((num_envs, 2), np.float32)
+        obs, info = self._envs[0].reset(seed=seed)
+        self.frame_shape = self._frame(self._envs[0], obs).shape
+        self._read(0, obs, info, 0.0, 0.0, False)  # the telemetry function checked once, before any campaign starts
+
+    def _frame(self, env, obs) -> np.ndarray:
+        frame = np.asarray(obs if self._frames_from_obs else env.render())
+        return frame[..., None] if frame.ndim == 2 else frame
+
+    def _read(self, i: int, obs, info: dict, reward: float, elapsed_ms: float, crashed: bool) -> dict:
+        frame = self._frame(self._envs[i], obs)
+        fields = {"position": self._position[i], "cell": None, "frame_time_ms": elapsed_ms, "game_reward": reward, "crashed": crashed}
+        if self._telemetry is not None and not crashed:  # a crash is reported where the copy last was
+            fields.update(self.checked(self._telemetry(obs, info, self._envs[i])))
+            self._position[i] = fields["position"]
+        if fields["cell"] is None:
+            fields["cell"] = frame_hash(frame, self.num_cells)
+        return {"frame": frame, **fields}
+
+    def checked(self, out) -> dict:
+        """The telemetry function's output checked field by field (:class:`TelemetryError` names the one at fault)."""
+        where = f"{self.name}: telemetry function"
+        if not isinstance(out, dict):
+            raise TelemetryError(f"{where} must return a dict of telemetry fields, got {type(out).__name__}")
+        unknown = sorted(set(out) - set(TELEMETRY_FIELDS))
+        if unknown:
+            raise TelemetryError(f"{where} returned unknown field(s) {', '.join(unknown)}; fields: {', '.join(TELEMETRY_FIELDS)}")
+        fields = {}
+        for key, value in out.items():
+            array = np.asarray(value)
+            if array.shape != TELEMETRY_FIELDS[key]:
+                raise TelemetryError(f"{where} returned {key} of shape {array.shape}, expected {TELEMETRY_FIELDS[key]}")
+            if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+                raise TelemetryError(f"{where} returned {key} of dtype {array.dtype}, expected numbers")
+            if not np.all(np.isfinite(array)):
+                raise TelemetryError(f"{where} returned {key} = {value!r}: NaN or infinite")
+            fields[key] = array
+        if "cell" in fields:
+            cell = fields["cell"]
+            if cell != math.floor(cell) or not 0 <= cell < self.num_cells:
+                raise TelemetryError(f"{where} returned cell {cell}, not an integer in [0, {self.num_cells}) (set num_cells)")
+            fields["cell"] = int(cell)
+        if "frame_time_ms" in fields and fields["frame_time_ms"] < 0:
+            raise TelemetryError(f"{where} returned frame_time_ms {fields['frame_time_ms']}, below 0")
+        return fields
+
+    def _batch(self, rows: list[dict]) -> tuple[np.ndarray, object]:
+        column = lambda key: np.stack([r[key] for r in rows])
+        frames = check_frames(column("frame"), (self.num_envs, *self.frame_shape), self.name)
+        crashed = column("crashed").astype(bool)
+        telemetry = host_telemetry(column("position"), column("cell"), crashed[:, None], column("game_reward"), column("frame_time_ms"), crashed)
+        return frames, telemetry
+
+    def reset(self, seed: int) -> tuple[np.ndarray, dict]:
+        rows = []
+        for i, env in enumerate(self._envs):
+            obs, info = env.reset(seed=seed + i)
+            rows.append(self._read(i, obs, info, 0.0, 0.0, False))
+        self._done[:], self._steps[:] = False, 0
+        frames, telemetry = self._batch(rows)
+        return frames, {"telemetry": telemetry, "autoreset": np.zeros(self.num_envs, bool)}
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        actions = self.check_actions(actions)
+        rows, terminated, truncated, autoreset = [], np.zeros(self.num_envs, bool), np.zeros(self.num_envs, bool), self._done.copy()
+        for i, env in enumerate(self._envs):
+            crashed = False
+            start = time.perf_counter()
+            if autoreset[i]:
+                obs, info = env.reset()
+                reward, self._steps[i] = 0.0, 0
+            else:
+                try:
+                    obs, reward, terminated[i], truncated[i], info = env.step(int(actions[i]))
+                except Exception:  # noqa: BLE001 -- a game's fault is a crash record, not the campaign's end
+                    obs, info = env.reset()
+                    reward, crashed, terminated[i] = 0.0, True, True
+                self._steps[i] += 1
+                truncated[i] |= self._steps[i] >= self.max_steps_in_episode and not terminated[i]
+            rows.append(self._read(i, obs, info, float(reward), (time.perf_counter() - start) * 1e3, crashed))
+        self._done = terminated | truncated
+        frames, telemetry = self._batch(rows)
+        return frames, telemetry.game_reward, terminated, truncated, {"telemetry": telemetry, "autoreset": autoreset}
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+        self._envs = []
