@@ -4,6 +4,8 @@ Public surface::
 
     env, params = jgtest.make("BlockMaze-v0")
     jgtest.register("MyGame-v0", MyGame)
+    env, params = jgtest.adapt(gymnax_env, gymnax_params, telemetry=fn)   # any gymnax-API game
+    env, params = jgtest.make("craftax:Craftax-Classic-Symbolic-v1")      # or by name (gymnax:ID, craftax:ID)
 
 The names load on first use (PEP 562), so ``import jgtest`` (and the command line's ``--help``)
 does not start JAX.
@@ -20,6 +22,7 @@ _LAZY = {
     "make": "jgtest.envs",
     "register": "jgtest.envs",
     "registered_games": "jgtest.envs",
+    "adapt": "jgtest.envs.adapter",
     "Telemetry": "jgtest.types",
     "coverage": None,
     "oracles": None,

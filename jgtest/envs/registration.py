@@ -25,6 +25,8 @@ from jgtest.envs.base import TestingEnv
 from jgtest.errors import BadInput
 
 _REGISTRY: dict[str, Callable[..., TestingEnv]] = {}
+#: Games adapted by name rather than registered: ``gymnax:ID``, ``craftax:ID`` (:mod:`jgtest.envs.adapter`).
+ADAPTED_PREFIXES = ("gymnax", "craftax")
 
 
 def register(name: str, entry_point: Callable[..., TestingEnv], *, override: bool = False) -> None:
@@ -60,6 +62,10 @@ def make(name: str, **kwargs) -> tuple[TestingEnv, object]:
     Example:
       >>> env, params = make("CartPoleBugs-v0", max_steps_in_episode=500)
     """
+    if name.partition(":")[0] in ADAPTED_PREFIXES:
+        from jgtest.envs.adapter import by_name
+
+        return by_name(name, **kwargs)
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""

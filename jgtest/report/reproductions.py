@@ -827,20 +827,25 @@ def ppgta_compare_section(results: Results) -> str:
 
 
 def ppgta_models_section(results: Results) -> str:
-    models = results["ppgta_compare_45.json"]["models"]
-    detector, oracle = models["detector"]["test"], models["oracle"]["walks"]
-    rows = [["detector, all types (test split)", f"precision {num(detector['precision'], 2)}, recall {num(detector['recall'], 2)}", "AP per type below (Table I)"]]
-    rows += [[f"detector, {kind}", f"precision {num(ours['precision'], 2)}, recall {num(ours['recall'], 2)}", f"AP {pct(ap)}"]
-             for (kind, ap), ours in zip(PAPER_PPGTA_DETECTOR_AP, detector["per_type"])]  # fmt: skip
-    rows += [[f"{what}: JS on held-out / success threshold", f"{num(models[key]['js_test_mean'], 4)} / {num(models[key]['js_threshold'], 4)}", "threshold from validation (§VI-B)"]
-             for key, what in (("path", "path following"), ("circle", "360° walk"))]  # fmt: skip
-    rows.append(["texture oracle on held-out walks", f"precision {num(oracle['precision'], 2)}, recall {num(oracle['recall'], 2)} ({oracle['walked']} walks)", "— (not in the paper)"])
+    data = results["ppgta_compare_45.json"]
+    seeds, per_seed = data["seeds"], data["models_per_seed"]
+    over = lambda value: " / ".join(num(value(m), 2) for m in per_seed)  # each seed's models, in the seeds' order
+    detector = lambda m: m["detector"]["test"]
+    rows = [["detector, all types (test split)", f"precision {over(lambda m: detector(m)['precision'])}, recall {over(lambda m: detector(m)['recall'])}",
+             "AP per type below (Table I)"]]  # fmt: skip
+    rows += [[f"detector, {kind}", f"precision {over(lambda m, i=i: detector(m)['per_type'][i]['precision'])}, recall {over(lambda m, i=i: detector(m)['per_type'][i]['recall'])}",
+              f"AP {pct(ap)}"] for i, (kind, ap) in enumerate(PAPER_PPGTA_DETECTOR_AP)]  # fmt: skip
+    rows += [[f"{what}: JS on held-out / success threshold", " · ".join(f"{num(m[key]['js_test_mean'], 4)} / {num(m[key]['js_threshold'], 4)}" for m in per_seed),
+              "threshold from validation (§VI-B)"] for key, what in (("path", "path following"), ("circle", "360° walk"))]  # fmt: skip
+    rows.append(["texture oracle on held-out walks", f"precision {over(lambda m: m['oracle']['walks']['precision'])}, recall {over(lambda m: m['oracle']['walks']['recall'])} "
+                 f"({per_seed[0]['oracle']['walks']['walked']} walks a seed)", "— (not in the paper)"])  # fmt: skip
     return section(
         "The learned models (§V-B, §VI-B, §VI-C)",
-        "Trained once for the comparison above, from the scripted experts' demonstrations. The paper's detector is a Faster R-CNN "
+        f"One set a seed (seeds {listing(seeds)}, each figure listed in that order), trained with the campaign's seed for the comparison "
+        "above, from the scripted experts' demonstrations. The paper's detector is a Faster R-CNN "
         "scored by average precision; ours, a small CenterNet-style detector, by precision and recall at IoU 0.5: not the same measure.",
         table(["model", "ours", "paper"], rows),
-        "From the comparison's results file, `benchmarks/results/ppgta_compare_45.json` (its `models`).",
+        "From the comparison's results file, `benchmarks/results/ppgta_compare_45.json` (its `models_per_seed`).",
     )
 
 
