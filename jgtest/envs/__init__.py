@@ -22,4 +22,7 @@ register("ParkWorld-v0", ParkWorld)
 register("Dungeon-v0", Dungeon)
 register("DungeonNav-v0", DungeonNav)
 
-__all__ = ["BUG_KINDS", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "DungeonNav", "KartTrack", "NSHArena", "PacMaze", "ParkWorld", "make", "register", "registered_games"]
+#: The games jgtest ships (the registry may hold a user's too).
+BUILT_IN_GAMES = registered_games()
+
+__all__ = ["BUG_KINDS", "BUILT_IN_GAMES", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "DungeonNav", "KartTrack", "NSHArena", "PacMaze", "ParkWorld", "make", "register", "registered_games"]

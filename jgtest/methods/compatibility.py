@@ -113,13 +113,13 @@ def compatibility_table(games: tuple[str, ...], methods: tuple[str, ...] = tuple
 
 #: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
 PAGE = "docs/games.md"
-#: The bridged games the page lists beside the registered twins.
-BRIDGED_EXAMPLES = ("ale:MsPacman", "supertuxkart:lighthouse", "unreal:HOST:PORT", "gym:ENV_ID")
+#: The bridged and adapted games the page lists beside the twins jgtest ships.
+BRIDGED_EXAMPLES = ("ale:MsPacman", "supertuxkart:lighthouse", "unreal:HOST:PORT", "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
 
 
 def page() -> str:
     """The docs' page: the signals, what each method reads, and the method × game table."""
-    from jgtest.envs.registration import registered_games
+    from jgtest.envs import BUILT_IN_GAMES
 
     signal_rows = "\n".join(f"| `{s}` | {HOW[s]} |" for s in SIGNALS)
     need_rows = "\n".join(f"| `{m}` | {', '.join(f'`{s}`' for s in needs)} |" for m, needs in NEEDS.items())
@@ -133,7 +133,7 @@ def page() -> str:
         f"{signal_rows}\n\n## What each method reads\n\n| method | reads |\n|---|---|\n{need_rows}\n\n"
         "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise the method has "
         "no settings for the game, and the cell says which it has them for.\n\n"
-        f"{compatibility_table(registered_games() + BRIDGED_EXAMPLES)}\n\n"
+        f"{compatibility_table(BUILT_IN_GAMES + BRIDGED_EXAMPLES)}\n\n"
         "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds `position` (it must report it).\n"
     )
 
