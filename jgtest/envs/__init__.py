@@ -25,4 +25,20 @@ register("DungeonNav-v0", DungeonNav)
 #: The games jgtest ships (the registry may hold a user's too).
 BUILT_IN_GAMES = registered_games()
 
-__all__ = ["BUG_KINDS", "BUILT_IN_GAMES", "TestingEnv", "BlockMaze", "CartPoleBugs", "CombatArena", "Dungeon", "DungeonNav", "KartTrack", "NSHArena", "PacMaze", "ParkWorld", "make", "register", "registered_games"]
+__all__ = [
+    "BUG_KINDS",
+    "BUILT_IN_GAMES",
+    "TestingEnv",
+    "BlockMaze",
+    "CartPoleBugs",
+    "CombatArena",
+    "Dungeon",
+    "DungeonNav",
+    "KartTrack",
+    "NSHArena",
+    "PacMaze",
+    "ParkWorld",
+    "make",
+    "register",
+    "registered_games",
+]
