@@ -97,6 +97,7 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="*", type=Path, default=[], metavar="DIR", help="each run's PPGTA models, in the runs' order (their training time is recorded)")
     parser.add_argument("--quick", action="store_true", help="when running: 10 episodes and the small models")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--note", default=None, help="a note kept with the results (e.g. what else ran on the machine)")
     args = parser.parse_args(argv)
     runs, models = args.runs, args.models
     if runs and models and len(models) != len(runs):
@@ -112,6 +113,8 @@ def main(argv=None) -> int:
                 jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--ppgta-models", str(where),
                         "--out", str(run), "--quiet", "--overwrite", *quick])  # fmt: skip
     result = aggregate(runs, args.learned_detector, models)
+    if args.note:
+        result["note"] = args.note
     paper = result["paper"]
     columns = (("pathway_coverage_of_reachable", "pathway_coverage_45", ".1%"), ("ooi_tested_18", "ooi_tested_18", ".1f"),
                ("ooi_tested_45", "ooi_tested_45", ".1f"), ("test_success_rate", "test_success_rate", ".1%"))  # fmt: skip
