@@ -1,6 +1,7 @@
 """Host bridges: real games behind the host contract (:mod:`envs_bridge.protocol`).
 
-* ``ale:MsPacman`` — the Atari game through envpool (:mod:`envs_bridge.ale`).
+* ``ale:MsPacman`` — Ms. Pac-Man with RELINE's low-FPS gates, through envpool (:mod:`envs_bridge.ale`).
+* ``ale:GAME`` — every other Atari game envpool ships (:mod:`envs_bridge.atari`).
 * ``supertuxkart:<track>`` — SuperTuxKart through pystk2
   (:mod:`envs_bridge.supertuxkart`), one race per process.
 * ``gym:ENV_ID`` — any Gymnasium game with a discrete action set (:mod:`envs_bridge.gym`).
@@ -18,7 +19,6 @@ from __future__ import annotations
 import functools
 
 PREFIXES = ("ale", "supertuxkart", "unreal", "gym")
-ALE_GAMES = ("MsPacman",)
 
 
 def is_host_game(name: str) -> bool:
@@ -35,11 +35,15 @@ def game_class(name: str) -> type:
     """
     prefix, _, game = name.partition(":")
     if prefix == "ale":
-        if game not in ALE_GAMES:
-            raise ValueError(f"unknown ALE game {game!r}; bridged: {', '.join(ALE_GAMES)}")
-        from envs_bridge.ale import MsPacmanEnv
+        if game == "MsPacman":
+            from envs_bridge.ale import MsPacmanEnv
 
-        return MsPacmanEnv
+            return MsPacmanEnv
+        from envs_bridge.atari import AtariEnv, known_games
+
+        if game not in known_games():
+            raise ValueError(f"unknown ALE game {game!r}; envpool ships: {', '.join(known_games())}")
+        return AtariEnv
     if prefix == "supertuxkart":
         from envs_bridge.supertuxkart import SuperTuxKartEnv
 
@@ -52,7 +56,7 @@ def game_class(name: str) -> type:
         from envs_bridge.gym import GymnasiumEnv
 
         return GymnasiumEnv
-    raise ValueError(f"unknown host game {name!r}; use one of: ale:MsPacman, supertuxkart:<track>, unreal:HOST:PORT, gym:ENV_ID")
+    raise ValueError(f"unknown host game {name!r}; use one of: ale:GAME, supertuxkart:<track>, unreal:HOST:PORT, gym:ENV_ID")
 
 
 def game_factory(name: str, **options):
@@ -69,7 +73,7 @@ def game_factory(name: str, **options):
         from envs_bridge.unreal import unreal_game
 
         return functools.partial(unreal_game, game, **options)
-    if prefix == "gym":
+    if prefix == "gym" or (prefix == "ale" and game != "MsPacman"):
         return functools.partial(cls, game, **options)
     return functools.partial(cls, **options)
 

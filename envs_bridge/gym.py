@@ -114,7 +114,7 @@ class GymnasiumEnv(HostEnv):
     signals = frozenset({"cells", "game_reward", "frame_time", "oracle_inputs", "rgb_frames"})
 
     @classmethod
-    def declared_signals(cls, options: dict) -> frozenset[str]:
+    def declared_signals(cls, name: str, options: dict) -> frozenset[str]:
         return cls.signals | ({"position"} if options.get("telemetry") else set())
 
     def __init__(self, env_id: str, num_envs: int = 1, telemetry: str | Callable | None = None, num_cells: int | None = None,

@@ -165,10 +165,11 @@ class HostEnv(abc.ABC):
         return len(self.bug_kinds)
 
     @classmethod
-    def declared_signals(cls, options: dict) -> frozenset[str]:
-        """The signals a game made with ``options`` provides, known before it starts: :attr:`signals`
-        unless an option adds one (a Gymnasium game's telemetry function gives its position)."""
-        del options
+    def declared_signals(cls, name: str, options: dict) -> frozenset[str]:
+        """The signals the game ``name`` made with ``options`` provides, known before it starts:
+        :attr:`signals` unless the game or an option adds one (an Atari game whose RAM position is
+        annotated, a Gymnasium game's telemetry function)."""
+        del name, options
         return cls.signals
 
     @abc.abstractmethod

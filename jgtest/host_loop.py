@@ -24,7 +24,8 @@ Host games restart an episode on the step after it ends (the contract's
 ``autoreset`` steps); those steps are not transitions and are never learned
 from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
 
-* :func:`host_game` — build a bridged game by name (``"ale:MsPacman"``).
+* :func:`host_game` — build a bridged game by name (``"ale:MsPacman"``); :func:`host_game_signals`
+  what it provides, without starting it.
 * :class:`HostGameSpec` — a bridged game's spaces as a gymnax environment, so
   ``make_agent(config, (spec, params))`` sizes its networks for it.
 * :func:`train_dqn` — DQN training over a host game.
@@ -51,6 +52,18 @@ from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.types import Telemetry
 
 is_host_game = envs_bridge.is_host_game
+
+
+def host_game_signals(name: str, options: dict) -> frozenset[str]:
+    """The signals (:mod:`jgtest.signals`) the bridged game ``name`` provides with ``options``, without starting it."""
+    return frozenset(envs_bridge.game_class(name).declared_signals(name, options))
+
+
+def atari_cell_sources() -> dict[str, str]:
+    """Each Atari game's source of cells: ``"ram"`` (an annotated position) or ``"frame hash"`` (:mod:`envs_bridge.atari`)."""
+    from envs_bridge.atari import cells_from, known_games
+
+    return {game: cells_from(game) for game in known_games()}
 
 
 def host_game(name: str, num_envs: int = 1, seed: int = 0, actors: int = 0, **options) -> HostEnv:

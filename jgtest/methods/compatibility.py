@@ -38,10 +38,10 @@ def provided(game: str, options: dict | None = None) -> frozenset[str]:
     Raises:
       ValueError: an unknown game (the registry's or the bridges' message).
     """
-    import envs_bridge
+    from jgtest.host_loop import host_game_signals, is_host_game
 
-    if envs_bridge.is_host_game(game):
-        return frozenset(envs_bridge.game_class(game).declared_signals(options or {}))
+    if is_host_game(game):
+        return host_game_signals(game, options or {})
     from jgtest.envs.registration import make
 
     return frozenset(make(game)[0].signals)
@@ -58,7 +58,7 @@ def missing(method: str, game: str, options: dict | None = None) -> tuple[str, .
 def runs_on(method: str, game: str) -> tuple[str, str] | None:
     """``None`` where ``method`` has settings for ``game``; otherwise why not, short (a table cell)
     and in full (the refusal). Signals present, a method may still need settings made for the game."""
-    from envs_bridge import is_host_game
+    from jgtest.host_loop import is_host_game
 
     if method == "reline":
         from jgtest.methods.reline.config import GAMES, HOST_GAMES
@@ -72,7 +72,7 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
     elif method == "plan":
         if game != "Dungeon-v0":
             return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
-    elif is_host_game(game) and not (method == "random" and game.startswith("gym:")):
+    elif is_host_game(game) and not (method == "random" and game.startswith(HOST_RANDOM_PREFIXES)):
         return "device games only", f"{method} runs on device games; {game} steps on the host"
     return None
 
@@ -111,10 +111,12 @@ def compatibility_table(games: tuple[str, ...], methods: tuple[str, ...] = tuple
     return "\n".join(rows)
 
 
+#: The bridged games the random campaign plays through the host loop (:mod:`jgtest.methods.host_random`).
+HOST_RANDOM_PREFIXES = ("gym:", "ale:")
 #: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
 PAGE = "docs/games.md"
 #: The bridged and adapted games the page lists beside the twins jgtest ships.
-BRIDGED_EXAMPLES = ("ale:MsPacman", "supertuxkart:lighthouse", "unreal:HOST:PORT", "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
+BRIDGED_EXAMPLES = ("ale:MsPacman", "ale:Pong", "ale:Enduro", "supertuxkart:lighthouse", "unreal:HOST:PORT", "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
 
 
 def page() -> str:
@@ -134,7 +136,22 @@ def page() -> str:
         "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise the method has "
         "no settings for the game, and the cell says which it has them for.\n\n"
         f"{compatibility_table(BUILT_IN_GAMES + BRIDGED_EXAMPLES)}\n\n"
-        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds `position` (it must report it).\n"
+        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds `position` (it must report it).\n\n"
+        f"{atari_cells()}\n"
+    )
+
+
+def atari_cells() -> str:
+    """Which Atari games (``ale:GAME``) take their cells and position from the RAM, and which from a frame hash."""
+    from jgtest.host_loop import atari_cell_sources
+
+    sources = atari_cell_sources()
+    ram = [g for g, source in sources.items() if source == "ram"]
+    hashed = [g for g, source in sources.items() if source != "ram" and g != "MsPacman"]
+    return (
+        f"## Atari games (`ale:GAME`)\n\nCells and position from the RAM (the player's coordinates as AtariARI annotates them; "
+        f"`ale:MsPacman` through its own bridge): {', '.join(['MsPacman', *ram])}.\n\n"
+        f"Cells from a coarse hash of the frame, and no position, for the other {len(hashed)} games envpool ships: {', '.join(hashed)}.\n"
     )
 
 

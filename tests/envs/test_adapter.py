@@ -1,6 +1,8 @@
 """JAX games through the gymnax adapter (jgtest.adapt): gymnax's CartPole with a user's telemetry and
 assertions, the checks that name a bad field, and Craftax by name."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,3 +97,17 @@ def test_craftax_by_name():
     assert int(info["telemetry"].cell) == row * 64 + col and not info["telemetry"].bugs_fired.any()
     with pytest.raises(ValueError, match="unknown Craftax game 'Nope'"):
         jgtest.make("craftax:Nope")
+
+
+@pytest.mark.slow
+def test_wuji_and_ppo_run_on_craftax_from_the_command_line(tmp_path):
+    pytest.importorskip("craftax")
+    from jgtest.cli import main
+
+    game = ["--game", "craftax:Craftax-Classic-Symbolic-v1", "--game-arg", "max_steps_in_episode=500"]
+    assert main(["run", "wuji", *game, "--strategy", "wuji", "--generations", "1", "--population", "2", "--out", str(tmp_path / "wuji"), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "wuji" / "summary.json").read_text())
+    assert summary["bugs_total"] == 2 and summary["env_steps"]["wuji"]["mean"] > 0 and summary["cells_covered"]["wuji"]["mean"] > 10
+    assert main(["train", "ppo", *game, "--steps", "40960", "--out", str(tmp_path / "ppo"), "--quiet"]) == 0
+    trained = json.loads((tmp_path / "ppo" / "summary.json").read_text())
+    assert trained["env_steps"] == 40960 and np.isfinite(trained["final_return_mean"])
