@@ -32,6 +32,7 @@ BENCHMARKS = (
     ("render_throughput", "render_throughput.py", (), "ParkWorld frames/s"),
     ("bridge_throughput", "bridge_throughput.py", ("--no-stk-farm",), "host bridges (envpool, SuperTuxKart) against their bare libraries"),
     ("unreal_bridge", "unreal_bridge.py", (), "the UnrealCV bridge against a bare socket"),
+    ("adapter_overhead", "adapter_overhead.py", (), "the gymnax adapter and the Gymnasium bridge against the raw games"),
     ("plan_executions", "plan_executions.py", (), "explicit plan executions/s"),
     ("reline_table1", "reline_table1.py", (), "RELINE Table 1 on CartPole, end to end"),
 )

@@ -83,8 +83,12 @@ def load_function(spec: str) -> Callable:
 def frame_hash(frame: np.ndarray, num_cells: int) -> int:
     """A coarse hash of a frame, Go-Explore's cell of a frame (Ecoffet et al., 2021: "downscaled to
     11 × 8 with 8 pixel intensities"): the grayscale frame's 8×11 block means at 8 levels, CRC-32,
-    modulo ``num_cells``."""
-    gray = (frame.mean(axis=-1) if frame.ndim == 3 else frame).astype(np.float64)
+    modulo ``num_cells``. The blocks are averaged over every ``stride``-th pixel (32 or more rows
+    and columns sampled, 4 or more per block), which keeps the hash to a few hundredths of a
+    millisecond on a 400 × 600 frame."""
+    stride = max(1, min(frame.shape[0], frame.shape[1]) // 32)
+    sampled = frame[::stride, ::stride]
+    gray = (sampled.mean(axis=-1, dtype=np.float32) if sampled.ndim == 3 else sampled.astype(np.float32))
     rows, cols = (np.linspace(0, n, k + 1).astype(int)[:-1] for n, k in zip(gray.shape, (8, 11)))
     sums = np.add.reduceat(np.add.reduceat(gray, rows, axis=0), cols, axis=1)
     counts = np.outer(np.diff(np.append(rows, gray.shape[0])), np.diff(np.append(cols, gray.shape[1])))
