@@ -9,7 +9,7 @@ Cells, and the position, come from the RAM where the player's coordinates are an
 (:data:`RAM_PLAYER`: AtariARI's annotations, Anand et al., 2019, "Unsupervised State Representation
 Learning in Atari", their ``atari_dict``): the position is ``(x, y)`` from its bytes (0 where an axis
 has none), the cell the position in 8-pixel blocks, per room where the game has rooms. Elsewhere
-the cell is a coarse hash of the frame (:func:`envs_bridge.gym.frame_hash`) and the game gives no
+the cell is a coarse hash of the frame (:func:`envs_bridge.gym.frame_hashes`) and the game gives no
 position. :data:`RAM_PLAYER` says which is which; ``python -c "import envs_bridge.atari as a;
 print(a.cells_from('Pong'))"`` tells for one game.
 
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from envs_bridge.gym import HASH_CELLS, frame_hash
+from envs_bridge.gym import HASH_CELLS, frame_hashes
 from envs_bridge.protocol import HostEnv, check_frames, host_telemetry
 
 #: The player's RAM bytes ``(x, y, room)`` where AtariARI annotates them (``None``: not annotated).
@@ -110,7 +110,7 @@ class AtariEnv(HostEnv):
     def _read(self, frames: np.ndarray, ram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(position [N, 2], cell [N])`` from the RAM where annotated, else the frame hash."""
         if self._ram is None:
-            return np.zeros((self.num_envs, 2), np.float32), np.asarray([frame_hash(f, self.num_cells) for f in frames])
+            return np.zeros((self.num_envs, 2), np.float32), frame_hashes(frames, self.num_cells)
         x_at, y_at, room_at = self._ram
         column = lambda at: ram[:, at].astype(np.int64) if at is not None else np.zeros(self.num_envs, np.int64)
         x, y, room = column(x_at), column(y_at), column(room_at)

@@ -21,7 +21,7 @@ What the bridge reads:
   range is refused naming the field (:class:`TelemetryError`).
 * **frame time**: each step's wall time in milliseconds, unless the function reports the game's own.
 * **cells**: the function's ``cell``; without one, a coarse hash of the frame (Go-Explore's
-  11×8 grayscale at 8 levels, :func:`frame_hash`), so that a random campaign still measures how
+  11×8 grayscale at 8 levels, :func:`frame_hashes`), so that a random campaign still measures how
   many different screens it saw.
 * **crashes**: an exception raised by the game's ``step`` is a crash (``telemetry.crashed``, and
   bug 0 of kind ``crash``, so that it is recorded the moment it happens); the copy's episode ends
@@ -80,19 +80,25 @@ def load_function(spec: str) -> Callable:
     return function
 
 
+def frame_hashes(frames: np.ndarray, num_cells: int) -> np.ndarray:
+    """A coarse hash of each frame of ``uint8[N, H, W(, C)]``, Go-Explore's cell of a frame (Ecoffet et
+    al., 2021: "downscaled to 11 × 8 with 8 pixel intensities"): the grayscale frame's 8×11 block
+    means at 8 levels, CRC-32, modulo ``num_cells``; ``int64[N]``. The blocks are averaged over
+    every ``stride``-th pixel (32 or more rows and columns sampled, 4 or more per block), which keeps
+    the hash to a few hundredths of a millisecond a 400 × 600 frame."""
+    stride = max(1, min(frames.shape[1], frames.shape[2]) // 32)
+    sampled = frames[:, ::stride, ::stride]
+    gray = sampled.mean(axis=-1, dtype=np.float32) if sampled.ndim == 4 else sampled.astype(np.float32)
+    rows, cols = (np.linspace(0, n, k + 1).astype(int)[:-1] for n, k in zip(gray.shape[1:], (8, 11)))
+    sums = np.add.reduceat(np.add.reduceat(gray, rows, axis=1), cols, axis=2)
+    counts = np.outer(np.diff(np.append(rows, gray.shape[1])), np.diff(np.append(cols, gray.shape[2])))
+    levels = np.minimum(sums / counts // 32, 7).astype(np.uint8)
+    return np.asarray([zlib.crc32(level.tobytes()) % num_cells for level in levels], np.int64)
+
+
 def frame_hash(frame: np.ndarray, num_cells: int) -> int:
-    """A coarse hash of a frame, Go-Explore's cell of a frame (Ecoffet et al., 2021: "downscaled to
-    11 × 8 with 8 pixel intensities"): the grayscale frame's 8×11 block means at 8 levels, CRC-32,
-    modulo ``num_cells``. The blocks are averaged over every ``stride``-th pixel (32 or more rows
-    and columns sampled, 4 or more per block), which keeps the hash to a few hundredths of a
-    millisecond on a 400 × 600 frame."""
-    stride = max(1, min(frame.shape[0], frame.shape[1]) // 32)
-    sampled = frame[::stride, ::stride]
-    gray = (sampled.mean(axis=-1, dtype=np.float32) if sampled.ndim == 3 else sampled.astype(np.float32))
-    rows, cols = (np.linspace(0, n, k + 1).astype(int)[:-1] for n, k in zip(gray.shape, (8, 11)))
-    sums = np.add.reduceat(np.add.reduceat(gray, rows, axis=0), cols, axis=1)
-    counts = np.outer(np.diff(np.append(rows, gray.shape[0])), np.diff(np.append(cols, gray.shape[1])))
-    return zlib.crc32(np.minimum(sums / counts // 32, 7).astype(np.uint8).tobytes()) % num_cells
+    """:func:`frame_hashes` of one frame."""
+    return int(frame_hashes(frame[None], num_cells)[0])
 
 
 def _is_image(space) -> bool:
@@ -167,8 +173,6 @@ class GymnasiumEnv(HostEnv):
         if self._telemetry is not None and not crashed:  # a crash is reported where the copy last was
             fields.update(self.checked(self._telemetry(obs, info, self._envs[i])))
             self._position[i] = fields["position"]
-        if fields["cell"] is None:
-            fields["cell"] = frame_hash(frame, self.num_cells)
         return {"frame": frame, **fields}
 
     def checked(self, out) -> dict:
@@ -201,6 +205,9 @@ class GymnasiumEnv(HostEnv):
     def _batch(self, rows: list[dict]) -> tuple[np.ndarray, object]:
         column = lambda key: np.stack([r[key] for r in rows])
         frames = check_frames(column("frame"), (self.num_envs, *self.frame_shape), self.name)
+        if any(r["cell"] is None for r in rows):  # hashed together, where the telemetry gave no cell
+            hashed = frame_hashes(frames, self.num_cells)
+            rows = [{**r, "cell": hashed[i] if r["cell"] is None else r["cell"]} for i, r in enumerate(rows)]
         crashed = column("crashed").astype(bool)
         telemetry = host_telemetry(column("position"), column("cell"), crashed[:, None], column("game_reward"), column("frame_time_ms"), crashed)
         return frames, telemetry
