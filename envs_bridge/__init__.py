@@ -4,6 +4,7 @@
 * ``ale:GAME`` — every other Atari game envpool ships (:mod:`envs_bridge.atari`).
 * ``supertuxkart:<track>`` — SuperTuxKart through pystk2
   (:mod:`envs_bridge.supertuxkart`), one race per process.
+* ``vizdoom:SCENARIO``, ``vizdoom:freedoom2/MAP01`` — the real Doom engine (:mod:`envs_bridge.vizdoom`).
 * ``gym:ENV_ID`` — any Gymnasium game with a discrete action set (:mod:`envs_bridge.gym`).
 * ``unreal:HOST:PORT`` or ``unreal:/path/to/socket`` — an Unreal game through UnrealCV
   (:mod:`envs_bridge.unreal`).
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import functools
 
-PREFIXES = ("ale", "supertuxkart", "unreal", "gym")
+PREFIXES = ("ale", "supertuxkart", "unreal", "gym", "vizdoom")
 
 
 def is_host_game(name: str) -> bool:
@@ -56,7 +57,11 @@ def game_class(name: str) -> type:
         from envs_bridge.gym import GymnasiumEnv
 
         return GymnasiumEnv
-    raise ValueError(f"unknown host game {name!r}; use one of: ale:GAME, supertuxkart:<track>, unreal:HOST:PORT, gym:ENV_ID")
+    if prefix == "vizdoom":
+        from envs_bridge.vizdoom import VizDoomEnv
+
+        return VizDoomEnv
+    raise ValueError(f"unknown host game {name!r}; use one of: ale:GAME, supertuxkart:<track>, unreal:HOST:PORT, gym:ENV_ID, vizdoom:LEVEL")
 
 
 def game_factory(name: str, **options):
@@ -73,7 +78,7 @@ def game_factory(name: str, **options):
         from envs_bridge.unreal import unreal_game
 
         return functools.partial(unreal_game, game, **options)
-    if prefix == "gym" or (prefix == "ale" and game != "MsPacman"):
+    if prefix in ("gym", "vizdoom") or (prefix == "ale" and game != "MsPacman"):
         return functools.partial(cls, game, **options)
     return functools.partial(cls, **options)
 

@@ -1,6 +1,6 @@
 """``jgtest run random``: the random agent, on device (:mod:`jgtest.methods.random_testing`); on
 ParkWorld-v0 and over Unreal, the park's random agent of PPGTA's comparison (:mod:`jgtest.cli.park`);
-on a Gymnasium or Atari game (``gym:ENV_ID``, ``ale:GAME``), through the host loop (:mod:`jgtest.methods.host_random`)."""
+on a Gymnasium, Atari or ViZDoom game (``gym:ENV_ID``, ``ale:GAME``, ``vizdoom:LEVEL``), through the host loop (:mod:`jgtest.methods.host_random`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def add_parser(methods) -> None:
     group.add_argument("--steps", type=positive_int, default=2000, help="steps per slot (default 2000)")
     group.add_argument("--chunk", type=positive_int, default=None,
                        help=f"steps per device call, a divisor of --steps (default: the largest divisor up to {DEFAULT_CHUNK})")
-    host = parser.add_argument_group("random options (gym:…, ale:…; --episodes: episodes in all, default 16)")
+    host = parser.add_argument_group("random options (gym:…, ale:…, vizdoom:…; --episodes: episodes in all, default 16)")
     host.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="a Ray game farm of N actors, one copy each (default: in process)")
     park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")
     parser.set_defaults(func=run)
@@ -51,7 +51,7 @@ def run(args) -> int:
 
 
 def run_host(args) -> int:
-    """The random agent on a Gymnasium or Atari game (:mod:`jgtest.methods.host_random`)."""
+    """The random agent on a Gymnasium, Atari or ViZDoom game (:mod:`jgtest.methods.host_random`)."""
     from jgtest.methods import host_random
 
     try:

@@ -1,4 +1,4 @@
-"""Random testing of a bridged game (``gym:ENV_ID``, ``ale:GAME``): the random agent through the host loop.
+"""Random testing of a bridged game (``gym:ENV_ID``, ``ale:GAME``, ``vizdoom:LEVEL``): the random agent through the host loop.
 
 The same agent as :mod:`jgtest.methods.random_testing` (an action drawn uniformly at every step),
 played by :func:`jgtest.host_loop.play` over ``num_envs`` copies of the game (or a Ray game farm
@@ -38,7 +38,7 @@ class HostRandomConfig:
     """Settings of a random campaign on a bridged game.
 
     Attributes:
-      game: a bridged game's name (``gym:ENV_ID``, ``ale:GAME``).
+      game: a bridged game's name (``gym:ENV_ID``, ``ale:GAME``, ``vizdoom:LEVEL``).
       episodes: episodes played in all.
       num_envs: copies stepped together (in this process).
       seed: campaign seed; copy ``i`` starts from ``seed + i``.
