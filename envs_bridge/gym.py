@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from envs_bridge.protocol import HostEnv, check_frames, host_telemetry
+from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry
 from jgtest.errors import BadInput
 
 #: The telemetry fields a user's function may return, with the shape each must have.
@@ -115,6 +115,8 @@ class GymnasiumEnv(HostEnv):
       telemetry: ``module:function`` (or the function) mapping ``(obs, info, env)`` to telemetry fields.
       num_cells: the coverage cells: the range of the telemetry's ``cell``, or the frame hash's.
       max_steps_in_episode: the episode cap; default the game's ``max_episode_steps``, else 10,000.
+      seed: the campaign's seed; every episode starts from :func:`envs_bridge.protocol.episode_seed`.
+      first_game: the campaign's index of copy 0 (replays build one copy of a campaign's game).
 
     Raises:
       ValueError: an unknown id, a game without a discrete action set or frames, a bad telemetry name.
@@ -122,18 +124,19 @@ class GymnasiumEnv(HostEnv):
 
     #: Signals (:mod:`jgtest.signals`) of every Gymnasium game; ``position`` comes with a telemetry function.
     signals = frozenset({"cells", "game_reward", "frame_time", "oracle_inputs", "rgb_frames"})
+    replayable = True
 
     @classmethod
     def declared_signals(cls, name: str, options: dict) -> frozenset[str]:
         return cls.signals | ({"position"} if options.get("telemetry") else set())
 
     def __init__(self, env_id: str, num_envs: int = 1, telemetry: str | Callable | None = None, num_cells: int | None = None,
-                 max_steps_in_episode: int | None = None, seed: int = 0):  # fmt: skip
+                 max_steps_in_episode: int | None = None, seed: int = 0, first_game: int = 0):  # fmt: skip
         import gymnasium
 
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-        self.name, self.num_envs = f"gym:{env_id}", num_envs
+        self.name, self.num_envs, self._seed, self._first = f"gym:{env_id}", num_envs, int(seed), int(first_game)
         self._telemetry = load_function(telemetry) if isinstance(telemetry, str) else telemetry
         _importable_here()
         try:
@@ -158,8 +161,9 @@ class GymnasiumEnv(HostEnv):
         self.num_cells = int(num_cells or HASH_CELLS)
         self._done = np.zeros(num_envs, bool)
         self._steps = np.zeros(num_envs, np.int64)
+        self._episodes = np.zeros(num_envs, np.int64)
         self._position = np.zeros((num_envs, 2), np.float32)
-        obs, info = self._envs[0].reset(seed=seed)
+        obs, info = self._envs[0].reset(seed=episode_seed(seed, self._first, 0))
         self.frame_shape = self._frame(self._envs[0], obs).shape
         self._read(0, obs, info, 0.0, 0.0, False)  # the telemetry function checked once, before any campaign starts
 
@@ -212,10 +216,15 @@ class GymnasiumEnv(HostEnv):
         telemetry = host_telemetry(column("position"), column("cell"), crashed[:, None], column("game_reward"), column("frame_time_ms"), crashed)
         return frames, telemetry
 
-    def reset(self, seed: int) -> tuple[np.ndarray, dict]:
+    def _start_episode(self, i: int):
+        return self._envs[i].reset(seed=episode_seed(self._seed, self._first + i, int(self._episodes[i])))
+
+    def reset(self, seed: int, episode: int = 0) -> tuple[np.ndarray, dict]:
+        """Every copy starts episode ``episode`` (0: the campaign's first) of the campaign ``seed``."""
+        self._seed, self._episodes[:] = int(seed), episode
         rows = []
-        for i, env in enumerate(self._envs):
-            obs, info = env.reset(seed=seed + i)
+        for i in range(self.num_envs):
+            obs, info = self._start_episode(i)
             rows.append(self._read(i, obs, info, 0.0, 0.0, False))
         self._done[:], self._steps[:] = False, 0
         frames, telemetry = self._batch(rows)
@@ -228,7 +237,8 @@ class GymnasiumEnv(HostEnv):
             crashed = False
             start = time.perf_counter()
             if autoreset[i]:
-                obs, info = env.reset()
+                self._episodes[i] += 1
+                obs, info = self._start_episode(i)
                 reward, self._steps[i] = 0.0, 0
             else:
                 try:

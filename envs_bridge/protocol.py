@@ -61,6 +61,12 @@ class MalformedFrame(BridgeError, ValueError):
     """A frame of the wrong shape or dtype, or with NaN or infinite values."""
 
 
+def episode_seed(seed: int, game: int, episode: int) -> int:
+    """The seed a replayable bridge resets ``episode`` of game ``game`` with, in a campaign of ``seed``
+    (:attr:`HostEnv.replayable`): a record's seed, game and episode give its start."""
+    return int(np.random.SeedSequence([seed, game, episode]).generate_state(1)[0] % (2**31))
+
+
 def host_telemetry(position, cell, bugs_fired, game_reward, frame_time_ms, crashed) -> Telemetry:
     """A batched :class:`Telemetry` of numpy arrays with the on-device dtypes
     (``float32`` position, reward and frame time, ``int32`` cell, ``bool`` flags)."""
@@ -153,6 +159,10 @@ class HostEnv(abc.ABC):
     max_steps_in_episode: int
     #: The signals the game provides to testing methods (:mod:`jgtest.signals`).
     signals: frozenset[str] = frozenset()
+    #: Whether every episode starts from :func:`episode_seed`: such a game takes ``first_game`` (the
+    #: campaign's index of its game 0) and ``reset(seed, episode=E)`` starts its games at episode E,
+    #: so that :func:`jgtest.host_loop.replay_record` plays a record's actions again.
+    replayable: bool = False
     #: Set by a game that offers :meth:`step_raw` (module docstring).
     device_telemetry: DeviceTelemetry | None = None
     #: Steps at the start of each episode that the host loop plays with :attr:`noop_action` and does

@@ -21,8 +21,8 @@ What the bridge reads from the engine each step:
 * **state**: health, ammo, kills and items collected (``info["state"]``, ``float32[N, 4]``);
 * **crashes**: an engine that dies is restarted, and the step is a crash.
 
-Each episode of game ``i`` starts from the seed :func:`episode_seed` ``(seed, i, episode)``, so
-that a record's seed, game and episode and its actions replay it (:func:`replay`).
+Each episode of game ``i`` starts from the seed :func:`envs_bridge.protocol.episode_seed` ``(seed, i,
+episode)``, so that a record's seed, game and episode and its actions replay it (:func:`replay`).
 """
 
 from __future__ import annotations
@@ -33,17 +33,12 @@ import time
 
 import numpy as np
 
-from envs_bridge.protocol import HostEnv, check_frames, host_telemetry
+from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry
 
 #: The actions on a full level: one button each.
 LEVEL_BUTTONS = ("MOVE_FORWARD", "MOVE_BACKWARD", "TURN_LEFT", "TURN_RIGHT", "MOVE_LEFT", "MOVE_RIGHT", "ATTACK", "USE")
 #: The game variables read each step, in ``info["state"]``'s order after position and angle.
 STATE_VARIABLES = ("HEALTH", "SELECTED_WEAPON_AMMO", "KILLCOUNT", "ITEMCOUNT")
-
-
-def episode_seed(seed: int, game: int, episode: int) -> int:
-    """The engine's seed for ``episode`` of game ``game`` in a campaign of ``seed``."""
-    return int(np.random.SeedSequence([seed, game, episode]).generate_state(1)[0] % (2**31))
 
 
 def _vizdoom():
@@ -65,12 +60,12 @@ class VizDoomEnv(HostEnv):
     Args:
       level: a scenario (``basic``) or ``WAD/MAP`` (``freedoom2/MAP01``).
       num_envs: games stepped one after another.
-      seed: campaign seed (:func:`episode_seed`).
+      seed: campaign seed (:func:`envs_bridge.protocol.episode_seed`).
       max_steps_in_episode: the cap (a full level's; a scenario keeps its own timeout if shorter).
       cell_size: the coverage squares' side, in map units.
       frame_skip: engine tics a step (4: 35 tics/s become about 9 steps/s of game time).
       first_game: the campaign's index of game 0 (game ``i`` here is ``first_game + i`` there: its
-        episodes' seeds, :func:`episode_seed`).
+        episodes' seeds, :func:`envs_bridge.protocol.episode_seed`).
 
     Raises:
       ValueError: an unknown level (the message lists them).
@@ -78,6 +73,7 @@ class VizDoomEnv(HostEnv):
 
     #: Signals (:mod:`jgtest.signals`): the engine's position, the labels' objects, real frame times, crashes.
     signals = frozenset({"cells", "position", "game_reward", "oracle_inputs", "rgb_frames", "objects", "frame_time"})
+    replayable = True
 
     def __init__(self, level: str, num_envs: int = 1, seed: int = 0, max_steps_in_episode: int = 2100, cell_size: int = 64, frame_skip: int = 4,
                  first_game: int = 0):  # fmt: skip
@@ -210,7 +206,7 @@ class VizDoomEnv(HostEnv):
 
 def replay(level: str, seed: int, game: int, episode: int, actions, **options) -> dict:
     """Plays ``actions`` from the start of ``episode`` of game ``game`` in a campaign of ``seed``
-    (:func:`episode_seed`) on a fresh engine: ``{"position": [T, 2], "cell": [T], "crashed": [T]}``."""
+    (:func:`envs_bridge.protocol.episode_seed`) on a fresh engine: ``{"position": [T, 2], "cell": [T], "crashed": [T]}``."""
     with VizDoomEnv(level, num_envs=1, seed=seed, first_game=game, **options) as env:
         env.reset(seed, episode=episode)
         steps = [env.step(np.asarray([action]))[4]["telemetry"] for action in actions]

@@ -59,6 +59,22 @@ def host_game_signals(name: str, options: dict) -> frozenset[str]:
     return frozenset(envs_bridge.game_class(name).declared_signals(name, options))
 
 
+def replay_host_record(record) -> np.ndarray:
+    """Plays a bridged game's bug record again, on one fresh game built as the campaign built it
+    (``first_game`` its slot) and started at its episode: ``bool[T]``, whether its bug fired at each
+    of its actions.
+
+    Raises:
+      ValueError: a game that does not start its episodes from a seed (:attr:`envs_bridge.protocol.HostEnv.replayable`).
+    """
+    if not envs_bridge.game_class(record.game).replayable:
+        raise ValueError(f"{record.game} does not start its episodes from a seed, so its records cannot be replayed")
+    with envs_bridge.make(record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs) as game:
+        game.reset(record.seed, episode=record.episode)
+        fired = [bool(game.step(np.asarray([action]))[4]["telemetry"].bugs_fired[0, record.bug_id]) for action in record.actions]
+    return np.asarray(fired, bool)
+
+
 def atari_cell_sources() -> dict[str, str]:
     """Each Atari game's source of cells: ``"ram"`` (an annotated position) or ``"frame hash"`` (:mod:`envs_bridge.atari`)."""
     from envs_bridge.atari import cells_from, known_games

@@ -39,7 +39,8 @@ class ReplayResult:
 
 
 def replay(record: BugRecord) -> ReplayResult:
-    """Replays ``record`` on the on-device game and checks that its bug fires at its step.
+    """Replays ``record`` and checks that its bug fires at its step: on device, or on a bridged game
+    that starts its episodes from a seed (:func:`jgtest.host_loop.replay_host_record`).
 
     Raises:
       BadFile: the record cannot be replayed here: not an injected bug, a game that is not
@@ -47,6 +48,15 @@ def replay(record: BugRecord) -> ReplayResult:
     """
     if record.bug_id < 0:
         raise BadFile("only records of injected bugs (bug_id >= 0) can be replayed on device")
+    from jgtest.host_loop import is_host_game, replay_host_record
+
+    if is_host_game(record.game):
+        try:
+            fired = replay_host_record(record)
+        except ValueError as error:
+            raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
+        steps = tuple(int(s) for s in np.flatnonzero(fired))
+        return ReplayResult(reproduced=bool(record.step < len(fired) and fired[record.step]), fired_at_steps=steps, record=record)
     env, params, run = replayable(record, lambda: _game(record.game, tuple(sorted((k, hashable(v)) for k, v in record.game_kwargs.items()))))
     if record.bug_id >= env.num_bugs:
         raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")

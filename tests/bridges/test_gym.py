@@ -1,5 +1,6 @@
 """Any Gymnasium game through the gym: bridge: a tiny game the project does not ship (tiny_gym.py),
-played by the random campaign from the command line, its telemetry function checked field by field."""
+played by the random campaign from the command line, its records replayed, its telemetry function
+checked field by field."""
 
 import json
 
@@ -57,6 +58,10 @@ def test_random_campaign_from_the_command_line(tmp_path):
     assert main([*args, "--out", str(again), "--quiet"]) == 0  # seeded: the same campaign
     replayed = [json.loads(line) for line in (again / "bugs.jsonl").read_text().splitlines()]
     assert [{**r, "wall_s": 0} for r in replayed] == [{**r, "wall_s": 0} for r in records]
+    assert main(["replay", str(out / "bugs.jsonl")]) == 0  # a fresh game, started at the record's episode from its seed
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(json.dumps({**crash, "actions": crash["actions"][:-1] + [0]}) + "\n")  # the last step not right from the fifth tile
+    assert main(["replay", str(cut)]) == 1
 
 
 @pytest.mark.parametrize(
