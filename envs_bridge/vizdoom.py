@@ -22,7 +22,8 @@ What the bridge reads from the engine each step:
 * **crashes**: an engine that dies is restarted, and the step is a crash.
 
 Each episode of game ``i`` starts from the seed :func:`envs_bridge.protocol.episode_seed` ``(seed, i,
-episode)``, so that a record's seed, game and episode and its actions replay it (:func:`replay`).
+episode)``, so that a record's seed, game and episode and its actions replay it
+(:func:`jgtest.host_loop.replay_host_record`: ``first_game`` and ``reset(seed, episode=E)``).
 """
 
 from __future__ import annotations
@@ -203,11 +204,3 @@ class VizDoomEnv(HostEnv):
             game.close()
         self._games = []
 
-
-def replay(level: str, seed: int, game: int, episode: int, actions, **options) -> dict:
-    """Plays ``actions`` from the start of ``episode`` of game ``game`` in a campaign of ``seed``
-    (:func:`envs_bridge.protocol.episode_seed`) on a fresh engine: ``{"position": [T, 2], "cell": [T], "crashed": [T]}``."""
-    with VizDoomEnv(level, num_envs=1, seed=seed, first_game=game, **options) as env:
-        env.reset(seed, episode=episode)
-        steps = [env.step(np.asarray([action]))[4]["telemetry"] for action in actions]
-    return {k: np.stack([getattr(t, k)[0] for t in steps]) for k in ("position", "cell", "crashed")}

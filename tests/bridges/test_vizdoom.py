@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from envs_bridge import make
-from envs_bridge.vizdoom import replay
 from jgtest.cli import main
 
 pytest.importorskip("vizdoom")
@@ -45,9 +44,11 @@ def test_a_short_real_episode(episode):
 def test_an_episode_replays_from_its_seed_and_actions(episode):
     game, _, _, actions, steps = episode
     original = np.stack([s[4]["telemetry"].position[1] for s in steps[:60]])
-    replayed = replay(LEVEL, seed=3, game=1, episode=0, actions=actions[:60, 1], max_steps_in_episode=100)
-    np.testing.assert_array_equal(replayed["position"], original)
-    np.testing.assert_array_equal(replayed["cell"], np.stack([s[4]["telemetry"].cell[1] for s in steps[:60]]))
+    with make(f"vizdoom:{LEVEL}", num_envs=1, seed=3, first_game=1, max_steps_in_episode=100) as fresh:  # game 1 alone, as a replay builds it
+        fresh.reset(3, episode=0)
+        replayed = [fresh.step(actions[t, 1:])[4]["telemetry"] for t in range(60)]
+    np.testing.assert_array_equal(np.stack([t.position[0] for t in replayed]), original)
+    np.testing.assert_array_equal(np.stack([t.cell[0] for t in replayed]), np.stack([s[4]["telemetry"].cell[1] for s in steps[:60]]))
 
 
 def test_random_campaign_on_a_freedoom_level(tmp_path):
