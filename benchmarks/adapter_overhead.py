@@ -1,5 +1,5 @@
-"""The gymnax adapter's overhead (jgtest.adapt) over the raw gymnax-API game, and the Gymnasium bridge's
-over a raw Gymnasium loop, at the same batch, in the same run.
+"""The gymnax adapter's overhead (jgtest.adapt) over the raw gymnax-API game, and the Gymnasium and
+ViZDoom bridges' over raw Gymnasium and ViZDoom loops, at the same batch, in the same run.
 
     python benchmarks/adapter_overhead.py --quick --json benchmarks/results/adapter_overhead_quick.json
 
@@ -12,6 +12,9 @@ over a raw Gymnasium loop, at the same batch, in the same run.
   drawn by ``render()``, each copy's step timed, the frame hashed into a cell) against a plain Python
   loop over the same copies that steps, resets when an episode ends and renders each frame: what an
   agent that reads pixels needs from Gymnasium without jgtest.
+* **ViZDoom**: steps/s of ``vizdoom:freedoom2/MAP01`` through :class:`envs_bridge.vizdoom.VizDoomEnv`
+  (each step timed, cells, labels, game variables, the stuck oracle and Doom's assertions) against a
+  plain loop over as many engines that acts and reads each state's screen, labels and variables.
 
 Rows are timed round after round, interleaved, and each reports its median round. Target: at most 10%
 overhead at a batch of 8 or more.
@@ -134,6 +137,41 @@ def bridge_row(batch: int, steps: int, rounds: int) -> dict:
     return _row("gym:CartPole-v1", batch, steps, medians["plain"], medians["bridge"])
 
 
+def vizdoom_row(batch: int, steps: int, rounds: int) -> dict:
+    """``vizdoom:freedoom2/MAP01`` through :class:`envs_bridge.vizdoom.VizDoomEnv` against a plain loop
+    over as many engines set up as the bridge's (:meth:`~envs_bridge.vizdoom.VizDoomEnv.start_engine`)
+    that acts, reads each state's screen, labels and game variables, and starts a new episode when
+    one ends: what an agent that reads pixels and positions needs from ViZDoom without jgtest."""
+    from envs_bridge.vizdoom import VizDoomEnv
+
+    actions = np.random.default_rng(0).integers(0, 8, (steps, batch))
+    bridge = VizDoomEnv("freedoom2/MAP01", num_envs=batch)
+    bridge.reset(0)
+    plain = [bridge.start_engine() for _ in range(batch)]
+    for game in plain:
+        game.new_episode()
+    buttons = np.eye(bridge.num_actions, dtype=int).tolist()
+
+    def run_bridge():
+        for a in actions:
+            bridge.step(a)
+
+    def run_plain():
+        for a in actions:
+            for game, action in zip(plain, a):
+                game.make_action(buttons[action], 4)
+                if game.is_episode_finished():
+                    game.new_episode()
+                state = game.get_state()
+                state.screen_buffer, state.labels, state.game_variables  # noqa: B018 -- read, as an agent would
+
+    medians = _interleaved({"plain": run_plain, "bridge": run_bridge}, rounds)
+    bridge.close()
+    for game in plain:
+        game.close()
+    return _row("vizdoom:freedoom2/MAP01", batch, steps, medians["plain"], medians["bridge"])
+
+
 def main(argv=None) -> int:
     args = parse_args(__doc__, argv)
     batches = (8, 64) if args.quick else (8, 64, 512)
@@ -147,6 +185,12 @@ def main(argv=None) -> int:
         print("craftax not installed: its rows are skipped (pip install jgtest[craftax])")
     rows = [adapter_row(game, batch, steps, rounds) for game in games for batch in batches]
     rows += [bridge_row(batch, 100 if args.quick else 300, rounds) for batch in ((8,) if args.quick else (8, 32))]
+    try:
+        import vizdoom  # noqa: F401
+
+        rows += [vizdoom_row(batch, 100 if args.quick else 300, rounds) for batch in ((8,) if args.quick else (8, 32))]
+    except ImportError:
+        print("vizdoom not installed: its rows are skipped (pip install jgtest[bridges])")
     print(f"{'game':40s}{'batch':>7s}{'raw steps/s':>14s}{'ours steps/s':>14s}{'overhead':>10s}")
     for row in rows:
         print(f"{row['game']:40s}{row['batch']:>7d}{row['raw_steps_per_s']:>14,d}{row['adapted_steps_per_s']:>14,d}{row['overhead']:>10.1%}")

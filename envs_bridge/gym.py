@@ -34,17 +34,14 @@ report it.
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
-import sys
 import time
 import zlib
 from collections.abc import Callable
 
 import numpy as np
 
-from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry
+from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry, importable_here, load_named
 from jgtest.errors import BadInput
 
 #: The telemetry fields a user's function may return, with the shape each must have.
@@ -55,29 +52,6 @@ HASH_CELLS = 65_536
 
 class TelemetryError(BadInput):
     """A user's telemetry function returned something the bridge cannot use; the message names the field."""
-
-
-def _importable_here() -> None:
-    """The current directory on ``sys.path``, as ``python -m`` puts it: a user's game and telemetry
-    modules are found from where ``jgtest`` runs."""
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-
-
-def load_function(spec: str) -> Callable:
-    """The function ``module:function`` names, or ``ValueError`` saying what is missing."""
-    module_name, sep, name = spec.partition(":")
-    if not sep or not module_name or not name:
-        raise ValueError(f"a telemetry function is module:function, got {spec!r}")
-    _importable_here()
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ValueError(f"telemetry {spec!r}: cannot import {module_name!r} ({error})") from None
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise ValueError(f"telemetry {spec!r}: {module_name} has no function {name!r}")
-    return function
 
 
 def frame_hashes(frames: np.ndarray, num_cells: int) -> np.ndarray:
@@ -137,8 +111,8 @@ class GymnasiumEnv(HostEnv):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         self.name, self.num_envs, self._seed, self._first = f"gym:{env_id}", num_envs, int(seed), int(first_game)
-        self._telemetry = load_function(telemetry) if isinstance(telemetry, str) else telemetry
-        _importable_here()
+        self._telemetry = load_named(telemetry, "telemetry function", callable) if isinstance(telemetry, str) else telemetry
+        importable_here()
         try:
             probe = gymnasium.make(env_id)
         except gymnasium.error.Error as error:

@@ -71,7 +71,7 @@ from jgtest.types import Telemetry
 RESET_ATTEMPTS = 3
 _TELEMETRY_FIELDS = tuple(field.name for field in dataclasses.fields(Telemetry))
 _GAME_ATTRIBUTES = (
-    "name", "num_envs", "num_actions", "action_names", "frame_shape", "bug_kinds", "num_cells", "max_steps_in_episode",
+    "name", "num_envs", "num_actions", "action_names", "frame_shape", "bug_kinds", "bug_names", "num_cells", "max_steps_in_episode",
     "intro_steps", "noop_action",
 )  # fmt: skip
 
@@ -180,6 +180,7 @@ class GameFarm(HostEnv):
         self.name = name or first["name"]
         self.num_actions, self.action_names = first["num_actions"], tuple(first["action_names"])
         self.frame_shape, self.bug_kinds = tuple(first["frame_shape"]), tuple(first["bug_kinds"])
+        self._bug_names = tuple(first["bug_names"])
         self.num_cells, self.max_steps_in_episode = first["num_cells"], first["max_steps_in_episode"]
         self.intro_steps, self.noop_action = first["intro_steps"], first["noop_action"]
         self._seed: int | None = None
@@ -191,6 +192,11 @@ class GameFarm(HostEnv):
 
     # -- public surface -------------------------------------------------------------------------
 
+    @property
+    def bug_names(self) -> tuple[str, ...]:
+        return self._bug_names
+
+    @property
     def pids(self) -> list[int]:
         """The OS pid of each game's actor process (changes when a game is restarted)."""
         return list(self._pids)

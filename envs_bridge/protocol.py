@@ -38,6 +38,10 @@ game.
 from __future__ import annotations
 
 import abc
+import importlib
+import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -59,6 +63,30 @@ class GameTimeout(BridgeError, TimeoutError):
 
 class MalformedFrame(BridgeError, ValueError):
     """A frame of the wrong shape or dtype, or with NaN or infinite values."""
+
+
+def importable_here() -> None:
+    """The current directory on ``sys.path``, as ``python -m`` puts it: a user's game, telemetry and
+    assertion modules are found from where ``jgtest`` runs."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
+def load_named(spec: str, what: str, check: Callable[[Any], bool]) -> Any:
+    """The object ``module:name`` names (a user's telemetry function, a game's assertions), or
+    ``ValueError`` saying what is missing; ``check`` says whether the object is a ``what``."""
+    module_name, sep, name = spec.partition(":")
+    if not sep or not module_name or not name:
+        raise ValueError(f"a {what} is named module:name, got {spec!r}")
+    importable_here()
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"{what} {spec!r}: cannot import {module_name!r} ({error})") from None
+    found = getattr(module, name, None)
+    if found is None or not check(found):
+        raise ValueError(f"{what} {spec!r}: {module_name} has no {what} named {name!r}")
+    return found
 
 
 def episode_seed(seed: int, game: int, episode: int) -> int:
@@ -173,6 +201,11 @@ class HostEnv(abc.ABC):
     @property
     def num_bugs(self) -> int:
         return len(self.bug_kinds)
+
+    @property
+    def bug_names(self) -> tuple[str, ...]:
+        """What each bug is, in ``bugs_fired`` order, for records and reports (its kind, unless the game names it)."""
+        return self.bug_kinds
 
     @classmethod
     def declared_signals(cls, name: str, options: dict) -> frozenset[str]:

@@ -11,15 +11,32 @@ headless, ``num_envs`` games in this process stepped one after another, each ste
 
 What the bridge reads from the engine each step:
 
-* **frames**: the screen, RGB (160 × 120 by default);
+* **frames**: the screen, RGB (160 × 120 by default, ``resolution``);
 * **position** ``(x, y)`` in map units and the angle, from the game variables;
 * **cells**: the level's bounding box (its sectors' lines, read once) in squares of
   ``cell_size`` map units (64 by default, about a corridor's width); :attr:`VizDoomEnv.map_shape`;
+  the **walkable area** (:attr:`VizDoomEnv.walkable`) is the cells whose centre lies in a sector with
+  room for the player (:data:`PLAYER_HEIGHT`), the denominator of coverage; :attr:`VizDoomEnv.walls`
+  are the blocking lines, the bird's-eye map's drawing (:func:`jgtest.report.level_maps.level_map`);
 * **objects**: the labels buffer, each thing in view with its name, id and screen box
   (``info["objects"]``: one list per game);
 * **frame time**: the wall time of the engine's step, rendering included (``make_action``);
 * **state**: health, ammo, kills and items collected (``info["state"]``, ``float32[N, 4]``);
-* **crashes**: an engine that dies is restarted, and the step is a crash.
+* **the level finished**: ``info["level_finished"]``, an episode that ended alive before the cap
+  (a level's exit, a scenario's goal);
+* **crashes**: an engine that dies is restarted, and the step is a crash (bug 0);
+* **stuck** (bug 1): Wuji's stuck oracle (§III-B, :func:`jgtest.oracles.stuck`) over the position:
+  the player is within ``stuck_distance`` map units of the mean of its last ``stuck_steps``
+  positions while at least half of those steps pressed a movement button. Wuji's state is the
+  game's; here it is the position, and the movement condition is our addition, so that standing
+  still or turning on the spot is not a bug. Defaults: 70 steps (8 s of game time at 4 tics a step)
+  and 16 units (the player's radius): a player that walks into a wall slides along it or turns away
+  within that time, one held in place by the level's geometry does not;
+* **logical** (bugs 2…): assertions over the game variables, each ``{name: predicate}`` with
+  ``predicate(variables) -> bool`` (true while the invariant holds) over a dict of
+  :data:`VARIABLES` (``"HEALTH"``, ``"POSITION_X"`` …): :data:`DOOM_ASSERTIONS`, and those the user
+  adds (``assertions=``: a dict, or ``module:name`` naming one, as ``--game-arg
+  assertions=my_checks:RULES`` gives it, so that a record names them and replays).
 
 Each episode of game ``i`` starts from the seed :func:`envs_bridge.protocol.episode_seed` ``(seed, i,
 episode)``, so that a record's seed, game and episode and its actions replay it
@@ -34,12 +51,22 @@ import time
 
 import numpy as np
 
-from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry
+from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry, load_named
 
 #: The actions on a full level: one button each.
 LEVEL_BUTTONS = ("MOVE_FORWARD", "MOVE_BACKWARD", "TURN_LEFT", "TURN_RIGHT", "MOVE_LEFT", "MOVE_RIGHT", "ATTACK", "USE")
 #: The game variables read each step, in ``info["state"]``'s order after position and angle.
 STATE_VARIABLES = ("HEALTH", "SELECTED_WEAPON_AMMO", "KILLCOUNT", "ITEMCOUNT")
+#: Doom's player is 56 units tall: a sector with less room between floor and ceiling is not walkable.
+PLAYER_HEIGHT = 56
+#: Every game variable read, by name: what an assertion's predicate receives.
+VARIABLES = ("POSITION_X", "POSITION_Y", "ANGLE", *STATE_VARIABLES)
+#: Doom's invariants, checked on every level: health is capped at 200 (a soul sphere's or a
+#: megasphere's; the engine's ``deh.MaxSoulsphere``), and the ammunition of the weapon in hand is a count.
+DOOM_ASSERTIONS = {
+    "health never above 200": lambda v: v["HEALTH"] <= 200,
+    "ammunition never negative": lambda v: v["SELECTED_WEAPON_AMMO"] >= 0,
+}
 
 
 def _vizdoom():
@@ -67,9 +94,14 @@ class VizDoomEnv(HostEnv):
       frame_skip: engine tics a step (4: 35 tics/s become about 9 steps/s of game time).
       first_game: the campaign's index of game 0 (game ``i`` here is ``first_game + i`` there: its
         episodes' seeds, :func:`envs_bridge.protocol.episode_seed`).
+      assertions: the user's invariants, added to :data:`DOOM_ASSERTIONS` (module docstring).
+      stuck_steps, stuck_distance: the stuck oracle's window and distance (module docstring).
+      resolution: the screen, ``"WIDTHxHEIGHT"`` of ViZDoom's (``"160x120"``: the agents' frames; a
+        load test renders what a player sees, ``"640x480"``, where drawing is most of a step's time).
 
     Raises:
-      ValueError: an unknown level (the message lists them).
+      ValueError: an unknown level (the message lists them), assertions that are not a dict of
+        functions or whose names clash.
     """
 
     #: Signals (:mod:`jgtest.signals`): the engine's position, the labels' objects, real frame times, crashes.
@@ -77,10 +109,15 @@ class VizDoomEnv(HostEnv):
     replayable = True
 
     def __init__(self, level: str, num_envs: int = 1, seed: int = 0, max_steps_in_episode: int = 2100, cell_size: int = 64, frame_skip: int = 4,
-                 first_game: int = 0):  # fmt: skip
+                 first_game: int = 0, assertions: dict | str | None = None, stuck_steps: int = 70, stuck_distance: float = 16.0,
+                 resolution: str = "160x120"):  # fmt: skip
         vzd = _vizdoom()
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        self._resolution = getattr(vzd.ScreenResolution, f"RES_{resolution.upper()}", None)
+        if self._resolution is None:
+            known = sorted((r[4:].lower() for r in dir(vzd.ScreenResolution) if r.startswith("RES_")), key=lambda r: [int(v) for v in r.split("x")])
+            raise ValueError(f"ViZDoom renders no resolution {resolution!r}; resolutions: {', '.join(known)}")
         self.name, self.level, self.num_envs = f"vizdoom:{level}", level, int(num_envs)
         self.max_steps_in_episode, self._skip, self._seed, self._first = int(max_steps_in_episode), int(frame_skip), int(seed), int(first_game)
         wad, _, map_name = level.partition("/")
@@ -94,26 +131,58 @@ class VizDoomEnv(HostEnv):
             if not os.path.exists(cfg):
                 raise ValueError(f"unknown ViZDoom level {level!r}; levels: {', '.join(levels())}")
             self._setup = {"cfg": cfg}
-        self._games = [self._start() for _ in range(self.num_envs)]
+        self._games = [self.start_engine() for _ in range(self.num_envs)]
         self.action_names = tuple(str(b).split(".")[-1] for b in self._games[0].get_available_buttons())
         self.num_actions = len(self.action_names)
-        self.bug_kinds = ("crash",)
+        self._assertions = {**DOOM_ASSERTIONS, **_user_assertions(assertions)}
+        self.bug_kinds = ("crash", "stuck", *("logical",) * len(self._assertions))
+        self._bug_names = ("crash", f"stuck: within {stuck_distance:g} units over {stuck_steps} steps of moving", *self._assertions)
+        self._moving = np.array(["MOVE_" in name for name in self.action_names])
+        if stuck_steps < 1 or stuck_distance <= 0:
+            raise ValueError(f"stuck_steps must be at least 1 and stuck_distance above 0, got {stuck_steps} and {stuck_distance}")
+        self._stuck_steps, self._stuck_distance = int(stuck_steps), float(stuck_distance)
+        self._trail = np.zeros((self.num_envs, self._stuck_steps, 2), np.float32)  # the last positions, a ring
+        self._moves = np.zeros((self.num_envs, self._stuck_steps), bool)  # whether each of those steps pressed a movement button
         self._episodes = np.zeros(self.num_envs, np.int64)
         self._steps = np.zeros(self.num_envs, np.int64)
         self._done = np.zeros(self.num_envs, bool)
         self._last = [None] * self.num_envs
         self._new_episode(0)
-        state = self._games[0].get_state()
-        self.frame_shape = state.screen_buffer.shape
-        xs = [v for s in state.sectors for line in s.lines for v in (line.x1, line.x2)]
-        ys = [v for s in state.sectors for line in s.lines for v in (line.y1, line.y2)]
-        self.bounds = (min(xs), min(ys), max(xs), max(ys))
+        self.frame_shape = self._games[0].get_state().screen_buffer.shape
         self.cell_size = int(cell_size)
-        self.map_shape = (int((self.bounds[3] - self.bounds[1]) // cell_size) + 1, int((self.bounds[2] - self.bounds[0]) // cell_size) + 1)
-        self.num_cells = self.map_shape[0] * self.map_shape[1]
-        self.walls = [(line.x1, line.y1, line.x2, line.y2) for s in state.sectors for line in s.lines if line.is_blocking]
+        self._geometry()
 
-    def _start(self):
+    def _geometry(self) -> None:
+        """The level's map, from its sectors, read once on a game of its own (the engine reports every
+        sector on every step once asked to, which would double a step's cost): :attr:`bounds`,
+        :attr:`map_shape`, :attr:`walls` and :attr:`walkable`."""
+        game = self.start_engine(sectors=True)
+        try:
+            game.new_episode()
+            sectors = game.get_state().sectors
+        finally:
+            game.close()
+        lines = np.asarray([(line.x1, line.y1, line.x2, line.y2) for s in sectors for line in s.lines], np.float64)
+        self.bounds = (lines[:, [0, 2]].min(), lines[:, [1, 3]].min(), lines[:, [0, 2]].max(), lines[:, [1, 3]].max())
+        size = self.cell_size
+        self.map_shape = (int((self.bounds[3] - self.bounds[1]) // size) + 1, int((self.bounds[2] - self.bounds[0]) // size) + 1)
+        self.num_cells = self.map_shape[0] * self.map_shape[1]
+        self.walls = [(line.x1, line.y1, line.x2, line.y2) for s in sectors for line in s.lines if line.is_blocking]
+        rows, cols = np.divmod(np.arange(self.num_cells), self.map_shape[1])
+        centres = np.stack([self.bounds[0] + (cols + 0.5) * size, self.bounds[1] + (rows + 0.5) * size], axis=1)
+        walkable = np.zeros(self.num_cells, bool)
+        for sector in sectors:
+            if sector.ceiling_height - sector.floor_height >= PLAYER_HEIGHT:
+                walkable |= _inside(centres, np.asarray([(line.x1, line.y1, line.x2, line.y2) for line in sector.lines], np.float64))
+        self.walkable = walkable
+
+    @property
+    def bug_names(self) -> tuple[str, ...]:
+        return self._bug_names
+
+    def start_engine(self, sectors: bool = False):
+        """A running ``vizdoom.DoomGame`` of the level, set up as the bridge plays it (screen, buttons,
+        labels, game variables; ``sectors``: the level's geometry on every state), headless."""
         vzd = _vizdoom()
         game = vzd.DoomGame()
         if "cfg" in self._setup:
@@ -123,13 +192,13 @@ class VizDoomEnv(HostEnv):
             game.set_doom_map(self._setup["map"])
             game.set_available_buttons([getattr(vzd.Button, b) for b in LEVEL_BUTTONS])
             game.set_episode_timeout(0)
-        game.set_screen_resolution(vzd.ScreenResolution.RES_160X120)
+        game.set_screen_resolution(self._resolution)
         game.set_screen_format(vzd.ScreenFormat.RGB24)
         game.set_window_visible(False)
         game.set_sound_enabled(False)
         game.set_doom_config_path(os.path.join(tempfile.gettempdir(), "jgtest_vizdoom.ini"))  # not the working directory
         game.set_labels_buffer_enabled(True)
-        game.set_sectors_info_enabled(True)
+        game.set_sectors_info_enabled(sectors)
         game.set_available_game_variables([getattr(vzd.GameVariable, v) for v in ("POSITION_X", "POSITION_Y", "ANGLE", *STATE_VARIABLES)])
         game.set_mode(vzd.Mode.PLAYER)
         game.init()
@@ -140,6 +209,7 @@ class VizDoomEnv(HostEnv):
         game.set_seed(episode_seed(self._seed, self._first + i, int(self._episodes[i])))
         game.new_episode()
         self._steps[i] = 0
+        self._moves[i] = False
 
     def _read(self, i: int) -> dict:
         state = self._games[i].get_state()
@@ -150,15 +220,35 @@ class VizDoomEnv(HostEnv):
         row = int((y - self.bounds[1]) // self.cell_size)
         cell = int(np.clip(row, 0, self.map_shape[0] - 1) * self.map_shape[1] + np.clip(col, 0, self.map_shape[1] - 1))
         objects = [(label.object_name, int(label.object_id), int(label.x), int(label.y), int(label.width), int(label.height)) for label in state.labels]
-        out = {"frame": state.screen_buffer, "position": (x, y), "angle": angle, "cell": cell, "state": rest, "objects": objects}
+        variables = dict(zip(VARIABLES, (float(v) for v in state.game_variables)))
+        broken = [not check(variables) for check in self._assertions.values()]
+        out = {"frame": state.screen_buffer, "position": (x, y), "angle": angle, "cell": cell, "state": rest, "objects": objects, "broken": broken}
         self._last[i] = out
         return out
 
-    def _batch(self, rows: list[dict], reward, elapsed_ms, crashed, autoreset) -> tuple[np.ndarray, dict]:
+    def _stuck(self, rows: list[dict], actions, autoreset) -> np.ndarray:
+        """Bug 1 for each game after its step (module docstring); the window restarts with each episode."""
+        position = np.asarray([r["position"] for r in rows], np.float32)
+        slot = (self._steps - 1) % self._stuck_steps
+        full = self._steps > self._stuck_steps  # a whole window before this step
+        mean = self._trail.mean(axis=1)
+        moving = self._moves.sum(axis=1) * 4 >= self._stuck_steps * 3
+        stuck = full & moving & (np.linalg.norm(position - mean, axis=1) < self._stuck_distance) & ~autoreset
+        live = ~autoreset
+        rows_live = np.flatnonzero(live)
+        self._trail[rows_live, slot[rows_live]] = position[rows_live]
+        self._moves[rows_live, slot[rows_live]] = self._moving[np.asarray(actions)[rows_live]]
+        return stuck
+
+    def _batch(self, rows: list[dict], reward, elapsed_ms, crashed, autoreset, stuck=None, finished=None) -> tuple[np.ndarray, dict]:
         frames = check_frames(np.stack([r["frame"] for r in rows]), (self.num_envs, *self.frame_shape), self.name)
-        telemetry = host_telemetry([r["position"] for r in rows], [r["cell"] for r in rows], crashed[:, None], reward, elapsed_ms, crashed)
+        stuck = np.zeros(self.num_envs, bool) if stuck is None else stuck
+        broken = np.asarray([r["broken"] for r in rows], bool).reshape(self.num_envs, len(self._assertions)) & ~autoreset[:, None]
+        fired = np.concatenate([crashed[:, None], stuck[:, None], broken], axis=1)
+        telemetry = host_telemetry([r["position"] for r in rows], [r["cell"] for r in rows], fired, reward, elapsed_ms, crashed)
         info = {"telemetry": telemetry, "autoreset": autoreset, "angle": np.asarray([r["angle"] for r in rows], np.float32),
-                "state": np.asarray([r["state"] for r in rows], np.float32), "objects": [r["objects"] for r in rows]}  # fmt: skip
+                "state": np.asarray([r["state"] for r in rows], np.float32), "objects": [r["objects"] for r in rows],
+                "level_finished": np.zeros(self.num_envs, bool) if finished is None else finished}  # fmt: skip
         return frames, info
 
     def reset(self, seed: int, episode: int = 0):
@@ -176,7 +266,7 @@ class VizDoomEnv(HostEnv):
         actions = self.check_actions(actions)
         autoreset = self._done.copy()
         reward, elapsed_ms = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, np.float32)
-        terminated, truncated, crashed = (np.zeros(self.num_envs, bool) for _ in range(3))
+        terminated, truncated, crashed, finished = (np.zeros(self.num_envs, bool) for _ in range(4))
         for i, game in enumerate(self._games):
             if autoreset[i]:
                 self._episodes[i] += 1
@@ -189,14 +279,16 @@ class VizDoomEnv(HostEnv):
                 reward[i] = game.make_action(buttons, self._skip)
             except vzd.ViZDoomUnexpectedExitException:
                 crashed[i] = terminated[i] = True
-                self._games[i] = self._start()
+                self._games[i] = self.start_engine()
             elapsed_ms[i] = (time.perf_counter() - start) * 1e3
             self._steps[i] += 1
             if not crashed[i]:
                 terminated[i] = game.is_episode_finished() and (game.is_player_dead() or self._steps[i] < self.max_steps_in_episode)
                 truncated[i] = not terminated[i] and (game.is_episode_finished() or self._steps[i] >= self.max_steps_in_episode)
+                finished[i] = terminated[i] and not game.is_player_dead()  # the level's exit (or the scenario's goal) reached
         self._done = terminated | truncated
-        frames, info = self._batch([self._read(i) for i in range(self.num_envs)], reward, elapsed_ms, crashed, autoreset)
+        rows = [self._read(i) for i in range(self.num_envs)]
+        frames, info = self._batch(rows, reward, elapsed_ms, crashed, autoreset, self._stuck(rows, actions, autoreset), finished)
         return frames, reward, terminated, truncated, info
 
     def close(self) -> None:
@@ -204,3 +296,27 @@ class VizDoomEnv(HostEnv):
             game.close()
         self._games = []
 
+
+def _user_assertions(assertions: dict | str | None) -> dict:
+    """The user's assertions (a dict of predicates, or ``module:name`` naming one), checked."""
+    if assertions is None:
+        return {}
+    if isinstance(assertions, str):
+        assertions = load_named(assertions, "dict of assertions", lambda found: isinstance(found, dict))
+    if not isinstance(assertions, dict) or not all(isinstance(k, str) and callable(f) for k, f in assertions.items()):
+        raise ValueError("ViZDoom assertions are a dict {name: predicate(variables) -> bool}")
+    clash = sorted(set(assertions) & set(DOOM_ASSERTIONS))
+    if clash:
+        raise ValueError(f"assertion name(s) {', '.join(clash)} are Doom's own (DOOM_ASSERTIONS): name yours differently")
+    return assertions
+
+
+def _inside(points: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Whether each point lies inside the polygon whose edges are ``edges`` (``[E, 4]``, in any
+    order: a sector's lines), by the even-odd rule: a ray to the right crosses an odd number of edges."""
+    x, y = points[:, :1], points[:, 1:]
+    x1, y1, x2, y2 = (edges[None, :, k] for k in range(4))
+    straddles = (y1 > y) != (y2 > y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+    return (straddles & (x < crossing)).sum(axis=1) % 2 == 1

@@ -62,7 +62,9 @@ def host_game_signals(name: str, options: dict) -> frozenset[str]:
 def replay_host_record(record) -> np.ndarray:
     """Plays a bridged game's bug record again, on one fresh game built as the campaign built it
     (``first_game`` its slot) and started at its episode: ``bool[T]``, whether its bug fired at each
-    of its actions.
+    of its actions. A low-FPS record's bug is its cell (RELINE's point): whether the replay is
+    there, its render time measured anew, not compared (render times vary from run to run; RELINE's
+    replay check says by how much).
 
     Raises:
       ValueError: a game that does not start its episodes from a seed (:attr:`envs_bridge.protocol.HostEnv.replayable`).
@@ -71,7 +73,11 @@ def replay_host_record(record) -> np.ndarray:
         raise ValueError(f"{record.game} does not start its episodes from a seed, so its records cannot be replayed")
     with envs_bridge.make(record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs) as game:
         game.reset(record.seed, episode=record.episode)
-        fired = [bool(game.step(np.asarray([action]))[4]["telemetry"].bugs_fired[0, record.bug_id]) for action in record.actions]
+        at_point = record.kind == "low_fps"
+        fired = []
+        for action in record.actions:
+            telemetry = game.step(np.asarray([action]))[4]["telemetry"]
+            fired.append(bool(telemetry.cell[0] == record.bug_id if at_point else telemetry.bugs_fired[0, record.bug_id]))
     return np.asarray(fired, bool)
 
 
@@ -220,7 +226,7 @@ def train_dqn(
     frames, _ = game.reset(seed)
     state = jax.jit(agent.init_learner)(key, start(frames), hparams) if state is None else state.replace(obs=start(frames))
     returns, bugs, episodes = [], [], []
-    history = None if record is None and on_bug is None else _StepHistory(game.num_envs)
+    history = None if record is None and on_bug is None else StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
     running_return, running_bugs = np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
     done_steps, every = 0, max(1_000, game.num_envs)
@@ -246,7 +252,7 @@ def train_dqn(
         intro.advance(info["autoreset"])
         if history is not None:
             history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record or ()}, live)
-            _report_first_bugs(info["telemetry"], live, seen, history, seed, on_bug)
+            report_first_bugs(info["telemetry"], live, seen, history, seed, on_bug)
         running_return = np.where(live, running_return + np.where(valid, train_reward, 0.0), 0.0)
         running_bugs = np.where(live[:, None], running_bugs | info["telemetry"].bugs_fired, False)
         for i in np.flatnonzero(live & (terminated | truncated)):
@@ -384,7 +390,7 @@ def play(
     take = (lambda info: {}) if on_device is None else on_device.take
     frames, info = game.reset(seed)
     carry, action = start(policy_params, frames, take(info), key)
-    history = _StepHistory(game.num_envs)
+    history = StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
     quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
     episodes, intro = [], _Intro(game)
@@ -398,7 +404,7 @@ def play(
         tel, live = info["telemetry"] if on_device is None else unpack_telemetry(tel), ~info["autoreset"]
         intro.advance(info["autoreset"])
         history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
-        _report_first_bugs(tel, live, seen, history, seed, on_bug)
+        report_first_bugs(tel, live, seen, history, seed, on_bug)
         for i in np.flatnonzero(live & (terminated | truncated)):
             if history.count[i] < quota[i]:
                 episodes.append((int(i), history.count[i], history.episode(i)))
@@ -429,7 +435,7 @@ class _Intro:
             self.age = np.where(autoreset, 0, self.age + 1)
 
 
-def _report_first_bugs(tel: Telemetry, live: np.ndarray, seen: np.ndarray, history: _StepHistory, seed: int, on_bug) -> None:
+def report_first_bugs(tel: Telemetry, live: np.ndarray, seen: np.ndarray, history: StepHistory, seed: int, on_bug) -> None:
     """Marks in ``seen`` the bugs showing for the first time this step and calls ``on_bug`` with each
     one's record fields: its episode's actions so far, the step, where it was played, the position."""
     for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
@@ -444,7 +450,7 @@ def _report_first_bugs(tel: Telemetry, live: np.ndarray, seen: np.ndarray, histo
             })  # fmt: skip
 
 
-class _StepHistory:
+class StepHistory:
     """The steps of each game's running episode, kept batched as the game returns them.
 
     ``append`` stores a step's ``[N]`` arrays as they are (no per-game work);

@@ -11,8 +11,14 @@ PARK_GAME = "ParkWorld-v0"
 
 
 def is_park_game(game: str) -> bool:
-    """The device park or an Unreal game (``unreal:…``)."""
-    return game == PARK_GAME or game.startswith("unreal:")
+    """The device park, an Unreal game (``unreal:…``) or a real level (``vizdoom:WAD/MAP``)."""
+    return game == PARK_GAME or game.startswith("unreal:") or is_level(game)
+
+
+def is_level(game: str) -> bool:
+    """A level of a WAD (``vizdoom:freedoom2/MAP01``): Inspector and random explore it with object tests
+    (:mod:`jgtest.methods.park.level_campaign`); ViZDoom's scenarios are the random campaign's."""
+    return game.startswith("vizdoom:") and "/" in game
 
 
 def add_park_options(parser, title: str, explorer: bool = True) -> None:
@@ -22,8 +28,7 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
     group.add_argument("--episodes", type=positive_int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
     group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
     group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
-    group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
-                       help="objects from the renderer or PPGTA's trained detector (ppgta only)")
+    group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth", help="objects from the renderer or PPGTA's trained detector (ppgta only)")
     if explorer:
         group.add_argument("--explorer-from", default=None, metavar="RUN",
                            help="over unreal:…: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "
@@ -32,7 +37,7 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
 
 def add_parsers(methods) -> None:
     for method, help_text, options in (
-        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0 or unreal:…", {}),
+        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0, unreal:… or a level (vizdoom:WAD/MAP)", {}),
         ("ppgta", "PPGTA: its models trained (or loaded), then its preference-conditioned explorer with object tests", {}),
         ("compare-explorers", "PPGTA, Inspector and random over the same episodes and starts on ParkWorld-v0", {"explorer": False}),
     ):
@@ -43,12 +48,17 @@ def add_parsers(methods) -> None:
 
 def run(args) -> int:
     """Plays ``args.method`` on the park, or over the Unreal game ``--game`` names."""
-    from jgtest.methods.park.console import episodes_for, run_in_console, run_unreal_in_console
+    from jgtest.methods.park.console import episodes_for, run_in_console, run_level_in_console, run_unreal_in_console
 
     options = game_kwargs(args)
     episodes = episodes_for(args.episodes, args.quick)
     detector = args.detector
     try:
+        if is_level(args.game):
+            if args.method not in ("inspector", "random"):
+                raise ValueError(f"on a level, {args.method} is not wired: inspector and random explore it (PPGTA needs models trained on ParkWorld-v0's demonstrations and labelled objects)")
+            run_level_in_console(args.method, args.game, args.out, options, episodes, args.seed, args.quick, args.quiet, args.overwrite)
+            return 0
         if args.game.startswith("unreal:"):
             run_unreal_in_console(args.method, args.game, args.out, options, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
                                   args.seed, detector, args.quick, resume=args.resume, overwrite=args.overwrite)  # fmt: skip

@@ -61,14 +61,23 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
     from jgtest.host_loop import is_host_game
 
     if method == "reline":
-        from jgtest.methods.reline.config import GAMES, HOST_GAMES
+        from jgtest.methods.reline.config import GAMES, HOST_GAMES, LEVEL_PREFIXES, is_level
 
         known = GAMES + HOST_GAMES
-        if game not in known:
-            return "no RELINE settings", f"RELINE's per-game settings (reward, threshold, training budget) exist for {', '.join(known)}"
+        if game not in known and not is_level(game):
+            return "no RELINE settings", (f"RELINE's per-game settings (reward, threshold, training budget) exist for {', '.join(known)} "
+                                          f"and the levels {', '.join(p + '…' for p in LEVEL_PREFIXES)}")  # fmt: skip
+    elif method == "inspector" and game.startswith("vizdoom:"):
+        if "/" not in game:
+            return "levels only", "Inspector explores a level with its 360° object tests, whose walk turns and strafes: a WAD's map (vizdoom:freedoom2/MAP01)"
+    elif method in ("ppgta", "compare-explorers") and game.startswith("vizdoom:"):
+        return "no PPGTA models", ("PPGTA's models (path imitation, inverse dynamics, the object detector, the texture oracle) are trained "
+                                   "on ParkWorld-v0: its path follower's demonstrations and its objects' textures with injected defects. On a "
+                                   "level, a scripted walker over the walkable cells could record the demonstrations and the labels buffer "
+                                   "could train the detector, but that training is not wired for levels")  # fmt: skip
     elif method in ("inspector", "ppgta", "compare-explorers") or (method == "random" and game.startswith("unreal:")):
         if game != "ParkWorld-v0" and not game.startswith("unreal:"):
-            return "park agents only", "the park's agents are trained on ParkWorld-v0 and drive it or an Unreal game (unreal:HOST:PORT)"
+            return "park agents only", "the park's agents are trained on ParkWorld-v0 and drive it, an Unreal game (unreal:HOST:PORT) or, Inspector, a level (vizdoom:WAD/MAP)"
     elif method == "plan":
         if game != "Dungeon-v0":
             return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
@@ -116,8 +125,17 @@ HOST_RANDOM_PREFIXES = ("gym:", "ale:", "vizdoom:")
 #: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
 PAGE = "docs/games.md"
 #: The bridged and adapted games the page lists beside the twins jgtest ships.
-BRIDGED_EXAMPLES = ("ale:MsPacman", "ale:Pong", "ale:Enduro", "supertuxkart:lighthouse", "unreal:HOST:PORT", "vizdoom:freedoom2/MAP01",
-                    "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
+BRIDGED_EXAMPLES = (
+    "ale:MsPacman",
+    "ale:Pong",
+    "ale:Enduro",
+    "supertuxkart:lighthouse",
+    "unreal:HOST:PORT",
+    "vizdoom:freedoom2/MAP01",
+    "gym:ENV_ID",
+    "gymnax:CartPole-v1",
+    "craftax:Craftax-Classic-Symbolic-v1",
+)
 
 
 def page() -> str:

@@ -88,7 +88,7 @@ def run(config: HostRandomConfig, out_dir: str | Path, resume: bool = False, on_
 
             def on_bug(fields: dict) -> None:
                 writer.write(BugRecord(kind=game.bug_kinds[fields["bug_id"]], game=config.game, game_kwargs=config.game_kwargs,
-                                       wall_s=round(time.perf_counter() - start, 3), detail=f"{game.bug_kinds[fields['bug_id']]} in the game", **fields))  # fmt: skip
+                                       wall_s=round(time.perf_counter() - start, 3), detail=f"{game.bug_names[fields['bug_id']]} in the game", **fields))  # fmt: skip
 
             played = host_loop.play(game, _PIPELINE, _random_policy(game.num_actions), None, config.episodes, jax.random.key(config.seed),
                                     seed=config.seed, on_bug=on_bug, on_progress=on_episode)  # fmt: skip

@@ -185,11 +185,12 @@ def section_plot(
     path: str | os.PathLike,
     threshold_ms: float | None = None,
     title: str | None = None,
+    xlabel: str = "section start (path_done)",
 ) -> Path:
-    """Render time per track section over replayed laps (RELINE Fig. 3, by section).
+    """Render time per section over replayed episodes (RELINE Fig. 3, by section).
 
     ``section_ms`` is ``[R, S]``: replay ``r``'s mean render time in section ``s``;
-    ``section_start`` the ``S`` sections' starts (any unit: the x axis). Each replay
+    ``section_start`` the ``S`` sections' starts (any unit: the x axis, ``xlabel``). Each replay
     is a thin grey line, the median over replays a thick one; ``threshold_ms``, when
     given, a red horizontal line.
 
@@ -209,10 +210,10 @@ def section_plot(
     ax = fig.add_subplot()
     for row in ms:
         ax.plot(start, row, color="gray", linewidth=0.6, alpha=0.5)
-    ax.plot(start, np.median(ms, axis=0), color="C0", linewidth=2.0, marker="o", markersize=3, label=f"median of {ms.shape[0]} laps")
+    ax.plot(start, np.median(ms, axis=0), color="C0", linewidth=2.0, marker="o", markersize=3, label=f"median of {ms.shape[0]} replays")
     if threshold_ms is not None:
         ax.axhline(float(threshold_ms), color="red", linewidth=1.2, label=f"t = {float(threshold_ms):.2f} ms")
-    ax.set_xlabel("section start (path_done)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("mean ms to render the frames after an action")
     if title:
         ax.set_title(title)

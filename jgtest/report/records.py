@@ -40,7 +40,7 @@ class BugRecord:
       kind: oracle kind, one of ``BUG_KINDS``.
       game: registered game id.
       bug_id: index of the injected bug in ``telemetry.bugs_fired`` (-1 for
-        bugs found by an oracle alone).
+        bugs found by an oracle alone; a bridged game's ``low_fps`` record: RELINE's point, its cell).
       step: step within the episode at which it fired (0-based: the index of
         the last action of ``actions``).
       episode: episode index of that environment slot.

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jgtest.methods import reline
+from jgtest.methods.reline import real_game
 from jgtest.methods.reline import stk as reline_stk
 from jgtest.types import Telemetry
 
@@ -52,9 +53,9 @@ def test_cell_centres_invert_the_bridges_buckets():
 
 def test_quick_caps_the_episode_counts_and_configs_are_checked():
     quick = reline.RelineConfig(game="supertuxkart:lighthouse", quick=True)
-    assert reline_stk.settings(quick) == reline_stk.QUICK_EPISODES and quick.models == 1
+    assert real_game.settings(quick) == real_game.QUICK_EPISODES and quick.models == 1
     full = reline.RelineConfig(game="supertuxkart:lighthouse")
-    assert reline_stk.settings(full) == {"threshold_episodes": 300, "warmup_episodes": 100, "eval_episodes": 1000, "replays": 300}
+    assert real_game.settings(full) == {"threshold_episodes": 300, "warmup_episodes": 100, "eval_episodes": 1000, "replays": 300}
     with pytest.raises(ValueError, match="in this process"):
         reline.RelineConfig(game="supertuxkart:lighthouse", actors=2)
     with pytest.raises(ValueError, match="must use the same"):  # the bridge pays rl-baseline with θ = 20, M = 10
@@ -121,15 +122,15 @@ def test_progress_keeps_finished_phases_and_their_measurements(tmp_path):
         game_reward=np.zeros((2, 3), np.float32), frame_time_ms=np.full((2, 3), 7.5, np.float32), crashed=np.zeros((2, 3), bool),
     )  # fmt: skip
     out = {"actions": np.arange(6).reshape(2, 3), "valid": np.ones((2, 3), bool), "telemetry": tel, "seed": np.array([4, 4])}
-    progress = reline_stk._Progress(tmp_path, config, resume=False)
+    progress = real_game.RunProgress(tmp_path, config, resume=False)
     assert progress.figures("evaluate random") is None
     progress.save_measurements("evaluate-random", out)
     assert progress.finish("evaluate random", {"episodes": np.int64(2)}) == {"episodes": 2}
-    again = reline_stk._Progress(tmp_path, config, resume=True)
+    again = real_game.RunProgress(tmp_path, config, resume=True)
     assert again.resumed == ["evaluate random"] and again.figures("evaluate random") == {"episodes": 2}
     restored = again.measurements_of("evaluate-random")
     assert isinstance(restored["telemetry"], Telemetry) and restored["telemetry"].bugs_fired.shape == (2, 3, 0)
     for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(out)):
         np.testing.assert_array_equal(a, b)
-    fresh = reline_stk._Progress(tmp_path, config, resume=False)
+    fresh = real_game.RunProgress(tmp_path, config, resume=False)
     assert fresh.figures("evaluate random") is None and not (tmp_path / "measurements").exists()

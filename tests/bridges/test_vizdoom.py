@@ -1,6 +1,7 @@
 """The real Doom engine through the ViZDoom bridge: a short episode's frames, labels, game variables and
 render times, and an episode replayed from its seed and actions."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -8,9 +9,12 @@ import pytest
 
 from envs_bridge import make
 from jgtest.cli import main
+from jgtest.report.records import BugRecord
+from jgtest.report.replay import replay
 
 pytest.importorskip("vizdoom")
 LEVEL = "freedoom2/MAP01"
+RULES = "tests.bridges.doom_rules:RULES"
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +53,51 @@ def test_an_episode_replays_from_its_seed_and_actions(episode):
         replayed = [fresh.step(actions[t, 1:])[4]["telemetry"] for t in range(60)]
     np.testing.assert_array_equal(np.stack([t.position[0] for t in replayed]), original)
     np.testing.assert_array_equal(np.stack([t.cell[0] for t in replayed]), np.stack([s[4]["telemetry"].cell[1] for s in steps[:60]]))
+    cell = int(steps[39][4]["telemetry"].cell[1])  # a low-FPS record of game 1 at step 39: its bug is its cell
+    point = BugRecord(kind="low_fps", game=f"vizdoom:{LEVEL}", bug_id=cell, step=39, episode=0, seed=3, env_index=1,
+                      actions=tuple(int(a) for a in actions[:40, 1]), game_kwargs={"max_steps_in_episode": 100})  # fmt: skip
+    assert replay(point).reproduced
+    assert not replay(dataclasses.replace(point, bug_id=cell + 1)).reproduced
 
 
-def test_random_campaign_on_a_freedoom_level(tmp_path):
+def test_a_random_campaign_records_a_users_assertion_and_the_record_replays(tmp_path):
+    """The user's assertion (tests/bridges/doom_rules.py) fails once the player walks east: the
+    random agent exploring the level records it the moment it fails, and ``jgtest replay`` plays the record on a
+    fresh engine, started at its episode from its seed, to the same failure at the same step."""
     out = tmp_path / "doom"
-    assert main(["run", "random", "--game", f"vizdoom:{LEVEL}", "--episodes", "2", "--game-arg", "max_steps_in_episode=150", "--out", str(out), "--quiet"]) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["episodes"] == 2 and summary["env_steps"] == 300 and summary["state_coverage"] > 1 and summary["frame_time_ms"]["median"] > 0
+    args = ["run", "random", "--game", f"vizdoom:{LEVEL}", "--episodes", "2", "--game-arg", "max_steps_in_episode=150",
+            "--game-arg", f"assertions={RULES}", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())  # the level's exploration: coverage and object tests
+    assert summary["episodes"] == 2 and len(summary["curves"]["coverage_walkable"]) == 2
+    assert 0 < summary["coverage_walkable"] < 0.5 and (out / "coverage.png").stat().st_size > 5000
+    records = [json.loads(line) for line in (out / "bugs.jsonl").read_text().splitlines()]
+    broken = [r for r in records if "player stays west" in r["detail"]]
+    assert len(broken) == 1 and broken[0]["kind"] == "logical" and broken[0]["position"][0] >= -100
+    assert {r["kind"] for r in records} <= {"logical", "stuck"}  # Doom's own invariants hold, the engine did not crash
+    assert main(["replay", str(out / "bugs.jsonl")]) == 0
+    record = broken[0]
+    cut = tmp_path / "cut.jsonl"  # one step short: the player is not yet east of the line
+    cut.write_text(json.dumps({**record, "actions": record["actions"][:-1], "step": record["step"] - 1}) + "\n")
+    assert main(["replay", str(cut)]) == 1
+
+
+def test_stuck_needs_a_window_of_moving_in_place():
+    """Wuji's stuck oracle over the position: a player that backs into the start room's wall for the
+    whole window is stuck; one that turns on the spot is not (its buttons do not move it)."""
+    with make(f"vizdoom:{LEVEL}", num_envs=2, stuck_steps=20, max_steps_in_episode=200) as game:
+        game.reset(0)
+        backward, turn = game.action_names.index("MOVE_BACKWARD"), game.action_names.index("TURN_LEFT")
+        fired = np.stack([game.step(np.array([backward, turn]))[4]["telemetry"].bugs_fired[:, 1] for _ in range(60)])
+    assert fired[:, 0].any() and not fired[:20, 0].any() and not fired[:, 1].any()
+
+
+def test_walkable_area_and_map():
+    with make(f"vizdoom:{LEVEL}") as game:
+        assert game.walkable.shape == (game.num_cells,) and 500 < game.walkable.sum() < game.num_cells
+        assert len(game.walls) > 100
+    with pytest.raises(ValueError, match="assertion name\\(s\\) health never above 200 are Doom's own"):
+        make(f"vizdoom:{LEVEL}", assertions={"health never above 200": lambda v: True})
 
 
 def test_unknown_levels_list_the_known_ones():

@@ -82,7 +82,8 @@ def test_cell_centres_and_heavy_spots_found():
     env, params = jgtest.make("KartTrack-v0")
     pos = np.asarray(params.heavy_pos)
     cells = np.asarray([int(env.cell_of(params, p, c)) for p, c in pos])
-    path_done, centering = reline.cell_centres(env, params, cells)
+    where = reline.cell_centres(env, params, cells)
+    path_done, centering = where["path_done"], where["centering"]
     assert np.all(np.abs(path_done - pos[:, 0]) <= env.track_length / env.map_shape[0] / 2 + 1e-3)
     assert np.all(np.abs(centering - pos[:, 1]) <= 60.0 / env.map_shape[1] / 2 + 1e-3)
     assert reline.heavy_spots_found(params, path_done[[0, 3]], centering[[0, 3]]) == [0, 3]

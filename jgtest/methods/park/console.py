@@ -169,3 +169,25 @@ def run_unreal_in_console(method: str, game: str, out: str | Path, game_kwargs: 
     print(f"{method} over {game}: {summary['ooi_tested']} objects tested ({summary['ooi_success']} succeeded), "
           f"{summary['texture_flagged']} flagged by the texture oracle, {len(summary['faults'])} fault(s) of the wire; wrote {out}")  # fmt: skip
     return summary
+
+
+def run_level_in_console(method: str, game: str, out: str | Path, game_kwargs: dict, episodes: int, seed: int = 0, quick: bool = False,
+                         quiet: bool = False, overwrite: bool = False) -> dict:  # fmt: skip
+    """Inspector or the random agent exploring a real level with object tests
+    (:mod:`jgtest.methods.park.level_campaign`): episodes of 2,000 steps (500 when ``quick``, or the
+    ``max_steps_in_episode`` game option)."""
+    from jgtest.methods.park.level_campaign import LevelExplorationConfig, run
+    from jgtest.report.console import progress
+    from jgtest.run_dir import prepare_run_dir
+
+    options = dict(game_kwargs)
+    steps = int(options.pop("max_steps_in_episode", 500 if quick else 2000))
+    config = LevelExplorationConfig(game=game, agent=method, episodes=episodes, seed=seed, episode_steps=steps,
+                                    rollout_steps=100 if quick else 200, game_kwargs=tuple(sorted(options.items())))  # fmt: skip
+    out = prepare_run_dir(out, overwrite, False)
+    with progress(quiet) as bars:
+        task = bars.add_task(f"{method} on {game}", total=episodes)
+        summary = run(config, out, on_episode=lambda done, total, tested: bars.update(task, completed=done, description=f"{method}: {tested} tested"))
+    print(f"{method} on {game}: {summary['coverage_walkable']:.1%} of the walkable area ({summary['walkable_cells']} cells) after {episodes} "
+          f"episodes of {config.episode_steps} steps; {summary['tested']} things tested ({summary['tested_succeeded']} walks completed); wrote {out}")  # fmt: skip
+    return summary

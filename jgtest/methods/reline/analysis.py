@@ -81,29 +81,29 @@ def table1(config: RelineConfig, found: dict[str, np.ndarray]) -> dict:
     return rows
 
 
-def cell_centres(env, params, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(path_done, centering) at the centre of each kart cell (RELINE's point coordinates)."""
+def cell_centres(env, params, cells: np.ndarray) -> dict[str, np.ndarray]:
+    """``path_done`` and ``centering`` at the centre of each kart cell (RELINE's point coordinates)."""
     n_path, n_cent = env.map_shape
     rows, cols = np.divmod(np.asarray(cells), n_cent)
     span = 1.5 * float(params.theta)
     length = float(params.track.length)
-    return (rows + 0.5) * length / n_path, -span + (cols + 0.5) * 2 * span / n_cent
+    return {"path_done": (rows + 0.5) * length / n_path, "centering": -span + (cols + 0.5) * 2 * span / n_cent}
 
 
 def low_fps_analysis(
-    num_cells: int, centres: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], threshold_ms: float,
-    outs: dict[str, dict], spots: Callable[[np.ndarray, np.ndarray], list[int]] | None = None,
+    num_cells: int, coordinates: Callable[[np.ndarray], dict[str, np.ndarray]], threshold_ms: float,
+    outs: dict[str, dict], spots: Callable[..., list[int]] | None = None,
 ) -> dict:  # fmt: skip
     """Low-FPS points per agent and the comparisons of §4.1.3 (render times at the points).
 
     Args:
       num_cells: the game's cell count (``telemetry.cell`` range).
-      centres: cells → ``(path_done, centering)`` of their centres (the twin's
-        :func:`cell_centres`, the real game's bucket centres).
+      coordinates: cells → their centres by named coordinate (the kart's ``path_done`` and
+        ``centering``, :func:`cell_centres`; a level's ``x`` and ``y``): each point's place.
       threshold_ms: ``t``.
       outs: per agent, evaluation episodes (``telemetry``, ``valid``).
-      spots: ``(path_done, centering)`` of the points → the known heavy spots
-        among them (the twin's :func:`heavy_spots_found`); a real game has none.
+      spots: the points' coordinates (keywords) → the known heavy spots among them (the twin's
+        :func:`heavy_spots_found`); a real game has none.
     """
     per_agent, visits_all, exceed_all = {}, 0, 0
     for agent, out in outs.items():
@@ -111,15 +111,15 @@ def low_fps_analysis(
         is_low, visits, confidence = (np.asarray(x) for x in low_fps_points(cells, ms, threshold_ms, num_cells, valid))
         points = np.flatnonzero(is_low)
         at_points = valid & is_low[cells]
-        path_done, centering = centres(points)
+        where = coordinates(points)
         per_agent[agent] = {
             "count": int(points.size),
             "visits_mean": float(visits[points].mean()) if points.size else 0.0,
             "visits_per_1000_episodes": float(visits[points].mean() * 1000 / valid[..., 0].size) if points.size else 0.0,
             "confidence": _describe(confidence[points]),
-            **({} if spots is None else {"spots_found": spots(path_done, centering)}),
-            "points": [{"cell": int(c), "path_done": float(p), "centering": float(x), "visits": int(visits[c]),
-                        "confidence": float(confidence[c])} for c, p, x in zip(points, path_done, centering)],
+            **({} if spots is None else {"spots_found": spots(**where)}),
+            "points": [{"cell": int(c), **{name: float(v[i]) for name, v in where.items()}, "visits": int(visits[c]),
+                        "confidence": float(confidence[c])} for i, c in enumerate(points)],
             "render_ms": ms[at_points],
         }  # fmt: skip
         visits_all = visits_all + visits
@@ -144,6 +144,24 @@ def low_fps_analysis(
     }
 
 
+def slowest_areas(num_cells: int, coordinates: Callable[[np.ndarray], dict[str, np.ndarray]], threshold_ms: float, outs: dict[str, dict],
+                  count: int = 10, min_visits: int = 5) -> list[dict]:  # fmt: skip
+    """The ``count`` cells with the highest median render time over every agent's visits (at least
+    ``min_visits``), with their share of visits over ``t``: where a game comes closest to a low-FPS
+    point, whether or not any cell is one (beyond the paper, which reports the points alone)."""
+    cells = np.concatenate([np.asarray(o["telemetry"].cell)[np.asarray(o["valid"])] for o in outs.values()])
+    ms = np.concatenate([np.asarray(o["telemetry"].frame_time_ms)[np.asarray(o["valid"])] for o in outs.values()])
+    order = np.argsort(cells, kind="stable")
+    cells, ms = cells[order], ms[order]
+    starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
+    groups = [(int(cells[a]), ms[a:b]) for a, b in zip(starts, np.r_[starts[1:], cells.size]) if b - a >= min_visits]
+    groups.sort(key=lambda g: -float(np.median(g[1])))
+    top = groups[:count]
+    where = coordinates(np.array([c for c, _ in top], np.int64))
+    return [{"cell": c, **{k: float(v[i]) for k, v in where.items()}, "visits": int(times.size), "median_ms": float(np.median(times)),
+             "over_t": float((times > threshold_ms).mean())} for i, (c, times) in enumerate(top)]  # fmt: skip
+
+
 def heavy_spots_found(params, path_done: np.ndarray, centering: np.ndarray) -> list[int]:
     """Indices of the heavy spots with a low-FPS point within their radius."""
     pos, radius = np.asarray(params.heavy_pos), np.asarray(params.heavy_radius)
@@ -162,26 +180,35 @@ def _describe(values: np.ndarray) -> dict:
     return {"mean": float(np.mean(values)), "median": float(np.median(values)), "min": float(np.min(values)), "max": float(np.max(values))}
 
 
-def write_low_fps(config: RelineConfig, analysis: dict, threshold: float, out_dir: Path, road_half_width: float,
-                  path_length: float, **extra) -> dict:  # fmt: skip
-    """Plots the low-FPS analysis (render-time violins, the points on the track) and writes
-    ``low_fps.json`` (the points per agent, medians, comparisons, overlap, ``extra``, the paper's
-    figures); returns what it wrote."""
-    from jgtest.report.plots import position_plot, violin_plot
+def track_points_plot(theta: float, road_half_width: float, path_length: float) -> Callable[[dict, Path], Path]:
+    """``write_low_fps``'s ``plot_points`` on a kart's track: the points along the lap and across the
+    road (Fig. 4-(b)/(c), :func:`jgtest.report.plots.position_plot`)."""
+    from jgtest.report.plots import position_plot
 
-    points = {a: (np.array([p["path_done"] for p in r["points"]]), np.array([p["centering"] for p in r["points"]]))
-              for a, r in analysis["per_agent"].items()}  # fmt: skip
+    def plot(points: dict[str, list[dict]], path: Path) -> Path:
+        pairs = {a: (np.array([p["path_done"] for p in ps]), np.array([p["centering"] for p in ps])) for a, ps in points.items()}
+        return position_plot(pairs, path, theta=theta, road_half_width=road_half_width, path_length=path_length)
+
+    return plot
+
+
+def write_low_fps(config: RelineConfig, analysis: dict, threshold: float, out_dir: Path, plot_points: Callable[[dict, Path], Path],
+                  paper: dict | None = PAPER_KART, **extra) -> dict:  # fmt: skip
+    """Plots the low-FPS analysis (render-time violins; the points over the game's course,
+    ``plot_points(points per agent, path)``) and writes ``low_fps.json`` (the points per agent,
+    medians, comparisons, overlap, ``extra``, the paper's figures); returns what it wrote."""
+    from jgtest.report.plots import violin_plot
+
     plots = {
         "violin": str(violin_plot(analysis["groups"], out_dir / "render_times.png", threshold_ms=threshold,
                                   title=f"{config.game}: render times at low-FPS points")),
-        "positions": str(position_plot(points, out_dir / "low_fps_points.png", theta=config.theta,
-                                       road_half_width=road_half_width, path_length=path_length)),
+        "positions": str(plot_points({a: r["points"] for a, r in analysis["per_agent"].items()}, out_dir / "low_fps_points.png")),
     }  # fmt: skip
     low_fps = {
         "threshold_ms": threshold,
         "per_agent": {a: {k: v for k, v in r.items() if k != "render_ms"} for a, r in analysis["per_agent"].items()},
         "medians_ms": analysis["medians_ms"], "comparisons": analysis["comparisons"], "overlap": analysis["overlap"],
-        **extra, "plots": plots, "paper": PAPER_KART,
+        **extra, "plots": plots, "paper": paper,
     }  # fmt: skip
     (out_dir / "low_fps.json").write_text(json.dumps(jsonable(low_fps), indent=2))
     return low_fps

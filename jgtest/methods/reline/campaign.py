@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig
+from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig, is_level
 
 
 def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None,
         resume: bool = False) -> dict:  # fmt: skip
     """Runs the experiment, writing in ``out_dir``: ``config.json``, ``bugs.jsonl`` (a record
     per agent, model and bug, written as each agent's evaluation or learning run ends), ``checkpoints/``,
-    ``summary.json``, and ``table1.json`` (toy games) or ``low_fps.json`` and the plots (kart).
+    ``summary.json``, and ``table1.json`` (toy games) or ``low_fps.json`` and the plots (the karts, the levels).
 
     Args:
       config: the experiment.
@@ -29,6 +29,10 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
         from jgtest.methods.reline import stk
 
         return stk.run(config, out_dir, progress, resume)
+    if is_level(config.game):
+        from jgtest.methods.reline import level
+
+        return level.run(config, out_dir, progress, resume)
     if config.game in HOST_GAMES:
         from jgtest.methods.reline import host
 

@@ -16,6 +16,26 @@ GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
 HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
 #: The kart games, on device and real: calibration, low-FPS points, no Table 1.
 KART_GAMES = ("KartTrack-v0", "supertuxkart:lighthouse")
+#: The real levels, by prefix: any ViZDoom scenario or WAD map (:mod:`jgtest.methods.reline.level`):
+#: calibration and low-FPS areas, as on the kart.
+LEVEL_PREFIXES = ("vizdoom:",)
+
+
+def is_level(game: str) -> bool:
+    """Whether ``game`` is a real level RELINE load-tests (:data:`LEVEL_PREFIXES`)."""
+    return game.startswith(LEVEL_PREFIXES)
+
+
+def is_bridged(game: str) -> bool:
+    """Whether ``game`` is one of RELINE's real games (played through the host loop)."""
+    return game in HOST_GAMES or is_level(game)
+
+
+def calibrates(game: str) -> bool:
+    """Whether RELINE's campaign on ``game`` calibrates ``t`` and finds low-FPS points (the karts and the levels)."""
+    return game in KART_GAMES or is_level(game)
+
+
 AGENTS = ("reline", "rl-baseline", "random")
 #: CEM's elite rule (CartPole): the replication package's percentile cut, or the paper's rank (:class:`RelineConfig`).
 ELITES = ("percentile", "rank")
@@ -142,21 +162,21 @@ class RelineConfig:
             raise BadInput(f"RelineConfig.elite_percentile must be in (0, 100), got {self.elite_percentile!r}")
         if self.evaluation not in EVALUATIONS:
             raise BadInput(f"RelineConfig.evaluation must be one of {', '.join(EVALUATIONS)}, got {self.evaluation!r}")
-        if self.evaluation == "frozen" and self.game in TRAINING_ONLY_GAMES:
+        if self.evaluation == "frozen" and (self.game in TRAINING_ONLY_GAMES or is_level(self.game)):
             raise BadInput(f"{self.game}'s campaign evaluates while it trains (§4.1.3): evaluation='frozen' is not available there")
-        if self.game not in GAMES + HOST_GAMES:
-            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)}; got game {self.game!r}")
+        if self.game not in GAMES + HOST_GAMES and not is_level(self.game):
+            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} and levels {', '.join(p + '…' for p in LEVEL_PREFIXES)}; got game {self.game!r}")
         if self.actors < 0 or (self.actors and self.game in GAMES):
             raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
         if self.ray_address is not None and not self.actors:
             raise ValueError(f"RelineConfig.ray_address joins a Ray cluster for a game farm: set actors too (got {self.actors})")
-        if self.actors and self.game in KART_GAMES:
+        if self.actors and calibrates(self.game):
             raise ValueError(
-                f"{self.game}'s campaign runs its race in this process (actors=0): RELINE's kart reward and the stuck rule read the race's path_done and centering, which a game farm does not carry"
+                f"{self.game}'s campaign runs its game in this process (actors=0): RELINE's reward and the calibration's stuck rule read the game's own info, which a game farm does not carry"
             )
-        if self.models is None:  # the paper's (10 models, 1 on the kart); a quick real game: 1
-            quick_real = self.quick and self.game in HOST_GAMES
-            object.__setattr__(self, "models", 1 if self.game in KART_GAMES or quick_real else 10)
+        if self.models is None:  # the paper's (10 models, 1 on the kart and the levels); a quick real game: 1
+            quick_real = self.quick and is_bridged(self.game)
+            object.__setattr__(self, "models", 1 if calibrates(self.game) or quick_real else 10)
         unknown = [a for a in self.agents if a not in AGENTS]
         if unknown or not self.agents:
             raise ValueError(f"unknown RELINE agent(s) {unknown or list(self.agents)}; choose from {', '.join(AGENTS)}")
@@ -181,8 +201,8 @@ class RelineConfig:
                     f"{self.game}'s bridge pays rl-baseline r_g with θ = {fixed['theta']} and M = {fixed['progress_cap']} "
                     f"(KartTrack's); RELINE must use the same, got theta={self.theta}, progress_cap={self.progress_cap}"
                 )
-        if self.game in KART_GAMES and "reline" in self.agents and "rl-baseline" not in self.agents:
-            raise ValueError("the kart's RELINE needs rl-baseline: its threshold comes from the trained rl-baseline (§4.1.3)")
+        if calibrates(self.game) and "reline" in self.agents and "rl-baseline" not in self.agents:
+            raise ValueError(f"RELINE on {self.game} needs rl-baseline: its threshold comes from the trained rl-baseline (§4.1.3)")
 
 
 #: PacMaze as RELINE plays it: one pixel a maze cell (:mod:`jgtest.methods.reline.learners`).

@@ -23,7 +23,7 @@ from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.registration import make
-from jgtest.methods.reline.analysis import bugs_found, caught_records, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, write_low_fps
+from jgtest.methods.reline.analysis import bugs_found, caught_records, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, track_points_plot, write_low_fps
 from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options, protocol
 from jgtest.methods.reline.learners import Learner, learner, random_policy
 from jgtest.methods.reline.learning_run import learn_and_count
@@ -278,7 +278,7 @@ def _kart(config, env, params, learn, phases, learn_agent, evaluate, trained, ou
     heavy_spots = [{"index": k, "path_done": float(p[0]), "centering": float(p[1]), "on_racing_line": bool(abs(p[1]) <= float(params.half_width))}
                    for k, p in enumerate(np.asarray(params.heavy_pos))]  # fmt: skip
     low_fps = write_low_fps(
-        config, analysis, threshold, out_dir, float(params.half_width), float(params.track.length),
+        config, analysis, threshold, out_dir, track_points_plot(config.theta, float(params.half_width), float(params.track.length)),
         heavy_spots=heavy_spots, replay_reliability=result.get("replay_reliability"),
     )  # fmt: skip
     result["low_fps"] = {a: {"count": r["count"], "spots_found": r["spots_found"], "visits_per_1000_episodes": r["visits_per_1000_episodes"]}

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from jgtest.agents import cem, dqn
 from jgtest.envs.wrappers import FrameStack, GrayscaleResize
-from jgtest.methods.reline.config import HOST_GAMES, PACMAZE_OPTIONS, RelineConfig
+from jgtest.methods.reline.config import PACMAZE_OPTIONS, RelineConfig, calibrates, is_bridged
 from jgtest.nets.heads import NATURE_CNN
 
 
@@ -76,7 +76,7 @@ def learner(config: RelineConfig) -> Learner:
 
 
 def _paper_learner(config: RelineConfig) -> Learner:
-    if config.game in HOST_GAMES:
+    if is_bridged(config.game):
         dqn_config, hparams = bridged_dqn(config)
         return Learner(dqn, dqn_config, hparams, lambda env: env, epsilon_greedy(float(hparams.epsilon_end)))
     if config.game == "CartPoleBugs-v0":  # the elite rule: RelineConfig.elites (package: percentile 70; paper: m = 11)
@@ -115,8 +115,8 @@ TRAIN_GAMES = 4
 TRAIN_INTERVAL = 4
 #: Mnih et al.'s (2013) network: 16 8×8 stride-4 and 32 4×4 stride-2 filters, 256 units (--quick).
 NIPS_CNN = dict(cnn_layers=((16, 8, 4), (32, 4, 2)), cnn_dense=256)
-#: SuperTuxKart (:mod:`jgtest.methods.reline.stk`): (the paper's 2,300 training episodes, §4.1.3, at
-#: ≈ 163 steps each, the lap our trained kart twin drives, --quick).
+#: SuperTuxKart (:mod:`jgtest.methods.reline.stk`) and the levels (:mod:`jgtest.methods.reline.level`): (the
+#: paper's 2,300 training episodes, §4.1.3, at ≈ 163 steps each, the lap our trained kart twin drives, --quick).
 STK_STEPS = (375_000, 1_500)
 
 #: The replication package's Ms. Pac-Man DQN (``rlgameauthors/rlgameauthors``,
@@ -180,20 +180,20 @@ def bridged_dqn(config: RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams
     gradient step every :data:`TRAIN_INTERVAL` environment steps, and ``--quick`` uses
     :data:`NIPS_CNN` (module docstring of :mod:`jgtest.methods.reline.host`); :func:`learner`
     applies ``learner_overrides``."""
-    kart = config.game.startswith("supertuxkart:")
+    in_process = calibrates(config.game)  # the real kart and the levels: one game in this process, the kart's budget
     if config.game == "ale:MsPacman" and config.evaluation == "training":  # the package's settings
         dqn_config = dqn.lapan_config(
             config.game, total_timesteps=config.train_steps or PACKAGE_MAX_STEPS, torso="cnn", conv_impl="im2col",
             track_coverage=False, num_evals=1, num_envs=max(1, config.actors), cnn_layers=NATURE_CNN,
         )  # fmt: skip
         return dqn_config, PACKAGE_ALE_HYPERPARAMS
-    full, quick = STK_STEPS if kart else ALE_STEPS
+    full, quick = STK_STEPS if in_process else ALE_STEPS
     steps = config.train_steps or (quick if config.quick else full)
-    if kart:
+    if in_process:
         games = {"num_envs": max(1, config.actors)}
     else:
         games = {"num_envs": config.actors or TRAIN_GAMES, "train_interval": TRAIN_INTERVAL}
-    network = NIPS_CNN if config.quick and not kart else {"cnn_layers": NATURE_CNN}
+    network = NIPS_CNN if config.quick and not in_process else {"cnn_layers": NATURE_CNN}
     dqn_config = dqn.lapan_config(
         config.game, total_timesteps=steps, torso="cnn", conv_impl="im2col", track_coverage=False,
         learning_starts=min(10_000, steps // 2), num_evals=1, **games, **network,
