@@ -173,13 +173,13 @@ def run(config: LevelExplorationConfig, out_dir: str | Path, on_episode: Callabl
 def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> dict:
     """The campaign's loop (module docstring): curves per ended episode, the cells visited, a trace."""
     n = config.num_envs
-    key = jax.random.key(config.seed)
+    k_init, k_act, k_learn = jax.random.split(jax.random.key(config.seed), 3)
     rng = np.random.default_rng(config.seed)
     inspector = _Inspector(config, game) if config.agent == "inspector" else None
     begin, push = jax.jit(PIPELINE.reset), jax.jit(PIPELINE.push)
     frames, info = game.reset(config.seed)
     obs = begin(frames)
-    learner = inspector.init(jax.random.fold_in(key, 0), obs) if inspector else None
+    learner = inspector.init(k_init, obs) if inspector else None
     visited = np.zeros(game.num_cells, bool)
     visited[info["telemetry"].cell] = True
     history, seen = host_loop.StepHistory(n), np.zeros(game.num_bugs, bool)
@@ -194,9 +194,9 @@ def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> 
     while ended < config.episodes:
         steps = []
         for t in range(config.rollout_steps):
-            k_act = jax.random.fold_in(key, updates * config.rollout_steps + t + 1)
+            k_step = jax.random.fold_in(k_act, updates * config.rollout_steps + t)
             if inspector:
-                chosen, log_prob, value = (np.asarray(x) for x in inspector.act(learner["ppo"].params, obs, k_act))
+                chosen, log_prob, value = (np.asarray(x) for x in inspector.act(learner["ppo"].params, obs, k_step))
             else:
                 chosen, log_prob, value = rng.integers(0, game.num_actions, n), np.zeros(n, np.float32), np.zeros(n, np.float32)
             action = walk.actions(chosen, info["objects"], info["angle"])
@@ -227,7 +227,7 @@ def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> 
         if inspector and len(steps) == config.rollout_steps:
             o, a, term, trunc, nxt, v, lp, screens = (np.stack(x) for x in zip(*steps))
             traj = Transition(obs=o, action=a, reward=np.zeros(a.shape, np.float32), terminated=term, truncated=trunc, next_obs=nxt, value=v, log_prob=lp)
-            learner, mean_novelty = inspector.learn(learner, traj, screens, jax.random.fold_in(key, -1 - updates))
+            learner, mean_novelty = inspector.learn(learner, traj, screens, jax.random.fold_in(k_learn, updates))
             novelty.append(float(mean_novelty))
         updates += 1
     by_game = np.asarray(trace).transpose(1, 0, 2)  # [N, T, 2]: each game's trace, a gap between games
