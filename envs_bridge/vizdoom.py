@@ -141,7 +141,8 @@ class VizDoomEnv(HostEnv):
         if stuck_steps < 1 or stuck_distance <= 0:
             raise ValueError(f"stuck_steps must be at least 1 and stuck_distance above 0, got {stuck_steps} and {stuck_distance}")
         self._stuck_steps, self._stuck_distance = int(stuck_steps), float(stuck_distance)
-        self._trail = np.zeros((self.num_envs, self._stuck_steps, 2), np.float32)  # the last positions, a ring
+        self._trail = np.zeros((self.num_envs, self._stuck_steps, 2), np.float64)  # the last positions, a ring
+        self._trail_sum = np.zeros((self.num_envs, 2), np.float64)
         self._moves = np.zeros((self.num_envs, self._stuck_steps), bool)  # whether each of those steps pressed a movement button
         self._episodes = np.zeros(self.num_envs, np.int64)
         self._steps = np.zeros(self.num_envs, np.int64)
@@ -209,45 +210,50 @@ class VizDoomEnv(HostEnv):
         game.set_seed(episode_seed(self._seed, self._first + i, int(self._episodes[i])))
         game.new_episode()
         self._steps[i] = 0
-        self._moves[i] = False
+        self._moves[i], self._trail[i], self._trail_sum[i] = False, 0.0, 0.0
 
     def _read(self, i: int) -> dict:
         state = self._games[i].get_state()
         if state is None:  # an episode's last step has no state: the previous one stands
             return dict(self._last[i])
-        x, y, angle, *rest = state.game_variables
-        col = int((x - self.bounds[0]) // self.cell_size)
-        row = int((y - self.bounds[1]) // self.cell_size)
-        cell = int(np.clip(row, 0, self.map_shape[0] - 1) * self.map_shape[1] + np.clip(col, 0, self.map_shape[1] - 1))
+        values = state.game_variables
         objects = [(label.object_name, int(label.object_id), int(label.x), int(label.y), int(label.width), int(label.height)) for label in state.labels]
-        variables = dict(zip(VARIABLES, (float(v) for v in state.game_variables)))
+        variables = dict(zip(VARIABLES, values.tolist()))
         broken = [not check(variables) for check in self._assertions.values()]
-        out = {"frame": state.screen_buffer, "position": (x, y), "angle": angle, "cell": cell, "state": rest, "objects": objects, "broken": broken}
+        out = {"frame": state.screen_buffer, "variables": values, "objects": objects, "broken": broken}
         self._last[i] = out
         return out
 
-    def _stuck(self, rows: list[dict], actions, autoreset) -> np.ndarray:
+    def _cells(self, position: np.ndarray) -> np.ndarray:
+        """The coverage cell under each position (clipped to the level's bounds)."""
+        col = np.clip((position[:, 0] - self.bounds[0]) // self.cell_size, 0, self.map_shape[1] - 1)
+        row = np.clip((position[:, 1] - self.bounds[1]) // self.cell_size, 0, self.map_shape[0] - 1)
+        return (row * self.map_shape[1] + col).astype(np.int32)
+
+    def _stuck(self, position: np.ndarray, actions, autoreset) -> np.ndarray:
         """Bug 1 for each game after its step (module docstring); the window restarts with each episode."""
-        position = np.asarray([r["position"] for r in rows], np.float32)
-        slot = (self._steps - 1) % self._stuck_steps
-        full = self._steps > self._stuck_steps  # a whole window before this step
-        mean = self._trail.mean(axis=1)
-        moving = self._moves.sum(axis=1) * 4 >= self._stuck_steps * 3
-        stuck = full & moving & (np.linalg.norm(position - mean, axis=1) < self._stuck_distance) & ~autoreset
-        live = ~autoreset
-        rows_live = np.flatnonzero(live)
-        self._trail[rows_live, slot[rows_live]] = position[rows_live]
-        self._moves[rows_live, slot[rows_live]] = self._moving[np.asarray(actions)[rows_live]]
+        n = self._stuck_steps
+        full = self._steps > n  # a whole window before this step
+        mean = self._trail_sum / n
+        moving = self._moves.sum(axis=1) * 4 >= n * 3
+        offset = position - mean
+        stuck = full & moving & (np.einsum("ij,ij->i", offset, offset) < self._stuck_distance**2) & ~autoreset
+        live = np.flatnonzero(~autoreset)
+        slot = (self._steps[live] - 1) % n
+        self._trail_sum[live] += position[live] - self._trail[live, slot]  # the ring's sum, kept as it turns
+        self._trail[live, slot] = position[live]
+        self._moves[live, slot] = self._moving[np.asarray(actions)[live]]
         return stuck
 
-    def _batch(self, rows: list[dict], reward, elapsed_ms, crashed, autoreset, stuck=None, finished=None) -> tuple[np.ndarray, dict]:
+    def _batch(self, rows: list[dict], reward, elapsed_ms, crashed, autoreset, actions=None, finished=None) -> tuple[np.ndarray, dict]:
         frames = check_frames(np.stack([r["frame"] for r in rows]), (self.num_envs, *self.frame_shape), self.name)
-        stuck = np.zeros(self.num_envs, bool) if stuck is None else stuck
+        variables = np.stack([r["variables"] for r in rows]).astype(np.float32)
+        position = variables[:, :2]
+        stuck = np.zeros(self.num_envs, bool) if actions is None else self._stuck(position, actions, autoreset)
         broken = np.asarray([r["broken"] for r in rows], bool).reshape(self.num_envs, len(self._assertions)) & ~autoreset[:, None]
         fired = np.concatenate([crashed[:, None], stuck[:, None], broken], axis=1)
-        telemetry = host_telemetry([r["position"] for r in rows], [r["cell"] for r in rows], fired, reward, elapsed_ms, crashed)
-        info = {"telemetry": telemetry, "autoreset": autoreset, "angle": np.asarray([r["angle"] for r in rows], np.float32),
-                "state": np.asarray([r["state"] for r in rows], np.float32), "objects": [r["objects"] for r in rows],
+        telemetry = host_telemetry(position, self._cells(position), fired, reward, elapsed_ms, crashed)
+        info = {"telemetry": telemetry, "autoreset": autoreset, "angle": variables[:, 2], "state": variables[:, 3:], "objects": [r["objects"] for r in rows],
                 "level_finished": np.zeros(self.num_envs, bool) if finished is None else finished}  # fmt: skip
         return frames, info
 
@@ -282,13 +288,16 @@ class VizDoomEnv(HostEnv):
                 self._games[i] = self.start_engine()
             elapsed_ms[i] = (time.perf_counter() - start) * 1e3
             self._steps[i] += 1
-            if not crashed[i]:
-                terminated[i] = game.is_episode_finished() and (game.is_player_dead() or self._steps[i] < self.max_steps_in_episode)
-                truncated[i] = not terminated[i] and (game.is_episode_finished() or self._steps[i] >= self.max_steps_in_episode)
-                finished[i] = terminated[i] and not game.is_player_dead()  # the level's exit (or the scenario's goal) reached
+            if crashed[i]:
+                continue
+            ended, capped = game.is_episode_finished(), self._steps[i] >= self.max_steps_in_episode
+            if ended:
+                dead = game.is_player_dead()
+                terminated[i] = dead or not capped
+                finished[i] = terminated[i] and not dead  # the level's exit (or the scenario's goal) reached
+            truncated[i] = not terminated[i] and (ended or capped)
         self._done = terminated | truncated
-        rows = [self._read(i) for i in range(self.num_envs)]
-        frames, info = self._batch(rows, reward, elapsed_ms, crashed, autoreset, self._stuck(rows, actions, autoreset), finished)
+        frames, info = self._batch([self._read(i) for i in range(self.num_envs)], reward, elapsed_ms, crashed, autoreset, actions, finished)
         return frames, reward, terminated, truncated, info
 
     def close(self) -> None:

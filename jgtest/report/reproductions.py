@@ -471,7 +471,9 @@ def reline_page(results: Results) -> Page:
          f"{by_n({'reline': runs['reline_seed1']['table1']}, 'reline')}), rl-baseline {by_n(runs['table1'], 'rl-baseline')}, "
          f"random {by_n(runs['table1'], 'random')}; the file's `deterministic_game_runs`", "reline_mspacman_quick_table1.json"),
     ]  # fmt: skip
-    body = "\n\n".join([intro, *reline_toy_sections(results), *reline_ale_section(results), reline_kart_section(results), reline_stk_section(results), reline_level_section(results), tried_and_not_kept(variants)])
+    sections = [*reline_toy_sections(results), *reline_ale_section(results), reline_kart_section(results), reline_stk_section(results),
+                reline_level_section(results)]  # fmt: skip
+    body = "\n\n".join([intro, *sections, tried_and_not_kept(variants)])
     summary = (f"Table 1, episodes of {num(results['reline_table1.json']['eval_episodes'])} with at least one bug: CartPole RELINE {num(cart['reline']['1']['mean'])} "
                f"(paper {num(cart['reline']['1']['paper']['mean'])}), rl-baseline {num(cart['rl-baseline']['1']['mean'])} "
                f"({num(cart['rl-baseline']['1']['paper']['mean'])}); PacMaze, at least 1 … {len(pac['reline'])} bugs, RELINE {by_n(pac, 'reline')} "
