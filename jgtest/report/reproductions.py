@@ -928,6 +928,27 @@ def ppgta_training_section(results: Results) -> str:
     )
 
 
+def level_explorers_section(results: Results) -> str:
+    data = results["level_explorers_freedoom2_map01.json"]
+    runs, means, paper = data["runs"], data["means"], data["paper_park"]
+    rows = [[label(a), *[pct(r["coverage_walkable"]) for r in runs[a]], pct(means[a]["coverage_walkable"]),
+             *[str(r["tested"]) for r in runs[a]], num(means[a]["tested"], 1)] for a in runs]  # fmt: skip
+    seeds = [str(s) for s in data["seeds"]]
+    verdict = "covers more than random on every seed" if data["inspector_beats_random_on_coverage_every_seed"] else "does not cover more than random on every seed"
+    return section(
+        "Inspector and random on a real Doom level",
+        f"Beyond the paper: Inspector learning on Freedoom 2's MAP01 through the real Doom engine (PPO on RND novelty, as on the park) "
+        f"against the random agent, both testing the things they meet with the 360° walk steered by the labels buffer, "
+        f"{data['episodes']} episodes of {num(data['episode_steps'])} steps, {data['num_envs']} games side by side "
+        "(`jgtest.methods.park.level_campaign`). Coverage is the share of the level's walkable cells entered; a thing tested is one "
+        f"whose walk ended (completed or given up). Inspector {verdict}. On the paper's park, for scale: Inspector "
+        f"{pct(paper['inspector_coverage_45'], 0)} of the pathway and {paper['inspector_tested_45']} objects after 45 episodes, random "
+        f"{paper['random_tested_45']} objects.",
+        table(["agent", *[f"coverage, seed {s}" for s in seeds], "mean", *[f"tested, seed {s}" for s in seeds], "mean"], rows),
+        provenance("level_explorers_freedoom2_map01.json", data),
+    )
+
+
 def ppgta_page(results: Results) -> Page:
     data = results["ppgta_compare_45.json"]
     intro = (
@@ -938,7 +959,7 @@ def ppgta_page(results: Results) -> Page:
         "is ParkWorld-v0, a first-person park rendered on device, with the same objects, texture bugs, actions and episode length."
     )
     body = "\n\n".join(part for part in [intro, park_probes_section(results), ppgta_compare_section(results), ppgta_training_section(results),
-                                            ppgta_models_section(results)] if part)  # fmt: skip
+                                            ppgta_models_section(results), level_explorers_section(results)] if part)  # fmt: skip
     ours, paper = data["agents"], data["paper"]
     summary = (f"reachable pathway covered after 45 episodes: PPGTA {pct(ours['ppgta']['mean']['pathway_coverage_of_reachable'])} (paper {pct(paper['ppgta']['pathway_coverage_45'], 0)}), "
                f"Inspector {pct(ours['inspector']['mean']['pathway_coverage_of_reachable'])} ({pct(paper['inspector']['pathway_coverage_45'], 0)}); objects tested after 18 episodes: "

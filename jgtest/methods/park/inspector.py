@@ -67,6 +67,10 @@ AGENTS = ("inspector", "random", "follower", "walker", "demonstrator")
 #: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01 (PyTorch's
 #: default; the paper gives none); the rest PureJaxRL's Atari values (Inspector's own are not in the text).
 PAPER_PPO = ppo.PPOHyperparams(weight_decay=0.01)
+#: Inspector's novelty: the original RND, one predictor, its error (the policy's reward).
+INSPECTOR_RND = RNDConfig(members=1, reward="error", shared_backbone=False)
+#: Inspector's policy CNN: Nature-DQN's shape at half the filters, for CPU.
+INSPECTOR_CNN = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
 #: The walker probe's share of forward steps (the rest uniform over the 9 actions): the least a learned
 #: explorer must beat to show it has learned to walk (PPGTA's issue with Inspector, which "barely moves").
 WALKER_FORWARD = 0.6
@@ -106,9 +110,9 @@ class InspectorConfig:
     size: int = park.SIZE
     num_oois: int = 247
     tests: OOITestSettings = OOITestSettings()
-    rnd: RNDConfig = RNDConfig(members=1, reward="error", shared_backbone=False)
+    rnd: RNDConfig = INSPECTOR_RND
     rnd_updates: int = 4
-    cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
+    cnn_layers: tuple[tuple[int, int, int], ...] = INSPECTOR_CNN
     cnn_dense: int = 256
     hparams: ppo.PPOHyperparams = PAPER_PPO
 

@@ -48,7 +48,7 @@ from jgtest import host_loop
 from jgtest.agents import ppo
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.errors import BadInput, ResumeRefused
-from jgtest.methods.park.inspector import PAPER_PPO
+from jgtest.methods.park.inspector import INSPECTOR_CNN, INSPECTOR_RND, PAPER_PPO
 from jgtest.methods.park.level_walk import LabelWalk, LabelWalkSettings
 from jgtest.novelty import RND, RNDConfig
 from jgtest.report.level_maps import level_map
@@ -87,9 +87,9 @@ class LevelExplorationConfig:
     rollout_steps: int = 200
     seed: int = 0
     walk: LabelWalkSettings = LabelWalkSettings()
-    rnd: RNDConfig = RNDConfig(members=1, reward="error", shared_backbone=False)
+    rnd: RNDConfig = INSPECTOR_RND
     rnd_updates: int = 4
-    cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
+    cnn_layers: tuple[tuple[int, int, int], ...] = INSPECTOR_CNN
     cnn_dense: int = 256
     hparams: ppo.PPOHyperparams = PAPER_PPO
     game_kwargs: tuple[tuple[str, Any], ...] = ()
