@@ -61,12 +61,12 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
     from jgtest.host_loop import is_host_game
 
     if method == "reline":
-        from jgtest.methods.reline.config import GAMES, HOST_GAMES, LEVEL_PREFIXES, is_level
+        from jgtest.methods.reline.config import GAMES, GENERIC_PREFIXES, HOST_GAMES, uses_generic_terms
 
         known = GAMES + HOST_GAMES
-        if game not in known and not is_level(game):
+        if game not in known and not uses_generic_terms(game):
             return "no RELINE settings", (f"RELINE's per-game settings (reward, threshold, training budget) exist for {', '.join(known)} "
-                                          f"and the levels {', '.join(p + '…' for p in LEVEL_PREFIXES)}")  # fmt: skip
+                                          f"and {', '.join(p + '…' for p in GENERIC_PREFIXES)}")  # fmt: skip
     elif method == "inspector" and game.startswith("vizdoom:"):
         if "/" not in game:
             return "levels only", "Inspector explores a level with its 360° object tests, whose walk turns and strafes: a WAD's map (vizdoom:freedoom2/MAP01)"

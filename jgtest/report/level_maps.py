@@ -35,7 +35,8 @@ def level_map(
     """Draws the level and what was found on it; returns ``path`` (the PNG, folders created).
 
     Args:
-      walls: the level's blocking lines ``(x1, y1, x2, y2)``, in black.
+      walls: the level's blocking lines ``(x1, y1, x2, y2)``, in black (none for a game without a map:
+        the traces alone show where it went).
       path: where the PNG goes.
       title: the figure's title.
       covered: ``(cells bool[rows, cols], bounds (x0, y0, x1, y1), cell_size)``: covered cells, shaded.
@@ -44,11 +45,11 @@ def level_map(
         coloured by confidence, one marker per agent.
 
     Raises:
-      ValueError: no walls, or a points entry whose arrays disagree in length.
+      ValueError: neither walls nor traces, or a points entry whose arrays disagree in length.
     """
     walls = np.asarray(walls, float).reshape(-1, 4)
-    if not len(walls):
-        raise ValueError("level_map needs the level's walls")
+    if not len(walls) and not traces:
+        raise ValueError("level_map needs the level's walls or traces to draw")
     fig = Figure(figsize=(7.0, 7.0))
     ax = fig.add_subplot()
     if covered is not None:
@@ -57,7 +58,9 @@ def level_map(
         ax.imshow(np.where(cells, 1.0, np.nan), origin="lower", cmap="Reds", vmin=0.0, vmax=1.6, alpha=0.6,
                   extent=(x0, x0 + cols * size, y0, y0 + rows * size), interpolation="nearest")  # fmt: skip
     ax.add_collection(LineCollection(walls.reshape(-1, 2, 2), colors="black", linewidths=0.8))
-    span = float(np.ptp(walls[:, [0, 2]]) + np.ptp(walls[:, [1, 3]])) / 2
+    drawn = walls.reshape(-1, 2) if len(walls) else np.concatenate([np.asarray(t, float).reshape(-1, 2) for t in traces.values()])
+    drawn = drawn[np.isfinite(drawn).all(axis=1)]
+    span = float(np.ptp(drawn[:, 0]) + np.ptp(drawn[:, 1])) / 2 if len(drawn) else 1.0
     for i, (agent, positions) in enumerate((traces or {}).items()):
         trace = np.asarray(positions, float).reshape(-1, 2).copy()
         jumps = np.linalg.norm(np.diff(trace, axis=0), axis=-1) > span / 10

@@ -68,6 +68,23 @@ def test_level_terms_read_the_levels_geometry_and_oracles(terms):
     assert "x -4, y 296" in terms.describe({k: v[1] for k, v in where.items()})
 
 
+def test_position_terms_place_points_where_their_visits_were():
+    """A game without a map (a Gymnasium game): a point's place is the mean position of its cell's
+    visits; without a stuck oracle the calibration keeps every step."""
+    game = SimpleNamespace(num_envs=1, num_cells=4, bug_kinds=("crash",))
+    terms = level.PositionTerms(reline.RelineConfig(game="gym:Tiny-v0", quick=True), game)
+    tel = SimpleNamespace(cell=np.array([[1, 1, 2, 3]]), position=np.array([[[0.0, 0.0], [2.0, 4.0], [5.0, 5.0], [9.0, 9.0]]]),
+                          bugs_fired=np.zeros((1, 4, 1), bool))  # fmt: skip
+    out = {"telemetry": tel, "valid": np.array([[True, True, True, False]])}
+    terms.observe(out)
+    where = terms.coordinates(np.array([1, 2]))
+    np.testing.assert_allclose(where["x"], [1.0, 5.0])
+    np.testing.assert_allclose(where["y"], [2.0, 5.0])
+    assert np.isnan(terms.coordinates(np.array([3]))["x"][0])  # only valid steps are visits
+    np.testing.assert_array_equal(terms.calibration_steps(out), out["valid"])
+    assert terms.replay_episode(out) == (0, False) and level.episode_options(terms.config) == {}
+
+
 def test_levels_are_relines_and_quick_shortens_their_episodes():
     quick = reline.RelineConfig(game="vizdoom:basic", quick=True)
     assert quick.models == 1 and level.episode_options(quick) == {"max_steps_in_episode": 225, "resolution": "640x480"}
@@ -86,7 +103,7 @@ def test_level_map_draws_walls_traces_and_points(tmp_path):
                      points={"reline": (np.array([[20.0, 30.0]]), np.array([0.9]))},
                      covered=(np.eye(2, dtype=bool), (0.0, 0.0, 100.0, 100.0), 50.0))  # fmt: skip
     assert path.stat().st_size > 5000
-    with pytest.raises(ValueError, match="needs the level's walls"):
+    with pytest.raises(ValueError, match="needs the level's walls or traces"):
         level_map([], tmp_path / "n.png")
     with pytest.raises(ValueError, match="2 positions but 1 confidences"):
         level_map(walls, tmp_path / "n.png", points={"a": (np.zeros((2, 2)), np.ones(1))})
@@ -119,3 +136,20 @@ def test_a_short_campaign_on_a_freedoom_level(tmp_path):
     assert len(records) == sum(r["count"] for r in low_fps["per_agent"].values())
     if records:  # a point's record drives the player to its cell again
         assert main(["replay", str(out / "bugs.jsonl")]) == 0
+
+
+@pytest.mark.slow
+def test_reline_on_a_gymnasium_game_it_does_not_ship(tmp_path):
+    """The generic terms on tests/bridges/tiny_gym.py: its telemetry's position and cells, each step's
+    wall time as the frame time; the points placed where their cells' visits were."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "jgtest.cli", "run", "reline", "--game", "gym:tests.bridges.tiny_gym:Tiny-v0",
+               "--telemetry", "tests.bridges.tiny_gym:telemetry", "--out", str(out), "--quick", "--train-steps", "60",
+               "--eval-episodes", "2", "--threshold-episodes", "2", "--warmup-episodes", "1", "--replays", "3"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["threshold"]["t_ms"] > 0 and summary["threshold"]["stuck_cut_skipped"] is False
+    low_fps = json.loads((out / "low_fps.json").read_text())
+    assert "level" not in low_fps and all(0 <= a["x"] <= 11 and a["y"] == 0 for a in low_fps["slowest_areas"])
+    assert (out / "low_fps_points.png").stat().st_size > 1000

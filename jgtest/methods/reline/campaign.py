@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig, is_level
+from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig, uses_generic_terms
 
 
 def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int, int], None] | None = None,
@@ -29,7 +29,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress: Callable[[str, int,
         from jgtest.methods.reline import stk
 
         return stk.run(config, out_dir, progress, resume)
-    if is_level(config.game):
+    if uses_generic_terms(config.game):
         from jgtest.methods.reline import level
 
         return level.run(config, out_dir, progress, resume)

@@ -16,24 +16,25 @@ GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
 HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
 #: The kart games, on device and real: calibration, low-FPS points, no Table 1.
 KART_GAMES = ("KartTrack-v0", "supertuxkart:lighthouse")
-#: The real levels, by prefix: any ViZDoom scenario or WAD map (:mod:`jgtest.methods.reline.level`):
+#: The real games RELINE load-tests with the generic terms of :mod:`jgtest.methods.reline.level`, by
+#: prefix: any ViZDoom scenario or WAD map, any Gymnasium game whose telemetry gives a position;
 #: calibration and low-FPS areas, as on the kart.
-LEVEL_PREFIXES = ("vizdoom:",)
+GENERIC_PREFIXES = ("vizdoom:", "gym:")
 
 
-def is_level(game: str) -> bool:
-    """Whether ``game`` is a real level RELINE load-tests (:data:`LEVEL_PREFIXES`)."""
-    return game.startswith(LEVEL_PREFIXES)
+def uses_generic_terms(game: str) -> bool:
+    """Whether RELINE load-tests ``game`` with the generic terms (:data:`GENERIC_PREFIXES`)."""
+    return game.startswith(GENERIC_PREFIXES)
 
 
 def is_bridged(game: str) -> bool:
     """Whether ``game`` is one of RELINE's real games (played through the host loop)."""
-    return game in HOST_GAMES or is_level(game)
+    return game in HOST_GAMES or uses_generic_terms(game)
 
 
 def calibrates(game: str) -> bool:
     """Whether RELINE's campaign on ``game`` calibrates ``t`` and finds low-FPS points (the karts and the levels)."""
-    return game in KART_GAMES or is_level(game)
+    return game in KART_GAMES or uses_generic_terms(game)
 
 
 AGENTS = ("reline", "rl-baseline", "random")
@@ -162,10 +163,10 @@ class RelineConfig:
             raise BadInput(f"RelineConfig.elite_percentile must be in (0, 100), got {self.elite_percentile!r}")
         if self.evaluation not in EVALUATIONS:
             raise BadInput(f"RelineConfig.evaluation must be one of {', '.join(EVALUATIONS)}, got {self.evaluation!r}")
-        if self.evaluation == "frozen" and (self.game in TRAINING_ONLY_GAMES or is_level(self.game)):
+        if self.evaluation == "frozen" and (self.game in TRAINING_ONLY_GAMES or uses_generic_terms(self.game)):
             raise BadInput(f"{self.game}'s campaign evaluates while it trains (§4.1.3): evaluation='frozen' is not available there")
-        if self.game not in GAMES + HOST_GAMES and not is_level(self.game):
-            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} and levels {', '.join(p + '…' for p in LEVEL_PREFIXES)}; got game {self.game!r}")
+        if self.game not in GAMES + HOST_GAMES and not uses_generic_terms(self.game):
+            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} and {', '.join(p + '…' for p in GENERIC_PREFIXES)}; got game {self.game!r}")
         if self.actors < 0 or (self.actors and self.game in GAMES):
             raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
         if self.ray_address is not None and not self.actors:

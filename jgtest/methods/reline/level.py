@@ -1,4 +1,5 @@
-"""RELINE on a real level: ViZDoom's scenarios and the Freedoom WADs' maps (Tufano et al., 2022, §3, §4).
+"""RELINE on a real level: ViZDoom's scenarios and the Freedoom WADs' maps, and any Gymnasium game with a
+position (Tufano et al., 2022, §3, §4).
 
 The kart campaign's phases (:mod:`jgtest.methods.reline.real_game`: rl-baseline, the calibration
 of ``t``, RELINE, the evaluation under training load, low-FPS points and the replay check) on a
@@ -33,7 +34,12 @@ for a level, where the paper is silent:
 * **the screen**: 640 × 480 (:data:`RESOLUTION`, unless ``resolution`` is given), what a player
   sees; the agents read it downscaled.
 
-A low-FPS point is a cell (64 map units square by default) where the render time exceeded ``t``
+On a Gymnasium game (``gym:ENV_ID`` with a telemetry function that gives the position,
+:mod:`envs_bridge.gym`) the same terms apply (:class:`PositionTerms`): its cells are the telemetry's
+(or the frame hash's), its game reward its own; it has no stuck oracle, so the calibration keeps
+every step, no exit, and no map: a point's place is the mean position of its cell's visits.
+
+A low-FPS point on a level is a cell (64 map units square by default) where the render time exceeded ``t``
 in more than half its visits; ``low_fps.json`` gives its centre in map units, and
 ``low_fps_points.png`` draws the points, coloured by confidence, over the level's bird's-eye map
 (:func:`jgtest.report.level_maps.level_map`). Each point is a ``low_fps`` bug record whose seed
@@ -89,18 +95,64 @@ class LevelRelineReward(real_game.HostRelineReward):
         return r_g, r_p, terminated & info.get("level_finished", np.zeros_like(terminated))
 
 
-class LevelTerms(real_game.GameTerms):
-    """What RELINE reads of a level (module docstring); the game is a :class:`envs_bridge.vizdoom.VizDoomEnv`."""
+class PositionTerms(real_game.GameTerms):
+    """What RELINE reads of any bridged game with a position and frame times (a Gymnasium game whose
+    telemetry gives the position): the level's reward; the calibration cut where the game's stuck
+    oracle first fires, if it has one; a point's place is the mean position of the visits to its
+    cell the evaluations saw; the replay check replays rl-baseline's longest evaluation episode."""
 
     pipeline = PIPELINE
-    info_keys = ("level_finished",)
+
+    def __init__(self, config: RelineConfig, game):
+        super().__init__(config, game)
+        self._position_sum = np.zeros((game.num_cells, 2))
+        self._visits = np.zeros(game.num_cells)
 
     def reward(self, threshold_ms):
         return LevelRelineReward(self.game.num_envs, self.game.num_cells, threshold_ms)
 
     def calibration_steps(self, out):
+        if "stuck" not in self.game.bug_kinds:
+            return out["valid"]
         stuck = out["telemetry"].bugs_fired[..., self.game.bug_kinds.index("stuck")]
         return out["valid"] & (np.cumsum(stuck, axis=-1) == 0)
+
+    def observe(self, out):
+        cells, valid = out["telemetry"].cell[out["valid"]], out["valid"]
+        np.add.at(self._position_sum, cells, out["telemetry"].position[valid])
+        np.add.at(self._visits, cells, 1)
+
+    def coordinates(self, cells):
+        cells = np.asarray(cells)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = self._position_sum[cells] / self._visits[cells, None]
+        return {"x": mean[:, 0], "y": mean[:, 1]}
+
+    def describe(self, where):
+        return f"x {where['x']:.1f}, y {where['y']:.1f} (the mean position of the cell's visits)"
+
+    def replay_episode(self, out):
+        return int(np.argmax(out["valid"].sum(axis=1))), False
+
+    def sections(self, values):
+        order = list(dict.fromkeys(int(c) for c in values[0]))  # the cells in the order the first replay entered them
+        index = {c: i for i, c in enumerate(order)}
+        section = np.vectorize(lambda c: index.get(int(c), -1))(values)
+        return section, np.arange(len(order), dtype=float), "area (the episode's cells, in the order it entered them)"
+
+    def plot_points(self, points, path: Path, outs) -> Path:
+        found = {a: (np.array([(p["x"], p["y"]) for p in ps]).reshape(-1, 2), np.array([p["confidence"] for p in ps])) for a, ps in points.items()}
+        traces = {a: out["telemetry"].position[out["valid"]] for a, out in outs.items()}
+        return level_map(getattr(self.game, "walls", ()), path, points=found, traces=traces,
+                         title=f"{self.config.game}: low-FPS points over the evaluation's traces")  # fmt: skip
+
+
+class LevelTerms(PositionTerms):
+    """What RELINE reads of a level (module docstring); the game is a :class:`envs_bridge.vizdoom.VizDoomEnv`:
+    a point's place is its cell's centre on the level's map, and the replay check prefers an episode
+    that reached the exit."""
+
+    info_keys = ("level_finished",)
 
     def coordinates(self, cells):
         rows, cols = np.divmod(np.asarray(cells), self.game.map_shape[1])
@@ -112,18 +164,7 @@ class LevelTerms(real_game.GameTerms):
 
     def replay_episode(self, out):
         finished = np.flatnonzero((out["level_finished"] & out["valid"]).any(axis=1))
-        return (int(finished[0]), True) if finished.size else (int(np.argmax(out["valid"].sum(axis=1))), False)
-
-    def sections(self, values):
-        order = list(dict.fromkeys(int(c) for c in values[0]))  # the cells in the order the first replay entered them
-        index = {c: i for i, c in enumerate(order)}
-        section = np.vectorize(lambda c: index.get(int(c), -1))(values)
-        return section, np.arange(len(order), dtype=float), "area (the episode's cells, in the order it entered them)"
-
-    def plot_points(self, points, path: Path, outs) -> Path:
-        found = {a: (np.array([(p["x"], p["y"]) for p in ps]).reshape(-1, 2), np.array([p["confidence"] for p in ps])) for a, ps in points.items()}
-        traces = {a: out["telemetry"].position[out["valid"]] for a, out in outs.items()}
-        return level_map(self.game.walls, path, points=found, traces=traces, title=f"{self.config.game}: low-FPS points over the evaluation's traces")
+        return (int(finished[0]), True) if finished.size else super().replay_episode(out)
 
     def extra(self):
         game = self.game
@@ -132,12 +173,16 @@ class LevelTerms(real_game.GameTerms):
 
 
 def episode_options(config: RelineConfig) -> dict:
-    """The level's episode length (:data:`EPISODE_STEPS`) and :data:`RESOLUTION`, unless the run gives its own."""
+    """A level's episode length (:data:`EPISODE_STEPS`) and :data:`RESOLUTION`, unless the run gives its own."""
+    if not config.game.startswith("vizdoom:"):
+        return {}
     given = dict(config.game_kwargs)
     options = {"max_steps_in_episode": EPISODE_STEPS["quick" if config.quick else "full"], "resolution": RESOLUTION}
     return {k: v for k, v in options.items() if k not in given}
 
 
 def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
-    """Runs the campaign (:func:`jgtest.methods.reline.real_game.run` with :class:`LevelTerms`)."""
-    return real_game.run(config, LevelTerms, out_dir, progress, resume, game_options=episode_options(config))
+    """Runs the campaign (:func:`jgtest.methods.reline.real_game.run` with :class:`LevelTerms` on a level,
+    :class:`PositionTerms` on a Gymnasium game)."""
+    terms = LevelTerms if config.game.startswith("vizdoom:") else PositionTerms
+    return real_game.run(config, terms, out_dir, progress, resume, game_options=episode_options(config))

@@ -159,6 +159,10 @@ class GameTerms(abc.ABC):
         """The agents' low-FPS points (``low_fps.json``'s lists) drawn over the game's course (and, where
         the game has a map, the evaluation episodes ``outs`` that found them)."""
 
+    def observe(self, out: dict) -> None:  # noqa: B027 -- optional: most games' terms learn nothing from episodes
+        """Reads an evaluation's episodes ``out`` before its points are placed (a game whose cells
+        have no fixed place: where its episodes went)."""
+
     def describe(self, where: dict[str, float]) -> str:
         """A point's place in words (a record's detail)."""
         return ", ".join(f"{name} {value:.0f}" for name, value in where.items())
@@ -365,7 +369,9 @@ class _Campaign:
         meanwhile (module docstring, point 4)."""
         phase = f"evaluate {agent}"
         if self.done.figures(phase) is not None:
-            return self.done.measurements_of(phase.replace(" ", "-"))
+            out = self.done.measurements_of(phase.replace(" ", "-"))
+            self.terms.observe(out)
+            return out
         seed = eval_seed(self.config, agent, 0)
         episodes, pipeline = self.counts["eval_episodes"], self.terms.pipeline
         if agent in self.learners:
@@ -379,6 +385,7 @@ class _Campaign:
             out = self.phases.run(f"evaluate {agent}", lambda report: host_loop.play(
                 self.game, pipeline, random_policy(self.game.num_actions), None, episodes,
                 jax.random.fold_in(jax.random.key(seed), 1), seed=seed, info_keys=self.terms.info_keys, on_progress=report))  # fmt: skip
+        self.terms.observe(out)
         for record in self._point_records(agent, out, threshold["t_ms"], seed):
             if record.detail not in self.done.written:
                 self.writer.write(record)
