@@ -95,7 +95,8 @@ class VizDoomEnv(HostEnv):
       first_game: the campaign's index of game 0 (game ``i`` here is ``first_game + i`` there: its
         episodes' seeds, :func:`envs_bridge.protocol.episode_seed`).
       assertions: the user's invariants, added to :data:`DOOM_ASSERTIONS` (module docstring).
-      stuck_steps, stuck_distance: the stuck oracle's window and distance (module docstring).
+      stuck_steps: the stuck oracle's window, in steps (module docstring).
+      stuck_distance: the stuck oracle's distance, in map units.
       resolution: the screen, ``"WIDTHxHEIGHT"`` of ViZDoom's (``"160x120"``: the agents' frames; a
         load test renders what a player sees, ``"640x480"``, where drawing is most of a step's time).
 
