@@ -196,7 +196,6 @@ class GameFarm(HostEnv):
     def bug_names(self) -> tuple[str, ...]:
         return self._bug_names
 
-    @property
     def pids(self) -> list[int]:
         """The OS pid of each game's actor process (changes when a game is restarted)."""
         return list(self._pids)
