@@ -123,8 +123,6 @@ TARGETS = {8: 0.15, 32: 0.15, 64: 0.10, 128: 0.10}
 def target(batch: int) -> float:
     """The overhead target at ``batch`` games (:data:`TARGETS`)."""
     return TARGETS[batch]
-
-
 BATCH = 8
 #: Batch sizes of the host-loop overhead sweep (batch_sweep).
 SWEEP = (8, 32, 64, 128)
@@ -417,7 +415,10 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     median = {name: float(np.median([x["steps_per_s"] for x in rounds[name]])) for name in names}
     play_no_jit = [c["steps"] / (c["wall_s"] - c["jit_s"]) for c in play_calls]
     median[PLAY_NO_JIT] = float(np.median(play_no_jit))
-    paired = {name: [x["seconds"] / x["steps"] / (ra["seconds"] / ra["steps"]) - 1.0 for x, ra in zip(rounds[name], rounds[RAW])] for name in (LEAN,)}
+    paired = {
+        name: [x["seconds"] / x["steps"] / (ra["seconds"] / ra["steps"]) - 1.0 for x, ra in zip(rounds[name], rounds[RAW])]
+        for name in (LEAN,)
+    }
 
     profile = profile_lean(env, env.pool, start, advance, key, n, s["profile_steps"], ale_actions)
 
@@ -436,7 +437,8 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     total = {name: sum(x["steps"] for x in rounds[name]) for name in names}
     rows = [
         _row(section, RAW, n, total[RAW], base, note="baseline"),
-        _row(section, LEAN, n, total[LEAN], median[LEAN], RAW, base, note=f"the <= {target(n):.0%} target applies here; paired rounds: {np.median(paired[LEAN]):+.1%}"),
+        _row(section, LEAN, n, total[LEAN], median[LEAN], RAW, base,
+             note=f"the <= {target(n):.0%} target applies here; paired rounds: {np.median(paired[LEAN]):+.1%}"),
         _row(section, PLAY, n, total[PLAY], median[PLAY], RAW, base, note=f"{s['play_episodes']} episodes/call, incl. per-call jit"),
         _row(section, PLAY_NO_JIT, n, total[PLAY], median[PLAY_NO_JIT], RAW, base, note="compile time subtracted (make_player caches: only the first call compiles)"),
         _row(section, XLA, n, total[XLA], median[XLA], RAW, base, note=f"{steps}-step lax.scan per call"),
@@ -661,7 +663,8 @@ def stk_section(s: dict) -> tuple[list[dict], dict]:
     total = {kind: sum(x["steps"] for x in runs[kind]) for kind in kinds}
     rows = [
         _row(section, STK_RAW, 1, total["stk-raw"], raw, note="baseline, own process"),
-        _row(section, STK_BRIDGE, 1, total["stk-bridge"], bridge, STK_RAW, raw, note=f"own process; vs the paired control: {paired:+.1%}"),
+        _row(section, STK_BRIDGE, 1, total["stk-bridge"], bridge, STK_RAW, raw,
+             note=f"own process; vs the paired control: {paired:+.1%}"),
         _row(section, STK_RAW_SAME, 1, total["stk-bridge"], same, STK_RAW, raw, note="paired control"),
     ]
     details = {
@@ -838,16 +841,15 @@ def main(argv=None) -> dict:
     )
     print("Host loop vs raw envpool by batch size (paired rounds):")
     for row in sweep:
-        print(
-            f"  N={row['batch']:4d}: raw {row['raw_steps_per_s']:7,.0f}  host loop {row['host_loop_steps_per_s']:7,.0f} steps/s  "
-            f"overhead {row['overhead']:+6.1%} ({row['host_loop_ms_per_batch_step']:.2f} ms per batch step)  "
-            f"{'within' if row['within_target'] else 'over'} {row['target']:.0%}"
-        )
+        print(f"  N={row['batch']:4d}: raw {row['raw_steps_per_s']:7,.0f}  host loop {row['host_loop_steps_per_s']:7,.0f} steps/s  "
+              f"overhead {row['overhead']:+6.1%} ({row['host_loop_ms_per_batch_step']:.2f} ms per batch step)  "
+              f"{'within' if row['within_target'] else 'over'} {row['target']:.0%}")
     print(f"Lean loop's phases, blocking after each ({profile['steps']} steps; ms per batch step):")
     for phase, ms in profile["ms_per_batch_step"].items():
         print(f"  {phase:40s} {ms:7.3f}")
     print(f"  {'raw pool.step in the same pass':40s} {profile['raw_pool_step_ms_same_pass']:7.3f}")
-    print(f"SuperTuxKartEnv.step vs raw pystk2 steps of its own race, same process (paired): {stk['bridge_overhead_vs_same_process_raw']:+.1%}.")
+    print(f"SuperTuxKartEnv.step vs raw pystk2 steps of its own race, same process (paired): "
+          f"{stk['bridge_overhead_vs_same_process_raw']:+.1%}.")
     calls = pacman["play_calls"]
     print(f"play: {np.mean([c['jit_s'] for c in calls]):.2f} s of re-tracing/compiling per call "
           f"(of {np.mean([c['wall_s'] for c in calls]):.2f} s); xla_rollout as called: "

@@ -42,7 +42,10 @@ from pathlib import Path
 
 # One XLA host device per core, so the env batch is split across cores (XLA's CPU
 # backend runs one small-kernel program mostly on one thread). Must precede jax's import.
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false").strip()
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "")
+    + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false"
+).strip()
 
 import gymnax  # noqa: E402
 import jax  # noqa: E402
@@ -230,7 +233,8 @@ def main(argv=None) -> dict:
                 rows.append(row)
                 consumes = "all" if name in references else ("telemetry" if telemetry else "bare")
                 print(
-                    f"{name:34s} {consumes:>10s} {batch:>6d} {value:>14,.0f} {value / gym_sps:>12.1f} {row['vs_gymnax']:>9.2f} {row['harness_share']:>14.1%}",
+                    f"{name:34s} {consumes:>10s} {batch:>6d} {value:>14,.0f} {value / gym_sps:>12.1f} "
+                    f"{row['vs_gymnax']:>9.2f} {row['harness_share']:>14.1%}",
                     flush=True,
                 )
 
@@ -254,7 +258,10 @@ def main(argv=None) -> dict:
         "cartpole_telemetry_vs_gymnax": None if cartpole is None else cartpole / peer,
     }
     if cartpole is not None:
-        print(f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× gymnax CartPole-v1, {cartpole / gym_sps:.0f}× Gymnasium's Python loop")
+        print(
+            f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× gymnax CartPole-v1, "
+            f"{cartpole / gym_sps:.0f}× Gymnasium's Python loop"
+        )
     write_json(args.json, result)
     return result
 

@@ -92,7 +92,8 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[P
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", nargs="*", type=Path, help="compare-explorers run directories to aggregate (default: run seeds 0-2)")
-    parser.add_argument("--learned-detector", type=Path, default=None, metavar="DIR", help="a PPGTA run with the learned detector to add (what `jgtest run ppgta --detector learned` writes)")
+    parser.add_argument("--learned-detector", type=Path, default=None, metavar="DIR",
+                        help="a PPGTA run with the learned detector to add (what `jgtest run ppgta --detector learned` writes)")
     parser.add_argument("--models", nargs="*", type=Path, default=[], metavar="DIR", help="each run's PPGTA models, in the runs' order (their training time is recorded)")
     parser.add_argument("--quick", action="store_true", help="when running: 10 episodes and the small models")
     parser.add_argument("--json", type=Path, help="write the results here")

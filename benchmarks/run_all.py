@@ -24,12 +24,8 @@ HERE = Path(__file__).resolve().parent
 #: ``(name, script, extra arguments, what it measures)``.
 BENCHMARKS = (
     # ParkWorld's frames are render_throughput's; DungeonNav is a training game (a random level every reset)
-    (
-        "env_throughput",
-        "env_throughput.py",
-        ("--games", "BlockMaze-v0", "CartPoleBugs-v0", "CombatArena-v0", "KartTrack-v0", "PacMaze-v0", "Dungeon-v0"),
-        "env steps/s of the testing games against Gymnasium",
-    ),
+    ("env_throughput", "env_throughput.py", ("--games", "BlockMaze-v0", "CartPoleBugs-v0", "CombatArena-v0", "KartTrack-v0", "PacMaze-v0", "Dungeon-v0"),
+     "env steps/s of the testing games against Gymnasium"),
     ("train_throughput", "train_throughput.py", (), "training steps/s against Stable-Baselines3 (torch)"),
     ("nsga2", "nsga2.py", (), "non-dominated sort and crowding against pymoo"),
     ("rnd_ensemble", "rnd_ensemble.py", (), "RND ensemble cost against its member count"),

@@ -39,7 +39,10 @@ from pathlib import Path
 
 # One XLA host device per core: the vmapped seeds are sharded across cores (XLA's CPU
 # backend runs one program mostly on one thread). Must precede jax's import.
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false").strip()
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "")
+    + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false"
+).strip()
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -162,7 +165,11 @@ def main(argv=None) -> dict:
         "jgtest_time_to_475_s": single["time_to_target_s"],
         "sb3_time_to_475_s": sb3["time_to_target_s"],
     }
-    print(f"\n{args.seeds} vmapped seeds: {result['speedup_vs_sb3']:.0f}x SB3's steps/s; 1 seed: {result['single_seed_speedup_vs_sb3']:.1f}x; coverage on/off: {result['coverage_on_over_off']:.3f}")
+    print(
+        f"\n{args.seeds} vmapped seeds: {result['speedup_vs_sb3']:.0f}x SB3's steps/s; "
+        f"1 seed: {result['single_seed_speedup_vs_sb3']:.1f}x; "
+        f"coverage on/off: {result['coverage_on_over_off']:.3f}"
+    )
     write_json(args.json, result)
     return result
 

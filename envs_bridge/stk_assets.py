@@ -55,7 +55,10 @@ def _debian_marker(source: Path) -> Path:
     """Debian's ``supertuxkart.1.x`` marker, or the error saying how to install the package."""
     markers = sorted(source.glob("supertuxkart.1.*")) if source.is_dir() else []
     if not markers:
-        raise FileNotFoundError(f"SuperTuxKart's game data was not found in {source}: install Debian's package with `apt-get install supertuxkart-data` (jgtest never downloads the assets)")
+        raise FileNotFoundError(
+            f"SuperTuxKart's game data was not found in {source}: install Debian's package with "
+            "`apt-get install supertuxkart-data` (jgtest never downloads the assets)"
+        )
     return markers[-1]
 
 

@@ -111,7 +111,9 @@ from jgtest.rewards import kart_progress_reward
 
 #: KartTrack-v0's road half width (centering units), θ, M and finish bonus.
 _KART = {f.name: f.default for f in dataclasses.fields(EnvParams)}
-HALF_WIDTH, THETA, PROGRESS_CAP, FINISH_BONUS = (_KART[k] for k in ("half_width", "theta", "progress_cap", "finish_bonus"))
+HALF_WIDTH, THETA, PROGRESS_CAP, FINISH_BONUS = (
+    _KART[k] for k in ("half_width", "theta", "progress_cap", "finish_bonus")
+)
 #: ``r_g`` without the finish bonus, jitted once (eager jnp ops cost ≈ 0.25 ms a step, jitted ≈ 0.04 ms).
 _progress_reward = jax.jit(kart_progress_reward)
 #: Most game frames reset waits for the start signal (the countdown takes ≈ 51).
@@ -167,7 +169,8 @@ class SuperTuxKartEnv(HostEnv):
         self._open, self._race, self._state = False, None, None
         if num_envs != 1:
             raise ValueError(
-                f"SuperTuxKart runs one race per process, got num_envs={num_envs}; run parallel races as a game farm (envs_bridge.pool, e.g. envs_bridge.make('supertuxkart:lighthouse', actors=N))"
+                f"SuperTuxKart runs one race per process, got num_envs={num_envs}; run parallel races as a game "
+                "farm (envs_bridge.pool, e.g. envs_bridge.make('supertuxkart:lighthouse', actors=N))"
             )
         height, width = (int(v) for v in frame_size)
         if height < 1 or width < 1:
@@ -184,7 +187,10 @@ class SuperTuxKartEnv(HostEnv):
         if track not in tracks:
             raise ValueError(f"unknown SuperTuxKart track {track!r}; race tracks: {', '.join(tracks)}")
         if _OPEN:
-            raise RuntimeError("a SuperTuxKart race is already open in this process (pystk2 runs one per process): close it, or run races in parallel as a game farm (envs_bridge.pool)")
+            raise RuntimeError(
+                "a SuperTuxKart race is already open in this process (pystk2 runs one per process): close it, "
+                "or run races in parallel as a game farm (envs_bridge.pool)"
+            )
         if _INITIALISED:
             raise RuntimeError(
                 "pystk2 was already initialised (and cleaned) in this process and cannot be initialised again "
@@ -214,7 +220,10 @@ class SuperTuxKartEnv(HostEnv):
         self.frames_per_step = int(frames_per_step)
         self.step_seconds = self.frames_per_step * round(pystk2.RaceConfig().step_size, 6)
         self.max_steps_in_episode = max(1, math.ceil(max_seconds / self.step_seconds - 1e-6))
-        self._actions = [pystk2.Action(acceleration=float(throttle), brake=bool(brake), steer=-float(steer)) for throttle, brake, steer in ACTIONS]
+        self._actions = [
+            pystk2.Action(acceleration=float(throttle), brake=bool(brake), steer=-float(steer))
+            for throttle, brake, steer in ACTIONS
+        ]
         self._seed = int(seed)
         self._done = False
 

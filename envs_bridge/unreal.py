@@ -332,7 +332,7 @@ class UnrealEnv(HostEnv):
         (keeping the shapes), is ``crashed``, and shows no objects."""
         shape = next((r[0].shape for r in results if r is not None), self.frame_shape)
         if shape is None:
-            raise GameCrashed(f"{self.name}: no game answered; faults: {self.faults[-len(results) :]}")
+            raise GameCrashed(f"{self.name}: no game answered; faults: {self.faults[-len(results):]}")
         self.frame_shape = tuple(shape)
         if self._last is None:
             self._last = [(np.zeros(shape, np.uint8), None)] * self.num_envs

@@ -118,7 +118,8 @@ def _jsonable(obj: Any) -> Any:
         if name is not None and "<lambda>" not in name and "<locals>" not in name:
             return f"{getattr(obj, '__module__', '')}.{name}"
     raise TypeError(
-        f"config_fingerprint: cannot fingerprint a value of type {type(obj).__name__} ({obj!r}); configs should hold numbers, strings, bools, None, tuples, dicts, enums and nested dataclasses"
+        f"config_fingerprint: cannot fingerprint a value of type {type(obj).__name__} ({obj!r}); "
+        "configs should hold numbers, strings, bools, None, tuples, dicts, enums and nested dataclasses"
     )
 
 
@@ -215,14 +216,20 @@ def _holds_fingerprint(directory: str, config_fingerprint: str) -> bool:
     config_path = os.path.join(directory, CONFIG_FILENAME)
     if not os.path.lexists(config_path):
         if steps := _saved_steps(directory):
-            raise ResumeRefused(f"checkpoint at {directory} holds checkpoints (steps {steps}) but no {CONFIG_FILENAME}, so its config cannot be checked; use another directory")
+            raise ResumeRefused(
+                f"checkpoint at {directory} holds checkpoints (steps {steps}) "
+                f"but no {CONFIG_FILENAME}, so its config cannot be checked; use another directory"
+            )
         return False
     try:
         with open(config_path) as f:
             payload = json.load(f)
         stored, version = payload["config_fingerprint"], payload.get("format", 1)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise ResumeRefused(f"checkpoint at {directory}: cannot read {CONFIG_FILENAME} ({_one_line(e)}), so its config cannot be checked; use another directory") from e
+        raise ResumeRefused(
+            f"checkpoint at {directory}: cannot read {CONFIG_FILENAME} ({_one_line(e)}), so its config "
+            "cannot be checked; use another directory"
+        ) from e
     if stored != config_fingerprint:
         raise ResumeRefused(
             f"checkpoint at {directory} was written for a different config: "
@@ -290,7 +297,9 @@ def _read_step(step: int, read: Callable[[], Any]) -> Any:
 
     def hook(unraisable: Any) -> None:
         code = getattr(unraisable.object, "cr_code", None)
-        if "orbax" in getattr(code, "co_filename", "") or (isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(unraisable.exc_value)):
+        if "orbax" in getattr(code, "co_filename", "") or (
+            isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(unraisable.exc_value)
+        ):
             return
         previous(unraisable)
 
@@ -427,7 +436,10 @@ class Checkpointer:
         step = int(step)
         latest = self.latest_step()
         if latest is not None and step <= latest:
-            raise ValueError(f"checkpoint at {self.directory}: cannot save step {step}, it is not after the latest saved step {latest}")
+            raise ValueError(
+                f"checkpoint at {self.directory}: cannot save step {step}, it is not after the latest "
+                f"saved step {latest}"
+            )
         leaves = _flat(state)
         if not leaves:
             raise ValueError("Checkpointer.save: the state has no leaves")
@@ -475,7 +487,9 @@ class Checkpointer:
         check_fingerprint(self.directory, self.config_fingerprint)
         steps = self.all_steps()
         if int(step) not in steps:
-            raise FileNotFoundError(f"checkpoint at {self.directory}: no checkpoint for step {step} (kept steps: {steps})")
+            raise FileNotFoundError(
+                f"checkpoint at {self.directory}: no checkpoint for step {step} (kept steps: {steps})"
+            )
         try:
             return self._restore_step(int(step), state_like)
         except _Damaged as e:
@@ -527,19 +541,20 @@ class Checkpointer:
             for e in damaged:
                 where = self._set_aside(e.step)
                 warnings.warn(
-                    f"checkpoint at {self.directory}: step {e.step} cannot be restored ({e.error}); moved it aside to {where} and restored step {step} instead",
+                    f"checkpoint at {self.directory}: step {e.step} cannot be restored ({e.error}); "
+                    f"moved it aside to {where} and restored step {step} instead",
                     stacklevel=stacklevel,
                 )
             if damaged:
                 self._manager.reload()
             return step, restored
         raise BadFile(
-            f"checkpoint at {self.directory}: no kept step can be restored (tried steps {[e.step for e in damaged]}: " + "; ".join(map(str, damaged)) + "); start the run again in another directory"
+            f"checkpoint at {self.directory}: no kept step can be restored (tried steps "
+            f"{[e.step for e in damaged]}: " + "; ".join(map(str, damaged)) + "); start the run again in another directory"
         )
 
     def _restore_step(self, step: int, state_like: PyTree) -> PyTree:
         """Checkpoint ``step`` into ``state_like``; raises :class:`_Damaged` when orbax cannot read it."""
-
         def read_metadata() -> tuple[dict, dict[str, str]]:
             metadata = self._manager.metadata(step)
             stored_impls = metadata.custom_metadata[_KEY_IMPLS]
@@ -590,7 +605,10 @@ class Checkpointer:
             if name in stored and tuple(stored[name].shape) != shape:
                 problems.append(f"{name}: shape {tuple(stored[name].shape)} in the checkpoint, {shape} in state_like")
         if problems:
-            raise ValueError(f"checkpoint at {self.directory}, step {step}, does not match state_like:\n  - " + "\n  - ".join(problems))
+            raise ValueError(
+                f"checkpoint at {self.directory}, step {step}, does not match state_like:\n  - "
+                + "\n  - ".join(problems)
+            )
 
     def close(self) -> None:
         """Releases orbax's resources; the directory stays as it is."""
@@ -603,7 +621,10 @@ class Checkpointer:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Checkpointer({self.directory!r}, fingerprint={self.config_fingerprint[:12]}..., max_to_keep={self.max_to_keep})"
+        return (
+            f"Checkpointer({self.directory!r}, fingerprint={self.config_fingerprint[:12]}..., "
+            f"max_to_keep={self.max_to_keep})"
+        )
 
 
 __all__ = ["CONFIG_FILENAME", "Checkpointer", "check_fingerprint", "config_fingerprint"]

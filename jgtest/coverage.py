@@ -95,7 +95,9 @@ def bucket_id(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
     """
     n = features.shape[-1]
     if num_buckets**n > _IGNORED:
-        raise ValueError(f"{num_buckets}**{n} bucket tuples do not fit int32 cell ids; use fewer buckets or features")
+        raise ValueError(
+            f"{num_buckets}**{n} bucket tuples do not fit int32 cell ids; use fewer buckets or features"
+        )
     idx = bucketize(features, low, high, num_buckets)
     strides = np.asarray([num_buckets ** (n - 1 - i) for i in range(n)], np.int32)
     return jnp.sum(idx * strides, axis=-1).astype(jnp.int32)

@@ -59,7 +59,9 @@ def kart_progress_reward(centering: jax.Array, delta_path_done: jax.Array, theta
     return jnp.where(jnp.abs(centering) > theta, -1.0, progress).astype(jnp.float32)
 
 
-def kart_performance_reward(centering: jax.Array, frame_time_ms: jax.Array, threshold_ms, theta, value: float = SLOW_FRAME_REWARD) -> jax.Array:
+def kart_performance_reward(
+    centering: jax.Array, frame_time_ms: jax.Array, threshold_ms, theta, value: float = SLOW_FRAME_REWARD
+) -> jax.Array:
     """RELINE's ``r_p`` (§4.1.2): ``value`` (10) when ``|centering| ≤ θ`` and the
     step's render time exceeds ``t``, else 0 (no reward far from the road)."""
     slow = (jnp.abs(centering) <= theta) & (frame_time_ms > threshold_ms)

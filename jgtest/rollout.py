@@ -61,7 +61,8 @@ def replay_trace(env, params, seed, env_index, episode, actions: jax.Array):
     return out
 
 
-def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=(), first_slot=0, with_transitions: bool = False):
+def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=(), first_slot=0,
+                  with_transitions: bool = False):
     """Plays one episode in each of ``num_episodes`` slots with the campaign's keys.
 
     Slot ``b`` (``first_slot + 0 … first_slot + E − 1``) plays episode 0 of run ``seed``: reset with

@@ -64,7 +64,8 @@ def test_existing_campaign_is_not_overwritten_silently(maze_run, capsys):
 
 def test_killed_campaign_keeps_every_record_written(tmp_path):
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "jgtest.cli", "run", "random", "--game", "BlockMaze-v0", "--out", str(out), "--envs", "8", "--steps", "10000000", "--chunk", "50", "--quiet"]
+    cmd = [sys.executable, "-m", "jgtest.cli", "run", "random", "--game", "BlockMaze-v0", "--out", str(out),
+           "--envs", "8", "--steps", "10000000", "--chunk", "50", "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120

@@ -33,7 +33,7 @@ def test_any_text_is_an_option_or_a_bad_input(text):
     except BadInput as error:
         assert "--game-arg" in str(error)
     else:
-        ((key, value),) = options.items()
+        (key, value), = options.items()
         assert text.startswith(key + "=")
 
 

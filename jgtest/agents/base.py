@@ -128,7 +128,9 @@ def build(
 
     def period(state, hparams=None):
         hparams = or_default(hparams, default_hparams)
-        state, step_metrics, eval_mean, eval_std = scan_then_evaluate(state, lambda s: step(s, hparams), steps_per_period, greedy, env, env_params, config.eval_episodes, max_steps)
+        state, step_metrics, eval_mean, eval_std = scan_then_evaluate(
+            state, lambda s: step(s, hparams), steps_per_period, greedy, env, env_params, config.eval_episodes, max_steps
+        )
         return state, {"eval_return_mean": eval_mean, "eval_return_std": eval_std, **summarize(state, step_metrics)}
 
     def train(key, hparams=None):

@@ -132,7 +132,6 @@ def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_
     Returns ``(obs, env_state, Transition [T, N], finished-episode sums [T])``
     (see :func:`finished_episodes`).
     """
-
     def body(carry, k):
         obs, env_state = carry
         k_act, k_step = jax.random.split(k)

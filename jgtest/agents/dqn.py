@@ -141,7 +141,9 @@ def make_agent(config: DQNConfig, game=None) -> Agent:
         conv_impl=config.conv_impl,
     )  # fmt: skip
     reset, step = batched(training_game(game, config), env_params)
-    buffer = fbx.make_item_buffer(max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True)
+    buffer = fbx.make_item_buffer(
+        max_length=config.buffer_size, min_length=config.batch_size, sample_batch_size=config.batch_size, add_batches=True
+    )
 
     def act(params, obs, key, hparams=None, timesteps=0):
         epsilon = epsilon_at(timesteps, base.or_default(hparams, DQNHyperparams()))

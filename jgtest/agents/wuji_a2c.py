@@ -183,7 +183,9 @@ class WujiA2C:
         ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
         action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(ep_keys, slots.t, log_p)
         next_reset = jax.vmap(lambda b, e: reset_key(episode_key(seed, b, e + 1)))(b_ids, slots.episode)
-        obs, state, reward, term, trunc, info = jax.vmap(lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr))(slots.state, action, ep_keys, slots.t, next_reset)
+        obs, state, reward, term, trunc, info = jax.vmap(
+            lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
+        )(slots.state, action, ep_keys, slots.t, next_reset)
         traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
         catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t, clock)
         cover, _ = self.cells.add(cover, info["telemetry"].cell)
@@ -202,7 +204,9 @@ class WujiA2C:
             logits, value = self.network.apply(variables, slots.obs)
             log_p = floored_log_probs(logits, hparams.min_action_prob)
             obs = slots.obs
-            slots, catch, cover, action, reward, term, trunc, info, ended, states = self._play_step(log_p, slots, catch, cover, env_params, seed, first_clock + k)
+            slots, catch, cover, action, reward, term, trunc, info, ended, states = self._play_step(
+                log_p, slots, catch, cover, env_params, seed, first_clock + k
+            )
             transition = Transition(
                 obs, action, reward, term, trunc, info["final_observation"], value,
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
@@ -210,7 +214,9 @@ class WujiA2C:
             done = term | trunc
             return (slots, catch, cover, ret_sum + jnp.sum(ended), ret_count + jnp.sum(done)), (transition, states)
 
-        (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.num_steps))
+        (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(
+            step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.num_steps)
+        )
         return slots, catch, cover, traj, states, ret_sum, ret_count
 
     def random_round(self, slots: Slots, env_params, seed) -> tuple[Slots, BugCatch, Covered]:
@@ -226,7 +232,9 @@ class WujiA2C:
             return (slots, catch, cover), states
 
         steps = self.config.updates_per_round * self.config.num_steps
-        (slots, catch, cells), states = jax.lax.scan(step, (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()), jnp.arange(steps))
+        (slots, catch, cells), states = jax.lax.scan(
+            step, (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()), jnp.arange(steps)
+        )
         return slots, catch, Covered(cells, states.reshape(self.config.updates_per_round, self.config.num_steps, *states.shape[1:]))
 
     def _update(self, learner: Learner, traj: Transition, hparams):
@@ -236,7 +244,9 @@ class WujiA2C:
         batch_stats = learner.variables["batch_stats"]
 
         def loss_fn(params):
-            (logits, value), updates = self.network.apply({"params": params, "batch_stats": batch_stats}, flat[0], train=True, mutable=["batch_stats"])
+            (logits, value), updates = self.network.apply(
+                {"params": params, "batch_stats": batch_stats}, flat[0], train=True, mutable=["batch_stats"]
+            )
             log_p = floored_log_probs(logits, hparams.min_action_prob)
             loss, _ = a2c_loss(log_p, value, flat[1], flat[2], flat[3], vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef)
             return loss, updates["batch_stats"]

@@ -190,7 +190,9 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray], against: 
             samples[name] = arr
     if len(samples) < 2:
         detail = f"; empty: {', '.join(repr(e) for e in empty)}" if empty else ""
-        raise ValueError(f"compare_groups needs at least 2 non-empty groups, got {len(samples)} of {len(groups)}{detail}")
+        raise ValueError(
+            f"compare_groups needs at least 2 non-empty groups, got {len(samples)} of {len(groups)}{detail}"
+        )
     names = list(samples)
     if against is None:
         pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
@@ -338,7 +340,10 @@ def at_least_n_table(bugs_per_episode: Sequence[Sequence[int]] | np.ndarray, num
         raise ValueError(f"bugs_per_episode[{m}, {e}] = {counts_arr[m, e]} is negative")
     if counts_arr.max() > k:
         m, e = np.unravel_index(int(np.argmax(counts_arr)), counts_arr.shape)
-        raise ValueError(f"bugs_per_episode[{m}, {e}] = {counts_arr[m, e]} > num_bugs = {k}: an episode found more bugs than the game has")
+        raise ValueError(
+            f"bugs_per_episode[{m}, {e}] = {counts_arr[m, e]} > num_bugs = {k}: "
+            "an episode found more bugs than the game has"
+        )
     num_models = counts_arr.shape[0]
     table: dict[int, dict[str, Any]] = {}
     for n in range(1, k + 1):

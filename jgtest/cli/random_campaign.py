@@ -17,7 +17,8 @@ def add_parser(methods) -> None:
     group = parser.add_argument_group("random options (on-device games)")
     group.add_argument("--envs", type=positive_int, default=None, help="parallel episode slots (default 256; on gym:…, copies of the game, default 1)")
     group.add_argument("--steps", type=positive_int, default=2000, help="steps per slot (default 2000)")
-    group.add_argument("--chunk", type=positive_int, default=None, help=f"steps per device call, a divisor of --steps (default: the largest divisor up to {DEFAULT_CHUNK})")
+    group.add_argument("--chunk", type=positive_int, default=None,
+                       help=f"steps per device call, a divisor of --steps (default: the largest divisor up to {DEFAULT_CHUNK})")
     host = parser.add_argument_group("random options (gym:…, ale:…, vizdoom:…; --episodes: episodes in all, default 16)")
     host.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="a Ray game farm of N actors, one copy each (default: in process)")
     park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")

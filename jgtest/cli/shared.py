@@ -31,7 +31,8 @@ def game_options(default_game: str) -> argparse.ArgumentParser:
     group = parser.add_argument_group("game options")
     group.add_argument("--game", default=default_game, help=f"registered game id (see `jgtest games`; default {default_game})")
     group.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
-    group.add_argument("--telemetry", default=None, metavar="MODULE:FUNCTION", help="gym:ENV_ID games: a function (obs, info, env) -> telemetry fields (position, cell, frame_time_ms, ...)")
+    group.add_argument("--telemetry", default=None, metavar="MODULE:FUNCTION",
+                       help="gym:ENV_ID games: a function (obs, info, env) -> telemetry fields (position, cell, frame_time_ms, ...)")
     return parser
 
 

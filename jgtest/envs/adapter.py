@@ -227,7 +227,9 @@ def _within(values, low, high) -> jax.Array:
 #: Craftax's invariants, the logical assertions its adapted games check: the intrinsics stay within
 #: the game's cap of 9; in Craftax-Classic, every inventory count too.
 CRAFTAX_ASSERTIONS = {
-    "health, food, drink and energy stay in [0, 9]": lambda obs, s, params: _within([s.player_health, s.player_food, s.player_drink, s.player_energy], 0, 9),
+    "health, food, drink and energy stay in [0, 9]": lambda obs, s, params: _within(
+        [s.player_health, s.player_food, s.player_drink, s.player_energy], 0, 9
+    ),
 }
 CRAFTAX_CLASSIC_ASSERTIONS = {
     **CRAFTAX_ASSERTIONS,

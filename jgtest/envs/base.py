@@ -153,15 +153,22 @@ class TestingEnv(environment.Environment):
         value = np.asarray(action)
         if isinstance(space, spaces.Discrete):
             if not np.issubdtype(value.dtype, np.integer):
-                raise ValueError(f"{self.name}: actions must be integers in [0, {space.n}), got dtype {value.dtype}")
+                raise ValueError(
+                    f"{self.name}: actions must be integers in [0, {space.n}), got dtype {value.dtype}"
+                )
             bad = (value < 0) | (value >= space.n)
             if np.any(bad):
-                raise ValueError(f"{self.name}: action {value[bad].ravel()[0]} is out of range; expected an integer in [0, {space.n})")
+                raise ValueError(
+                    f"{self.name}: action {value[bad].ravel()[0]} is out of range; "
+                    f"expected an integer in [0, {space.n})"
+                )
         elif isinstance(space, spaces.Box):
             low = np.broadcast_to(np.asarray(space.low), space.shape)
             high = np.broadcast_to(np.asarray(space.high), space.shape)
             if np.any(value < low) or np.any(value > high) or not np.all(np.isfinite(value)):
-                raise ValueError(f"{self.name}: action {value.tolist()} is outside [{low.tolist()}, {high.tolist()}]")
+                raise ValueError(
+                    f"{self.name}: action {value.tolist()} is outside [{low.tolist()}, {high.tolist()}]"
+                )
 
     def step(self, key, state, action, params=None):
         """Auto-resetting step (see the module docstring) after checking a concrete ``action``."""

@@ -164,6 +164,7 @@ class BlockMaze(TestingEnv):
     def num_actions(self) -> int:
         return 4
 
+
     def observation_space(self, params) -> spaces.Box:
         return spaces.Box(0.0, 1.0, (*self.map_shape, 3), jnp.float32)
 

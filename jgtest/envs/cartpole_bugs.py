@@ -70,7 +70,9 @@ class EnvParams(environment.EnvParams):
     theta_threshold_radians: float = 12 * 2 * 3.141592653589793 / 360
     x_threshold: float = 2.4
     max_steps_in_episode: int = 1000
-    bug_intervals: jax.Array = struct.field(default_factory=lambda: jnp.array([[-0.50, -0.45], [0.45, 0.50]], jnp.float32))
+    bug_intervals: jax.Array = struct.field(
+        default_factory=lambda: jnp.array([[-0.50, -0.45], [0.45, 0.50]], jnp.float32)
+    )
     base_frame_ms: float = 16.7
     frame_noise_ms: float = 0.5
     bug_delay_ms: float = 40.0
@@ -118,6 +120,7 @@ class CartPoleBugs(TestingEnv):
     def num_actions(self) -> int:
         return 2
 
+
     def observation_space(self, params: EnvParams) -> spaces.Box:
         high = jnp.array(
             [params.x_threshold * 2, jnp.finfo(jnp.float32).max, params.theta_threshold_radians * 2, jnp.finfo(jnp.float32).max],
@@ -127,7 +130,9 @@ class CartPoleBugs(TestingEnv):
 
     def reset_env(self, key, params: EnvParams):
         init = uniform(key, (4,), minval=-0.05, maxval=0.05)
-        state = EnvState(x=init[0], x_dot=init[1], theta=init[2], theta_dot=init[3], time=0, bugs_seen=jnp.zeros((2,), bool))
+        state = EnvState(
+            x=init[0], x_dot=init[1], theta=init[2], theta_dot=init[3], time=0, bugs_seen=jnp.zeros((2,), bool)
+        )
         return self.get_obs(state), state
 
     def step_env(self, key, state: EnvState, action, params: EnvParams):
@@ -139,7 +144,9 @@ class CartPoleBugs(TestingEnv):
         total_mass = _rounded(params.total_mass, zero)
         pml = params.polemass_length
         temp = (force + _rounded(pml * (state.theta_dot * state.theta_dot) * sintheta, zero)) / total_mass
-        thetaacc = (_rounded(params.gravity * sintheta, zero) - _rounded(costheta * temp, zero)) / _rounded(params.length * (4.0 / 3.0 - params.masspole * (costheta * costheta) / total_mass), zero)
+        thetaacc = (_rounded(params.gravity * sintheta, zero) - _rounded(costheta * temp, zero)) / _rounded(
+            params.length * (4.0 / 3.0 - params.masspole * (costheta * costheta) / total_mass), zero
+        )
         xacc = temp - pml * thetaacc * costheta / total_mass
         tau = params.tau
         new = state.replace(
@@ -171,7 +178,12 @@ class CartPoleBugs(TestingEnv):
         return jnp.stack([state.x, state.x_dot, state.theta, state.theta_dot]).astype(jnp.float32)
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return (state.x < -params.x_threshold) | (state.x > params.x_threshold) | (state.theta < -params.theta_threshold_radians) | (state.theta > params.theta_threshold_radians)
+        return (
+            (state.x < -params.x_threshold)
+            | (state.x > params.x_threshold)
+            | (state.theta < -params.theta_threshold_radians)
+            | (state.theta > params.theta_threshold_radians)
+        )
 
     def validate_params(self, params: EnvParams) -> None:
         super().validate_params(params)

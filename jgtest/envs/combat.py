@@ -305,6 +305,7 @@ class CombatArena(TestingEnv):
     def num_actions(self) -> int:
         return NUM_ACTIONS
 
+
     def observation_space(self, params) -> spaces.Box:
         high = np.ones((OBS_SIZE,), np.float32)
         high[4] = 2.0
@@ -360,7 +361,11 @@ class CombatArena(TestingEnv):
         skill_crash = is_skill & (dist0 == 0) & buffed  # under `if player.buff_time`: "will crash if distance == 0" (§V-D)
         skill_hit = is_skill & (dist0 > 0) & (dist0 <= params.skill_range)
         skill_dmg = params.skill_damage // jnp.maximum(dist0, 1)
-        damage = jnp.where(melee_hit, params.melee_damage, 0) + jnp.where(skill_hit, skill_dmg, 0) + jnp.where(is_dash & (dist <= 1), params.dash_damage, 0)
+        damage = (
+            jnp.where(melee_hit, params.melee_damage, 0)
+            + jnp.where(skill_hit, skill_dmg, 0)
+            + jnp.where(is_dash & (dist <= 1), params.dash_damage, 0)
+        )
         # Buffs (7-9) and heal (10).
         buff_id = action - BUFF_A
         is_buff = (action >= BUFF_A) & (action <= BUFF_C) & ready
@@ -368,7 +373,11 @@ class CombatArena(TestingEnv):
         is_heal = (action == HEAL) & ready
         healed = jnp.where(is_heal, jnp.clip(params.player_max_hp - state.player_hp, 0, params.heal_amount), 0)
         used = (action >= SKILL) & ready
-        lengths = jnp.stack([params.skill_cooldown, params.dash_cooldown] + [params.buff_cooldown] * NUM_BUFFS + [params.heal_cooldown]).astype(jnp.int32)
+        lengths = jnp.stack(
+            [params.skill_cooldown, params.dash_cooldown]
+            + [params.buff_cooldown] * NUM_BUFFS
+            + [params.heal_cooldown]
+        ).astype(jnp.int32)
         cooldowns = jnp.where(used & (jnp.arange(NUM_COOLDOWNS) == action - SKILL), lengths, cooldowns)
 
         # Stuck bug: arriving at the stuck cell with the given buff active.
@@ -404,7 +413,11 @@ class CombatArena(TestingEnv):
         lost = ~won & ~crashed & (player_hp <= 0)
 
         fired = jnp.concatenate([jnp.stack([skill_crash, stuck, boss_hit & (hurt < 0), death_crash]), late]) & ~state.bugs_seen
-        game_reward = (damage / params.boss_max_hp + jnp.where(won, params.win_bonus, 0.0) - jnp.where(lost, params.lose_penalty, 0.0)).astype(jnp.float32)
+        game_reward = (
+            damage / params.boss_max_hp
+            + jnp.where(won, params.win_bonus, 0.0)
+            - jnp.where(lost, params.lose_penalty, 0.0)
+        ).astype(jnp.float32)
 
         new_state = EnvState(
             player_pos=pos.astype(jnp.int32),
@@ -450,7 +463,11 @@ class CombatArena(TestingEnv):
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
         params = self.default_params if params is None else params
         scale = jnp.array([self.rows - 1, self.cols - 1], jnp.float32)
-        lengths = jnp.stack([params.skill_cooldown, params.dash_cooldown] + [params.buff_cooldown] * NUM_BUFFS + [params.heal_cooldown]).astype(jnp.float32)
+        lengths = jnp.stack(
+            [params.skill_cooldown, params.dash_cooldown]
+            + [params.buff_cooldown] * NUM_BUFFS
+            + [params.heal_cooldown]
+        ).astype(jnp.float32)
         obs = jnp.concatenate(
             [
                 state.player_pos / scale,
@@ -587,7 +604,9 @@ class CombatArena(TestingEnv):
             raise ValueError(f"{self.name}: stuck_buff must be 0, 1 or 2 (a reduction buff), got {stuck_buff}")
         atk_min, atk_max = int(np.asarray(params.boss_atk_min)), int(np.asarray(params.boss_atk_max))
         if atk_min < 0 or atk_max < atk_min:
-            raise ValueError(f"{self.name}: boss attack range [{atk_min}, {atk_max}] must satisfy 0 <= boss_atk_min <= boss_atk_max")
+            raise ValueError(
+                f"{self.name}: boss attack range [{atk_min}, {atk_max}] must satisfy 0 <= boss_atk_min <= boss_atk_max"
+            )
         for what in ("player_max_hp", "boss_max_hp", "boss_range", "skill_range", "dash_length", "buff_duration"):
             value = int(np.asarray(getattr(params, what)))
             if value < 1:

@@ -283,8 +283,7 @@ class Dungeon(TestingEnv):
                   "shrine_activated": activated, "player_hurt": hurt, "player_died": dead & ~state.dead}  # fmt: skip
         event_actor = jnp.select(
             [toggled, killed, on_item.any(), activated],
-            [jnp.asarray(self.actor_ids(SWITCH)[0]), killed_id, jnp.argmax(on_item), jnp.asarray(self.actor_ids(SHRINE)[0])],
-            -1,
+            [jnp.asarray(self.actor_ids(SWITCH)[0]), killed_id, jnp.argmax(on_item), jnp.asarray(self.actor_ids(SHRINE)[0])], -1,
         ).astype(jnp.int32)
         state = state.replace(
             actor_pos=actor_pos, alive=alive, pos=pos, facing=facing.astype(jnp.int32), health=health,

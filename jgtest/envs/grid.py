@@ -44,7 +44,9 @@ def grid_distances(walls: jax.Array, source: jax.Array) -> jax.Array:
 
     def relax(d):
         padded = jnp.pad(d, 1, constant_values=UNREACHABLE)
-        neighbours = jnp.stack([padded[:-2, 1:-1], padded[2:, 1:-1], padded[1:-1, 2:], padded[1:-1, :-2]])
+        neighbours = jnp.stack(
+            [padded[:-2, 1:-1], padded[2:, 1:-1], padded[1:-1, 2:], padded[1:-1, :-2]]
+        )
         best = jnp.minimum(d, jnp.min(neighbours, axis=0) + 1)
         return jnp.where(walls, UNREACHABLE, jnp.minimum(best, UNREACHABLE))
 

@@ -613,6 +613,7 @@ class KartTrack(TestingEnv):
     def num_actions(self) -> int:
         return len(ACTIONS)
 
+
     def observation_space(self, params) -> spaces.Box:
         low = np.array([0.0, -1.0, -1.0, -2.0] + [-1.0] * len(LOOK_AHEAD) + [-1.0, 0.0, 0.0, -1.0, -2.0], np.float32)
         high = np.array([1.0, 1.0, 1.0, 2.0] + [1.0] * len(LOOK_AHEAD) + [1.0, 1.0, 1.0, 1.0, 2.0], np.float32)
@@ -757,30 +758,16 @@ class KartTrack(TestingEnv):
         radius = np.asarray(params.heavy_radius)
         extra = np.asarray(params.heavy_ms)
         if pos.shape != (k, 2) or radius.shape != (k,) or extra.shape != (k,):
-            raise ValueError(f"{self.name}: heavy_pos, heavy_radius, heavy_ms must have shapes ({k}, 2), ({k},), ({k},); got {pos.shape}, {radius.shape}, {extra.shape}")
+            raise ValueError(
+                f"{self.name}: heavy_pos, heavy_radius, heavy_ms must have shapes ({k}, 2), ({k},), ({k},); "
+                f"got {pos.shape}, {radius.shape}, {extra.shape}"
+            )
         scalars = {
             name: float(np.asarray(getattr(params, name)))
             for name in (
-                "half_width",
-                "theta",
-                "progress_cap",
-                "finish_bonus",
-                "wall_offset",
-                "wall_speed_factor",
-                "dt",
-                "max_speed",
-                "accel",
-                "brake_decel",
-                "drag",
-                "offtrack_max_speed",
-                "offtrack_decel",
-                "max_curvature",
-                "max_yaw_rate",
-                "base_ms",
-                "scenery_ms",
-                "noise_ms",
-                "load_scale",
-                "load_offset_ms",
+                "half_width", "theta", "progress_cap", "finish_bonus", "wall_offset", "wall_speed_factor", "dt",
+                "max_speed", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel",
+                "max_curvature", "max_yaw_rate", "base_ms", "scenery_ms", "noise_ms", "load_scale", "load_offset_ms",
                 "threshold_ms",
             )
         }
@@ -790,7 +777,8 @@ class KartTrack(TestingEnv):
         for name in ("half_width", "theta", "wall_offset", "dt", "max_speed", "load_scale"):
             if scalars[name] <= 0:
                 raise ValueError(f"{self.name}: {name} must be positive, got {scalars[name]}")
-        for name in ("progress_cap", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel", "max_curvature", "max_yaw_rate", "base_ms", "scenery_ms", "noise_ms"):
+        for name in ("progress_cap", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel",
+                     "max_curvature", "max_yaw_rate", "base_ms", "scenery_ms", "noise_ms"):
             if scalars[name] < 0:
                 raise ValueError(f"{self.name}: {name} must be non-negative, got {scalars[name]}")
         if not 0.0 <= scalars["wall_speed_factor"] <= 1.0:
@@ -802,7 +790,9 @@ class KartTrack(TestingEnv):
             if not (np.isfinite(s) and 0.0 <= s < length):
                 raise ValueError(f"{self.name}: {where} is off the track: path_done must be in [0, {length:.2f})")
             if not (np.isfinite(c) and abs(c) <= wall):
-                raise ValueError(f"{self.name}: {where} is off the track: |centering| must be at most wall_offset={wall:g}")
+                raise ValueError(
+                    f"{self.name}: {where} is off the track: |centering| must be at most wall_offset={wall:g}"
+                )
             if not (np.isfinite(radius[i]) and radius[i] > 0):
                 raise ValueError(f"{self.name}: {where} has radius {radius[i]}; it must be positive")
             if not (np.isfinite(extra[i]) and extra[i] >= 0):
@@ -811,14 +801,19 @@ class KartTrack(TestingEnv):
         curvature = np.abs(np.asarray(params.track.curvature))
         min_radius = 1.0 / max(float(curvature.max()), 1e-9)
         if wall >= min_radius:
-            raise ValueError(f"{self.name}: wall_offset={wall:g} must be below the track's tightest radius {min_radius:.1f}")
+            raise ValueError(
+                f"{self.name}: wall_offset={wall:g} must be below the track's tightest radius {min_radius:.1f}"
+            )
         arcs = np.asarray(params.track.cum[:-1])
         probe = np.concatenate([arcs, arcs])
         offsets = np.concatenate([np.full_like(arcs, wall), np.full_like(arcs, -wall)])
         got = np.asarray(_check_projection(params.track, jnp.asarray(probe), jnp.asarray(offsets)))
         err = np.abs((got - probe + 0.5 * length) % length - 0.5 * length)
         if err.max() > 0.05 * length:
-            raise ValueError(f"{self.name}: wall_offset={wall:g} is too wide for this track: points on the barrier project onto another part of the centreline")
+            raise ValueError(
+                f"{self.name}: wall_offset={wall:g} is too wide for this track: points on the barrier "
+                "project onto another part of the centreline"
+            )
 
 
 @jax.jit

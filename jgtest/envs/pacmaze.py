@@ -245,6 +245,7 @@ class PacMaze(TestingEnv):
     def num_actions(self) -> int:
         return 5
 
+
     def observation_space(self, params) -> spaces.Box:
         rows, cols = self.map_shape
         return spaces.Box(0, 255, (rows * self.cell_px, cols * self.cell_px, 3), jnp.uint8)
@@ -286,7 +287,11 @@ class PacMaze(TestingEnv):
         # Gate bugs: entering a gate cell, first time per episode (RELINE §3.1.1).
         at_bug = jnp.all(params.bug_pos == pos, axis=-1) & moved
         fired = at_bug & ~state.bugs_seen
-        frame_ms = params.base_frame_ms + params.frame_noise_ms * jax.random.normal(k_frame) + params.bug_delay_ms * jnp.sum(fired)
+        frame_ms = (
+            params.base_frame_ms
+            + params.frame_noise_ms * jax.random.normal(k_frame)
+            + params.bug_delay_ms * jnp.sum(fired)
+        )
         frame_ms = jnp.maximum(frame_ms, 0.0)
 
         # Ghosts: no reversing except in dead ends; chase or wander.

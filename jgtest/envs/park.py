@@ -225,6 +225,7 @@ class ParkWorld(TestingEnv):
     def num_actions(self) -> int:
         return NUM_ACTIONS
 
+
     def observation_space(self, params) -> spaces.Box:
         res = self.camera.res
         return spaces.Box(0, 255, (res, res, 3), jnp.uint8)
@@ -316,17 +317,17 @@ class ParkWorld(TestingEnv):
         cell_rc = jnp.floor(state.pos).astype(jnp.int32)[::-1]
         info = {
             "objects": {
-                "id": jnp.where(ids >= 0, ids, -1),
-                "type": jnp.where(ids >= 0, params.ooi_type[safe], -1),
-                "bug": jnp.where(ids >= 0, params.ooi_bug[safe], -1),
-                "box": jnp.where((ids >= 0)[:, None], objects["box"], 0),
+                "id": jnp.where(ids >= 0, ids, -1), "type": jnp.where(ids >= 0, params.ooi_type[safe], -1),
+                "bug": jnp.where(ids >= 0, params.ooi_bug[safe], -1), "box": jnp.where((ids >= 0)[:, None], objects["box"], 0),
                 "pixels": objects["pixels"],
                 "visible": visible,
             },  # fmt: skip
             "od_box": jnp.where(visible[in_view], objects["box"][in_view], 0),
             "od_visible": visible[in_view],
             "on_path": self.path_mask[cell_rc[0], cell_rc[1]],
-            "telemetry": Telemetry.make(position=state.pos, cell=cell_rc[0] * self.size + cell_rc[1], bugs_fired=jnp.zeros((0,), bool), game_reward=0.0),
+            "telemetry": Telemetry.make(
+                position=state.pos, cell=cell_rc[0] * self.size + cell_rc[1], bugs_fired=jnp.zeros((0,), bool), game_reward=0.0
+            ),
         }
         return frame, info
 
@@ -387,3 +388,4 @@ class ParkWorld(TestingEnv):
         turn = float(np.asarray(params.turn_deg))
         if not 0 < turn <= 180:
             raise ValueError(f"{self.name}: turn_deg must be in (0, 180] degrees, got {turn}")
+

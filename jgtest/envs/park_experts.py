@@ -261,3 +261,4 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
         return {**out, "targets": targets if kind == "circle" else jnp.full((num,), -1, jnp.int32)}
 
     return run(params, key, targets, to_path)
+

@@ -79,7 +79,10 @@ def make(name: str, **kwargs) -> tuple[TestingEnv, object]:
     field_names = {f.name for f in dataclasses.fields(params)}
     unknown = sorted(set(kwargs) - ctor_names - field_names)
     if unknown:
-        raise ValueError(f"{name}: unknown option(s) {', '.join(unknown)}. Constructor options: {', '.join(sorted(ctor_names)) or 'none'}; params: {', '.join(sorted(field_names))}")
+        raise ValueError(
+            f"{name}: unknown option(s) {', '.join(unknown)}. Constructor options: "
+            f"{', '.join(sorted(ctor_names)) or 'none'}; params: {', '.join(sorted(field_names))}"
+        )
     overrides = {k: _like(name, k, getattr(params, k), v) for k, v in kwargs.items() if k in field_names and k not in ctor_names}
     params = params.replace(**overrides)
     env.validate_params(params)

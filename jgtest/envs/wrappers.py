@@ -200,7 +200,6 @@ def _map_final_observation(info: dict, transform) -> dict:
         return info
     return {**info, "final_observation": transform(info["final_observation"])}
 
-
 @struct.dataclass
 class FrameStackState:
     env_state: Any

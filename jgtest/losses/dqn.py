@@ -114,7 +114,9 @@ def polyak_update(target_params: PyTree, online_params: PyTree, tau: float | jax
     return optax.incremental_update(online_params, target_params, tau)
 
 
-def periodic_update(target_params: PyTree, online_params: PyTree, step: int | jax.Array, period: int | jax.Array) -> PyTree:
+def periodic_update(
+    target_params: PyTree, online_params: PyTree, step: int | jax.Array, period: int | jax.Array
+) -> PyTree:
     """Hard target update every ``period`` steps (``optax.periodic_update``).
 
     Mnih et al. (2015): the target network ``θ⁻`` is a copy of ``θ`` refreshed

@@ -9,7 +9,9 @@ import jax.numpy as jnp
 from jgtest.losses._common import as_weights, log_prob_of, weighted_mean
 
 
-def bc_loss(logits_t: jax.Array, a_t: jax.Array, mask_t: jax.Array | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
+def bc_loss(
+    logits_t: jax.Array, a_t: jax.Array, mask_t: jax.Array | None = None
+) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Behaviour cloning: masked mean cross-entropy of the policy to demonstrated actions.
 
     Pomerleau (1991), "Efficient training of artificial neural networks for

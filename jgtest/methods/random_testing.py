@@ -93,7 +93,9 @@ def make_chunk_fn(env, params, seed: int, num_envs: int, chunk_steps: int, cover
         ep_key = episode_key(seed, b, episode)
         action = env.action_space(params).sample(action_key(ep_key, t))
         next_reset = reset_key(episode_key(seed, b, episode + 1))
-        _, state, _, terminated, truncated, info = step_with_reset(env, params, state, action, step_key(ep_key, t), next_reset)
+        _, state, _, terminated, truncated, info = step_with_reset(
+            env, params, state, action, step_key(ep_key, t), next_reset
+        )
         done = terminated | truncated
         tel = info["telemetry"]
         out = (action, tel.bugs_fired, tel.cell, tel.position, done, episode, t)

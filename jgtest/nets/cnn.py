@@ -120,7 +120,10 @@ class CNNEncoder(nn.Module):
     @nn.compact
     def __call__(self, frames: jax.Array) -> jax.Array:
         if not len(self.channels) == len(self.kernels) == len(self.strides):
-            raise ValueError(f"CNNEncoder: channels, kernels and strides must have the same length, got {len(self.channels)}, {len(self.kernels)}, {len(self.strides)}")
+            raise ValueError(
+                f"CNNEncoder: channels, kernels and strides must have the same length, got "
+                f"{len(self.channels)}, {len(self.kernels)}, {len(self.strides)}"
+            )
         if self.padding not in ("VALID", "SAME"):
             raise ValueError(f"CNNEncoder: padding must be 'VALID' or 'SAME', got {self.padding!r}")
         if self.conv_impl not in CONV_IMPLS:
@@ -134,7 +137,10 @@ class CNNEncoder(nn.Module):
             else:
                 h, w = -(-h // s), -(-w // s)
         if h < 1 or w < 1:
-            raise ValueError(f"CNNEncoder: frames of shape {frames.shape[-3:]} are too small for these convolutions; use larger frames or padding='SAME'")
+            raise ValueError(
+                f"CNNEncoder: frames of shape {frames.shape[-3:]} are too small for these convolutions; "
+                "use larger frames or padding='SAME'"
+            )
         lead = frames.shape[:-3]
         x = frames_to_float(frames).reshape(-1, *frames.shape[-3:])
         init = dense_init(self.orthogonal_init, math.sqrt(2.0))

@@ -130,7 +130,6 @@ def make_runner(env, game, settings: RunSettings = RunSettings(), navigator: Cal
         pos = state.pos
         passable = game.passable(state, env)
         walk = walk_distances(passable, pos, positions)  # steps to stand beside (or on) each actor
-
         # 1. rules: "near" is a walking distance, so an actor behind a wall or the lava is not encountered
         def holds(kind, kind_type, value):
             near = (present & (types == kind_type) & (walk <= value)).any()
@@ -157,7 +156,9 @@ def make_runner(env, game, settings: RunSettings = RunSettings(), navigator: Cal
         turn_first = (action == env_jump) & (state.facing != facing)
         acting = arrived & (action >= 0) & ~turn_first
         node_finished = ~rule_on & arrived & (action < 0) & (agent.waited >= plan.node_wait[node])
-        env_action = jnp.select([arrived & turn_first & (action >= 0), acting, arrived | (move < 0)], [facing, action, game.WAIT], move).astype(jnp.int32)
+        env_action = jnp.select(
+            [arrived & turn_first & (action >= 0), acting, arrived | (move < 0)], [facing, action, game.WAIT], move
+        ).astype(jnp.int32)
         # teleport: to the free cell within the radius nearest the player
         h, w = passable.shape
         cells = jnp.stack(jnp.meshgrid(jnp.arange(h), jnp.arange(w), indexing="ij"), -1).reshape(-1, 2)

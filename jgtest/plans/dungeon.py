@@ -87,7 +87,6 @@ def teleport(state: game.EnvState, cell: jax.Array, facing: jax.Array) -> game.E
     """The player put at ``cell`` facing ``facing`` (the article's simplest navigation: "simply teleporting the player")."""
     return state.replace(pos=cell.astype(jnp.int32), facing=facing.astype(jnp.int32))
 
-
 #: Text to plan (:mod:`jgtest.plans.text`): the words a QA engineer may write for each action (``None``:
 #: only get there, e.g. "go to", "collect") and each actor type; spelling slips are matched fuzzily.
 ACTION_WORDS = {

@@ -91,7 +91,6 @@ class Plan:
 
     def to_dict(self) -> dict:
         """The JSON form (module docstring), defaults left out."""
-
         def compact(item) -> dict:
             defaults = {f.name: f.default for f in dataclasses.fields(item)}
             out = {}

@@ -32,12 +32,8 @@ HELD_OUT_SEED = 100_000
 _THREE_STEPS = [{"actor": "switch", "action": "interact"}, {"actor": "lava", "action": "jump"}, {"actor": "shrine", "action": "interact"}]
 SUITE = (
     {"game": "Dungeon-v0", "name": "complete the level", "nodes": _THREE_STEPS},
-    {
-        "game": "Dungeon-v0",
-        "name": "complete the level, attacking enemies",
-        "nodes": _THREE_STEPS,
-        "rules": [{"preconditions": [{"actor_near": "enemy", "distance": 3}], "priority": 1, "action": "attack"}],
-    },
+    {"game": "Dungeon-v0", "name": "complete the level, attacking enemies", "nodes": _THREE_STEPS,
+     "rules": [{"preconditions": [{"actor_near": "enemy", "distance": 3}], "priority": 1, "action": "attack"}]},
 )
 
 

@@ -81,7 +81,9 @@ def tests_map(m: park_map.ParkMap, ooi_pos: np.ndarray, outcomes, reachable: np.
         sel = outcomes == outcome
         ax.scatter(pos[sel, 0], pos[sel, 1], s=18, c=colour, edgecolors="none", label=f"{outcome} ({int(sel.sum())})")
     ax.scatter(pos[~reachable, 0], pos[~reachable, 1], s=60, facecolors="none", edgecolors="black", linewidths=0.8)
-    handles = ax.get_legend_handles_labels()[0] + [Line2D([], [], marker="o", ls="", mfc="none", mec="black", label=f"unreachable ({int((~reachable).sum())})")]
+    handles = ax.get_legend_handles_labels()[0] + [
+        Line2D([], [], marker="o", ls="", mfc="none", mec="black", label=f"unreachable ({int((~reachable).sum())})")
+    ]
     ax.legend(handles=handles, fontsize="small", loc="lower left")
     fig.tight_layout()
     return save_figure(fig, path)

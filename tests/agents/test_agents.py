@@ -67,7 +67,10 @@ def test_vmap_over_hyperparameters_sweeps_learning_rates():
     hparams = hparams.replace(learning_rate=jnp.array([0.0, 1e-3, 3e-3]))
     state, _ = jax.jit(jax.vmap(agent.train, in_axes=(None, 0)))(jax.random.key(1), hparams)
     init = agent.init(jax.random.key(1))
-    moved = [max(float(jnp.max(jnp.abs(a[i] - b))) for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(init.params))) for i in range(3)]
+    moved = [
+        max(float(jnp.max(jnp.abs(a[i] - b))) for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(init.params)))
+        for i in range(3)
+    ]
     assert moved[0] == 0.0 and 0.0 < moved[1] < moved[2]
 
 

@@ -38,35 +38,9 @@ def test_checkpoint_of_another_config_is_refused(tmp_path):
 
 def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
     out = tmp_path / "run"
-    args = [
-        "train",
-        "ppo",
-        "--game",
-        "CartPoleBugs-v0",
-        "--steps",
-        "256",
-        "--seeds",
-        "2",
-        "--out",
-        str(out),
-        "--quiet",
-        "--set",
-        "num_envs=2",
-        "--set",
-        "num_steps=16",
-        "--set",
-        "num_evals=4",
-        "--set",
-        "eval_episodes=2",
-        "--set",
-        "num_minibatches=2",
-        "--set",
-        "update_epochs=1",
-        "--hp",
-        "learning_rate=0.001",
-        "--hp",
-        "gamma=0.9",
-    ]
+    args = ["train", "ppo", "--game", "CartPoleBugs-v0", "--steps", "256", "--seeds", "2", "--out", str(out), "--quiet",
+            "--set", "num_envs=2", "--set", "num_steps=16", "--set", "num_evals=4", "--set", "eval_episodes=2",
+            "--set", "num_minibatches=2", "--set", "update_epochs=1", "--hp", "learning_rate=0.001", "--hp", "gamma=0.9"]
     assert main(args) == 0
     hparams = json.loads((out / "config.json").read_text())["hparams"]
     assert hparams["learning_rate"] == pytest.approx(0.001) and hparams["gamma"] == pytest.approx(0.9) and hparams["clip_eps"] == pytest.approx(0.2)
@@ -77,3 +51,5 @@ def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
     curves = json.loads((out / "curves.json").read_text())
     assert len(curves["env_steps"]) == 4 and (out / "curves.png").stat().st_size > 1000
     assert "final return" in capsys.readouterr().out
+
+

@@ -22,7 +22,9 @@ from envs_bridge import stk_assets
 from envs_bridge.stk_assets import DEBIAN_DATA, prepare_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
-needs_game = pytest.mark.skipif(importlib.util.find_spec("pystk2") is None, reason="pysupertuxkart2 (jgtest[bridges]) is not installed")
+needs_game = pytest.mark.skipif(
+    importlib.util.find_spec("pystk2") is None, reason="pysupertuxkart2 (jgtest[bridges]) is not installed"
+)
 
 
 # ----- the asset folder (no game needed) -------------------------------------------------------

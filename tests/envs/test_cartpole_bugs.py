@@ -53,7 +53,9 @@ def _rollout_fn(env):
     def rollout(start, actions, params):
         _, state = env.reset(jax.random.key(0), params)
         dtype = state.x.dtype
-        state = state.replace(x=start[0].astype(dtype), x_dot=start[1].astype(dtype), theta=start[2].astype(dtype), theta_dot=start[3].astype(dtype))
+        state = state.replace(
+            x=start[0].astype(dtype), x_dot=start[1].astype(dtype), theta=start[2].astype(dtype), theta_dot=start[3].astype(dtype)
+        )
 
         def body(state, xs):
             t, a = xs

@@ -402,3 +402,4 @@ def test_wujis_state_sees_buffs_on_or_off_not_their_timers_and_cooldowns():
     }
     same = lambda s: bool(jnp.all(states.hashes(ENV.get_obs(s, PARAMS)) == states.hashes(ENV.get_obs(base, PARAMS))))
     assert [name for name, s in variants.items() if same(s)] == ["timer", "cooldown", "facing"]
+

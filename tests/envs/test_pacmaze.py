@@ -88,7 +88,7 @@ def test_the_player_keeps_its_heading_until_a_wall_stops_it(state0):
     corner = state0.replace(pos=at(1, 1))
     (_, s, *_), (_, s2, *_) = play(corner, [UP, NOOP])  # walls up and left: it stops
     assert tuple(np.asarray(s.pos)) == (1, 1) and tuple(np.asarray(s2.pos)) == (1, 1)
-    ((_, s, *_),) = play(corner, [DOWN])
+    (_, s, *_), = play(corner, [DOWN])
     assert tuple(np.asarray(s.pos)) == (2, 1) and int(s.heading) == DOWN
 
 
@@ -104,13 +104,13 @@ def test_eating_a_dot_gives_one_and_removes_it(state0):
 
 def test_eating_the_last_dot_terminates(state0):
     only = jnp.zeros_like(state0.dots).at[19, 11].set(True)
-    ((_, _, reward, term, _),) = play(state0.replace(dots=only), [RIGHT])
+    (_, _, reward, term, _), = play(state0.replace(dots=only), [RIGHT])
     assert reward == 1.0 and term
 
 
 def test_ghost_collision_costs_a_life_and_resets_positions(state0):
     state = state0.replace(pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)))
-    ((_, s, _, term, tel),) = play(state, [RIGHT])
+    (_, s, _, term, tel), = play(state, [RIGHT])
     assert int(s.lives) == 2 and not term
     assert tuple(np.asarray(s.pos)) == START and int(s.heading) == LEFT
     np.testing.assert_array_equal(np.asarray(s.ghosts), np.asarray(QUIET.ghost_start))
@@ -125,13 +125,13 @@ def test_swapping_cells_with_a_ghost_is_a_collision(state0):
         ghosts=state0.ghosts.at[0].set(at(7, 2)),
         ghost_dir=state0.ghost_dir.at[0].set(LEFT),
     )
-    ((_, s, *_),) = play(state, [RIGHT], params)
+    (_, s, *_), = play(state, [RIGHT], params)
     assert int(s.lives) == 2 and tuple(np.asarray(s.pos)) == START
 
 
 def test_episode_terminates_at_zero_lives(state0):
     state = state0.replace(pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)), lives=jnp.int32(1))
-    ((_, s, _, term, _),) = play(state, [RIGHT])
+    (_, s, _, term, _), = play(state, [RIGHT])
     assert term
     assert int(s.lives) == 3 and int(s.time) == 0  # gymnax auto-reset
 
@@ -150,7 +150,7 @@ def test_pixels_show_player_ghosts_and_walls():
     assert (dot[1:3, 1:3] == DOT_RGB).all() and (dot[0] == FLOOR_RGB).all() and (dot[:, 3] == FLOOR_RGB).all()
     for g, (r, c) in enumerate(np.asarray(QUIET.ghost_start)):
         assert (cell(obs, r, c) == GHOST_RGB[g % 4]).all()
-    ((obs2, s, *_),) = play(state, [RIGHT])
+    (obs2, s, *_), = play(state, [RIGHT])
     obs2 = np.asarray(obs2)
     assert (cell(obs2, 19, 11) == PLAYER_RGB).all()
     assert not (cell(obs2, *START) == PLAYER_RGB).all(axis=-1).any()
@@ -181,7 +181,7 @@ def test_validate_params_refuses_bad_bug_positions():
 
 def test_moved_bug_fires_at_its_new_cell(state0):
     params = QUIET.replace(bug_pos=QUIET.bug_pos.at[3].set(at(19, 11)))
-    ((_, _, _, _, tel),) = play(state0, [RIGHT], params)
+    (_, _, _, _, tel), = play(state0, [RIGHT], params)
     np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, False, True])
     assert float(tel.frame_time_ms) == pytest.approx(56.7)
 
@@ -232,7 +232,9 @@ def test_random_agent_rarely_reaches_a_gate_like_relines():
         (_, alive, found, length, died), _ = jax.lax.scan(body, init, jax.random.split(k_run, horizon))
         return found.sum(), length, died, alive
 
-    n_found, length, died, alive = jax.device_get(jax.jit(jax.vmap(episode))(jax.random.split(jax.random.key(0), 2000)))
+    n_found, length, died, alive = jax.device_get(
+        jax.jit(jax.vmap(episode))(jax.random.split(jax.random.key(0), 2000))
+    )
     assert not alive.any() and died.all(), length.max()  # lost within the horizon, never truncated
     assert 80 < length.mean() < 200
     per_1000 = [(n_found >= n).sum() / 2 for n in (1, 2, 3, 4)]

@@ -35,7 +35,9 @@ def test_uniform_float32_matches_jax_uniform_in_law():
 def test_uniform_float64_is_jax_uniform_unchanged():
     with jax.enable_x64(True):
         key = jax.random.key(3)
-        np.testing.assert_array_equal(np.asarray(uniform(key, (4,), -0.05, 0.05)), np.asarray(jax.random.uniform(key, (4,), float, -0.05, 0.05)))
+        np.testing.assert_array_equal(
+            np.asarray(uniform(key, (4,), -0.05, 0.05)), np.asarray(jax.random.uniform(key, (4,), float, -0.05, 0.05))
+        )
 
 
 @pytest.mark.parametrize("name", ["CartPoleBugs-v0", "PacMaze-v0"])

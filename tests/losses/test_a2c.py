@@ -59,7 +59,6 @@ def test_gradient_step_raises_log_prob_of_positive_advantage_action_and_lowers_n
 def test_entropy_bonus_pushes_towards_uniform_and_masked_actions_stay_finite():
     logits = jnp.array([[2.0, 0.0, -jnp.inf]])  # third action masked out
     zeros = jnp.zeros(1)
-
     def loss_fn(lg):
         return a2c_loss(lg, zeros, jnp.array([0]), zeros, zeros, ent_coef=1.0)[0]
 

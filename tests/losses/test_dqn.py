@@ -47,7 +47,6 @@ def test_double_dqn_selects_with_online_and_evaluates_with_target():
 
 def test_gradient_only_reaches_the_taken_online_q_values():
     q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online = _batch()
-
     def loss_fn(q_tm1, q_t_target, q_t_online):
         return dqn_loss(q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online)[0]
 

@@ -96,7 +96,9 @@ def test_vmap_over_streams_and_hyperparameters_equals_single_calls():
         for b, j in zip(batched, jitted):
             np.testing.assert_allclose(b[i], j, rtol=1e-6, atol=1e-6)
     # time-major [T, N] batches
-    tm = jax.jit(jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1))(r.T, v.T, v_next.T, term.T, trunc.T, gammas[1], 0.9)
+    tm = jax.jit(jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1))(
+        r.T, v.T, v_next.T, term.T, trunc.T, gammas[1], 0.9
+    )
     single = gae_jit(r[1], v[1], v_next[1], term[1], trunc[1], gammas[1], 0.9)
     np.testing.assert_allclose(tm[0][:, 1], single[0], rtol=1e-6)
 

@@ -32,7 +32,9 @@ def test_leading_dims_are_merged_and_restored(encoder_and_params):
     enc, params = encoder_and_params
     apply = jax.jit(enc.apply)
     frames = jax.random.uniform(jax.random.key(5), (2, 3, H, W, 4))
-    np.testing.assert_allclose(apply(params, frames), apply(params, frames.reshape(6, H, W, 4)).reshape(2, 3, 32), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        apply(params, frames), apply(params, frames.reshape(6, H, W, 4)).reshape(2, 3, 32), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_nature_dqn_layers_on_84x84():

@@ -46,13 +46,13 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
     for section, _ in SECTIONS:
         assert f'<section id="{section}">' in page
     assert page.count("data:image/png;base64,") == 3  # the three plots, inlined
-    assert 'src="http' not in page and "<script" not in page  # self-contained, no scripts
+    assert "src=\"http" not in page and "<script" not in page  # self-contained, no scripts
     assert "\\u003cscript\\u003ealert(1)" in page  # config values are escaped
     # bugs by kind: 3 records of 2 distinct bugs, each with its replay command
-    assert '<td>stuck</td><td class="num">3</td><td class="num">2</td>' in page
+    assert "<td>stuck</td><td class=\"num\">3</td><td class=\"num\">2</td>" in page
     assert page.count("jgtest replay ") == 3 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
     # the comparison and the paper's ordering next to ours (the same ordering here, by construction)
-    assert '<td>ea_s+drl</td><td class="num">4</td>' in page
+    assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page
     # Wuji's seeds against each strategy's: Cliff's delta (Holm-corrected Mann-Whitney p), + where Wuji is higher
     against = {r["b"]: r for r in json.loads((wuji_like_run / "summary.json").read_text())["wuji_against_each"]["bugs_found"]}
     assert against["ea_s+drl"]["cliffs_delta"] == 1.0 and "Wuji vs it, bugs: Cliff" in page

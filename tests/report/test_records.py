@@ -64,15 +64,13 @@ def test_the_writer_cuts_a_torn_last_line_before_appending(tmp_path):
 
 def test_corrupt_middle_lines_are_skipped_and_named_the_others_stay_usable(tmp_path):
     path = tmp_path / "bugs.jsonl"
-    path.write_bytes(b"garbage\n" + _record().to_json().encode() + b'\n"caf\xe9"\n[1, 2]\n' + _record(bug_id=4).to_json().encode() + b"\n")
+    path.write_bytes(b"garbage\n" + _record().to_json().encode() + b"\n\"caf\xe9\"\n[1, 2]\n" + _record(bug_id=4).to_json().encode() + b"\n")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert read_bug_records(path) == [_record(), _record(bug_id=4)]
     messages = [str(w.message) for w in caught]
     assert [m.split(": skipping")[0].rsplit(":", 1)[1] for m in messages] == ["1", "3", "4"]
     assert "not JSON" in messages[0] and "not UTF-8" in messages[1] and "a bug record is a JSON object, got list" in messages[2]
-
-
 def test_bad_records_are_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
         _record(kind="segfault")

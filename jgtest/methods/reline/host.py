@@ -202,14 +202,15 @@ def _train(config, agent, model, dqn_config, hparams, key, seed, phases, game_op
         if ckpt.latest_step() is not None and stats is not None:
             obs = jax.ShapeDtypeStruct(spec.observation_space(spec_params).shape, np.float32)
             return trainer.network, ckpt.restore(jax.eval_shape(trainer.network.init, key, obs)), stats, None
-        reward = None if agent == "rl-baseline" else (lambda r, terminated, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
+        reward = None if agent == "rl-baseline" else (
+            lambda r, terminated, info: np.asarray(bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)))
         learning = config.evaluation == "training"
         episodes = package_train_episodes(config, agent) if learning else None
         state, stats = phases.run(f"train {agent} {model}", lambda report: host_loop.train_dqn(
             trainer, game, PIPELINE, hparams, key, dqn_config.total_timesteps, reward, seed=seed + 50_000, on_progress=report,
             max_episodes=episodes, on_bug=on_bug if learning else None))  # fmt: skip
     returns = stats["episode_return"]
-    counted = stats["episode_bugs_found"][-counted_episodes(config) :] if learning else None
+    counted = stats["episode_bugs_found"][-counted_episodes(config):] if learning else None
     summary = {"episodes": int(returns.size), "steps": int(state.timesteps),
                "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None,
                "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if returns.size else None,

@@ -104,7 +104,8 @@ def _at_budget_fractions(timelines: dict[str, list[np.ndarray]], budget: float, 
 
     return {
         (f"{budget * f:g}" if column == _SECONDS else str(int(budget * f))): {
-            s: {"bugs_found": _stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": _stats([at(t, budget * f, _STATES) for t in runs])} for s, runs in timelines.items()
+            s: {"bugs_found": _stats([at(t, budget * f, _BUGS) for t in runs]), "state_coverage": _stats([at(t, budget * f, _STATES) for t in runs])}
+            for s, runs in timelines.items()
         }
         for f in fractions
     }

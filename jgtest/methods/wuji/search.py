@@ -90,7 +90,6 @@ class Search:
                 jax.block_until_ready(self.survivors((variables, children, variables)[:candidates], (scores,) * candidates, multi))
         self._warm.add((strategy, population))
 
-
 def offspring(key, population, fitness, variation, layers):
     """Algorithm 1 on a stacked population: the children bred from ``fitness [P, M]``
     (:func:`jgtest.evo.breed`). A member's vector lists its ``layers`` in the order they compute,
