@@ -49,7 +49,10 @@ class OnPolicyConfig:
     def __post_init__(self):
         check_positive(self, "num_envs", "num_steps", "total_timesteps", "num_evals", "eval_episodes")
         if self.updates_per_eval < 1:
-            raise ValueError(f"total_timesteps={self.total_timesteps} is too small for {self.num_evals} evaluations of at least one update of {self.batch_size} steps")
+            raise ValueError(
+                f"total_timesteps={self.total_timesteps} is too small for {self.num_evals} evaluations of "
+                f"at least one update of {self.batch_size} steps"
+            )
 
     @property
     def batch_size(self) -> int:
@@ -111,14 +114,8 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
     num_actions = game.action_space(env_params).n
     obs_ndim = len(game.observation_space(env_params).shape)
     network = ActorCritic(
-        num_actions,
-        torso=config.torso,
-        hidden_sizes=config.hidden_sizes,
-        activation=config.activation,
-        obs_ndim=obs_ndim,
-        cnn_layers=config.cnn_layers,
-        cnn_dense=config.cnn_dense,
-        conv_impl=config.conv_impl,
+        num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim,
+        cnn_layers=config.cnn_layers, cnn_dense=config.cnn_dense, conv_impl=config.conv_impl,
     )
     reset, step = batched(training_game(game, config), env_params)
     learn = make_update(network)
@@ -150,7 +147,9 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
 
     def one_update(state: OnPolicyState, hparams):
         key, k_roll, k_upd = jax.random.split(state.key, 3)
-        obs, env_state, traj, episodes = collect_rollout(act, step, state.params, state.obs, state.env_state, k_roll, config.num_steps, config.num_envs)
+        obs, env_state, traj, episodes = collect_rollout(
+            act, step, state.params, state.obs, state.env_state, k_roll, config.num_steps, config.num_envs
+        )
         state, metrics = update(state, traj, k_upd, hparams)
         return state.replace(env_state=env_state, obs=obs, key=key), (metrics, jax.tree.map(jnp.sum, episodes))
 

@@ -57,12 +57,17 @@ class PPOConfig(OnPolicyConfig):
         super().__post_init__()
         check_positive(self, "update_epochs", "num_minibatches")
         if self.batch_size % self.num_minibatches:
-            raise ValueError(f"num_minibatches={self.num_minibatches} does not divide the batch of num_envs*num_steps={self.batch_size}")
+            raise ValueError(
+                f"num_minibatches={self.num_minibatches} does not divide the batch of "
+                f"num_envs*num_steps={self.batch_size}"
+            )
 
 
 def optimizer(hparams: PPOHyperparams):
     """Adam on clipped gradients (PureJaxRL's), AdamW with ``weight_decay``; the learning rate is applied by the update."""
-    return optax.chain(optax.clip_by_global_norm(hparams.max_grad_norm), optax.scale_by_adam(eps=1e-5), optax.add_decayed_weights(hparams.weight_decay))
+    return optax.chain(
+        optax.clip_by_global_norm(hparams.max_grad_norm), optax.scale_by_adam(eps=1e-5), optax.add_decayed_weights(hparams.weight_decay)
+    )
 
 
 def make_update(config: PPOConfig, network):

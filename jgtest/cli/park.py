@@ -28,7 +28,8 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
     group.add_argument("--episodes", type=positive_int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
     group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
     group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
-    group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth", help="objects from the renderer or PPGTA's trained detector (ppgta only)")
+    group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
+                       help="objects from the renderer or PPGTA's trained detector (ppgta only)")
     if explorer:
         group.add_argument("--explorer-from", default=None, metavar="RUN",
                            help="over unreal:…: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "

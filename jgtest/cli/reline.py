@@ -16,14 +16,11 @@ def add_parser(methods) -> None:
     group.add_argument("--quick", action="store_true", help="the small training budget (CPU)")
     group.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="on a bridged game: a Ray game farm of N actors (default: in process)")
     group.add_argument("--ray-address", default=None, help="with --actors: the Ray cluster to join ('auto' or host:port; default: start a local Ray)")
-    group.add_argument("--elites", choices=("percentile", "rank"), default="percentile", help="CartPole's CEM elites: the replication package's percentile cut (default) or the paper's best 11 of 16")
+    group.add_argument("--elites", choices=("percentile", "rank"), default="percentile",
+                       help="CartPole's CEM elites: the replication package's percentile cut (default) or the paper's best 11 of 16")
     group.add_argument("--elite-percentile", type=float, default=70.0, help="the percentile cut of --elites percentile, in (0, 100) (default 70)")
-    group.add_argument(
-        "--evaluation",
-        choices=("training", "frozen"),
-        default="training",
-        help="models keep learning through the episodes the tables count (the package's protocol, default) or are frozen first (the paper's text)",
-    )
+    group.add_argument("--evaluation", choices=("training", "frozen"), default="training",
+                       help="models keep learning through the episodes the tables count (the package's protocol, default) or are frozen first (the paper's text)")
     for flag, field in (("--threshold-episodes", "threshold_episodes"), ("--warmup-episodes", "warmup_episodes"), ("--replays", "replays")):
         group.add_argument(flag, type=positive_int, default=None, help=f"on a kart or a level: {field.replace('_', ' ')} (default: the paper's)")
     parser.set_defaults(func=run)

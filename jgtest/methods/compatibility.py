@@ -125,17 +125,8 @@ HOST_RANDOM_PREFIXES = ("gym:", "ale:", "vizdoom:")
 #: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
 PAGE = "docs/games.md"
 #: The bridged and adapted games the page lists beside the twins jgtest ships.
-BRIDGED_EXAMPLES = (
-    "ale:MsPacman",
-    "ale:Pong",
-    "ale:Enduro",
-    "supertuxkart:lighthouse",
-    "unreal:HOST:PORT",
-    "vizdoom:freedoom2/MAP01",
-    "gym:ENV_ID",
-    "gymnax:CartPole-v1",
-    "craftax:Craftax-Classic-Symbolic-v1",
-)
+BRIDGED_EXAMPLES = ("ale:MsPacman", "ale:Pong", "ale:Enduro", "supertuxkart:lighthouse", "unreal:HOST:PORT", "vizdoom:freedoom2/MAP01",
+                    "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
 
 
 def page() -> str:

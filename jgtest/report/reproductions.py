@@ -310,7 +310,8 @@ def reline_toy_sections(results: Results) -> list[str]:
             f"{len(pac_package['table1']['reline'])}: RELINE {medians(pac_package['table1'], 'reline')}, rl-baseline "
             f"{medians(pac_package['table1'], 'rl-baseline')}. Paper's text: {leads_sentence(pac['table1'])} "
             f"At `--quick`: {leads_sentence(pac_quick)}",
-            table1([("ours, package's protocol", pac_package["table1"]), ("ours, paper's text", pac["table1"]), ("ours, paper's text, `--quick`", pac_quick)]),  # fmt: skip
+            table1([("ours, package's protocol", pac_package["table1"]), ("ours, paper's text", pac["table1"]),
+                    ("ours, paper's text, `--quick`", pac_quick)]),  # fmt: skip
             "Package's protocol:",
             provenance("reline_pacmaze_package_table1.json", pac_package),
             "Paper's text, default budget:",
@@ -346,7 +347,8 @@ def reline_ale_section(results: Results) -> list[str]:
             f"{num(learned['flops_table'] / 1e15, 1)} PFLOP. This CPU takes {num(cost['seconds_per_10k_updates'])} s per 10k updates "
             f"(acting, stepping the game and learning), so the table is {num(learned['hours_table'])} hours here; the run resumes per "
             f"model, so it can be spread over several. {cost['gpu_note'][0].upper() + cost['gpu_note'][1:]}.",
-            provenance("reline_mspacman_budget.json", cost, Seeds=f"seed {cost['seed']}", Budget=f"{num(cost['timed_updates'])} updates timed after a warm-up"),
+            provenance("reline_mspacman_budget.json", cost, Seeds=f"seed {cost['seed']}",
+                       Budget=f"{num(cost['timed_updates'])} updates timed after a warm-up"),
         ),
         section(
             "Real Ms. Pac-Man (ALE), the paper's text, `--quick` (§3.2)",
@@ -392,7 +394,8 @@ def reline_kart_section(results: Results) -> str:
         "1,000 of 3,300 training episodes), ε to 0.01 over 150k steps. Runs 3 and 4, the paper's text, the protocol of our earlier "
         "figures: trained, then 1,000 episodes with the weights fixed. The agent with the most points: "
         f"{listing((label(m) for m in most), ' / ')} in ours, {label(paper_most)} in the paper.",
-        table(["agent", "low-FPS points, ours", "paper", "heavy spots covered, ours", "median confidence, ours", "paper"], [_points_row(a, runs, paper) for a in runs[0]["per_agent"]]),  # fmt: skip
+        table(["agent", "low-FPS points, ours", "paper", "heavy spots covered, ours", "median confidence, ours", "paper"],
+              [_points_row(a, runs, paper) for a in runs[0]["per_agent"]]),  # fmt: skip
         f"Threshold t: {listing((num(r['threshold_ms'], 2) + ' ms' for r in runs), ' / ')} on the twin's simulated frame times (paper {num(paper['threshold_ms'], 2)} ms). "
         f"A constant-action episode replayed {replay[0]['replays']} times: Spearman ρ min {listing((num(r['rho_min'], 2) for r in replay), ' / ')}, "
         f"median {listing((num(r['rho_median'], 2) for r in replay), ' / ')} (paper: min {num(paper['replay']['rho_min'], 2)}, median {num(paper['replay']['rho_median'], 2)}).",
@@ -545,9 +548,7 @@ def wuji_combat_sections(results: Results) -> list[str]:
     bugs30, states30 = thirty["wuji_against_each"]["bugs_found"][0], thirty["wuji_against_each"]["state_coverage"][0]
     return [
         claims_section(
-            "CombatArena against the paper's claims, earlier protocol",
-            combat,
-            WUJI_COMBAT_CLAIMS,
+            "CombatArena against the paper's claims, earlier protocol", combat, WUJI_COMBAT_CLAIMS,
             "The paper's combat games (L10, NSH) are commercial; ours is CombatArena-v0, a player with skills and buffs against a boss, "
             f"with {combat['bugs_total']} injected bugs, most of them reached only by fighting well. Whole runs, {steps_label(combat['budget_steps'])} env steps each.",
         ),  # fmt: skip
@@ -575,9 +576,7 @@ def wuji_maze_sections(results: Results) -> list[str]:
     maze = results[name]
     return [
         claims_section(
-            "Block Maze against the paper's claims, earlier protocol",
-            maze,
-            WUJI_MAZE_CLAIMS,
+            "Block Maze against the paper's claims, earlier protocol", maze, WUJI_MAZE_CLAIMS,
             "The paper's small game, its bugs and gold re-drawn per run. The paper found random competitive there, its small state "
             "space letting random play cover it (§V-B), and Wuji covering the most states in every game (§V-C).",
         ),
@@ -636,9 +635,7 @@ def wuji_nsh_sections(results: Results) -> list[str]:
                num(thirty["wall_s"][s] / thirty["seeds"])] for s in thirty["strategies"]]  # fmt: skip
     return [
         claims_section(
-            "NSHArena against the paper's claims",
-            nsh,
-            WUJI_COMBAT_CLAIMS,
+            "NSHArena against the paper's claims", nsh, WUJI_COMBAT_CLAIMS,
             "NSHArena-v0 is our NSH-sized combat scenario: three floors, 19 actions with setup → follow-up combos, five timed buffs, "
             f"a boss with three phases and {nsh['bugs_total']} bugs fixed where they were injected, a third near the start, a third on the "
             "damage path and a third off it, both gated on the boss's phase (its calibration with probe policies, fixed before any "
@@ -661,11 +658,8 @@ def wuji_nsh_sections(results: Results) -> list[str]:
         section(
             f"NSHArena, {thirty['seeds']} seeds of Wuji and the two that found the most bugs in ten",
             f"Wuji against {listing(label(s) for s in others)}, bugs found (Holm-corrected Mann–Whitney p over the two pairs, Cliff's δ "
-            "positive where Wuji tends higher): "
-            + "; ".join(
-                f"{label(s)} δ {signed(tests[s]['cliffs_delta'])} (p {pvalue(tests[s]['p_holm'])}), states δ {signed(states[s]['cliffs_delta'])} (p {pvalue(states[s]['p_holm'])})" for s in others
-            )
-            + ".",
+            "positive where Wuji tends higher): " + "; ".join(f"{label(s)} δ {signed(tests[s]['cliffs_delta'])} (p {pvalue(tests[s]['p_holm'])}), "
+            f"states δ {signed(states[s]['cliffs_delta'])} (p {pvalue(states[s]['p_holm'])})" for s in others) + ".",
             table(["strategy", "bugs, mean", "bugs, sd", "states, mean", "s a run"], rows30),
             reach_class_table(thirty),
             provenance(NSH_THIRTY, thirty),
@@ -800,13 +794,9 @@ def ppgta_verdicts(agents: dict, walker: float | None = None) -> list[str]:
 def park_probes_section(results: Results) -> str:
     data = results["park_probes.json"]
     paper, rows = data["paper"], []
-    targets = {
-        "random": ("9 ± 3", "17 ± 5", "—"),
-        "follower": ("≥ 192 (PPGTA's)", "—", "≥ 90% (PPGTA: 80%)"),
-        "walker": ("—", "—", "none: the bar a learned explorer passes once it walks"),
-        "demonstrator": ("—", "—", "none: what PPGTA's path demonstrations show"),
-    }
-
+    targets = {"random": ("9 ± 3", "17 ± 5", "—"), "follower": ("≥ 192 (PPGTA's)", "—", "≥ 90% (PPGTA: 80%)"),
+               "walker": ("—", "—", "none: the bar a learned explorer passes once it walks"),
+               "demonstrator": ("—", "—", "none: what PPGTA's path demonstrations show")}
     def seeds(probe: dict, key: str, fmt: Callable[[float], str] = num) -> str:
         return per_seed(probe["mean"][key], [r[key] for r in probe["runs"]], fmt, pct if fmt is pct else (lambda v: num(v, 1)))
 
@@ -821,26 +811,14 @@ def park_probes_section(results: Results) -> str:
         "the test trigger and budget) are set with two probes: the random agent must test what the paper's did "
         f"({num(paper['random']['ooi_tested_18'])} objects after 18 episodes, {num(paper['random']['ooi_tested_45'])} after 45), and the scripted "
         f"path follower PPGTA imitates must be able to do what PPGTA did ({num(paper['ppgta']['ooi_tested_18'])} objects by episode 18, "
-        "most of the pathway). Coverage counts the pathway cells a trace touches within half a pathway width. "
-        + verdict
-        + (
-            " A third probe, the walker (forward 60% of the steps, else uniform), has no target: it is the bar a learned explorer passes once it has learned to walk."
-            if "walker" in data["probes"]
-            else ""
-        )
-        + (
-            " A fourth, the demonstrator (the follower without its memory of the pathway walked, with the demonstrations' 10% of random "
-            "actions), is what PPGTA's path demonstrations show: the most its imitation policy starts from."
-            if "demonstrator" in data["probes"]
-            else ""
-        ),
+        "most of the pathway). Coverage counts the pathway cells a trace touches within half a pathway width. " + verdict
+        + (" A third probe, the walker (forward 60% of the steps, else uniform), has no target: it is the bar a learned explorer "
+           "passes once it has learned to walk." if "walker" in data["probes"] else "")
+        + (" A fourth, the demonstrator (the follower without its memory of the pathway walked, with the demonstrations' 10% of random "
+           "actions), is what PPGTA's path demonstrations show: the most its imitation policy starts from." if "demonstrator" in data["probes"] else ""),
         table(["probe", "OOIs tested after 18 episodes", "after 45", "reachable pathway covered after 45", "target at 18", "at 45", "coverage target"], rows),
-        provenance(
-            "park_probes.json",
-            data,
-            Seeds="; ".join(f"{agent} {listing(seeds)}" for agent, seeds in data["seeds"].items()),
-            Budget=f"{data['episodes']} episodes of {num(data['episode_steps'])} steps per seed",
-        ),
+        provenance("park_probes.json", data, Seeds="; ".join(f"{agent} {listing(seeds)}" for agent, seeds in data["seeds"].items()),
+                   Budget=f"{data['episodes']} episodes of {num(data['episode_steps'])} steps per seed"),
     )
 
 
@@ -864,9 +842,8 @@ def ppgta_compare_section(results: Results) -> str:
         "objects, by the JS divergence to the demonstrations under the paper's threshold (their validation mean) for PPGTA, by completing "
         "the scripted walk for the others; texture bugs: completed tests of bugged objects flagged by our texture oracle "
         "(precision / recall), beyond the paper.",
-        table(
-            ["agent", "reachable pathway covered after 45 episodes", "all pathway", "OOIs tested after 18 episodes", "after 45", "test success rate", "texture bugs found (oracle P / R)"], rows
-        ),  # fmt: skip
+        table(["agent", "reachable pathway covered after 45 episodes", "all pathway", "OOIs tested after 18 episodes", "after 45",
+               "test success rate", "texture bugs found (oracle P / R)"], rows),  # fmt: skip
         "\n".join(ppgta_verdicts(agents, walker)),
         provenance("ppgta_compare_45.json", data),
         f"The learned-detector row: {code(learned['command'])}." if learned is not None else "",
