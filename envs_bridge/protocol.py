@@ -27,6 +27,10 @@ RAM) may also offer it as a :class:`DeviceTelemetry` and a :meth:`HostEnv.step_r
 that skips it: the host loop then computes the telemetry inside its one jitted
 call a step, where it costs nothing on the host.
 
+A game that provides Wuji's state features (the ``state_features`` signal, Def. 3) reports them
+each step as ``info["features"]``, ``float32[N, F]``, with their ranges in
+:attr:`HostEnv.feature_bounds`.
+
 Games may add their own entries to ``info`` (``"ram"`` for Atari,
 ``"path_done"`` and ``"centering"`` for SuperTuxKart). Errors a game can raise
 are below: a dead or hung game is a :class:`GameCrashed` /
@@ -191,6 +195,9 @@ class HostEnv(abc.ABC):
     #: campaign's index of its game 0) and ``reset(seed, episode=E)`` starts its games at episode E,
     #: so that :func:`jgtest.host_loop.replay_record` plays a record's actions again.
     replayable: bool = False
+    #: ``(low, high)``, ``float32[F]`` each: the range of each state feature of ``info["features"]``,
+    #: set by a game that provides the ``state_features`` signal (module docstring).
+    feature_bounds: tuple[np.ndarray, np.ndarray] | None = None
     #: Set by a game that offers :meth:`step_raw` (module docstring).
     device_telemetry: DeviceTelemetry | None = None
     #: Steps at the start of each episode that the host loop plays with :attr:`noop_action` and does

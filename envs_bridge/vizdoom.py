@@ -22,6 +22,12 @@ What the bridge reads from the engine each step:
   (``info["objects"]``: one list per game);
 * **frame time**: the wall time of the engine's step, rendering included (``make_action``);
 * **state**: health, ammo, kills and items collected (``info["state"]``, ``float32[N, 4]``);
+* **state features** (Wuji's Def. 3): every game variable read, position and angle first
+  (``info["features"]``, ``float32[N, 7]``, :data:`VARIABLES`' order), in the ranges
+  :attr:`VizDoomEnv.feature_bounds`: the level's bounds, 0–360°, health 0–200 (Doom's cap, as for
+  the assertion below), ammunition 0–200 (a bullet's cap without a backpack; a scenario's weapons
+  hold less), kills and items 0–50 (more than a scenario holds; a level with more fills the top
+  interval). Our choices: the engine states no ranges;
 * **the level finished**: ``info["level_finished"]``, an episode that ended alive before the cap
   (a level's exit, a scenario's goal);
 * **crashes**: an engine that dies is restarted, and the step is a crash (bug 0);
@@ -62,10 +68,12 @@ PLAYER_HEIGHT = 56
 #: Every game variable read, by name: what an assertion's predicate receives.
 VARIABLES = ("POSITION_X", "POSITION_Y", "ANGLE", *STATE_VARIABLES)
 #: Doom's invariants, checked on every level: health is capped at 200 (a soul sphere's or a
-#: megasphere's; the engine's ``deh.MaxSoulsphere``), and the ammunition of the weapon in hand is a count.
+#: megasphere's; the engine's ``deh.MaxSoulsphere``), and the ammunition of the weapon in hand is a
+#: count, or −1, the engine's value for a weapon that uses none (the fist: ``my_way_home``'s and
+#: ``health_gathering``'s player is unarmed).
 DOOM_ASSERTIONS = {
     "health never above 200": lambda v: v["HEALTH"] <= 200,
-    "ammunition never negative": lambda v: v["SELECTED_WEAPON_AMMO"] >= 0,
+    "ammunition never negative": lambda v: v["SELECTED_WEAPON_AMMO"] >= -1,
 }
 
 
@@ -106,7 +114,7 @@ class VizDoomEnv(HostEnv):
     """
 
     #: Signals (:mod:`jgtest.signals`): the engine's position, the labels' objects, real frame times, crashes.
-    signals = frozenset({"cells", "position", "game_reward", "oracle_inputs", "rgb_frames", "objects", "frame_time"})
+    signals = frozenset({"cells", "position", "state_features", "game_reward", "oracle_inputs", "rgb_frames", "objects", "frame_time"})
     replayable = True
 
     def __init__(self, level: str, num_envs: int = 1, seed: int = 0, max_steps_in_episode: int = 2100, cell_size: int = 64, frame_skip: int = 4,
@@ -177,6 +185,8 @@ class VizDoomEnv(HostEnv):
             if sector.ceiling_height - sector.floor_height >= PLAYER_HEIGHT:
                 walkable |= _inside(centres, np.asarray([(line.x1, line.y1, line.x2, line.y2) for line in sector.lines], np.float64))
         self.walkable = walkable
+        low = np.array([self.bounds[0], self.bounds[1], 0, 0, 0, 0, 0], np.float32)
+        self.feature_bounds = (low, np.array([self.bounds[2], self.bounds[3], 360, 200, 200, 50, 50], np.float32))
 
     @property
     def bug_names(self) -> tuple[str, ...]:
@@ -254,7 +264,8 @@ class VizDoomEnv(HostEnv):
         broken = np.asarray([r["broken"] for r in rows], bool).reshape(self.num_envs, len(self._assertions)) & ~autoreset[:, None]
         fired = np.concatenate([crashed[:, None], stuck[:, None], broken], axis=1)
         telemetry = host_telemetry(position, self._cells(position), fired, reward, elapsed_ms, crashed)
-        info = {"telemetry": telemetry, "autoreset": autoreset, "angle": variables[:, 2], "state": variables[:, 3:], "objects": [r["objects"] for r in rows],
+        info = {"telemetry": telemetry, "autoreset": autoreset, "angle": variables[:, 2], "state": variables[:, 3:], "features": variables,
+                "objects": [r["objects"] for r in rows],
                 "level_finished": np.zeros(self.num_envs, bool) if finished is None else finished}  # fmt: skip
         return frames, info
 

@@ -237,9 +237,16 @@ class WujiA2C:
         )
         return slots, catch, Covered(cells, states.reshape(self.config.updates_per_round, self.config.num_steps, *states.shape[1:]))
 
-    def _update(self, learner: Learner, traj: Transition, hparams):
-        """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout."""
+    def update(self, learner: Learner, traj: Transition, hparams, valid: jax.Array | None = None):
+        """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout ``[T, B]``.
+
+        ``valid`` (``bool[T, B]``, host games): the rows that are transitions. A bridged game's step
+        after an episode's end only resets it (:mod:`envs_bridge.protocol`); such a row gets no
+        advantage and its value's target is its own value, so it moves neither head (its entropy
+        bonus stays: a policy's spread at a fresh episode's first observation)."""
         advantage, returns = advantages(self.network, learner.variables, traj, hparams)
+        if valid is not None:
+            advantage, returns = jnp.where(valid, advantage, 0.0), jnp.where(valid, returns, traj.value)
         flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), (traj.obs, traj.action, advantage, returns))
         batch_stats = learner.variables["batch_stats"]
 
@@ -272,11 +279,18 @@ class WujiA2C:
             learner, slots, catch, cover, ret_sum, ret_count = carry
             first_clock = u * self.config.num_steps
             slots, catch, cover, traj, states, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams, first_clock)
-            return (self._update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), states
+            return (self.update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), states
 
         (trained, slots, catch, cells, ret_sum, ret_count), states = jax.lax.scan(
             one, (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.updates_per_round)
         )
+        trained, mean = self.end_round(learner, trained, ret_sum, ret_count)
+        return trained, slots, catch, Covered(cells, states), mean
+
+    def end_round(self, learner: Learner, trained: Learner, ret_sum, ret_count) -> tuple[Learner, jax.Array]:
+        """The early stop after a round that took ``learner`` to ``trained``, whose finished episodes
+        returned ``ret_sum`` over ``ret_count`` of them: ``(trained with its stop updated, the round's
+        mean return, NaN if no episode finished)`` (:meth:`round`)."""
         mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
         improved = learner.active & (ret_count > 0) & (mean > learner.best)
         stale = jnp.where(improved, 0, learner.stale + (ret_count > 0))
@@ -287,4 +301,4 @@ class WujiA2C:
             rounds=rounds,
             active=learner.active & (stale < self.config.patience) & (rounds < self.config.max_rounds),
         )
-        return trained, slots, catch, Covered(cells, states), mean
+        return trained, mean

@@ -1,5 +1,6 @@
 """``jgtest run wuji``: Wuji's evolutionary multi-objective search with A2C, one strategy, several, or
-all seven compared (:mod:`jgtest.methods.wuji`)."""
+all seven compared (:mod:`jgtest.methods.wuji`), on device or, on a ViZDoom scenario
+(``vizdoom:basic``), with the games on the host (:mod:`jgtest.methods.wuji.host`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def add_parser(methods) -> None:
 
 def run(args) -> int:
     import jgtest
+    from jgtest.host_loop import is_host_game
     from jgtest.methods import wuji
     from jgtest.methods.wuji.campaign import prepare_campaign_dir
     from jgtest.methods.wuji.console import run_in_console
@@ -39,7 +41,8 @@ def run(args) -> int:
         )  # fmt: skip
         for strategy in strategies:
             wuji.WujiConfig(strategy=strategy)
-        wuji.check_game_kwargs(*jgtest.make(config.game, **dict(config.game_kwargs)), config.game_kwargs)
+        if not is_host_game(config.game):
+            wuji.check_game_kwargs(*jgtest.make(config.game, **dict(config.game_kwargs)), config.game_kwargs)
         check_seed(args.seed + args.seeds - 1, f"the last seed (--seed {args.seed} + --seeds {args.seeds} - 1)")
         out = prepare_campaign_dir(args.out, strategies, overwrite=args.overwrite, resume=args.resume)
     except ValueError as error:

@@ -81,7 +81,7 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
     elif method == "plan":
         if game != "Dungeon-v0":
             return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
-    elif is_host_game(game) and not (method == "random" and game.startswith(HOST_RANDOM_PREFIXES)):
+    elif is_host_game(game) and not (method == "random" and game.startswith(HOST_RANDOM_PREFIXES)) and method != "wuji":
         return "device games only", f"{method} runs on device games; {game} steps on the host"
     return None
 
@@ -125,7 +125,7 @@ HOST_RANDOM_PREFIXES = ("gym:", "ale:", "vizdoom:")
 #: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
 PAGE = "docs/games.md"
 #: The bridged and adapted games the page lists beside the twins jgtest ships.
-BRIDGED_EXAMPLES = ("ale:MsPacman", "ale:Pong", "ale:Enduro", "supertuxkart:lighthouse", "unreal:HOST:PORT", "vizdoom:freedoom2/MAP01",
+BRIDGED_EXAMPLES = ("ale:MsPacman", "ale:Pong", "ale:Enduro", "supertuxkart:lighthouse", "unreal:HOST:PORT", "vizdoom:basic", "vizdoom:freedoom2/MAP01",
                     "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
 
 

@@ -103,3 +103,11 @@ def test_walkable_area_and_map():
 def test_unknown_levels_list_the_known_ones():
     with pytest.raises(ValueError, match="unknown ViZDoom level 'nope'; levels: .*basic.*freedoom2/MAP01"):
         make("vizdoom:nope")
+
+
+def test_doom_assertions_hold_for_an_unarmed_player():
+    with make("vizdoom:health_gathering", num_envs=1, seed=0) as game:  # the player has no weapon: ammunition reads -1
+        game.reset(0)
+        steps = [game.step(np.array([2]))[4] for _ in range(20)]
+    assert all(s["state"][0, 1] == -1 for s in steps)
+    assert not np.any([s["telemetry"].bugs_fired[0, 2:] for s in steps])

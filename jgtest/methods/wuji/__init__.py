@@ -61,7 +61,8 @@ and σ are lost or absent in the paper (see :mod:`jgtest.evo.operators` and
 
 The package: :mod:`~jgtest.methods.wuji.config` (the strategies, :class:`WujiConfig`),
 :mod:`~jgtest.methods.wuji.search` (the jitted pieces), :mod:`~jgtest.methods.wuji.placements` (each
-run's bugs), :mod:`~jgtest.methods.wuji.device` (one run, :func:`run`),
+run's bugs), :mod:`~jgtest.methods.wuji.device` (one run, :func:`run`), :mod:`~jgtest.methods.wuji.host` (one run on a bridged game),
+:mod:`~jgtest.methods.wuji.bookkeeping` (what both kinds of run keep),
 :mod:`~jgtest.methods.wuji.campaign` (strategies × seeds, :func:`campaign`) and
 :mod:`~jgtest.methods.wuji.tables` (the console table).
 """

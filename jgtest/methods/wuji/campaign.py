@@ -12,6 +12,8 @@ import numpy as np
 
 from jgtest.analysis import compare_groups
 from jgtest.envs.registration import make
+from jgtest.host_loop import is_host_game
+from jgtest.methods.wuji import host
 from jgtest.methods.wuji.config import STRATEGIES, WujiConfig
 from jgtest.methods.wuji.device import run
 from jgtest.methods.wuji.placements import check_game_kwargs
@@ -21,7 +23,8 @@ from jgtest.seeds import check_seed
 def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] | None = None, seeds: int = 1,
              resume: bool = False, on_run: Callable[[str, int, int, int, int], None] | None = None) -> dict:  # fmt: skip
     """Runs ``config`` for each strategy (default: ``config.strategy`` alone) and seeds
-    ``config.seed … config.seed + seeds − 1``, each in ``out_dir/STRATEGY/seed-S``, with the same budget;
+    ``config.seed … config.seed + seeds − 1``, each in ``out_dir/STRATEGY/seed-S``, with the same budget
+    (on a bridged game, ``vizdoom:SCENARIO``, through :func:`jgtest.methods.wuji.host.run`);
     then writes ``out_dir/summary.json`` (per strategy: ``bugs_found``, ``state_coverage`` as mean, sd
     and per seed, ``bugs_total``, steps and time; with Wuji and another strategy, ``wuji_against_each``:
     for both measures, Wuji's seeds against each other strategy's, two-sided Mann-Whitney U with Holm's
@@ -42,18 +45,20 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     check_seed(config.seed + seeds - 1, f"the last seed (seed {config.seed} + seeds {seeds} - 1)")
-    check_game_kwargs(*make(config.game, **dict(config.game_kwargs)), config.game_kwargs)  # before any run starts
+    bridged = is_host_game(config.game)
+    if not bridged:
+        check_game_kwargs(*make(config.game, **dict(config.game_kwargs)), config.game_kwargs)  # before any run starts
+    run_one = host.run if bridged else run
     out_dir = Path(out_dir)
     results: dict[str, list[dict]] = {}
     for strategy in strategies:
         for seed in range(config.seed, config.seed + seeds):
             run_config = dataclasses.replace(config, strategy=strategy, seed=seed)
             report = None if on_run is None else (lambda g, n, b, s=strategy, k=seed: on_run(s, k, g, n, b))
-            summary = run(run_config, out_dir / strategy / f"seed-{seed}", on_generation=report, resume=resume)
+            summary = run_one(run_config, out_dir / strategy / f"seed-{seed}", on_generation=report, resume=resume)
             results.setdefault(strategy, []).append(summary)
     first = next(iter(results.values()))[0]
-    env = make(config.game, **dict(config.game_kwargs))[0]
-    reach = getattr(env, "reach_classes", None)
+    reach = None if bridged else getattr(make(config.game, **dict(config.game_kwargs))[0], "reach_classes", None)
     summary = {
         "method": "wuji", "game": config.game, "game_kwargs": dict(config.game_kwargs), "seeds": seeds, "generations": config.generations, "budget_s": config.budget_s,
         "budget_steps": config.budget_steps, "bugs_total": first["bugs_total"], "strategies": list(strategies),
@@ -63,7 +68,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         "env_steps": {s: _stats([r["env_steps"] for r in runs]) for s, runs in results.items()},
         "wall_s": {s: float(np.sum([r["wall_s"] for r in runs])) for s, runs in results.items()},
         "first_found_step": {s: [r["first_found_step"] for r in runs] for s, runs in results.items()},
-        "bug_kinds": list(env.bug_kinds), **({"reach_classes": list(reach)} if reach is not None else {}),
+        "bug_kinds": first["bug_kinds"], **({"reach_classes": list(reach)} if reach is not None else {}),
     }  # fmt: skip
     if "wuji" in results and len(results) > 1:
         summary["wuji_against_each"] = {m: compare_groups({s: summary[m][s]["per_seed"] for s in strategies}, against="wuji") for m in ("bugs_found", "state_coverage")}

@@ -9,7 +9,6 @@ import json
 import time
 import warnings
 from collections.abc import Callable
-from operator import itemgetter
 from pathlib import Path
 
 import jax
@@ -19,11 +18,11 @@ import numpy as np
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.coverage import DistinctStates
-from jgtest.evo import non_dominated_rank
-from jgtest.methods.wuji.config import EVOLVES, MULTI, TRAINS, WujiConfig
+from jgtest.methods.wuji.bookkeeping import Bookkeeper, budget_spent, front_json, members, next_generation, run_summary
+from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.placements import run_params
 from jgtest.methods.wuji.search import Search, shared_search
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
+from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
 
@@ -34,101 +33,6 @@ _STATES_FILE = "states.npy"
 #: long on NSHArena-v0 (1,100 generations in a 10M-step run): a checkpoint every generation more
 #: than doubled those runs. A killed run repeats at most this much work.
 CHECKPOINT_EVERY_S = 30.0
-
-
-class _Bookkeeper:
-    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states), bugs
-    over time, and the run's env-step clock.
-
-    **The clock and the budget cut.** Each device call steps its games in lockstep: a row of the
-    call is one step of every game still playing (an evaluation's policies × runs, a round's
-    learners × slots). A step's clock is the env steps played before the call plus those of the
-    call's rows up to and including its own, so a bug's ``env_step`` is when the run had played that
-    many game steps. With ``budget_steps``, a call counts only the rows that end within the budget:
-    the bugs, states and steps of the rows past it are dropped (a run's counted steps fall short of
-    the budget by less than one row), and the run stops there (:attr:`budget_reached`). The game's
-    cells (``cells_covered``) are an exception: an A2C round reports them for the whole round.
-    """
-
-    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict,
-                 timeline_path: Path, states: DistinctStates):  # fmt: skip
-        self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
-        self.found_at = np.array(progress["found_at"], np.float64)
-        self.found_step = np.array(progress["found_step"], np.int64)
-        self.visited = np.array(progress["visited"], bool)
-        self.states = states
-        self.env_steps = int(progress["env_steps"])
-        self.budget_reached = bool(progress["budget_reached"])
-        # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
-        # rows past the checkpoint (work a kill lost, to be done again) are dropped
-        lines = timeline_path.read_text().splitlines(keepends=True) if timeline_path.exists() else []
-        rows = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line: a kill mid-write
-        self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
-        timeline_path.write_text("".join(json.dumps(row) + "\n" for row in self.timeline))
-        self._timeline_path = timeline_path
-
-    def seen(self, bug: int) -> bool:
-        return not np.isnan(self.found_at[bug])
-
-    def _rows_within_budget(self, steps_per_row: np.ndarray) -> int:
-        """How many of a call's rows (``steps_per_row``, in order) end within the budget."""
-        if self.config.budget_steps is None:
-            return len(steps_per_row)
-        rows = int(np.searchsorted(np.cumsum(steps_per_row), self.config.budget_steps - self.env_steps, side="right"))
-        self.budget_reached |= rows < len(steps_per_row)
-        return rows
-
-    def played(self, out: dict, seeds: np.ndarray, phase: str) -> None:
-        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``); row ``t`` of the
-        call is step ``t`` of every episode still running."""
-        out = jax.device_get(out)
-        per_row = out["valid"].sum(axis=(0, 1))
-        valid = out["valid"] & (np.arange(per_row.size) < self._rows_within_budget(per_row))
-        clock = self.env_steps + np.cumsum(per_row)
-        self.env_steps += int(valid.sum())
-        self.visited[out["cell"][valid]] = True
-        self.states.add(out["states"], valid)
-        new = out["fired"] & valid[..., None] & np.isnan(self.found_at)
-        for p, b, t, bug in zip(*np.nonzero(new)):
-            if np.isnan(self.found_at[bug]):
-                self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase, int(clock[t]))
-        self._tick()
-
-    def caught(self, catch, cover, cells, seeds: np.ndarray, games: int, phase: str) -> None:
-        """Bugs a round of slot games caught (:class:`jgtest.rollout.BugCatch` per learner, or per
-        group of random slots) and what it covered (``cover``, a stacked
-        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``); ``games``: the slot games
-        of the call, which all step every row."""
-        catch, cover = jax.device_get((catch, cover))
-        states = cover.states.reshape(len(seeds), -1, *cover.states.shape[-2:])  # [P, rows, B, 2]
-        rows = self._rows_within_budget(np.full(states.shape[1], games))
-        before = self.env_steps
-        self.env_steps += rows * games
-        for p in range(len(seeds)):
-            self.visited[cells.members(jax.tree.map(itemgetter(p), cover.cells))] = True
-        self.states.add(states[:, :rows])
-        for p, bug in zip(*np.nonzero(catch.found & (catch.tick < rows) & np.isnan(self.found_at)[None])):
-            if np.isnan(self.found_at[bug]):
-                slot, episode, t = (int(v) for v in catch.where[p, bug])
-                step = before + (int(catch.tick[p, bug]) + 1) * games
-                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), phase, step)
-        self._tick()
-
-    def _record(self, bug, seed, slot, episode, t, actions, position, phase, env_step) -> None:
-        self.found_at[bug] = time.perf_counter() - self.start
-        self.found_step[bug] = env_step
-        self.writer.write(BugRecord(
-            kind=self.env.bug_kinds[bug], game=self.config.game, bug_id=int(bug), step=t, episode=episode, seed=seed,
-            env_index=slot, actions=tuple(int(a) for a in actions), game_kwargs=self.game_kwargs,
-            position=tuple(float(v) for v in position), wall_s=round(float(self.found_at[bug]), 3),
-            detail=f"{self.config.strategy} ({phase}): injected bug {bug} fired", env_step=env_step,
-        ))  # fmt: skip
-
-    def _tick(self) -> None:
-        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()), len(self.states))
-        self.timeline.append(row)
-        with self._timeline_path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
 
 
 def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None,
@@ -166,7 +70,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             progress = ckpt.restore(progress)
         start = time.perf_counter() - float(progress["elapsed_s"])
         states = DistinctStates(np.load(out_dir / _STATES_FILE) if resumed and (out_dir / _STATES_FILE).exists() else None)
-        book = _Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states)
+        book = Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states)
         for record in kept:  # records written after the last checkpoint stay, and are not written twice
             if not book.seen(record.bug_id):
                 book.found_at[record.bug_id] = record.wall_s
@@ -184,7 +88,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
         for generation in itertools.count(int(progress["generation"]) + 1):
             if config.generations is not None and generation > config.generations:
                 break
-            if _budget_spent(config, book):
+            if budget_spent(config, book):
                 break
             key, k_gen = jax.random.split(progress["key"])
             population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, members(config)
@@ -194,24 +98,23 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
                 population = _fine_tune(search, book, population, params, seeds.take(pop), config)
                 objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
             else:
-                population, objectives = _generation(search, book, population, objectives, params, k_gen, config, seeds.take)
+                population, objectives = next_generation(
+                    config, population, objectives, k_gen, lambda k, p, f: search.offspring(k, p, f, config.variation), search.survivors,
+                    lambda policies: _evaluate(search, book, policies, params, seeds.take(config.population), "evaluation"),
+                    lambda policies: _fine_tune(search, book, policies, params, seeds.take(config.population), config), lambda: budget_spent(config, book),
+                )  # fmt: skip
             progress.update(population=population, objectives=objectives, key=key, generation=generation)
-            last = (config.generations is not None and generation >= config.generations) or _budget_spent(config, book)
+            last = (config.generations is not None and generation >= config.generations) or budget_spent(config, book)
             if last or time.perf_counter() - saved_at >= CHECKPOINT_EVERY_S:
                 _save(ckpt, generation, progress, book, seeds, out_dir)
                 saved_at = time.perf_counter()
             if on_generation is not None:
                 on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
-    summary = _summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
+    summary = run_summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if config.strategy != "random":
-        (out_dir / "population.json").write_text(json.dumps(_front_json(np.asarray(progress["objectives"])), indent=2))
+        (out_dir / "population.json").write_text(json.dumps(front_json(np.asarray(progress["objectives"])), indent=2))
     return summary
-
-
-def members(config: WujiConfig) -> int:
-    """Policies (or random slot groups) a run keeps: ``config.population``, but one for ``drl``."""
-    return 1 if config.strategy == "drl" else config.population
 
 
 def _learner_config(config: WujiConfig) -> WujiA2CConfig:
@@ -258,7 +161,7 @@ class _SeedCounter:
         return seeds
 
 
-def _save(ckpt: Checkpointer, step: int, progress: dict, book: _Bookkeeper, seeds: _SeedCounter, out_dir: Path) -> None:
+def _save(ckpt: Checkpointer, step: int, progress: dict, book: Bookkeeper, seeds: _SeedCounter, out_dir: Path) -> None:
     """Checkpoints ``progress`` with the bookkeeping and the seed counter as they are now.
 
     The states covered, a set that grows without bound, go to ``states.npy`` (replaced atomically)
@@ -293,15 +196,9 @@ def _fine_tune(search, book, population, params, seeds, config):
         book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
-        if _budget_spent(config, book):
+        if budget_spent(config, book):
             break  # "maximum training time": the campaign's budget
     return learners.variables
-
-
-def _budget_spent(config: WujiConfig, book: _Bookkeeper) -> bool:
-    """The wall-clock or env-step budget is spent (checked between device calls)."""
-    out_of_time = config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
-    return out_of_time or book.budget_reached or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
 
 
 def _play_random(search, book, population, params, config):
@@ -312,52 +209,8 @@ def _play_random(search, book, population, params, config):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
         book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "random")
-        if _budget_spent(config, book):
+        if budget_spent(config, book):
             break
     return population
 
 
-def _generation(search, book, population, objectives, params, key, config, take_seeds):
-    """Algorithms 1–3: breed, (train,) evaluate, select."""
-    pop, multi = config.population, config.strategy in MULTI
-    children = search.offspring(key, population, objectives if multi else objectives[:, 1:], config.variation)
-    candidates = [population, children]
-    scores = [objectives, _evaluate(search, book, children, params, take_seeds(pop), "evaluation")]
-    if config.strategy in TRAINS and not _budget_spent(config, book):
-        trained = _fine_tune(search, book, children, params, take_seeds(pop), config)
-        if _budget_spent(config, book):  # the budget ended in training: nothing more is played or selected
-            return population, objectives
-        candidates.append(trained)
-        scores.append(_evaluate(search, book, trained, params, take_seeds(pop), "evaluation"))
-    return search.survivors(tuple(candidates), tuple(scores), multi)
-
-
-def _by_reach_class(env, found_step: np.ndarray) -> dict:
-    """``bugs_by_reach_class``: bugs found in each of the game's reach classes (``reach_classes``,
-    e.g. ``NSHArena-v0``'s), with each class's size; ``{}`` for a game without them."""
-    classes = getattr(env, "reach_classes", None)
-    if classes is None:
-        return {}
-    found = found_step >= 0
-    return {"bugs_by_reach_class": {c: {"found": int(sum(found[i] for i, k in enumerate(classes) if k == c)), "of": classes.count(c)}
-                                    for c in dict.fromkeys(classes)}}  # fmt: skip
-
-
-def _front_json(objectives: np.ndarray) -> dict:
-    ranks = np.asarray(non_dominated_rank(objectives))
-    return {"exploration": objectives[:, 0].tolist(), "winning": objectives[:, 1].tolist(), "front": ranks.tolist()}
-
-
-def _summary(config, env, book, generations, wall_s) -> dict:
-    found = ~np.isnan(book.found_at)
-    kinds = [env.bug_kinds[i] for i in np.flatnonzero(found)]
-    return {
-        "method": "wuji", "strategy": config.strategy, "game": config.game, "seed": config.seed,
-        "generations": generations, "bugs_found": int(found.sum()), "bugs_total": env.num_bugs,
-        "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
-        "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in book.found_at],
-        "first_found_step": [None if v < 0 else int(v) for v in book.found_step], "budget_steps": config.budget_steps,
-        **_by_reach_class(env, book.found_step),
-        "state_coverage": len(book.states), "cells_covered": int(book.visited.sum()), "cells_covered_fraction": float(book.visited.mean()),
-        "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
-    }  # fmt: skip
