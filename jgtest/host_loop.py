@@ -52,6 +52,8 @@ from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.types import Telemetry
 
 is_host_game = envs_bridge.is_host_game
+#: What a bridged game fails with (:class:`envs_bridge.protocol.BridgeError`): a crash, a hang, a bad frame.
+GameFault = envs_bridge.protocol.BridgeError
 
 
 def host_game_signals(name: str, options: dict) -> frozenset[str]:
@@ -59,12 +61,12 @@ def host_game_signals(name: str, options: dict) -> frozenset[str]:
     return frozenset(envs_bridge.game_class(name).declared_signals(name, options))
 
 
-def replay_host_record(record) -> np.ndarray:
+def replay_host_record(record, every_bug: bool = False) -> np.ndarray:
     """Plays a bridged game's bug record again, on one fresh game built as the campaign built it
     (``first_game`` its slot) and started at its episode: ``bool[T]``, whether its bug fired at each
-    of its actions. A low-FPS record's bug is its cell (RELINE's point): whether the replay is
-    there, its render time measured anew, not compared (render times vary from run to run; RELINE's
-    replay check says by how much).
+    of its actions (``every_bug``: ``bool[T, num_bugs]``, every bug's). A low-FPS record's bug is its
+    cell (RELINE's point): whether the replay is there, its render time measured anew, not compared
+    (render times vary from run to run; RELINE's replay check says by how much).
 
     Raises:
       ValueError: a game that does not start its episodes from a seed (:attr:`envs_bridge.protocol.HostEnv.replayable`).
@@ -77,7 +79,10 @@ def replay_host_record(record) -> np.ndarray:
         fired = []
         for action in record.actions:
             telemetry = game.step(np.asarray([action]))[4]["telemetry"]
-            fired.append(bool(telemetry.cell[0] == record.bug_id if at_point else telemetry.bugs_fired[0, record.bug_id]))
+            if every_bug:
+                fired.append(np.asarray(telemetry.bugs_fired[0], bool))
+            else:
+                fired.append(bool(telemetry.cell[0] == record.bug_id if at_point else telemetry.bugs_fired[0, record.bug_id]))
     return np.asarray(fired, bool)
 
 

@@ -17,7 +17,14 @@ Exit status:
 - 1: it ran, and its answer is no (``replay``: the bug did not fire again), or jgtest or a game
   failed unexpectedly (a short traceback; ``jgtest --debug ...`` shows the whole one);
 - 2: a mistake in what was given (an option, a file, a run directory): one line, ``error: ...``,
-  on stderr, and nothing written (:mod:`jgtest.errors`).
+  on stderr, and nothing written (:mod:`jgtest.errors`);
+- 3: a bridged game failed (it crashed, hung or sent a bad frame) in a way the campaign could not
+  turn into a bug record: one line, ``error: the game failed: ...``.
+
+``jgtest run`` exits 0 when it found nothing and also when it found bugs, unless
+``--fail-on-bugs`` makes bugs exit 1 (what a CI job that must fail on a bug wants). ``jgtest
+plan run|suite`` exits 1 when a plan fails, ``jgtest verify`` when a stored bug is still present
+or has changed.
 
 Warnings (a skipped damaged record line, a checkpoint step that could not be restored) print as
 one line each, ``warning: ...``, on stderr.
@@ -38,6 +45,8 @@ from jgtest.errors import UserError
 
 #: Exit status of a user mistake (as argparse gives a bad option).
 USAGE_ERROR = 2
+#: A campaign's bugs with ``--fail-on-bugs``; a bridged game's fault.
+BUGS_FOUND, GAME_FAULT = 1, 3
 #: Frames of an unexpected error's traceback shown without ``--debug`` (the innermost ones).
 SHORT_TRACEBACK = 3
 
@@ -123,6 +132,52 @@ def check_signals(args) -> None:
             raise fail(error) from None
 
 
+def finish_campaign(args) -> int:
+    """What every ``jgtest run`` does after its campaign: shrink its records (``--shrink``, before the
+    report, which shows the shrunk traces), write its JUnit file (``--junit``) and its report; the
+    number of distinct bugs it found (:mod:`jgtest.report.distinct`)."""
+    from jgtest.report.distinct import distinct_bugs
+    from jgtest.report.junit import campaign_junit
+    from jgtest.report.records import located_records
+
+    if args.shrink:
+        from jgtest.cli.records import print_shrunk
+        from jgtest.report.shrink import shrink_run
+
+        print_shrunk(shrink_run(args.out))
+    if args.junit:
+        name = f"jgtest run {args.method}" + (f" --game {args.game}" if getattr(args, "game", None) else "")
+        campaign_junit(args.out, args.junit, name, oracle_kinds(args))
+        print(f"wrote {args.junit}")
+    say_report(args.out)
+    return len(distinct_bugs([r for r, _, _ in located_records(args.out)]))
+
+
+def oracle_kinds(args) -> tuple[str, ...]:
+    """The oracles a campaign's game has (its bug kinds, in order): a twin's from the game, a bridged
+    game's from the run's summaries; none known otherwise (the JUnit file then lists the kinds found)."""
+    import json
+    from pathlib import Path
+
+    import jgtest
+
+    game = getattr(args, "game", None)
+    if game in jgtest.registered_games():
+        return tuple(jgtest.make(game)[0].bug_kinds)
+    kinds = [k for path in sorted(Path(args.out).rglob("summary.json")) for k in json.loads(path.read_text()).get("bug_kinds", [])]
+    return tuple(dict.fromkeys(kinds))
+
+
+def _is_game_fault(error: BaseException) -> bool:
+    """Whether ``error`` is a bridged game's fault (a crash, a hang, a bad frame) that a campaign did
+    not turn into a bug record: exit status 3."""
+    if not type(error).__module__.startswith("envs_bridge"):
+        return False
+    from jgtest.host_loop import GameFault
+
+    return isinstance(error, GameFault)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (module docstring)."""
     _single_threaded_eigen()
@@ -132,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             check_signals(args)
             code = args.func(args)
-            if args.command == "run":  # every campaign ends in its report
-                say_report(args.out)
+            if args.command == "run":
+                found = finish_campaign(args)
+                return BUGS_FOUND if args.fail_on_bugs and found else code
             return code
         except UserError as error:
             if args.debug:
@@ -143,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as error:
             if args.debug:
                 raise
+            if _is_game_fault(error):
+                print(f"error: the game failed: {_one_line(error)}", file=sys.stderr)
+                return GAME_FAULT
             traceback.print_exception(error, limit=-SHORT_TRACEBACK, chain=False)
             print("(the innermost frames; jgtest --debug ... shows the whole traceback)", file=sys.stderr)
             return 1

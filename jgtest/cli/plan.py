@@ -38,6 +38,7 @@ def add_parser(sub) -> None:
         cmd.add_argument("--seeds", type=int, default=4, help="runs per plan (seeds 0..N-1), vectorized")
         cmd.add_argument("--max-steps", type=int, default=200, help="a run's step budget")
         cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
+        cmd.add_argument("--junit", default=None, metavar="PATH", help="write JUnit XML: a test case per validation, a failure per distinct failure")
         cmd.set_defaults(func=_run_plans)
     text = commands.add_parser("from-text", help="a plan from QA-style instructions (one or more sentences per line)")
     text.add_argument("steps", help="a text file of instructions")
@@ -75,7 +76,8 @@ def _run_plans(args) -> int:
             raise BadFile(f"{folder}: no *.json plans")
     try:
         navigator = navigator_for(args.navigator, args.navigator_from)
-        passed = run_suite(paths, args.game, args.variant, args.seeds, args.max_steps, navigator, args.out, show_each=args.plan_command == "run")
+        passed = run_suite(paths, args.game, args.variant, args.seeds, args.max_steps, navigator, args.out, show_each=args.plan_command == "run",
+                           junit=args.junit, navigator_name=args.navigator)  # fmt: skip
     except ValueError as error:  # an unknown game or variant
         raise fail(error) from None
     return 0 if passed else 1

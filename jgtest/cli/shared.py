@@ -14,7 +14,8 @@ from jgtest.seeds import check_seed
 
 
 def common_options() -> argparse.ArgumentParser:
-    """The options of every ``jgtest run`` method: ``--out``, ``--seed``, ``--resume``, ``--overwrite``, ``--quiet``."""
+    """The options of every ``jgtest run`` method: ``--out``, ``--seed``, ``--resume``, ``--overwrite``, ``--quiet``, ``--shrink``,
+    ``--junit``, ``--fail-on-bugs``."""
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("shared options")
     group.add_argument("--out", required=True, type=out_path, help="run directory for bugs.jsonl, summary.json, config.json")
@@ -22,6 +23,10 @@ def common_options() -> argparse.ArgumentParser:
     group.add_argument("--resume", action="store_true", help="continue a killed campaign in --out from its checkpoints")
     group.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
     group.add_argument("--quiet", action="store_true", help="no progress bar")
+    group.add_argument("--shrink", action="store_true", help="shrink each bug record's trace to a minimal reproducer after the campaign (jgtest shrink)")
+    group.add_argument("--junit", type=out_path, default=None, metavar="PATH",
+                       help="write JUnit XML for a CI server: a test case per oracle, a failure per distinct bug with its replay command")
+    group.add_argument("--fail-on-bugs", action="store_true", help="exit with status 1 when the campaign found a bug (default: 0 either way)")
     return parser
 
 

@@ -42,48 +42,69 @@ def navigator_for(kind: str, navigator_from: str | Path | None = None):
     return learned_navigator(*load_navigator(navigator_from))
 
 
-def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
-              navigator=None, out: str | Path | None = None, show_each: bool = False) -> bool:  # fmt: skip
-    """Runs every plan of ``paths`` under seeds ``0..seeds-1`` on ``game``'s ``variant``, prints
-    each run's validation table (``show_each``) and the pass/fail table, writes ``out/report.json``
-    when ``out`` is given; whether every run passed.
+def plan_reports(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
+                 navigator=None) -> dict[str, list[dict]]:  # fmt: skip
+    """Every plan of ``paths`` run under seeds ``0..seeds-1`` on ``game``'s ``variant`` (one jitted
+    call): each plan file's runs' reports (:func:`jgtest.plans.report.run_report`).
 
     Raises:
       BadInput: ``seeds`` or ``max_steps`` below 1; a plan that does not fit its schema or does not
         compile (:class:`jgtest.plans.model.PlanError`).
-      BadFile: a plan file that cannot be read as JSON; ``out`` a file, or a folder that cannot be created.
+      BadFile: a plan file that cannot be read as JSON.
       ValueError: an unknown game or variant (:func:`jgtest.make`).
     """
     import jax
 
     import jgtest
     from jgtest.errors import BadInput
-    from jgtest.files import make_folder, write_text
     from jgtest.plans.agent import RunSettings, run_plans, scripted_navigator
     from jgtest.plans.compiled import stack_plans
     from jgtest.plans.model import plan_game
-    from jgtest.plans.report import run_report, validation_table
-    from jgtest.report.console import show
+    from jgtest.plans.report import run_report
 
     for flag, value in (("--seeds", seeds), ("--max-steps", max_steps)):
         if value < 1:
             raise BadInput(f"{flag} must be at least 1, got {value}")
     plans = load_plans(paths, game)
-    out = make_folder(out) if out else None
     env, params = jgtest.make(game, variant=variant)
     compiled = stack_plans(plans, env)
     keys = jax.vmap(jax.random.key)(jax.numpy.arange(seeds))
     agent, _ = run_plans(env, plan_game(game), params, compiled, keys, RunSettings(max_steps=max_steps), navigator=navigator or scripted_navigator)
     agent = jax.device_get(agent)
-    reports = {str(path): [run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(seeds)]
-               for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
+    return {str(path): [run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(seeds)]
+            for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
+
+
+def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
+              navigator=None, out: str | Path | None = None, show_each: bool = False, junit: str | Path | None = None,
+              navigator_name: str = "scripted") -> bool:  # fmt: skip
+    """Runs every plan of ``paths`` (:func:`plan_reports`), prints each run's validation table
+    (``show_each``) and the pass/fail table, writes ``out/report.json`` when ``out`` is given and
+    the JUnit file when ``junit`` is (:func:`jgtest.report.junit.plan_junit`); whether every run passed.
+
+    Raises:
+      BadFile: ``out`` a file, or a folder that cannot be created; and :func:`plan_reports`' errors.
+    """
+    from jgtest.files import make_folder, write_text
+    from jgtest.plans.report import validation_table
+    from jgtest.report.console import show
+
+    out = make_folder(out) if out else None
+    reports = plan_reports(paths, game, variant, seeds, max_steps, navigator)
     if show_each:
         for report in reports[str(paths[0])]:
             show(validation_table(report))
-    show(suite_table(reports, len(plans), seeds, game, variant))
+    show(suite_table(reports, len(paths), seeds, game, variant))
     if out:
-        write_text(out / "report.json", json.dumps({"game": game, "variant": variant, "seeds": seeds, "plans": reports}, indent=2))
+        settings = {"game": game, "variant": variant, "seeds": seeds, "max_steps": max_steps, "navigator": navigator_name}
+        write_text(out / "report.json", json.dumps({**settings, "plans": reports}, indent=2))
         print(f"wrote {out / 'report.json'}")
+    if junit:
+        from jgtest.report.junit import plan_junit
+
+        again = ["jgtest", "plan", "run", "--game", game, "--variant", variant, "--seeds", str(seeds), "--max-steps", str(max_steps)]
+        plan_junit(reports, junit, again)
+        print(f"wrote {junit}")
     return all(r["passed"] for runs in reports.values() for r in runs)
 
 

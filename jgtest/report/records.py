@@ -20,6 +20,7 @@ import json
 import math
 import numbers
 import os
+import shlex
 import warnings
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ class BugRecord:
       detail: free text from the oracle.
       env_step: the campaign's clock in game steps when it fired: every game step the run had
         played by then, this one included (``None`` where a method keeps no such clock).
+      trace_min: the shrunk reproducer (:mod:`jgtest.report.shrink`): actions from the same start
+        after which the same bug fires at the last; ``None`` until shrunk. Its length against
+        ``len(actions)`` is how much shrinking saved.
     """
 
     kind: str
@@ -68,6 +72,7 @@ class BugRecord:
     wall_s: float = 0.0
     detail: str = ""
     env_step: int | None = None
+    trace_min: tuple[int, ...] | None = None
 
     def __post_init__(self):
         if self.kind not in BUG_KINDS:
@@ -90,6 +95,8 @@ class BugRecord:
             raise BadInput(f"bug record wall_s must be a finite number, got {self.wall_s!r}")
         if not isinstance(self.game_kwargs, dict):
             raise BadInput(f"bug record game_kwargs must be an object, got {self.game_kwargs!r}")
+        if self.trace_min is not None and not (self.trace_min and all(_is_int(a) for a in self.trace_min)):
+            raise BadInput(f"bug record trace_min must be a non-empty list of integers or null, got {self.trace_min!r}")
         if self.env_step is not None and (not _is_int(self.env_step) or self.env_step < 1):
             raise BadInput(f"bug record env_step must be a positive integer or null, got {self.env_step!r}")
 
@@ -116,7 +123,11 @@ class BugRecord:
         for name in ("actions", "position"):
             if not isinstance(data.get(name, []), list):
                 raise BadInput(f"bug record {name} must be a list, got {data[name]!r}")
+        if not isinstance(data.get("trace_min") or [], list):
+            raise BadInput(f"bug record trace_min must be a list or null, got {data['trace_min']!r}")
         data["actions"] = tuple(data["actions"])
+        if data.get("trace_min") is not None:
+            data["trace_min"] = tuple(data["trace_min"])
         data["position"] = tuple(data.get("position", ()))
         return cls(**data)
 
@@ -214,6 +225,17 @@ def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
             torn = " (a torn last line)" if number == len(lines) else ""
             warnings.warn(f"{path}:{number}: skipping a line that is not a bug record{torn}: {error}", stacklevel=2)
     return records
+
+
+def located_records(run_dir: str | Path) -> list[tuple[BugRecord, Path, int]]:
+    """Every record of every ``bugs.jsonl`` in ``run_dir``, with its file and index (what ``jgtest
+    replay --index`` takes)."""
+    return [(r, path, i) for path in sorted(Path(run_dir).rglob("bugs.jsonl")) for i, r in enumerate(read_bug_records(path))]
+
+
+def replay_command(record: BugRecord, path: Path, index: int) -> str:
+    """The command that replays a record, its shrunk trace when it has one."""
+    return shlex.join(["jgtest", "replay", str(path), "--index", str(index), *(["--min"] if record.trace_min else [])])
 
 
 def records_to_resume(out_dir: str | os.PathLike, resume: bool) -> list[BugRecord]:

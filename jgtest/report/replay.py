@@ -57,7 +57,7 @@ def replay(record: BugRecord) -> ReplayResult:
             raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
         steps = tuple(int(s) for s in np.flatnonzero(fired))
         return ReplayResult(reproduced=bool(record.step < len(fired) and fired[record.step]), fired_at_steps=steps, record=record)
-    env, params, run = replayable(record, lambda: _game(record.game, tuple(sorted((k, hashable(v)) for k, v in record.game_kwargs.items()))))
+    env, params, run = replayable(record, lambda: _game(record.game, options_key(record.game_kwargs)))
     if record.bug_id >= env.num_bugs:
         raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
     actions = np.asarray(record.actions, np.int32)
@@ -91,3 +91,28 @@ def _game(name: str, options: tuple):
     ``replay(params, seed, slot, episode, actions)`` jitted: the stacked telemetry of the trace."""
     env, params = make(name, **dict(options))
     return env, params, jax.jit(lambda params, seed, slot, episode, actions: replay_trace(env, params, seed, slot, episode, actions)[0])
+
+
+@functools.lru_cache(maxsize=16)
+def batch_replayer(name: str, options: tuple):
+    """``(env, params, first_fires)`` of the game ``name`` built with ``options`` (``(name, value)``
+    pairs): ``first_fires(params, seeds [B], slots [B], episodes [B], traces [B, T], lengths [B])``,
+    jitted and vmapped over the traces, is ``int32[B, num_bugs]``: the first step at which each bug
+    fires in each trace, within its length and before its episode ends (−1: it does not). What the
+    shrinker (:mod:`jgtest.report.shrink`) and ``jgtest verify`` (:mod:`jgtest.report.verify`) replay
+    their traces with, many in one call."""
+    env, params = make(name, **dict(options))
+
+    def first_fires(params, seed, slot, episode, actions, length):
+        telemetry, terminated, truncated = replay_trace(env, params, seed, slot, episode, actions)
+        ended = terminated | truncated
+        live = (jnp.arange(actions.shape[0]) < length) & (jnp.cumsum(ended) - ended == 0)  # up to the episode's end
+        hit = telemetry.bugs_fired & live[:, None]
+        return jnp.where(hit.any(axis=0), jnp.argmax(hit, axis=0), -1)
+
+    return env, params, jax.jit(jax.vmap(first_fires, in_axes=(None, 0, 0, 0, 0, 0)))
+
+
+def options_key(options: dict) -> tuple:
+    """A game's options as the hashable key :func:`batch_replayer` caches on."""
+    return tuple(sorted((k, hashable(v)) for k, v in options.items()))

@@ -54,3 +54,17 @@ def telemetry_nan(obs, info, env):
 
 def telemetry_bad_cell(obs, info, env):
     return {"cell": 1e9}
+
+
+class BrokenScreen(Corridor):
+    """The corridor whose screen breaks: from cell 3 on, ``render()`` returns NaN pixels (a game fault
+    the bridge cannot turn into a bug record)."""
+
+    def render(self):
+        frame = super().render().astype(np.float32)
+        if self.x >= 3:
+            frame[0, 0] = np.nan
+        return frame
+
+
+gymnasium.register("TinyBrokenScreen-v0", entry_point=BrokenScreen, max_episode_steps=30)

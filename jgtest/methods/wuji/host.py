@@ -258,9 +258,9 @@ class HostPlayer:
                     break
                 learners = search.update(learners, *self._trajectory(steps))
             learners, _ = search.end_round(before, learners, jnp.asarray(ret_sum), jnp.asarray(ret_count))
+            self.book.tick()
             if self.spent() or not bool(np.asarray(learners.active).any()):
                 break
-        self.book.tick()
         return learners.variables
 
     def _trajectory(self, steps: list[tuple]) -> tuple[Transition, jax.Array]:
@@ -283,11 +283,14 @@ class HostPlayer:
         if self._random_obs is None:
             self._random_obs = self.games.start()
         settings, num_games = self.config.a2c, self.games.game.num_envs
-        for _ in range(settings.max_rounds * settings.updates_per_round * settings.num_steps):
-            self._step(self._random.integers(0, self.games.game.num_actions, num_games), None, "random")
+        for _ in range(settings.max_rounds):  # a round's steps, then a row of the timeline, as on device
+            for _ in range(settings.updates_per_round * settings.num_steps):
+                self._step(self._random.integers(0, self.games.game.num_actions, num_games), None, "random")
+                if self.spent():
+                    break
+            self.book.tick()
             if self.spent():
                 break
-        self.book.tick()
 
 
 def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None, resume: bool = False) -> dict:

@@ -1,0 +1,243 @@
+"""Shrinking a bug record's action trace to a minimal reproducer: delta debugging with replay as the oracle.
+
+A record's trace is every action of its episode up to the bug, often hundreds. :func:`ddmin` is
+Zeller and Hildebrandt's minimizing delta debugging ("Simplifying and Isolating
+Failure-Inducing Input", IEEE TSE 28(2), 2002, Fig. 5): split the trace into ``n`` chunks; if
+one chunk alone still reproduces the bug, keep it (``n = 2``); else if one chunk's complement does,
+keep that (``n = n − 1``); else double ``n``, until ``n`` exceeds the trace's length. The result is
+1-minimal: removing any single action loses the bug.
+
+The oracle (:class:`DeviceOracle`, :class:`HostOracle`) replays a candidate from the record's
+start, its seed, slot and episode (:func:`jgtest.rollout.replay_trace`): the reset is kept, only
+the actions shrink. A candidate reproduces the record when the same bug (its id, hence its kind)
+fires at one of its steps, before its episode ends. The shrunk trace stops at that first firing.
+
+* **On device** each round's candidates, all ``n`` chunks and all ``n`` complements, replay together
+  in one jitted, vmapped call (chunks of :data:`CANDIDATES_PER_CALL`, each padded to the episode
+  cap, so that a game compiles one function for every record). ddmin takes the first that
+  reproduces, in its order (chunks first), so the result is the one-at-a-time algorithm's.
+* **Bridged games** replay their candidates one after another on one fresh game each, and stop
+  when a time limit runs out, keeping the smallest trace that reproduced so far.
+
+:func:`shrink_record` returns the record with ``trace_min`` set; :func:`shrink_file` shrinks a
+``bugs.jsonl`` in place (``jgtest shrink``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from jgtest.errors import BadFile, BadInput
+from jgtest.files import read_bytes
+from jgtest.report.records import BugRecord, parse_bug_record
+from jgtest.report.replay import batch_replayer, options_key
+
+#: Candidates one device call replays (the last call of a round is padded to it).
+CANDIDATES_PER_CALL = 64
+
+
+def ddmin(length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray:
+    """The 1-minimal subset of ``range(length)`` (the kept actions' indices, ascending) that still
+    reproduces, by Zeller's ddmin (module docstring).
+
+    Args:
+      length: the trace's length; the whole trace must reproduce.
+      reproduces: whether each candidate (an ascending index array) reproduces the bug.
+      batched: ``True``: a round's candidates go to ``reproduces`` at once; ``False``: one at a
+        time, stopping at the first that reproduces (the same result, fewer replays, more calls).
+    """
+    kept = np.arange(length)
+    n = 2
+    while len(kept) >= 2:
+        chunks = np.array_split(kept, min(n, len(kept)))
+        candidates = [*chunks, *(np.setdiff1d(kept, c, assume_unique=True) for c in chunks)] if len(chunks) > 2 else list(chunks)
+        found = _first_reproducing(candidates, reproduces, batched)
+        if found is not None:
+            kept = candidates[found]
+            n = 2 if found < len(chunks) else max(n - 1, 2)
+        elif n < len(kept):
+            n = min(2 * n, len(kept))
+        else:
+            break
+    return kept
+
+
+def _first_reproducing(candidates: list[np.ndarray], reproduces, batched: bool) -> int | None:
+    """The index of the first candidate that reproduces, or ``None``."""
+    if batched:
+        hits = np.flatnonzero(np.asarray(reproduces(candidates), bool))
+        return int(hits[0]) if len(hits) else None
+    for i, candidate in enumerate(candidates):
+        if reproduces([candidate])[0]:
+            return i
+    return None
+
+
+class DeviceOracle:
+    """Replays candidates of one record of an on-device game, ``batch`` per jitted call.
+
+    ``__call__(candidates)`` (index arrays into the record's actions) says whether each reproduces
+    the record's bug; :meth:`first_fires` where each trace's bug first fires (``None``: it does not).
+    """
+
+    def __init__(self, record: BugRecord, batch: int = CANDIDATES_PER_CALL):
+        from jgtest.report.replay import replayable
+
+        self.record, self.batch = record, int(batch)
+        env, params, self._replay = replayable(record, lambda: batch_replayer(record.game, options_key(record.game_kwargs)))
+        if record.bug_id >= env.num_bugs:
+            raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
+        self._params = params
+        self._cap = max(len(record.actions), int(np.asarray(params.max_steps_in_episode)))
+        self._actions = np.asarray(record.actions, np.int32)
+        self.calls = 0
+
+    def first_fires(self, traces: Sequence[np.ndarray]) -> list[int | None]:
+        """The first step at which the bug fires in each trace (its episode still running), or ``None``."""
+        out: list[int | None] = []
+        for start in range(0, len(traces), self.batch):
+            part = traces[start : start + self.batch]
+            padded = np.zeros((self.batch, self._cap), np.int32)
+            lengths = np.zeros(self.batch, np.int32)
+            for i, trace in enumerate(part):
+                padded[i, : len(trace)], lengths[i] = trace, len(trace)
+            r = self.record
+            start_of = lambda value: jnp.full(self.batch, value, jnp.int32)  # every candidate from the record's start  # noqa: E731
+            fired = self._replay(self._params, jnp.full(self.batch, r.seed, jnp.uint32), start_of(r.env_index), start_of(r.episode),
+                                 jnp.asarray(padded), jnp.asarray(lengths))  # fmt: skip
+            self.calls += 1
+            out += [int(f) if f >= 0 else None for f in np.asarray(fired)[: len(part), r.bug_id]]
+        return out
+
+    def __call__(self, candidates: Sequence[np.ndarray]) -> list[bool]:
+        return [f is not None for f in self.first_fires([self._actions[c] for c in candidates])]
+
+    def first_fire(self, trace: np.ndarray) -> int | None:
+        return self.first_fires([trace])[0]
+
+
+class HostOracle:
+    """Replays candidates of one record of a bridged game, one after another on a fresh game each
+    (:func:`jgtest.host_loop.replay_host_record`), until ``time_limit_s`` runs out: a candidate
+    left untried counts as not reproducing."""
+
+    def __init__(self, record: BugRecord, time_limit_s: float = 60.0):
+        self.record, self._actions = record, np.asarray(record.actions, np.int32)
+        self._deadline = time.perf_counter() + float(time_limit_s)
+        self.calls = 0
+        self.timed_out = False
+
+    def first_fire(self, trace: np.ndarray) -> int | None:
+        from jgtest.host_loop import replay_host_record
+
+        if time.perf_counter() > self._deadline:
+            self.timed_out = True
+            return None
+        self.calls += 1
+        fired = replay_host_record(dataclasses.replace(self.record, actions=tuple(int(a) for a in trace), step=len(trace) - 1))
+        hits = np.flatnonzero(fired)
+        return int(hits[0]) if len(hits) else None
+
+    def __call__(self, candidates: Sequence[np.ndarray]) -> list[bool]:
+        return [self.first_fire(self._actions[c]) is not None for c in candidates]
+
+
+def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float = 60.0) -> BugRecord:
+    """``record`` with ``trace_min``: its actions shrunk by :func:`ddmin`, cut at the bug's first
+    firing (on a bridged game within ``time_limit_s``; ``batched``: a device round in one call per
+    :data:`CANDIDATES_PER_CALL` candidates, else one candidate a call).
+
+    Raises:
+      BadFile: the record cannot be replayed here (:func:`jgtest.report.replay.replay`'s reasons),
+        or its own trace does not reproduce its bug (a game that has changed: ``jgtest verify``).
+    """
+    from jgtest.host_loop import is_host_game
+
+    if record.bug_id < 0 or record.kind == "texture":
+        raise BadFile("only records of a bug the game reports (bug_id >= 0; not an object test's texture bug) can be shrunk")
+    oracle = HostOracle(record, time_limit_s) if is_host_game(record.game) else DeviceOracle(record, CANDIDATES_PER_CALL if batched else 1)
+    actions = np.asarray(record.actions, np.int32)
+    if oracle.first_fire(actions) is None:
+        raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) does not reproduce: nothing to shrink")
+    kept = ddmin(len(actions), oracle, batched=batched and not is_host_game(record.game))
+    trace = actions[kept]
+    fire = oracle.first_fire(trace)
+    trace = trace[: fire + 1] if fire is not None else actions  # a bridged game past its time limit keeps what it had
+    return dataclasses.replace(record, trace_min=tuple(int(a) for a in trace))
+
+
+def minimal(record: BugRecord) -> BugRecord:
+    """The record as its shrunk trace: ``trace_min`` as its actions, the bug at its last step."""
+    if record.trace_min is None:
+        raise ValueError("the record has no shrunk trace (trace_min)")
+    return dataclasses.replace(record, actions=record.trace_min, step=len(record.trace_min) - 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shrunk:
+    """One record shrunk in a file: where (its line, and its index among the file's records, as
+    ``jgtest replay --index`` takes it), and the trace's length before and after."""
+
+    path: str
+    line: int
+    index: int
+    record: BugRecord
+
+    @property
+    def lengths(self) -> tuple[int, int]:
+        return len(self.record.actions), len(self.record.trace_min)
+
+
+def shrink_file(path, index: int | None = None, batched: bool = True, time_limit_s: float = 60.0) -> list[Shrunk]:
+    """Shrinks the records of the ``bugs.jsonl`` at ``path`` (only the ``index``-th, 0-based, negative
+    from the end, when given) and writes each back in its line, with ``trace_min``; the other lines,
+    damaged ones included, stay as they were. The file is replaced atomically.
+
+    Raises:
+      BadFile: the file cannot be read or holds no record, or the ``index``-th record cannot be
+        shrunk (the message names its line; without ``index``, such a record is left as it is, with a
+        warning naming its line).
+      BadInput: ``index`` is out of range.
+    """
+    lines = read_bytes(path).decode("utf-8", errors="replace").split("\n")
+    parsed: list[tuple[int, int, BugRecord]] = []
+    for number, line in enumerate(lines):
+        if line.strip():
+            try:
+                parsed.append((number, len(parsed), parse_bug_record(line.encode())))
+            except BadInput as error:
+                warnings.warn(f"{path}:{number + 1}: left as it is, not a bug record: {error}", stacklevel=2)
+    if not parsed:
+        raise BadFile(f"{path} holds no bug records")
+    if index is not None:
+        if not -len(parsed) <= index < len(parsed):
+            raise BadInput(f"--index {index} is out of range; {path} holds {len(parsed)} records (0..{len(parsed) - 1})")
+        parsed = [parsed[index]]
+    done = []
+    for number, position, record in parsed:
+        try:
+            shrunk = shrink_record(record, batched=batched, time_limit_s=time_limit_s)
+        except BadFile as error:
+            if index is not None:
+                raise BadFile(f"{path}:{number + 1}: {error}") from None
+            warnings.warn(f"{path}:{number + 1}: not shrunk: {error}", stacklevel=2)
+            continue
+        lines[number] = shrunk.to_json()
+        done.append(Shrunk(str(path), number + 1, position, shrunk))
+    partial = Path(str(path) + ".partial")
+    partial.write_text("\n".join(lines), encoding="utf-8")
+    partial.replace(path)
+    return done
+
+
+def shrink_run(run_dir, batched: bool = True, time_limit_s: float = 60.0) -> list[Shrunk]:
+    """Shrinks every record of every ``bugs.jsonl`` in ``run_dir`` (a campaign's, or a comparison's
+    runs below it): what ``jgtest run --shrink`` does after the campaign."""
+    return [s for path in sorted(Path(run_dir).rglob("bugs.jsonl")) if path.stat().st_size for s in shrink_file(path, None, batched, time_limit_s)]

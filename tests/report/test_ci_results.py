@@ -1,0 +1,111 @@
+"""Results a CI server reads: JUnit XML that validates against the format's schema and parses with
+junitparser, the documented exit codes, and ``jgtest verify`` telling fixed bugs from present ones."""
+
+from pathlib import Path
+
+import pytest
+import xmlschema
+from junitparser import JUnitXml
+
+from jgtest.cli import main
+from jgtest.report.records import read_bug_records
+
+SCHEMA = xmlschema.XMLSchema(Path(__file__).resolve().parents[1] / "data" / "junit.xsd")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans" / "dungeon"
+#: Block Maze's bugs as placed by default, bug 2 moved to a floor cell no short episode reaches: the game with that bug fixed.
+BUG_2_MOVED = "bug_pos=[[1,3],[1,13],[14,13],[5,5],[5,14],[7,8],[9,3],[11,7],[13,14],[14,1]]"
+CAMPAIGN = ["run", "random", "--game", "BlockMaze-v0", "--envs", "16", "--steps", "200", "--quiet"]
+
+
+def _cases(path) -> dict:
+    SCHEMA.validate(str(path))
+    return {case.name: case for suite in JUnitXml.fromfile(str(path)) for case in suite}
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ci")
+    code = main([*CAMPAIGN, "--out", str(out / "run"), "--junit", str(out / "run.xml"), "--fail-on-bugs", "--shrink"])
+    return out, code
+
+
+def test_a_campaign_that_found_bugs_fails_the_build_and_says_how_to_replay_each(campaign):
+    out, code = campaign
+    assert code == 1  # --fail-on-bugs
+    records = read_bug_records(out / "run" / "bugs.jsonl")
+    cases = _cases(out / "run.xml")
+    assert list(cases) == ["oracle: logical"]  # Block Maze's bugs are all logical: one oracle
+    failures = [r for r in cases["oracle: logical"].result]
+    assert len(failures) == len({r.bug_id for r in records}) and len(failures) > 0  # one per distinct bug
+    assert all(f.text.startswith("jgtest replay ") and f.text.endswith("--min") for f in failures)
+    index = int(failures[0].text.split("--index ")[1].split()[0])
+    assert main(["replay", str(out / "run" / "bugs.jsonl"), "--index", str(index), "--min"]) == 0
+
+
+def test_bugs_do_not_fail_the_build_unless_asked(tmp_path):
+    assert main([*CAMPAIGN, "--out", str(tmp_path / "run")]) == 0
+
+
+def test_verify_says_which_bug_the_change_fixed(campaign, capsys):
+    out, _ = campaign
+    records = read_bug_records(out / "run" / "bugs.jsonl")
+    assert 2 in {r.bug_id for r in records}, "the campaign found bug 2"
+    capsys.readouterr()
+    code = main(["verify", str(out / "run"), "--game-arg", BUG_2_MOVED, "--junit", str(out / "verify.xml")])
+    assert code == 1  # some are still present
+    cases = _cases(out / "verify.xml")
+    fixed = {name for name, case in cases.items() if not case.result}
+    assert fixed and all(name.endswith("logical bug 2") for name in fixed)
+    assert all(case.result[0].type == "still present" for name, case in cases.items() if name not in fixed)
+    assert f"{len(cases) - len(fixed)} still present, 0 changed, {len(fixed)} fixed" in capsys.readouterr().out
+    assert main(["verify", str(out / "run" / "bugs.jsonl")]) == 1  # the game unchanged: nothing fixed
+
+
+def test_plan_runs_in_junit_and_verified_against_the_fixed_variant(tmp_path, capsys):
+    assert main(["plan", "suite", str(EXAMPLES), "--variant", "switch_out_of_reach", "--seeds", "2", "--out", str(tmp_path),
+                 "--junit", str(tmp_path / "plans.xml")]) == 1  # fmt: skip
+    cases = _cases(tmp_path / "plans.xml")
+    failing = [case for case in cases.values() if case.result]
+    assert failing and all("switch" in case.name for case in failing)  # the validation that failed: the switch's
+    assert all(f.text.startswith("jgtest plan run ") and "--variant switch_out_of_reach" in f.text for case in failing for f in case.result)
+    report = tmp_path / "report.json"
+    capsys.readouterr()
+    assert main(["verify", str(report), "--game-arg", 'variant="normal"', "--junit", str(tmp_path / "verify.xml")]) == 0
+    assert "0 still present, 0 changed, 6 fixed" in capsys.readouterr().out
+    assert all(not case.result for case in _cases(tmp_path / "verify.xml").values())
+    assert main(["verify", str(report)]) == 1
+    assert "6 still present" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ('{"kind": "logical", "game": "CartPoleBugs-v0", "bug_id": 7, "step": 0, "episode": 0, "seed": 0, "env_index": 0, "actions": [1]}',
+         "record 0: it names bug 7 but CartPoleBugs-v0 has 2 bugs"),
+        ('{"kind": "logical", "game": "BlockMaze-v0", "bug_id": 1, "step": 0, "episode": 0, "seed": 0, "env_index": 0, "actions": [9]}',
+         "record 0: the record of BlockMaze-v0"),
+    ],
+)
+def test_verify_names_a_record_it_cannot_replay(tmp_path, capsys, records, message):
+    path = tmp_path / "bugs.jsonl"
+    path.write_text(records + "\n")
+    assert main(["verify", str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_verify_skips_a_corrupt_line_by_number_and_verifies_the_rest(campaign, tmp_path, capsys):
+    out, _ = campaign
+    lines = (out / "run" / "bugs.jsonl").read_text().splitlines()
+    path = tmp_path / "bugs.jsonl"
+    path.write_text("\n".join([lines[0], "{torn", *lines[1:]]) + "\n")
+    with pytest.warns(UserWarning, match=r"bugs.jsonl:2: skipping a line"):
+        main(["verify", str(path)])
+    assert f"{len(lines)} still present" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore:.*RGB-array rendering")
+def test_a_game_fault_exits_3(tmp_path, capsys):
+    code = main(["run", "random", "--game", "gym:tests.bridges.tiny_gym:TinyBrokenScreen-v0", "--episodes", "4", "--out", str(tmp_path), "--quiet"])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "error: the game failed:" in err and "NaN" in err
