@@ -93,9 +93,10 @@ def verify_command(args) -> int:
     from pathlib import Path
 
     from jgtest.cli.shared import parse_key_values
+    from jgtest.plans.verify import verify_plan_report
     from jgtest.report.junit import verify_junit
     from jgtest.report.records import located_records, read_bug_records
-    from jgtest.report.verify import verify_plan_report, verify_records
+    from jgtest.report.verify import verify_records
 
     game_args = parse_key_values(args.game_arg)
     path = Path(args.records)

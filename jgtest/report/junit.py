@@ -82,7 +82,7 @@ def plan_junit(reports: dict[str, list[dict]], path: str | Path, command: Sequen
 
 def verify_junit(results: list, path: str | Path) -> None:
     """Writes ``jgtest verify``'s JUnit file: a case per stored bug, failing when it is still present
-    or changed (:class:`jgtest.report.verify.Verdict`, :class:`~jgtest.report.verify.PlanVerdict`)."""
+    or changed (:class:`jgtest.report.verify.Verdict`, :class:`jgtest.plans.verify.PlanVerdict`)."""
     suite = TestSuite("jgtest verify")
     for verdict in results:
         case = TestCase(verdict.case_name, classname="jgtest.verify")

@@ -11,13 +11,12 @@ Each record replays from its start (its seed, slot and episode), its shrunk trac
 On device the records of one game and options replay together, :data:`RECORDS_PER_CALL` a jitted
 vmapped call (:func:`jgtest.report.replay.batch_replayer`); a bridged game's replay one after
 another (:func:`jgtest.host_loop.replay_host_record`). Plan runs are verified by running their
-plans again (:func:`verify_plan_report`).
+plans again (:func:`jgtest.plans.verify.verify_plan_report`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -136,67 +135,3 @@ def _verify_host(record: BugRecord, path: Path, index: int, game_args: dict) -> 
     else:
         fires = np.array([int(np.argmax(column)) if column.any() else -1 for column in fired.T])
     return _verdict(record, path, index, fires)
-
-
-@dataclasses.dataclass(frozen=True)
-class PlanVerdict:
-    """A plan run that failed, run again against the game now: ``status`` (:data:`STATUSES`: its
-    failure again, another failure, or a pass) and both failures."""
-
-    plan: str
-    seed: int
-    status: str
-    failure: str
-    now: str | None
-    command: str
-
-    @property
-    def where(self) -> str:
-        return f"{Path(self.plan).name} seed {self.seed}"
-
-    @property
-    def case_name(self) -> str:
-        return f"{self.where}: {self.failure}"
-
-    def describe(self) -> str:
-        if self.status == "changed":
-            return f"{self.failure} -> now {self.now}"
-        return self.failure if self.status == "still present" else f"{self.failure} -> now passes"
-
-
-def verify_plan_report(path: str | Path, game_args: dict | None = None) -> list[PlanVerdict]:
-    """The failed runs of a plan run's ``report.json`` (``jgtest plan run|suite --out``), each plan run
-    again under the same seeds and settings, on the variant ``game_args`` names (default: the
-    report's).
-
-    Raises:
-      BadFile: the report cannot be read, is not a plan report, or names a plan file that is gone.
-    """
-    import json
-
-    from jgtest.files import read_bytes
-    from jgtest.plans.suite import plan_reports
-
-    try:
-        report = json.loads(read_bytes(path))
-        game, plans, seeds = report["game"], report["plans"], int(report["seeds"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise BadFile(f"{path}: not a plan run's report.json ({error})") from None
-    unknown = sorted(set(game_args or {}) - {"variant"})
-    if unknown:
-        from jgtest.errors import BadInput
-
-        raise BadInput(f"a plan run is verified against a --game-arg variant=...; {', '.join(unknown)} is not a plan run's setting")
-    variant = (game_args or {}).get("variant", report.get("variant", "normal"))
-    failed = [(plan, run) for plan, runs in plans.items() for run in runs if not run["passed"]]
-    missing = sorted({plan for plan, _ in failed if not Path(plan).exists()})
-    if missing:
-        raise BadFile(f"{path}: the plan file {missing[0]} is gone; run jgtest verify from where the plans were run")
-    now = plan_reports(sorted({Path(p) for p, _ in failed}), game, variant, seeds, int(report.get("max_steps", 200))) if failed else {}
-    verdicts = []
-    for plan, run in failed:
-        again = now[str(Path(plan))][run["seed"]]
-        status = "fixed" if again["passed"] else "still present" if again["failure"] == run["failure"] else "changed"
-        command = shlex.join(["jgtest", "plan", "run", plan, "--game", game, "--variant", variant, "--seeds", str(seeds)])
-        verdicts.append(PlanVerdict(plan, run["seed"], status, run["failure"], again["failure"], command))
-    return verdicts
