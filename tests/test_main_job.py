@@ -15,6 +15,7 @@ import pytest
 
 from jgtest.cli import main
 from jgtest.main_job import commands
+from jgtest.report.broken import MAX_VIEWS
 from jgtest.report.html import SECTIONS
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
@@ -46,6 +47,10 @@ def _check_report_in_browser(report: Path, screenshot: Path) -> None:
             element = browser.find_element(By.ID, section)
             assert element.find_element(By.TAG_NAME, "h2").text == heading
             assert 'class="empty"' not in element.get_attribute("innerHTML"), f"the main job left section {section} empty"
+        broken = browser.find_elements(By.TAG_NAME, "section")[0]  # the page opens on what is broken
+        assert broken.get_attribute("id") == "broken"
+        rows, views = broken.find_elements(By.CSS_SELECTOR, "table tr")[1:], broken.find_elements(By.TAG_NAME, "img")
+        assert rows and all("jgtest replay " in row.text for row in rows) and len(views) == min(len(rows), MAX_VIEWS)  # a view per distinct bug
         images = browser.find_elements(By.TAG_NAME, "img")
         assert len(images) >= 7 and all(browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in images)  # all decode
         assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000

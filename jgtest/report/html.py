@@ -7,7 +7,10 @@ main job's campaign of each method). The page is rendered with Jinja2
 resource, so it opens anywhere offline. Its sections (:data:`SECTIONS`), each always present
 (with a note where the run has nothing for it):
 
-- the configuration of every campaign (its ``config.json``, else its summary's settings);
+- what is broken: every distinct bug, where and when it fired, the records it gathered, its
+  reproducer's length before and after shrinking, the command that replays it, and a drawn view
+  of it (:mod:`jgtest.report.broken`);
+- the configuration of every campaign (its ``config.json``, else its summary's settings), each collapsed;
 - bugs by kind, and each record with the ``jgtest replay`` command that reproduces it;
 - coverage: the summaries' coverage figures and plots;
 - bugs-over-time curves; the Pareto front (Wuji's final populations);
@@ -32,9 +35,11 @@ from pathlib import Path
 
 from jgtest.errors import BadFile
 from jgtest.files import read_json
+from jgtest.report.broken import broken_section
 
 #: ``(id, heading)`` of the page's sections, in order.
 SECTIONS = (
+    ("broken", "What is broken"),
     ("config", "Configuration"),
     ("bugs", "Bugs by kind"),
     ("coverage", "Coverage"),
@@ -270,7 +275,7 @@ def render_report(run_dir: str | os.PathLike) -> str:
     return environment.get_template("report.html.j2").render(
         title=campaigns[0].summary.get("method", run_dir.name) if len(campaigns) == 1 else run_dir.name,
         run_dir=str(run_dir), written=datetime.datetime.now().isoformat(timespec="seconds"), sections=SECTIONS, headings=dict(SECTIONS), campaigns=campaigns,
-        bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
+        broken=broken_section(run_dir), bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
         over_time=figures.get("bugs-over-time", []), pareto=figures.get("pareto", []),
         fps={"table": _metric_table(campaigns, ("fps", "threshold", "_ms")), "figures": figures.get("fps", [])}, maps=figures.get("maps", []),
         plans=_plans(campaigns), comparison=_comparisons(campaigns), papers=_papers(campaigns),

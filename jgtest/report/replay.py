@@ -69,6 +69,22 @@ def replay(record: BugRecord) -> ReplayResult:
     return ReplayResult(reproduced=bool(fired[record.step]), fired_at_steps=steps, record=record)
 
 
+def replay_positions(record: BugRecord) -> np.ndarray:
+    """``float[T, D]``: the player's position after each action of the record's shortest reproducer
+    (``trace_min``, else its actions), replayed on the bare game (what the report draws).
+
+    Raises:
+      BadFile: the record cannot be replayed here (:func:`replayable`).
+    """
+    trace = np.asarray(record.trace_min or record.actions, np.int32)
+    env, params, run = replayable(dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
+                                  lambda: _game(record.game, options_key(record.game_kwargs)))  # fmt: skip
+    padded = np.zeros(max(len(trace), int(np.asarray(params.max_steps_in_episode))), np.int32)
+    padded[: len(trace)] = trace
+    telemetry = run(params, record.seed, record.env_index, record.episode, jnp.asarray(padded))
+    return np.asarray(telemetry.position[: len(trace)], np.float64)
+
+
 def replayable(record: BugRecord, build=None):
     """The game ``record`` names, built with its options (``build()``; default ``make``), once its
     actions are checked against the game's action space.

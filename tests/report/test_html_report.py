@@ -45,12 +45,14 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
     page = render_report(wuji_like_run)
     for section, _ in SECTIONS:
         assert f'<section id="{section}">' in page
-    assert page.count("data:image/png;base64,") == 3  # the three plots, inlined
+    assert page.count("data:image/png;base64,") == 3 + 2  # the three plots and a view of each distinct bug, inlined
+    assert page.index('<section id="broken">') < page.index('<section id="config">') and "<details open" not in page  # what is broken first, configs collapsed
+    assert "2 distinct bug(s) from 3 record(s)" in page and "<td>5 (not shrunk)</td>" in page
     assert "src=\"http" not in page and "<script" not in page  # self-contained, no scripts
     assert "\\u003cscript\\u003ealert(1)" in page  # config values are escaped
     # bugs by kind: 3 records of 2 distinct bugs, each with its replay command
     assert "<td>stuck</td><td class=\"num\">3</td><td class=\"num\">2</td>" in page
-    assert page.count("jgtest replay ") == 3 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
+    assert page.count("jgtest replay ") == 3 + 2 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
     # the comparison and the paper's ordering next to ours (the same ordering here, by construction)
     assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page
     # Wuji's seeds against each strategy's: Cliff's delta (Holm-corrected Mann-Whitney p), + where Wuji is higher
