@@ -71,19 +71,30 @@ def replay_host_record(record, every_bug: bool = False) -> np.ndarray:
     Raises:
       ValueError: a game that does not start its episodes from a seed (:attr:`envs_bridge.protocol.HostEnv.replayable`).
     """
+    if every_bug:
+        return np.asarray(_host_replay(record, lambda frames, telemetry: telemetry.bugs_fired[0]), bool)
+    at_point = record.kind == "low_fps"
+    read = (lambda frames, telemetry: telemetry.cell[0] == record.bug_id) if at_point else (lambda frames, telemetry: telemetry.bugs_fired[0, record.bug_id])
+    return np.asarray(_host_replay(record, read), bool)
+
+
+def replay_host_frames(record) -> np.ndarray:
+    """``uint8[T, H, W, C]``: the frame after each of a bridged game's record's actions, replayed as
+    :func:`replay_host_record` replays it (a clip of the bug for the report)."""
+    return np.stack(_host_replay(record, lambda frames, telemetry: frames[0]))
+
+
+def _host_replay(record, read) -> list:
+    """``read(frames, telemetry)`` after each of the record's actions, on one fresh game started at its episode."""
     if not envs_bridge.game_class(record.game).replayable:
         raise ValueError(f"{record.game} does not start its episodes from a seed, so its records cannot be replayed")
     with envs_bridge.make(record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs) as game:
         game.reset(record.seed, episode=record.episode)
-        at_point = record.kind == "low_fps"
-        fired = []
+        out = []
         for action in record.actions:
-            telemetry = game.step(np.asarray([action]))[4]["telemetry"]
-            if every_bug:
-                fired.append(np.asarray(telemetry.bugs_fired[0], bool))
-            else:
-                fired.append(bool(telemetry.cell[0] == record.bug_id if at_point else telemetry.bugs_fired[0, record.bug_id]))
-    return np.asarray(fired, bool)
+            frames, _, _, _, info = game.step(np.asarray([action]))
+            out.append(read(frames, info["telemetry"]))
+    return out
 
 
 def atari_cell_sources() -> dict[str, str]:

@@ -42,20 +42,21 @@ def action_key(ep_key: PRNGKey, t: int | jax.Array) -> PRNGKey:
     return jax.random.fold_in(jax.random.fold_in(ep_key, 2), t)
 
 
-@partial(jax.jit, static_argnames=("env",))
-def replay_trace(env, params, seed, env_index, episode, actions: jax.Array):
+@partial(jax.jit, static_argnames=("env", "observations"))
+def replay_trace(env, params, seed, env_index, episode, actions: jax.Array, observations: bool = False):
     """Re-runs an episode's action trace with the campaign's keys.
 
-    Returns the stacked telemetry of every step and the terminated/truncated flags.
+    Returns the stacked telemetry of every step and the terminated/truncated flags (and, with
+    ``observations``, the observation after each step: a game's frames, for a clip of the replay).
     """
     ep_key = episode_key(seed, env_index, episode)
     _, state = env.reset_env(reset_key(ep_key), params)
 
     def body(state, xs):
         t, action = xs
-        _, state_next, _, terminated, info = env.step_env(step_key(ep_key, t), state, action, params)
+        obs, state_next, _, terminated, info = env.step_env(step_key(ep_key, t), state, action, params)
         truncated = env.is_truncated(state_next, params)
-        return state_next, (info["telemetry"], terminated, truncated)
+        return state_next, (info["telemetry"], terminated, truncated, *((obs,) if observations else ()))
 
     _, out = jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))
     return out

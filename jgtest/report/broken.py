@@ -2,10 +2,14 @@
 with its kind, where and when it fired, how many records it gathered, its reproducer's length
 before and after shrinking, the command that replays it, and a view of it.
 
-The view is drawn from the shortest reproducer replayed on the bare game (an on-device twin): the
-player's path from the episode's start, seen from above, its start and the spot where the bug
-fired marked. A bridged game's bug, whose replay needs the real game running, is shown by the
-place its record names.
+The view comes from the shortest reproducer (``trace_min``, else the trace), replayed:
+
+* a game that draws frames (the ``rgb_frames`` signal: ParkWorld on device; ViZDoom, Atari and
+  SuperTuxKart through their bridges) gets a **clip**, an animated PNG of the replay's last
+  :data:`CLIP_FRAMES` frames, up to the bug;
+* a twin without pixels gets a **drawn top view**: the player's path from the episode's start,
+  its start and the spot where the bug fired marked;
+* a bridged game that draws no frames is shown by the place its record names.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from jgtest.report.records import located_records, replay_command
 
 #: Distinct bugs drawn at most (the table lists them all).
 MAX_VIEWS = 24
+#: The frames of a clip at most: the last ones before the bug, at :data:`CLIP_MS` a frame.
+CLIP_FRAMES, CLIP_MS = 32, 120
 
 
 def broken_section(run_dir: str | Path) -> dict:
@@ -36,7 +42,7 @@ def broken_section(run_dir: str | Path) -> dict:
         rows.append([n + 1, record.kind, record.game, record.bug_id, _place(record.position), f"episode {record.episode}, step {record.step}",
                      len(bug.records), shrunk, replay_command(record, path, index)])  # fmt: skip
         if n < MAX_VIEWS:
-            image = bug_view(bug)
+            image = bug_clip(bug) or bug_view(bug)
             if image is not None:
                 views.append({"uri": "data:image/png;base64," + base64.b64encode(image).decode(), "caption": f"bug {n + 1}: {record.kind} on {record.game}"})
     header = ["#", "kind", "game", "bug", "where", "when", "records", "actions (before → after shrinking)", "replay"]
@@ -67,6 +73,37 @@ def bug_view(bug: DistinctBug) -> bytes | None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def bug_clip(bug: DistinctBug) -> bytes | None:
+    """An animated PNG of the bug's reproducer replayed (module docstring); ``None`` for a game that
+    draws no frames, or a record that cannot be replayed here."""
+    from PIL import Image
+
+    frames = replayed_frames(bug.representative)
+    if frames is None or not len(frames):
+        return None
+    images = [Image.fromarray(frame[..., :3]).resize((frame.shape[1] * 2, frame.shape[0] * 2), Image.NEAREST) for frame in frames[-CLIP_FRAMES:]]
+    buffer = io.BytesIO()
+    images[0].save(buffer, format="PNG", save_all=True, append_images=images[1:], duration=CLIP_MS, loop=0)
+    return buffer.getvalue()
+
+
+def replayed_frames(record) -> np.ndarray | None:
+    """``uint8[T, H, W, C]``: the frames of the record's shortest reproducer, replayed on the bare twin
+    or a fresh bridged game; ``None`` where the game draws no frames or cannot replay it here."""
+    from jgtest.errors import BadFile
+    from jgtest.host_loop import host_game_signals, is_host_game, replay_host_frames
+    from jgtest.report.replay import replay_frames
+    from jgtest.report.shrink import minimal
+
+    shortest = minimal(record) if record.trace_min else record
+    try:
+        if is_host_game(record.game):
+            return replay_host_frames(shortest) if "rgb_frames" in host_game_signals(record.game, record.game_kwargs) else None
+        return replay_frames(record)
+    except (BadFile, ValueError, RuntimeError):  # another game's record, a game that does not replay, one that cannot start here
+        return None
 
 
 def replayed_path(record) -> np.ndarray | None:

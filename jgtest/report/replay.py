@@ -85,6 +85,22 @@ def replay_positions(record: BugRecord) -> np.ndarray:
     return np.asarray(telemetry.position[: len(trace)], np.float64)
 
 
+def replay_frames(record: BugRecord) -> np.ndarray:
+    """``uint8[T, H, W, C]``: the frame after each action of the record's shortest reproducer, replayed
+    on the bare game, for a game whose observation is its frames (the ``rgb_frames`` signal).
+
+    Raises:
+      BadFile: the record cannot be replayed here (:func:`replayable`), or its game draws no frames.
+    """
+    trace = np.asarray(record.trace_min or record.actions, np.int32)
+    env, params, _ = replayable(dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
+                                lambda: _game(record.game, options_key(record.game_kwargs)))  # fmt: skip
+    if "rgb_frames" not in env.signals:
+        raise BadFile(f"{record.game} draws no frames")
+    frames = replay_trace(env, params, record.seed, record.env_index, record.episode, jnp.asarray(trace), observations=True)[3]
+    return np.asarray(frames, np.uint8)
+
+
 def replayable(record: BugRecord, build=None):
     """The game ``record`` names, built with its options (``build()``; default ``make``), once its
     actions are checked against the game's action space.

@@ -2,19 +2,24 @@
 as the policies' input and Wuji's states, a record that replays on the real engine, the budget, and
 A2C's masking of the steps that only restart a game."""
 
+import base64
 import dataclasses
+import io
 import json
+import re
 
 import jax
 import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from PIL import Image
 
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
 from jgtest.cli import main
 from jgtest.methods import wuji
 from jgtest.methods.wuji.host import FeatureSpec
+from jgtest.report.html import render_report
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
 from jgtest.types import Transition
@@ -94,3 +99,11 @@ class _Spec(FeatureSpec):
         game = type("G", (), {"name": "none", "num_cells": 4, "bug_kinds": ("crash",), "bug_names": ("crash",), "num_actions": 2,
                               "max_steps_in_episode": 10, "feature_bounds": (np.zeros(3), np.ones(3))})  # fmt: skip
         super().__init__(game)
+
+
+def test_the_report_opens_on_a_clip_of_each_bug_from_the_engine(campaign):
+    out, _ = campaign
+    page = render_report(out)
+    broken = page[page.index('<section id="broken">') : page.index('<section id="config">')]
+    clips = [Image.open(io.BytesIO(base64.b64decode(c))) for c in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", broken)]
+    assert clips and all(clip.n_frames > 1 and clip.size == (320, 240) for clip in clips)  # animated: the engine's frames, doubled
