@@ -11,10 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from jgtest.cli import main
-from jgtest.main_job import commands
+from jgtest.main_job import BUDGETS, commands
 from jgtest.report.broken import MAX_VIEWS
 from jgtest.report.html import SECTIONS
 from jgtest.report.records import read_bug_records
@@ -47,6 +45,8 @@ def _check_report_in_browser(report: Path, screenshot: Path) -> None:
             element = browser.find_element(By.ID, section)
             assert element.find_element(By.TAG_NAME, "h2").text == heading
             assert 'class="empty"' not in element.get_attribute("innerHTML"), f"the main job left section {section} empty"
+        budgets = browser.find_element(By.ID, "config").find_elements(By.CSS_SELECTOR, "table tr")
+        assert len(budgets) == 1 + len(BUDGETS) and "247 objects" in budgets[3].text  # each budget beside the paper's
         broken = browser.find_elements(By.TAG_NAME, "section")[0]  # the page opens on what is broken
         assert broken.get_attribute("id") == "broken"
         rows, views = broken.find_elements(By.CSS_SELECTOR, "table tr")[1:], broken.find_elements(By.TAG_NAME, "img")
@@ -74,21 +74,15 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
     assert replay(read_bug_records(dirs["wuji"] / "wuji" / "seed-0" / "bugs.jsonl")[-1]).reproduced
     for rows in wuji["wuji_against_each"].values():  # Wuji's seeds against each strategy's (Mann-Whitney, Holm, Cliff's delta)
         assert [(r["a"], r["b"], r["n_a"]) for r in rows] == [("wuji", s, 2) for s in wuji["strategies"][:-1]] and all(0 <= r["p_holm"] <= 1 for r in rows)
-    # RELINE on the kart: a threshold, low-FPS points per agent, their plots
-    reline = json.loads((dirs["reline"] / "summary.json").read_text())
-    threshold = reline["threshold"]
-    assert threshold["t_ms"] == pytest.approx(threshold["t_b_ms"] + threshold["delta_ms"]) and threshold["delta_ms"] > 0  # δ from the training load
-    low = json.loads((dirs["reline"] / "low_fps.json").read_text())
-    assert low["threshold_ms"] == pytest.approx(threshold["t_ms"]) and set(low["per_agent"]) == {"reline", "rl-baseline", "random"}
-    for row in low["per_agent"].values():
-        assert row["count"] == len(row["points"]) and all(p["confidence"] > 0.5 and p["visits"] >= 1 for p in row["points"])
-    assert low["replay_reliability"]["replays"] == 50
-    assert all((dirs["reline"] / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in ("render_times.png", "low_fps_points.png"))
+    # RELINE's Table 1 on CartPole, as the paper ran it: RELINE finds a bug in far more of its episodes than random does
+    table = json.loads((dirs["reline"] / "table1.json").read_text())["table1"]
+    assert set(table) == {"reline", "rl-baseline", "random"} and table["reline"]["1"]["paper"]["mean"] == 965
+    assert table["reline"]["1"]["mean"] > 10 * max(table["random"]["1"]["mean"], 1)
     records = read_bug_records(dirs["reline"] / "bugs.jsonl")
-    judged_by_t = [r for r in records if not r.detail.startswith("rl-baseline")]  # rl-baseline learns before t is calibrated
-    assert judged_by_t and all(r.game_kwargs["threshold_ms"] == pytest.approx(threshold["t_ms"]) for r in judged_by_t)
-    for record in judged_by_t[:1] + [r for r in records if r.detail.startswith("rl-baseline")][:1]:
-        assert replay(record).reproduced
+    for index in (0, len(records) - 1):  # replayed as the job played them: CartPole's pole amplifies the last bit XLA's level changes
+        again = subprocess.run([sys.executable, "-m", "jgtest.cli", "replay", str(dirs["reline"] / "bugs.jsonl"), "--index", str(index)],
+                               capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+        assert again.returncode == 0, again.stdout + again.stderr[-2000:]
     # the park's random agent: the paper's numbers printed beside ours, texture records that replay
     assert "pathway coverage" in printed and "paper (PPGTA §VI)" in printed
     park = json.loads((dirs["random"] / "summary.json").read_text())

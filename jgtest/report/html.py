@@ -10,7 +10,8 @@ resource, so it opens anywhere offline. Its sections (:data:`SECTIONS`), each al
 - what is broken: every distinct bug, where and when it fired, the records it gathered, its
   reproducer's length before and after shrinking, the command that replays it, and a drawn view
   of it (:mod:`jgtest.report.broken`);
-- the configuration of every campaign (its ``config.json``, else its summary's settings), each collapsed;
+- the configuration of every campaign (its ``config.json``, else its summary's settings), each
+  collapsed, after each campaign's budget beside its paper's where the run states them (``budgets.json``);
 - bugs by kind, and each record with the ``jgtest replay`` command that reproduces it;
 - coverage: the summaries' coverage figures and plots;
 - bugs-over-time curves; the Pareto front (Wuji's final populations);
@@ -120,6 +121,12 @@ def _figures(run_dir: Path) -> dict[str, list[dict]]:
         if section is not None:
             by_section.setdefault(section, []).append(_figure(path, run_dir))
     return by_section
+
+
+def _budgets(run_dir: Path) -> dict:
+    """``budgets.json`` (the main job's: each campaign's budget beside its paper's) as a table; no rows without it."""
+    rows = (_read_json(run_dir / "budgets.json") or {}).get("budgets", [])
+    return {"header": ["campaign", "budget here", "the paper's"], "rows": [[r["campaign"], r["ours"], r["paper"]] for r in rows]}
 
 
 def _bugs(run_dir: Path) -> dict:
@@ -275,7 +282,7 @@ def render_report(run_dir: str | os.PathLike) -> str:
     return environment.get_template("report.html.j2").render(
         title=campaigns[0].summary.get("method", run_dir.name) if len(campaigns) == 1 else run_dir.name,
         run_dir=str(run_dir), written=datetime.datetime.now().isoformat(timespec="seconds"), sections=SECTIONS, headings=dict(SECTIONS), campaigns=campaigns,
-        broken=broken_section(run_dir), bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
+        broken=broken_section(run_dir), budgets=_budgets(run_dir), bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
         over_time=figures.get("bugs-over-time", []), pareto=figures.get("pareto", []),
         fps={"table": _metric_table(campaigns, ("fps", "threshold", "_ms")), "figures": figures.get("fps", [])}, maps=figures.get("maps", []),
         plans=_plans(campaigns), comparison=_comparisons(campaigns), papers=_papers(campaigns),

@@ -709,8 +709,8 @@ def wuji_doom_sections(results: Results) -> list[str]:
         "scaled to its range) and Wuji's states are those cut into 10 intervals; the bugs are the bridge's oracles (a crash, "
         "stuck, Doom's two assertions). A population of 8 on 3 games each (24 engines). Means at each quarter of the budget, the "
         f"best of each column in bold. The level's 64-unit cells each strategy's games entered (means): {cells}: Wuji's "
-        "policies, pulled by the winning score, walk further down the corridor, while EA_m and random, dying near the start, "
-        f"cover more states there. Time a run took on 2 CPU cores (seconds, mean of the seeds): "
+        "policies, pulled by the winning score, walk further down the corridor; EA_m's and random's games stay near the start "
+        f"and cover more states there. Time a run took on 2 CPU cores (seconds, mean of the seeds): "
         f"{named({s: num(v) for s, v in per_run.items()})}. Below, Wuji's seeds against each other strategy's.",
         progress_table(data, "by_steps", steps_label),
         against_table(data["wuji_against_each"]),
