@@ -44,6 +44,7 @@ from jgtest.report.shrink import shrink_record  # noqa: E402
 
 def random_records(game: str, steps: int, directory: Path) -> list:
     config = random_testing.RandomCampaignConfig(game=game, num_envs=16, steps_per_env=steps, chunk_steps=steps, seed=0)
+    directory.mkdir(parents=True, exist_ok=True)
     random_testing.run(config, directory)
     return read_bug_records(directory / "bugs.jsonl")
 

@@ -135,18 +135,20 @@ class HostOracle:
         self.timed_out = False
 
     def first_fire(self, trace: np.ndarray) -> int | None:
+        """Where the bug first fires in ``trace`` (``None``: it does not), the time limit aside."""
         from jgtest.host_loop import replay_host_record
 
-        if time.perf_counter() > self._deadline:
-            self.timed_out = True
-            return None
         self.calls += 1
         fired = replay_host_record(dataclasses.replace(self.record, actions=tuple(int(a) for a in trace), step=len(trace) - 1))
         hits = np.flatnonzero(fired)
         return int(hits[0]) if len(hits) else None
 
     def __call__(self, candidates: Sequence[np.ndarray]) -> list[bool]:
-        return [self.first_fire(self._actions[c]) is not None for c in candidates]
+        out = []
+        for c in candidates:
+            self.timed_out |= time.perf_counter() > self._deadline
+            out.append(not self.timed_out and self.first_fire(self._actions[c]) is not None)
+        return out
 
 
 def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float = 60.0) -> BugRecord:
@@ -167,9 +169,9 @@ def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float =
     if oracle.first_fire(actions) is None:
         raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) does not reproduce: nothing to shrink")
     kept = ddmin(len(actions), oracle, batched=batched and not is_host_game(record.game))
-    trace = actions[kept]
+    trace = actions[kept]  # it reproduces: ddmin keeps only what did
     fire = oracle.first_fire(trace)
-    trace = trace[: fire + 1] if fire is not None else actions  # a bridged game past its time limit keeps what it had
+    trace = trace[: fire + 1] if fire is not None else actions  # a game that does not replay the same twice: the original
     return dataclasses.replace(record, trace_min=tuple(int(a) for a in trace))
 
 

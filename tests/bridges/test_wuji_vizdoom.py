@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import re
+import time
 
 import jax
 import jax.flatten_util
@@ -22,6 +23,7 @@ from jgtest.methods.wuji.host import FeatureSpec
 from jgtest.report.html import render_report
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
+from jgtest.report.shrink import minimal, shrink_record
 from jgtest.types import Transition
 
 pytest.importorskip("vizdoom")
@@ -107,3 +109,12 @@ def test_the_report_opens_on_a_clip_of_each_bug_from_the_engine(campaign):
     broken = page[page.index('<section id="broken">') : page.index('<section id="config">')]
     clips = [Image.open(io.BytesIO(base64.b64decode(c))) for c in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", broken)]
     assert clips and all(clip.n_frames > 1 and clip.size == (320, 240) for clip in clips)  # animated: the engine's frames, doubled
+
+
+def test_a_bug_found_on_the_engine_shrinks_within_its_time_limit(campaign):
+    out, _ = campaign
+    record = next(r for s in ("wuji", "random") for r in read_bug_records(out / s / "seed-0" / "bugs.jsonl") if r.bug_id == 4)
+    start = time.perf_counter()
+    shrunk = shrink_record(record, time_limit_s=8.0)  # candidates one after another on a fresh engine each
+    assert time.perf_counter() - start < 8.0 + 5.0  # the limit, and the last replays that check the result
+    assert len(shrunk.trace_min) <= len(record.actions) and replay(minimal(shrunk)).reproduced
