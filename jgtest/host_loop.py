@@ -110,17 +110,19 @@ def host_game(name: str, num_envs: int = 1, seed: int = 0, actors: int = 0, **op
 
 
 class HostGameSpec(environment.Environment):
-    """A host game's spaces, as the agent sees them after ``pipeline``, as a gymnax env.
+    """A host game's spaces, as the agent sees them after ``pipeline`` (or as ``observation`` says:
+    another view of the game, e.g. Wuji's state features), as a gymnax env.
 
     Only the spaces and the metadata (``num_cells``, ``bug_kinds``, the
     episode cap) are real: the game is stepped by the host loop, so ``reset``
     and ``step`` refuse to run.
     """
 
-    def __init__(self, game: HostEnv, pipeline: ObservationPipeline):
+    def __init__(self, game: HostEnv, pipeline: ObservationPipeline | None = None, observation: spaces.Box | None = None):
         super().__init__()
         self.game_name = game.name
-        self.obs_shape = (*pipeline.size, pipeline.num_frames)
+        self._observation = observation or spaces.Box(0, 255, (*pipeline.size, pipeline.num_frames), jnp.uint8)
+        self.obs_shape = self._observation.shape
         self._num_actions = game.num_actions
         self.num_cells = game.num_cells
         self.bug_kinds = game.bug_kinds
@@ -136,7 +138,7 @@ class HostGameSpec(environment.Environment):
         return self._num_actions
 
     def observation_space(self, params=None) -> spaces.Box:
-        return spaces.Box(0, 255, self.obs_shape, jnp.uint8)
+        return self._observation
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(self._num_actions)

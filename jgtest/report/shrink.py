@@ -13,9 +13,9 @@ the actions shrink. A candidate reproduces the record when the same bug (its id,
 fires at one of its steps, before its episode ends. The shrunk trace stops at that first firing.
 
 * **On device** each round's candidates, all ``n`` chunks and all ``n`` complements, replay together
-  in one jitted, vmapped call (chunks of :data:`CANDIDATES_PER_CALL`, each padded to the episode
-  cap, so that a game compiles one function for every record). ddmin takes the first that
-  reproduces, in its order (chunks first), so the result is the one-at-a-time algorithm's.
+  in one jitted, vmapped call (up to :data:`CANDIDATES_PER_CALL` a call; :class:`DeviceOracle`).
+  ddmin takes the first that reproduces, in its order (chunks first), so the result is the
+  one-at-a-time algorithm's.
 * **Bridged games** replay their candidates one after another on one fresh game each, and stop
   when a time limit runs out, keeping the smallest trace that reproduced so far.
 
@@ -81,7 +81,11 @@ def _first_reproducing(candidates: list[np.ndarray], reproduces, batched: bool) 
 
 
 class DeviceOracle:
-    """Replays candidates of one record of an on-device game, ``batch`` per jitted call.
+    """Replays candidates of one record of an on-device game, up to ``batch`` per jitted call.
+
+    A call's shape is a power of two each way, so that a game compiles a few functions for all its
+    records: the candidates (the round's, up to ``batch``) and the steps (the record's length: no
+    candidate is longer, and steps past a candidate's own length do not count).
 
     ``__call__(candidates)`` (index arrays into the record's actions) says whether each reproduces
     the record's bug; :meth:`first_fires` where each trace's bug first fires (``None``: it does not).
@@ -95,7 +99,7 @@ class DeviceOracle:
         if record.bug_id >= env.num_bugs:
             raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
         self._params = params
-        self._cap = max(len(record.actions), int(np.asarray(params.max_steps_in_episode)))
+        self._length = _power_of_two(len(record.actions))  # no candidate is longer than the record
         self._actions = np.asarray(record.actions, np.int32)
         self.calls = 0
 
@@ -104,14 +108,14 @@ class DeviceOracle:
         out: list[int | None] = []
         for start in range(0, len(traces), self.batch):
             part = traces[start : start + self.batch]
-            padded = np.zeros((self.batch, self._cap), np.int32)
-            lengths = np.zeros(self.batch, np.int32)
+            size = min(self.batch, _power_of_two(len(part)))
+            padded = np.zeros((size, self._length), np.int32)
+            lengths = np.zeros(size, np.int32)
             for i, trace in enumerate(part):
                 padded[i, : len(trace)], lengths[i] = trace, len(trace)
-            r = self.record
-            start_of = lambda value: jnp.full(self.batch, value, jnp.int32)  # every candidate from the record's start  # noqa: E731
-            fired = self._replay(self._params, jnp.full(self.batch, r.seed, jnp.uint32), start_of(r.env_index), start_of(r.episode),
-                                 jnp.asarray(padded), jnp.asarray(lengths))  # fmt: skip
+            r = self.record  # every candidate from the record's start
+            fired = self._replay(self._params, jnp.full(size, r.seed, jnp.uint32), jnp.full(size, r.env_index, jnp.int32),
+                                 jnp.full(size, r.episode, jnp.int32), jnp.asarray(padded), jnp.asarray(lengths))  # fmt: skip
             self.calls += 1
             out += [int(f) if f >= 0 else None for f in np.asarray(fired)[: len(part), r.bug_id]]
         return out
@@ -173,6 +177,11 @@ def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float =
     fire = oracle.first_fire(trace)
     trace = trace[: fire + 1] if fire is not None else actions  # a game that does not replay the same twice: the original
     return dataclasses.replace(record, trace_min=tuple(int(a) for a in trace))
+
+
+def _power_of_two(n: int) -> int:
+    """The least power of two at least ``n`` (and 1)."""
+    return 1 << max(int(n) - 1, 0).bit_length()
 
 
 def minimal(record: BugRecord) -> BugRecord:

@@ -98,7 +98,7 @@ class _Spec(FeatureSpec):
     """Three features and two actions, no game behind them."""
 
     def __init__(self):
-        game = type("G", (), {"name": "none", "num_cells": 4, "bug_kinds": ("crash",), "bug_names": ("crash",), "num_actions": 2,
+        game = type("G", (), {"name": "none", "num_cells": 4, "bug_kinds": ("crash",), "num_bugs": 1, "bug_names": ("crash",), "num_actions": 2,
                               "max_steps_in_episode": 10, "feature_bounds": (np.zeros(3), np.ones(3))})  # fmt: skip
         super().__init__(game)
 

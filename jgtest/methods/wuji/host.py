@@ -45,7 +45,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from gymnax.environments import environment, spaces
+from gymnax.environments import spaces
 
 from jgtest import host_loop
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CHyperparams
@@ -61,46 +61,21 @@ from jgtest.run_dir import begin_campaign
 from jgtest.types import Transition
 
 
-class FeatureSpec(environment.Environment):
+class FeatureSpec(host_loop.HostGameSpec):
     """A bridged game's state features, scaled to [0, 1], as a gymnax environment's observation: what
     sizes :class:`jgtest.agents.wuji_a2c.WujiA2C`'s network and Wuji's states for it. Only the
     spaces and the metadata are real; the host plays the game."""
 
     def __init__(self, game):
-        super().__init__()
-        self.game_name, self.num_cells, self.bug_kinds, self.bug_names = game.name, game.num_cells, game.bug_kinds, game.bug_names
         self.num_features = len(game.feature_bounds[0])
-        self._num_actions, self._max_steps = game.num_actions, game.max_steps_in_episode
-
-    @property
-    def default_params(self) -> environment.EnvParams:
-        return environment.EnvParams(max_steps_in_episode=self._max_steps)
-
-    @property
-    def num_actions(self) -> int:
-        return self._num_actions
-
-    @property
-    def num_bugs(self) -> int:
-        return len(self.bug_kinds)
-
-    def observation_space(self, params=None) -> spaces.Box:
-        return spaces.Box(0.0, 1.0, (self.num_features,), jnp.float32)
-
-    def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(self._num_actions)
+        super().__init__(game, observation=spaces.Box(0.0, 1.0, (self.num_features,), jnp.float32))
+        self.bug_names = game.bug_names
 
     def state_features(self, obs: jax.Array) -> jax.Array:
         return obs
 
     def state_feature_bounds(self, params) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(self.num_features, np.float32), np.ones(self.num_features, np.float32)
-
-    def reset_env(self, key, params):
-        raise NotImplementedError(f"{self.game_name} runs on the host: play it with jgtest.methods.wuji.host")
-
-    def step_env(self, key, state, action, params):
-        raise NotImplementedError(f"{self.game_name} runs on the host: play it with jgtest.methods.wuji.host")
 
 
 @dataclasses.dataclass
