@@ -51,7 +51,7 @@ def test_signals_present_but_no_settings_is_a_different_refusal():
     with pytest.raises(signals.NotWired, match=r"^reline cannot run on unreal:HOST:PORT: RELINE's per-game settings .* exist for CartPoleBugs-v0"):
         signals.check("reline", "unreal:HOST:PORT")
     assert signals.runs_on("reline", "unreal:HOST:PORT")[0] == "no RELINE settings"
-    assert signals.runs_on("wuji", "ale:MsPacman") == ("device games only", "wuji runs on device games; ale:MsPacman steps on the host")
+    assert signals.runs_on("random", "supertuxkart:lighthouse") == ("device games only", "random runs on device games; supertuxkart:lighthouse steps on the host")
     assert signals.runs_on("plan", "CartPoleBugs-v0")[0] == "no plan vocabulary"
 
 
