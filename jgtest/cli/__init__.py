@@ -4,6 +4,8 @@
     jgtest run wuji --game CombatArena-v0 --compare --seeds 10 --generations 5 --out runs/wuji
     jgtest run inspector --game ParkWorld-v0 --episodes 45 --out runs/inspector
     jgtest replay runs/demo/bugs.jsonl --index 0
+    jgtest shrink runs/demo && jgtest replay runs/demo/bugs.jsonl --index 0 --min
+    jgtest verify runs/demo --game-arg KEY=VALUE --junit runs/verify.xml
     jgtest report runs/demo
     jgtest games
     jgtest train ppo --game CartPoleBugs-v0 --steps 500000 --seeds 8 --out runs/ppo
