@@ -103,9 +103,9 @@ def test_the_reports_replay_command_is_safe_to_paste_into_a_shell(tmp_path):
     hostile = tmp_path / "x; touch INJECTED; $(touch SUBST) `touch TICK` 'q' \"dq\" dir"
     assert main(["run", "random", "--game", "BlockMaze-v0", "--envs", "8", "--steps", "60", "--quiet", "--out", str(hostile)]) == 0
     page = (hostile / "report.html").read_text()
-    from jgtest.report.html import replay_command
+    from jgtest.report.records import read_bug_records, replay_command
 
-    command = replay_command(hostile / "bugs.jsonl", 0)
+    command = replay_command(read_bug_records(hostile / "bugs.jsonl")[0], hostile / "bugs.jsonl", 0)
     assert str(markupsafe.escape(command)) in page
     before = sorted(p.name for p in tmp_path.rglob("*"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

@@ -130,7 +130,7 @@ def _budgets(run_dir: Path) -> dict:
 
 
 def _bugs(run_dir: Path) -> dict:
-    from jgtest.report.records import read_bug_records
+    from jgtest.report.records import read_bug_records, replay_command
 
     kinds: dict[tuple[str, str], set] = {}
     counts: dict[tuple[str, str], int] = {}
@@ -144,19 +144,13 @@ def _bugs(run_dir: Path) -> dict:
             counts[key] = counts.get(key, 0) + 1
             kinds.setdefault(key, set()).add(record.bug_id)
             if len(records) < MAX_RECORDS:
-                records.append([where, record.kind, record.bug_id, record.episode, record.step, replay_command(path, index)])
+                records.append([where, record.kind, record.bug_id, record.episode, record.step, replay_command(record, path, index)])
     return {
         "total": total,
         "shown": len(records),
         "kinds": {"header": ["campaign", "kind", "records", "distinct bugs"], "rows": [[w, k, counts[(w, k)], len(ids)] for (w, k), ids in sorted(kinds.items())]} if kinds else None,
         "records": {"header": ["campaign", "kind", "bug", "episode", "step", "reproduce"], "rows": records},
     }  # fmt: skip
-
-
-def replay_command(records: Path, index: int) -> str:
-    """The shell command that replays record ``index`` of ``records``, each argument quoted
-    (``shlex``): safe to paste whatever the run directory's name holds."""
-    return shlex.join(["jgtest", "replay", str(records), "--index", str(index)])
 
 
 def _unfinished_hint(run_dir: Path) -> str:

@@ -234,7 +234,8 @@ def located_records(run_dir: str | Path) -> list[tuple[BugRecord, Path, int]]:
 
 
 def replay_command(record: BugRecord, path: Path, index: int) -> str:
-    """The command that replays a record, its shrunk trace when it has one."""
+    """The shell command that replays record ``index`` of ``path``, its shrunk trace when it has one,
+    each argument quoted (``shlex``): safe to paste whatever the run directory's name holds."""
     return shlex.join(["jgtest", "replay", str(path), "--index", str(index), *(["--min"] if record.trace_min else [])])
 
 
