@@ -17,8 +17,18 @@ What the bridge reads:
   ``module:function``, called per copy per step with that copy's observation, ``info`` and
   environment (the unwrapped game's state is ``env.unwrapped``). It returns any of
   ``position`` (two numbers), ``cell`` (an int in ``[0, num_cells)``), ``frame_time_ms``,
-  ``game_reward`` and ``crashed``; each is checked, and a wrong shape, a NaN or a cell out of
-  range is refused naming the field (:class:`TelemetryError`).
+  ``game_reward``, ``crashed``, ``angle`` (the player's heading in degrees) and ``objects`` (the
+  things of interest in view, ``[(name, id, x, y, width, height)]``, their boxes in the frame's
+  pixels, as ViZDoom's labels buffer gives them); each is checked, and a wrong shape, a NaN or a
+  cell out of range is refused naming the field (:class:`TelemetryError`). The fields it reports
+  on every step are declared as its ``provides`` attribute (default ``("position",)``), read
+  before the game starts: they make the game's signals (``position``, ``objects``), and a step
+  that leaves one out is refused. ``objects`` and ``angle`` come to the methods as
+  ``info["objects"]`` (a list per copy) and ``info["angle"]`` (``float32[N]``).
+* **actions' names**: ``action_names``, a comma-separated list (or a sequence), one name a
+  discrete action: how reports show them, and how a method that presses named buttons finds them
+  (Inspector's 360° walk on a level: ``MOVE_FORWARD``, ``TURN_LEFT``, ``TURN_RIGHT``, ``MOVE_LEFT``).
+  Default ``action 0``, ``action 1``, …
 * **frame time**: each step's wall time in milliseconds, unless the function reports the game's own.
 * **cells**: the function's ``cell``; without one, a coarse hash of the frame (Go-Explore's
   11×8 grayscale at 8 levels, :func:`frame_hashes`), so that a random campaign still measures how
@@ -28,8 +38,8 @@ What the bridge reads:
   there, it restarts on the next step, and the campaign goes on.
 
 The signals it provides (:mod:`jgtest.signals`): cells, the game's reward, frame times, crashes
-(oracle inputs) and RGB frames; ``position`` only with a telemetry function, which must then
-report it.
+(oracle inputs) and RGB frames; ``position`` and ``objects`` where the telemetry function
+declares them (``provides``).
 """
 
 from __future__ import annotations
@@ -37,15 +47,19 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from envs_bridge.protocol import HostEnv, check_frames, episode_seed, host_telemetry, importable_here, load_named
 from jgtest.errors import BadInput
 
-#: The telemetry fields a user's function may return, with the shape each must have.
-TELEMETRY_FIELDS = {"position": (2,), "cell": (), "frame_time_ms": (), "game_reward": (), "crashed": ()}
+#: The telemetry fields a user's function may return, with the shape each must have (``objects``: a list of boxes).
+TELEMETRY_FIELDS = {"position": (2,), "cell": (), "frame_time_ms": (), "game_reward": (), "crashed": (), "angle": (), "objects": None}
+#: What a telemetry function reports on every step unless its ``provides`` attribute says otherwise.
+DEFAULT_PROVIDES = ("position",)
+#: The signals (:mod:`jgtest.signals`) a telemetry function's declared fields give a game.
+FIELD_SIGNALS = {"position": "position", "objects": "objects"}
 #: Cells of the frame hash used when the telemetry gives no cell.
 HASH_CELLS = 65_536
 
@@ -75,6 +89,48 @@ def frame_hash(frame: np.ndarray, num_cells: int) -> int:
     return int(frame_hashes(frame[None], num_cells)[0])
 
 
+def declared_fields(telemetry: Callable) -> tuple[str, ...]:
+    """The fields ``telemetry`` reports on every step: its ``provides`` attribute, else :data:`DEFAULT_PROVIDES`.
+
+    Raises:
+      TelemetryError: a declared field the bridge does not know.
+    """
+    fields = tuple(getattr(telemetry, "provides", DEFAULT_PROVIDES))
+    unknown = sorted(set(fields) - set(TELEMETRY_FIELDS))
+    if unknown:
+        raise TelemetryError(f"telemetry function's provides names unknown field(s) {', '.join(unknown)}; fields: {', '.join(TELEMETRY_FIELDS)}")
+    return fields
+
+
+def _telemetry_function(telemetry: str | Callable | None) -> Callable | None:
+    return load_named(telemetry, "telemetry function", callable) if isinstance(telemetry, str) else telemetry
+
+
+def _checked_objects(value, where: str) -> list[tuple[str, int, float, float, float, float]]:
+    """A telemetry's ``objects``: a list of ``(name, id, x, y, width, height)``, each checked."""
+    if not isinstance(value, (list, tuple)):
+        raise TelemetryError(f"{where} returned objects of type {type(value).__name__}, expected a list of (name, id, x, y, width, height)")
+    boxes = []
+    for k, box in enumerate(value):
+        shaped = isinstance(box, (list, tuple)) and len(box) == 6 and isinstance(box[0], str)
+        numbers = shaped and all(isinstance(v, (int, float, np.number)) and math.isfinite(v) for v in box[1:])
+        if not numbers or not float(box[1]).is_integer() or box[4] < 0 or box[5] < 0:
+            raise TelemetryError(f"{where} returned objects[{k}] = {box!r}, expected (name, id, x, y, width, height): a name, an integer id, "
+                                 "finite numbers and a box of width and height at least 0")  # fmt: skip
+        boxes.append((box[0], int(box[1]), *(float(v) for v in box[2:])))
+    return boxes
+
+
+def _action_names(names: str | Sequence[str] | None, num_actions: int, game: str) -> tuple[str, ...]:
+    """The game's actions' names: ``names`` (comma-separated or a sequence, one a discrete action), else ``action 0``, …"""
+    if names is None:
+        return tuple(f"action {a}" for a in range(num_actions))
+    names = tuple(n.strip() for n in (names.split(",") if isinstance(names, str) else names))
+    if len(names) != num_actions or not all(names):
+        raise ValueError(f"{game}: action_names gives {len(names)} name(s) for its {num_actions} actions: {', '.join(names)}")
+    return names
+
+
 def _is_image(space) -> bool:
     shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
     return dtype == np.uint8 and shape is not None and (len(shape) == 2 or (len(shape) == 3 and shape[-1] in (1, 3, 4)))
@@ -102,16 +158,20 @@ class GymnasiumEnv(HostEnv):
 
     @classmethod
     def declared_signals(cls, name: str, options: dict) -> frozenset[str]:
-        return cls.signals | ({"position"} if options.get("telemetry") else set())
+        telemetry = options.get("telemetry")
+        if not telemetry:
+            return cls.signals
+        return cls.signals | {FIELD_SIGNALS[f] for f in declared_fields(_telemetry_function(telemetry)) if f in FIELD_SIGNALS}
 
     def __init__(self, env_id: str, num_envs: int = 1, telemetry: str | Callable | None = None, num_cells: int | None = None,
-                 max_steps_in_episode: int | None = None, seed: int = 0, first_game: int = 0):  # fmt: skip
+                 max_steps_in_episode: int | None = None, seed: int = 0, first_game: int = 0, action_names: str | Sequence[str] | None = None):  # fmt: skip
         import gymnasium
 
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         self.name, self.num_envs, self._seed, self._first = f"gym:{env_id}", num_envs, int(seed), int(first_game)
-        self._telemetry = load_named(telemetry, "telemetry function", callable) if isinstance(telemetry, str) else telemetry
+        self._telemetry = _telemetry_function(telemetry)
+        self._provides = declared_fields(self._telemetry) if self._telemetry is not None else ()
         importable_here()
         try:
             probe = gymnasium.make(env_id)
@@ -130,13 +190,14 @@ class GymnasiumEnv(HostEnv):
         spec_steps = self._envs[0].spec.max_episode_steps if self._envs[0].spec is not None else None
         self.max_steps_in_episode = int(max_steps_in_episode or spec_steps or 10_000)
         self.num_actions = int(self._envs[0].action_space.n)
-        self.action_names = tuple(f"action {a}" for a in range(self.num_actions))
+        self.action_names = _action_names(action_names, self.num_actions, self.name)
         self.bug_kinds = ("crash",)  # bug 0: the game raised in its step
         self.num_cells = int(num_cells or HASH_CELLS)
         self._done = np.zeros(num_envs, bool)
         self._steps = np.zeros(num_envs, np.int64)
         self._episodes = np.zeros(num_envs, np.int64)
         self._position = np.zeros((num_envs, 2), np.float32)
+        self._angle = np.zeros(num_envs, np.float32)
         obs, info = self._envs[0].reset(seed=episode_seed(seed, self._first, 0))
         self.frame_shape = self._frame(self._envs[0], obs).shape
         self._read(0, obs, info, 0.0, 0.0, False)  # the telemetry function checked once, before any campaign starts
@@ -147,10 +208,11 @@ class GymnasiumEnv(HostEnv):
 
     def _read(self, i: int, obs, info: dict, reward: float, elapsed_ms: float, crashed: bool) -> dict:
         frame = self._frame(self._envs[i], obs)
-        fields = {"position": self._position[i], "cell": None, "frame_time_ms": elapsed_ms, "game_reward": reward, "crashed": crashed}
-        if self._telemetry is not None and not crashed:  # a crash is reported where the copy last was
+        fields = {"position": self._position[i], "cell": None, "frame_time_ms": elapsed_ms, "game_reward": reward, "crashed": crashed,
+                  "angle": self._angle[i], "objects": []}  # fmt: skip
+        if self._telemetry is not None and not crashed:  # a crash is reported where the copy last was, seeing nothing
             fields.update(self.checked(self._telemetry(obs, info, self._envs[i])))
-            self._position[i] = fields["position"]
+            self._position[i], self._angle[i] = fields["position"], fields["angle"]
         return {"frame": frame, **fields}
 
     def checked(self, out) -> dict:
@@ -163,6 +225,9 @@ class GymnasiumEnv(HostEnv):
             raise TelemetryError(f"{where} returned unknown field(s) {', '.join(unknown)}; fields: {', '.join(TELEMETRY_FIELDS)}")
         fields = {}
         for key, value in out.items():
+            if key == "objects":
+                fields[key] = _checked_objects(value, where)
+                continue
             array = np.asarray(value)
             if array.shape != TELEMETRY_FIELDS[key]:
                 raise TelemetryError(f"{where} returned {key} of shape {array.shape}, expected {TELEMETRY_FIELDS[key]}")
@@ -178,9 +243,12 @@ class GymnasiumEnv(HostEnv):
             fields["cell"] = int(cell)
         if "frame_time_ms" in fields and fields["frame_time_ms"] < 0:
             raise TelemetryError(f"{where} returned frame_time_ms {fields['frame_time_ms']}, below 0")
+        left_out = [f for f in self._provides if f not in fields]
+        if left_out:
+            raise TelemetryError(f"{where} declares {', '.join(left_out)} (its provides) but returned none")
         return fields
 
-    def _batch(self, rows: list[dict]) -> tuple[np.ndarray, object]:
+    def _batch(self, rows: list[dict]) -> tuple[np.ndarray, object, dict]:
         column = lambda key: np.stack([r[key] for r in rows])
         frames = check_frames(column("frame"), (self.num_envs, *self.frame_shape), self.name)
         if any(r["cell"] is None for r in rows):  # hashed together, where the telemetry gave no cell
@@ -188,7 +256,10 @@ class GymnasiumEnv(HostEnv):
             rows = [{**r, "cell": hashed[i] if r["cell"] is None else r["cell"]} for i, r in enumerate(rows)]
         crashed = column("crashed").astype(bool)
         telemetry = host_telemetry(column("position"), column("cell"), crashed[:, None], column("game_reward"), column("frame_time_ms"), crashed)
-        return frames, telemetry
+        extra = {"angle": column("angle").astype(np.float32)} if "angle" in self._provides else {}
+        if "objects" in self._provides:
+            extra["objects"] = [r["objects"] for r in rows]
+        return frames, telemetry, extra
 
     def _start_episode(self, i: int):
         return self._envs[i].reset(seed=episode_seed(self._seed, self._first + i, int(self._episodes[i])))
@@ -201,8 +272,8 @@ class GymnasiumEnv(HostEnv):
             obs, info = self._start_episode(i)
             rows.append(self._read(i, obs, info, 0.0, 0.0, False))
         self._done[:], self._steps[:] = False, 0
-        frames, telemetry = self._batch(rows)
-        return frames, {"telemetry": telemetry, "autoreset": np.zeros(self.num_envs, bool)}
+        frames, telemetry, extra = self._batch(rows)
+        return frames, {"telemetry": telemetry, "autoreset": np.zeros(self.num_envs, bool), **extra}
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         actions = self.check_actions(actions)
@@ -224,8 +295,8 @@ class GymnasiumEnv(HostEnv):
                 truncated[i] |= self._steps[i] >= self.max_steps_in_episode and not terminated[i]
             rows.append(self._read(i, obs, info, float(reward), (time.perf_counter() - start) * 1e3, crashed))
         self._done = terminated | truncated
-        frames, telemetry = self._batch(rows)
-        return frames, telemetry.game_reward, terminated, truncated, {"telemetry": telemetry, "autoreset": autoreset}
+        frames, telemetry, extra = self._batch(rows)
+        return frames, telemetry.game_reward, terminated, truncated, {"telemetry": telemetry, "autoreset": autoreset, **extra}
 
     def close(self) -> None:
         for env in self._envs:

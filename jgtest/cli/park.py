@@ -38,7 +38,7 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
 
 def add_parsers(methods) -> None:
     for method, help_text, options in (
-        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0, unreal:… or a level (vizdoom:WAD/MAP)", {}),
+        ("inspector", "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0, unreal:…, a level (vizdoom:WAD/MAP) or gym:…", {}),
         ("ppgta", "PPGTA: its models trained (or loaded), then its preference-conditioned explorer with object tests", {}),
         ("compare-explorers", "PPGTA, Inspector and random over the same episodes and starts on ParkWorld-v0", {"explorer": False}),
     ):
@@ -55,7 +55,7 @@ def run(args) -> int:
     episodes = episodes_for(args.episodes, args.quick)
     detector = args.detector
     try:
-        if is_level(args.game):
+        if is_level(args.game) or (args.method == "inspector" and args.game.startswith("gym:")):
             if args.method not in ("inspector", "random"):
                 raise ValueError(f"on a level, {args.method} is not wired: inspector and random explore it (PPGTA needs models trained on ParkWorld-v0's demonstrations and labelled objects)")
             run_level_in_console(args.method, args.game, args.out, options, episodes, args.seed, args.quick, args.quiet, args.overwrite)

@@ -67,8 +67,8 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
         if game not in known and not uses_generic_terms(game):
             return "no RELINE settings", (f"RELINE's per-game settings (reward, threshold, training budget) exist for {', '.join(known)} "
                                           f"and {', '.join(p + '…' for p in GENERIC_PREFIXES)}")  # fmt: skip
-    elif method == "inspector" and game.startswith("vizdoom:"):
-        if "/" not in game:
+    elif method == "inspector" and game.startswith(("vizdoom:", "gym:")):
+        if game.startswith("vizdoom:") and "/" not in game:
             return "levels only", "Inspector explores a level with its 360° object tests, whose walk turns and strafes: a WAD's map (vizdoom:freedoom2/MAP01)"
     elif method in ("ppgta", "compare-explorers") and game.startswith("vizdoom:"):
         return "no PPGTA models", ("PPGTA's models (path imitation, inverse dynamics, the object detector, the texture oracle) are trained "
@@ -77,7 +77,8 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
                                    "could train the detector, but that training is not wired for levels")  # fmt: skip
     elif method in ("inspector", "ppgta", "compare-explorers") or (method == "random" and game.startswith("unreal:")):
         if game != "ParkWorld-v0" and not game.startswith("unreal:"):
-            return "park agents only", "the park's agents are trained on ParkWorld-v0 and drive it, an Unreal game (unreal:HOST:PORT) or, Inspector, a level (vizdoom:WAD/MAP)"
+            return "park agents only", ("the park's agents are trained on ParkWorld-v0 and drive it, an Unreal game (unreal:HOST:PORT) or, "
+                                        "Inspector, a level (vizdoom:WAD/MAP) or a Gymnasium game reporting its objects (gym:ENV_ID)")  # fmt: skip
     elif method == "plan":
         if game != "Dungeon-v0":
             return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
@@ -146,7 +147,9 @@ def page() -> str:
         "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise the method has "
         "no settings for the game, and the cell says which it has them for.\n\n"
         f"{compatibility_table(BUILT_IN_GAMES + BRIDGED_EXAMPLES)}\n\n"
-        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds `position` (it must report it).\n\n"
+        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds the signals of the fields it declares "
+        "(`provides`, default `position`): `position`, and `objects` with the player's `angle` for Inspector, whose walk also "
+        "needs the game's actions named (`--game-arg action_names=MOVE_FORWARD,TURN_LEFT,TURN_RIGHT,MOVE_LEFT,…`).\n\n"
         f"{atari_cells()}\n"
     )
 

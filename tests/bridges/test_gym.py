@@ -1,6 +1,7 @@
 """Any Gymnasium game through the gym: bridge: a tiny game the project does not ship (tiny_gym.py),
 played by the random campaign from the command line, its records replayed, its telemetry function
-checked field by field."""
+checked field by field; and a tiny first-person room (tiny_room.py) whose telemetry reports the
+things in view, explored with the 360° object tests by random and (slow) by Inspector."""
 
 import json
 
@@ -11,6 +12,9 @@ from envs_bridge import make
 from envs_bridge.gym import TelemetryError, frame_hash
 from jgtest.cli import main
 from jgtest.methods import compatibility
+from jgtest.methods.park.level_campaign import LevelExplorationConfig
+from jgtest.methods.park.level_campaign import run as run_level
+from tests.bridges import tiny_room
 
 GAME = "gym:tests.bridges.tiny_gym:Tiny-v0"
 TELEMETRY = "tests.bridges.tiny_gym:telemetry"
@@ -92,3 +96,56 @@ def test_frame_hash_tells_screens_apart():
     moved[10:20, 10:20] = 255  # one block of the 8 × 11 thumbnail
     assert frame_hash(frame, 65_536) != frame_hash(moved, 65_536)
     assert frame_hash(frame, 65_536) == frame_hash(frame + 3, 65_536)  # below one of the 8 levels
+
+
+ROOM = "gym:tests.bridges.tiny_room:TinyRoom-v0"
+ROOM_OPTIONS = {"telemetry": "tests.bridges.tiny_room:telemetry", "num_cells": tiny_room.NUM_CELLS, "action_names": tiny_room.ACTION_NAMES}
+
+
+def test_objects_and_angle_come_from_a_declaring_telemetry_function():
+    with make(ROOM, num_envs=2, seed=1, **ROOM_OPTIONS) as game:
+        frames, info = game.reset(1)
+        assert game.action_names == tuple(tiny_room.ACTION_NAMES.split(",")) and info["angle"].dtype == np.float32
+        assert len(info["objects"]) == 2 and any(info["objects"])
+        for frame, seen in zip(frames, info["objects"]):
+            for name, _, x, y, w, h in seen:  # each box is where the thing is drawn
+                colour = next(c for n, _, _, c in tiny_room.THINGS if n == name)
+                assert (frame[int(y + h / 2), int(x + w / 2)] == colour).all()
+        _, _, _, _, after = game.step(np.array([1, 2]))  # turn left, turn right
+        np.testing.assert_allclose((after["angle"] - info["angle"]) % 360, [10, 350])
+    assert compatibility.missing("inspector", ROOM, ROOM_OPTIONS) == ()
+    assert compatibility.missing("inspector", GAME, {"telemetry": TELEMETRY}) == ("objects",)  # provides nothing but position
+
+
+def test_random_with_object_tests_on_a_gymnasium_game(tmp_path):
+    config = LevelExplorationConfig(game=ROOM, agent="random", episodes=4, num_envs=2, episode_steps=200, rollout_steps=50,
+                                    game_kwargs=tuple(ROOM_OPTIONS.items()))  # fmt: skip
+    summary = run_level(config, tmp_path)
+    assert summary["walkable_cells"] == 144 and 0.05 < summary["coverage_walkable"] < 0.9  # a game without a map: all its cells
+    assert summary["tested_succeeded"] >= 1 and {t["name"] for t in summary["tests"].values()} <= {n for n, *_ in tiny_room.THINGS}
+    assert (tmp_path / "coverage.png").stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_inspector_on_a_gymnasium_game_from_the_command_line(tmp_path):
+    args = ["run", "inspector", "--game", ROOM, "--telemetry", ROOM_OPTIONS["telemetry"], "--episodes", "5", "--quick", "--quiet",
+            *[a for k in ("num_cells", "action_names") for a in ("--game-arg", f"{k}={ROOM_OPTIONS[k]}")], "--game-arg", "max_steps_in_episode=100"]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["method"] == "inspector" and summary["ppo_updates"] >= 1 and summary["tested"] >= 1
+    assert 0 < summary["coverage_walkable"] < 1 and (tmp_path / "coverage.png").stat().st_size > 5000
+
+
+@pytest.mark.parametrize(
+    ("telemetry", "options", "message"),
+    [("tests.bridges.tiny_gym:telemetry", {}, "inspector reads objects, which gym:tests.bridges.tiny_room:TinyRoom-v0 does not provide"),
+     ("tests.bridges.tiny_room:telemetry", {"action_names": None}, "this game has no MOVE_FORWARD, TURN_LEFT, TURN_RIGHT, MOVE_LEFT"),
+     ("tests.bridges.tiny_room:telemetry_bad_objects", {}, "returned objects[0] = ('Barrel', 1, 0, 0, 10), expected (name, id, x, y, width, height)"),
+     ("tests.bridges.tiny_room:telemetry_without_objects", {}, "declares objects (its provides) but returned none")],
+)  # fmt: skip
+def test_inspector_on_a_game_without_what_its_walk_reads_is_refused(tmp_path, capsys, telemetry, options, message):
+    kwargs = {"num_cells": 144, "action_names": tiny_room.ACTION_NAMES, **options}
+    game_args = [a for k, v in kwargs.items() if v is not None for a in ("--game-arg", f"{k}={v}")]
+    assert main(["run", "inspector", "--game", ROOM, "--telemetry", telemetry, *game_args, "--out", str(tmp_path / "a"), "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "a" / "summary.json").exists()

@@ -1,7 +1,9 @@
 """Inspector and the random agent exploring a real level, with object tests (PPGTA's comparison, §V-C, §VI-A).
 
 The park's comparison (:mod:`jgtest.methods.park.inspector`) on a level of the real Doom engine
-(``vizdoom:freedoom2/MAP01``, :mod:`envs_bridge.vizdoom`), through the host loop:
+(``vizdoom:freedoom2/MAP01``, :mod:`envs_bridge.vizdoom`), or on any Gymnasium game whose telemetry
+function reports the player's position, heading and the things in view with their screen boxes and
+whose actions are named as a level's (``gym:ENV_ID``, :mod:`envs_bridge.gym`), through the host loop:
 
 * **Inspector** learns as it goes, as on the park: PPO on the frames (4 stacked grayscale frames of
   60 × 80, the level RELINE's, :data:`PIPELINE`) with the original single-predictor RND novelty as
@@ -20,11 +22,12 @@ transition (no bootstrapping across the episode's end).
 
 **Measured** after every episode that ends, in the order they end: the **coverage of the walkable
 area** (the share of the level's walkable cells, :attr:`envs_bridge.vizdoom.VizDoomEnv.walkable`,
-the games' positions entered so far: the paper's coverage of the pathway, §VI-A) and the **things
+the games' positions entered so far: the paper's coverage of the pathway, §VI-A; on a game without
+a map every one of its cells counts as walkable) and the **things
 tested** (tests ended, and those whose walk completed the turn). ``summary.json`` holds both curves,
 each test's outcome and the campaign's bugs; ``coverage.png`` is the level's bird's-eye map with
-the cells covered and the traces (PPGTA's Fig. 7). The bridge's oracles (crash, stuck, Doom's and
-the user's assertions) are written to ``bugs.jsonl`` the moment each first shows, with the
+the cells covered and the traces (PPGTA's Fig. 7; the traces alone on a game without a map). The
+bridge's oracles (crash, stuck, Doom's and the user's assertions) are written to ``bugs.jsonl`` the moment each first shows, with the
 episode's seed and actions: ``jgtest replay`` plays them again.
 
 A bridged game's state lives in its process, so a killed campaign does not resume: its records
@@ -140,7 +143,7 @@ def run(config: LevelExplorationConfig, out_dir: str | Path, on_episode: Callabl
 
     Raises:
       ResumeRefused: ``resume`` (the game's state is in its process).
-      BadInput: a game without a map (walkable area, walls) or without the walk's buttons.
+      BadInput: a game without the walk's buttons, or reporting no objects or angle.
     """
     if resume:
         raise ResumeRefused(f"a campaign on {config.game} cannot resume (the game's state is in its process): run it again")
@@ -151,8 +154,6 @@ def run(config: LevelExplorationConfig, out_dir: str | Path, on_episode: Callabl
     except (ValueError, TypeError) as error:
         raise BadInput(str(error)) from None
     with game:
-        if getattr(game, "walkable", None) is None:
-            raise BadInput(f"{config.game} has no map (walkable area, walls): explore a level, vizdoom:WAD/MAP")
         try:
             walk = LabelWalk(config.num_envs, game.action_names, game.frame_shape[1], config.walk)
         except ValueError as error:
@@ -161,10 +162,11 @@ def run(config: LevelExplorationConfig, out_dir: str | Path, on_episode: Callabl
         with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
             played = _play(config, game, walk, options, writer, start, on_episode)
         summary = _summary(config, game, walk, played, time.perf_counter() - start)
+        has_map = getattr(game, "walkable", None) is not None
+        covered = (played["visited"].reshape(game.map_shape) & game.walkable.reshape(game.map_shape), game.bounds, game.cell_size) if has_map else None
         summary["plot"] = str(level_map(
-            game.walls, out_dir / "coverage.png", covered=(played["visited"].reshape(game.map_shape) & game.walkable.reshape(game.map_shape),
-                                                          game.bounds, game.cell_size),
-            traces={config.agent: played["trace"]}, title=f"{config.game}: {config.agent}, {summary['coverage_walkable']:.1%} of the walkable area",
+            game.walls if has_map else (), out_dir / "coverage.png", covered=covered, traces={config.agent: played["trace"]},
+            title=f"{config.game}\n{config.agent}, {summary['coverage_walkable']:.1%} of the walkable area",
         ))  # fmt: skip
     (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     return summary
@@ -178,6 +180,11 @@ def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> 
     inspector = _Inspector(config, game) if config.agent == "inspector" else None
     begin, push = jax.jit(PIPELINE.reset), jax.jit(PIPELINE.push)
     frames, info = game.reset(config.seed)
+    lacking = [key for key in ("objects", "angle") if key not in info]
+    if lacking:
+        raise BadInput(f"{config.game} reports no {' or '.join(lacking)}, which the 360° walk reads: a level of a WAD reports them; "
+                       "a Gymnasium game's telemetry function returns and declares them (provides = ('position', 'angle', 'objects'))")  # fmt: skip
+    walkable = _walkable(game)
     obs = begin(frames)
     learner = inspector.init(k_init, obs) if inspector else None
     visited = np.zeros(game.num_cells, bool)
@@ -217,7 +224,7 @@ def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> 
                 history.end_episode(i)
                 ended += 1
                 outcomes = list(walk.outcomes.values())
-                curves["coverage_walkable"].append(float((visited & game.walkable).sum() / game.walkable.sum()))
+                curves["coverage_walkable"].append(float((visited & walkable).sum() / walkable.sum()))
                 curves["tested"].append(sum(1 for oid in walk.outcomes if oid not in walk.target[walk.testing()]))
                 curves["tested_succeeded"].append(sum(ok for _, ok in outcomes))
                 if on_episode is not None:
@@ -235,12 +242,18 @@ def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> 
     return {"curves": curves, "visited": visited, "trace": trace, "novelty": novelty, "updates": updates if inspector else 0}
 
 
+def _walkable(game) -> np.ndarray:
+    """``bool[num_cells]``: the cells a player can enter: a level's walkable area, or every cell of a game without a map."""
+    walkable = getattr(game, "walkable", None)
+    return np.ones(game.num_cells, bool) if walkable is None else np.asarray(walkable, bool).reshape(-1)
+
+
 def _summary(config, game, walk: LabelWalk, played: dict, wall_s: float) -> dict:
     curves = {k: v[: config.episodes] for k, v in played["curves"].items()}
     tested = {int(oid): {"name": name, "succeeded": ok} for oid, (name, ok) in walk.outcomes.items()}
     return {
         "method": config.agent, "game": config.game, "episodes": config.episodes, "seed": config.seed, "episode_steps": config.episode_steps,
-        "coverage_walkable": curves["coverage_walkable"][-1], "walkable_cells": int(game.walkable.sum()),
+        "coverage_walkable": curves["coverage_walkable"][-1], "walkable_cells": int(_walkable(game).sum()),
         "tested": curves["tested"][-1], "tested_succeeded": curves["tested_succeeded"][-1], "curves": curves, "tests": tested,
         "ppo_updates": played["updates"], "novelty_per_update": played["novelty"], "wall_s": round(wall_s, 1),
     }  # fmt: skip

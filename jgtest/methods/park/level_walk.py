@@ -66,7 +66,8 @@ class LabelWalk:
     def __init__(self, num_envs: int, action_names: tuple[str, ...], screen_width: int, settings: LabelWalkSettings = LabelWalkSettings()):
         missing = [b for b in WALK_BUTTONS if b not in action_names]
         if missing:
-            raise ValueError(f"the 360° walk presses {', '.join(WALK_BUTTONS)}; this game has no {', '.join(missing)} (use a full level, vizdoom:WAD/MAP)")
+            raise ValueError(f"the 360° walk presses {', '.join(WALK_BUTTONS)}; this game has no {', '.join(missing)} (a full level, "
+                             "vizdoom:WAD/MAP, has them; a Gymnasium game names its actions with --game-arg action_names=A,B,…)")  # fmt: skip
         self.forward, self.left, self.right, self.strafe = (action_names.index(b) for b in WALK_BUTTONS)
         self.width, self.settings = int(screen_width), settings
         self.mode = np.zeros(num_envs, np.int32)
