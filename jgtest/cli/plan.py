@@ -32,7 +32,8 @@ def add_parser(sub) -> None:
         cmd = commands.add_parser(name, help=help_text)
         cmd.add_argument(what, help="a plan JSON file" if what == "plan" else "a folder of plan JSON files")
         cmd.add_argument("--game", default="Dungeon-v0")
-        cmd.add_argument("--variant", default="normal", help="the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, random_enemies, random_layout)")
+        cmd.add_argument("--variant", default="normal", help="the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, shrine_out_of_reach, enemies_immortal, "
+                                                         "random_enemies, random_layout; bugs combine with +, e.g. shrine_out_of_reach+enemies_immortal)")
         cmd.add_argument("--navigator", choices=("scripted", "learned"), default="scripted", help="how the agent gets to its targets")
         cmd.add_argument("--navigator-from", default="runs/navigator", metavar="DIR", help="learned: the trained navigator (jgtest plan train-navigator)")
         cmd.add_argument("--seeds", type=int, default=4, help="runs per plan (seeds 0..N-1), vectorized")

@@ -32,12 +32,14 @@ the cells around the player (``sensor_radius`` r = 8: the whole default level fr
 switch, shrine, enemy, collectable (outside the map: wall). The direction to a target is the
 plan agent's to add (:func:`target_direction`), since the game does not know the plan.
 
-Variants (``variant=``; the first three as ``EnvParams``, so they vmap): ``"switch_out_of_reach"`` (the
+Variants (``variant=``; all but the last as ``EnvParams``, so they vmap): ``"switch_out_of_reach"`` (the
 article's Video 1: the switch moved too high to reach; interacting with it does nothing),
-``"door_stuck"`` (the switch toggles, the door stays shut), ``"random_enemies"`` (enemies
-spawn on random free cells beyond the door); and ``"random_layout"``, a constructor choice
-(the level's arrays live in the state): a new level from each reset's key
-(:func:`random_level`, for training suites).
+``"door_stuck"`` (the switch toggles, the door stays shut), ``"shrine_out_of_reach"`` (the
+shrine moved too high: the level cannot be completed), ``"enemies_immortal"`` (an attack kills
+no enemy), ``"random_enemies"`` (enemies spawn on random free cells beyond the
+door); and ``"random_layout"``, a constructor choice (the level's arrays live in the state): a new
+level from each reset's key (:func:`random_level`, for training suites). The bugs' variants combine
+with ``+`` (``"shrine_out_of_reach+enemies_immortal"``: a build with two bugs, one of which a fix removes).
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ _MARKS = {"s": SWITCH, "D": DOOR, "L": LAVA, "S": SHRINE, "e": ENEMY, "c": COLLE
 EVENTS = ("switch_toggled", "door_opened", "enemy_killed", "item_collected", "shrine_activated", "player_hurt", "player_died")
 #: The actors of a random level (:func:`random_level`): the default level's.
 RANDOM_CAST = (SWITCH, DOOR, LAVA, SHRINE, ENEMY, ENEMY, COLLECTABLE, COLLECTABLE)
-VARIANTS = ("normal", "switch_out_of_reach", "door_stuck", "random_enemies", "random_layout")
+VARIANTS = ("normal", "switch_out_of_reach", "door_stuck", "shrine_out_of_reach", "enemies_immortal", "random_enemies", "random_layout")
+#: The variants that are ``EnvParams`` (an injected bug or a spawn rule), which combine with ``+``.
+PARAM_VARIANTS = ("switch_out_of_reach", "door_stuck", "shrine_out_of_reach", "enemies_immortal", "random_enemies")
 #: The player's reach: an actor higher than this cannot be interacted with.
 REACH = 1
 
@@ -107,6 +111,8 @@ class EnvParams(environment.EnvParams):
     actor_pos: jax.Array  # int32[A, 2]
     switch_height: int = 1
     door_stuck: bool = False
+    shrine_height: int = 1
+    enemies_immortal: bool = False
     random_enemies: bool = False
     health: int = 10
     chase_radius: int = 2
@@ -140,8 +146,9 @@ class Dungeon(TestingEnv):
 
     def __init__(self, layout: str = DEFAULT_LAYOUT, variant: str = "normal", sensor_radius: int = 8):
         super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        parts = variant.split("+")
+        if variant not in VARIANTS and not (len(parts) > 1 and all(part in PARAM_VARIANTS for part in parts)):
+            raise ValueError(f"variant must be one of {VARIANTS}, or several of {', '.join(PARAM_VARIANTS)} joined by '+', got {variant!r}")
         parsed = parse_layout(layout)
         for mark, name in (("P", "start"), ("s", "switch"), ("D", "door"), ("L", "lava pit"), ("S", "shrine")):
             if len(parsed.get(mark, ())) != 1:
@@ -156,8 +163,8 @@ class Dungeon(TestingEnv):
         self._default_params = EnvParams(
             walls=jnp.asarray(parsed["walls"]), lava=jnp.asarray(lava), start=jnp.asarray(parsed["P"][0]),
             actor_pos=jnp.asarray(np.array([cell for _, cell in marks], np.int32)),
-            switch_height=3 if variant == "switch_out_of_reach" else 1, door_stuck=variant == "door_stuck",
-            random_enemies=variant == "random_enemies",
+            switch_height=3 if "switch_out_of_reach" in parts else 1, door_stuck="door_stuck" in parts,
+            shrine_height=3 if "shrine_out_of_reach" in parts else 1, enemies_immortal="enemies_immortal" in parts, random_enemies="random_enemies" in parts,
         )  # fmt: skip
         if variant == "random_layout" and (self.map_shape != (9, 17) or sorted(self.actor_types.tolist()) != sorted(RANDOM_CAST)):
             raise ValueError(f"random_layout draws 9x17 levels with the default cast ({', '.join(ACTOR_TYPES[t] for t in RANDOM_CAST)})")
@@ -260,7 +267,7 @@ class Dungeon(TestingEnv):
 
         adjacent = jnp.abs(state.actor_pos - state.pos[None]).sum(-1) == 1
         # interact: the adjacent switch or shrine within reach
-        height = jnp.where(types == SWITCH, params.switch_height, 1)
+        height = jnp.select([types == SWITCH, types == SHRINE], [params.switch_height, params.shrine_height], 1)
         reachable = adjacent & (height <= REACH) & state.alive
         toggled = (action == INTERACT) & (reachable & (types == SWITCH)).any()
         switch_on = state.switch_on ^ toggled
@@ -270,7 +277,7 @@ class Dungeon(TestingEnv):
         # attack: the first adjacent enemy
         targets = adjacent & state.alive & (types == ENEMY)
         killed_id = jnp.argmax(targets)
-        killed = (action == ATTACK) & targets.any()
+        killed = (action == ATTACK) & targets.any() & ~params.enemies_immortal
         alive = state.alive.at[killed_id].set(state.alive[killed_id] & ~killed)
         # collect: walking onto a collectable
         on_item = (state.actor_pos == pos[None]).all(-1) & alive & (types == COLLECTABLE)

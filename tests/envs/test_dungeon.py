@@ -38,6 +38,12 @@ def test_the_variants_break_what_the_article_breaks():
     assert events[2] == set() and not bool(state.switch_on)  # too high to reach: nothing happens
     state, events, _, _ = _play("door_stuck", THROUGH[:11])
     assert events[2] == {"switch_toggled"} and not bool(state.door_open) and state.pos.tolist() == [4, 7]  # the door holds
+    state, events, reward, done = _play("shrine_out_of_reach+door_stuck", THROUGH[:3])  # two bugs in one build
+    assert events[2] == {"switch_toggled"} and not bool(state.door_open)
+    _, events, reward, done = _play("shrine_out_of_reach", THROUGH)
+    assert events[-1] == set() and reward == 0.0 and not done  # the shrine is too high: the level cannot be completed
+    with pytest.raises(ValueError, match="or several of .* joined by '\\+', got 'door_stuck\\+random_layout'"):
+        jgtest.make("Dungeon-v0", variant="door_stuck+random_layout")  # a constructor variant does not combine
 
 
 def test_walls_ledges_and_lava():
@@ -61,6 +67,11 @@ def test_attack_kills_an_adjacent_enemy_and_collecting_counts():
     state = state.replace(pos=state.actor_pos[item] + jnp.array([-1, 0]))
     _, state, _, _, info = env.step_env(jax.random.key(2), state, S, params)
     assert bool(info["events"]["item_collected"]) and int(state.items) == 1 and int(info["event_actor"]) == item
+    _, immortal = jgtest.make("Dungeon-v0", variant="enemies_immortal")
+    _, state = env.reset(jax.random.key(0), immortal)
+    state = state.replace(pos=state.actor_pos[enemy] + jnp.array([0, -1]))
+    _, state, _, _, info = env.step_env(jax.random.key(1), state, d.ATTACK, immortal.replace(enemy_move_prob=0.0, enemy_hit_prob=0.0))
+    assert not bool(info["events"]["enemy_killed"]) and int(state.kills) == 0 and bool(state.alive[enemy])  # the attack kills nothing
 
 
 def test_the_grid_sensor_sees_around_the_player():

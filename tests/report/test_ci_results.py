@@ -61,20 +61,23 @@ def test_verify_says_which_bug_the_change_fixed(campaign, capsys):
     assert main(["verify", str(out / "run" / "bugs.jsonl")]) == 1  # the game unchanged: nothing fixed
 
 
-def test_plan_runs_in_junit_and_verified_against_the_fixed_variant(tmp_path, capsys):
-    assert main(["plan", "suite", str(EXAMPLES), "--variant", "switch_out_of_reach", "--seeds", "2", "--out", str(tmp_path),
+def test_plan_runs_in_junit_and_verified_against_a_build_with_one_bug_fixed(tmp_path, capsys):
+    # A build with two bugs: the shrine out of reach (the level plans fail at their shrine node) and enemies no attack kills
+    # (the attacking plan fails at its rule first). The fix of the shrine leaves the other bug in.
+    two_bugs = "shrine_out_of_reach+enemies_immortal"
+    assert main(["plan", "suite", str(EXAMPLES), "--variant", two_bugs, "--seeds", "2", "--out", str(tmp_path),
                  "--junit", str(tmp_path / "plans.xml")]) == 1  # fmt: skip
-    cases = _cases(tmp_path / "plans.xml")
-    failing = [case for case in cases.values() if case.result]
-    assert failing and all("switch" in case.name for case in failing)  # the validation that failed: the switch's
-    assert all(f.text.startswith("jgtest plan run ") and "--variant switch_out_of_reach" in f.text for case in failing for f in case.result)
+    failing = {name: case for name, case in _cases(tmp_path / "plans.xml").items() if case.result}
+    assert sorted(failing) == ["node 2: interact shrine #3 (shrine_active)", "rule 0: attack enemy #4 (kills)"]  # the validations that failed
+    assert all(f.text.startswith("jgtest plan run ") and f"--variant {two_bugs}" in f.text for case in failing.values() for f in case.result)
     report = tmp_path / "report.json"
     capsys.readouterr()
-    assert main(["verify", str(report), "--game-arg", 'variant="normal"', "--junit", str(tmp_path / "verify.xml")]) == 0
-    assert "0 still present, 0 changed, 6 fixed" in capsys.readouterr().out
-    assert all(not case.result for case in _cases(tmp_path / "verify.xml").values())
-    assert main(["verify", str(report)]) == 1
-    assert "6 still present" in capsys.readouterr().out
+    assert main(["verify", str(report), "--game-arg", 'variant="enemies_immortal"', "--junit", str(tmp_path / "verify.xml")]) == 1
+    assert "2 still present, 0 changed, 2 fixed" in capsys.readouterr().out
+    verdicts = {name.split(" seed")[0]: bool(case.result) for name, case in _cases(tmp_path / "verify.xml").items()}
+    assert verdicts == {"attack_enemies.json": True, "complete_level.json": False}  # the shrine's bug fixed, the attack's still there
+    assert main(["verify", str(report), "--game-arg", 'variant="normal"']) == 0
+    assert "0 still present, 0 changed, 4 fixed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

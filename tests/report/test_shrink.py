@@ -13,7 +13,7 @@ from jgtest.cli import main
 from jgtest.methods import random_testing
 from jgtest.report.records import BugRecord, read_bug_records
 from jgtest.report.replay import replay
-from jgtest.report.shrink import DeviceOracle, ddmin, minimal, shrink_file, shrink_record
+from jgtest.report.shrink import DeviceOracle, ddmin, minimal, remove_window, shrink_file, shrink_indices, shrink_record
 
 #: The games whose records the default run shrinks; the others' test is slow.
 QUICK = ("BlockMaze-v0", "CartPoleBugs-v0")
@@ -31,6 +31,19 @@ def test_ddmin_finds_a_one_minimal_subset():
     assert set(kept.tolist()) == needed  # 1-minimal: here the only such subset
     assert ddmin(64, reproduces, batched=False).tolist() == kept.tolist()
     assert max(calls) > 1  # a round's candidates came together
+
+
+def test_the_window_pass_removes_a_loop_that_ddmin_keeps():
+    # A stretch that can go only whole (a loop of the trajectory): removing any one of its actions, or an
+    # aligned chunk, loses the bug, so ddmin keeps it; removing the whole window does not.
+    loop = set(range(11, 30))
+
+    def reproduces(candidates):
+        return [{3, 40} <= set(c.tolist()) and (loop <= set(c.tolist()) or not loop & set(c.tolist())) for c in candidates]
+
+    assert ddmin(64, reproduces).tolist() == [3, *sorted(loop), 40]
+    assert remove_window(ddmin(64, reproduces), reproduces).tolist() == [3, 40]
+    assert shrink_indices(64, reproduces).tolist() == shrink_indices(64, reproduces, batched=False).tolist() == [3, 40]
 
 
 def test_ddmin_of_a_single_action_is_that_action():
@@ -114,3 +127,16 @@ def test_run_shrink_stores_trace_min(tmp_path, capsys):
     assert stored and all(r.trace_min and len(r.trace_min) <= len(r.actions) for r in stored)
     assert json.loads((out / "bugs.jsonl").read_text().splitlines()[0])["trace_min"] == list(stored[0].trace_min)
     assert np.mean([len(r.trace_min) / len(r.actions) for r in stored]) < 1
+
+
+@pytest.mark.slow
+def test_relines_cartpole_records_shrink_to_a_quarter(tmp_path):
+    # RELINE's records on CartPole (one model, its quick settings, as benchmarks/shrink.py finds them): its balanced
+    # episodes are hundreds of actions long, and ddmin with the window pass keeps a quarter of them or less.
+    from jgtest.methods.reline.campaign import run
+    from jgtest.methods.reline.config import RelineConfig
+
+    run(RelineConfig(game="CartPoleBugs-v0", models=1, eval_episodes=100, agents=("reline",), quick=True), tmp_path)
+    records = read_bug_records(tmp_path / "bugs.jsonl")
+    ratios = [len(shrink_record(r).trace_min) / len(r.actions) for r in records]
+    assert records and np.mean(ratios) <= 0.25, ratios
