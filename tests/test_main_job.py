@@ -1,68 +1,31 @@
 """The main job (the README's first command, ``jgtest run all``): a short campaign of each method, each in its own
 run directory with replayable records, ending in one report that opens in a real headless browser (Debian's
 chromium through selenium) with no console errors, opening on what is broken, and every section filled but the
-frame rate's (the job measures none); a screenshot is taken.
+frame rate's (the job measures none); a screenshot is taken. Slow: the job takes about 6 minutes alone (the
+report of a smaller run opens in the browser in the default run: tests/report/test_html_report.py).
 
-One test, on purpose: the job takes minutes, and pytest-xdist would run a shared fixture once per worker."""
+One test, on purpose: pytest-xdist would run a shared fixture once per worker."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from jgtest.cli import main
 from jgtest.main_job import BUDGETS, commands
-from jgtest.report.broken import MAX_VIEWS
-from jgtest.report.html import SECTIONS
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
 from tests.conftest import FAST_COMPILE
+from tests.report.browser import check_report_in_browser
 
 #: The report's sections the main job has nothing for: RELINE's CartPole Table 1 counts bug episodes, not frame times.
 EMPTY_IN_THE_MAIN_JOB = {"fps"}
 
 
-def _browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert binary and driver, "chromium and chromedriver come from scripts/install_system_packages.sh (Debian's chromium, chromium-driver)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,2000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(driver))
-
-
-def _check_report_in_browser(report: Path, screenshot: Path) -> None:
-    from selenium.webdriver.common.by import By
-
-    browser = _browser()
-    try:
-        browser.get(report.resolve().as_uri())
-        assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
-        for section, heading in SECTIONS:
-            element = browser.find_element(By.ID, section)
-            assert element.find_element(By.TAG_NAME, "h2").text == heading
-            empty = 'class="empty"' in element.get_attribute("innerHTML")
-            assert empty == (section in EMPTY_IN_THE_MAIN_JOB), f"the main job left section {section} {'empty' if empty else 'filled'}"
-        budgets = browser.find_element(By.ID, "config").find_elements(By.CSS_SELECTOR, "table tr")
-        assert len(budgets) == 1 + len(BUDGETS) and "247 objects" in budgets[3].text  # each budget beside the paper's
-        broken = browser.find_elements(By.TAG_NAME, "section")[0]  # the page opens on what is broken
-        assert broken.get_attribute("id") == "broken"
-        rows, views = broken.find_elements(By.CSS_SELECTOR, "table tr")[1:], broken.find_elements(By.TAG_NAME, "img")
-        assert rows and all("jgtest replay " in row.text for row in rows) and len(views) == min(len(rows), MAX_VIEWS)  # a view per distinct bug
-        images = browser.find_elements(By.TAG_NAME, "img")
-        assert len(images) >= 7 and all(browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in images)  # all decode
-        assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
-    finally:
-        browser.quit()
-
-
+@pytest.mark.slow
 def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_browser(tmp_path, capsys):
     out = tmp_path / "main"
     # as a user runs it: its own process, its programs optimised as XLA's level 1 (the other tests compile at 0, tests/conftest.py)
@@ -99,7 +62,7 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
     # the plans: every example passes on the normal level
     plans = json.loads((dirs["plan"] / "report.json").read_text())["plans"]
     assert len(plans) == 3 and all(run["passed"] for runs in plans.values() for run in runs)
-    _check_report_in_browser(report, tmp_path / "report.png")
+    check_report_in_browser(report, tmp_path / "report.png", empty=EMPTY_IN_THE_MAIN_JOB, budgets=len(BUDGETS), min_images=7)
 
 
 def test_a_resumed_main_job_continues_the_campaigns_it_started(tmp_path):

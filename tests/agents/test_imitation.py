@@ -29,6 +29,7 @@ def test_split_is_70_10_20_and_disjoint():
         split_indices(2, (0.7, 0.1, 0.2))
 
 
+@pytest.mark.slow
 def test_the_student_learns_the_demonstrated_actions():
     config = ImitationConfig(num_actions=3, k=1, batch_size=4, epochs=12, warmup_epochs=2, policy=SMALL, patience=12)
     demos = _demos()
@@ -77,6 +78,7 @@ def test_an_empty_demonstration_set_is_refused():
         train(ImitationConfig(num_actions=3, policy=SMALL), demos, jax.random.key(0))
 
 
+@pytest.mark.slow
 def test_masked_inverse_dynamics_learns_the_action_between_two_frames():
     from jgtest.agents import inverse_dynamics
 

@@ -270,6 +270,7 @@ def test_the_score_reward_pays_as_ale_does():
         MsPacmanEnv(reward="points")
 
 
+@pytest.mark.slow
 def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
     """RELINE under the package's protocol on the real game: the model trains a number of episodes and
     Table 1 counts the last of them (no separate evaluation); records are written as bugs show."""
@@ -349,6 +350,7 @@ def _visits(flags: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1))
 
 
+@pytest.mark.slow
 def test_the_ram_and_the_screen_detectors_flag_the_same_gate_visits():
     """The package's SSIM check (envs_bridge.ale_ssim), its references cut from two routes through the
     tunnels and back, and the RAM gates agree visit by visit on the two other routes (other approaches,

@@ -278,7 +278,7 @@ def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(ser
         BridgedAgent(models, "random", trained)
 
 
-@pytest.mark.parametrize("detector", ["ground-truth", "learned"])
+@pytest.mark.parametrize("detector", ["ground-truth", pytest.param("learned", marks=pytest.mark.slow)])
 def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tmp_path, capsys):
     from jgtest.cli import main
     from jgtest.methods.park import models as ppgta_models

@@ -344,6 +344,7 @@ def _fighter(_, obs, key):
     return jnp.where(jax.random.uniform(k_explore) < 0.1, jax.random.randint(k_action, (), 0, 11), action)
 
 
+@pytest.mark.slow
 def test_the_fight_has_depth():
     """Only a player who fights wears the boss down (combat.py's "Balance"): random "cannot
     accomplish the mission" (Wuji §V-B), so the late stuck bugs and the death crash need a player

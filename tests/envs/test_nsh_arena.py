@@ -185,6 +185,7 @@ def test_probe_calibration():
     assert int(np.sum(found["fighter30"] & gated)) == 7  # ... and the damage path within a noisy fighter's
 
 
+@pytest.mark.slow
 def test_probe_calibration_at_a_tenth_of_the_budget():
     """The same probes on a tenth of the budget (the default run's share of the slow test above)."""
     found, gated = _calibrate(FULL_BUDGET_STEPS // 10)

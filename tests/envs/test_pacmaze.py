@@ -196,6 +196,7 @@ def test_traced_out_of_range_action_is_clipped_to_noop(state0):
         ENV.step(KEY, state0, 5, QUIET)
 
 
+@pytest.mark.slow
 def test_random_agent_rarely_reaches_a_gate_like_relines():
     """RELINE Table 1 (MsPacman, random agent): >=1 gate in 24/1000 episodes, >=2 in 17.
 

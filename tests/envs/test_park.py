@@ -141,6 +141,7 @@ def test_objects_behind_invisible_walls_or_blockages_are_unreachable():
     assert ENV.map.walkable[beyond[0], beyond[1]] and not env.ooi_reachable(params)[0]
 
 
+@pytest.mark.slow
 def test_path_expert_follows_the_pathways():
     demos = park_experts.demonstrations(ENV, PARAMS, jax.random.key(1), "path", num=4, steps=300)
     assert demos["frames"].shape == (4, 300, 64, 64, 3) and demos["actions"].shape == (4, 300)
@@ -161,6 +162,7 @@ def _in_the_open(params, count):
     return free[:count]
 
 
+@pytest.mark.slow
 def test_circle_expert_walks_all_around_the_object():
     targets = jnp.asarray(_in_the_open(PARAMS, 4), jnp.int32)
     demos = park_experts.demonstrations(ENV, PARAMS, jax.random.key(2), "circle", num=4, steps=260, targets=targets)

@@ -32,6 +32,7 @@ def test_the_probe_table_is_the_committed_one():
     assert follower["ooi_tested_18"] > 10 * random["ooi_tested_18"]
 
 
+@pytest.mark.slow
 def test_one_round_of_each_probe():
     # One round (5 episodes, seed 0) of each: the calibrated park's first figures (the committed table's curves).
     run = {agent: probes.probe_run(agent, 0, episodes=5) for agent in probes.SEEDS}

@@ -185,6 +185,7 @@ def pacmaze_learning_run(tmp_path_factory):
     return config, reline.run(config, out), out
 
 
+@pytest.mark.slow
 def test_pacmaze_learns_through_the_episodes_table1_counts(pacmaze_learning_run):
     """The package's protocol on PacMaze: no separate evaluation; each model plays its step budget and
     at least E episodes, stopping at an episode's end; its bugs replay from the learning episodes."""
@@ -228,6 +229,7 @@ def test_a_learning_run_counts_exactly_its_last_episodes():
         assert " learning episode " in record.detail and replay(record).reproduced
 
 
+@pytest.mark.slow
 def test_a_learning_run_stopped_mid_way_resumes_to_the_uninterrupted_result(pacmaze_learning_run, tmp_path):
     """A learning run is checkpointed every period; resumed, it ends with the uninterrupted run's table,
     curves, episode counts and records."""
@@ -250,6 +252,7 @@ def test_a_learning_run_stopped_mid_way_resumes_to_the_uninterrupted_result(pacm
     assert strip(read_bug_records(tmp_path / "bugs.jsonl")) == strip(read_bug_records(out / "bugs.jsonl"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evaluation", ["training", "frozen"])
 def test_the_kart_twin_finds_low_fps_points_under_either_protocol(evaluation, tmp_path):
     """Under the package's protocol the learners' low-FPS points come from the last episodes of their

@@ -20,7 +20,8 @@ TINY_A2C = WujiA2CConfig(hidden_sizes=(16, 16, 16), num_envs=4, updates_per_roun
 ARENA_VARIANT = (("boss_max_hp", 120), ("late_phases", (0.9,)))
 
 
-@pytest.mark.parametrize("game, game_kwargs", [("BlockMaze-v0", ()), ("CombatArena-v0", ARENA_VARIANT), ("NSHArena-v0", ())])
+@pytest.mark.parametrize("game, game_kwargs", [("BlockMaze-v0", ()), pytest.param("CombatArena-v0", ARENA_VARIANT, marks=pytest.mark.slow),
+                                               pytest.param("NSHArena-v0", (), marks=pytest.mark.slow)])  # fmt: skip
 def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_kwargs, tmp_path):
     config = wuji.WujiConfig(game=game, game_kwargs=game_kwargs, population=4, generations=2, seed=3, a2c=TINY_A2C)
     summary = wuji.run(config, tmp_path)

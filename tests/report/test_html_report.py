@@ -1,5 +1,4 @@
-"""The HTML report: sections from a run directory's files, escaping, errors. (The main job's page in a real
-browser: tests/test_main_job.py.)"""
+"""The HTML report: sections from a run directory's files, escaping, errors, and the page in a real browser."""
 
 import json
 from pathlib import Path
@@ -11,6 +10,7 @@ from jgtest.analysis import compare_groups
 from jgtest.errors import BadFile
 from jgtest.report.html import SECTIONS, WUJI_PAPER_ORDER, render_report, write_report
 from jgtest.report.records import BugRecord, BugRecordWriter
+from tests.report.browser import check_report_in_browser
 
 
 def _png(path: Path) -> None:
@@ -73,3 +73,10 @@ def test_a_missing_or_empty_run_directory_is_a_clear_error(tmp_path):
     (tmp_path / "config.json").write_text('{"method": "wuji", "game": "CombatArena-v0", "seed": 7}')
     with pytest.raises(BadFile, match="continue it with `jgtest run wuji --game CombatArena-v0 --seed 7 --out .* --resume`"):
         render_report(tmp_path)  # a campaign killed before its summary
+
+
+def test_the_report_opens_in_a_browser_on_what_is_broken(wuji_like_run, tmp_path):
+    # Chromium loads the page with no console errors; it opens on the distinct bugs, each with a drawn view and its
+    # replay command; every image decodes. (The main job's page, every campaign's sections filled: tests/test_main_job.py.)
+    empty = {"fps", "maps", "plans"}
+    check_report_in_browser(write_report(wuji_like_run), tmp_path / "report.png", empty=empty, min_images=5)
