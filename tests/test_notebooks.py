@@ -11,7 +11,11 @@ def test_one_notebook_per_system_and_one_on_embedding():
     assert {p.stem for p in NOTEBOOKS} == {"wuji", "reline", "ppgta", "explicit_plans", "embedding"}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+#: The notebook the default run executes (the quickest); the others run with ``-m slow`` (about 2 minutes together).
+QUICK = "reline"
+
+
+@pytest.mark.parametrize("path", [p if p.stem == QUICK else pytest.param(p, marks=pytest.mark.slow) for p in NOTEBOOKS], ids=lambda p: p.stem)
 def test_the_notebook_runs(path, tmp_path, monkeypatch):
     import nbformat
     from nbclient import NotebookClient

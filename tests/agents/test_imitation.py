@@ -49,6 +49,7 @@ def test_the_student_learns_the_demonstrated_actions():
         js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2), rule="median")
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_the_best_epoch():
     config = ImitationConfig(num_actions=3, k=2, batch_size=4, epochs=30, warmup_epochs=1, lr_peak=0.5, lr_start=0.5, patience=2, policy=SMALL)
     out = train(config, _demos(), jax.random.key(1))

@@ -382,6 +382,7 @@ def test_the_ram_and_the_screen_detectors_flag_the_same_gate_visits():
     assert visits >= 12 and hidden <= 2  # each route: into its gate, out of the far mouth, back in, out, in again, out
 
 
+@pytest.mark.slow
 def test_ms_pacman_reports_the_screen_detector_with_the_shipped_references():
     with MsPacmanEnv(num_envs=2, seed=0, screens=True, ssim_gates=ale_ssim.SsimGates()) as env:
         frames, _ = env.reset(0)

@@ -225,7 +225,7 @@ def test_wire_frames_are_little_endian_with_the_magic():
     assert len(PAPER_KEYS) == 9 and PAPER_KEYS[0] == "W" and PAPER_KEYS[-1] == "SpaceBar"
 
 
-@pytest.mark.parametrize("behaviour", ["learned", "scripted"])
+@pytest.mark.parametrize("behaviour", [pytest.param("learned", marks=pytest.mark.slow), "scripted"])
 def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(server, behaviour):
     """PPGTA's learned test (here the explorer's own actions, judged by JS) and Inspector's scripted walk
     (steered by the bridge's location and yaw) test the same objects as on device."""

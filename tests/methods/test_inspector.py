@@ -97,8 +97,8 @@ def test_replay_checks_the_walk():
 
 
 def test_campaign_writes_its_run_directory_and_records_replay(tmp_path):
-    # A small, crowded park, so that a random walk of 2 x 400 steps meets objects.
-    config = inspector.InspectorConfig(agent="random", episodes=2, num_envs=2, episode_steps=400, rollout_steps=200, size=64, num_oois=200)
+    # A small, crowded park, so that a random walk of 4 x 200 steps meets objects (the resume test's settings: one compilation).
+    config = inspector.InspectorConfig(agent="random", episodes=4, num_envs=2, episode_steps=200, rollout_steps=100, size=64, num_oois=200)
     env, params = jgtest.make("ParkWorld-v0", **config.game_kwargs)
     summary = inspector.run(config, tmp_path)
     written = json.loads((tmp_path / "summary.json").read_text())

@@ -103,6 +103,7 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
         device_run(tmp_path, dataclasses.replace(trained, config=dataclasses.replace(TINY, k=3)))
 
 
+@pytest.mark.slow
 def test_with_fine_tune_fe_the_actor_and_the_critic_train_their_own_fe(models):
     trained, _ = models
     config = ppgta.PPGTAConfig(models=TINY, fine_tune_fe=True)

@@ -32,7 +32,7 @@ def test_ensemble_reward_equals_a_loop_over_members():
     np.testing.assert_allclose(jax.jit(single.raw_reward)(s1, x), error(s1, x), rtol=1e-5)
 
 
-@pytest.mark.parametrize("reward, members, shared", [("error", 1, False), ("variance", 4, True)])
+@pytest.mark.parametrize("reward, members, shared", [("error", 1, False), pytest.param("variance", 4, True, marks=pytest.mark.slow)])
 def test_seen_frames_become_less_novel_than_new_ones(reward, members, shared):
     rnd = RND(RNDConfig(members=members, reward=reward, shared_backbone=shared, **SMALL))
     raw_reward = jax.jit(rnd.raw_reward)  # compiled: op-by-op convolutions take seconds on CPU
