@@ -115,7 +115,11 @@ def test_a_stopped_campaign_resumes_to_the_uninterrupted_result(tmp_path):
     assert strip("killed") == strip("whole") and len(strip("whole")) > 0
 
 
-@pytest.mark.parametrize("game", __import__("jgtest").registered_games())
+#: The games whose command-line campaign the default run plays (the quickest to compile); the others' run with ``-m slow``.
+QUICK_GAMES = ("BlockMaze-v0", "CartPoleBugs-v0", "Dungeon-v0", "PacMaze-v0")
+
+
+@pytest.mark.parametrize("game", [g if g in QUICK_GAMES else pytest.param(g, marks=pytest.mark.slow) for g in __import__("jgtest").registered_games()])
 def test_every_game_runs_a_campaign_whose_records_replay(game, tmp_path):
     from jgtest.methods.random_testing import RandomCampaignConfig, run
 

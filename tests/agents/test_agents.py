@@ -61,6 +61,7 @@ def test_seeds_differ_and_same_seed_repeats(name):
     assert any(not np.array_equal(leaf[0], leaf[1]) for leaf in leaves), "two seeds gave identical networks"
 
 
+@pytest.mark.slow
 def test_vmap_over_hyperparameters_sweeps_learning_rates():
     agent = _agent("ppo")
     hparams = jax.tree.map(lambda x: jnp.full((3,), x), ppo.PPOHyperparams())

@@ -96,6 +96,7 @@ def test_masked_inverse_dynamics_learns_the_action_between_two_frames():
         inverse_dynamics.train(config, [_demos(n=0)], jax.random.key(0))
 
 
+@pytest.mark.slow
 def test_a_frozen_encoder_stays_as_given():
     config = ImitationConfig(num_actions=3, k=1, batch_size=4, epochs=4, warmup_epochs=1, policy=SMALL, freeze_encoder=True, patience=4)
     demos = _demos()

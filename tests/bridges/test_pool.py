@@ -211,6 +211,7 @@ def test_bad_arguments_raise_value_errors_naming_them():
         GameFarm(functools.partial(ToyGame, num_envs=2), actors=1)
 
 
+@pytest.mark.slow
 def test_ms_pacman_farm_matches_single_games_seeded_seed_plus_i():
     pytest.importorskip("envpool")
     from envs_bridge.ale import MsPacmanEnv

@@ -172,6 +172,7 @@ def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_
     assert {r.bug_id for r in records} == {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
 
 
+@pytest.mark.slow
 def test_a_bridged_campaign_killed_mid_episode_resumes_to_the_uninterrupted_result(server, random_agent, tmp_path, monkeypatch):
     from jgtest.methods.park.bridged import run_bridged
     from jgtest.report.records import read_bug_records
@@ -278,7 +279,7 @@ def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(ser
         BridgedAgent(models, "random", trained)
 
 
-@pytest.mark.parametrize("detector", ["ground-truth", pytest.param("learned", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("detector", [pytest.param(d, marks=pytest.mark.slow) for d in ("ground-truth", "learned")])
 def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tmp_path, capsys):
     from jgtest.cli import main
     from jgtest.methods.park import models as ppgta_models

@@ -29,7 +29,10 @@ def _clear_view_target():
     raise AssertionError("no object in clear view")
 
 
-TARGET, STATE = _clear_view_target()
+@pytest.fixture(scope="module")
+def in_view():
+    """``(target, state)``: :func:`_clear_view_target`, found once per process that needs it (seconds: not at collection)."""
+    return _clear_view_target()
 
 
 def test_the_park_has_the_papers_parts():
@@ -54,7 +57,8 @@ def test_the_park_has_the_papers_parts():
     assert {LOW_RES, STRETCHED} <= set(bugs.tolist())
 
 
-def test_a_frame_shows_the_object_where_its_box_says():
+def test_a_frame_shows_the_object_where_its_box_says(in_view):
+    TARGET, STATE = in_view
     frame, info = OBSERVE(STATE, PARAMS)
     behind = STATE.pos - 3.0 * jnp.stack([jnp.cos(STATE.yaw), jnp.sin(STATE.yaw)])
     without = PARAMS.replace(ooi_pos=PARAMS.ooi_pos.at[TARGET].set(jnp.clip(behind, 0.5, ENV.size - 0.5)))
@@ -76,7 +80,8 @@ def test_a_frame_shows_the_object_where_its_box_says():
 
 
 @pytest.mark.parametrize("kind", range(len(OOI_TYPES)), ids=OOI_TYPES)
-def test_bugged_and_clean_textures_differ_in_the_frames(kind):
+def test_bugged_and_clean_textures_differ_in_the_frames(kind, in_view):
+    TARGET, STATE = in_view
     def frame(bug):
         params = PARAMS.replace(ooi_type=PARAMS.ooi_type.at[TARGET].set(kind), ooi_bug=PARAMS.ooi_bug.at[TARGET].set(bug))
         out, info = OBSERVE(STATE, params)
@@ -91,7 +96,8 @@ def test_bugged_and_clean_textures_differ_in_the_frames(kind):
         assert diff > 5.0, (OOI_TYPES[kind], bug, diff)  # mean over the box, 0-255 levels (the weakest: a stretched chair, ≈ 5.7)
 
 
-def test_types_are_distinguishable():
+def test_types_are_distinguishable(in_view):
+    TARGET, STATE = in_view
     means = []
     for kind in range(len(OOI_TYPES)):
         params = PARAMS.replace(ooi_type=PARAMS.ooi_type.at[TARGET].set(kind), ooi_bug=PARAMS.ooi_bug.at[TARGET].set(CLEAN))
@@ -205,7 +211,8 @@ def test_too_many_objects_are_refused():
         ParkWorld(size=64, num_oois=5000)
 
 
-def test_looking_down_shows_more_ground_and_a_jump_raises_the_eye():
+def test_looking_down_shows_more_ground_and_a_jump_raises_the_eye(in_view):
+    TARGET, STATE = in_view
     step = jax.jit(ENV.step_env)
     sky = lambda frame: int((np.asarray(frame)[..., 2] > np.asarray(frame)[..., 1] + 20).sum())  # bluish sky pixels
     level, _ = OBSERVE(STATE, PARAMS)

@@ -205,6 +205,7 @@ def test_pacmaze_learns_through_the_episodes_table1_counts(pacmaze_learning_run)
 GATE_CORRIDOR = "#########\nT...P...T\n#.#####G#\n#.......#\n#########"
 
 
+@pytest.mark.slow
 def test_a_learning_run_counts_exactly_its_last_episodes():
     """With more counted episodes than the budget plays, a run lasts exactly E episodes, so every bug it
     caught is in the counted window and none it did not catch is; the window is a ring of the last E.

@@ -121,6 +121,7 @@ def test_bad_configs_are_refused(kwargs, message):
         wuji.WujiConfig(**kwargs)
 
 
+@pytest.mark.slow
 def test_an_env_step_budget_is_equal_across_strategies_and_cuts_their_results(tmp_path):
     """Every strategy plays the budget to within one row of lockstep steps (one step of each of the
     call's games: here 16), never past it, and counts bugs and states only up to it."""
@@ -163,7 +164,7 @@ def _kill_after_first_generation(generation, generations, bugs):
         raise _Killed  # after generation 1 (whose records are written; its checkpoint is not: the last is the initial one)
 
 
-@pytest.mark.parametrize("strategy", ["ea_m", "random"])  # random: its slot games' episodes go on across the kill
+@pytest.mark.parametrize("strategy", ["ea_m", pytest.param("random", marks=pytest.mark.slow)])  # random: its slot games' episodes go on across the kill
 def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_path):
     config = wuji.WujiConfig(game="NSHArena-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C)
     whole = wuji.run(config, tmp_path / "whole")

@@ -12,8 +12,16 @@ from jgtest.nets.recurrent import ImitationPolicy
 def policy():
     net = ImitationPolicy(num_actions=9, local_hidden=8, global_hidden=16, mlp=(32, 16), cnn_dense=32)
     frames = jax.random.randint(jax.random.key(0), (3, 4, 64, 64, 3), 0, 256).astype(jnp.uint8)
-    params = net.init(jax.random.key(1), frames, net.initial_carry(3))
-    return net, params, frames
+    params = jax.jit(net.init)(jax.random.key(1), frames, net.initial_carry(3))  # compiled: eager convolutions dispatch op by op
+    return _Jitted(net), params, frames
+
+
+class _Jitted:
+    """The policy with its ``apply`` compiled (once per argument structure), ``initial_carry`` as it is."""
+
+    def __init__(self, net):
+        self.initial_carry = net.initial_carry
+        self.apply = jax.jit(net.apply, static_argnames="train")
 
 
 def test_shapes_and_the_concatenated_state(policy):

@@ -14,6 +14,7 @@ def _frames(seed, n=8, size=64):
     return jax.random.randint(jax.random.key(seed), (n, size, size, 3), 0, 256).astype(jnp.uint8)
 
 
+@pytest.mark.slow
 def test_ensemble_reward_equals_a_loop_over_members():
     """(Each side compiled: op-by-op convolutions take seconds on CPU.)"""
     rnd = RND(RNDConfig(members=5, **SMALL))
