@@ -130,13 +130,21 @@ def test_run_shrink_stores_trace_min(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_relines_cartpole_records_shrink_to_a_quarter(tmp_path):
-    # RELINE's records on CartPole (one model, its quick settings, as benchmarks/shrink.py finds them): its balanced
-    # episodes are hundreds of actions long, and ddmin with the window pass keeps a quarter of them or less.
+def test_the_window_pass_shortens_relines_cartpole_records_beyond_ddmin(tmp_path):
+    # RELINE's records on CartPole (one model, its quick settings, as benchmarks/shrink.py finds them): balanced episodes of
+    # hundreds of actions. ddmin alone keeps long traces (the pole derails an open-loop trace missing one action); with the
+    # window pass each is at most as long, still 1-minimal, and replays to its bug. How far depends on the record: the
+    # benchmark's two kept 56 of 779 and 62 of 203; at the tests' XLA level, two others kept 10% and 82%.
     from jgtest.methods.reline.campaign import run
     from jgtest.methods.reline.config import RelineConfig
 
     run(RelineConfig(game="CartPoleBugs-v0", models=1, eval_episodes=100, agents=("reline",), quick=True), tmp_path)
     records = read_bug_records(tmp_path / "bugs.jsonl")
-    ratios = [len(shrink_record(r).trace_min) / len(r.actions) for r in records]
-    assert records and np.mean(ratios) <= 0.25, ratios
+    assert records
+    for record in records:
+        oracle = DeviceOracle(record)
+        alone = ddmin(len(record.actions), oracle)
+        shrunk = shrink_record(record)
+        assert len(shrunk.trace_min) <= len(alone) and replay(minimal(shrunk)).reproduced
+        trace = np.asarray(shrunk.trace_min)
+        assert oracle.first_fires([np.delete(trace, i) for i in range(len(trace))]) == [None] * len(trace)  # 1-minimal
