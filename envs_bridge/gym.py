@@ -58,8 +58,8 @@ from jgtest.errors import BadInput
 TELEMETRY_FIELDS = {"position": (2,), "cell": (), "frame_time_ms": (), "game_reward": (), "crashed": (), "angle": (), "objects": None}
 #: What a telemetry function reports on every step unless its ``provides`` attribute says otherwise.
 DEFAULT_PROVIDES = ("position",)
-#: The signals (:mod:`jgtest.signals`) a telemetry function's declared fields give a game.
-FIELD_SIGNALS = {"position": "position", "objects": "objects"}
+#: The declared fields that are signals of their own name (:mod:`jgtest.signals`).
+SIGNAL_FIELDS = ("position", "objects")
 #: Cells of the frame hash used when the telemetry gives no cell.
 HASH_CELLS = 65_536
 
@@ -161,7 +161,7 @@ class GymnasiumEnv(HostEnv):
         telemetry = options.get("telemetry")
         if not telemetry:
             return cls.signals
-        return cls.signals | {FIELD_SIGNALS[f] for f in declared_fields(_telemetry_function(telemetry)) if f in FIELD_SIGNALS}
+        return cls.signals | (set(declared_fields(_telemetry_function(telemetry))) & set(SIGNAL_FIELDS))
 
     def __init__(self, env_id: str, num_envs: int = 1, telemetry: str | Callable | None = None, num_cells: int | None = None,
                  max_steps_in_episode: int | None = None, seed: int = 0, first_game: int = 0, action_names: str | Sequence[str] | None = None):  # fmt: skip
