@@ -331,6 +331,34 @@ def _numpy_scalar_as_array(leaf: Any) -> Any:
     return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
 
 
+def _placed_like(like: Any, restored: Any) -> Any:
+    """A restored leaf as ``like`` was placed: a numpy scalar as one; an array that ``like`` left
+    uncommitted (not put on a device by the caller: a fresh ``jnp`` or jit result, a
+    ``ShapeDtypeStruct`` without sharding) uncommitted too. orbax restores onto a device, committed,
+    and a jitted function given committed arguments is a new lowering: a resumed run would compile
+    every step function again instead of reusing the uninterrupted run's (in memory or from the
+    persistent compilation cache)."""
+    if isinstance(like, np.generic):
+        return restored[()]
+    placed = like.committed if isinstance(like, jax.Array) else getattr(like, "sharding", None) is not None
+    if placed or not isinstance(restored, jax.Array) or not restored.committed:
+        return restored
+    if _is_key(restored):
+        return jax.random.wrap_key_data(jnp.asarray(np.asarray(jax.random.key_data(restored))), impl=jax.random.key_impl(restored))
+    return jnp.asarray(np.asarray(restored))
+
+
+def strongly_typed(state: PyTree) -> PyTree:
+    """``state`` with every weakly typed array (a leaf that began as a Python number, such as a
+    step counter's ``0``) strongly typed, as :meth:`Checkpointer.restore` returns it.
+
+    A campaign applies it to its fresh state before the first jitted step, so that a fresh and a
+    resumed run call the step with the same argument types: jit keys its cache on weak types, and
+    without it a resumed run compiles every step function again instead of reusing the
+    uninterrupted run's (in memory or from the persistent compilation cache)."""
+    return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
+
+
 def _flat(tree: PyTree) -> dict[str, Any]:
     """Leaves by dotted path, as orbax names them (``opt_state.0.mu``); colliding paths are refused."""
     flat = ocp.tree.to_flat_dict(tree)
@@ -573,7 +601,7 @@ class Checkpointer:
 
         args = ocp.args.StandardRestore(jax.tree.map(target, state_like))
         restored = _read_step(step, lambda: self._manager.restore(step, args=args))
-        return jax.tree.map(lambda like, x: x[()] if isinstance(like, np.generic) else x, state_like, restored)
+        return jax.tree.map(_placed_like, state_like, restored)
 
     def _set_aside(self, step: int) -> str:
         """Moves step ``step``'s directory to ``DIR/damaged-STEP`` (``-2``, ``-3``... if taken); returns the new path."""
@@ -627,4 +655,4 @@ class Checkpointer:
         )
 
 
-__all__ = ["CONFIG_FILENAME", "Checkpointer", "check_fingerprint", "config_fingerprint"]
+__all__ = ["CONFIG_FILENAME", "Checkpointer", "check_fingerprint", "config_fingerprint", "strongly_typed"]

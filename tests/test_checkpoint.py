@@ -333,15 +333,14 @@ def test_every_step_damaged_is_a_clear_error(tmp_path):
 
 def test_a_training_run_resumes_from_the_step_before_a_damaged_one(tmp_path):
     """:func:`jgtest.agents.runner.run_training` continues from the step actually restored."""
-    from jgtest.agents import ppo
     from jgtest.agents.runner import run_training
+    from tests.agents.tiny_runs import PPO_TINY, SEEDS
 
-    config = ppo.PPOConfig(num_envs=2, num_steps=16, total_timesteps=2 * 16 * 4, num_evals=4, eval_episodes=2, num_minibatches=2, update_epochs=1)
-    whole = run_training("ppo", config, tmp_path / "whole")
-    run_training("ppo", config, tmp_path / "cut", max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
+    whole = run_training("ppo", PPO_TINY, tmp_path / "whole", num_seeds=SEEDS)
+    run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS, max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
     _damage(_data_file(tmp_path / "cut" / "checkpoints" / "3"))
     with pytest.warns(UserWarning, match="step 3 cannot be restored"):
-        resumed = run_training("ppo", config, tmp_path / "cut")
+        resumed = run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS)
     for a, b in zip(jax.tree.leaves(whole["state"]), jax.tree.leaves(resumed["state"])):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)

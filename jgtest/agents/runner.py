@@ -22,7 +22,7 @@ import numpy as np
 
 from jgtest.agents import algorithm
 from jgtest.agents.common import config_to_json
-from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.sharding import shard_batch
 
 
@@ -70,7 +70,7 @@ def run_training(
     checkpointer = Checkpointer(out / "checkpoints", fingerprint)
     init = jax.jit(jax.vmap(agent.init, in_axes=(0, None)))
     period = jax.jit(jax.vmap(agent.period, in_axes=(0, None)))
-    state = init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams)  # seeds spread over every device
+    state = strongly_typed(init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams))  # seeds spread over every device; typed as restored
     start = 0
     if checkpointer.latest_step() is not None:  # the newest intact step: a damaged newer one is set aside
         start, state = checkpointer.restore_latest(state)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import cell_set
 from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
@@ -204,7 +204,7 @@ def run(
     init, chunk = make_chunk_fn(env, params, config.seed, config.num_envs, config.chunk_steps, covered)
     traces = _EpisodeTraces(config.num_envs, int(np.asarray(params.max_steps_in_episode)))
     books = _books(0, 0, 0.0, np.full(env.num_bugs, np.nan), np.zeros((env.num_bugs, 3)))
-    carry = init()
+    carry = strongly_typed(init())  # typed as a restored carry: a resumed run reuses the compiled chunk
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         written = {r.bug_id for r in records_to_resume(out_dir, resume)}
         if resume and ckpt.latest_step() is not None:

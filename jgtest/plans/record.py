@@ -98,7 +98,7 @@ def record_plan(env, params, actions: Iterable[int], seed: int = 0, every: int =
     vocab = plan_game(env.name)
     plan_actions = {index: name for name, index in vocab.ACTIONS.items()}
     step = jax.jit(env.step_env)
-    _, state = env.reset_env(jax.random.key(seed), params)
+    _, state = env.reset(jax.random.key(seed), params)  # gymnax's reset: jitted
     nodes = []
     for t, action in enumerate(actions):
         before = state

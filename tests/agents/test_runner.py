@@ -10,15 +10,15 @@ import pytest
 from jgtest.agents import ppo
 from jgtest.agents.runner import run_training
 from jgtest.cli import main
-
-CONFIG = ppo.PPOConfig(num_envs=2, num_steps=16, total_timesteps=2 * 16 * 4, num_evals=4, eval_episodes=2, num_minibatches=2, update_epochs=1)
+from tests.agents.tiny_runs import PPO_TINY as CONFIG
+from tests.agents.tiny_runs import SEEDS
 
 
 def test_resumed_run_equals_uninterrupted_run(tmp_path):
-    whole = run_training("ppo", CONFIG, tmp_path / "whole", num_seeds=2)
-    first = run_training("ppo", CONFIG, tmp_path / "cut", num_seeds=2, max_periods=2)  # "killed" after 2 periods
+    whole = run_training("ppo", CONFIG, tmp_path / "whole", num_seeds=SEEDS)
+    first = run_training("ppo", CONFIG, tmp_path / "cut", num_seeds=SEEDS, max_periods=2)  # "killed" after 2 periods
     assert first["periods_done"] == 2 and not (tmp_path / "cut" / "summary.json").exists()
-    resumed = run_training("ppo", CONFIG, tmp_path / "cut", num_seeds=2)
+    resumed = run_training("ppo", CONFIG, tmp_path / "cut", num_seeds=SEEDS)
     for a, b in zip(jax.tree.leaves(whole["state"]), jax.tree.leaves(resumed["state"])):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
@@ -30,15 +30,15 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
 
 
 def test_checkpoint_of_another_config_is_refused(tmp_path):
-    run_training("ppo", CONFIG, tmp_path, num_seeds=1, max_periods=1)
+    run_training("ppo", CONFIG, tmp_path, num_seeds=SEEDS, max_periods=1)
     other = ppo.PPOConfig(**{**CONFIG.__dict__, "update_epochs": 2})
     with pytest.raises(ValueError, match="different config"):
-        run_training("ppo", other, tmp_path, num_seeds=1)
+        run_training("ppo", other, tmp_path, num_seeds=SEEDS)
 
 
 def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["train", "ppo", "--game", "CartPoleBugs-v0", "--steps", "256", "--seeds", "2", "--out", str(out), "--quiet",
+    args = ["train", "ppo", "--game", "CartPoleBugs-v0", "--steps", "128", "--seeds", "2", "--out", str(out), "--quiet",
             "--set", "num_envs=2", "--set", "num_steps=16", "--set", "num_evals=4", "--set", "eval_episodes=2",
             "--set", "num_minibatches=2", "--set", "update_epochs=1", "--hp", "learning_rate=0.001", "--hp", "gamma=0.9"]
     assert main(args) == 0
@@ -47,7 +47,7 @@ def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     for key in ("final_return_mean", "final_return_std", "env_steps", "wall_s", "steps_per_s"):
         assert key in summary
-    assert summary["env_steps"] == 2 * 256 and summary["num_seeds"] == 2
+    assert summary["env_steps"] == 2 * 128 and summary["num_seeds"] == 2
     curves = json.loads((out / "curves.json").read_text())
     assert len(curves["env_steps"]) == 4 and (out / "curves.png").stat().st_size > 1000
     assert "final return" in capsys.readouterr().out

@@ -90,9 +90,9 @@ def test_craftax_by_name():
     env, params = jgtest.make("craftax:Craftax-Classic-Symbolic-v1")
     assert env.map_shape == (64, 64) and env.bug_kinds == ("logical", "logical")
     assert {"position", "state_features", "oracle_inputs", "game_reward", "cells"} <= env.signals
-    obs, state = env.reset(jax.random.key(0), params)
+    first_step = jax.jit(lambda key: (lambda obs, state: (obs, env.step_env(key, state, 0, params)))(*env.reset_env(key, params)))  # one compile
+    obs, (_, state, reward, terminated, info) = first_step(jax.random.key(0))
     assert env.state_features(obs).shape == (16,) and env.state_feature_bounds(params)[1].shape == (16,)
-    obs, state, reward, terminated, truncated, info = env.step(jax.random.key(1), state, 0, params)
     row, col = np.asarray(state.inner.player_position)
     assert int(info["telemetry"].cell) == row * 64 + col and not info["telemetry"].bugs_fired.any()
     with pytest.raises(ValueError, match="unknown Craftax game 'Nope'"):

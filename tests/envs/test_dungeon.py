@@ -59,18 +59,19 @@ def test_walls_ledges_and_lava():
 def test_attack_kills_an_adjacent_enemy_and_collecting_counts():
     env, params = jgtest.make("Dungeon-v0")
     enemy = env.actor_ids(d.ENEMY)[0]
+    step = jax.jit(env.step_env)
     _, state = env.reset(jax.random.key(0), params)
     state = state.replace(pos=state.actor_pos[enemy] + jnp.array([0, -1]))
-    _, state, _, _, info = env.step_env(jax.random.key(1), state, d.ATTACK, params.replace(enemy_move_prob=0.0, enemy_hit_prob=0.0))
+    _, state, _, _, info = step(jax.random.key(1), state, d.ATTACK, params.replace(enemy_move_prob=0.0, enemy_hit_prob=0.0))
     assert bool(info["events"]["enemy_killed"]) and int(info["event_actor"]) == enemy and int(state.kills) == 1 and not bool(state.alive[enemy])
     item = env.actor_ids(d.COLLECTABLE)[0]
     state = state.replace(pos=state.actor_pos[item] + jnp.array([-1, 0]))
-    _, state, _, _, info = env.step_env(jax.random.key(2), state, S, params)
+    _, state, _, _, info = step(jax.random.key(2), state, S, params)
     assert bool(info["events"]["item_collected"]) and int(state.items) == 1 and int(info["event_actor"]) == item
     _, immortal = jgtest.make("Dungeon-v0", variant="enemies_immortal")
     _, state = env.reset(jax.random.key(0), immortal)
     state = state.replace(pos=state.actor_pos[enemy] + jnp.array([0, -1]))
-    _, state, _, _, info = env.step_env(jax.random.key(1), state, d.ATTACK, immortal.replace(enemy_move_prob=0.0, enemy_hit_prob=0.0))
+    _, state, _, _, info = step(jax.random.key(1), state, d.ATTACK, immortal.replace(enemy_move_prob=0.0, enemy_hit_prob=0.0))
     assert not bool(info["events"]["enemy_killed"]) and int(state.kills) == 0 and bool(state.alive[enemy])  # the attack kills nothing
 
 
@@ -86,7 +87,7 @@ def test_the_grid_sensor_sees_around_the_player():
 
 def test_random_levels_differ_and_keep_their_cast():
     env, params = jgtest.make("Dungeon-v0", variant="random_layout")
-    _, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), 16), params)
+    _, states = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))(jax.random.split(jax.random.key(0), 16), params)
     walls = np.asarray(states.walls)
     assert len({w.tobytes() for w in walls}) > 10
     assert np.asarray(states.lava).any(axis=(1, 2)).all()

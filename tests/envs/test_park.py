@@ -14,8 +14,11 @@ ENV, PARAMS = jgtest.make("ParkWorld-v0")
 OBSERVE = jax.jit(ENV.observe)
 
 
+_START_NEAR = jax.jit(lambda target, key, distance: park_experts.start_near(ENV, PARAMS, target, key, distance))  # eagerly: a reset op by op
+
+
 def _facing(target: int, distance: float = 2.0, key: int = 0):
-    return park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(key), distance)
+    return _START_NEAR(jnp.int32(target), jax.random.key(key), jnp.float32(distance))
 
 
 def _clear_view_target():
@@ -119,7 +122,7 @@ def _outside_the_invisible_ring():
 
 def test_invisible_walls_block_but_are_not_drawn():
     r, c = _outside_the_invisible_ring()
-    _, state = ENV.reset_env(jax.random.key(0), PARAMS)
+    _, state = ENV.reset(jax.random.key(0), PARAMS)  # gymnax's reset: jitted
     state = state.replace(pos=jnp.array([c + 1.3, r + 0.5], jnp.float32), yaw=jnp.float32(np.pi))  # facing west, at the wall
     step = jax.jit(ENV.step_env)
     for t in range(12):

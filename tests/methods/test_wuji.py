@@ -166,7 +166,7 @@ def _kill_after_first_generation(generation, generations, bugs):
 
 @pytest.mark.parametrize("strategy", ["ea_m", pytest.param("random", marks=pytest.mark.slow)])  # random: its slot games' episodes go on across the kill
 def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_path):
-    config = wuji.WujiConfig(game="NSHArena-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C)
+    config = wuji.WujiConfig(game="BlockMaze-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C)  # the game of the tests above: compiled once
     whole = wuji.run(config, tmp_path / "whole")
     killed = tmp_path / "killed"
     with pytest.raises(_Killed):

@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
+from jgtest.checkpoint import strongly_typed
 from jgtest.envs import park, park_experts
 from jgtest.envs.registration import make
 from jgtest.methods.park.campaign import oracle_outputs, run_campaign
@@ -153,7 +154,7 @@ class InspectorCampaign:
             conv_impl="im2col", num_evals=1, track_coverage=False,
         ))  # fmt: skip
         self.init = jax.jit(self._init)  # compiled: eager initialisation dispatches op by op (seconds on CPU)
-        self.start_round = jax.jit(self._start_round)
+        self.start_round = jax.jit(lambda carry, round_index: strongly_typed(self._start_round(carry, round_index)))  # typed as a restored round
         self.rollout = jax.jit(self._rollout)
 
     def _init(self, key) -> dict:
@@ -248,7 +249,7 @@ def replay_record(record: BugRecord) -> bool:
     record of a completed scripted walk; for one a texture oracle flagged (its test's frames judged),
     the same trace up to the test's frames showing the object (:func:`ooi_testing.replay_seen`)."""
     env, params = replayable(record)
-    _, state = env.reset_env(reset_key(episode_key(record.seed, record.env_index, record.episode)), params)
+    _, state = env.reset(reset_key(episode_key(record.seed, record.env_index, record.episode)), params)  # gymnax's reset: jitted
     if "texture oracle" in record.detail:
         return replay_seen(env, params, state, np.asarray(record.actions), record.bug_id, record.position, OOITestSettings())
     return replay_test(env, params, state, np.asarray(record.actions), record.bug_id)

@@ -57,6 +57,7 @@ import jax
 import jax.numpy as jnp
 
 from jgtest.agents import ppo
+from jgtest.checkpoint import strongly_typed
 from jgtest.envs.registration import make
 from jgtest.envs.wrappers import od_mask
 from jgtest.methods.park.campaign import oracle_outputs, run_campaign
@@ -206,7 +207,7 @@ class PPGTACampaign:
                                         total_timesteps=c.episodes * c.episode_steps, num_evals=1)  # fmt: skip
         self.update = ppo.make_update(self.ppo_config, self.network)
         self.init = jax.jit(self._init)  # compiled: eager initialisation dispatches op by op (seconds on CPU)
-        self.start_round = jax.jit(self._start_round)
+        self.start_round = jax.jit(lambda carry, round_index: strongly_typed(self._start_round(carry, round_index)))  # typed as a restored round
         self.rollout = jax.jit(self._rollout)
 
     # ----- pieces ------------------------------------------------------------

@@ -21,7 +21,7 @@ import optax
 
 from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
-from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.envs.registration import make
 from jgtest.methods.reline.analysis import bugs_found, caught_records, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, track_points_plot, write_low_fps
 from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options, protocol
@@ -53,7 +53,7 @@ def train_models(learn: Learner, env, params, agent: str, keys, on_period=None, 
     trainer = learn.module.make_agent(learn.config, (training_game(learn, env, agent), params))
     init = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))
     period = jax.jit(jax.vmap(trainer.period, in_axes=(0, None)))
-    state = init(keys, learn.hparams)
+    state = strongly_typed(init(keys, learn.hparams))  # typed as a restored state: a resumed run reuses the compiled period
     periods = learn.config.num_evals
     shapes = jax.eval_shape(period, state, learn.hparams)[1]
     history = {k: np.zeros((periods, *v.shape), v.dtype) for k, v in shapes.items()}

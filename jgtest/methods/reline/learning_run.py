@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jgtest.checkpoint import Checkpointer
+from jgtest.checkpoint import Checkpointer, strongly_typed
 from jgtest.rollout import BugCatch, action_key, episode_key, reset_key, step_key
 
 #: Device calls a training period is cut into, so that a run ends within a tenth of a period of its
@@ -206,7 +206,7 @@ def learn_and_count(trainer, game, params, hparams, keys, seeds, num_counted: in
     """
     init, chunk = make_learning_run(trainer, game, params, hparams, num_counted, max_steps, num_bugs, keep, params_at_end)
     seeds = jnp.asarray(seeds, jnp.int32)
-    runs = jax.jit(jax.vmap(init))(keys, seeds)
+    runs = strongly_typed(jax.jit(jax.vmap(init))(keys, seeds))  # typed as restored runs: a resumed run reuses the compiled chunk
     call = jax.jit(jax.vmap(chunk))
     periods = trainer.config.num_evals
     sums = np.zeros((2, periods), np.float64)  # returns and counts of the episodes ended in each period

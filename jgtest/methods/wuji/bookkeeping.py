@@ -128,7 +128,11 @@ class Bookkeeper:
         return f"injected bug {bug}" if names is None else f"bug {bug} ({names[bug]})"
 
     def tick(self) -> None:
-        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int((~np.isnan(self.found_at)).sum()), len(self.states))
+        """Appends a timeline row. A bug counts from its env step on: a resumed run replays the steps
+        after its checkpoint, and a bug whose record it kept from before the kill counts where the
+        replay reaches it again, as in the uninterrupted run (its step unknown, -1: at once)."""
+        found = ~np.isnan(self.found_at) & (self.found_step <= self.env_steps)
+        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int(found.sum()), len(self.states))
         self.timeline.append(row)
         with self._timeline_path.open("a") as f:
             f.write(json.dumps(row) + "\n")

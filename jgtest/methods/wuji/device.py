@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents.wuji_a2c import WujiA2CConfig
-from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import DistinctStates
 from jgtest.methods.wuji.bookkeeping import Bookkeeper, budget_spent, front_json, members, next_generation, run_summary
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
@@ -62,7 +62,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
     begin_campaign(out_dir, {"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, config_fingerprint(config), resume)
     search.warm_up(config.strategy, members(config), params, config.variation)
-    progress = _fresh_progress(search, config, params)
+    progress = strongly_typed(_fresh_progress(search, config, params))  # typed as restored progress: a resumed run reuses the compiled steps
     with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
         kept = records_to_resume(out_dir, resume)  # read once the writer has cut a torn last line
         resumed = resume and ckpt.latest_step() is not None
