@@ -24,6 +24,8 @@ demonstrations differ:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -185,6 +187,7 @@ def swept_angle(positions: jax.Array, centre: jax.Array) -> jax.Array:
     return jnp.sum(_wrap(jnp.diff(angles)))
 
 
+@functools.partial(jax.jit, static_argnums=0)  # a reset renders: op by op it takes seconds
 def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float = 2.5) -> EnvState:
     """A state ``distance`` cells from object ``target``, at the first walkable of 16 bearings
     (from a random one), facing it (a uniform start, facing it, if none is walkable)."""

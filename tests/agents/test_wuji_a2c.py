@@ -21,8 +21,8 @@ ROUND = jax.jit(jax.vmap(A2C.round, in_axes=(0, 0, None, 0)))
 
 @pytest.fixture(scope="module")
 def population():
-    variables = jax.vmap(A2C.init_variables)(jax.random.split(jax.random.key(0), POP))
-    return jax.vmap(A2C.init_learner)(variables), jax.vmap(A2C.init_slots, in_axes=(None, 0))(PARAMS, SEEDS)
+    variables = jax.jit(jax.vmap(A2C.init_variables))(jax.random.split(jax.random.key(0), POP))
+    return jax.jit(jax.vmap(A2C.init_learner))(variables), jax.jit(jax.vmap(A2C.init_slots, in_axes=(None, 0)))(PARAMS, SEEDS)
 
 
 def test_floored_policy_keeps_every_action_above_the_floor():
@@ -36,16 +36,17 @@ def test_floored_policy_keeps_every_action_above_the_floor():
 
 def test_batch_norm_network_updates_statistics_in_training_only():
     net = BatchNormActorCritic(num_actions=3, hidden_sizes=(8, 8, 8))
-    variables = net.init(jax.random.key(0), jnp.zeros((2, 5)))
+    variables = net.init(jax.random.key(0), jnp.zeros((2, 5)))  # eager: jit would return the layers sorted by name
     assert set(variables) == {"params", "batch_stats"} and len(variables["batch_stats"]) == 3
     assert net.layer_names() == tuple(variables["params"])  # the order init creates them in: hidden_0, norm_0, ..., actor, critic
     assert net.momentum == 0.9  # PyTorch's default (momentum 0.1 there): the paper's network is PyTorch's
     obs = jax.random.normal(jax.random.key(1), (32, 5)) * 3.0 + 1.0
-    (_, _), updates = net.apply(variables, obs, train=True, mutable=["batch_stats"])
+    (_, _), updates = jax.jit(lambda v, o: net.apply(v, o, train=True, mutable=["batch_stats"]))(variables, obs)
     assert not np.allclose(updates["batch_stats"]["norm_0"]["mean"], 0.0)
     # acting uses the running averages: an observation's output does not depend on its batch
-    one, _ = net.apply(variables, obs[:1])
-    many, _ = net.apply(variables, obs)
+    act = jax.jit(net.apply)
+    one, _ = act(variables, obs[:1])
+    many, _ = act(variables, obs)
     np.testing.assert_allclose(one[0], many[0], rtol=1e-5)
 
 

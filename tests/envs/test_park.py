@@ -14,11 +14,8 @@ ENV, PARAMS = jgtest.make("ParkWorld-v0")
 OBSERVE = jax.jit(ENV.observe)
 
 
-_START_NEAR = jax.jit(lambda target, key, distance: park_experts.start_near(ENV, PARAMS, target, key, distance))  # eagerly: a reset op by op
-
-
 def _facing(target: int, distance: float = 2.0, key: int = 0):
-    return _START_NEAR(jnp.int32(target), jax.random.key(key), jnp.float32(distance))
+    return park_experts.start_near(ENV, PARAMS, jnp.int32(target), jax.random.key(key), distance)
 
 
 def _clear_view_target():

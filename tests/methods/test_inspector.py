@@ -62,7 +62,7 @@ def test_a_walled_in_object_fails_its_test_and_is_not_retested():
     behind = jnp.full_like(PARAMS.ooi_pos, ENV.size - 4.5)  # every other object far behind the player
     params = PARAMS.replace(ooi_pos=behind.at[0].set(jnp.asarray(inside)))
     outside = np.array([c1 + 2.5, inside[1]], np.float32)
-    _, state = ENV.reset_env(jax.random.key(0), params)
+    _, state = ENV.reset(jax.random.key(0), params)  # gymnax's reset: jitted
     state = state.replace(pos=jnp.asarray(outside), yaw=jnp.float32(np.pi))
     step = jax.jit(lambda tester, state, action, key: ooi_step(ENV, SETTINGS, params, tester, state, action, key))
     tester, events = init_tester(ENV.num_oois), []

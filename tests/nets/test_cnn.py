@@ -87,11 +87,11 @@ def test_small_frames_need_same_padding():
 def test_patch_conv_is_flax_conv(shape, kernel, stride, padding):
     x = jax.random.normal(jax.random.key(3), (2, *shape))
     conv = flax.linen.Conv(5, (kernel, kernel), (stride, stride), padding=padding)
-    params = conv.init(jax.random.key(4), x)
+    params = jax.jit(conv.init)(jax.random.key(4), x)
     patch = PatchConv(5, kernel, stride, padding)
     # same parameter tree and initialization, same outputs
-    jax.tree.map(np.testing.assert_array_equal, patch.init(jax.random.key(4), x), params)
-    np.testing.assert_allclose(patch.apply(params, x), conv.apply(params, x), rtol=1e-5, atol=1e-5)
+    jax.tree.map(np.testing.assert_array_equal, jax.jit(patch.init)(jax.random.key(4), x), params)
+    np.testing.assert_allclose(jax.jit(patch.apply)(params, x), jax.jit(conv.apply)(params, x), rtol=1e-5, atol=1e-5)
 
 
 def test_image_patches_layout():
@@ -106,6 +106,6 @@ def test_im2col_encoder_equals_lax_encoder(encoder_and_params):
     enc, params = encoder_and_params
     fast = CNNEncoder(dense=32, orthogonal_init=False, conv_impl="im2col")
     frames = jax.random.uniform(jax.random.key(6), (3, H, W, 4))
-    np.testing.assert_allclose(fast.apply(params, frames), enc.apply(params, frames), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(jax.jit(fast.apply)(params, frames), jax.jit(enc.apply)(params, frames), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="conv_impl"):
         CNNEncoder(conv_impl="fft").init(jax.random.key(0), jnp.zeros((H, W, 4)))

@@ -47,10 +47,10 @@ def test_perfect_heat_maps_decode_to_the_labelled_boxes():
     config = det.DetectorConfig()
     objects = {"id": jnp.array([0, 1]), "box": jnp.array([[8, 12, 30, 24], [40, 40, 56, 60]]), "type": jnp.array([2, 0]),
                "pixels": jnp.array([200, 250]), "visible": jnp.array([True, True])}  # fmt: skip
-    heat, size, offset, centres = det._targets(objects, 64, config)
+    heat, size, offset, centres = jax.jit(det._targets, static_argnums=(1, 2))(objects, 64, config)
     assert int(centres.sum()) == 2
     logits = jnp.log(jnp.clip(heat, 1e-6, 1 - 1e-6) / jnp.clip(1 - heat, 1e-6, 1))  # sigmoid(logits) = heat
     detector = det.Detector(config, {}, 64)
-    out = detector.decode(logits[None], size[None], offset[None])
+    out = jax.jit(detector.decode)(logits[None], size[None], offset[None])
     found = {(int(t), tuple(int(v) for v in b)) for t, b, ok in zip(out["type"][0], out["box"][0], out["valid"][0]) if ok}
     assert found == {(2, (8, 12, 30, 24)), (0, (40, 40, 56, 60))}
