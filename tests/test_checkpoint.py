@@ -13,7 +13,7 @@ import numpy as np
 import optax
 import pytest
 
-from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, check_fingerprint, config_fingerprint, config_from_dict
+from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, check_fingerprint, config_fingerprint, config_from_dict, strongly_typed
 from jgtest.errors import BadFile, ResumeRefused
 
 
@@ -71,6 +71,20 @@ def test_config_fingerprint_is_stable_and_value_based():
     assert config_fingerprint(_Config(inner=_Inner(sizes=(64, 32)))) != fp
     with pytest.raises(TypeError, match="cannot fingerprint"):
         config_fingerprint({"fn": lambda x: x})
+
+
+def test_a_restored_state_calls_a_jitted_step_as_the_fresh_one_did(tmp_path):
+    """Restored leaves are placed (uncommitted) and typed as a strongly typed fresh state: a resumed run reuses the compiled step."""
+    fresh = strongly_typed({"time": jnp.zeros(3, jnp.int32) + 0 * jnp.asarray(0), "count": jnp.asarray(0), "key": jax.random.key(0)})
+    assert not fresh["count"].weak_type and not fresh["count"].committed
+    step = jax.jit(lambda s: {**s, "time": s["time"] + 1, "count": s["count"] + 1})
+    step(fresh)
+    ckpt = Checkpointer(tmp_path / "ckpt", config_fingerprint(_Config()))
+    ckpt.save(1, fresh)
+    restored = ckpt.restore(fresh)
+    assert not any(x.committed for x in jax.tree.leaves(restored))
+    step(restored)
+    assert step._cache_size() == 1  # not compiled again
 
 
 def test_round_trip_restores_values_types_and_keys(tmp_path):
