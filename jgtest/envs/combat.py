@@ -270,16 +270,17 @@ class CombatArena(TestingEnv):
             raise ValueError(f"{self.env_id}: the arena must be at least 3x3, got {self.rows}x{self.cols}")
         if self.hp_buckets < 1:
             raise ValueError(f"{self.env_id}: hp_buckets must be at least 1, got {self.hp_buckets}")
-        self._default_params = EnvParams(
-            player_start=jnp.array([self.rows - 2, self.cols // 2], jnp.int32),
-            boss_start=jnp.array([1, self.cols // 2], jnp.int32),
-            stuck_cell=jnp.array([self.rows // 2, self.cols - 2], jnp.int32),
-            buff_reduction=jnp.array([3, 3, 4], jnp.int32),
-            late_cells=jnp.zeros((self.num_late_stuck, 2), jnp.int32),
-            late_buffs=jnp.zeros((self.num_late_stuck,), jnp.int32),
-            late_phase=jnp.ones((self.num_late_stuck,), jnp.float32),
-            death_crash_buffs=jnp.array([1, 2], jnp.int32),
+        arrays = dict(  # built in NumPy and put on the device: no computation, so nothing compiles here
+            player_start=np.array([self.rows - 2, self.cols // 2], np.int32),
+            boss_start=np.array([1, self.cols // 2], np.int32),
+            stuck_cell=np.array([self.rows // 2, self.cols - 2], np.int32),
+            buff_reduction=np.array([3, 3, 4], np.int32),
+            late_cells=np.zeros((self.num_late_stuck, 2), np.int32),
+            late_buffs=np.zeros((self.num_late_stuck,), np.int32),
+            late_phase=np.ones((self.num_late_stuck,), np.float32),
+            death_crash_buffs=np.array([1, 2], np.int32),
         )
+        self._default_params = EnvParams(**{name: jnp.asarray(value) for name, value in arrays.items()})
         if self.num_late_stuck:
             drawn = jax.jit(self._draw_late)(jax.random.key(0), self._default_params)
             self._default_params = self._default_params.replace(**drawn)

@@ -153,7 +153,13 @@ def random_agent(models):
     return BridgedAgent(models, "random", trigger_pixels=40)  # compiled once for the fault suite
 
 
-@pytest.mark.parametrize("fault", [f for f, _ in FAULTS] + ["no_greeting"])
+#: The campaign's paths through a fault, one fault each in the default run: a broken wire replaced (delay),
+#: an error answered on a sound wire (error), a replacement that is never greeted (no_greeting). The
+#: other faults take the first two paths (the bridge-level test above holds each of them) and run with -m slow.
+CAMPAIGN_PATHS = ("delay", "error", "no_greeting")
+
+
+@pytest.mark.parametrize("fault", [f if f in CAMPAIGN_PATHS else pytest.param(f, marks=pytest.mark.slow) for f in [f for f, _ in FAULTS] + ["no_greeting"]])
 def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_agent, fault, tmp_path):
     from jgtest.methods.park.bridged import run_bridged
     from jgtest.report.records import read_bug_records

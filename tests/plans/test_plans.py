@@ -23,27 +23,26 @@ PLANS = [load_plan(EXAMPLES / name) for name in ("complete_level.json", "attack_
 SEEDS = 3
 
 
-def _recorded():
-    """The example play session, recorded as a plan (run with the others, as PLANS[3])."""
+@pytest.fixture(scope="module")
+def recorded():
+    """The example play session, recorded as a plan (run with the others, as the fourth plan)."""
     env, params = jgtest.make("Dungeon-v0")
     actions = parse_actions((EXAMPLES / "session.actions").read_text().splitlines(), env.action_names)
     return record_plan(env, params, actions)
 
 
-PLANS.append(_recorded())
-
-
-def _run(variant: str):
+def _run(variant: str, plans: list):
     env, params = jgtest.make("Dungeon-v0", variant=variant)
-    agent, trace = run_plans(env, game, params, stack_plans(PLANS, env), jax.vmap(jax.random.key)(np.arange(SEEDS)))
+    agent, trace = run_plans(env, game, params, stack_plans(plans, env), jax.vmap(jax.random.key)(np.arange(SEEDS)))
     agent, trace = jax.device_get((agent, trace))
-    reports = [[run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(SEEDS)] for p, plan in enumerate(PLANS)]
+    reports = [[run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s) for s in range(SEEDS)] for p, plan in enumerate(plans)]
     return agent, trace, reports
 
 
 @pytest.fixture(scope="module")
-def runs():
-    return {variant: _run(variant) for variant in ("normal", "switch_out_of_reach", "door_stuck")}
+def runs(recorded):
+    """The example plans and the recorded one (index 3) under each variant, one jitted call a variant."""
+    return {variant: _run(variant, [*PLANS, recorded]) for variant in ("normal", "switch_out_of_reach", "door_stuck")}
 
 
 def test_the_three_step_plan_passes_and_the_switch_out_of_reach_fails_it(runs):
@@ -81,8 +80,7 @@ def test_waiting_location_and_teleport_nodes(runs):
         assert hops.max() > 2  # teleported to the switch
 
 
-def test_a_recorded_play_session_replays_as_a_plan_that_passes(runs):
-    recorded = PLANS[3]
+def test_a_recorded_play_session_replays_as_a_plan_that_passes(runs, recorded):
     assert [(n.actor, n.action) for n in recorded.nodes if n.action] == [("switch", "interact"), ("lava", "jump"), ("shrine", "interact")]
     assert sum(n.location is not None for n in recorded.nodes) == 2  # the cells kept every 5 steps between the actions
     _, _, reports = runs["normal"]
@@ -115,8 +113,8 @@ def test_bad_plans_get_clear_errors(change, message):
     assert message in str(error.value)
 
 
-def test_plans_round_trip_through_json_and_bind_to_the_level(tmp_path):
-    for plan in PLANS:
+def test_plans_round_trip_through_json_and_bind_to_the_level(tmp_path, recorded):
+    for plan in [*PLANS, recorded]:
         path = tmp_path / "plan.json"
         path.write_text(plan.to_json())
         assert load_plan(path) == plan
