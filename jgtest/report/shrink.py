@@ -9,14 +9,15 @@ keep that (``n = n − 1``); else double ``n``, until ``n`` exceeds the trace's 
 
 ddmin alone leaves long traces on a game whose dynamics amplify every change (CartPole's pole:
 the rest of an open-loop trace derails once one action or an aligned chunk goes), where what can go
-is a whole loop of the trajectory: a stretch that ends about where it began. :func:`remove_window`
-tries every contiguous window of the trace, the longest first, all windows of one length in one
-batched call; :func:`shrink_indices` alternates ddmin and the window pass until neither removes
-anything (our addition to Zeller's algorithm). The result is still 1-minimal, and no contiguous
-window of it can go either. Measured on RELINE's CartPole records (779 and 203 actions): ddmin
-alone kept 56 and 189, with the window pass 56 and 62 (``benchmarks/shrink.py``); how far it goes
-depends on the record: over the 9 records of six RELINE models, 289 actions on average became 67
-(0.23 of their length together; 0.41 a record, on average).
+is a whole loop of the trajectory: a stretch that ends about where it began, or two pushes, one each
+way, far apart. :func:`remove_window` tries every contiguous window of the trace, the longest
+first, all windows of one length in one batched call; where none can go, :func:`remove_pair` tries
+every pair of actions not next to each other, all in one batched call. :func:`shrink_indices`
+runs ddmin after each removal, until neither pass removes anything (our addition to Zeller's
+algorithm). The result is still 1-minimal, and no contiguous window and no pair of it can go
+either. Measured on RELINE's CartPole records (``benchmarks/shrink.py``, 9 records of six RELINE
+models, 289 actions on average): ddmin with the window pass kept 67 on average, with the pair pass
+too 63 (0.22 of their length together).
 
 The oracle (:class:`DeviceOracle`, :class:`HostOracle`) replays a candidate from the record's
 start, its seed, slot and episode (:func:`jgtest.rollout.replay_trace`): the reset is kept, only
@@ -93,13 +94,31 @@ def remove_window(kept: np.ndarray, reproduces: Callable[[Sequence[np.ndarray]],
     return None
 
 
+def remove_pair(kept: np.ndarray, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray | None:
+    """``kept`` less two of its actions, not next to each other, that still reproduces (the pairs in order of
+    their first action, then their second), or ``None`` when no pair can go: on CartPole a push each way,
+    far apart, cancel where either alone tips the pole (module docstring). All pairs go to
+    ``reproduces`` at once (``batched``) or one at a time."""
+    size = len(kept)
+    candidates = [np.delete(kept, [first, second]) for first in range(size) for second in range(first + 2, size)]
+    found = _first_reproducing(candidates, reproduces, batched)
+    return None if found is None else candidates[found]
+
+
 def shrink_indices(length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray:
-    """The kept actions' indices (ascending) after :func:`ddmin` and :func:`remove_window` in turn, until
-    neither removes anything: 1-minimal, with no contiguous window removable (module docstring)."""
+    """The kept actions' indices (ascending) after :func:`ddmin`, then :func:`remove_window` or, where no
+    window can go, :func:`remove_pair`, each removal followed by ddmin, until nothing more goes:
+    1-minimal, with no contiguous window and no pair of actions removable (module docstring)."""
     kept = ddmin(length, reproduces, batched)
-    while (shorter := remove_window(kept, reproduces, batched)) is not None:
+    while (shorter := _remove_window_or_pair(kept, reproduces, batched)) is not None:
         kept = shorter[ddmin(len(shorter), lambda candidates, base=shorter: reproduces([base[c] for c in candidates]), batched)]
     return kept
+
+
+def _remove_window_or_pair(kept: np.ndarray, reproduces, batched: bool) -> np.ndarray | None:
+    """:func:`remove_window`'s result, else :func:`remove_pair`'s (the window pass is cheaper and removes more)."""
+    shorter = remove_window(kept, reproduces, batched)
+    return shorter if shorter is not None else remove_pair(kept, reproduces, batched)
 
 
 def _first_reproducing(candidates: list[np.ndarray], reproduces, batched: bool) -> int | None:

@@ -13,7 +13,7 @@ from jgtest.cli import main
 from jgtest.methods import random_testing
 from jgtest.report.records import BugRecord, read_bug_records
 from jgtest.report.replay import replay
-from jgtest.report.shrink import DeviceOracle, ddmin, minimal, remove_window, shrink_file, shrink_indices, shrink_record
+from jgtest.report.shrink import DeviceOracle, ddmin, minimal, remove_pair, remove_window, shrink_file, shrink_indices, shrink_record
 
 #: The games whose records the default run shrinks; the others' test is slow.
 QUICK = ("BlockMaze-v0", "CartPoleBugs-v0")
@@ -44,6 +44,18 @@ def test_the_window_pass_removes_a_loop_that_ddmin_keeps():
     assert ddmin(64, reproduces).tolist() == [3, *sorted(loop), 40]
     assert remove_window(ddmin(64, reproduces), reproduces).tolist() == [3, 40]
     assert shrink_indices(64, reproduces).tolist() == shrink_indices(64, reproduces, batched=False).tolist() == [3, 40]
+
+
+def test_the_pair_pass_removes_two_pushes_that_cancel():
+    # Two actions far apart that can go only together (a push each way): without either alone the bug is lost, and no
+    # contiguous window holds both without an action the bug needs (20), so only the pair pass removes them.
+    def reproduces(candidates):
+        return [{3, 20, 40} <= set(c.tolist()) and ({10, 30} <= set(c.tolist()) or not {10, 30} & set(c.tolist())) for c in candidates]
+
+    kept = ddmin(64, reproduces)
+    assert kept.tolist() == [3, 10, 20, 30, 40] and remove_window(kept, reproduces) is None
+    assert remove_pair(kept, reproduces).tolist() == [3, 20, 40]
+    assert shrink_indices(64, reproduces).tolist() == shrink_indices(64, reproduces, batched=False).tolist() == [3, 20, 40]
 
 
 def test_ddmin_of_a_single_action_is_that_action():
