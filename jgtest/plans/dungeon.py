@@ -90,7 +90,7 @@ def teleport(state: game.EnvState, cell: jax.Array, facing: jax.Array) -> game.E
 #: Text to plan (:mod:`jgtest.plans.text`): the words a QA engineer may write for each action (``None``:
 #: only get there, e.g. "go to", "collect") and each actor type; spelling slips are matched fuzzily.
 ACTION_WORDS = {
-    "interact": ("interact", "activate", "toggle", "press", "use", "flip", "pull", "push", "operate", "trigger", "open"),
+    "interact": ("interact", "activate", "toggle", "press", "use", "flip", "pull", "push", "operate", "trigger", "open", "touch"),
     "attack": ("attack", "kill", "hit", "fight", "strike", "slay", "defeat"),
     "jump": ("jump", "leap", "hop", "vault", "cross"),
     None: ("go", "walk", "move", "run", "head", "collect", "pick", "grab", "reach", "visit"),

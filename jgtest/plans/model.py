@@ -21,7 +21,8 @@ default 0) or a ``location`` ``[row, col]``; ``action`` is optional (none: only 
 ``"walk"`` or ``"teleport"``; ``wait`` steps to stay after arriving (and acting). A rule's
 preconditions: ``{"actor_near": TYPE, "distance": D}`` (an actor of that type within D
 cells) or ``{"health_below": H}``; its action is performed on the nearest actor of its first
-``actor_near`` (``null``: walk onto it, e.g. to collect). :func:`plan_schema` is the JSON
+``actor_near`` (``null``: walk onto it, e.g. to collect). A plan read from text with guesses taken
+(``jgtest plan from-text --accept-best``) lists them in ``accepted_guesses``. :func:`plan_schema` is the JSON
 Schema of one game's plans (its actions and actor types as enums); :func:`parse_plan`
 checks a plan against it and names what is wrong and where (``nodes[1].action: 'fly' is not
 one of ['interact', 'attack', 'jump']``).
@@ -88,6 +89,8 @@ class Plan:
     nodes: tuple[Node, ...]
     rules: tuple[Rule, ...] = ()
     name: str = ""
+    #: Lines of a text plan read below the confidence threshold and taken anyway (``from-text --accept-best``).
+    accepted_guesses: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """The JSON form (module docstring), defaults left out."""
@@ -102,7 +105,7 @@ class Plan:
             return out
 
         return {"game": self.game, **({"name": self.name} if self.name else {}), "nodes": [compact(n) for n in self.nodes],
-                "rules": [compact(r) for r in self.rules]}  # fmt: skip
+                "rules": [compact(r) for r in self.rules], **({"accepted_guesses": list(self.accepted_guesses)} if self.accepted_guesses else {})}  # fmt: skip
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -135,7 +138,7 @@ def plan_schema(vocabulary) -> dict:
         "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": False,
         "required": ["game", "nodes"],
         "properties": {"game": {"type": "string"}, "name": {"type": "string"}, "nodes": {"type": "array", "items": node, "minItems": 1},
-                       "rules": {"type": "array", "items": rule}},
+                       "rules": {"type": "array", "items": rule}, "accepted_guesses": {"type": "array", "items": {"type": "string"}}},
     }  # fmt: skip
 
 
@@ -189,7 +192,7 @@ def parse_plan(data: dict, vocabulary=None) -> Plan:
     for i, rule in enumerate(rules):
         if rule.preconditions[0].actor_near is None:
             raise PlanError(f"rules[{i}].preconditions[0]: a rule's first precondition names the actor it acts on (actor_near)")
-    return Plan(data["game"], nodes, rules, data.get("name", ""))
+    return Plan(data["game"], nodes, rules, data.get("name", ""), tuple(data.get("accepted_guesses", ())))
 
 
 def _integers(value):

@@ -1,27 +1,49 @@
-"""Text to plan: QA-style instructions to an explicit plan, with spaCy (as the article's NLU).
+"""Text to plan: QA-style instructions to an explicit plan, each sentence read with a confidence.
 
 The article's pipeline: "1. Using sentence-level classification, determine whether a sentence
 represents a node or a rule. 2. Using token-level classification, extract an action keyword, and
 an actor type keyword. 3. Match the keywords to valid values using similarity analysis. 4. Find an
 in-game instance of the matched actor type and create a node with that instance as the target,
 and the matched action. If no instance is matched, the action will simply be performed at a
-fallback location. 5. Repeat for every line".
+fallback location. 5. Repeat for every line". Ours, for each sentence of each line:
 
-No pretrained English pipeline installs from the package index here, so :func:`train_pipeline`
-trains a blank English pipeline with spaCy's own training loop on the annotated instructions
-kept in the repository (``data/instructions.jsonl``: sentence → node or rule, the action and
-actor keyword spans; a held-out fifth, its accuracy in :attr:`TextToPlan.metrics`): a
-``textcat`` (NODE / RULE) and an ``ner`` (ACTION / ACTOR), then a lookup ``lemmatizer`` whose
-tables come from ``spacy-lookups-data``. Keywords match the game's vocabulary
-(``ACTION_WORDS``, ``ACTOR_WORDS`` of its plan module) by lemma, then by ``rapidfuzz`` for
-spelling slips (score ≥ 80); a sentence whose keywords the model missed is scanned word by word
-the same way. A rule acts on an actor of its type that comes within ``RULE_DISTANCE`` steps.
-The trained pipeline is cached (``~/.cache/jgtest``, or ``$JGTEST_CACHE``), keyed by the data
-and the spaCy version. Nothing downloads.
+1. **Discourse words go, by rule**: a list marker at the start of a line ("1.", "-", "Step 2:"),
+   then the spaCy ``Matcher``'s :data:`DISCOURSE` patterns, for order ("first", "then", "and then",
+   "finally", "next", "afterwards", "start by") and politeness ("please", "kindly", "could you",
+   "make sure to", "thanks"). They say nothing of the action or the actor; a rule removes them
+   whatever the sentence around them, where a learned tagger would have to have seen each one.
+2. **Sentence and keyword classification**, learned as the article's: :func:`train_pipeline` trains a
+   blank English pipeline with spaCy's own loop on the annotated instructions kept in the
+   repository (``data/instructions.jsonl``: sentence → node or rule, the action and actor keyword
+   spans; a held-out fifth, its accuracy in :attr:`TextToPlan.metrics`): a ``textcat`` (NODE /
+   RULE) and an ``ner`` (ACTION / ACTOR). No pretrained English pipeline installs from the package
+   index here. The trained pipeline is cached (``~/.cache/jgtest``, or ``$JGTEST_CACHE``), keyed by
+   the data and the spaCy version.
+3. **Similarity to the game's vocabulary** (:mod:`jgtest.plans.lexicon`: lemmas, WordNet,
+   spelling): every word of the sentence against each action's words (``ACTION_WORDS`` of the
+   game's plan module) as a verb, and against each actor type's (``ACTOR_WORDS``) as a noun; a verb
+   followed by a particle is also read as the phrasal verb ("turn on": WordNet's ``turn_on``). A
+   word the tagger marked for the role counts in full, an untagged one at :data:`UNTAGGED`, one
+   tagged for the other role at :data:`OTHER_ROLE`; one word fills one role.
+4. **An interpretation** is a kind, an action and an actor type (for a node, possibly none: an
+   action at the fallback location, the level's start). Its confidence is the product of the
+   classifier's probability of the kind, the action's similarity and the actor's (for no actor,
+   one minus the best actor similarity of any word: the sentence names none). :meth:`TextToPlan.read`
+   returns each sentence's best interpretation and its runner-up (:class:`Reading`). A sentence whose
+   best is below :data:`CONFIDENCE` is refused, naming its line and its two best guesses
+   ("line 3: 'Pray at the altar.': did you mean interact shrine (0.62) or go to shrine (0.41)?"),
+   unless ``accept_best``: then the best is taken and the plan lists the lines it guessed
+   (:attr:`jgtest.plans.model.Plan.accepted_guesses`).
+
+:data:`CONFIDENCE` is set on the training instructions: every one of them reads, with its
+annotated action and actor, above it (a test checks it), and a sentence of no known action
+("Dance wildly.") below it. A rule acts on an actor of its type that comes within
+``RULE_DISTANCE`` steps. Nothing downloads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,11 +51,30 @@ import random
 import re
 from pathlib import Path
 
+from jgtest.plans import lexicon
 from jgtest.plans.model import Node, Plan, PlanError, Precondition, Rule, plan_game
 
 DATA = Path(__file__).parent / "data" / "instructions.jsonl"
 RULE_DISTANCE = 3
-FUZZY_CUTOFF = 80
+#: The least confidence a sentence's reading is taken with (module docstring).
+CONFIDENCE = 0.55
+#: How far the best reading must be above a runner-up that differs in action or actor.
+MARGIN = 0.05
+#: The weight of a word the tagger did not mark, and of one it marked for the other role.
+UNTAGGED, OTHER_ROLE = 0.95, 0.8
+#: The weight of an actor word before the action word (the verb's object usually follows it).
+BEFORE_ACTION = 0.95
+#: The weight of "no actor" when the tagger marked an actor word that the vocabulary does not know.
+UNKNOWN_ACTOR = 0.5
+#: Particles that make a phrasal verb with the word before them ("turn on", "pick up").
+PARTICLES = ("on", "off", "up", "down", "out")
+#: Discourse words and phrases, removed by rule (module docstring); ``,`` after one goes with it.
+DISCOURSE = (
+    "first", "firstly", "first of all", "then", "and then", "and", "finally", "lastly", "last", "next", "afterwards", "after that",
+    "now", "also", "start by", "begin by", "end by", "please", "kindly", "could you", "can you", "would you", "would you please",
+    "could you please", "make sure to", "make sure you", "be sure to", "go ahead and", "thanks", "thank you", "ok", "okay",
+)  # fmt: skip
+_LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):]|[-*•])\s*", re.IGNORECASE)
 
 
 def load_instructions(path: Path = DATA) -> tuple[list[dict], list[dict]]:
@@ -71,23 +112,60 @@ def train_pipeline(path: Path = DATA, epochs: int = 25, seed: int = 0):
     correct = sum(max(doc.cats, key=doc.cats.get) == ("NODE" if r["kind"] == "node" else "RULE") for r, doc in zip(test, nlp.pipe(r["text"] for r in test)))
     metrics = {"train": len(train), "test": len(test), "textcat_accuracy": correct / len(test),
                "ner_f": scores["ents_f"], "ner_p": scores["ents_p"], "ner_r": scores["ents_r"]}  # fmt: skip
-    lemmatizer = nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
-    lemmatizer.initialize()  # the English lookup table of spacy-lookups-data
     return nlp, metrics
 
 
 def _cache_dir(path: Path) -> Path:
     import spacy
 
-    digest = hashlib.sha256(path.read_bytes() + spacy.__version__.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(path.read_bytes() + spacy.__version__.encode() + b"textcat+ner").hexdigest()[:16]  # the pipes trained
     return Path(os.environ.get("JGTEST_CACHE", Path.home() / ".cache" / "jgtest")) / f"text_to_plan-{digest}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Interpretation:
+    """One reading of a sentence: a node or a rule, its action (``None``: go to / collect) and actor type (``None``: none named)."""
+
+    kind: str
+    action: str | None
+    actor: str | None
+    confidence: float
+
+    def __str__(self) -> str:
+        words = " ".join([self.action or "go to", *([self.actor] if self.actor else [])])
+        return f"{'rule: ' if self.kind == 'rule' else ''}{words} ({self.confidence:.2f})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """A sentence of a line, its best interpretation and the runner-up."""
+
+    line: int
+    sentence: str
+    best: Interpretation
+    runner_up: Interpretation | None
+
+    @property
+    def clear(self) -> bool:
+        """Whether the best is taken: at least :data:`CONFIDENCE`, and :data:`MARGIN` above a runner-up
+        that acts otherwise or on another actor (a runner-up of the other kind only does not count)."""
+        rival = self.runner_up is not None and (self.runner_up.action, self.runner_up.actor) != (self.best.action, self.best.actor)
+        return self.best.confidence >= CONFIDENCE and not (rival and self.best.confidence - self.runner_up.confidence < MARGIN)
+
+    @property
+    def where(self) -> str:
+        return f"line {self.line}: {self.sentence!r}"
+
+    def guesses(self) -> str:
+        return f"did you mean {self.best}" + (f" or {self.runner_up}" if self.runner_up else "") + "?"
+
+
 class TextToPlan:
-    """The trained pipeline (trained on first use, then loaded from the cache) and :meth:`plan`."""
+    """The trained pipeline (trained on first use, then loaded from the cache), :meth:`read` and :meth:`plan`."""
 
     def __init__(self, path: Path = DATA):
         import spacy
+        from spacy.matcher import Matcher
 
         where = _cache_dir(path)
         if (where / "meta.json").exists() and (where / "metrics.json").exists():
@@ -97,61 +175,81 @@ class TextToPlan:
             where.mkdir(parents=True, exist_ok=True)
             self.nlp.to_disk(where)
             (where / "metrics.json").write_text(json.dumps(self.metrics, indent=2))
+        self._discourse = Matcher(self.nlp.vocab)
+        self._discourse.add("DISCOURSE", [[{"LOWER": word} for word in phrase.split()] + [{"ORTH": ",", "OP": "?"}] for phrase in DISCOURSE])
 
-    def plan(self, text: str, env, name: str = "") -> Plan:
-        """The plan of ``text`` (one or more sentences per line) for ``env``'s level.
+    def strip_discourse(self, sentence: str) -> str:
+        """``sentence`` without its list marker and discourse words (module docstring), capitalised again."""
+        doc = self.nlp.make_doc(_LIST_MARKER.sub("", sentence))
+        gone = {i for _, start, end in self._discourse(doc) for i in range(start, end)}
+        kept = "".join(token.text_with_ws for token in doc if token.i not in gone).strip().lstrip(",").strip()
+        return kept[:1].upper() + kept[1:]
 
-        Raises:
-          PlanError: naming the line and sentence with no known action (or a rule with no actor)."""
-        vocab = plan_game(env.name)
-        nodes, rules = [], []
+    def read(self, text: str, vocab) -> list[Reading]:
+        """Every sentence of ``text`` (one or more per line) read against ``vocab`` (a game's plan module)."""
+        readings = []
         for number, line in enumerate(text.splitlines(), 1):
             for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip())):
-                if not sentence:
-                    continue
-                doc = self.nlp(sentence)
-                kind = max(doc.cats, key=doc.cats.get)
-                action = self._keyword(doc, "ACTION", vocab.ACTION_WORDS)
-                actor = self._keyword(doc, "ACTOR", vocab.ACTOR_WORDS)
-                where = f"line {number}: {sentence!r}"
-                if action is _MISSING:
-                    known = ", ".join(a if a else "go to / collect" for a in vocab.ACTION_WORDS)
-                    raise PlanError(f"{where}: no known action ({known})")
-                if kind == "RULE":
-                    if actor is _MISSING:
-                        raise PlanError(f"{where}: a rule needs the actor it acts on (one of {', '.join(vocab.ACTOR_WORDS)})")
-                    rules.append(Rule((Precondition(actor_near=actor, distance=RULE_DISTANCE),), 1, action))
-                elif actor is not _MISSING and len(env.actor_ids(vocab.ACTOR_TYPES.index(actor))):
-                    nodes.append(Node(actor=actor, action=action, radius=0 if action is None and actor in vocab.WALK_ONTO else 1))
-                else:  # no instance of it in the level: the action at a fallback location, the start
-                    nodes.append(Node(location=tuple(int(v) for v in env.default_params.start), action=action))
+                if sentence and any(c.isalpha() for c in sentence):
+                    readings.append(self._read_sentence(number, sentence, vocab))
+        return readings
+
+    def plan(self, text: str, env, name: str = "", accept_best: bool = False) -> Plan:
+        """The plan of ``text`` for ``env``'s level.
+
+        Raises:
+          PlanError: naming the line and sentence read below :data:`CONFIDENCE`, with its two best
+            guesses (unless ``accept_best``), or a text with no node."""
+        vocab = plan_game(env.name)
+        nodes, rules, guessed = [], [], []
+        for reading in self.read(text, vocab):
+            best = reading.best
+            if not reading.clear:
+                if not accept_best:
+                    raise PlanError(f"{reading.where}: {reading.guesses()}")
+                guessed.append(f"{reading.where}: took {best}")
+            if best.kind == "rule":
+                rules.append(Rule((Precondition(actor_near=best.actor, distance=RULE_DISTANCE),), 1, best.action))
+            elif best.actor is not None and len(env.actor_ids(vocab.ACTOR_TYPES.index(best.actor))):
+                nodes.append(Node(actor=best.actor, action=best.action, radius=0 if best.action is None and best.actor in vocab.WALK_ONTO else 1))
+            else:  # no instance of it in the level (or none named): the action at a fallback location, the start
+                nodes.append(Node(location=tuple(int(v) for v in env.default_params.start), action=best.action))
         if not nodes:
             raise PlanError("text: no step became a node (a plan needs at least one)")
-        return Plan(env.name, tuple(nodes), tuple(rules), name)
+        return Plan(env.name, tuple(nodes), tuple(rules), name, tuple(guessed))
 
-    def _keyword(self, doc, label: str, words: dict):
-        """The vocabulary entry of the tagged keyword (its first word's lemma, then fuzzily), else of any word."""
-        tagged = [ent for ent in doc.ents if ent.label_ == label]
-        candidates = [tok for ent in tagged for tok in ent][:1] + list(doc)
-        for token in candidates:
-            match = _match(token.lemma_.lower() or token.lower_, token.lower_, words)
-            if match is not _MISSING:
-                return match
-        return _MISSING
+    @staticmethod
+    def _verb(token, known: bool) -> str:
+        """The token as a verb: with the particle after it where WordNet knows the phrasal verb ("turn on": ``turn_on``),
+        unless the word is ``known``, one of the vocabulary's own ("pick up" is "pick", a word for collecting)."""
+        after = token.nbor() if token.i + 1 < len(token.doc) else None
+        if after is not None and after.lower_ in PARTICLES and not known:
+            for lemma in lexicon.lemmas(token.lower_, lexicon.VERB):
+                if lexicon.wordnet().synsets(f"{lemma}_{after.lower_}", lexicon.VERB):
+                    return f"{lemma}_{after.lower_}"
+        return token.lower_
 
-
-_MISSING = object()
-
-
-def _match(lemma: str, word: str, words: dict):
-    """The entry of ``words`` naming ``lemma`` (or ``word``), exactly, else by fuzzy matching."""
-    from rapidfuzz import fuzz, process
-
-    table = {w: entry for entry, synonyms in words.items() for w in synonyms}
-    for form in (lemma, word, word.rstrip("s")):
-        if form in table:
-            return table[form]
-    if len(word) < 4:
-        return _MISSING  # short words ("the", "it", "up") are not matched fuzzily
-    best = process.extractOne(word, list(table), scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF)
-    return table[best[0]] if best else _MISSING
+    def _read_sentence(self, line: int, sentence: str, vocab) -> Reading:
+        doc = self.nlp(self.strip_discourse(sentence))
+        words = [t for t in doc if t.is_alpha]
+        tags = {t.i: ent.label_ for ent in doc.ents for t in ent}
+        role = lambda token, label: 1.0 if tags.get(token.i) == label else OTHER_ROLE if token.i in tags else UNTAGGED
+        own = {lemma for seeds in vocab.ACTION_WORDS.values() for lemma in seeds}
+        verbs = {t.i: self._verb(t, bool(own & set(lexicon.lemmas(t.lower_, lexicon.VERB)))) for t in words}
+        action = {entry: [lexicon.similarity(verbs[t.i], seeds, lexicon.VERB) * role(t, "ACTION") for t in words] for entry, seeds in vocab.ACTION_WORDS.items()}
+        actor = {entry: [lexicon.similarity(t.lower_, seeds, lexicon.NOUN) * role(t, "ACTOR") for t in words] for entry, seeds in vocab.ACTOR_WORDS.items()}
+        named = any(label == "ACTOR" for label in tags.values())  # an actor the vocabulary may not know
+        no_actor = (1.0 - max((s for scores in actor.values() for s in scores), default=0.0)) * (UNKNOWN_ACTOR if named else 1.0)
+        kinds = {"node": doc.cats.get("NODE", 0.0), "rule": doc.cats.get("RULE", 0.0)}
+        found = []
+        for kind, p_kind in kinds.items():
+            for act, act_scores in action.items():
+                for i, s_act in enumerate(act_scores):
+                    found.append(Interpretation(kind, act, None, p_kind * s_act * no_actor) if kind == "node" else None)
+                    for who, who_scores in actor.items():
+                        s_who = max((s * (1.0 if j > i else BEFORE_ACTION) for j, s in enumerate(who_scores) if j != i), default=0.0)
+                        found.append(Interpretation(kind, act, who, p_kind * s_act * s_who))
+        ranked = sorted({(i.kind, i.action, i.actor): i for i in sorted((f for f in found if f), key=lambda i: i.confidence)}.values(),
+                        key=lambda i: -i.confidence)  # fmt: skip
+        ranked = [dataclasses.replace(i, confidence=round(i.confidence, 4)) for i in ranked]
+        return Reading(line, sentence, ranked[0], ranked[1] if len(ranked) > 1 else None)

