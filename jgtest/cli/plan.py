@@ -7,7 +7,8 @@
   (:mod:`jgtest.plans.record`);
 * ``jgtest plan train-navigator --out DIR``: the learned navigator (:mod:`jgtest.plans.navigation`),
   used by ``plan run --navigator learned --navigator-from DIR``;
-* ``jgtest plan from-text STEPS.txt -o PLAN.json``: instructions to a plan (:mod:`jgtest.plans.text`);
+* ``jgtest plan from-text STEPS.txt -o PLAN.json [--accept-best]``: instructions to a plan, each line's reading
+  printed with its confidence and runner-up (:mod:`jgtest.plans.text`);
 * ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
   in a folder, one pass/fail table (exit 0 only when all pass).
 
@@ -45,6 +46,7 @@ def add_parser(sub) -> None:
     text.add_argument("steps", help="a text file of instructions")
     text.add_argument("--game", default="Dungeon-v0")
     text.add_argument("-o", "--out", required=True, metavar="PLAN.json")
+    text.add_argument("--accept-best", action="store_true", help="take a line's best guess even below the confidence threshold (the plan lists each one)")
     text.set_defaults(func=_from_text)
     nav = commands.add_parser("train-navigator", help="train the learned navigator (PPO on DungeonNav-v0) and measure it on held-out plans")
     nav.add_argument("--steps", type=int, default=5_734_400, help="environment steps (28 minutes on 2 CPU cores)")
@@ -117,14 +119,18 @@ def _from_text(args) -> int:
     from jgtest.plans.text import TextToPlan
 
     text = read_text(args.steps)
-    plan_game(args.game)  # refuses a game plans do not run on, before the pipeline loads
+    vocab = plan_game(args.game)  # refuses a game plans do not run on, before the pipeline loads
     env, _ = jgtest.make(args.game)
+    reader = TextToPlan()
+    for reading in reader.read(text, vocab):
+        print(f"{reading.where}: {reading.best}" + (f"; runner-up {reading.runner_up}" if reading.runner_up else "") + ("" if reading.clear else "  [unsure]"))
     try:
-        plan = TextToPlan().plan(text, env, name=Path(args.steps).stem)
+        plan = reader.plan(text, env, name=Path(args.steps).stem, accept_best=args.accept_best)
     except PlanError as error:
         raise PlanError(f"{args.steps}: {error}") from None
     write_text(args.out, plan.to_json())
-    print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules")
+    guessed = f", {len(plan.accepted_guesses)} best guesses taken (listed in the plan)" if plan.accepted_guesses else ""
+    print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules{guessed}")
     return 0
 
 
