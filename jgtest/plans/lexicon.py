@@ -28,8 +28,9 @@
   Only each word's first :data:`SENSES` senses count (WordNet lists a word's senses most frequent
   first, from its tagged corpus): rare senses would relate almost any two words.
 * **Spelling slips** ("swich", "Pres"): ``rapidfuzz``'s ratio against the entry's words, when at
-  least :data:`FUZZY_CUTOFF`: ``0.9 × ratio / 100``; words under four letters are never matched
-  by spelling.
+  least :data:`FUZZY_CUTOFF`: ``ratio / 100``. Only a word that is no English word can be a slip:
+  four letters or more, not one of spaCy's English stop words ("with" is not a slip of "switch"),
+  and unknown to WordNet.
 
 The weights (0.9, 0.1 a link, 0.8) are ours: a synonym ranks above a kind-of, which ranks above a
 mere resemblance; the text pipeline's refusal threshold is set on the training instructions
@@ -129,6 +130,15 @@ def sense_similarity(word_sense, entry_sense) -> float:
 
 
 @functools.cache
+def _misspelt(word: str) -> bool:
+    """Whether ``word`` may be a spelling slip: four letters or more, not a function word (spaCy's English stop
+    words: "with" is no slip of "switch") and no word WordNet knows in any part of speech."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return len(word) >= 4 and word not in STOP_WORDS and not wordnet().synsets(word)
+
+
+@functools.cache
 def word_similarity(word: str, entry_word: str, pos: str) -> float:
     """How near ``word`` is to ``entry_word`` as ``pos``, from 0 to 1 (module docstring)."""
     from rapidfuzz import fuzz
@@ -137,7 +147,7 @@ def word_similarity(word: str, entry_word: str, pos: str) -> float:
     if target in forms:
         return 1.0
     best = 0.0
-    if len(word) >= 4:
+    if _misspelt(word.lower()):
         ratio = fuzz.ratio(word.lower(), target)
         best = ratio / 100 if ratio >= FUZZY_CUTOFF else 0.0
     for a in (s for form in forms for s in _senses(form, pos)):

@@ -58,10 +58,14 @@ DATA = Path(__file__).parent / "data" / "instructions.jsonl"
 RULE_DISTANCE = 3
 #: The least confidence a sentence's reading is taken with (module docstring).
 CONFIDENCE = 0.55
+#: The kind's weight at a classifier probability of 0 (it rises to 1 at a probability of 1): a sentence
+#: the classifier is unsure of (a terse note: "kill goblin") keeps most of its confidence, since both
+#: readings act on the same actor.
+KIND_FLOOR = 0.5
 #: How far the best reading must be above a runner-up that differs in action or actor.
 MARGIN = 0.05
 #: The weight of a word the tagger did not mark, and of one it marked for the other role.
-UNTAGGED, OTHER_ROLE = 0.95, 0.8
+UNTAGGED, OTHER_ROLE = 0.9, 0.8
 #: The weight of an actor word before the action word (the verb's object usually follows it).
 BEFORE_ACTION = 0.95
 #: The weight of "no actor" when the tagger marked an actor word that the vocabulary does not know.
@@ -240,7 +244,7 @@ class TextToPlan:
         actor = {entry: [lexicon.similarity(t.lower_, seeds, lexicon.NOUN) * role(t, "ACTOR") for t in words] for entry, seeds in vocab.ACTOR_WORDS.items()}
         named = any(label == "ACTOR" for label in tags.values())  # an actor the vocabulary may not know
         no_actor = (1.0 - max((s for scores in actor.values() for s in scores), default=0.0)) * (UNKNOWN_ACTOR if named else 1.0)
-        kinds = {"node": doc.cats.get("NODE", 0.0), "rule": doc.cats.get("RULE", 0.0)}
+        kinds = {"node": KIND_FLOOR + (1 - KIND_FLOOR) * doc.cats.get("NODE", 0.0), "rule": KIND_FLOOR + (1 - KIND_FLOOR) * doc.cats.get("RULE", 0.0)}
         found = []
         for kind, p_kind in kinds.items():
             for act, act_scores in action.items():
