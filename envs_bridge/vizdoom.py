@@ -107,6 +107,13 @@ class VizDoomEnv(HostEnv):
       stuck_distance: the stuck oracle's distance, in map units.
       resolution: the screen, ``"WIDTHxHEIGHT"`` of ViZDoom's (``"160x120"``: the agents' frames; a
         load test renders what a player sees, ``"640x480"``, where drawing is most of a step's time).
+      skill: Doom's skill, 1–5 (ViZDoom's default, 3, when ``None``): which things a level holds
+        (E1M1's shotgun is placed at skills 1 and 2 only) and how hard its monsters hit.
+      game_args: the engine's command-line arguments, e.g. ``"-nomonsters"``.
+      level_info: also read, each step, every thing in the level (``info["things"]``: one list per
+        game of ``(name, id, x, y)``) and every sector's floor and ceiling (``info["sectors"]``: one
+        ``float32[S, 2]`` per game, the WAD's sector order): the events a plan's validations read
+        (:mod:`jgtest.plans.doom`). The engine then reports them on every step, which costs time.
 
     Raises:
       ValueError: an unknown level (the message lists them), assertions that are not a dict of
@@ -119,7 +126,7 @@ class VizDoomEnv(HostEnv):
 
     def __init__(self, level: str, num_envs: int = 1, seed: int = 0, max_steps_in_episode: int = 2100, cell_size: int = 64, frame_skip: int = 4,
                  first_game: int = 0, assertions: dict | str | None = None, stuck_steps: int = 70, stuck_distance: float = 16.0,
-                 resolution: str = "160x120"):  # fmt: skip
+                 resolution: str = "160x120", skill: int | None = None, game_args: str = "", level_info: bool = False):  # fmt: skip
         vzd = _vizdoom()
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -127,6 +134,9 @@ class VizDoomEnv(HostEnv):
         if self._resolution is None:
             known = sorted((r[4:].lower() for r in dir(vzd.ScreenResolution) if r.startswith("RES_")), key=lambda r: [int(v) for v in r.split("x")])
             raise ValueError(f"ViZDoom renders no resolution {resolution!r}; resolutions: {', '.join(known)}")
+        if skill is not None and not 1 <= int(skill) <= 5:
+            raise ValueError(f"Doom's skill is 1 to 5, got {skill}")
+        self._skill, self._game_args, self._level_info = skill, str(game_args), bool(level_info)
         self.name, self.level, self.num_envs = f"vizdoom:{level}", level, int(num_envs)
         self.max_steps_in_episode, self._skip, self._seed, self._first = int(max_steps_in_episode), int(frame_skip), int(seed), int(first_game)
         wad, _, map_name = level.partition("/")
@@ -210,7 +220,12 @@ class VizDoomEnv(HostEnv):
         game.set_sound_enabled(False)
         game.set_doom_config_path(os.path.join(tempfile.gettempdir(), "jgtest_vizdoom.ini"))  # not the working directory
         game.set_labels_buffer_enabled(True)
-        game.set_sectors_info_enabled(sectors)
+        game.set_sectors_info_enabled(sectors or self._level_info)
+        game.set_objects_info_enabled(self._level_info)
+        if self._skill is not None:
+            game.set_doom_skill(int(self._skill))
+        if self._game_args:
+            game.add_game_args(self._game_args)
         game.set_available_game_variables([getattr(vzd.GameVariable, v) for v in ("POSITION_X", "POSITION_Y", "ANGLE", *STATE_VARIABLES)])
         game.set_mode(vzd.Mode.PLAYER)
         game.init()
@@ -232,6 +247,9 @@ class VizDoomEnv(HostEnv):
         variables = dict(zip(VARIABLES, values.tolist()))
         broken = [not check(variables) for check in self._assertions.values()]
         out = {"frame": state.screen_buffer, "variables": values, "objects": objects, "broken": broken}
+        if self._level_info:
+            out["things"] = [(thing.name, int(thing.id), float(thing.position_x), float(thing.position_y)) for thing in state.objects]
+            out["sectors"] = np.asarray([(sector.floor_height, sector.ceiling_height) for sector in state.sectors], np.float32)
         self._last[i] = out
         return out
 
@@ -267,6 +285,8 @@ class VizDoomEnv(HostEnv):
         info = {"telemetry": telemetry, "autoreset": autoreset, "angle": variables[:, 2], "state": variables[:, 3:], "features": variables,
                 "objects": [r["objects"] for r in rows],
                 "level_finished": np.zeros(self.num_envs, bool) if finished is None else finished}  # fmt: skip
+        if self._level_info:
+            info["things"], info["sectors"] = [r["things"] for r in rows], [r["sectors"] for r in rows]
         return frames, info
 
     def reset(self, seed: int, episode: int = 0):

@@ -1,15 +1,16 @@
 """``jgtest plan {run, suite}``: explicit plans as functional tests (:mod:`jgtest.plans`).
 
-* ``jgtest plan run PLAN.json --game Dungeon-v0 [--variant V] [--seeds N] [--out DIR]`` runs the
-  plan under N seeds (one jitted call), prints each validation, writes ``DIR/report.json``,
-  and exits 0 only when every run passed;
+* ``jgtest plan run PLAN.json [--game G] [--variant V] [--seeds N] [--out DIR]`` runs the
+  plan under N seeds (one jitted call; on a ViZDoom level, ``vizdoom:freedoom1/E1M1``, one run
+  after another on the real engine: :mod:`jgtest.plans.doom`), prints each validation, writes
+  ``DIR/report.json``, and exits 0 only when every run passed;
 * ``jgtest plan record (--actions FILE | --keyboard) -o PLAN.json``: a play session as a plan
   (:mod:`jgtest.plans.record`);
 * ``jgtest plan train-navigator --out DIR``: the learned navigator (:mod:`jgtest.plans.navigation`),
   used by ``plan run --navigator learned --navigator-from DIR``;
 * ``jgtest plan from-text STEPS.txt -o PLAN.json [--accept-best]``: instructions to a plan, each line's reading
   printed with its confidence and runner-up (:mod:`jgtest.plans.text`);
-* ``jgtest plan suite DIR --game Dungeon-v0 [--variant V] [--seeds N]``: every ``*.json`` plan
+* ``jgtest plan suite DIR [--game G] [--variant V] [--seeds N]``: every ``*.json`` plan
   in a folder, one pass/fail table (exit 0 only when all pass).
 
 A user's mistake (a missing or unreadable file, a plan that is not JSON or does not fit its schema,
@@ -32,13 +33,13 @@ def add_parser(sub) -> None:
     for name, what, help_text in (("run", "plan", "run one plan (JSON) and validate every action"), ("suite", "folder", "run every plan in a folder")):
         cmd = commands.add_parser(name, help=help_text)
         cmd.add_argument(what, help="a plan JSON file" if what == "plan" else "a folder of plan JSON files")
-        cmd.add_argument("--game", default="Dungeon-v0")
+        cmd.add_argument("--game", default=None, help="the game the plans must be for (default: the plans' own, e.g. Dungeon-v0 or vizdoom:freedoom1/E1M1)")
         cmd.add_argument("--variant", default="normal", help="the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, shrine_out_of_reach, enemies_immortal, "
                                                          "random_enemies, random_layout; bugs combine with +, e.g. shrine_out_of_reach+enemies_immortal)")
         cmd.add_argument("--navigator", choices=("scripted", "learned"), default="scripted", help="how the agent gets to its targets")
         cmd.add_argument("--navigator-from", default="runs/navigator", metavar="DIR", help="learned: the trained navigator (jgtest plan train-navigator)")
         cmd.add_argument("--seeds", type=int, default=4, help="runs per plan (seeds 0..N-1), vectorized")
-        cmd.add_argument("--max-steps", type=int, default=200, help="a run's step budget")
+        cmd.add_argument("--max-steps", type=int, default=None, help="a run's step budget (default: the Dungeon's 200, a Doom level's 2,000)")
         cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
         cmd.add_argument("--junit", default=None, metavar="PATH", help="write JUnit XML: a test case per validation, a failure per distinct failure")
         cmd.set_defaults(func=_run_plans)

@@ -112,7 +112,8 @@ class Plan:
 
 
 def plan_schema(vocabulary) -> dict:
-    """The JSON Schema (draft 2020-12) of plans for one game; ``vocabulary`` has ``ACTIONS`` and ``ACTOR_TYPES``."""
+    """The JSON Schema (draft 2020-12) of plans for one game; ``vocabulary`` has ``ACTIONS`` and ``ACTOR_TYPES``,
+    and ``RULES`` or ``LOCATIONS`` false where its plans take no rules or no locations (a Doom level's)."""
     actions, types = list(vocabulary.ACTIONS), list(vocabulary.ACTOR_TYPES)
     action = {"enum": [*actions, None]}
     integer = lambda minimum: {"type": "integer", "minimum": minimum, "maximum": PLAN_INT_MAX}
@@ -134,11 +135,15 @@ def plan_schema(vocabulary) -> dict:
         "type": "object", "additionalProperties": False, "required": ["preconditions", "action"],
         "properties": {"preconditions": {"type": "array", "items": precondition, "minItems": 1}, "priority": integer(-PLAN_INT_MAX), "action": action},
     }  # fmt: skip
+    if not getattr(vocabulary, "LOCATIONS", True):
+        del node["properties"]["location"], node["oneOf"]
+        node["required"] = ["actor"]
+    rules = {"type": "array", "items": rule} if getattr(vocabulary, "RULES", True) else {"type": "array", "maxItems": 0}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": False,
         "required": ["game", "nodes"],
         "properties": {"game": {"type": "string"}, "name": {"type": "string"}, "nodes": {"type": "array", "items": node, "minItems": 1},
-                       "rules": {"type": "array", "items": rule}, "accepted_guesses": {"type": "array", "items": {"type": "string"}}},
+                       "rules": rules, "accepted_guesses": {"type": "array", "items": {"type": "string"}}},
     }  # fmt: skip
 
 
@@ -154,6 +159,8 @@ def _where(path) -> str:
 _REASONS = {
     ("minItems", "nodes"): "an empty plan: it needs at least one node",
     ("minItems", "preconditions"): "a rule without preconditions",
+    ("maxItems", "rules"): "this game's plans take no rules",
+    ("required", "nodes"): "a node targets one of the game's things (an actor); this game's plans take no locations",
     ("oneOf", "nodes"): "a node targets either an actor or a location (exactly one of them)",
     ("oneOf", "preconditions"): "a precondition is either actor_near or health_below (exactly one of them)",
 }
@@ -220,10 +227,13 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def plan_game(game: str) -> Any:
-    """The plan vocabulary and checks of ``game`` (:mod:`jgtest.plans.dungeon` for ``Dungeon-v0``)."""
-    from jgtest.plans import dungeon
+    """The plan vocabulary and checks of ``game``: :mod:`jgtest.plans.dungeon` for ``Dungeon-v0``, a
+    :class:`jgtest.plans.doom.DoomPlans` for a ViZDoom level (``vizdoom:freedoom1/E1M1``)."""
+    from jgtest.plans import doom, dungeon
 
+    if doom.level_of(game):
+        return doom.plans_of(doom.level_of(game))
     games = {"Dungeon-v0": dungeon}
     if game not in games:
-        raise PlanError(f"game: plans run on {', '.join(games)}, got {game!r}")
+        raise PlanError(f"game: plans run on {', '.join(games)} and ViZDoom's levels (vizdoom:freedoom1/E1M1 …), got {game!r}")
     return games[game]

@@ -41,19 +41,20 @@ def run_report(plan: Plan, agent, env, seed: int) -> dict:
 def _failure(plan: Plan, agent, validations: list, outcome: int) -> str:
     entry = int(agent.fail_entry)
     if entry >= 0:
-        v = validations[entry]
-        why = "timeout: the event never came" if v["status"] == STATUSES[TIMEOUT] else "wrong post-state"
-        bound = f"after {v['bound_to']} within {v['timeout']} steps" if v["bound_to"] in _events(plan) else f"after {v['bound_to']}"
-        return (f"{v['source']}: {v['action']} {v['actor']}: expected {v['variable']} {v['expected_change']:+g} {bound}; "
-                f"observed {v['observed_change']:+g} ({why})")  # fmt: skip
+        return failure_text(validations[entry], plan_game(plan.game).EVENTS)
     node = int(agent.fail_node)
     target = plan.nodes[node]
     what = f"{target.action + ' ' if target.action else ''}{target.actor or 'location ' + str(list(target.location))}"
     return f"node {node} ({what}): {OUTCOMES[outcome]}"
 
 
-def _events(plan: Plan) -> tuple[str, ...]:
-    return plan_game(plan.game).EVENTS
+def failure_text(validation: dict, events) -> str:
+    """A failed validation in words: the node or rule, the action and actor, what was expected after which
+    event (``events``: the game's; anything else is a delay) and what was observed."""
+    v = validation
+    why = "timeout: the event never came" if v["status"] == STATUSES[TIMEOUT] else "wrong post-state"
+    bound = f"after {v['bound_to']} within {v['timeout']} steps" if v["bound_to"] in events else f"after {v['bound_to']}"
+    return f"{v['source']}: {v['action']} {v['actor']}: expected {v['variable']} {v['expected_change']:+g} {bound}; observed {v['observed_change']:+g} ({why})"
 
 
 def validation_table(report: dict):

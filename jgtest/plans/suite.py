@@ -8,9 +8,12 @@ import json
 from operator import itemgetter
 from pathlib import Path
 
+from jgtest.errors import BadInput
+from jgtest.plans import doom
 
-def load_plans(paths: list[Path], game: str) -> list:
-    """The plans in ``paths``, each checked to be for ``game``.
+
+def load_plans(paths: list[Path], game: str | None = None) -> tuple[list, str]:
+    """The plans in ``paths``, each checked to be for ``game`` (``None``: the first plan's), and that game.
 
     Raises:
       BadFile: a plan file that cannot be read as JSON (:func:`jgtest.plans.model.load_plan`).
@@ -18,13 +21,22 @@ def load_plans(paths: list[Path], game: str) -> list:
     """
     from jgtest.plans.model import PlanError, load_plan
 
-    plans = []
+    plans, given = [], game is not None
     for path in paths:
         plan = load_plan(path)
+        game = game or plan.game
         if plan.game != game:
-            raise PlanError(f"{path}: the plan is for {plan.game}, not --game {game}")
+            raise PlanError(f"{path}: the plan is for {plan.game}, not {'--game ' + game if given else game + ' (the first plan’s)'}")
         plans.append(plan)
-    return plans
+    return plans, game
+
+
+def max_steps_of(game: str, max_steps: int | None) -> int:
+    """A run's step budget: ``max_steps``, else the game's default (the Dungeon's 200; a Doom level's
+    :data:`jgtest.plans.doom.DEFAULT_MAX_STEPS`)."""
+    from jgtest.plans import doom
+
+    return int(max_steps) if max_steps is not None else doom.DEFAULT_MAX_STEPS if doom.level_of(game) else 200
 
 
 def navigator_for(kind: str, navigator_from: str | Path | None = None):
@@ -42,10 +54,11 @@ def navigator_for(kind: str, navigator_from: str | Path | None = None):
     return learned_navigator(*load_navigator(navigator_from))
 
 
-def plan_reports(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
+def plan_reports(paths: list[Path], game: str | None = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int | None = None,
                  navigator=None) -> dict[str, list[dict]]:  # fmt: skip
-    """Every plan of ``paths`` run under seeds ``0..seeds-1`` on ``game``'s ``variant`` (one jitted
-    call): each plan file's runs' reports (:func:`jgtest.plans.report.run_report`).
+    """Every plan of ``paths`` run under seeds ``0..seeds-1`` on ``game``'s ``variant`` (``None``: the
+    plans' own game; one jitted call, or on a ViZDoom level one run after another on one engine,
+    :func:`jgtest.plans.doom.run_plan`): each plan file's runs' reports (:func:`jgtest.plans.report.run_report`).
 
     Raises:
       BadInput: ``seeds`` or ``max_steps`` below 1; a plan that does not fit its schema or does not
@@ -53,19 +66,21 @@ def plan_reports(paths: list[Path], game: str = "Dungeon-v0", variant: str = "no
       BadFile: a plan file that cannot be read as JSON.
       ValueError: an unknown game or variant (:func:`jgtest.make`).
     """
+    plans, game = load_plans(paths, game)
+    max_steps = max_steps_of(game, max_steps)
+    for flag, value in (("--seeds", seeds), ("--max-steps", max_steps)):
+        if value < 1:
+            raise BadInput(f"{flag} must be at least 1, got {value}")
+    if doom.level_of(game):
+        return _doom_reports(paths, plans, game, variant, seeds, max_steps, navigator)
     import jax
 
     import jgtest
-    from jgtest.errors import BadInput
     from jgtest.plans.agent import RunSettings, run_plans, scripted_navigator
     from jgtest.plans.compiled import stack_plans
     from jgtest.plans.model import plan_game
     from jgtest.plans.report import run_report
 
-    for flag, value in (("--seeds", seeds), ("--max-steps", max_steps)):
-        if value < 1:
-            raise BadInput(f"{flag} must be at least 1, got {value}")
-    plans = load_plans(paths, game)
     env, params = jgtest.make(game, variant=variant)
     compiled = stack_plans(plans, env)
     keys = jax.vmap(jax.random.key)(jax.numpy.arange(seeds))
@@ -75,7 +90,30 @@ def plan_reports(paths: list[Path], game: str = "Dungeon-v0", variant: str = "no
             for p, (path, plan) in enumerate(zip(paths, plans))}  # fmt: skip
 
 
-def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int = 200,
+def _doom_reports(paths, plans, game: str, variant: str, seeds: int, max_steps: int, navigator) -> dict[str, list[dict]]:
+    """:func:`plan_reports` on a ViZDoom level: each plan and seed one run, one after another, on one engine."""
+    from jgtest.plans.agent import scripted_navigator
+
+    if variant != "normal":
+        raise BadInput(f"--variant {variant}: a ViZDoom level has no variants (normal only)")
+    if navigator not in (None, scripted_navigator):
+        raise BadInput("--navigator learned: the learned navigator walks the Dungeon; a ViZDoom level's plans use the scripted walker")
+    from jgtest.plans.model import PlanError
+
+    vocabulary = doom.plans_of(doom.level_of(game))
+    for path, plan in zip(paths, plans):  # every node's target, before the engine starts
+        try:
+            [vocabulary.target(node, f"nodes[{i}]") for i, node in enumerate(plan.nodes)]
+        except PlanError as error:
+            raise PlanError(f"{path}: {error}") from None
+    env = doom.make_env(doom.level_of(game))
+    try:
+        return {str(path): [doom.run_plan(plan, seed, max_steps, env) for seed in range(seeds)] for path, plan in zip(paths, plans)}
+    finally:
+        env.close()
+
+
+def run_suite(paths: list[Path], game: str | None = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int | None = None,
               navigator=None, out: str | Path | None = None, show_each: bool = False, junit: str | Path | None = None,
               navigator_name: str = "scripted") -> bool:  # fmt: skip
     """Runs every plan of ``paths`` (:func:`plan_reports`), prints each run's validation table
@@ -90,6 +128,8 @@ def run_suite(paths: list[Path], game: str = "Dungeon-v0", variant: str = "norma
     from jgtest.report.console import show
 
     out = make_folder(out) if out else None
+    game = load_plans(paths, game)[1]
+    max_steps = max_steps_of(game, max_steps)
     reports = plan_reports(paths, game, variant, seeds, max_steps, navigator)
     if show_each:
         for report in reports[str(paths[0])]:

@@ -110,6 +110,12 @@ def files(tmp_path_factory):
     (where / "latin1.json").write_bytes(b'{"name": "caf\xe9"}')
     (where / "big_radius.json").write_text(json.dumps(_plan({"actor": "switch", "radius": BIG})))
     (where / "big_wait.json").write_text(json.dumps(_plan({"location": [1, 1], "wait": BIG})))
+    doom = lambda *nodes, **more: json.dumps({"game": "vizdoom:freedoom1/E1M1", "nodes": list(nodes), **more})
+    (where / "doom_rule.json").write_text(doom({"actor": "door"}, rules=[{"preconditions": [{"actor_near": "door"}], "action": "use"}]))
+    (where / "doom_fifth_shotgun.json").write_text(doom({"actor": "door", "action": "use"}, {"actor": "shotgun", "instance": 4}))
+    (where / "doom_use_shotgun.json").write_text(doom({"actor": "shotgun", "action": "use"}))
+    (where / "doom_location.json").write_text(doom({"location": [1, 1]}))
+    (where / "doom_no_map.json").write_text(json.dumps({"game": "vizdoom:freedoom1/E9M9", "nodes": [{"actor": "door"}]}))
     (where / "plan.json").mkdir()
     (where / "empty").mkdir()
     (where / "a_file").write_text("fly\n")
@@ -130,12 +136,20 @@ BAD_INVOCATIONS = [
     (["run", "{ex}/complete_level.json", "--out", "{d}/a_file"], "{d}/a_file: a file, not a folder"),
     (["run", "{ex}/complete_level.json", "--navigator", "learned", "--navigator-from", "{d}/empty"],
      "{d}/empty: no trained navigator (train one: `jgtest plan train-navigator --out {d}/empty`)"),
+    (["run", "{d}/doom_rule.json"], "{d}/doom_rule.json: rules: this game's plans take no rules"),
+    (["run", "{d}/doom_fifth_shotgun.json"], "{d}/doom_fifth_shotgun.json: nodes[1].instance: freedoom1/E1M1 has 2 shotgun(s), instances 0–1; got 4"),
+    (["run", "{d}/doom_use_shotgun.json"], "{d}/doom_use_shotgun.json: nodes[0].action: a shotgun is picked up by walking onto it: no action"),
+    (["run", "{d}/doom_location.json"], "{d}/doom_location.json: nodes[0]: a node targets one of the game's things (an actor); this game's plans take no locations"),
+    (["run", "{d}/doom_no_map.json"], "{d}/doom_no_map.json: game: freedoom1.wad has no map E9M9; maps: " + ", ".join(f"E{e}M{m}" for e in range(1, 5) for m in range(1, 10))),
+    (["run", "{ex}/../freedoom/e1m1_door_shotgun_exit.json", "--game", "Dungeon-v0"],
+     "{ex}/../freedoom/e1m1_door_shotgun_exit.json: the plan is for vizdoom:freedoom1/E1M1, not --game Dungeon-v0"),
+    (["run", "{ex}/../freedoom/e1m1_door_shotgun_exit.json", "--variant", "door_stuck"], "--variant door_stuck: a ViZDoom level has no variants (normal only)"),
     (["suite", "{d}/nowhere"], "{d}/nowhere: no such folder"),
     (["suite", "{d}/a_file"], "{d}/a_file: not a folder"),
     (["suite", "{d}/empty"], "{d}/empty: no *.json plans"),
     (["from-text", "{d}/missing.txt", "-o", "{d}/out.json"], "{d}/missing.txt: no such file"),
     (["from-text", "{d}/latin1.json", "-o", "{d}/out.json"], "{d}/latin1.json: not UTF-8 text (byte 0xe9 at offset 13)"),
-    (["from-text", "{d}/a_file", "--game", "CartPoleBugs-v0", "-o", "{d}/out.json"], "game: plans run on Dungeon-v0, got 'CartPoleBugs-v0'"),
+    (["from-text", "{d}/a_file", "--game", "CartPoleBugs-v0", "-o", "{d}/out.json"], "game: plans run on Dungeon-v0 and ViZDoom's levels (vizdoom:freedoom1/E1M1 …), got 'CartPoleBugs-v0'"),
     (["record", "--actions", "{d}/missing.actions", "-o", "{d}/out.json"], "{d}/missing.actions: no such file"),
     (["record", "--actions", "{d}/a_file", "-o", "{d}/out.json"],
      "{d}/a_file: line 1: unknown action 'fly' (one of move_north, move_south, move_east, move_west, interact, attack, jump, wait, or its index)"),

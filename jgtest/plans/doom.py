@@ -1,0 +1,370 @@
+"""Explicit plans on a real Doom level, through the ViZDoom bridge: ``vizdoom:freedoom1/E1M1``.
+
+A plan's nodes name the level's things, read from its WAD (:mod:`envs_bridge.doom_level`):
+
+* ``door`` (open to anyone), ``blue door``, ``yellow door``, ``red door`` (locked): action ``use``;
+* ``switch``: a line the player uses that moves its tagged sectors; action ``use``;
+* ``exit``: the line that ends the level; ``use`` (a switch) or no action (walked over);
+* the things a player picks up, by their engine names in lower case, a word each
+  (``shotgun``, ``blue card``, ``medikit``…): no action, the player walks onto them.
+
+``instance`` counts things of one type in order of their walking distance from the player's start
+(``door`` 0 is the door nearest the start), so "the first door" is instance 0.
+
+Each node's action is validated by the game event it is bound to, read from the engine
+(the bridge's ``level_info``, :class:`envs_bridge.vizdoom.VizDoomEnv`), as on the Dungeon
+(:mod:`jgtest.plans.dungeon`): the value before the action, and after it when the event comes,
+within a timeout (steps of :data:`FRAME_SKIP` tics):
+
+=========  ==================================  ========  ====================  =======
+actor      variable                            expected  bound to              timeout
+=========  ==================================  ========  ====================  =======
+door       its sector's ceiling                +56       use                   60
+switch     its tagged sectors that moved       +1        use                   60
+exit       the level finished                  +1        use, or crossing it   30
+pickup     the thing in the level              −1        reaching it           30
+=========  ==================================  ========  ====================  =======
+
+A door passes when its ceiling has risen by the player's height (56 units: room to walk through);
+Doom's doors rise 2 units a tic, so an open door passes in 28 tics. A locked door used without its
+key never rises, and its validation times out.
+
+Navigation is the scripted walker over the level's geometry: a shortest route on
+:class:`envs_bridge.doom_level.WalkGrid` (with the keys picked up so far), followed with the
+bridge's own actions, one button a step (turn towards the next waypoint, else walk forward); a
+walker that stops closing in on its waypoint for :data:`STUCK_STEPS` presses ``use`` once (a door on
+its way: pressed again while it rises, a Doom door closes), then strafes, and after
+:data:`REPLAN_STEPS` plans its route again from where it stands.
+
+The level is played at skill :data:`SKILL` (the things of skills 1 and 2: E1M1's shotgun) with no
+monsters (Doom's ``-nomonsters``): a plan tests the level's mechanics, not combat. Plans on a Doom
+level take neither rules nor locations. Our choices, where the article (written for a Unity game)
+is silent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import math
+import os
+import re
+
+import numpy as np
+
+from envs_bridge import doom_level
+from jgtest.plans.model import Plan, PlanError
+
+SKILL = 2
+GAME_ARGS = "-nomonsters"
+#: Engine tics a step: 7° of turn a step, fine enough to steer through a door.
+FRAME_SKIP = 2
+#: A run's step budget when none is given (4,000 tics, about two minutes of game time).
+DEFAULT_MAX_STEPS = 2000
+#: Where the walker stands to use a line: this far in front of its middle (Doom's reach is 64 units).
+USE_DISTANCE = 40.0
+#: Steps the walker may take towards a line it is to use, once it faces it.
+APPROACH_STEPS = 20
+#: A waypoint is reached within this many units; the last one (where the action happens) within :data:`ARRIVED`.
+WAYPOINT, ARRIVED = 24.0, 12.0
+#: Steps without closing in before the walker tries to get free, and before it plans again.
+STUCK_STEPS, REPLAN_STEPS = 12, 60
+#: The bridge's actions (:data:`envs_bridge.vizdoom.LEVEL_BUTTONS`).
+FORWARD, BACKWARD, TURN_LEFT, TURN_RIGHT, STRAFE_LEFT, STRAFE_RIGHT, ATTACK, USE = range(8)
+#: Timeouts of the validations (module docstring), in steps.
+TIMEOUTS = {"door": 60, "switch": 60, "exit": 30, "pickup": 30}
+OUTCOMES = ("passed", "validation failed", "unreachable", "level ended before the plan", "out of steps")
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One thing a node may name: what it is, where the walker stands, and what it faces."""
+
+    kind: str  # door, switch, exit, pickup
+    stand: tuple[tuple[float, float], ...]  # places to act from (the nearest reachable is taken)
+    face: tuple[float, float]
+    sector: int | None = None  # a door's
+    tag: int | None = None  # a switch's
+    thing: str | None = None  # a pickup's engine name
+    key: str | None = None  # the key a door needs, or a pickup gives
+    used: bool = True  # an exit used (a switch), or walked over
+
+
+def actor_name(engine_name: str) -> str:
+    """A pickup's plan name: its engine name in lower-case words (``BlueCard`` → ``blue card``)."""
+    return " ".join(re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", engine_name)).lower()
+
+
+class DoomPlans:
+    """The plan vocabulary of one level and its targets (module docstring): ``ACTIONS``, ``ACTOR_TYPES``,
+    ``EVENTS``, and :meth:`target` for a node."""
+
+    RULES = LOCATIONS = False
+    ACTIONS = {"use": USE}
+    EVENTS = ("use", "use, or crossing it", "reaching it")
+
+    def __init__(self, level: str):
+        self.level_name = level
+        self.level = _read_level(level)
+        grid = doom_level.WalkGrid(self.level)
+        distance, _ = grid.distances(*self.level.start)
+        far = lambda point: (distance[grid.cell(*point)], math.dist(point, self.level.start))
+        targets: dict[str, list[Target]] = {}
+        for door in self.level.doors:
+            name = f"{door.key} door" if door.key else "door"
+            targets.setdefault(name, []).append(Target("door", tuple(line.before(USE_DISTANCE) for line in door.lines), door.lines[0].middle,
+                                                       sector=door.sector, key=door.key))  # fmt: skip
+        for line in self.level.switches:
+            targets.setdefault("switch", []).append(Target("switch", (line.before(USE_DISTANCE),), line.middle, tag=line.tag))
+        for line in self.level.exits:
+            used = line.special in doom_level.USED_EXITS
+            stand = line.before(USE_DISTANCE) if used else line.before(USE_DISTANCE, side=-1)  # past a walked-over line
+            targets.setdefault("exit", []).append(Target("exit", (stand,), line.middle, used=used))
+        for engine_name, thing in self.level.pickups(SKILL):
+            targets.setdefault(actor_name(engine_name), []).append(
+                Target("pickup", ((thing.x, thing.y),), (thing.x, thing.y), thing=engine_name, key=doom_level.KEY_COLOURS.get(engine_name)))
+        self.targets = {name: sorted(found, key=lambda t: min(far(p) for p in t.stand)) for name, found in targets.items()}
+        self.ACTOR_TYPES = tuple(self.targets)
+
+    def target(self, node, where: str) -> Target:
+        """The target of ``node`` (at ``where``, e.g. ``nodes[1]``), its action checked against it.
+
+        Raises:
+          PlanError: an instance beyond the level's count, or an action the target takes no validation for.
+        """
+        found = self.targets[node.actor]
+        if node.instance >= len(found):
+            raise PlanError(f"{where}.instance: {self.level_name} has {len(found)} {node.actor}(s), instances 0–{len(found) - 1}; got {node.instance}")
+        target = found[node.instance]
+        wants_use = target.kind in ("door", "switch") or target.kind == "exit" and target.used
+        if node.action is not None and not wants_use:
+            raise PlanError(f"{where}.action: a {node.actor} is {'walked over' if target.kind == 'exit' else 'picked up by walking onto it'}: no action")
+        return target
+
+
+def level_of(game: str) -> str | None:
+    """``WAD/MAP`` of a ``vizdoom:WAD/MAP`` game, or ``None`` for another game."""
+    return game.removeprefix("vizdoom:") if game.startswith("vizdoom:") and "/" in game else None
+
+
+@functools.cache
+def plans_of(level: str) -> DoomPlans:
+    """The vocabulary of ``level`` (``freedoom1/E1M1``), built once.
+
+    Raises:
+      PlanError: no ViZDoom installed, or no such WAD or map.
+    """
+    return DoomPlans(level)
+
+
+def _read_level(level: str) -> doom_level.Level:
+    spec = importlib.util.find_spec("vizdoom")
+    if spec is None or not spec.origin:
+        raise PlanError("game: plans on ViZDoom levels need ViZDoom (pip install 'jgtest[games]')")
+    wad, _, map_name = level.partition("/")
+    path = os.path.join(os.path.dirname(spec.origin), f"{wad}.wad")
+    if not os.path.exists(path):
+        wads = sorted(f[:-4] for f in os.listdir(os.path.dirname(spec.origin)) if f.endswith(".wad"))
+        raise PlanError(f"game: ViZDoom ships no WAD {wad!r}; WADs: {', '.join(wads)}")
+    try:
+        return doom_level.read_level(path, map_name)
+    except ValueError as error:
+        raise PlanError(f"game: {error}") from None
+
+
+class _Walker:
+    """One run of a plan on a bridged game: the scripted walker and the validations (module docstring)."""
+
+    def __init__(self, env, vocabulary: DoomPlans, seed: int, max_steps: int):
+        self.env, self.vocabulary, self.max_steps = env, vocabulary, max_steps
+        self.steps, self.keys, self.finished = 0, frozenset(), False
+        _, self.info = env.reset(seed)
+        self._grids: dict[frozenset, doom_level.WalkGrid] = {}
+
+    @property
+    def position(self) -> tuple[float, float]:
+        x, y = self.info["features"][0, :2]
+        return float(x), float(y)
+
+    def act(self, action: int) -> None:
+        _, _, _, _, self.info = self.env.step(np.array([action]))
+        self.steps += 1
+        self.finished |= bool(self.info["level_finished"][0])
+
+    def out_of_steps(self) -> bool:
+        return self.steps >= self.max_steps
+
+    def heading_error(self, point) -> float:
+        """Degrees to turn right to face ``point`` (negative: left)."""
+        x, y = self.position
+        want = math.degrees(math.atan2(point[1] - y, point[0] - x)) % 360
+        return (float(self.info["angle"][0]) - want + 540) % 360 - 180
+
+    def turn_towards(self, point, within: float) -> bool:
+        """One turn step towards ``point``, or ``True`` (and no step) when already within ``within`` degrees."""
+        error = self.heading_error(point)
+        if abs(error) <= within:
+            return True
+        self.act(TURN_RIGHT if error > 0 else TURN_LEFT)
+        return False
+
+    def face(self, point) -> None:
+        """Turns to ``point``, then steps towards it while more than :data:`USE_DISTANCE` away (a route may end
+        short of where the walker stands to use a line, in a recess narrower than its clearance)."""
+        while not self.out_of_steps() and not self.turn_towards(point, 6.0):
+            pass
+        for _ in range(APPROACH_STEPS):
+            if self.out_of_steps() or math.dist(self.position, point) <= USE_DISTANCE:
+                break
+            if self.turn_towards(point, 6.0):
+                self.act(FORWARD)
+
+    def grid(self) -> doom_level.WalkGrid:
+        if self.keys not in self._grids:
+            self._grids[self.keys] = doom_level.WalkGrid(self.vocabulary.level, self.keys)
+        return self._grids[self.keys]
+
+    def route(self, places) -> list | None:
+        routes = [r for r in (self.grid().route(self.position, p) for p in places) if r is not None]
+        return min(routes)[1] if routes else None
+
+    def walk(self, places) -> bool:
+        """Walks to the nearest reachable of ``places``: whether it got there (not: no route, or out of steps)."""
+        waypoints = self.route(places)
+        if waypoints is None:
+            return False
+        goal, best, since, i = waypoints[-1], math.inf, 0, 0
+        while not self.out_of_steps() and not self.finished:
+            point = waypoints[i]
+            distance = math.dist(self.position, point)
+            if distance < (ARRIVED if i == len(waypoints) - 1 else WAYPOINT):
+                if i == len(waypoints) - 1:
+                    return True
+                i, best, since = i + 1, math.inf, 0
+                continue
+            best, since = (distance, 0) if distance < best - 2 else (best, since + 1)
+            if since >= REPLAN_STEPS:
+                waypoints = self.route([goal]) or waypoints
+                i, best, since = 0, math.inf, 0
+            elif since == STUCK_STEPS:  # a door on the way: used once (used again while it rises, a door closes)
+                self.act(USE)
+            elif since > 2 * STUCK_STEPS and since % STUCK_STEPS < 4:  # a corner: strafe one way, then the other
+                self.act(STRAFE_LEFT if since // STUCK_STEPS % 2 else STRAFE_RIGHT)
+            elif self.turn_towards(point, 20.0):
+                self.act(FORWARD)
+        return False
+
+    def wait_for(self, timeout: int, measure, done) -> tuple[float, bool]:
+        """Waits up to ``timeout`` steps for ``done(measure())``: the last measure, and whether it came. A
+        step of waiting turns left, then right (the bridge's actions are one button each, none idle)."""
+        for waited in range(timeout):
+            value = measure()
+            if done(value) or self.finished or self.out_of_steps():
+                return value, done(value)
+            self.act(TURN_LEFT if waited % 2 == 0 else TURN_RIGHT)
+        value = measure()
+        return value, done(value)
+
+    def thing_id(self, target: Target) -> int | None:
+        """The engine's id of a pickup target's thing (the one of its name nearest its place), ``None`` when
+        it is not in the level (any other target: ``None``)."""
+        here = self.things_named(target.thing) if target.kind == "pickup" else []
+        return min(here, key=lambda t: math.dist(t[1:], target.face))[0] if here else None
+
+    def things_named(self, name: str) -> list[tuple[int, float, float]]:
+        return [(thing_id, x, y) for thing_name, thing_id, x, y in self.info["things"][0] if thing_name == name]
+
+    def sector(self, index: int) -> np.ndarray:
+        return self.info["sectors"][0][index]
+
+
+def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None) -> dict:
+    """One run of ``plan`` on its Doom level from ``seed``: a report in :func:`jgtest.plans.report.run_report`'s
+    form (module docstring). ``env``: a bridge to reuse (a one-game :class:`envs_bridge.vizdoom.VizDoomEnv`
+    of the level with :data:`SKILL`, :data:`GAME_ARGS`, :data:`FRAME_SKIP` and ``level_info``), else one is made and closed.
+
+    Raises:
+      PlanError: the plan's level is unknown, or a node names an instance the level lacks or an
+        action its target takes no validation for.
+    """
+    vocabulary = plans_of(level_of(plan.game))
+    targets = [vocabulary.target(node, f"nodes[{i}]") for i, node in enumerate(plan.nodes)]
+    own = env is None
+    env = env or make_env(vocabulary.level_name, seed)
+    try:
+        walker = _Walker(env, vocabulary, seed, max_steps)
+        validations, outcome = [], "passed"
+        for i, (node, target) in enumerate(zip(plan.nodes, targets)):
+            if walker.finished:
+                outcome = "level ended before the plan"
+                break
+            thing = walker.thing_id(target)  # the pre-action measure of a pickup: before it is reached
+            if not walker.walk(target.stand):
+                outcome = "out of steps" if walker.out_of_steps() else "unreachable"
+                break
+            validation = _validate(walker, node, target, thing)
+            validations.append({"source": f"node {i}", "node": i, "rule": -1, **validation})
+            if validation["status"] != "passed":
+                outcome = "validation failed"
+                break
+            if target.key:
+                walker.keys = walker.keys | {target.key}
+            walker.wait_for(node.wait, lambda: 0.0, lambda _: False)
+        done = sum(v["status"] == "passed" for v in validations)
+        report = {"plan": plan.name or f"{len(plan.nodes)} nodes, {len(plan.rules)} rules", "seed": seed, "passed": outcome == "passed",
+                  "outcome": outcome, "steps": walker.steps, "nodes_done": done, "validations": validations, "failure": None}  # fmt: skip
+        if outcome == "validation failed":
+            from jgtest.plans.report import failure_text
+
+            report["failure"] = failure_text(validations[-1], DoomPlans.EVENTS)
+        elif outcome != "passed":
+            node = plan.nodes[len(validations)]
+            report["failure"] = f"node {len(validations)} ({(node.action + ' ') if node.action else ''}{node.actor} #{node.instance}): {outcome}"
+        return report
+    finally:
+        if own:
+            env.close()
+
+
+def make_env(level: str, seed: int = 0):
+    """The one-game bridge a plan runs on (:func:`run_plan`)."""
+    from envs_bridge.vizdoom import VizDoomEnv
+
+    return VizDoomEnv(level, num_envs=1, seed=seed, frame_skip=FRAME_SKIP, skill=SKILL, game_args=GAME_ARGS, level_info=True,
+                      max_steps_in_episode=10**9)  # fmt: skip
+
+
+def _validate(walker: _Walker, node, target: Target, thing: int | None) -> dict:
+    """Acts on ``target`` and checks the event it is bound to (module docstring): a validation entry
+    (``thing``: a pickup's engine id, read before the walk to it)."""
+    actor = f"{node.actor} #{node.instance}"
+    timeout, start = TIMEOUTS[target.kind], walker.steps
+    if target.kind == "pickup":
+        count = lambda: float(sum(t[0] == thing for t in walker.things_named(target.thing)))
+        after, came = walker.wait_for(timeout, count, lambda c: c < 1)
+        entry = (f"{target.thing} at ({target.face[0]:g}, {target.face[1]:g})", -1.0, after - float(thing is not None), "reaching it")
+    elif target.kind == "exit":
+        if target.used:
+            walker.face(target.face)
+            walker.act(USE)
+        after, came = walker.wait_for(timeout, lambda: float(walker.finished), bool)
+        entry = ("level finished", 1.0, after, "use" if target.used else "use, or crossing it")
+    else:
+        walker.face(target.face)
+        if target.kind == "door":
+            before = float(walker.sector(target.sector)[1])
+            walker.act(USE)
+            rise = lambda: float(walker.sector(target.sector)[1]) - before
+            after, came = walker.wait_for(timeout, rise, lambda r: r >= doom_level.PLAYER_HEIGHT)
+            entry = (f"sector {target.sector} ceiling", float(doom_level.PLAYER_HEIGHT), after, "use")
+        else:
+            tagged = np.flatnonzero(walker.vocabulary.level.tags == target.tag)
+            before = np.array([walker.sector(s) for s in tagged])
+            walker.act(USE)
+            moved = lambda: float(np.any(np.array([walker.sector(s) for s in tagged]) != before))
+            after, came = walker.wait_for(timeout, moved, bool)
+            entry = (f"sectors tagged {target.tag} moved", 1.0, after, "use")
+    variable, expected, observed, bound_to = entry
+    return {"action": node.action or "go to", "actor": actor, "variable": variable, "expected_change": expected, "observed_change": observed,
+            "bound_to": bound_to, "timeout": timeout, "step": start, "status": "passed" if came else "timeout"}  # fmt: skip
