@@ -53,6 +53,8 @@ def test_signals_present_but_no_settings_is_a_different_refusal():
     assert signals.runs_on("reline", "unreal:HOST:PORT")[0] == "no RELINE settings"
     assert signals.runs_on("random", "supertuxkart:lighthouse") == ("device games only", "random runs on device games; supertuxkart:lighthouse steps on the host")
     assert signals.runs_on("plan", "CartPoleBugs-v0")[0] == "no plan vocabulary"
+    assert signals.missing("plan", "vizdoom:freedoom1/E1M1") == () and signals.runs_on("plan", "vizdoom:freedoom1/E1M1") is None
+    assert signals.runs_on("plan", "vizdoom:basic")[0] == "levels only"
 
 
 def test_unknown_games_and_methods_are_refused():

@@ -51,6 +51,8 @@ def missing(method: str, game: str, options: dict | None = None) -> tuple[str, .
     """The signals ``method`` reads that ``game`` does not provide, in :data:`NEEDS`' order."""
     if method not in NEEDS:
         raise BadInput(f"unknown method {method!r}; methods: {', '.join(NEEDS)}")
+    if method == "plan" and game.startswith("vizdoom:") and "/" in game:
+        return ()  # a level's plans read the engine's sectors and things (jgtest.plans.doom), not a twin's events and actors
     have = provided(game, options)
     return tuple(s for s in NEEDS[method] if s not in have)
 
@@ -80,8 +82,10 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
             return "park agents only", ("the park's agents are trained on ParkWorld-v0 and drive it, an Unreal game (unreal:HOST:PORT) or, "
                                         "Inspector, a level (vizdoom:WAD/MAP) or a Gymnasium game reporting its objects (gym:ENV_ID)")  # fmt: skip
     elif method == "plan":
-        if game != "Dungeon-v0":
-            return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 only"
+        if game.startswith("vizdoom:") and "/" not in game:
+            return "levels only", "plans on ViZDoom name a level's doors, switches, pickups and exit, read from its WAD: a map (vizdoom:freedoom1/E1M1)"
+        if game != "Dungeon-v0" and not game.startswith("vizdoom:"):
+            return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 and ViZDoom's levels (vizdoom:WAD/MAP)"
     elif is_host_game(game) and not (method == "random" and game.startswith(HOST_RANDOM_PREFIXES)) and method != "wuji":
         return "device games only", f"{method} runs on device games; {game} steps on the host"
     return None

@@ -300,8 +300,9 @@ def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None
                 outcome = "level ended before the plan"
                 break
             thing = walker.thing_id(target)  # the pre-action measure of a pickup: before it is reached
-            if not walker.walk(target.stand):
-                outcome = "out of steps" if walker.out_of_steps() else "unreachable"
+            arrived = walker.walk(target.stand)
+            if not arrived and not (walker.finished and target.kind == "exit"):  # a walked-over exit ends the walk to it
+                outcome = "level ended before the plan" if walker.finished else "out of steps" if walker.out_of_steps() else "unreachable"
                 break
             validation = _validate(walker, node, target, thing)
             validations.append({"source": f"node {i}", "node": i, "rule": -1, **validation})
