@@ -74,7 +74,6 @@ STUCK_STEPS, REPLAN_STEPS = 12, 60
 FORWARD, BACKWARD, TURN_LEFT, TURN_RIGHT, STRAFE_LEFT, STRAFE_RIGHT, ATTACK, USE = range(8)
 #: Timeouts of the validations (module docstring), in steps.
 TIMEOUTS = {"door": 60, "switch": 60, "exit": 30, "pickup": 30}
-OUTCOMES = ("passed", "validation failed", "unreachable", "level ended before the plan", "out of steps")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +82,7 @@ class Target:
 
     kind: str  # door, switch, exit, pickup
     stand: tuple[tuple[float, float], ...]  # places to act from (the nearest reachable is taken)
-    face: tuple[float, float]
+    faces: tuple[tuple[float, float], ...]  # what the walker faces from each of them
     sector: int | None = None  # a door's
     tag: int | None = None  # a switch's
     thing: str | None = None  # a pickup's engine name
@@ -113,17 +112,17 @@ class DoomPlans:
         targets: dict[str, list[Target]] = {}
         for door in self.level.doors:
             name = f"{door.key} door" if door.key else "door"
-            targets.setdefault(name, []).append(Target("door", tuple(line.before(USE_DISTANCE) for line in door.lines), door.lines[0].middle,
-                                                       sector=door.sector, key=door.key))  # fmt: skip
+            targets.setdefault(name, []).append(Target("door", tuple(line.before(USE_DISTANCE) for line in door.lines),
+                                                       tuple(line.middle for line in door.lines), sector=door.sector, key=door.key))  # fmt: skip
         for line in self.level.switches:
-            targets.setdefault("switch", []).append(Target("switch", (line.before(USE_DISTANCE),), line.middle, tag=line.tag))
+            targets.setdefault("switch", []).append(Target("switch", (line.before(USE_DISTANCE),), (line.middle,), tag=line.tag))
         for line in self.level.exits:
             used = line.special in doom_level.USED_EXITS
             stand = line.before(USE_DISTANCE) if used else line.before(USE_DISTANCE, side=-1)  # past a walked-over line
-            targets.setdefault("exit", []).append(Target("exit", (stand,), line.middle, used=used))
+            targets.setdefault("exit", []).append(Target("exit", (stand,), (line.middle,), used=used))
         for engine_name, thing in self.level.pickups(SKILL):
             targets.setdefault(actor_name(engine_name), []).append(
-                Target("pickup", ((thing.x, thing.y),), (thing.x, thing.y), thing=engine_name, key=doom_level.KEY_COLOURS.get(engine_name)))
+                Target("pickup", ((thing.x, thing.y),), ((thing.x, thing.y),), thing=engine_name, key=doom_level.KEY_COLOURS.get(engine_name)))
         self.targets = {name: sorted(found, key=lambda t: min(far(p) for p in t.stand)) for name, found in targets.items()}
         self.ACTOR_TYPES = tuple(self.targets)
 
@@ -225,27 +224,30 @@ class _Walker:
             self._grids[self.keys] = doom_level.WalkGrid(self.vocabulary.level, self.keys)
         return self._grids[self.keys]
 
-    def route(self, places) -> list | None:
-        routes = [r for r in (self.grid().route(self.position, p) for p in places) if r is not None]
-        return min(routes)[1] if routes else None
+    def route(self, places) -> tuple[int, list] | None:
+        """The nearest reachable of ``places`` (its index) and the waypoints there, or ``None``."""
+        routes = [(r[0], i, r[1]) for i, r in enumerate(self.grid().route(self.position, p) for p in places) if r is not None]
+        return min(routes)[1:] if routes else None
 
-    def walk(self, places) -> bool:
-        """Walks to the nearest reachable of ``places``: whether it got there (not: no route, or out of steps)."""
-        waypoints = self.route(places)
-        if waypoints is None:
-            return False
+    def walk(self, places) -> int | None:
+        """Walks to the nearest reachable of ``places``: its index, or ``None`` when it did not get there (no
+        route, or out of steps)."""
+        found = self.route(places)
+        if found is None:
+            return None
+        place, waypoints = found
         goal, best, since, i = waypoints[-1], math.inf, 0, 0
         while not self.out_of_steps() and not self.finished:
             point = waypoints[i]
             distance = math.dist(self.position, point)
             if distance < (ARRIVED if i == len(waypoints) - 1 else WAYPOINT):
                 if i == len(waypoints) - 1:
-                    return True
+                    return place
                 i, best, since = i + 1, math.inf, 0
                 continue
             best, since = (distance, 0) if distance < best - 2 else (best, since + 1)
             if since >= REPLAN_STEPS:
-                waypoints = self.route([goal]) or waypoints
+                waypoints = (self.route([goal]) or (0, waypoints))[1]
                 i, best, since = 0, math.inf, 0
             elif since == STUCK_STEPS:  # a door on the way: used once (used again while it rises, a door closes)
                 self.act(USE)
@@ -253,7 +255,7 @@ class _Walker:
                 self.act(STRAFE_LEFT if since // STUCK_STEPS % 2 else STRAFE_RIGHT)
             elif self.turn_towards(point, 20.0):
                 self.act(FORWARD)
-        return False
+        return None
 
     def wait_for(self, timeout: int, measure, done) -> tuple[float, bool]:
         """Waits up to ``timeout`` steps for ``done(measure())``: the last measure, and whether it came. A
@@ -270,7 +272,7 @@ class _Walker:
         """The engine's id of a pickup target's thing (the one of its name nearest its place), ``None`` when
         it is not in the level (any other target: ``None``)."""
         here = self.things_named(target.thing) if target.kind == "pickup" else []
-        return min(here, key=lambda t: math.dist(t[1:], target.face))[0] if here else None
+        return min(here, key=lambda t: math.dist(t[1:], target.faces[0]))[0] if here else None
 
     def things_named(self, name: str) -> list[tuple[int, float, float]]:
         return [(thing_id, x, y) for thing_name, thing_id, x, y in self.info["things"][0] if thing_name == name]
@@ -284,6 +286,12 @@ def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None
     form (module docstring). ``env``: a bridge to reuse (a one-game :class:`envs_bridge.vizdoom.VizDoomEnv`
     of the level with :data:`SKILL`, :data:`GAME_ARGS`, :data:`FRAME_SKIP` and ``level_info``), else one is made and closed.
 
+    The nodes run in order. A node with an action, a pickup and a walked-over exit are validated; a
+    node with no action on a door, a switch or an exit switch only gets there. The outcome: ``passed``,
+    ``validation failed`` (the failure names the node, the actor, the variable and what was observed),
+    ``unreachable`` (no route to the target), ``out of steps`` (``max_steps``), or ``level ended
+    before the plan`` (the exit came before the last node).
+
     Raises:
       PlanError: the plan's level is unknown, or a node names an instance the level lacks or an
         action its target takes no validation for.
@@ -294,34 +302,35 @@ def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None
     env = env or make_env(vocabulary.level_name, seed)
     try:
         walker = _Walker(env, vocabulary, seed, max_steps)
-        validations, outcome = [], "passed"
+        validations, outcome, nodes_done = [], "passed", 0
         for i, (node, target) in enumerate(zip(plan.nodes, targets)):
             if walker.finished:
                 outcome = "level ended before the plan"
                 break
             thing = walker.thing_id(target)  # the pre-action measure of a pickup: before it is reached
-            arrived = walker.walk(target.stand)
-            if not arrived and not (walker.finished and target.kind == "exit"):  # a walked-over exit ends the walk to it
+            place = walker.walk(target.stand)
+            if place is None and not (walker.finished and target.kind == "exit"):  # a walked-over exit ends the walk to it
                 outcome = "level ended before the plan" if walker.finished else "out of steps" if walker.out_of_steps() else "unreachable"
                 break
-            validation = _validate(walker, node, target, thing)
-            validations.append({"source": f"node {i}", "node": i, "rule": -1, **validation})
-            if validation["status"] != "passed":
-                outcome = "validation failed"
-                break
+            if node.action is not None or target.kind == "pickup" or target.kind == "exit" and not target.used:  # else: only get there
+                validation = _validate(walker, node, target, target.faces[place or 0], thing)
+                validations.append({"source": f"node {i}", "node": i, "rule": -1, **validation})
+                if validation["status"] != "passed":
+                    outcome = "validation failed"
+                    break
+            nodes_done += 1
             if target.key:
                 walker.keys = walker.keys | {target.key}
             walker.wait_for(node.wait, lambda: 0.0, lambda _: False)
-        done = sum(v["status"] == "passed" for v in validations)
         report = {"plan": plan.name or f"{len(plan.nodes)} nodes, {len(plan.rules)} rules", "seed": seed, "passed": outcome == "passed",
-                  "outcome": outcome, "steps": walker.steps, "nodes_done": done, "validations": validations, "failure": None}  # fmt: skip
+                  "outcome": outcome, "steps": walker.steps, "nodes_done": nodes_done, "validations": validations, "failure": None}  # fmt: skip
         if outcome == "validation failed":
             from jgtest.plans.report import failure_text
 
             report["failure"] = failure_text(validations[-1], DoomPlans.EVENTS)
         elif outcome != "passed":
-            node = plan.nodes[len(validations)]
-            report["failure"] = f"node {len(validations)} ({(node.action + ' ') if node.action else ''}{node.actor} #{node.instance}): {outcome}"
+            node = plan.nodes[nodes_done]
+            report["failure"] = f"node {nodes_done} ({(node.action + ' ') if node.action else ''}{node.actor} #{node.instance}): {outcome}"
         return report
     finally:
         if own:
@@ -336,23 +345,23 @@ def make_env(level: str, seed: int = 0):
                       max_steps_in_episode=10**9)  # fmt: skip
 
 
-def _validate(walker: _Walker, node, target: Target, thing: int | None) -> dict:
-    """Acts on ``target`` and checks the event it is bound to (module docstring): a validation entry
-    (``thing``: a pickup's engine id, read before the walk to it)."""
+def _validate(walker: _Walker, node, target: Target, face: tuple[float, float], thing: int | None) -> dict:
+    """Acts on ``target``, facing ``face``, and checks the event it is bound to (module docstring): a
+    validation entry (``thing``: a pickup's engine id, read before the walk to it)."""
     actor = f"{node.actor} #{node.instance}"
     timeout, start = TIMEOUTS[target.kind], walker.steps
     if target.kind == "pickup":
         count = lambda: float(sum(t[0] == thing for t in walker.things_named(target.thing)))
         after, came = walker.wait_for(timeout, count, lambda c: c < 1)
-        entry = (f"{target.thing} at ({target.face[0]:g}, {target.face[1]:g})", -1.0, after - float(thing is not None), "reaching it")
+        entry = (f"{target.thing} at ({face[0]:g}, {face[1]:g})", -1.0, after - float(thing is not None), "reaching it")
     elif target.kind == "exit":
         if target.used:
-            walker.face(target.face)
+            walker.face(face)
             walker.act(USE)
         after, came = walker.wait_for(timeout, lambda: float(walker.finished), bool)
         entry = ("level finished", 1.0, after, "use" if target.used else "use, or crossing it")
     else:
-        walker.face(target.face)
+        walker.face(face)
         if target.kind == "door":
             before = float(walker.sector(target.sector)[1])
             walker.act(USE)

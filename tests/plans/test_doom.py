@@ -21,7 +21,7 @@ def test_the_levels_things_are_the_plan_vocabulary_nearest_first():
     doors = vocabulary.targets["door"]
     assert doors[0].sector == 10  # the door nearest the start: the first on the way out
     assert vocabulary.targets["blue door"][0].key == "blue" and vocabulary.targets["blue card"][0].key == "blue"
-    assert vocabulary.targets["shotgun"][0].face == (816, 624)  # placed at skills 1-2: the level's skill 2
+    assert vocabulary.targets["shotgun"][0].faces == ((816, 624),)  # placed at skills 1-2: the level's skill 2
     assert vocabulary.targets["exit"][0].used  # E1M1 ends at a switch (special 11)
     assert actor_name("BlueCard") == "blue card" and actor_name("BFG9000") == "bfg 9000" and actor_name("Shotgun") == "shotgun"
 
