@@ -28,8 +28,12 @@ class BadFile(UserError):
     """A file (or directory) given by the user that is missing, unreadable or of the wrong kind."""
 
 
+class PlanError(BadInput):
+    """A plan that does not fit its game's schema or level; the message names the place (``nodes[1].radius``)."""
+
+
 class ResumeRefused(UserError):
     """A campaign that cannot be resumed as asked; nothing on disk was changed."""
 
 
-__all__ = ["BadFile", "BadInput", "ResumeRefused", "UserError"]
+__all__ = ["BadFile", "BadInput", "PlanError", "ResumeRefused", "UserError"]

@@ -1,6 +1,6 @@
 """Explicit plans on a real Doom level, through the ViZDoom bridge: ``vizdoom:freedoom1/E1M1``.
 
-A plan's nodes name the level's things, read from its WAD (:mod:`envs_bridge.doom_level`):
+A plan's nodes name the level's things, read from its WAD (:mod:`jgtest.plans.doom_level`):
 
 * ``door`` (open to anyone), ``blue door``, ``yellow door``, ``red door`` (locked): action ``use``;
 * ``switch``: a line the player uses that moves its tagged sectors; action ``use``;
@@ -30,7 +30,7 @@ Doom's doors rise 2 units a tic, so an open door passes in 28 tics. A locked doo
 key never rises, and its validation times out.
 
 Navigation is the scripted walker over the level's geometry: a shortest route on
-:class:`envs_bridge.doom_level.WalkGrid` (with the keys picked up so far), followed with the
+:class:`jgtest.plans.doom_level.WalkGrid` (with the keys picked up so far), followed with the
 bridge's own actions, one button a step (turn towards the next waypoint, else walk forward); a
 walker that stops closing in on its waypoint for :data:`STUCK_STEPS` presses ``use`` once (a door on
 its way: pressed again while it rises, a Doom door closes), then strafes, and after
@@ -53,8 +53,9 @@ import re
 
 import numpy as np
 
-from envs_bridge import doom_level
-from jgtest.plans.model import Plan, PlanError
+from jgtest.errors import PlanError
+from jgtest.plans import doom_level
+from jgtest.plans.failures import failure_text
 
 SKILL = 2
 GAME_ARGS = "-nomonsters"
@@ -281,8 +282,8 @@ class _Walker:
         return self.info["sectors"][0][index]
 
 
-def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None) -> dict:
-    """One run of ``plan`` on its Doom level from ``seed``: a report in :func:`jgtest.plans.report.run_report`'s
+def run_plan(plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None) -> dict:
+    """One run of ``plan`` (a :class:`jgtest.plans.model.Plan`) on its Doom level from ``seed``: a report in :func:`jgtest.plans.report.run_report`'s
     form (module docstring). ``env``: a bridge to reuse (a one-game :class:`envs_bridge.vizdoom.VizDoomEnv`
     of the level with :data:`SKILL`, :data:`GAME_ARGS`, :data:`FRAME_SKIP` and ``level_info``), else one is made and closed.
 
@@ -325,8 +326,6 @@ def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None
         report = {"plan": plan.name or f"{len(plan.nodes)} nodes, {len(plan.rules)} rules", "seed": seed, "passed": outcome == "passed",
                   "outcome": outcome, "steps": walker.steps, "nodes_done": nodes_done, "validations": validations, "failure": None}  # fmt: skip
         if outcome == "validation failed":
-            from jgtest.plans.report import failure_text
-
             report["failure"] = failure_text(validations[-1], DoomPlans.EVENTS)
         elif outcome != "passed":
             node = plan.nodes[nodes_done]
@@ -338,11 +337,11 @@ def run_plan(plan: Plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None
 
 
 def make_env(level: str, seed: int = 0):
-    """The one-game bridge a plan runs on (:func:`run_plan`)."""
-    from envs_bridge.vizdoom import VizDoomEnv
+    """The one-game bridge a plan runs on (:func:`run_plan`), through :func:`jgtest.host_loop.host_game`."""
+    from jgtest.host_loop import host_game
 
-    return VizDoomEnv(level, num_envs=1, seed=seed, frame_skip=FRAME_SKIP, skill=SKILL, game_args=GAME_ARGS, level_info=True,
-                      max_steps_in_episode=10**9)  # fmt: skip
+    return host_game(f"vizdoom:{level}", num_envs=1, seed=seed, frame_skip=FRAME_SKIP, skill=SKILL, game_args=GAME_ARGS, level_info=True,
+                     max_steps_in_episode=10**9)  # fmt: skip
 
 
 def _validate(walker: _Walker, node, target: Target, face: tuple[float, float], thing: int | None) -> dict:

@@ -43,7 +43,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jgtest.errors import BadInput
+from jgtest.errors import PlanError
 from jgtest.files import read_json
 
 MOVEMENTS = ("walk", "teleport")
@@ -52,10 +52,6 @@ PLAN_INT_MAX = 2**15
 #: What each integer field of a plan is, for the messages that refuse a value out of its bounds.
 _INTEGERS = {"instance": "actor instance", "location": "map coordinate", "radius": "tolerance radius", "wait": "wait",
              "distance": "precondition distance", "health_below": "health threshold", "priority": "priority"}  # fmt: skip
-
-
-class PlanError(BadInput):
-    """A plan that does not fit its game's schema; the message names the place (``nodes[1].radius``)."""
 
 
 @dataclasses.dataclass(frozen=True)

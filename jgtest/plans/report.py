@@ -9,7 +9,8 @@ observed +0 (timeout)``.
 
 from __future__ import annotations
 
-from jgtest.plans.agent import OUTCOMES, PASSED, STATUSES, TIMEOUT
+from jgtest.plans.agent import OUTCOMES, PASSED, STATUSES
+from jgtest.plans.failures import failure_text
 from jgtest.plans.model import Plan, plan_game
 
 
@@ -46,15 +47,6 @@ def _failure(plan: Plan, agent, validations: list, outcome: int) -> str:
     target = plan.nodes[node]
     what = f"{target.action + ' ' if target.action else ''}{target.actor or 'location ' + str(list(target.location))}"
     return f"node {node} ({what}): {OUTCOMES[outcome]}"
-
-
-def failure_text(validation: dict, events) -> str:
-    """A failed validation in words: the node or rule, the action and actor, what was expected after which
-    event (``events``: the game's; anything else is a delay) and what was observed."""
-    v = validation
-    why = "timeout: the event never came" if v["status"] == STATUSES[TIMEOUT] else "wrong post-state"
-    bound = f"after {v['bound_to']} within {v['timeout']} steps" if v["bound_to"] in events else f"after {v['bound_to']}"
-    return f"{v['source']}: {v['action']} {v['actor']}: expected {v['variable']} {v['expected_change']:+g} {bound}; observed {v['observed_change']:+g} ({why})"
 
 
 def validation_table(report: dict):
