@@ -1,6 +1,6 @@
 """Explicit plans on a real Doom level (Freedoom's E1M1 through ViZDoom): the level's vocabulary from its
-WAD, and the example plans run on the real engine, one that passes and one that fails naming its node,
-its door and the validation that timed out."""
+WAD, and the example plans run on the real engine: one that passes, one that fails naming its node, its
+door and the validation that timed out, and a switch whose tagged lift moves."""
 
 import json
 from pathlib import Path
@@ -40,5 +40,7 @@ def test_the_example_plans_pass_and_fail_on_the_real_engine(tmp_path, capsys):
     assert not failing["passed"] and failing["outcome"] == "validation failed" and failing["nodes_done"] == 2
     assert failing["failure"] == ("node 2: use blue door #0: expected sector 71 ceiling +56 after use within 60 steps; "
                                   "observed +0 (timeout: the event never came)")  # fmt: skip
+    (switch,) = reports["plans"][str(EXAMPLES / "e1m1_lift_switch.json")]
+    assert switch["passed"] and [(v["variable"], v["observed_change"]) for v in switch["validations"]] == [("sectors tagged 1 moved", 1.0)]
     assert "1/1" in capsys.readouterr().out
     assert 'failures="1"' in (tmp_path / "plans.xml").read_text()
