@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
                                                          "random_enemies, random_layout; bugs combine with +, e.g. shrine_out_of_reach+enemies_immortal)")
         cmd.add_argument("--navigator", choices=("scripted", "learned"), default="scripted", help="how the agent gets to its targets")
         cmd.add_argument("--navigator-from", default="runs/navigator", metavar="DIR", help="learned: the trained navigator (jgtest plan train-navigator)")
-        cmd.add_argument("--seeds", type=int, default=4, help="runs per plan (seeds 0..N-1), vectorized")
+        cmd.add_argument("--seeds", type=int, default=None, help="runs per plan, seeds 0..N-1 (default: the Dungeon's 4, vectorized; a Doom level's 1)")
         cmd.add_argument("--max-steps", type=int, default=None, help="a run's step budget (default: the Dungeon's 200, a Doom level's 2,000)")
         cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
         cmd.add_argument("--junit", default=None, metavar="PATH", help="write JUnit XML: a test case per validation, a failure per distinct failure")
@@ -121,6 +121,8 @@ def _from_text(args) -> int:
 
     text = read_text(args.steps)
     vocab = plan_game(args.game)  # refuses a game plans do not run on, before the pipeline loads
+    if not hasattr(vocab, "ACTION_WORDS"):
+        raise PlanError(f"--game {args.game}: instructions are read for Dungeon-v0 only (its words for actions and actors); write a level's plan as JSON")
     env, _ = jgtest.make(args.game)
     reader = TextToPlan()
     for reading in reader.read(text, vocab):

@@ -51,7 +51,9 @@ def missing(method: str, game: str, options: dict | None = None) -> tuple[str, .
     """The signals ``method`` reads that ``game`` does not provide, in :data:`NEEDS`' order."""
     if method not in NEEDS:
         raise BadInput(f"unknown method {method!r}; methods: {', '.join(NEEDS)}")
-    if method == "plan" and game.startswith("vizdoom:") and "/" in game:
+    from jgtest.plans.doom import level_of
+
+    if method == "plan" and level_of(game):
         return ()  # a level's plans read the engine's sectors and things (jgtest.plans.doom), not a twin's events and actors
     have = provided(game, options)
     return tuple(s for s in NEEDS[method] if s not in have)

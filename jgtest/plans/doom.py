@@ -102,7 +102,7 @@ class DoomPlans:
 
     RULES = LOCATIONS = False
     ACTIONS = {"use": USE}
-    EVENTS = ("use", "use, or crossing it", "reaching it")
+    EVENTS = ("use", "crossing it", "reaching it")
 
     def __init__(self, level: str):
         self.level_name = level
@@ -161,7 +161,7 @@ def plans_of(level: str) -> DoomPlans:
 def _read_level(level: str) -> doom_level.Level:
     spec = importlib.util.find_spec("vizdoom")
     if spec is None or not spec.origin:
-        raise PlanError("game: plans on ViZDoom levels need ViZDoom (pip install 'jgtest[games]')")
+        raise PlanError("game: plans on ViZDoom levels need ViZDoom (pip install 'jgtest[bridges]')")
     wad, _, map_name = level.partition("/")
     path = os.path.join(os.path.dirname(spec.origin), f"{wad}.wad")
     if not os.path.exists(path):
@@ -320,7 +320,7 @@ def run_plan(plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None) -> d
                     outcome = "validation failed"
                     break
             nodes_done += 1
-            if target.key:
+            if target.kind == "pickup" and target.key:  # a key picked up (a door's key is the one it needs)
                 walker.keys = walker.keys | {target.key}
             walker.wait_for(node.wait, lambda: 0.0, lambda _: False)
         report = {"plan": plan.name or f"{len(plan.nodes)} nodes, {len(plan.rules)} rules", "seed": seed, "passed": outcome == "passed",
@@ -329,7 +329,7 @@ def run_plan(plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None) -> d
             report["failure"] = failure_text(validations[-1], DoomPlans.EVENTS)
         elif outcome != "passed":
             node = plan.nodes[nodes_done]
-            report["failure"] = f"node {nodes_done} ({(node.action + ' ') if node.action else ''}{node.actor} #{node.instance}): {outcome}"
+            report["failure"] = f"node {nodes_done} ({(node.action + ' ') if node.action else ''}{node.actor}): {outcome}"
         return report
     finally:
         if own:
@@ -350,15 +350,16 @@ def _validate(walker: _Walker, node, target: Target, face: tuple[float, float], 
     actor = f"{node.actor} #{node.instance}"
     timeout, start = TIMEOUTS[target.kind], walker.steps
     if target.kind == "pickup":
-        count = lambda: float(sum(t[0] == thing for t in walker.things_named(target.thing)))
-        after, came = walker.wait_for(timeout, count, lambda c: c < 1)
-        entry = (f"{target.thing} at ({face[0]:g}, {face[1]:g})", -1.0, after - float(thing is not None), "reaching it")
+        count = lambda: float(thing is not None and any(t[0] == thing for t in walker.things_named(target.thing)))
+        before = float(thing is not None)  # a thing gone before the walk (or never there) is not picked up now
+        after, came = walker.wait_for(timeout, count, lambda c: before - c >= 1)
+        entry = (f"{target.thing} at ({face[0]:g}, {face[1]:g})", -1.0, after - before, "reaching it")
     elif target.kind == "exit":
         if target.used:
             walker.face(face)
             walker.act(USE)
         after, came = walker.wait_for(timeout, lambda: float(walker.finished), bool)
-        entry = ("level finished", 1.0, after, "use" if target.used else "use, or crossing it")
+        entry = ("level finished", 1.0, after, "use" if target.used else "crossing it")
     else:
         walker.face(face)
         if target.kind == "door":

@@ -40,7 +40,7 @@ import struct
 import numpy as np
 
 #: Manual doors (the player uses the door itself), by special: who may open them.
-OPEN_DOORS = {1: None, 31: None, 117: None, 118: None}
+OPEN_DOORS = frozenset({1, 31, 117, 118})
 LOCKED_DOORS = {26: "blue", 27: "yellow", 28: "red", 32: "blue", 33: "red", 34: "yellow"}
 #: Exit lines: used (a switch) or walked over.
 USED_EXITS, CROSSED_EXITS = (11, 51), (52, 124)
@@ -133,8 +133,8 @@ class Level:
         for index, offset in enumerate(range(0, len(lumps["LINEDEFS"]), 14)):
             v1, v2, flags, special, tag, right, left = struct.unpack_from("<7H", lumps["LINEDEFS"], offset)
             self.lines.append(Line(index, vertices[v1], vertices[v2], special, tag, sides[right], None if left == _NO_SIDE else sides[left], bool(flags & 1)))
-        self.things = [Thing(*struct.unpack_from("<5h", lumps["THINGS"], i)[:2], *struct.unpack_from("<5h", lumps["THINGS"], i)[3:])
-                       for i in range(0, len(lumps["THINGS"]), 10)]  # fmt: skip
+        things = (struct.unpack_from("<5h", lumps["THINGS"], i) for i in range(0, len(lumps["THINGS"]), 10))
+        self.things = [Thing(x, y, kind, flags) for x, y, _angle, kind, flags in things]
         start = next((t for t in self.things if t.type == 1), None)
         if start is None:
             raise ValueError(f"{self.name} has no player start")
@@ -148,6 +148,11 @@ class Level:
             if (line.special in OPEN_DOORS or line.special in LOCKED_DOORS) and line.back is not None:
                 by_sector.setdefault(line.back, []).append(line)
         return tuple(Door(sector, tuple(lines), LOCKED_DOORS.get(lines[0].special)) for sector, lines in sorted(by_sector.items()))
+
+    @functools.cached_property
+    def door_sectors(self) -> dict[int, Door]:
+        """The doors by their sector."""
+        return {door.sector: door for door in self.doors}
 
     @functools.cached_property
     def switches(self) -> tuple[Line, ...]:
@@ -249,7 +254,7 @@ class WalkGrid:
         a, b = line.front, line.back
         if a == b:
             return False
-        doors = {door.sector: door for door in level.doors}
+        doors = level.door_sectors
         if any(s in doors and doors[s].key is not None and doors[s].key not in keys for s in (a, b)):
             return True
         ceiling = lambda s: level.door_open_height(doors[s]) if s in doors else level.ceilings[s]
@@ -268,20 +273,27 @@ class WalkGrid:
         return (self.origin[0] + (col + 0.5) * CELL, self.origin[1] + (row + 0.5) * CELL)
 
     def distances(self, x: float, y: float) -> tuple[np.ndarray, np.ndarray]:
-        """Walking distances from ``(x, y)`` to every square, and each square's predecessor (scipy's Dijkstra)."""
+        """Walking distances from ``(x, y)`` to every square, and each square's predecessor (scipy's Dijkstra),
+        from the free square nearest ``(x, y)``: the player (radius 16) may stand closer to a wall than
+        :data:`CLEARANCE`, in a blocked square."""
         from scipy.sparse.csgraph import dijkstra
 
-        return dijkstra(self._graph, directed=False, indices=self.cell(x, y), return_predecessors=True)
+        near = [c for c in self._around(x, y, 3 * CELL) if not self.blocked.flat[c]]
+        start = min(near, key=lambda c: math.dist(self.centre(c), (x, y))) if near else self.cell(x, y)
+        return dijkstra(self._graph, directed=False, indices=start, return_predecessors=True)
+
+    def _around(self, x: float, y: float, near: float) -> list[int]:
+        """The squares whose centres lie within ``near`` units of ``(x, y)`` along each axis."""
+        return [self.cell(x + dx, y + dy) for dx in np.arange(-near, near + 1, CELL) for dy in np.arange(-near, near + 1, CELL)]
 
     def route(self, start: tuple[float, float], goal: tuple[float, float], near: float = 3 * CELL) -> tuple[float, list[tuple[float, float]]] | None:
         """The walking distance and waypoints (every 4th square's centre, then the last) from ``start`` to
         the reachable square nearest ``goal`` within ``near`` units, or ``None`` when none is reachable."""
         distance, previous = self.distances(*start)
-        candidates = [self.cell(goal[0] + dx, goal[1] + dy) for dx in np.arange(-near, near + 1, CELL) for dy in np.arange(-near, near + 1, CELL)]
-        reachable = [c for c in candidates if np.isfinite(distance[c])]
+        reachable = [c for c in self._around(*goal, near) if np.isfinite(distance[c])]
         if not reachable:
             return None
-        end = min(reachable, key=lambda c: (distance[c], math.dist(self.centre(c), goal)))
+        end = min(reachable, key=lambda c: (math.dist(self.centre(c), goal), distance[c]))
         path = [end]
         while previous[path[-1]] >= 0:
             path.append(int(previous[path[-1]]))

@@ -7,7 +7,8 @@
 * **Inflected forms** ("pressed", "enemies", "leapt") become lemmas with ``lemminflect`` (PyPI;
   its dictionary and rules ship in the wheel), by part of speech: a verb for an action, a noun for
   an actor. It needs no tagger, which the text pipeline lacks (no pretrained English pipeline
-  installs here). WordNet's ``morphy`` answers where ``lemminflect`` knows no form.
+  installs here). WordNet's ``morphy`` adds its own base form (it knows irregular forms WordNet
+  lists, where ``lemminflect`` may guess another).
 * **Verbs and nouns** meet the vocabulary through **WordNet 3.0** (Princeton), read with NLTK's
   ``WordNetCorpusReader``. WordNet is the lexical resource of English that says which words share a
   sense and which sense is a kind of which: "bound" and "leap" share a synset, "slay" is a kind of
@@ -24,7 +25,7 @@
   - through their nearest common ancestor in the is-a hierarchy (hypernyms), ``up`` links above the
     user's word and ``down`` above the entry word (each at most :data:`MAX_LINKS`):
     ``0.9 − 0.1·up − 0.15·down``: "slay" → "kill" (a kind of it, 1 link up) scores 0.8; a word more
-    general than the entry word says less, so a link down costs more ("touch" ← "press");
+    general than the entry word says less, so a link down costs more (0.75 for one);
   - for nouns, at least :data:`GLOSS` when one names the other in a definition of its senses
     (Lesk's gloss overlap: "lava: rock that in its molten form (as magma) issues from volcanos";
     "sanctuary: area around the altar of a church").
@@ -55,7 +56,7 @@ UP, DOWN = 0.1, 0.15
 #: rapidfuzz ratio from which a spelling slip matches: one letter wrong in a four-letter word ("junp") scores 75.
 FUZZY_CUTOFF = 75
 #: A noun named in the definition of one of the other's senses ("lava: rock that in its molten form (as magma) issues
-#: from volcanos"): between one is-a link (0.8) and two (0.7 up, 0.6 down).
+#: from volcanos"): below one is-a link (0.8, 0.75 down), as two links up.
 GLOSS = 0.7
 #: WordNet's part of speech for what an entry names.
 VERB, NOUN = "v", "n"

@@ -31,12 +31,12 @@ def load_plans(paths: list[Path], game: str | None = None) -> tuple[list, str]:
     return plans, game
 
 
-def max_steps_of(game: str, max_steps: int | None) -> int:
-    """A run's step budget: ``max_steps``, else the game's default (the Dungeon's 200; a Doom level's
-    :data:`jgtest.plans.doom.DEFAULT_MAX_STEPS`)."""
-    from jgtest.plans import doom
-
-    return int(max_steps) if max_steps is not None else doom.DEFAULT_MAX_STEPS if doom.level_of(game) else 200
+def run_budget(game: str, seeds: int | None, max_steps: int | None) -> tuple[int, int]:
+    """Runs per plan and a run's step budget: those given, else the game's defaults (the Dungeon's 4
+    seeds, vectorized, and 200 steps; a Doom level's 1 seed, as its runs without monsters repeat
+    each other, and :data:`jgtest.plans.doom.DEFAULT_MAX_STEPS`)."""
+    level = doom.level_of(game)
+    return (int(seeds) if seeds is not None else 1 if level else 4, int(max_steps) if max_steps is not None else doom.DEFAULT_MAX_STEPS if level else 200)
 
 
 def navigator_for(kind: str, navigator_from: str | Path | None = None):
@@ -54,7 +54,7 @@ def navigator_for(kind: str, navigator_from: str | Path | None = None):
     return learned_navigator(*load_navigator(navigator_from))
 
 
-def plan_reports(paths: list[Path], game: str | None = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int | None = None,
+def plan_reports(paths: list[Path], game: str | None = None, variant: str = "normal", seeds: int | None = None, max_steps: int | None = None,
                  navigator=None) -> dict[str, list[dict]]:  # fmt: skip
     """Every plan of ``paths`` run under seeds ``0..seeds-1`` on ``game``'s ``variant`` (``None``: the
     plans' own game; one jitted call, or on a ViZDoom level one run after another on one engine,
@@ -67,7 +67,7 @@ def plan_reports(paths: list[Path], game: str | None = "Dungeon-v0", variant: st
       ValueError: an unknown game or variant (:func:`jgtest.make`).
     """
     plans, game = load_plans(paths, game)
-    max_steps = max_steps_of(game, max_steps)
+    seeds, max_steps = run_budget(game, seeds, max_steps)
     for flag, value in (("--seeds", seeds), ("--max-steps", max_steps)):
         if value < 1:
             raise BadInput(f"{flag} must be at least 1, got {value}")
@@ -113,7 +113,7 @@ def _doom_reports(paths, plans, game: str, variant: str, seeds: int, max_steps: 
         env.close()
 
 
-def run_suite(paths: list[Path], game: str | None = "Dungeon-v0", variant: str = "normal", seeds: int = 4, max_steps: int | None = None,
+def run_suite(paths: list[Path], game: str | None = None, variant: str = "normal", seeds: int | None = None, max_steps: int | None = None,
               navigator=None, out: str | Path | None = None, show_each: bool = False, junit: str | Path | None = None,
               navigator_name: str = "scripted") -> bool:  # fmt: skip
     """Runs every plan of ``paths`` (:func:`plan_reports`), prints each run's validation table
@@ -129,7 +129,7 @@ def run_suite(paths: list[Path], game: str | None = "Dungeon-v0", variant: str =
 
     out = make_folder(out) if out else None
     game = load_plans(paths, game)[1]
-    max_steps = max_steps_of(game, max_steps)
+    seeds, max_steps = run_budget(game, seeds, max_steps)
     reports = plan_reports(paths, game, variant, seeds, max_steps, navigator)
     if show_each:
         for report in reports[str(paths[0])]:

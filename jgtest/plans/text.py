@@ -24,7 +24,8 @@ fallback location. 5. Repeat for every line". Ours, for each sentence of each li
    game's plan module) as a verb, and against each actor type's (``ACTOR_WORDS``) as a noun; a verb
    followed by a particle is also read as the phrasal verb ("turn on": WordNet's ``turn_on``). A
    word the tagger marked for the role counts in full, an untagged one at :data:`UNTAGGED`, one
-   tagged for the other role at :data:`OTHER_ROLE`; one word fills one role.
+   tagged for the other role at :data:`OTHER_ROLE`, and an actor word before the action word at
+   :data:`BEFORE_ACTION` (the verb's object usually follows it); one word fills one role.
 4. **An interpretation** is a kind, an action and an actor type (for a node, possibly none: an
    action at the fallback location, the level's start). Its confidence is the product of the kind's
    weight (:data:`KIND_FLOOR` + (1 − :data:`KIND_FLOOR`) × the classifier's probability of the
@@ -192,11 +193,12 @@ class TextToPlan:
         return kept[:1].upper() + kept[1:]
 
     def read(self, text: str, vocab) -> list[Reading]:
-        """Every sentence of ``text`` (one or more per line) read against ``vocab`` (a game's plan module)."""
+        """Every sentence of ``text`` (one or more per line) read against ``vocab`` (a game's plan module); a
+        sentence of discourse words only ("Thanks.") says nothing to do and is passed over."""
         readings = []
         for number, line in enumerate(text.splitlines(), 1):
             for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip())):
-                if sentence and any(c.isalpha() for c in sentence):
+                if any(c.isalpha() for c in self.strip_discourse(sentence)):
                     readings.append(self._read_sentence(number, sentence, vocab))
         return readings
 

@@ -149,6 +149,8 @@ BAD_INVOCATIONS = [
     (["suite", "{d}/empty"], "{d}/empty: no *.json plans"),
     (["from-text", "{d}/missing.txt", "-o", "{d}/out.json"], "{d}/missing.txt: no such file"),
     (["from-text", "{d}/latin1.json", "-o", "{d}/out.json"], "{d}/latin1.json: not UTF-8 text (byte 0xe9 at offset 13)"),
+    (["from-text", "{d}/a_file", "--game", "vizdoom:freedoom1/E1M1", "-o", "{d}/out.json"],
+     "--game vizdoom:freedoom1/E1M1: instructions are read for Dungeon-v0 only (its words for actions and actors); write a level's plan as JSON"),
     (["from-text", "{d}/a_file", "--game", "CartPoleBugs-v0", "-o", "{d}/out.json"], "game: plans run on Dungeon-v0 and ViZDoom's levels (vizdoom:freedoom1/E1M1 …), got 'CartPoleBugs-v0'"),
     (["record", "--actions", "{d}/missing.actions", "-o", "{d}/out.json"], "{d}/missing.actions: no such file"),
     (["record", "--actions", "{d}/a_file", "-o", "{d}/out.json"],

@@ -93,6 +93,8 @@ def test_each_line_is_read_with_a_confidence_and_refused_below_the_threshold(tex
         text_to_plan.plan("Activate the switch.\nKneel at the shrine.", env)
     with pytest.raises(PlanError, match=r"^line 2: 'Dance wildly.': did you mean "):
         text_to_plan.plan("Activate the switch.\nDance wildly.", env)
+    thanks = text_to_plan.plan("Activate the switch.\nThanks.\nThen, 2.", env)  # discourse words only: nothing to do
+    assert _steps(thanks)[0] == ["interact switch"]
     taken = text_to_plan.plan("Activate the switch.\nKneel at the shrine.", env, accept_best=True)
     assert _steps(taken)[0] == ["interact switch", "interact shrine"]
     assert len(taken.accepted_guesses) == 1 and taken.accepted_guesses[0].startswith("line 2: 'Kneel at the shrine.': took interact shrine")
