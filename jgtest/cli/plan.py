@@ -124,11 +124,11 @@ def _from_text(args) -> int:
     if not hasattr(vocab, "ACTION_WORDS"):
         raise PlanError(f"--game {args.game}: instructions are read for Dungeon-v0 only (its words for actions and actors); write a level's plan as JSON")
     env, _ = jgtest.make(args.game)
-    reader = TextToPlan()
-    for reading in reader.read(text, vocab):
+    readings = TextToPlan().read(text, vocab)
+    for reading in readings:
         print(f"{reading.where}: {reading.best}" + (f"; runner-up {reading.runner_up}" if reading.runner_up else "") + ("" if reading.clear else "  [unsure]"))
     try:
-        plan = reader.plan(text, env, name=Path(args.steps).stem, accept_best=args.accept_best)
+        plan = TextToPlan.plan_from_readings(readings, env, name=Path(args.steps).stem, accept_best=args.accept_best)
     except PlanError as error:
         raise PlanError(f"{args.steps}: {error}") from None
     write_text(args.out, plan.to_json())

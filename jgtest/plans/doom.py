@@ -158,6 +158,13 @@ def plans_of(level: str) -> DoomPlans:
     return DoomPlans(level)
 
 
+def plan_targets(plan) -> list[Target]:
+    """Each node's :class:`Target` on the plan's level (:meth:`DoomPlans.target`: an instance the level lacks, or an
+    action its target takes no validation for, is a :class:`jgtest.errors.PlanError`)."""
+    vocabulary = plans_of(level_of(plan.game))
+    return [vocabulary.target(node, f"nodes[{i}]") for i, node in enumerate(plan.nodes)]
+
+
 def _read_level(level: str) -> doom_level.Level:
     spec = importlib.util.find_spec("vizdoom")
     if spec is None or not spec.origin:
@@ -298,7 +305,7 @@ def run_plan(plan, seed: int, max_steps: int = DEFAULT_MAX_STEPS, env=None) -> d
         action its target takes no validation for.
     """
     vocabulary = plans_of(level_of(plan.game))
-    targets = [vocabulary.target(node, f"nodes[{i}]") for i, node in enumerate(plan.nodes)]
+    targets = plan_targets(plan)
     own = env is None
     env = env or make_env(vocabulary.level_name, seed)
     try:

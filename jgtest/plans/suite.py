@@ -8,7 +8,7 @@ import json
 from operator import itemgetter
 from pathlib import Path
 
-from jgtest.errors import BadInput
+from jgtest.errors import BadInput, PlanError
 from jgtest.plans import doom
 
 
@@ -19,7 +19,7 @@ def load_plans(paths: list[Path], game: str | None = None) -> tuple[list, str]:
       BadFile: a plan file that cannot be read as JSON (:func:`jgtest.plans.model.load_plan`).
       PlanError: a plan that does not fit its schema, or is for another game (naming the path).
     """
-    from jgtest.plans.model import PlanError, load_plan
+    from jgtest.plans.model import load_plan
 
     plans, given = [], game is not None
     for path in paths:
@@ -66,11 +66,21 @@ def plan_reports(paths: list[Path], game: str | None = None, variant: str = "nor
       BadFile: a plan file that cannot be read as JSON.
       ValueError: an unknown game or variant (:func:`jgtest.make`).
     """
+    return _reports(paths, *_resolved(paths, game, seeds, max_steps), variant, navigator)
+
+
+def _resolved(paths: list[Path], game: str | None, seeds: int | None, max_steps: int | None) -> tuple[list, str, int, int]:
+    """The plans, their game, the runs per plan and the step budget (:func:`load_plans`, :func:`run_budget`), checked."""
     plans, game = load_plans(paths, game)
     seeds, max_steps = run_budget(game, seeds, max_steps)
     for flag, value in (("--seeds", seeds), ("--max-steps", max_steps)):
         if value < 1:
             raise BadInput(f"{flag} must be at least 1, got {value}")
+    return plans, game, seeds, max_steps
+
+
+def _reports(paths: list[Path], plans: list, game: str, seeds: int, max_steps: int, variant: str, navigator) -> dict[str, list[dict]]:
+    """:func:`plan_reports` of plans already loaded and checked (:func:`_resolved`)."""
     if doom.level_of(game):
         return _doom_reports(paths, plans, game, variant, seeds, max_steps, navigator)
     import jax
@@ -98,12 +108,9 @@ def _doom_reports(paths, plans, game: str, variant: str, seeds: int, max_steps: 
         raise BadInput(f"--variant {variant}: a ViZDoom level has no variants (normal only)")
     if navigator not in (None, scripted_navigator):
         raise BadInput("--navigator learned: the learned navigator walks the Dungeon; a ViZDoom level's plans use the scripted walker")
-    from jgtest.plans.model import PlanError
-
-    vocabulary = doom.plans_of(doom.level_of(game))
     for path, plan in zip(paths, plans):  # every node's target, before the engine starts
         try:
-            [vocabulary.target(node, f"nodes[{i}]") for i, node in enumerate(plan.nodes)]
+            doom.plan_targets(plan)
         except PlanError as error:
             raise PlanError(f"{path}: {error}") from None
     env = doom.make_env(doom.level_of(game))
@@ -128,9 +135,8 @@ def run_suite(paths: list[Path], game: str | None = None, variant: str = "normal
     from jgtest.report.console import show
 
     out = make_folder(out) if out else None
-    game = load_plans(paths, game)[1]
-    seeds, max_steps = run_budget(game, seeds, max_steps)
-    reports = plan_reports(paths, game, variant, seeds, max_steps, navigator)
+    plans, game, seeds, max_steps = _resolved(paths, game, seeds, max_steps)
+    reports = _reports(paths, plans, game, seeds, max_steps, variant, navigator)
     if show_each:
         for report in reports[str(paths[0])]:
             show(validation_table(report))

@@ -49,7 +49,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -126,7 +125,7 @@ def _cache_dir(path: Path) -> Path:
     import spacy
 
     digest = hashlib.sha256(path.read_bytes() + spacy.__version__.encode() + b"textcat+ner").hexdigest()[:16]  # the pipes trained
-    return Path(os.environ.get("JGTEST_CACHE", Path.home() / ".cache" / "jgtest")) / f"text_to_plan-{digest}"
+    return lexicon.cache_root() / f"text_to_plan-{digest}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,14 +202,19 @@ class TextToPlan:
         return readings
 
     def plan(self, text: str, env, name: str = "", accept_best: bool = False) -> Plan:
-        """The plan of ``text`` for ``env``'s level.
+        """The plan of ``text`` for ``env``'s level (:meth:`read`, then :meth:`plan_from_readings`)."""
+        return self.plan_from_readings(self.read(text, plan_game(env.name)), env, name, accept_best)
+
+    @staticmethod
+    def plan_from_readings(readings: list[Reading], env, name: str = "", accept_best: bool = False) -> Plan:
+        """The plan of ``readings`` (:meth:`read`'s) for ``env``'s level.
 
         Raises:
           PlanError: naming the line and sentence read below :data:`CONFIDENCE`, with its two best
             guesses (unless ``accept_best``), or a text with no node."""
         vocab = plan_game(env.name)
         nodes, rules, guessed = [], [], []
-        for reading in self.read(text, vocab):
+        for reading in readings:
             best = reading.best
             if not reading.clear:
                 if not accept_best:
