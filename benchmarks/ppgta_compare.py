@@ -42,6 +42,13 @@ def _measures(summary: dict) -> dict:
             "oracle_precision": summary.get("texture_oracle", {}).get("precision"), "oracle_recall": summary.get("texture_oracle", {}).get("recall")}  # fmt: skip
 
 
+def success_by_rule(summary: dict, thresholds: dict) -> dict:
+    """The run's test success rate (successful tests over all objects) under each JS threshold rule
+    (:func:`jgtest.agents.imitation.js_threshold`), from each tested object's JS divergence."""
+    js = [v for v in summary["test_js"] if v is not None]
+    return {rule: sum(v < threshold for v in js) / summary["ooi_total"] for rule, threshold in thresholds.items()}
+
+
 def training(config: dict) -> dict:
     """How the runs' PPGTA was trained, from its ``config.json``: the models' settings and PPO's."""
     updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
@@ -66,6 +73,9 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[P
             summary = json.loads((run / agent / "summary.json").read_text())
             for key, value in _measures(summary).items():
                 per_agent[agent].setdefault(key, []).append(value)
+            if "test_js" in summary and models[-1]:
+                for rule, rate in success_by_rule(summary, models[-1]["circle"]["js_thresholds"]).items():
+                    per_agent[agent].setdefault(f"test_success_rate_{rule}", []).append(rate)
         config = json.loads((run / agent / "config.json").read_text())
         seeds.append(config["seed"])
         ppgta_config = json.loads((run / "ppgta" / "config.json").read_text())

@@ -240,32 +240,57 @@ def act_distribution(config: ImitationConfig, params, frames: jax.Array, od_box,
     return jnp.mean(jax.nn.softmax(logits[0]), axis=0)
 
 
+def _validation_logits(config: ImitationConfig, params, demos: dict, idx: np.ndarray) -> jax.Array:
+    """``[len(idx), T, A]``: the policy's logits at every step of the demonstrations' frames, OD-masked as in training."""
+    take = {k: jnp.asarray(demos[k])[idx] for k in ("frames", "od_box", "od_visible")}
+    logits, _ = jax.jit(lambda p, f, b, v: _run(config.network, p, _masked(f, b, v), config.k))(
+        params, take["frames"], take["od_box"], take["od_visible"])  # fmt: skip
+    return logits
+
+
 def played_distributions(config: ImitationConfig, params, demos: dict, idx: np.ndarray, key: jax.Array) -> jax.Array:
     """``[len(idx), A]``: per trajectory, the share of each action among actions sampled from the policy
     at every step of the demonstration's frames (what an executed behaviour's action histogram is
     compared with, §VI-B)."""
-    take = {k: jnp.asarray(demos[k])[idx] for k in ("frames", "od_box", "od_visible")}
-    logits, _ = jax.jit(lambda p, f, b, v: _run(config.network, p, _masked(f, b, v), config.k))(
-        params, take["frames"], take["od_box"], take["od_visible"])  # fmt: skip
-    sampled = jax.random.categorical(key, logits)  # [B, T]
+    sampled = jax.random.categorical(key, _validation_logits(config, params, demos, idx))  # [B, T]
     return jax.vmap(lambda a: action_distribution(a, config.num_actions))(sampled)
 
 
-#: How :func:`js_threshold` sets the threshold from the validation trajectories' JS values.
-JS_RULES = ("mean", "mean+2sd")
+def stepwise_js(config: ImitationConfig, params, demos: dict, idx: np.ndarray) -> jax.Array:
+    """``[len(idx)]``: per trajectory, the mean over its steps of the JS divergence between the policy's
+    action distribution and the demonstrator's action (one-hot): the imitation's validation score."""
+    logits = _validation_logits(config, params, demos, idx)
+    expert = jax.nn.one_hot(jnp.asarray(demos["actions"])[idx], config.num_actions)
+    return js_divergence(jax.nn.softmax(logits), expert).mean(axis=-1)
 
 
-def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarray, key: jax.Array, rule: str = "mean") -> dict:
-    """PPGTA's test-success threshold (§VI-B: "based on the average value achieved by the imitation policy
-    ... on validation trajectories after the last training epoch"): per validation trajectory, the JS
-    divergence between the policy's sampled action histogram (:func:`played_distributions`) and the
-    action distribution of all the demonstrations of the behaviour; the threshold is their mean
-    (``rule="mean"``, the paper's) or their mean plus two standard deviations (``"mean+2sd"``: a sampled
-    action histogram's JS spreads around its mean, and the mean alone fails about half of the behaviours
-    as good as the validation ones; laxer, so it raises the success rate).
+#: How :func:`js_threshold` sets the threshold from the validation trajectories (the first is the default).
+JS_RULES = ("step", "mean", "mean+2sd")
+
+
+def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarray, key: jax.Array, rule: str = "step") -> dict:
+    """PPGTA's test-success threshold. §VI-B: "We empirically identified a success threshold on the
+    Jensen-Shannon divergence value based on the average value achieved by the imitation policy of each
+    agent on validation trajectories after the last training epoch." A test succeeds when the JS divergence
+    between its executed actions' histogram and the action distribution of all the demonstrations of the
+    behaviour (``reference``) is below it. What "the value achieved on validation trajectories" is, the
+    paper does not say; the rules:
+
+    * ``"step"`` (default): the imitation's validation score after its last epoch, the mean over the
+      validation trajectories' steps of the JS divergence between the policy's action distribution and
+      the demonstrator's action (:func:`stepwise_js`). Our reading: it is the value an imitation run
+      reports "after the last training epoch", and it is the one of the three that fits the paper's
+      counts, where nearly every test made succeeded (Inspector: 40 objects tested by episode 45 and a
+      success rate of 16% of 247, i.e. 39.5; PPGTA: 192 tested by episode 18 and 71%, i.e. 175).
+    * ``"mean"``: the mean over validation trajectories of the JS divergence between the policy's
+      sampled action histogram (:func:`played_distributions`) and ``reference``: the same quantity as a
+      test's, so about half of the tests as good as the validation ones fail (a sampled histogram's JS
+      spreads around its mean); the paper's counts rule it out.
+    * ``"mean+2sd"``: that mean plus two standard deviations.
 
     Returns:
-      dict: ``threshold``, ``rule``, ``mean``, ``std``, ``reference`` (all demonstrations' action distribution).
+      dict: ``threshold`` (``rule``'s), ``rule``, ``thresholds`` (every rule's), ``mean`` and ``std`` (of the
+      sampled histograms' JS), ``reference`` (all demonstrations' action distribution).
 
     Raises:
       ValueError: an unknown ``rule``.
@@ -274,5 +299,7 @@ def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarr
         raise ValueError(f"unknown JS threshold rule {rule!r}; known: {', '.join(JS_RULES)}")
     reference = action_distribution(jnp.asarray(demos["actions"]).reshape(-1), config.num_actions)
     js = np.asarray(js_divergence(played_distributions(config, params, demos, val_idx, key), reference[None]))
-    threshold = js.mean() if rule == "mean" else js.mean() + 2 * js.std()
-    return {"threshold": float(threshold), "rule": rule, "mean": float(js.mean()), "std": float(js.std()), "reference": reference}
+    thresholds = {"step": float(np.asarray(stepwise_js(config, params, demos, val_idx)).mean()), "mean": float(js.mean()),
+                  "mean+2sd": float(js.mean() + 2 * js.std())}  # fmt: skip
+    return {"threshold": thresholds[rule], "rule": rule, "thresholds": thresholds, "mean": float(js.mean()), "std": float(js.std()),
+            "reference": reference}  # fmt: skip

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.agents.imitation import ImitationConfig, act_distribution, js_threshold, train
+from jgtest.agents.imitation import ImitationConfig, act_distribution, js_threshold, stepwise_js, train
 from jgtest.agents.supervised import fit, split_indices
 from jgtest.novelty import action_distribution, js_divergence
 
@@ -40,11 +40,15 @@ def test_the_student_learns_the_demonstrated_actions():
     played = act_distribution(config, out["params"], demos["frames"][i], demos["od_box"][i], demos["od_visible"][i])
     shown = action_distribution(demos["actions"][i], 3)
     assert float(js_divergence(played, shown)) < 0.1
-    # The success threshold: the validation trajectories' mean JS (the paper's), or laxer by two sd.
-    paper = js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2))
+    # The success threshold: the imitation's validation score (the default), the sampled histograms' mean, or laxer by two sd.
+    step = js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2))
+    mean = js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2), rule="mean")
     lax = js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2), rule="mean+2sd")
-    assert paper["threshold"] == paper["mean"] and lax["threshold"] == pytest.approx(paper["mean"] + 2 * paper["std"])
-    assert lax["threshold"] >= paper["threshold"] and paper["rule"] == "mean" and lax["rule"] == "mean+2sd"
+    assert step["rule"] == "step" and step["threshold"] == pytest.approx(float(stepwise_js(config, out["params"], demos, out["val_idx"]).mean()))
+    assert mean["threshold"] == mean["mean"] and lax["threshold"] == pytest.approx(mean["mean"] + 2 * mean["std"])
+    assert step["thresholds"] == mean["thresholds"] == lax["thresholds"] and lax["threshold"] >= mean["threshold"]
+    # A sampled histogram over a whole trajectory is closer to the demonstrations' than one step's distribution to one action.
+    assert step["threshold"] > lax["threshold"]
     with pytest.raises(ValueError, match="unknown JS threshold rule 'median'"):
         js_threshold(config, out["params"], demos, out["val_idx"], jax.random.key(2), rule="median")
 

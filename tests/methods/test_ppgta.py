@@ -87,6 +87,8 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     summary = run_campaign(campaign, "ppgta", tmp_path, trained.oracle)  # ppgta.run, on the campaign compiled above
     assert 0 < summary["pathway_coverage"] < 1 and summary["ooi_tested"] > 0
     assert summary["test_success_rate"] == summary["ooi_success"] / summary["ooi_total"]
+    judged = [v for v in summary["test_js"] if v is not None]  # each tested object's JS, to judge under any threshold
+    assert len(judged) == summary["ooi_tested"] and sum(v < trained.js["circle"]["threshold"] for v in judged) == summary["ooi_success"]
     assert set(summary["texture_oracle"]) >= {"precision", "recall"}
     flagged = np.asarray(summary["outcomes"]) != "missed"
     records = read_bug_records(tmp_path / "bugs.jsonl")  # (replaying them: test_inspector's oracle-record test)

@@ -64,6 +64,7 @@ def _fresh_books(c, env) -> dict:
         "round": np.int32(0), "elapsed_s": np.float64(0.0), "visited": np.zeros((c.episodes, env.size, env.size), bool),
         "success": np.zeros(k, bool), "walked": np.zeros(k, bool), "tested_in": np.full(k, -1, np.int32),
         "bug_sum": np.zeros((k, 3), np.float32), "bug_count": np.zeros(k, np.int32), "flagged": np.zeros(k, bool),
+        "js": np.full(k, np.nan, np.float32),
         "traces": np.zeros((c.rounds, c.episode_steps, c.num_envs, 2), np.float32),
     }  # fmt: skip
 
@@ -113,7 +114,7 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
                     obj = int(out["done"][t, i])
                     if books["tested_in"][obj] >= 0:
                         continue  # two games tested it in the same step (their memory is shared after the step)
-                    books["success"][obj], books["walked"][obj] = out["success"][t, i], out["walked"][t, i]
+                    books["success"][obj], books["walked"][obj], books["js"][obj] = out["success"][t, i], out["walked"][t, i], out["js"][t, i]
                     books["tested_in"][obj] = r * c.num_envs + i
                     found, detail = _verdict(oracle, books, obj, bool(out["success"][t, i]), bugs, params)
                     if found and obj not in written:
@@ -198,6 +199,8 @@ def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_
                               "pathway_coverage_45": float(at(coverage, 45)), "pathway_coverage_of_reachable_45": float(at(coverage_reachable, 45))},  # fmt: skip
         "paper": PAPER, "outcomes": outcomes["outcome"].tolist(), "reachable": reachable.tolist(), "wall_s": round(wall_s, 2),
     }  # fmt: skip
+    if np.isfinite(books["js"]).any():  # learned tests: each tested object's JS divergence, to judge under any threshold
+        summary["test_js"] = [float(v) if np.isfinite(v) else None for v in books["js"]]
     if with_oracle:
         summary["texture_bugs_found"] = int((books["flagged"] & tested & bugged).sum())
         summary["texture_oracle"] = walk_precision_recall(books["flagged"][tested], bugged[tested])

@@ -111,7 +111,7 @@ def ooi_step(env, settings: OOITestSettings, params, tester: OOITesterState, sta
     Returns:
       ``(tester, frame, state, info, executed action, event)``: ``event`` holds ``done`` (the object
       whose test ended this step, −1 none), ``success``, ``walked`` (the test swept a full turn around
-      it), ``testing`` (whether this step was a test's), ``target`` (the object under test after this step's
+      it), ``js`` (a learned test's JS divergence as it ends, else NaN), ``testing`` (whether this step was a test's), ``target`` (the object under test after this step's
       frame, −1 none) and ``target_box``, ``target_pixels`` (its box and pixels in that frame).
     """
     target = jnp.maximum(tester.target, 0)
@@ -145,10 +145,12 @@ def tester_transition(settings: OOITestSettings, tester: OOITesterState, execute
     if settings.test_steps:
         finished = testing & (steps >= settings.test_steps)
         reference, threshold = judge
-        success = finished & (js_divergence(counts, reference) < threshold)
+        js = js_divergence(counts, reference)
+        success = finished & (js < threshold)
     else:
         success = testing & (jnp.abs(swept) >= 2 * jnp.pi)
         finished = success | (testing & (steps >= settings.test_budget))
+        js = jnp.float32(jnp.nan)
     tested = tester.tested.at[target].set(tester.tested[target] | finished)
 
     # A new test: the visible untested object with the most pixels, if it shows enough of them.
@@ -170,7 +172,7 @@ def tester_transition(settings: OOITestSettings, tester: OOITesterState, execute
         tested=tested, counts=jnp.where(start | finished, 0.0, counts).astype(jnp.float32), box=box,
     )  # fmt: skip
     event = {"done": jnp.where(finished, target, -1).astype(jnp.int32), "success": success, "walked": finished & (jnp.abs(swept) >= 2 * jnp.pi),
-             "testing": testing, "target": now, "target_box": box, "target_pixels": pixels}  # fmt: skip
+             "js": jnp.where(finished, js, jnp.nan), "testing": testing, "target": now, "target_box": box, "target_pixels": pixels}  # fmt: skip
     return tester, event
 
 

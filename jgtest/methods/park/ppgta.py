@@ -33,7 +33,16 @@ update re-encodes each step's stored window of frames and restarts from its
 stored GRU states (no back-propagation through time across steps). The path policy that gives ``r^p`` and the test
 behaviour keep their own fine-tuned FEs, fixed. PPO's hyperparameters are
 Inspector's (the paper: "the same PPO hyper-parameter setup as the Inspector's"),
-with AdamW; one update every ``rollout_steps`` steps of the ``num_envs`` games.
+with AdamW, but for the learning rate (:data:`PPGTA_PPO`); one update every ``rollout_steps`` steps of the ``num_envs`` games.
+Inspector's paper gives no values; ours are PureJaxRL's Atari ones, whose learning rate, 2.5e-4, is
+for a network trained from scratch. Starting from the imitation policy it undid the path following:
+on seed 0 (``benchmarks/results/ppgta_explorer_variants_s0.json``) the explorer found no new object
+in the 5 episodes after its first 10 updates, tested 53 objects by episode 18 and covered 39.5% of the
+reachable pathway, where the imitation policy alone (learning rate 0) tested 84 and covered 81.8%.
+PPGTA trains at 2.5e-5, the rate at which RL fine-tunes an imitation-trained policy (VPT, Baker et al.
+2022: 2e-5): 98 objects by episode 18 and 69.1% of the reachable pathway on seed 0 (more objects
+early than the imitation alone, less pathway by episode 45). The 3-seed comparison
+(``benchmarks/results/ppgta_compare_45.json``) ran at 2.5e-4.
 
 When an object of interest shows ``trigger_pixels`` pixels — from the renderer's ground
 truth or from the learned detector (``detector="learned"``,
@@ -72,6 +81,9 @@ from jgtest.types import Transition
 from jgtest.vision.detector import detected_objects
 
 DETECTORS = ("ground-truth", "learned")
+#: PPGTA's PPO: Inspector's (:data:`jgtest.methods.park.inspector.PAPER_PPO`, AdamW) with the learning rate at which RL
+#: fine-tunes a policy pre-trained by imitation (VPT, Baker et al. 2022: 2e-5), a tenth of PureJaxRL's 2.5e-4 (module docstring).
+PPGTA_PPO = dataclasses.replace(PAPER_PPO, learning_rate=2.5e-5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +94,7 @@ class PPGTAConfig:
       detector: ``"ground-truth"`` (the renderer's objects) or ``"learned"`` (the trained detector).
       test_steps: steps of a learned test (0: the models' ``circle_steps``).
       rnd: the novelty (8 predictors, their variance; its backbone is the FE's convolutions, whatever ``channels`` it gives).
+      hparams: PPO's (:data:`PPGTA_PPO`).
       fine_tune_fe: whether PPO fine-tunes the actor's and the critic's FEs (each their own copy) or
         both read the path policy's, fixed (the default; module docstring).
       alpha: α's schedule.
@@ -100,7 +113,7 @@ class PPGTAConfig:
     rnd_updates: int = 4
     fine_tune_fe: bool = False
     alpha: AlphaSchedule = AlphaSchedule()
-    hparams: ppo.PPOHyperparams = PAPER_PPO
+    hparams: ppo.PPOHyperparams = PPGTA_PPO
     models: PPGTAModelsConfig = PPGTAModelsConfig()
 
     def __post_init__(self):
