@@ -252,16 +252,22 @@ def played_distributions(config: ImitationConfig, params, demos: dict, idx: np.n
     """``[len(idx), A]``: per trajectory, the share of each action among actions sampled from the policy
     at every step of the demonstration's frames (what an executed behaviour's action histogram is
     compared with, §VI-B)."""
-    sampled = jax.random.categorical(key, _validation_logits(config, params, demos, idx))  # [B, T]
-    return jax.vmap(lambda a: action_distribution(a, config.num_actions))(sampled)
+    return _sampled_histograms(_validation_logits(config, params, demos, idx), key, config.num_actions)
 
 
 def stepwise_js(config: ImitationConfig, params, demos: dict, idx: np.ndarray) -> jax.Array:
     """``[len(idx)]``: per trajectory, the mean over its steps of the JS divergence between the policy's
     action distribution and the demonstrator's action (one-hot): the imitation's validation score."""
-    logits = _validation_logits(config, params, demos, idx)
-    expert = jax.nn.one_hot(jnp.asarray(demos["actions"])[idx], config.num_actions)
-    return js_divergence(jax.nn.softmax(logits), expert).mean(axis=-1)
+    return _stepwise_js(_validation_logits(config, params, demos, idx), jnp.asarray(demos["actions"])[idx], config.num_actions)
+
+
+def _sampled_histograms(logits: jax.Array, key: jax.Array, num_actions: int) -> jax.Array:
+    sampled = jax.random.categorical(key, logits)  # [B, T]
+    return jax.vmap(lambda a: action_distribution(a, num_actions))(sampled)
+
+
+def _stepwise_js(logits: jax.Array, actions: jax.Array, num_actions: int) -> jax.Array:
+    return js_divergence(jax.nn.softmax(logits), jax.nn.one_hot(actions, num_actions)).mean(axis=-1)
 
 
 #: How :func:`js_threshold` sets the threshold from the validation trajectories (the first is the default).
@@ -298,8 +304,9 @@ def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarr
     if rule not in JS_RULES:
         raise ValueError(f"unknown JS threshold rule {rule!r}; known: {', '.join(JS_RULES)}")
     reference = action_distribution(jnp.asarray(demos["actions"]).reshape(-1), config.num_actions)
-    js = np.asarray(js_divergence(played_distributions(config, params, demos, val_idx, key), reference[None]))
-    thresholds = {"step": float(np.asarray(stepwise_js(config, params, demos, val_idx)).mean()), "mean": float(js.mean()),
-                  "mean+2sd": float(js.mean() + 2 * js.std())}  # fmt: skip
+    logits = _validation_logits(config, params, demos, val_idx)  # the policy run once over the validation trajectories, for every rule
+    js = np.asarray(js_divergence(_sampled_histograms(logits, key, config.num_actions), reference[None]))
+    step = _stepwise_js(logits, jnp.asarray(demos["actions"])[val_idx], config.num_actions)
+    thresholds = {"step": float(np.asarray(step).mean()), "mean": float(js.mean()), "mean+2sd": float(js.mean() + 2 * js.std())}
     return {"threshold": thresholds[rule], "rule": rule, "thresholds": thresholds, "mean": float(js.mean()), "std": float(js.std()),
             "reference": reference}  # fmt: skip
