@@ -96,30 +96,6 @@ def test_replay_checks_the_walk():
     assert not replay_seen(ENV, PARAMS, start, np.array(executed), far, end, SETTINGS)  # never in view
 
 
-def test_campaign_writes_its_run_directory_and_records_replay(tmp_path):
-    # A small, crowded park, so that a random walk of 4 x 200 steps meets objects (the resume test's settings: one compilation).
-    config = inspector.InspectorConfig(agent="random", episodes=4, num_envs=2, episode_steps=200, rollout_steps=100, size=64, num_oois=200)
-    env, params = jgtest.make("ParkWorld-v0", **config.game_kwargs)
-    summary = inspector.run(config, tmp_path)
-    written = json.loads((tmp_path / "summary.json").read_text())
-    assert written["ooi_tested"] == summary["ooi_tested"] > 0
-    assert 0 < summary["pathway_coverage"] <= summary["pathway_coverage_of_reachable"] < 1
-    assert np.all(np.diff(summary["curves"]["pathway_coverage"]) >= 0) and np.all(np.diff(summary["curves"]["ooi_tested"]) >= 0)
-    assert summary["ooi_unreachable"] == int((~env.ooi_reachable(params)).sum()) > 0
-    outcomes = np.asarray(summary["outcomes"])
-    assert (outcomes != "missed").sum() == summary["ooi_tested"]
-    records = read_bug_records(tmp_path / "bugs.jsonl")
-    bugged = np.asarray(params.ooi_bug) > 0
-    assert {r.bug_id for r in records} == set(np.flatnonzero((outcomes == "success") & bugged))
-    for record in records:
-        assert record.kind == "texture" and inspector.replay_record(record)
-    assert json.loads((tmp_path / "config.json").read_text())["method"] == "random"
-    with pytest.raises(ValueError, match="a 'random' run has no trained explorer"):
-        device_run(tmp_path)  # what drives a bridged game: a learner's run, not a random walk's
-    for name in ("traces.png", "tests.png"):
-        assert (tmp_path / name).stat().st_size > 10_000
-
-
 def test_bad_campaign_settings_are_refused():
     with pytest.raises(ValueError, match="multiple of num_envs"):
         inspector.InspectorConfig(episodes=7, num_envs=5)
@@ -147,9 +123,10 @@ def test_a_learned_test_runs_its_steps_and_is_judged_by_js(reference_action, suc
     assert all(events[t]["executed"] == 3 for t in testing[:10])
 
 
-def test_a_killed_campaign_resumes_from_its_checkpoint(tmp_path):
+def test_a_killed_campaign_resumes_to_the_whole_run_whose_directory_records_replay(tmp_path):
+    # A small, crowded park, so that a random walk of 4 x 200 steps meets objects; compiled once for the three runs.
     config = inspector.InspectorConfig(agent="random", episodes=4, num_envs=2, episode_steps=200, rollout_steps=100, size=64, num_oois=200)
-    campaign = inspector.InspectorCampaign(config)  # compiled once for the three runs
+    campaign = inspector.InspectorCampaign(config)
 
     def killed(done, total, tested):
         raise KeyboardInterrupt  # after the first round's checkpoint
@@ -158,8 +135,30 @@ def test_a_killed_campaign_resumes_from_its_checkpoint(tmp_path):
         run_campaign(campaign, "random", tmp_path / "killed", on_episode=killed)
     assert (tmp_path / "killed" / "checkpoints").is_dir()
     resumed = run_campaign(campaign, "random", tmp_path / "killed", resume=True)
-    whole = run_campaign(campaign, "random", tmp_path / "whole")
+    whole = run_campaign(campaign, "random", tmp_path / "whole")  # what inspector.run(config, ...) runs
     for key in ("outcomes", "ooi_tested", "pathway_coverage", "curves", "texture_bugs_found"):
         assert resumed[key] == whole[key], key
     ids = [r.bug_id for r in read_bug_records(tmp_path / "killed" / "bugs.jsonl")]
     assert sorted(ids) == sorted(r.bug_id for r in read_bug_records(tmp_path / "whole" / "bugs.jsonl")) and len(set(ids)) == len(ids)
+    _assert_the_run_directory_records_replay(config, whole, tmp_path / "whole")
+
+
+def _assert_the_run_directory_records_replay(config, summary, run_dir):
+    env, params = jgtest.make("ParkWorld-v0", **config.game_kwargs)
+    written = json.loads((run_dir / "summary.json").read_text())
+    assert written["ooi_tested"] == summary["ooi_tested"] > 0
+    assert 0 < summary["pathway_coverage"] <= summary["pathway_coverage_of_reachable"] < 1
+    assert np.all(np.diff(summary["curves"]["pathway_coverage"]) >= 0) and np.all(np.diff(summary["curves"]["ooi_tested"]) >= 0)
+    assert summary["ooi_unreachable"] == int((~env.ooi_reachable(params)).sum()) > 0
+    outcomes = np.asarray(summary["outcomes"])
+    assert (outcomes != "missed").sum() == summary["ooi_tested"]
+    records = read_bug_records(run_dir / "bugs.jsonl")
+    bugged = np.asarray(params.ooi_bug) > 0
+    assert {r.bug_id for r in records} == set(np.flatnonzero((outcomes == "success") & bugged))
+    for record in records:
+        assert record.kind == "texture" and inspector.replay_record(record)
+    assert json.loads((run_dir / "config.json").read_text())["method"] == "random"
+    with pytest.raises(ValueError, match="a 'random' run has no trained explorer"):
+        device_run(run_dir)  # what drives a bridged game: a learner's run, not a random walk's
+    for name in ("traces.png", "tests.png"):
+        assert (run_dir / name).stat().st_size > 10_000
