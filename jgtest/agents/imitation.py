@@ -12,7 +12,11 @@ Our choices where the paper is silent: λ = 1; a minibatch is ``batch_size``
 whole trajectories (the global GRU runs over a trajectory from its start, so
 steps of one trajectory are not shuffled apart; the paper's 64 is in samples);
 early stopping when the validation cross-entropy has not improved for
-``patience`` epochs after the warm-up, keeping the best epoch's weights.
+``patience`` epochs after the warm-up, keeping the best epoch's weights; the labels are the
+demonstrator's intended actions where a scripted one recorded them beside the noisy actions it
+executed (``labels="intended"``, DART's labelling: Laskey et al., CoRL 2017; the paper's engineers
+meant every action they took). Trained on the executed actions (``labels="executed"``), the policy
+learns the noise as behaviour and plays it on top of its own errors.
 
 :func:`train` returns the trained student and its history (the FE may come from
 masked inverse dynamics, :mod:`jgtest.agents.inverse_dynamics`, and stay frozen:
@@ -38,6 +42,9 @@ from jgtest.losses.ppgta import ema_update, imitation_loss
 from jgtest.nets.recurrent import ImitationPolicy
 from jgtest.novelty.preference import action_distribution, js_divergence
 
+#: What the policy learns from a demonstration's steps (:attr:`ImitationConfig.labels`; the first is the default).
+LABELS = ("intended", "executed")
+
 
 @dataclasses.dataclass(frozen=True)
 class ImitationConfig:
@@ -56,6 +63,8 @@ class ImitationConfig:
       split: train / validation / test fractions of the trajectories.
       policy: the network's sizes (``ImitationPolicy`` fields other than ``num_actions``).
       freeze_encoder: keep the FE as given (from inverse dynamics) instead of fine-tuning it.
+      labels: ``"intended"`` (the demonstrations' ``intended`` actions, where they have them; else their
+        ``actions``) or ``"executed"`` (their ``actions``).
     """
 
     num_actions: int = 9
@@ -72,8 +81,11 @@ class ImitationConfig:
     split: tuple[float, float, float] = (0.7, 0.1, 0.2)
     policy: tuple[tuple[str, object], ...] = ()
     freeze_encoder: bool = False
+    labels: str = "intended"
 
     def __post_init__(self):
+        if self.labels not in LABELS:
+            raise ValueError(f"labels must be one of {LABELS}, got {self.labels!r}")
         if self.k < 1:
             raise ValueError(f"k (frames per step) must be at least 1, got {self.k}")
         if self.lam < 0:
@@ -88,6 +100,10 @@ class ImitationConfig:
     @property
     def network(self) -> ImitationPolicy:
         return ImitationPolicy(num_actions=self.num_actions, **dict(self.policy))
+
+    def targets(self, demos: dict) -> jax.Array:
+        """``[N, T]``: the actions the policy learns from ``demos`` (``labels``)."""
+        return jnp.asarray(demos["intended"] if self.labels == "intended" and "intended" in demos else demos["actions"])
 
 
 def _windows(frames: jax.Array, t, k: int) -> jax.Array:
@@ -149,18 +165,19 @@ def make_loss(config: ImitationConfig):
 
 def encode_demonstrations(config: ImitationConfig, params, demos: dict, chunk: int = 8) -> dict:
     """The FE's features of every demonstration frame, OD-masked (``student_features``) and full
-    (``teacher_features``), ``[N, T, F]``, with ``actions``: the training data when the FE is frozen."""
+    (``teacher_features``), ``[N, T, F]``, with ``actions`` (the labels): the training data when the FE is frozen."""
     network = config.network
     encode = jax.jit(lambda p, f, b, v: (network.apply(p, _masked(f, b, v), method="encode"), network.apply(p, f, method="encode")))
     out = [encode(params, *(jnp.asarray(demos[k][i : i + chunk]) for k in ("frames", "od_box", "od_visible")))
            for i in range(0, demos["frames"].shape[0], chunk)]  # fmt: skip
     return {"student_features": jnp.concatenate([o[0] for o in out]), "teacher_features": jnp.concatenate([o[1] for o in out]),
-            "actions": jnp.asarray(demos["actions"])}  # fmt: skip
+            "actions": config.targets(demos)}  # fmt: skip
 
 
 def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, encoder: dict | None = None) -> dict:
-    """Trains the student on ``demos`` (``frames``, ``actions``, ``od_box``, ``od_visible``,
-    ``[N, T, ...]``, as :func:`jgtest.envs.park_experts.demonstrations` returns them).
+    """Trains the student on ``demos`` (``frames``, ``actions``, ``od_box``, ``od_visible``, and ``intended``
+    where a scripted demonstrator recorded it, ``[N, T, ...]``, as :func:`jgtest.envs.park_experts.demonstrations`
+    returns them), to predict ``config.targets(demos)``.
 
     Args:
       encoder: the FE's parameters from masked inverse dynamics (:func:`jgtest.agents.inverse_dynamics.train`,
@@ -195,7 +212,7 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
     if config.freeze_encoder:
         data = encode_demonstrations(config, student, demos)
     else:
-        data = {k: jnp.asarray(demos[k]) for k in ("frames", "actions", "od_box", "od_visible")}
+        data = {**{k: jnp.asarray(demos[k]) for k in ("frames", "od_box", "od_visible")}, "actions": config.targets(demos)}
     loss_fn = make_loss(config)
 
     @jax.jit
@@ -257,8 +274,8 @@ def played_distributions(config: ImitationConfig, params, demos: dict, idx: np.n
 
 def stepwise_js(config: ImitationConfig, params, demos: dict, idx: np.ndarray) -> jax.Array:
     """``[len(idx)]``: per trajectory, the mean over its steps of the JS divergence between the policy's
-    action distribution and the demonstrator's action (one-hot): the imitation's validation score."""
-    return _stepwise_js(_validation_logits(config, params, demos, idx), jnp.asarray(demos["actions"])[idx], config.num_actions)
+    action distribution and the demonstrator's action (one-hot, the label the policy learned): the imitation's validation score."""
+    return _stepwise_js(_validation_logits(config, params, demos, idx), config.targets(demos)[idx], config.num_actions)
 
 
 def _sampled_histograms(logits: jax.Array, key: jax.Array, num_actions: int) -> jax.Array:
@@ -296,17 +313,17 @@ def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarr
 
     Returns:
       dict: ``threshold`` (``rule``'s), ``rule``, ``thresholds`` (every rule's), ``mean`` and ``std`` (of the
-      sampled histograms' JS), ``reference`` (all demonstrations' action distribution).
+      sampled histograms' JS), ``reference`` (the distribution of all the demonstrations' labels, :meth:`ImitationConfig.targets`).
 
     Raises:
       ValueError: an unknown ``rule``.
     """
     if rule not in JS_RULES:
         raise ValueError(f"unknown JS threshold rule {rule!r}; known: {', '.join(JS_RULES)}")
-    reference = action_distribution(jnp.asarray(demos["actions"]).reshape(-1), config.num_actions)
+    reference = action_distribution(config.targets(demos).reshape(-1), config.num_actions)
     logits = _validation_logits(config, params, demos, val_idx)  # the policy run once over the validation trajectories, for every rule
     js = np.asarray(js_divergence(_sampled_histograms(logits, key, config.num_actions), reference[None]))
-    step = _stepwise_js(logits, jnp.asarray(demos["actions"])[val_idx], config.num_actions)
+    step = _stepwise_js(logits, config.targets(demos)[val_idx], config.num_actions)
     thresholds = {"step": float(np.asarray(step).mean()), "mean": float(js.mean()), "mean+2sd": float(js.mean() + 2 * js.std())}
     return {"threshold": thresholds[rule], "rule": rule, "thresholds": thresholds, "mean": float(js.mean()), "std": float(js.std()),
             "reference": reference}  # fmt: skip

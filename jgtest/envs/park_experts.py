@@ -5,7 +5,9 @@ PPGTA imitates two behaviours recorded by test engineers: **path following**
 test**, "moving around an OOI 360 degrees to cover all its faces" (150
 trajectories). Here scripted experts play them in the on-device park, with
 noise (``epsilon``: a uniformly random action instead of the expert's) so that
-demonstrations differ:
+demonstrations differ and show recoveries; each step records the action executed and the
+expert's intended one (Laskey et al., "DART", CoRL 2017: noise injected into the demonstrator,
+its clean actions the labels):
 
 * :func:`path_action`: on a pathway, head where the pathway goes (12 headings
   scored by the pathway cells 1–3 cells ahead, straight on preferred, a little
@@ -152,14 +154,17 @@ def path_action(env: ParkWorld, params, state: EnvState, key, to_path: jax.Array
         guided = jnp.where(distance.min() < FAR, snap(jnp.arctan2(toward[1], toward[0])), heading)
         heading = jnp.where(on_path & (fresh.sum() > 0), local, guided)
     turning, turn_action = _steer(state.yaw, heading, jnp.radians(params.turn_deg))
-    action = jnp.where(turning, turn_action, FORWARD)
-    return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
+    return _with_noise(jnp.where(turning, turn_action, FORWARD), k_noise, k_random, epsilon)
 
 
 def circle_action(params, state: EnvState, target: jax.Array, key, epsilon: float = 0.1, radius: float = CIRCLE_RADIUS):
     """The 360° walk's action around object ``target`` (module docstring)."""
     k_noise, k_random = jax.random.split(key)
-    action = walk_around(state.pos, state.yaw, params.ooi_pos[target], params.turn_deg, radius)
+    return _with_noise(walk_around(state.pos, state.yaw, params.ooi_pos[target], params.turn_deg, radius), k_noise, k_random, epsilon)
+
+
+def _with_noise(action, k_noise, k_random, epsilon):
+    """``action``, or with probability ``epsilon`` a uniform one of the six movement actions."""
     return jnp.where(jax.random.uniform(k_noise) < epsilon, jax.random.randint(k_random, (), 0, 6), action).astype(jnp.int32)
 
 
@@ -214,7 +219,9 @@ def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int,
 
     Returns:
       dict of ``[num, steps, ...]`` arrays: ``frames`` (uint8 RGB, the frame the action was
-      chosen on), ``actions``, ``positions``, ``on_path``, ``od_box``, ``od_visible``, ``target_box`` and
+      chosen on), ``actions`` (executed: ``epsilon`` of them random), ``intended`` (the expert's
+      action on that frame, before the noise: what imitation learns, as DART labels a noisy
+      demonstrator's trajectories), ``positions``, ``on_path``, ``od_box``, ``od_visible``, ``target_box`` and
       ``target_pixels`` (the circled object's box and pixels in the frame, zeros where out of view or
       for path following); and ``targets`` (``[num]``, circle only, else −1).
     """
@@ -246,13 +253,16 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
             def body(carry, k):
                 state, frame, info = carry
                 k_act, k_step = jax.random.split(k)
-                if kind == "circle":
-                    action = circle_action(params, state, target, k_act, epsilon)
+                if kind == "circle":  # the expert's action, then the noise drawn from the same keys as circle_action's
+                    intended = circle_action(params, state, target, k_act, 0.0)
+                    k_noise, k_random = jax.random.split(k_act)
                 else:
-                    action = path_action(env, params, state, k_act, to_path, epsilon)
+                    intended = path_action(env, params, state, k_act, to_path, 0.0)
+                    _, k_noise, k_random = jax.random.split(k_act, 3)
+                action = _with_noise(intended, k_noise, k_random, epsilon)
                 next_frame, next_state, _, _, next_info = env.step_env(k_step, state, action, params)
                 target_box, target_pixels = object_in_view(info["objects"], target if kind == "circle" else -1)
-                out = {"frames": frame, "actions": action, "positions": state.pos, "on_path": info["on_path"],
+                out = {"frames": frame, "actions": action, "intended": intended, "positions": state.pos, "on_path": info["on_path"],
                        "od_box": info["od_box"], "od_visible": info["od_visible"],
                        "target_box": target_box, "target_pixels": target_pixels}  # fmt: skip
                 return (next_state, next_frame, next_info), out

@@ -70,8 +70,10 @@ class ImitationPolicy(nn.Module):
 
     def step(self, features: jax.Array, carry: jax.Array, train: bool = False):
         """One step from the last K frames' features ``[B, K, F]``: ``(logits, h_c, carry)``."""
-        local = self.local(features)  # [B, K, 2L]
-        h_local = local[:, -1]  # the forward state after frame t, the backward state after reading back to it
+        local = self.local(features)  # [B, K, 2L], each direction's output in the frames' order
+        # The window's two summaries: the forward GRU's after reading up to frame t (the last output), the
+        # backward GRU's after reading from t back to t − K + 1 (the first output; its last has read frame t only).
+        h_local = jnp.concatenate([local[:, -1, : self.local_hidden], local[:, 0, self.local_hidden :]], axis=-1)
         carry, h_global = self.global_cell(carry, features[:, -1])
         h_c = jnp.concatenate([h_local, h_global], axis=-1)
         x = h_c

@@ -934,6 +934,8 @@ def ppgta_training_section(results: Results) -> str:
         ["demonstrations", f"{models['path_trajectories']} path × {num(models['path_steps'])} steps (from a region no evaluation starts in), "
          f"{models['circle_trajectories']} 360° walks × {models['circle_steps']}", "50 path of 2 minutes, 150 360° walks (§V-B)",
          "the paper gives minutes, not steps; 200-step paths keep imitation within minutes on the CPU"],
+        ["imitation's labels", IMITATION_LABEL_WORDS[models.get("imitation_labels", "executed")],  # results from before the option learned the executed ones
+         "the engineers' own actions (§V-B)", "a scripted expert plays 10% random actions so that its demonstrations differ; they are noise, not its behaviour"],
         ["imitation", f"{models['imitation_epochs']} epochs, warm-up {models['imitation_warmup']}, {models['imitation_batch']} whole trajectories a "
          "minibatch, early stopping after the warm-up", "40 epochs, warm-up 10, minibatch 64, early stopping (§V-D)",
          "the global GRU runs over whole trajectories"],
@@ -949,6 +951,13 @@ def ppgta_training_section(results: Results) -> str:
         "The settings of the comparison's PPGTA, read from its runs' configuration; where ours is smaller, why.",
         table(["", "ours", "paper", "why ours differs"], rows),
     )
+
+
+#: What PPGTA's imitation learns from the scripted demonstrations (:attr:`jgtest.agents.imitation.ImitationConfig.labels`).
+IMITATION_LABEL_WORDS = {
+    "intended": "the expert's intended actions (DART's labels)",
+    "executed": "the executed actions, the 10% random ones among them",
+}
 
 
 #: The PPGTA explorer's variants (``benchmarks/ppgta_explorer_variants.py``) in words.

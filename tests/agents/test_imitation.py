@@ -70,8 +70,16 @@ def test_early_stopping_never_keeps_warm_up_weights():
     assert out["stopped_early"] and len(out["history"]) == 7  # 3 epochs after the best without a better one
 
 
+def test_the_labels_are_the_demonstrators_intended_actions_where_it_recorded_them():
+    demos = _demos()
+    noisy = {**demos, "intended": (demos["actions"] + 1) % 3}  # a scripted demonstrator's: executed and intended differ
+    assert np.array_equal(ImitationConfig().targets(noisy), noisy["intended"])
+    assert np.array_equal(ImitationConfig(labels="executed").targets(noisy), noisy["actions"])
+    assert np.array_equal(ImitationConfig().targets(demos), demos["actions"])  # a human's: only what was played
+
+
 @pytest.mark.parametrize("kwargs, message", [({"k": 0}, "k .frames per step."), ({"lam": -1.0}, "λ must be non-negative"),
-                                             ({"split": (0.5, 0.5, 0.5)}, "split must be")])  # fmt: skip
+                                             ({"split": (0.5, 0.5, 0.5)}, "split must be"), ({"labels": "noisy"}, "labels must be one of")])  # fmt: skip
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ImitationConfig(**kwargs)

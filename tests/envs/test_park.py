@@ -156,6 +156,9 @@ def test_path_expert_follows_the_pathways():
     travelled = np.linalg.norm(np.diff(np.asarray(demos["positions"]), axis=1), axis=-1).sum(axis=1)
     assert travelled.min() > 20.0  # it walks on, it does not dither
     assert not np.array_equal(demos["actions"][0], demos["actions"][1])  # noisy: demonstrations differ
+    # Each step keeps the expert's intended action beside the executed one: they differ where the noise drew another action.
+    replaced = np.asarray(demos["actions"]) != np.asarray(demos["intended"])
+    assert 0.03 < replaced.mean() < park_experts.DEMONSTRATION_EPSILON and np.asarray(demos["actions"])[replaced].max() < 6
 
 
 def _in_the_open(params, count):

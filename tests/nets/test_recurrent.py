@@ -31,6 +31,15 @@ def test_shapes_and_the_concatenated_state(policy):
     np.testing.assert_array_equal(h_c[:, -16:], carry)  # h^c = [h^l (both directions), h^g]
 
 
+def test_both_directions_of_the_local_state_read_the_whole_window(policy):
+    net, params, frames = policy
+    _, h_c, _ = net.apply(params, frames, net.initial_carry(3))
+    _, oldest_changed, _ = net.apply(params, frames.at[:, 0].set(255 - frames[:, 0]), net.initial_carry(3))
+    forward, backward, global_ = slice(0, 8), slice(8, 16), slice(16, None)
+    assert not np.allclose(h_c[:, forward], oldest_changed[:, forward]) and not np.allclose(h_c[:, backward], oldest_changed[:, backward])
+    np.testing.assert_array_equal(h_c[:, global_], oldest_changed[:, global_])  # the global GRU reads frame t only
+
+
 def test_the_global_memory_carries_the_past(policy):
     net, params, frames = policy
     _, _, carry = net.apply(params, frames, net.initial_carry(3))

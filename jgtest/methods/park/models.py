@@ -8,7 +8,8 @@
    each walk starting as a campaign's test starts (:data:`jgtest.envs.park_experts.CIRCLE_START_DISTANCE`).
 2. **Masked inverse dynamics** (§IV-A) on both sets: the FE (:mod:`jgtest.agents.inverse_dynamics`).
 3. **Imitation** (§IV-B) of each behaviour with that FE as backbone
-   (:mod:`jgtest.agents.imitation`), and each behaviour's **JS success threshold** from
+   (:mod:`jgtest.agents.imitation`), learning the experts' intended actions, not the 10% random
+   ones their demonstrations executed (``imitation_labels``), and each behaviour's **JS success threshold** from
    its validation trajectories after training (§VI-B, :func:`jgtest.agents.imitation.js_threshold`);
    the held-out (test) trajectories' mean JS is reported beside it.
 4. **The detector** (§V-B, §VI-C) on ``detector_shots`` labelled shots (:mod:`jgtest.vision.detector`),
@@ -94,9 +95,12 @@ class PPGTAModelsConfig:
     oracle_epochs: int = 30
     js_rule: str = "step"
     freeze_encoder: bool = False
+    imitation_labels: str = "intended"
 
     def __post_init__(self):
         check_seed(self.seed)
+        if self.imitation_labels not in imitation.LABELS:
+            raise ValueError(f"imitation_labels must be one of {imitation.LABELS}, got {self.imitation_labels!r}")
         if self.js_rule not in imitation.JS_RULES:
             raise ValueError(f"js_rule must be one of {imitation.JS_RULES} (the paper's, as we read it, is 'step'), got {self.js_rule!r}")
         if self.k < 1:
@@ -123,7 +127,7 @@ class PPGTAModelsConfig:
     def imitation(self, num_actions: int) -> imitation.ImitationConfig:
         return imitation.ImitationConfig(
             num_actions=num_actions, k=self.k, batch_size=self.imitation_batch, epochs=self.imitation_epochs,
-            warmup_epochs=min(self.imitation_warmup, self.imitation_epochs), freeze_encoder=self.freeze_encoder,
+            warmup_epochs=min(self.imitation_warmup, self.imitation_epochs), freeze_encoder=self.freeze_encoder, labels=self.imitation_labels,
             policy=(("cnn_layers", self.cnn_layers), ("cnn_dense", self.cnn_dense), *self.policy),
         )  # fmt: skip
 
