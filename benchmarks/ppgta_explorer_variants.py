@@ -78,7 +78,8 @@ def main(argv=None) -> int:
         "benchmark": "ppgta_explorer_variants", "command": f"python benchmarks/ppgta_explorer_variants.py --models MODELS --seed {args.seed}",
         "seeds": [args.seed], "episodes": base.episodes, "episode_steps": base.episode_steps, "num_envs": base.num_envs,
         "models_wall_s": models_meta["metrics"].get("wall_s"), "js_thresholds": models.metrics["circle"]["js_thresholds"],
-        "variants": rows, "wall_s": {name: row["wall_s"] for name, row in rows.items()}, "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "imitation_labels": models.config.imitation_labels, "variants": rows, "wall_s": {name: row["wall_s"] for name, row in rows.items()},
+        "platform": platform.platform(), "cpu_count": os.cpu_count(),
     })  # fmt: skip
     return 0
 

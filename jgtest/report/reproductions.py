@@ -941,7 +941,7 @@ def ppgta_training_section(results: Results) -> str:
          "the global GRU runs over whole trajectories"],
         ["PPO", f"AdamW (weight decay {num(ppo['weight_decay'], 2)}), lr {ppo['learning_rate']}, {ppo['updates']} updates of "
          f"{num(ppo['steps_per_update'])} steps", "Inspector's configuration (not given), AdamW (§V-D)", "the 45 episodes' 90,000 steps are all the data"
-         + ("; the learning rate of a fine-tuned imitation (VPT's 2e-5): PureJaxRL's 2.5e-4 undid the path following (below)" if ppo["learning_rate"] < 1e-4 else "")],
+         + ("; the learning rate of a fine-tuned imitation (VPT's 2e-5): PureJaxRL's 2.5e-4 undid the path following (the PPGTA module's docstring)" if ppo["learning_rate"] < 1e-4 else "")],
         ["JS success threshold", JS_RULE_WORDS.get(models["js_rule"], models["js_rule"]), "the validation average (§VI-B)",
          "the paper does not say of what; the per-step score (the default now) fits its counts: nearly every test it made succeeded"
          + ("" if models["js_rule"] == "step" else "; these runs predate it")],
@@ -973,13 +973,15 @@ def ppgta_variants_section(results: Results) -> str:
     seed = data["seeds"][0]
     compared = results["ppgta_compare_45.json"].get("ppgta_training")
     compared_at = f" The 3-seed comparison above ran at {compared['ppo']['learning_rate']:g}." if compared else ""
+    labels = IMITATION_LABEL_WORDS[data.get("imitation_labels", "executed")]  # results from before the option learned the executed ones
     rows = [[PPGTA_VARIANT_WORDS[name], pct(r["pathway_coverage_of_reachable"]), pct(r["pathway_coverage"]), num(r["ooi_tested_18"]),
              num(r["ooi_tested_45"]), f"{r['learning_rate']:g} × {num(r['ppo_updates'])}", " / ".join(pct(r["test_success_rate_by_rule"][rule]) for rule in JS_RULE_WORDS)]
             for name, r in data["variants"].items()]  # fmt: skip
     return section(
         "What PPO adds to PPGTA's path-following imitation",
         f"PPGTA's explorer starts as the path-following imitation policy and PPO trains it through the campaign (§V-D); the paper gives "
-        f"no learning rate. Each row plays the same {data['episodes']} episodes on seed {seed} with the same trained models; success rates "
+        f"no learning rate. Each row plays the same {data['episodes']} episodes on seed {seed} with the same trained models (their imitation "
+        f"learned {labels}); success rates "
         f"under each JS threshold rule ({listing(JS_RULE_WORDS)}).{compared_at}",
         table(["explorer", "reachable pathway covered after 45 episodes", "all pathway", "OOIs tested after 18 episodes", "after 45", "PPO learning rate × updates",
                "test success rate (step / mean / mean+2sd)"], rows),  # fmt: skip

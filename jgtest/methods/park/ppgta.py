@@ -36,13 +36,16 @@ Inspector's (the paper: "the same PPO hyper-parameter setup as the Inspector's")
 with AdamW, but for the learning rate (:data:`PPGTA_PPO`); one update every ``rollout_steps`` steps of the ``num_envs`` games.
 Inspector's paper gives no values; ours are PureJaxRL's Atari ones, whose learning rate, 2.5e-4, is
 for a network trained from scratch. Starting from the imitation policy it undid the path following:
-on seed 0 (``benchmarks/results/ppgta_explorer_variants_s0.json``) the explorer found no new object
-in the 5 episodes after its first 10 updates, tested 53 objects by episode 18 and covered 39.5% of the
-reachable pathway, where the imitation policy alone (learning rate 0) tested 84 and covered 81.8%.
-PPGTA trains at 2.5e-5, the rate at which RL fine-tunes an imitation-trained policy (VPT, Baker et al.
-2022: 2e-5): 98 objects by episode 18 and 69.1% of the reachable pathway on seed 0 (more objects
-early than the imitation alone, less pathway by episode 45). The 3-seed comparison
-(``benchmarks/results/ppgta_compare_45.json``) ran at 2.5e-4.
+on seed 0, with models whose imitation learned the demonstrations' executed (10% random) actions, the
+explorer found no new object in the 5 episodes after its first 10 updates, tested 53 objects by episode
+18 and covered 39.5% of the reachable pathway, where the imitation policy alone (learning rate 0)
+tested 84 and covered 81.8%. PPGTA trains at 2.5e-5, the rate at which RL fine-tunes an
+imitation-trained policy (VPT, Baker et al. 2022: 2e-5): 98 objects and 69.1% on those models. With
+the imitation learning the experts' intended actions (the default now), seed 0 gives 88 objects by
+episode 18 and 83.9% at 2.5e-5, 93 and 88.3% for the imitation alone
+(``benchmarks/results/ppgta_explorer_variants_s0.json``, ``benchmarks/ppgta_explorer_variants.py``).
+The 3-seed comparison (``benchmarks/results/ppgta_compare_45.json``) ran at 2.5e-4, on models of
+executed actions.
 
 When an object of interest shows ``trigger_pixels`` pixels — from the renderer's ground
 truth or from the learned detector (``detector="learned"``,
