@@ -345,13 +345,15 @@ def test_every_step_damaged_is_a_clear_error(tmp_path):
     ckpt.close()
 
 
-def test_a_training_run_resumes_from_the_step_before_a_damaged_one(tmp_path):
-    """:func:`jgtest.agents.runner.run_training` continues from the step actually restored."""
+def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninterrupted_result(tmp_path):
+    """:func:`jgtest.agents.runner.run_training` continues from the step actually restored, and a resumed
+    run ends as an uninterrupted one (its state, curves and metrics: one resume test for both)."""
     from jgtest.agents.runner import run_training
     from tests.agents.tiny_runs import PPO_TINY, SEEDS
 
     whole = run_training("ppo", PPO_TINY, tmp_path / "whole", num_seeds=SEEDS)
-    run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS, max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
+    first = run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS, max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
+    assert first["periods_done"] == 3 and not (tmp_path / "cut" / "summary.json").exists()
     _damage(_data_file(tmp_path / "cut" / "checkpoints" / "3"))
     with pytest.warns(UserWarning, match="step 3 cannot be restored"):
         resumed = run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS)
@@ -359,5 +361,7 @@ def test_a_training_run_resumes_from_the_step_before_a_damaged_one(tmp_path):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    curves = [json.loads((tmp_path / run / "curves.json").read_text())["eval_return_mean"] for run in ("whole", "cut")]
+    assert curves[0] == curves[1]
     assert [json.loads(line)["period"] for line in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
     assert (tmp_path / "cut" / "checkpoints" / "damaged-3").is_dir()
