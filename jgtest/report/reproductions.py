@@ -955,7 +955,7 @@ def ppgta_training_section(results: Results) -> str:
 
 #: What PPGTA's imitation learns from the scripted demonstrations (:attr:`jgtest.agents.imitation.ImitationConfig.labels`).
 IMITATION_LABEL_WORDS = {
-    "intended": "the expert's intended actions (DART's labels)",
+    "intended": "the expert's intended actions, as DART labels a noisy demonstrator",
     "executed": "the executed actions, the 10% random ones among them",
 }
 
