@@ -1,6 +1,6 @@
-"""A tiny PPO training run shared by the tests of resuming (tests/agents/test_runner.py,
-tests/test_checkpoint.py): the same config and seeds, so its functions compile once for all of them
-(the session's persistent compilation cache, tests/conftest.py)."""
+"""A tiny PPO training run shared by the tests of training runs (tests/agents/test_runner.py) and of
+resuming them (tests/test_checkpoint.py): the same config and seeds, so its functions compile once for
+all of them (the session's persistent compilation cache, tests/conftest.py)."""
 
 from jgtest.agents import ppo
 
