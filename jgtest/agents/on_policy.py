@@ -82,11 +82,12 @@ class OnPolicyState:
     update: jax.Array  # int32, updates done
 
 
-def advantages(network, params, traj: Transition, hparams):
-    """GAE over each env's stream of ``traj`` [T, N], bootstrapping from ``traj.next_obs``."""
+def advantages(network, params, traj: Transition, hparams, valid=None):
+    """GAE over each env's stream of ``traj`` [T, N], bootstrapping from ``traj.next_obs``; over its
+    ``valid`` steps alone when given (``bool[T, N]``, :func:`jgtest.losses.gae`'s ``valid_t``)."""
     _, v_tp1 = network.apply(params, traj.next_obs)
-    stream_gae = jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1)
-    return stream_gae(traj.reward, traj.value, v_tp1, traj.terminated, traj.truncated, hparams.gamma, hparams.gae_lambda)
+    stream_gae = jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None, 1), out_axes=1)
+    return stream_gae(traj.reward, traj.value, v_tp1, traj.terminated, traj.truncated, hparams.gamma, hparams.gae_lambda, valid)
 
 
 def learning_rate(config, hparams, update_idx):

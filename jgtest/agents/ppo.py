@@ -71,25 +71,27 @@ def optimizer(hparams: PPOHyperparams):
 
 
 def make_update(config: PPOConfig, network):
-    """``update((params, opt_state, update_idx), traj [T, N], hparams, key) -> ((params, opt_state), metrics)``:
+    """``update((params, opt_state, update_idx), traj [T, N], hparams, key, valid=None) -> ((params, opt_state), metrics)``:
     GAE, then ``update_epochs`` epochs of ``num_minibatches`` clipped-surrogate steps. ``network`` is any
     object with ``apply(params, obs) -> (logits, value)`` over leading batch dims (observations may be
-    pytrees, e.g. a recurrent policy's inputs and stored states)."""
+    pytrees, e.g. a recurrent policy's inputs and stored states). ``valid`` (``bool[T, N]``): the steps
+    the policy acted in; the others are skipped by GAE and masked out of the loss (:func:`jgtest.losses.gae`,
+    :func:`jgtest.losses.ppo_loss`)."""
     minibatch = config.batch_size // config.num_minibatches
 
-    def update(learner, traj: Transition, hparams: PPOHyperparams, key):
+    def update(learner, traj: Transition, hparams: PPOHyperparams, key, valid=None):
         params, opt_state, update_idx = learner
-        advantage, returns = advantages(network, params, traj, hparams)
+        advantage, returns = advantages(network, params, traj, hparams, valid)
         lr = learning_rate(config, hparams, update_idx)
         tx = optimizer(hparams)
-        flat = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns))
+        flat = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns, valid))
 
         def loss_fn(p, batch):
-            t, adv, ret = batch
+            t, adv, ret, mask = batch
             logits, value = network.apply(p, t.obs)
             return ppo_loss(
                 logits, value, t.action, t.log_prob, t.value, adv, ret,
-                clip_eps=hparams.clip_eps, vf_clip=hparams.clip_eps, vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef,
+                clip_eps=hparams.clip_eps, vf_clip=hparams.clip_eps, vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef, mask_t=mask,
             )  # fmt: skip
 
         def minibatch_step(carry, batch):

@@ -24,6 +24,7 @@ def ppo_loss(
     ent_coef: float = 0.01,
     normalize_advantages: bool = True,
     adv_norm_eps: float = 1e-8,
+    mask_t: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """PPO-Clip loss: clipped surrogate + clipped value loss − entropy bonus.
 
@@ -61,6 +62,9 @@ def ppo_loss(
       ent_coef: weight of the entropy bonus.
       normalize_advantages: standardise ``advantage_t`` over the stream.
       adv_norm_eps: added to the standard deviation when normalising.
+      mask_t: ``bool[T]`` or ``None``: the steps that count. Every mean above (and the advantages'
+        standardisation) is over them alone, so masked steps add nothing to the loss or its gradient
+        (e.g. steps where a test, not the policy, drove the game: :func:`jgtest.losses.gae`'s ``valid_t``).
 
     Returns:
       ``(loss, metrics)``: scalar loss and a dict of scalars ``policy_loss``,
@@ -90,30 +94,35 @@ def ppo_loss(
     advantage_t = jax.lax.stop_gradient(advantage_t)
     return_t = jax.lax.stop_gradient(return_t)
 
+    if mask_t is not None:
+        chex.assert_equal_shape([v_t, mask_t])
+    weight_t = jnp.ones_like(v_t) if mask_t is None else mask_t.astype(v_t.dtype)
+    mean = lambda x: jnp.sum(weight_t * x) / jnp.maximum(jnp.sum(weight_t), 1.0)
     if normalize_advantages:
-        advantage_t = (advantage_t - jnp.mean(advantage_t)) / (jnp.std(advantage_t) + adv_norm_eps)
+        centred_t = advantage_t - mean(advantage_t)
+        advantage_t = centred_t / (jnp.sqrt(mean(jnp.square(centred_t))) + adv_norm_eps)
 
     log_prob_t = log_prob_of(logits_t, a_t)
     log_ratio_t = log_prob_t - old_log_prob_t
     ratio_t = jnp.exp(log_ratio_t)
     surrogate_t = ratio_t * advantage_t
     clipped_surrogate_t = jnp.clip(ratio_t, 1.0 - clip_eps, 1.0 + clip_eps) * advantage_t
-    policy_loss = -jnp.mean(jnp.minimum(surrogate_t, clipped_surrogate_t))
+    policy_loss = -mean(jnp.minimum(surrogate_t, clipped_surrogate_t))
 
     value_sq_t = jnp.square(v_t - return_t)
     if vf_clip is not None:
         v_clipped_t = old_v_t + jnp.clip(v_t - old_v_t, -vf_clip, vf_clip)
         value_sq_t = jnp.maximum(value_sq_t, jnp.square(v_clipped_t - return_t))
-    value_loss = 0.5 * jnp.mean(value_sq_t)
+    value_loss = 0.5 * mean(value_sq_t)
 
-    entropy = jnp.mean(entropy_of(logits_t))
+    entropy = mean(entropy_of(logits_t))
     loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
 
     metrics = {
         "policy_loss": policy_loss,
         "value_loss": value_loss,
         "entropy": entropy,
-        "approx_kl": jax.lax.stop_gradient(jnp.mean((ratio_t - 1.0) - log_ratio_t)),
-        "clip_fraction": jax.lax.stop_gradient(jnp.mean((jnp.abs(ratio_t - 1.0) > clip_eps).astype(ratio_t.dtype))),
+        "approx_kl": jax.lax.stop_gradient(mean((ratio_t - 1.0) - log_ratio_t)),
+        "clip_fraction": jax.lax.stop_gradient(mean((jnp.abs(ratio_t - 1.0) > clip_eps).astype(ratio_t.dtype))),
     }
     return loss, metrics

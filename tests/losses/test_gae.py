@@ -1,4 +1,4 @@
-"""GAE: hand-computed values, terminated ≠ truncated, a plain-Python reference, vmap and jit."""
+"""GAE: hand-computed values, terminated ≠ truncated, a plain-Python reference, skipped steps, vmap and jit."""
 
 import jax
 import jax.numpy as jnp
@@ -109,6 +109,34 @@ def test_gradients_flow_to_values_and_are_finite():
     # ΣA = A_0 + A_1 + A_2 with A_0 = δ_0 + 0.72·δ_1, A_1 = δ_1, A_2 = δ_2, and ∂δ_t/∂v_t = −1
     # (v_tp1 is a separate input), so ∂ΣA/∂v = [−1, −1 − 0.72, −1].
     np.testing.assert_allclose(g, [-1.0, -1.72, -1.0], rtol=1e-6)
+
+
+def test_invalid_steps_are_skipped_as_if_the_stream_held_only_the_valid_ones():
+    # Steps 1–2 and 5 were driven by something else (a test): each valid step bootstraps from the next
+    # valid one, as the stream of steps 0, 3, 4, 6 would. Step 4 truncates an episode; 5 is in the next.
+    rng = np.random.default_rng(2)
+    r, v = (rng.normal(size=7).astype(np.float32) for _ in range(2))
+    v_next = np.append(v[1:], rng.normal()).astype(np.float32)
+    v_next[4] = 3.0  # the truncated episode's final observation
+    term, trunc = np.zeros(7, bool), np.zeros(7, bool)
+    trunc[4] = True
+    valid = np.array([True, False, False, True, True, False, True])
+    adv, ret = gae_jit(r, v, v_next, term, trunc, 0.9, 0.8, valid)
+    keep = np.flatnonzero(valid)
+    kept_next = np.array([v[3], v[4], v_next[4], v_next[6]], np.float32)  # each kept step's next kept state (or the final observation)
+    ref_adv, ref_ret = gae_reference(r[keep], v[keep], kept_next, term[keep], trunc[keep], 0.9, 0.8)
+    np.testing.assert_allclose(np.asarray(adv)[keep], ref_adv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ret)[keep], ref_ret, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(adv)[~valid], 0.0)
+    # Every step valid: the plain formula (V(s_{t+1}) read from the next step's V, equal here)
+    every = gae_jit(r, v, v_next, term, trunc, 0.9, 0.8, np.ones(7, bool))
+    for a, b in zip(every, gae_jit(r, v, v_next, term, trunc, 0.9, 0.8)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # A skipped step that ends the episode passes its bootstrap back: step 0's next state is the final one
+    valid_end = np.array([True, False])
+    adv_end, _ = gae_jit(np.ones(2, np.float32), np.zeros(2, np.float32), np.array([7.0, 2.0], np.float32),
+                         np.zeros(2, bool), np.array([False, True]), 0.5, 1.0, valid_end)  # fmt: skip
+    np.testing.assert_allclose(adv_end, [1.0 + 0.5 * 2.0, 0.0])
 
 
 def test_bad_ranks_and_dtypes_raise():

@@ -65,6 +65,25 @@ def test_advantage_normalisation_over_the_stream():
     np.testing.assert_allclose(m["policy_loss"], -0.1, rtol=1e-5)
 
 
+def test_masked_steps_count_for_nothing():
+    # A third step, masked out, with values that would change every term: the loss, its metrics and its
+    # gradient are the two unmasked steps' (advantages standardised over those two alone).
+    logits, v, a, old_log_prob, old_v, adv, ret = _two_steps()
+    extended = (jnp.concatenate([logits, jnp.array([[3.0, -3.0]])]), jnp.append(v, 9.0), jnp.append(a, 1), jnp.append(old_log_prob, -5.0),
+                jnp.append(old_v, -4.0), jnp.append(adv, 50.0), jnp.append(ret, 8.0))  # fmt: skip
+    mask = jnp.array([True, True, False])
+    loss_of = lambda l, args, **kw: ppo_jit(l, *args, **kw)[0]
+    for normalize in (False, True):
+        (loss, m), (loss_masked, m_masked) = ppo_jit(*_two_steps(), normalize_advantages=normalize), ppo_jit(*extended, normalize_advantages=normalize, mask_t=mask)
+        np.testing.assert_allclose(loss_masked, loss, rtol=1e-5)
+        for k in m:
+            np.testing.assert_allclose(m_masked[k], m[k], rtol=1e-5, atol=1e-7)
+    grad = jax.grad(loss_of)(logits, _two_steps()[1:])
+    grad_masked = jax.grad(lambda l: loss_of(l, extended[1:], mask_t=mask))(extended[0])
+    np.testing.assert_allclose(grad_masked[:2], grad, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(grad_masked[2], 0.0)
+
+
 def test_clipped_step_gets_no_policy_gradient_and_constants_get_none():
     args = _two_steps()
 

@@ -14,6 +14,7 @@ from jgtest.methods.park import inspector, ppgta
 from jgtest.methods.park import models as ppgta_models
 from jgtest.methods.park.bridged import device_run
 from jgtest.methods.park.campaign import run_campaign
+from jgtest.methods.park.ooi_testing import TESTING
 from jgtest.novelty import AlphaSchedule
 from jgtest.oracles import texture
 from jgtest.report.records import read_bug_records
@@ -84,6 +85,18 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     alpha = np.asarray(out["alpha"])
     assert alpha.shape == (30, 2) and alpha.min() >= 0.5 - 1e-6 and alpha.max() <= 0.8 + 1e-6
     assert np.isfinite(np.asarray(out["r_p"])).all() and (np.asarray(out["r_p"]) <= 1e-6).all()  # −KL ≤ 0
+    # A test that drives game 0 through a whole rollout: its explorer's and path policy's memories wait
+    # for it (game 1's move on), its window of frames keeps up with the game.
+    testers = carry["testers"].replace(mode=carry["testers"].mode.at[0].set(TESTING), target=carry["testers"].target.at[0].set(0),
+                                       steps=carry["testers"].steps.at[0].set(-100))  # fmt: skip
+    before = {**carry, "testers": testers}
+    after, out = campaign.rollout(before, jax.random.key(2))
+    assert np.asarray(out["testing"])[:, 0].all()
+    held = lambda tree: [np.asarray(tree["obs"]["carry_actor"]), np.asarray(tree["obs"]["carry_critic"]), np.asarray(tree["carry_path"])]
+    for old_memory, new_memory in zip(held(before), held(after)):
+        np.testing.assert_array_equal(new_memory[0], old_memory[0])
+        assert not np.array_equal(new_memory[1], old_memory[1])
+    assert not np.array_equal(np.asarray(after["obs"]["frames"][0]), np.asarray(before["obs"]["frames"][0]))
     summary = run_campaign(campaign, "ppgta", tmp_path, trained.oracle)  # ppgta.run, on the campaign compiled above
     assert 0 < summary["pathway_coverage"] < 1 and summary["ooi_tested"] > 0
     assert summary["test_success_rate"] == summary["ooi_success"] / summary["ooi_total"]

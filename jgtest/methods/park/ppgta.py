@@ -30,7 +30,16 @@ tested over 45 episodes, against 42.0% and 89 with the fixed FE (seed 0 of
 ``benchmarks/results/ppgta_compare_45.json``);
 with one FE shared by actor and critic, and twice the updates, it stalled at 21.2%. PPO's
 update re-encodes each step's stored window of frames and restarts from its
-stored GRU states (no back-propagation through time across steps). The path policy that gives ``r^p`` and the test
+stored GRU states (no back-propagation through time across steps).
+
+While a learned test drives the game the explorer does not act, and the paper does not say what its
+learner makes of those steps. Ours: they are not the explorer's. PPO skips them (GAE runs over the
+explorer's own steps, each bootstrapping from its next one, and the loss masks the rest:
+:func:`jgtest.losses.gae`'s ``valid_t``), and the global memories of the actor, the critic and the
+path policy (their GRU states) wait through the test; their windows of frames keep rolling, so when
+the test hands back they see where it left the player. Otherwise PPO would learn from actions the game
+ignored, and a 70-step walk around an object would enter the path-following memory as if the explorer
+had walked it. The path policy that gives ``r^p`` and the test
 behaviour keep their own fine-tuned FEs, fixed. PPO's hyperparameters are
 Inspector's (the paper: "the same PPO hyper-parameter setup as the Inspector's"),
 with AdamW, but for the learning rate (:data:`PPGTA_PPO`); one update every ``rollout_steps`` steps of the ``num_envs`` games.
@@ -294,6 +303,9 @@ class PPGTACampaign:
                 return ooi_step(env, tests, params, tester, state, a, kk, test_action=ta, judge=judge, see=self.see)
 
             testers, next_frames, states, info, executed, event = jax.vmap(one)(loop["testers"], loop["states"], action, test_action, step_keys)
+            hold = lambda before, after: jnp.where(event["testing"][:, None], before, after)  # a test's step: memories as they were
+            carry_a, carry_c = hold(loop["obs"]["carry_actor"], carry_a), hold(loop["obs"]["carry_critic"], carry_c)
+            carry_path = hold(loop["carry_path"], carry_path)
             od_box = self.od_boxes(next_frames, info)
             testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
             masked = jax.vmap(od_mask)(next_frames, od_box)
@@ -328,7 +340,7 @@ class PPGTACampaign:
 
         (alpha, r_e_last), alphas = jax.lax.scan(mix, (carry["alpha"], carry["r_e_last"]), r_e)
         reward = combined_reward(out["r_p"], r_e, alphas)
-        (ac_params, opt_state), _ = self.update(carry["ppo"], traj.replace(reward=reward), c.hparams, k_ppo)
+        (ac_params, opt_state), _ = self.update(carry["ppo"], traj.replace(reward=reward), c.hparams, k_ppo, ~out["testing"])
         rnd_state = self.rnd.observe(carry["rnd"], inputs)
         rnd_state, _ = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
         out.update(alpha=alphas, r_e=r_e)
