@@ -96,7 +96,13 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     for old_memory, new_memory in zip(held(before), held(after)):
         np.testing.assert_array_equal(new_memory[0], old_memory[0])
         assert not np.array_equal(new_memory[1], old_memory[1])
-    assert not np.array_equal(np.asarray(after["obs"]["frames"][0]), np.asarray(before["obs"]["frames"][0]))
+    assert not np.array_equal(np.asarray(after["obs"]["features"][0]), np.asarray(before["obs"]["features"][0]))
+    np.testing.assert_array_equal(after["obs"]["features"], after["path_window"])  # the fixed FE's window, encoded once
+    frames = jnp.asarray(np.random.default_rng(0).integers(0, 256, (2, TINY.k, 64, 64, 3)), jnp.uint8)
+    memories = {"carry_actor": after["obs"]["carry_actor"], "carry_critic": after["obs"]["carry_critic"]}
+    features = campaign.encode("path", frames.reshape(-1, 64, 64, 3)).reshape(2, TINY.k, -1)
+    from_frames, from_features = (campaign.network.step(after["ppo"][0], {view: x, **memories}) for view, x in (("frames", frames), ("features", features)))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5), from_frames, from_features)
     summary = run_campaign(campaign, "ppgta", tmp_path, trained.oracle)  # ppgta.run, on the campaign compiled above
     assert 0 < summary["pathway_coverage"] < 1 and summary["ooi_tested"] > 0
     assert summary["test_success_rate"] == summary["ooi_success"] / summary["ooi_total"]

@@ -59,11 +59,14 @@ executed actions.
 When an object of interest shows ``trigger_pixels`` pixels — from the renderer's ground
 truth or from the learned detector (``detector="learned"``,
 :func:`jgtest.vision.detector.detected_objects`) — the **learned 360° test
-behaviour** (the circle imitation policy, its own memory reset, frames OD-masked
-around the object) runs for ``test_steps`` steps (the demonstrations' length) and
+behaviour** (the circle imitation policy, its own memory reset) runs for ``test_steps`` steps (the demonstrations' length) and
 its outcome is judged by the JS divergence of its executed actions to all the
 demonstrations' (§VI-B, the threshold from :mod:`jgtest.methods.park.models`). The
-texture oracle (:mod:`jgtest.oracles.texture`) reads the test's frames.
+texture oracle (:mod:`jgtest.oracles.texture`) reads the test's frames. The test policy sees its
+frames OD-masked as its demonstrations were (:mod:`jgtest.agents.imitation`): around the largest object
+in view, the explorer's mask, which is not always the object under test (a nearer object, or the
+target out of view on a turn). Masking around the target, an input it never trained on, greyed the
+whole frame whenever the target left the view, where the demonstrations showed the objects around.
 
 The host loop, files, checkpoints and summary are :mod:`jgtest.methods.park.campaign`'s.
 """
@@ -162,8 +165,9 @@ class ExplorerNetwork:
     """The actor and the critic, each the imitation policy's network with its own head, on stored inputs:
     ``obs = {"frames" uint8[..., K, H, W, 3] (OD-masked), "carry_actor" [..., G], "carry_critic" [..., G]}``;
     what :func:`jgtest.agents.ppo.make_update` calls. With ``fe`` (``{"fe": parameters}``) both read that
-    fixed FE and their parameters hold none; without, each has its own FE among its parameters, trained
-    with the rest."""
+    fixed FE and their parameters hold none, and ``obs`` may hold the frames' features in their place
+    (``"features" [..., K, F]``, encoded once when the frames were seen, not again in every epoch of every
+    update); without, each has its own FE among its parameters, trained with the rest."""
 
     actor: ImitationPolicy
     critic: ImitationPolicy
@@ -176,14 +180,15 @@ class ExplorerNetwork:
 
     def step(self, params, obs):
         """``(logits, value, next actor carry, next critic carry)``."""
-        lead = obs["frames"].shape[:-4]
         flat = lambda x, keep: x.reshape(-1, *x.shape[x.ndim - keep :])
-        frames = flat(obs["frames"], 4)
-        features = self._encode(self.actor, params["actor"], frames)
-        if self.fe is None:  # each its own FE; else the fixed one encodes the frames once for both
-            features_critic = self._encode(self.critic, params["critic"], frames)
-        else:
+        if "features" in obs:  # the fixed FE's, encoded when the frames were seen
+            lead, features = obs["features"].shape[:-2], flat(obs["features"], 2)
             features_critic = features
+        else:
+            lead, frames = obs["frames"].shape[:-4], flat(obs["frames"], 4)
+            features = self._encode(self.actor, params["actor"], frames)
+            # each its own FE; else the fixed one encodes the frames once for both
+            features_critic = features if self.fe is not None else self._encode(self.critic, params["critic"], frames)
         logits, carry_a = self._head(self.actor, params["actor"], features, flat(obs["carry_actor"], 1))
         value, carry_c = self._head(self.critic, params["critic"], features_critic, flat(obs["carry_critic"], 1))
         back = lambda x: x.reshape(*lead, *x.shape[1:])
@@ -259,6 +264,12 @@ class PPGTACampaign:
         box = jnp.take_along_axis(detections["box"], best[:, None, None], axis=1)[:, 0]
         return jnp.where(detections["valid"].any(axis=1)[:, None], box, 0)
 
+    def _explorer_view(self, frames_window, path_window) -> dict:
+        """What the explorer's ``obs`` holds of its last K frames: with the path policy's FE fixed under
+        both networks, that FE's features (the path policy's window, the same encoding); else the frames,
+        for the networks' own FEs to encode."""
+        return {"features": path_window} if self.network.fe is not None else {"frames": frames_window}
+
     def _init(self, key) -> dict:
         c, n = self.config, self.config.num_envs
         k_critic, k_rnd = jax.random.split(key)
@@ -278,9 +289,10 @@ class PPGTACampaign:
         first = lambda x: jnp.repeat(x[:, None], self.k, axis=1)  # the first frame repeated before the start
         zeros = self.policy.initial_carry(n)
         testers = carry["testers"].replace(mode=jnp.zeros_like(carry["testers"].mode), target=jnp.full_like(carry["testers"].target, -1))
+        path_window = first(self.encode("path", masked))
         return {**carry, "frames": frames, "states": states, "testers": testers, "t": jnp.int32(0),
-                "obs": {"frames": first(masked), "carry_actor": zeros, "carry_critic": zeros},
-                "path_window": first(self.encode("path", masked)), "carry_path": zeros,
+                "obs": {**self._explorer_view(first(masked), path_window), "carry_actor": zeros, "carry_critic": zeros},
+                "path_window": path_window, "carry_path": zeros,
                 "test_window": first(self.encode("circle", masked)), "carry_test": zeros, "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
 
     def _rollout(self, carry: dict, key) -> tuple[dict, dict]:
@@ -310,11 +322,12 @@ class PPGTACampaign:
             testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
             masked = jax.vmap(od_mask)(next_frames, od_box)
             roll = lambda window, new: jnp.concatenate([window[:, 1:], new[:, None]], axis=1)
-            next_obs = {"frames": roll(loop["obs"]["frames"], masked), "carry_actor": carry_a, "carry_critic": carry_c}
             path_window = roll(loop["path_window"], self.encode("path", masked))
-            # The test's window: frames masked around the object under test; memory reset when a test starts.
+            frames_window = None if "features" in loop["obs"] else roll(loop["obs"]["frames"], masked)
+            next_obs = {**self._explorer_view(frames_window, path_window), "carry_actor": carry_a, "carry_critic": carry_c}
+            # The test's window: the frames masked as the explorer's (module docstring); memory reset when a test starts.
             started = (testers.mode == TESTING) & (testers.steps == 0)
-            test_features = self.encode("circle", jax.vmap(od_mask)(next_frames, testers.box))
+            test_features = self.encode("circle", masked)
             test_window = jnp.where(started[:, None, None], test_features[:, None], roll(loop["test_window"], test_features))
             carry_test = jnp.where(started[:, None], 0.0, carry_test)
             last = loop["t"] + 1 == c.episode_steps
