@@ -99,8 +99,9 @@ def learning_rate(config, hparams, update_idx):
 def build(config, default_hparams, make_optimizer: Callable, make_update: Callable, game=None) -> Agent:
     """Assembles an on-policy :class:`jgtest.agents.base.Agent`.
 
-    Its ``update(state, traj, key, hparams)`` learns from a rollout ``traj``
-    (:class:`jgtest.types.Transition` ``[T, N]``) with the algorithm's step.
+    Its ``update(state, traj, key, hparams, valid=None)`` learns from a rollout ``traj``
+    (:class:`jgtest.types.Transition` ``[T, N]``) with the algorithm's step, from its ``valid`` steps
+    alone when given (``bool[T, N]``; an algorithm whose step takes ``valid``: PPO's).
 
     Args:
       config: frozen config with game, num_envs, num_steps, num_evals,
@@ -141,9 +142,10 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
         k_net, k_run = jax.random.split(key)
         return initial_state(k_net, k_run, obs, None, hparams)
 
-    def update(state: OnPolicyState, traj: Transition, key, hparams=None):
+    def update(state: OnPolicyState, traj: Transition, key, hparams=None, valid=None):
         learner = (state.params, state.opt_state, state.update)
-        (params, opt_state), metrics = learn(learner, traj, base.or_default(hparams, default_hparams), key)
+        skipping = {} if valid is None else {"valid": valid}  # the steps the policy acted in (PPO's update takes them)
+        (params, opt_state), metrics = learn(learner, traj, base.or_default(hparams, default_hparams), key, **skipping)
         return state.replace(params=params, opt_state=opt_state, update=state.update + 1), metrics
 
     def one_update(state: OnPolicyState, hparams):

@@ -174,9 +174,9 @@ class BridgedAgent:
         largest = jnp.argmax(jnp.where(objects["visible"], objects["pixels"], -1))
         return jnp.where(objects["visible"][largest], objects["box"][largest], 0)
 
-    def _test_features(self, frame, box):
-        """The test behaviour's FE features of ``frame`` OD-masked around the object under test."""
-        return self.campaign.encode("circle", od_mask(frame, box)[None])[0]
+    def _test_features(self, masked):
+        """The test behaviour's FE features of a ``masked`` frame (OD-masked as the explorer's, as its demonstrations were)."""
+        return self.campaign.encode("circle", masked[None])[0]
 
     def _act(self, loop, frame, objects, position, yaw, ooi_pos, key):
         k_act, k_test = jax.random.split(key)
@@ -187,9 +187,10 @@ class BridgedAgent:
             explore = self.campaign.ppo.act(self.explorer, frame[None], k_act).action[0]
         else:
             policy, roll = self.campaign.policy, lambda window, features: jnp.concatenate([window[1:], features[None]])
-            window = roll(loop["window"], od_mask(frame, self._od_box(frame, objects)))
-            test_window = roll(loop["test_window"], self._test_features(frame, tester.box))
+            masked = od_mask(frame, self._od_box(frame, objects))
+            window, test_window = roll(loop["window"], masked), roll(loop["test_window"], self._test_features(masked))
             logits, carry = self.campaign.network.act(self.explorer, window[None], loop["carry"])
+            carry = jnp.where(tester.mode == TESTING, loop["carry"], carry)  # a test's step: the explorer's memory waits (PPGTACampaign's)
             test_logits, _, test_carry = policy.apply(self.models.policies["circle"], test_window[None], loop["test_carry"], method="step")
             explore = jax.random.categorical(k_act, logits[0])
             loop = {**loop, "window": window, "test_window": test_window, "carry": carry, "test_carry": test_carry}
@@ -203,7 +204,7 @@ class BridgedAgent:
         loop = {**loop, "tester": tester}
         if self.agent == "ppgta":  # a test starts: its window restarts on the object, its memory empty
             started = (tester.mode == TESTING) & (tester.steps == 0)
-            loop["test_window"] = jnp.where(started, self._test_features(frame, tester.box)[None], loop["test_window"])
+            loop["test_window"] = jnp.where(started, self._test_features(od_mask(frame, self._od_box(frame, objects)))[None], loop["test_window"])
             loop["test_carry"] = jnp.where(started, 0.0, loop["test_carry"])
         bug_prob = self.models.oracle.probabilities(frame[None], event["target_box"][None])[0]
         return loop, event, bug_prob

@@ -17,7 +17,8 @@ One campaign: ``num_envs`` games play their episodes side by side, episode
 steps. Inspector learns as it goes: every ``rollout_steps`` steps one PPO
 update on the intrinsic rewards (RND error of the next frame, as the game
 draws it: PPGTA's downsizing and OD masking, §IV-C, are its own extensions;
-scaled by the error's running standard deviation; the episode's last step is a truncation, bootstrapped), then
+scaled by the error's running standard deviation; the episode's last step is a truncation, bootstrapped;
+the steps a test drove are not the explorer's, so PPO skips them, :func:`jgtest.losses.gae`'s ``valid_t``), then
 ``rnd_updates`` AdamW steps of the predictor on its buffer of the last 1,024
 frames. The games share the campaign's memory of tested objects: an object one
 game tested is not triggered in another. The paper played its 45 episodes one
@@ -227,7 +228,7 @@ class InspectorCampaign:
             # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are PPGTA's extensions (§IV-C)
             inputs = self.rnd.preprocess(traj.next_obs)  # [T, N, 64, 64, 3]
             intrinsic = self.rnd.reward(carry["rnd"], inputs)
-            learner, _ = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), k_ppo, c.hparams)
+            learner, _ = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), k_ppo, c.hparams, valid=~out["testing"])
             rnd_state = self.rnd.observe(carry["rnd"], inputs)
             rnd_state, _ = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
             carry = {**carry, "ppo": learner, "rnd": rnd_state}

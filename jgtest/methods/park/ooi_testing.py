@@ -11,8 +11,8 @@ game:
   detector's ground truth, ``info["objects"]``) starts a test of it;
 * **test**: while testing, the scripted walk's action
   (:func:`jgtest.envs.park_experts.circle_action`, no noise) replaces the
-  explorer's; the explorer's action is ignored (from its side the game ignores
-  actions while a test runs, an unbiased on-policy transition);
+  explorer's; the explorer's action is ignored (``event["testing"]`` marks the
+  step, so a learner can leave it out);
 * **outcome**: the walk succeeds once it has swept a full turn around the
   object; it fails when ``test_budget`` steps pass first (an object behind an
   invisible wall or blocked in can be seen but not walked around). Either way

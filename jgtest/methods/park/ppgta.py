@@ -50,8 +50,11 @@ explorer found no new object in the 5 episodes after its first 10 updates, teste
 18 and covered 39.5% of the reachable pathway, where the imitation policy alone (learning rate 0)
 tested 84 and covered 81.8%. PPGTA trains at 2.5e-5, the rate at which RL fine-tunes an
 imitation-trained policy (VPT, Baker et al. 2022: 2e-5): 98 objects and 69.1% on those models. With
-the imitation learning the experts' intended actions (the default now), seed 0 gives 88 objects by
-episode 18 and 83.9% at 2.5e-5, 93 and 88.3% for the imitation alone, 53 and 41.1% at 2.5e-4
+the imitation learning the experts' intended actions (the default now) but the learner and the memories
+still running through tests, seed 0 gave 88 objects by episode 18 and 83.9% at 2.5e-5, 93 and 88.3% for
+the imitation alone, 53 and 41.1% at 2.5e-4. With tests' steps left alone (above) and the tests' frames
+masked as their demonstrations were (below): 102 and 82.7% at 2.5e-5, 101 and 91.4% for the imitation
+alone; success 33.6% and 38.5% of the objects
 (``benchmarks/results/ppgta_explorer_variants_s0.json``, ``benchmarks/ppgta_explorer_variants.py``).
 The 3-seed comparison (``benchmarks/results/ppgta_compare_45.json``) ran at 2.5e-4, on models of
 executed actions.
