@@ -88,7 +88,7 @@ def gae(
     not_done_t = 1.0 - (terminated_t | truncated_t).astype(dtype)
 
     if valid_t is not None:
-        return _gae_over_valid_steps(r_t, v_t, not_term_t * v_tp1, not_done_t, valid_t, gamma, lam)
+        return _gae_over_valid_steps(r_t, v_t, not_term_t * v_tp1, not_done_t, valid_t, gamma, lam, dtype)
     delta_t = r_t + gamma * not_term_t * v_tp1 - v_t
     decay_t = gamma * lam * not_done_t
 
@@ -101,7 +101,7 @@ def gae(
     return advantages, advantages + v_t
 
 
-def _gae_over_valid_steps(r_t, v_t, bootstrap_t, not_done_t, valid_t, gamma, lam):
+def _gae_over_valid_steps(r_t, v_t, bootstrap_t, not_done_t, valid_t, gamma, lam, dtype):
     """:func:`gae` on the valid steps of a stream (its ``valid_t``): right to left, carrying the next valid
     step's ``(A, V)``; an episode's end resets them to ``(0, bootstrap)``."""
     chex.assert_equal_shape([r_t, valid_t])
@@ -113,7 +113,6 @@ def _gae_over_valid_steps(r_t, v_t, bootstrap_t, not_done_t, valid_t, gamma, lam
         adv = r + gamma * v_next - v + gamma * lam * adv_next
         return (jnp.where(valid, adv, adv_next), jnp.where(valid, v, v_next)), jnp.where(valid, adv, 0.0)
 
-    dtype = r_t.dtype
     init = (jnp.zeros((), dtype), bootstrap_t[-1].astype(dtype))
     _, advantages = lax.scan(step, init, (r_t.astype(dtype), v_t.astype(dtype), bootstrap_t.astype(dtype), not_done_t, valid_t), reverse=True)
     return advantages, advantages + v_t
