@@ -29,8 +29,9 @@ almost nothing new, ending at 28.8% of the reachable pathway and 65 objects
 tested over 45 episodes, against 42.0% and 89 with the fixed FE (seed 0 of
 ``benchmarks/results/ppgta_compare_45.json``);
 with one FE shared by actor and critic, and twice the updates, it stalled at 21.2%. PPO's
-update re-encodes each step's stored window of frames and restarts from its
-stored GRU states (no back-propagation through time across steps).
+update reads each step's stored window (its FE features when the FE is fixed, encoded once as the
+frames were seen; its frames, re-encoded, when PPO fine-tunes the FE) and restarts from its stored GRU
+states (no back-propagation through time across steps).
 
 While a learned test drives the game the explorer does not act, and the paper does not say what its
 learner makes of those steps. Ours: they are not the explorer's. PPO skips them (GAE runs over the
