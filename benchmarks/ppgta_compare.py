@@ -1,18 +1,22 @@
 """PPGTA against Inspector and random over seeds (PPGTA §VI-A–B, Fig. 7–9): the paper's numbers beside ours.
 
     python benchmarks/ppgta_compare.py --runs runs/compare_s0 runs/compare_s1 runs/compare_s2 \\
-        --models runs/models_s0 runs/models_s1 runs/models_s2 \\
+        --models runs/models_s0 [runs/models_s1 runs/models_s2] \\
         [--learned-detector runs/ppgta_learned_s0] --json benchmarks/results/ppgta_compare_45.json
 
-Each run directory is what ``jgtest run compare-explorers --game ParkWorld-v0 --seed S --ppgta-models
-MODELS_S --out DIR`` writes (45 episodes of 2,000 steps per agent, the same starts for the three;
-PPGTA's models trained with the campaign's seed S into MODELS_S, so that the seeds vary the whole
-pipeline). Without ``--runs`` the script runs seeds 0–2 into ``runs/ppgta-compare/seed-S`` first,
-their models in ``runs/ppgta-compare/models-S`` (``--quick``: 10 episodes, the small models). It
-prints, per agent, the mean and each seed's pathway coverage (all of it and the reachable part), OOIs tested after 18 and 45 episodes, test success rate (successful tests over
-all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's; the JSON
-adds the budget, the seeds, each seed's models' metrics and training time, how PPGTA was trained, the comparison's wall time
-and, with ``--learned-detector``, a PPGTA run whose tests start from the learned detector.
+Each run directory is what ``jgtest run compare-explorers --game ParkWorld-v0 --seed S --models-seed M
+--ppgta-models MODELS --out DIR`` writes (45 episodes of 2,000 steps per agent, the same starts for the
+three). ``--models`` names one models directory for all runs (the paper trains its models once,
+§V-B; the campaign seeds then vary the starts and the learning) or one per run (each trained with its
+run's seed, so that the seeds vary the whole pipeline). Without ``--runs`` the script runs seeds 0–2
+into ``runs/ppgta-compare/seed-S`` first, on one set of models trained with seed 0 in
+``runs/ppgta-compare/models`` (``--models-per-seed``: one set a seed, ``models-S``; ``--quick``: 10
+episodes, the small models). It prints, per agent, the mean and each seed's pathway coverage (all of
+it and the reachable part), OOIs tested after 18 and 45 episodes, test success rate (successful tests
+over all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's; the
+JSON adds the budget, the seeds, each run's models' metrics, the models' training time (each set
+counted once), how PPGTA was trained, the comparison's wall time and, with ``--learned-detector``, a
+PPGTA run whose tests start from the learned detector.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from _common import write_json  # noqa: E402
 
 AGENTS = ("ppgta", "inspector", "random")
 MEASURES = ("pathway_coverage", "pathway_coverage_of_reachable", "ooi_tested_18", "ooi_tested_45", "test_success_rate", "texture_bugs_found", "wall_s")
-COMMAND = "jgtest run compare-explorers --game ParkWorld-v0 --seed S --ppgta-models MODELS_S --out DIR"
+COMMAND = "jgtest run compare-explorers --game ParkWorld-v0 --seed S --models-seed M --ppgta-models MODELS --out DIR"
 LEARNED_COMMAND = "jgtest run ppgta --detector learned --game ParkWorld-v0 --ppgta-models MODELS --out DIR"
 
 
@@ -60,8 +64,8 @@ def training(config: dict) -> dict:
 
 def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[Path] = ()) -> dict:
     """The runs' measures per agent (each seed's and the mean), the budget, each run's models'
-    metrics, with ``models_dirs`` (one per run) their training time, and with ``learned`` a PPGTA
-    run with the learned detector."""
+    metrics, with ``models_dirs`` (one for all runs or one per run) their training time, each set
+    counted once, and with ``learned`` a PPGTA run with the learned detector."""
     per_agent = {a: {} for a in AGENTS}
     paper, models = None, []
     seeds = []
@@ -89,8 +93,11 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[P
         "paper": paper, "models_per_seed": models, "ppgta_training": training(ppgta_config), "platform": platform.platform(), "cpu_count": os.cpu_count(),
     }  # fmt: skip
     if models_dirs:
-        trained = [json.loads((d / "models.json").read_text())["metrics"]["wall_s"] for d in models_dirs]
-        result["wall_s"] = {"models (one set a seed)": round(sum(trained), 1), **result["wall_s"]}
+        sets = list(dict.fromkeys(Path(d).resolve() for d in models_dirs))
+        trained = [json.loads((d / "models.json").read_text())["metrics"]["wall_s"] for d in sets]
+        label = "models (one set for all seeds)" if len(sets) == 1 else f"models ({len(sets)} sets)"
+        result["wall_s"] = {label: round(sum(trained), 1), **result["wall_s"]}
+        result["models_shared"] = len(sets) == 1 and len(runs) > 1
     if learned is not None:
         summary = json.loads((learned / "summary.json").read_text())
         seed = json.loads((learned / "config.json").read_text())["seed"]
@@ -104,24 +111,27 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", nargs="*", type=Path, help="compare-explorers run directories to aggregate (default: run seeds 0-2)")
     parser.add_argument("--learned-detector", type=Path, default=None, metavar="DIR",
                         help="a PPGTA run with the learned detector to add (what `jgtest run ppgta --detector learned` writes)")
-    parser.add_argument("--models", nargs="*", type=Path, default=[], metavar="DIR", help="each run's PPGTA models, in the runs' order (their training time is recorded)")
+    parser.add_argument("--models", nargs="*", type=Path, default=[], metavar="DIR",
+                        help="the runs' PPGTA models: one directory for all, or one per run in the runs' order (their training time is recorded)")
+    parser.add_argument("--models-per-seed", action="store_true", help="when running: one set of models a seed, trained with it (default: one set, seed 0)")
     parser.add_argument("--quick", action="store_true", help="when running: 10 episodes and the small models")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--note", default=None, help="a note kept with the results (e.g. what else ran on the machine)")
     args = parser.parse_args(argv)
     runs, models = args.runs, args.models
-    if runs and models and len(models) != len(runs):
-        parser.error(f"--models takes one directory per run: {len(runs)} runs, {len(models)} models")
+    if runs and len(models) > 1 and len(models) != len(runs):
+        parser.error(f"--models takes one directory for all runs or one per run: {len(runs)} runs, {len(models)} models")
     if not runs:
         from jgtest.cli import main as jgtest
 
         root = Path("runs/ppgta-compare")
-        runs, models = [root / f"seed-{s}" for s in range(3)], [root / f"models-{s}" for s in range(3)]
+        runs = [root / f"seed-{s}" for s in range(3)]
+        models = [root / f"models-{s}" for s in range(3)] if args.models_per_seed else [root / "models"] * 3
         for seed, (run, where) in enumerate(zip(runs, models)):
             if not (run / "summary.json").exists():
                 quick = ["--quick"] if args.quick else []
-                jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--ppgta-models", str(where),
-                        "--out", str(run), "--quiet", "--overwrite", *quick])  # fmt: skip
+                jgtest(["run", "compare-explorers", "--game", "ParkWorld-v0", "--seed", str(seed), "--models-seed", str(seed if args.models_per_seed else 0),
+                        "--ppgta-models", str(where), "--out", str(run), "--quiet", "--overwrite", *quick])  # fmt: skip
     result = aggregate(runs, args.learned_detector, models)
     if args.note:
         result["note"] = args.note

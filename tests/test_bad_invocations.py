@@ -91,6 +91,8 @@ BAD_INVOCATIONS = [
     (["run", "reline", "--game", "PacMaze-v0", "--game-arg", "ghost_speed=2", "--out", "{tmp}/a"], "unknown option"),
     (["run", "ppgta", "--game", "BlockMaze-v0", "--out", "{tmp}/a"], "ppgta reads rgb_frames, objects, which BlockMaze-v0 does not provide"),
     (["run", "compare-explorers", "--episodes", "0", "--out", "{tmp}/a"], "argument --episodes: 0 is below 1"),
+    (["run", "inspector", "--models-seed", "1", "--out", "{tmp}/a"], "--models-seed picks the models ppgta and compare-explorers train"),
+    (["run", "ppgta", "--models-seed", "-1", "--out", "{tmp}/a"], "--models-seed must be in [0, 2**32), got -1"),
     (["run", "inspector", "--episodes", "7", "--out", "{tmp}/a"], "multiple of num_envs"),
     (["run", "ppgta", "--game-arg", "colour=3", "--out", "{tmp}/a"], "unexpected keyword argument 'colour'"),
     (["run", "ppgta", "--resume", "--out", "{tmp}/a"], "holds no campaign to resume"),

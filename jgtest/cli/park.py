@@ -5,6 +5,7 @@ on ParkWorld-v0, or the agents trained there driving an Unreal game (``--game un
 from __future__ import annotations
 
 from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int
+from jgtest.seeds import check_seed
 
 #: Games the park's agents play: the device twin, and Unreal games through UnrealCV.
 PARK_GAME = "ParkWorld-v0"
@@ -28,6 +29,8 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
     group.add_argument("--episodes", type=positive_int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
     group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
     group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
+    group.add_argument("--models-seed", type=int, default=None, metavar="SEED",
+                       help="the seed PPGTA's models are (or were) trained with (default: --seed; one set of models for several campaign seeds, as the paper trains once)")
     group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
                        help="objects from the renderer or PPGTA's trained detector (ppgta only)")
     if explorer:
@@ -60,6 +63,10 @@ def run(args) -> int:
                 raise ValueError(f"on a level, {args.method} is not wired: inspector and random explore it (PPGTA needs models trained on ParkWorld-v0's demonstrations and labelled objects)")
             run_level_in_console(args.method, args.game, args.out, options, episodes, args.seed, args.quick, args.quiet, args.overwrite)
             return 0
+        if args.models_seed is not None and (args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers")):
+            raise ValueError(f"--models-seed picks the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
+        if args.models_seed is not None:
+            check_seed(args.models_seed, "--models-seed")
         if args.game.startswith("unreal:"):
             run_unreal_in_console(args.method, args.game, args.out, options, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
                                   args.seed, detector, args.quick, resume=args.resume, overwrite=args.overwrite)  # fmt: skip
@@ -67,7 +74,7 @@ def run(args) -> int:
         if args.game != PARK_GAME:
             raise ValueError(f"{args.method} runs on {PARK_GAME} or unreal:HOST:PORT, got --game {args.game}")
         run_in_console(args.method, args.out, options, episodes, args.seed, detector, args.ppgta_models, args.quick, args.quiet,
-                       args.resume, args.overwrite)  # fmt: skip
+                       args.resume, args.overwrite, models_seed=args.models_seed)  # fmt: skip
     except ValueError as error:
         raise fail(error) from None
     return 0

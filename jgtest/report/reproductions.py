@@ -896,7 +896,8 @@ def success_by_rule(agents: dict) -> str:
 
 def ppgta_models_section(results: Results) -> str:
     data = results["ppgta_compare_45.json"]
-    seeds, per_seed = data["seeds"], data["models_per_seed"]
+    seeds, shared = data["seeds"], data.get("models_shared", False)
+    per_seed = data["models_per_seed"][:1] if shared else data["models_per_seed"]
     over = lambda value: " / ".join(num(value(m), 2) for m in per_seed)  # each seed's models, in the seeds' order
     detector = lambda m: m["detector"]["test"]
     rows = [["detector, all types (test split)", f"precision {over(lambda m: detector(m)['precision'])}, recall {over(lambda m: detector(m)['recall'])}",
@@ -906,11 +907,12 @@ def ppgta_models_section(results: Results) -> str:
     rows += [[f"{what}: JS on held-out / success threshold", " · ".join(f"{num(m[key]['js_test_mean'], 4)} / {num(m[key]['js_threshold'], 4)}" for m in per_seed),
               "threshold from validation (§VI-B)"] for key, what in (("path", "path following"), ("circle", "360° walk"))]  # fmt: skip
     rows.append(["texture oracle on held-out walks", f"precision {over(lambda m: m['oracle']['walks']['precision'])}, recall {over(lambda m: m['oracle']['walks']['recall'])} "
-                 f"({per_seed[0]['oracle']['walks']['walked']} walks a seed)", "— (not in the paper)"])  # fmt: skip
+                 f"({per_seed[0]['oracle']['walks']['walked']} walks a set)", "— (not in the paper)"])  # fmt: skip
     return section(
         "The learned models (§V-B, §VI-B, §VI-C)",
-        f"One set a seed (seeds {listing(seeds)}, each figure listed in that order), trained with the campaign's seed for the comparison "
-        "above, from the scripted experts' demonstrations. The paper's detector is a Faster R-CNN "
+        (f"One set, trained once (as the paper's, §V-B) and shared by the comparison's campaign seeds {listing(seeds)}, "
+         if shared else f"One set a seed (seeds {listing(seeds)}, each figure listed in that order), trained with the campaign's seed for the comparison above, ")
+        + "from the scripted experts' demonstrations. The paper's detector is a Faster R-CNN "
         "scored by average precision; ours, a small CenterNet-style detector, by precision and recall at IoU 0.5: not the same measure.",
         table(["model", "ours", "paper"], rows),
         "From the comparison's results file, `benchmarks/results/ppgta_compare_45.json` (its `models_per_seed`).",

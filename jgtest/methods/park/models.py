@@ -22,9 +22,11 @@ visual feature encoder", §IV; ``freeze_encoder=True`` keeps it fixed and trains
 features). Our CPU choice: frames are 64×64, not 128×128. The policies have the paper's sizes
 (§V-D: local GRUs of 256, a global GRU of 1,024, an MLP of 512 and 256; the models train in
 8 to 26 minutes on 2 cores, as fast as the machine). The command line trains them with the campaign's seed
-(:func:`jgtest.methods.park.console.models_config`), because their seed moved PPGTA's coverage of
-the reachable pathway (with PPO at 2.5e-4) more than anything else measured: 53.8% (42.0%, 82.7%, 36.8%) over seeds
-0–2 with one set of models a seed (``benchmarks/results/ppgta_compare_45.json``), 39.2% (42.0%,
+(:func:`jgtest.methods.park.console.models_config`) unless ``--models-seed`` names another (one set for
+several campaigns, as the paper trains once; ``benchmarks/ppgta_compare.py``'s default). Their seed
+moved PPGTA's coverage of the reachable pathway (with PPO at 2.5e-4, on models of the demonstrations'
+executed actions) more than anything else measured: 53.8% (42.0%, 82.7%, 36.8%) over seeds
+0–2 with one set of models a seed (an earlier ``benchmarks/ppgta_compare.py`` run), 39.2% (42.0%,
 35.0%, 40.7%) with seed 0's models for all three campaigns, and 77.8% on campaign seed 0 with seed
 1's models. On seed 0: 30.3% with ``freeze_encoder=True``; 39.5% with path demonstrations of 600
 steps instead of 200 (the paper's are "2 minutes", at a frame rate it does not give). Earlier models, their FE frozen and their 360° walks starting 2.5 cells off facing the object,
