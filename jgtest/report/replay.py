@@ -110,11 +110,20 @@ def replayable(record: BugRecord, build=None):
         (a record of another game, or a damaged one).
     """
     try:
-        game = build() if build is not None else make(record.game, **record.game_kwargs)
+        game = build() if build is not None else _built(record.game, record.game_kwargs)
         game[0].check_action(np.asarray(record.actions), game[1])
     except ValueError as error:
         raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
     return game
+
+
+def _built(name: str, options: dict):
+    """``make(name, **options)``, the same game object for the same options where they are hashable, so
+    that what a replay compiles for a game (jitted per game object) is compiled once for its records."""
+    try:
+        return _game(name, tuple(sorted(options.items())))[:2]
+    except TypeError:  # an unhashable option's value (a list): built afresh
+        return make(name, **options)
 
 
 @functools.lru_cache(maxsize=16)
