@@ -93,7 +93,7 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[P
         "paper": paper, "models_per_seed": models, "ppgta_training": training(ppgta_config), "platform": platform.platform(), "cpu_count": os.cpu_count(),
     }  # fmt: skip
     if models_dirs:
-        sets = list(dict.fromkeys(Path(d).resolve() for d in models_dirs))
+        sets = list(dict.fromkeys(d.resolve() for d in models_dirs))
         trained = [json.loads((d / "models.json").read_text())["metrics"]["wall_s"] for d in sets]
         label = "models (one set for all seeds)" if len(sets) == 1 else f"models ({len(sets)} sets)"
         result["wall_s"] = {label: round(sum(trained), 1), **result["wall_s"]}

@@ -63,9 +63,9 @@ def run(args) -> int:
                 raise ValueError(f"on a level, {args.method} is not wired: inspector and random explore it (PPGTA needs models trained on ParkWorld-v0's demonstrations and labelled objects)")
             run_level_in_console(args.method, args.game, args.out, options, episodes, args.seed, args.quick, args.quiet, args.overwrite)
             return 0
-        if args.models_seed is not None and (args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers")):
-            raise ValueError(f"--models-seed picks the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
         if args.models_seed is not None:
+            if args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers"):
+                raise ValueError(f"--models-seed picks the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
             check_seed(args.models_seed, "--models-seed")
         if args.game.startswith("unreal:"):
             run_unreal_in_console(args.method, args.game, args.out, options, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
