@@ -991,6 +991,40 @@ def ppgta_variants_section(results: Results) -> str:
     )
 
 
+#: The closed-loop test benchmark's players and kinds of start (``benchmarks/ppgta_test_policy.py``) in words.
+TEST_PLAYER_WORDS = {"learned": "the learned test, as a campaign plays it", "expert": "the scripted 360° walk",
+                     "expert-noisy": "the scripted walk with the demonstrations' 10% random actions"}  # fmt: skip
+TEST_START_WORDS = {"near": "near", "farther": "farther", "wider": "the object near the view's edge"}
+
+
+def ppgta_test_policy_section(results: Results) -> str:
+    data = results["ppgta_test_policy_s0.json"]
+    kinds, players = data["start_kinds"], data["players"]
+    kind_label = lambda k: (f"{TEST_START_WORDS[k]}: {num(kinds[k]['distance'][0], 1)}–{num(kinds[k]['distance'][1], 1)} cells, "
+                            f"yaw {num(kinds[k]['yaw_offset'][0], 1)}–{num(kinds[k]['yaw_offset'][1], 1)} rad off")  # fmt: skip
+    rules = list(data["js_thresholds"])
+    rows = [[TEST_PLAYER_WORDS[p], kind_label(k), *[pct(players[p][k]["success_by_rule"][r], 0) for r in rules], num(players[p][k]["js_quartiles"][1], 3)]
+            for p in players for k in kinds]  # fmt: skip
+    moves = [[kind_label(k), *[f"{pct(m['forward_share'], 0)} · {pct(m['in_view_share'], 0)} · {pct(m['walked_through'], 0)} ({m['tests']})"
+                               if m["tests"] else "—" for m in (players["learned"][k]["failed"], players["learned"][k]["passed"])]] for k in kinds]  # fmt: skip
+    triggers = [[num(t["distance"], 1), pct(t["faced"], 0), pct(t["off_0.5_rad"], 0), num(t["median_pixels_faced"])] for t in data["triggers"]]
+    thresholds = ", ".join(f"{r} {num(t, 4)}" for r, t in data["js_thresholds"].items())
+    return section(
+        "The learned 360° test, closed loop",
+        f"Why PPGTA's tests fail: {data['starts_per_kind']} tests of each kind of start, each in front of a reachable object, played for "
+        f"{data['test_steps']} steps by the learned test of seed {data['seeds'][0]}'s models and by its scripted demonstrator, and judged "
+        f"as a campaign judges them, by the JS divergence of the executed actions to the demonstrations' (§VI-B; thresholds {thresholds}).",
+        table(["player", "start", *[f"success, {r} rule" for r in rules], "median JS"], rows),
+        f"How the learned test moved (forward's share of its steps · the object's share of steps in view · the share that walked "
+        f"within {num(data['walked_through_within'], 1)} cells of the object's centre; objects do not block), its failures (under the "
+        f"{data['rule']} rule) beside its successes:",
+        table(["start", "failed tests", "passed tests"], moves),
+        f"Where a campaign's tests start: the share of reachable objects showing the trigger's {data['trigger_pixels']} pixels at each distance.",
+        table(["distance (cells)", "faced", "0.5 rad off", "median pixels, faced"], triggers),
+        provenance("ppgta_test_policy_s0.json", data),
+    )
+
+
 def level_explorers_section(results: Results) -> str:
     data = results["level_explorers_freedoom2_map01.json"]
     runs, means, paper = data["runs"], data["means"], data["paper_park"]
@@ -1022,7 +1056,7 @@ def ppgta_page(results: Results) -> Page:
         "is ParkWorld-v0, a first-person park rendered on device, with the same objects, texture bugs, actions and episode length."
     )
     body = "\n\n".join(part for part in [intro, park_probes_section(results), ppgta_compare_section(results), ppgta_training_section(results),
-                                            ppgta_variants_section(results), ppgta_models_section(results), level_explorers_section(results)] if part)  # fmt: skip
+                                            ppgta_variants_section(results), ppgta_test_policy_section(results), ppgta_models_section(results), level_explorers_section(results)] if part)  # fmt: skip
     ours, paper = data["agents"], data["paper"]
     summary = (f"reachable pathway covered after 45 episodes: PPGTA {pct(ours['ppgta']['mean']['pathway_coverage_of_reachable'])} (paper {pct(paper['ppgta']['pathway_coverage_45'], 0)}), "
                f"Inspector {pct(ours['inspector']['mean']['pathway_coverage_of_reachable'])} ({pct(paper['inspector']['pathway_coverage_45'], 0)}); objects tested after 18 episodes: "

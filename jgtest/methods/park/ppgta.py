@@ -73,6 +73,13 @@ frames OD-masked as its demonstrations were (:mod:`jgtest.agents.imitation`): ar
 in view, the explorer's mask, which is not always the object under test (a nearer object, or the
 target out of view on a turn). Masking around the target, an input it never trained on, greyed the
 whole frame whenever the target left the view, where the demonstrations showed the objects around.
+The paper masks around "the OOI under test" (§IV-A). A circle policy retrained and played that way (the
+target's box, the frame grey while it is out of view; from seed 0's circle policy, 100 tests of each
+kind of ``benchmarks/ppgta_test_policy.py``'s starts) passed as often from 2–3 cells (70% against
+69%) and less often from 3–4 (47% against 65%), so the explorer's mask stays. A failed test has lost
+its object, whichever object the mask shows: it presses forward on 71–73% of its steps and sees the
+object on 9–17% of them, where a passed one sees it on 80–92%
+(``benchmarks/results/ppgta_test_policy_s0.json``).
 
 The host loop, files, checkpoints and summary are :mod:`jgtest.methods.park.campaign`'s.
 """
