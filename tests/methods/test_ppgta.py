@@ -80,6 +80,8 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     campaign = ppgta.PPGTACampaign(config, trained)
     carry = campaign.init(jax.random.key(0))
     _assert_actor_and_critic_start_as_the_path_policy(carry["ppo"][0], trained.policies["path"]["params"])
+    # typed as a played round's carry, so that start_round compiles once for every round
+    assert not [jax.tree_util.keystr(p) for p, x in jax.tree_util.tree_leaves_with_path(carry) if x.weak_type]
     carry = campaign.start_round(carry, 0)
     carry, out = campaign.rollout(carry, jax.random.key(1))
     alpha = np.asarray(out["alpha"])

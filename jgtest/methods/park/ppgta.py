@@ -290,8 +290,9 @@ class PPGTACampaign:
         path_fe = self.models.policies["path"]["params"]["fe"]
         rnd_state = self.rnd.init(k_rnd, backbone={"params": {k: v for k, v in path_fe.items() if k != "dense"}})
         testers = jax.vmap(lambda _: init_tester(self.env.num_oois, self.env.num_actions))(jnp.arange(n))
+        # α typed float32: a weakly typed one would make start_round compile again for the next rounds' carry
         return {"ppo": (params, ppo.optimizer(c.hparams).init(params), jnp.int32(0)), "rnd": rnd_state, "testers": testers,
-                "alpha": jnp.full((n,), c.alpha.start), "r_e_last": jnp.zeros((n,))}  # fmt: skip
+                "alpha": jnp.full((n,), c.alpha.start, jnp.float32), "r_e_last": jnp.zeros((n,))}  # fmt: skip
 
     def _start_round(self, carry: dict, round_index) -> dict:
         c, n = self.config, self.config.num_envs
