@@ -347,16 +347,20 @@ def test_every_step_damaged_is_a_clear_error(tmp_path):
 
 def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninterrupted_result(tmp_path):
     """:func:`jgtest.agents.runner.run_training` continues from the step actually restored, and a resumed
-    run ends as an uninterrupted one (its state, curves and metrics: one resume test for both)."""
+    run ends as an uninterrupted one (its state, curves and metrics: one resume test for both); the run's
+    directory refuses a run of another config."""
+    from jgtest.agents.ppo import PPOConfig
     from jgtest.agents.runner import run_training
-    from tests.agents.tiny_runs import PPO_TINY, SEEDS
 
-    whole = run_training("ppo", PPO_TINY, tmp_path / "whole", num_seeds=SEEDS)
-    first = run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS, max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
+    # 2 games × 16 steps × 4 periods on CartPoleBugs-v0, 2 seeds
+    tiny, seeds = PPOConfig(num_envs=2, num_steps=16, total_timesteps=2 * 16 * 4, num_evals=4, eval_episodes=2, num_minibatches=2, update_epochs=1), 2
+
+    whole = run_training("ppo", tiny, tmp_path / "whole", num_seeds=seeds)
+    first = run_training("ppo", tiny, tmp_path / "cut", num_seeds=seeds, max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
     assert first["periods_done"] == 3 and not (tmp_path / "cut" / "summary.json").exists()
     _damage(_data_file(tmp_path / "cut" / "checkpoints" / "3"))
     with pytest.warns(UserWarning, match="step 3 cannot be restored"):
-        resumed = run_training("ppo", PPO_TINY, tmp_path / "cut", num_seeds=SEEDS)
+        resumed = run_training("ppo", tiny, tmp_path / "cut", num_seeds=seeds)
     for a, b in zip(jax.tree.leaves(whole["state"]), jax.tree.leaves(resumed["state"])):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
@@ -365,3 +369,6 @@ def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninte
     assert curves[0] == curves[1]
     assert [json.loads(line)["period"] for line in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
     assert (tmp_path / "cut" / "checkpoints" / "damaged-3").is_dir()
+    other = dataclasses.replace(tiny, update_epochs=2)
+    with pytest.raises(ResumeRefused, match="different config"):  # refused before anything compiles
+        run_training("ppo", other, tmp_path / "cut", num_seeds=seeds)

@@ -83,7 +83,7 @@ def test_period_does_not_recompile():
     def period(state):
         return agent.period(state)
 
-    state = agent.init(jax.random.key(0))
+    state = jax.jit(agent.init)(jax.random.key(0))  # compiled: eager initialisation dispatches op by op
     for _ in range(3):
         state, _ = period(state)
     chex.clear_trace_counter()

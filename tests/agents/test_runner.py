@@ -1,23 +1,12 @@
-"""Training runs with checkpoints: a checkpoint of another config is refused; the CLI writes its
-summary and curves. (A resumed run equals an uninterrupted one: tests/test_checkpoint.py, resuming
+"""Training runs from the command line: the CLI writes its summary and curves. (A resumed run equals an
+uninterrupted one, and a checkpoint of another config is refused: tests/test_checkpoint.py, resuming
 past a damaged step.)"""
 
 import json
 
 import pytest
 
-from jgtest.agents import ppo
-from jgtest.agents.runner import run_training
 from jgtest.cli import main
-from tests.agents.tiny_runs import PPO_TINY as CONFIG
-from tests.agents.tiny_runs import SEEDS
-
-
-def test_checkpoint_of_another_config_is_refused(tmp_path):
-    run_training("ppo", CONFIG, tmp_path, num_seeds=SEEDS, max_periods=1)
-    other = ppo.PPOConfig(**{**CONFIG.__dict__, "update_epochs": 2})
-    with pytest.raises(ValueError, match="different config"):
-        run_training("ppo", other, tmp_path, num_seeds=SEEDS)
 
 
 def test_train_cli_writes_summary_and_curves(tmp_path, capsys):

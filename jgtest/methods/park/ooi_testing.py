@@ -178,9 +178,14 @@ def tester_transition(settings: OOITestSettings, tester: OOITesterState, execute
 
 def _replay(env, params, start_state, actions, target: int):
     """Positions ``[T + 1, 2]`` and the target's visible pixels ``[T + 1]`` along the replayed ``actions``
-    (one ``lax.scan``, compiled once per game)."""
-    first, (positions, pixels) = _replay_scan(env)(params, start_state, jnp.asarray(actions, jnp.int32), jnp.int32(target))
-    return np.concatenate([np.asarray(start_state.pos)[None], np.asarray(positions)]), np.concatenate([[int(first)], np.asarray(pixels)])
+    (one ``lax.scan`` per game, over the actions padded to the next power of two: a campaign's records,
+    each of its own length, compile a handful of times, not once each)."""
+    actions = np.asarray(actions, np.int32)
+    padded = np.zeros(max(64, 1 << (len(actions) - 1).bit_length()), np.int32)
+    padded[: len(actions)] = actions
+    first, (positions, pixels) = _replay_scan(env)(params, start_state, jnp.asarray(padded), jnp.int32(target))
+    positions, pixels = np.asarray(positions)[: len(actions)], np.asarray(pixels)[: len(actions)]
+    return np.concatenate([np.asarray(start_state.pos)[None], positions]), np.concatenate([[int(first)], pixels])
 
 
 @functools.lru_cache(maxsize=8)
