@@ -40,7 +40,11 @@ from jgtest.envs.park import BACK, FORWARD, RIGHT, TURN_LEFT, TURN_RIGHT, EnvSta
 #: the turn grid can face each exactly, the pathways' four directions among them.
 HEADINGS = 12
 #: The demonstrations' share of uniformly random actions in place of the expert's (our choice: enough
-#: that trajectories differ and show recoveries).
+#: that trajectories differ and show recoveries). More noise (DART's remedy for a learner that drifts off
+#: the expert's states) did not keep the learned 360° test on its object: a circle policy retrained on
+#: walks with 0.3 (from seed 0's circle policy's FE, judged by its models' JS threshold, 100 starts of each
+#: kind of ``benchmarks/ppgta_test_policy.py``) passed 82%, 56% and 66% of near, farther and off-centre
+#: tests, against 79%, 65% and 59% for one retrained the same way with 0.1.
 DEMONSTRATION_EPSILON = 0.1
 #: Distance kept from the object by the 360° walk (cells).
 CIRCLE_RADIUS = 1.0
