@@ -27,24 +27,18 @@ TINY = ppgta_models.PPGTAModelsConfig(
 )  # fmt: skip
 
 
-def _initialised(init, seed: int, *inputs):
-    """Parameters of ``init``'s shapes, drawn without compiling it (compiling a network's ``init`` takes
-    seconds on CPU; ``jax.eval_shape`` only traces it): LeCun-normal kernels (a variance of 1 / fan-in,
-    flax's default), zero biases."""
-    rng = np.random.default_rng(seed)
-    draw = lambda s: rng.normal(0.0, 1.0 / np.sqrt(np.prod(s.shape[:-1])), s.shape).astype(s.dtype) if len(s.shape) > 1 else np.zeros(s.shape, s.dtype)
-    return jax.tree.map(lambda s: jnp.asarray(draw(s)), jax.eval_shape(init, jax.random.key(seed), *inputs))
-
-
 def _untrained(config: ppgta_models.PPGTAModelsConfig) -> ppgta_models.PPGTAModels:
-    """Every model at a random initialisation (the wiring, not the learning, is under test here; the
+    """Every model at its initialisation (the wiring, not the learning, is under test here; the
     trained pipeline's quality is the slow test's)."""
-    net = config.imitation(9).network
+    im = config.imitation(9)
+    net = im.network
     frames = jnp.zeros((1, config.k, 64, 64, 3), jnp.uint8)
-    policies = {b: _initialised(net.init, i, frames, net.initial_carry(1)) for i, b in enumerate(ppgta_models.BEHAVIOURS)}
+    init = jax.jit(net.init)  # compiled once: eager initialisation dispatches op by op (seconds on CPU)
+    policies = {b: init(jax.random.key(i), frames, net.initial_carry(1)) for i, b in enumerate(ppgta_models.BEHAVIOURS)}
     js = {b: {"threshold": 0.3, "mean": 0.1, "std": 0.1, "reference": jnp.full(9, 1 / 9)} for b in ppgta_models.BEHAVIOURS}
-    det = detection.Detector(config.detector, _initialised(config.detector.network.init, 2, frames[:, 0]), 64)
-    oracle = texture.TextureOracle(config.oracle, _initialised(texture.TextureNet(config.oracle.width).init, 3, jnp.zeros((1, 32, 32, 3))))
+    det = detection.Detector(config.detector, jax.jit(config.detector.network.init)(jax.random.key(2), frames[:, 0]), 64)
+    oracle_params = jax.jit(texture.TextureNet(config.oracle.width).init)(jax.random.key(3), jnp.zeros((1, 32, 32, 3)))
+    oracle = texture.TextureOracle(config.oracle, oracle_params)
     return ppgta_models.PPGTAModels(config, policies, js, det, oracle, {"detector": {"test": {"precision": 0.0, "recall": 0.0}}})
 
 
