@@ -56,9 +56,9 @@ def success_by_rule(summary: dict, thresholds: dict) -> dict:
 def training(config: dict) -> dict:
     """How the runs' PPGTA was trained, from its ``config.json``: the models' settings and PPO's."""
     updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
-    keep = ("k", "policy", "freeze_encoder", "js_rule", "imitation_epochs", "imitation_warmup", "imitation_batch", "path_trajectories",
+    keep = ("k", "policy", "freeze_encoder", "js_rule", "imitation_epochs", "imitation_warmup", "path_patience", "circle_patience", "imitation_batch", "path_trajectories",
             "path_steps", "circle_trajectories", "circle_steps", "inverse_epochs", "imitation_labels")  # fmt: skip
-    return {"models": {k: config["models"][k] for k in keep}, "ppo": {**config["hparams"], "updates": updates,
+    return {"models": {k: config["models"][k] for k in keep if k in config["models"]}, "ppo": {**config["hparams"], "updates": updates,
             "steps_per_update": config["num_envs"] * config["rollout_steps"], "fine_tune_fe": config["fine_tune_fe"]}}  # fmt: skip
 
 

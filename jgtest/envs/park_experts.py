@@ -53,9 +53,9 @@ CIRCLE_RADIUS = 1.0
 #: campaign's test starts where an untested object first shows its ``trigger_pixels`` (60) pixels, about
 #: 2.5–4 cells off and often off-centre (``benchmarks/results/ppgta_test_policy_s0.json``'s trigger
 #: table), where the learned test passes less often than from these starts (that file's closed-loop
-#: table). Starts of 2–4 cells and 0.8 rad were tried: their models' test passed more often closed loop
-#: (79% from 2–3 cells and 68% from 3–4, against 66% and 55%), and on campaign seed 0 succeeded on 70% of
-#: the objects it tested (47% before). But their models' explorer covered less (56.4% and 61.5% of the
+#: table). Starts of 2–4 cells and 0.8 rad were tried, on models whose imitation stopped with a patience of
+#: 5: their models' test passed more often closed loop (79% from 2–3 cells and 68% from 3–4, against 66%
+#: and 55%), and on campaign seed 0 succeeded on 70% of the objects it tested (47% before). But their models' explorer covered less (56.4% and 61.5% of the
 #: reachable pathway on campaign seeds 0 and 1, against 82.7% and 80.8%), so the tests succeeded on about
 #: as many of the 247 objects (36.4% and 31.2%, against 33.6% and 39.7%). Retraining moves the path
 #: policy too (the inverse-dynamics FE learns from both sets of demonstrations), and one set of models

@@ -939,8 +939,10 @@ def ppgta_training_section(results: Results) -> str:
         ["imitation's labels", IMITATION_LABEL_WORDS[models.get("imitation_labels", "executed")],  # results from before the option learned the executed ones
          "the engineers' own actions (§V-B)", "a scripted expert plays 10% random actions so that its demonstrations differ; they are noise, not its behaviour"],
         ["imitation", f"{models['imitation_epochs']} epochs, warm-up {models['imitation_warmup']}, {models['imitation_batch']} whole trajectories a "
-         "minibatch, early stopping after the warm-up", "40 epochs, warm-up 10, minibatch 64, early stopping (§V-D)",
-         "the global GRU runs over whole trajectories"],
+         f"minibatch, early stopping after the warm-up with a patience of {models.get('path_patience', 5)} (path) and "
+         f"{models.get('circle_patience', 5)} (360°) epochs",  # 5 and 5 before the options
+         "40 epochs, warm-up 10, minibatch 64, early stopping (§V-D)",
+         "the global GRU runs over whole trajectories; the paper gives no patience (the models module's docstring)"],
         ["PPO", f"AdamW (weight decay {num(ppo['weight_decay'], 2)}), lr {ppo['learning_rate']}, {ppo['updates']} updates of "
          f"{num(ppo['steps_per_update'])} steps", "Inspector's configuration (not given), AdamW (§V-D)", "the 45 episodes' 90,000 steps are all the data"
          + ("; the learning rate of a fine-tuned imitation (VPT's 2e-5): PureJaxRL's 2.5e-4 undid the path following (the PPGTA module's docstring)" if ppo["learning_rate"] < 1e-4 else "")],
