@@ -25,7 +25,7 @@ def test_the_probe_table_is_the_committed_one(tmp_path):
     # The park's free parameters were fixed by these probes: a change to the park or the probes shows here.
     # The committed table's own command, in its own process with XLA's default optimisation and code
     # generation (the other tests compile faster and run slower, tests/conftest.py, and their floats may move a
-    # count by one here and there): about 8 minutes on 2 cores.
+    # count by one here and there): 7 to 14 minutes on 2 cores.
     flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if f not in (FAST_COMPILE, FAST_CODEGEN))
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks/park_probes.py"), "--json", str(tmp_path / "probes.json")],
                          capture_output=True, text=True, env={**os.environ, "XLA_FLAGS": flags}, timeout=1700)  # fmt: skip

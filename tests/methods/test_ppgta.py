@@ -152,6 +152,7 @@ def test_bad_settings_are_refused_before_anything_compiles():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # the default models train for 15 minutes with XLA's defaults, longer under the tests' flags (tests/conftest.py)
 def test_the_trained_models_meet_the_papers_bars_and_ppgta_outexplores_inspector(tmp_path):
     trained = ppgta_models.train_models(ppgta_models.PPGTAModelsConfig(), tmp_path / "models", log=lambda line: None)
     m = trained.metrics
