@@ -143,6 +143,8 @@ def test_with_fine_tune_fe_the_actor_and_the_critic_train_their_own_fe(models):
 def test_bad_settings_are_refused_before_anything_compiles():
     with pytest.raises(ValueError, match="k .frames per step."):
         ppgta_models.PPGTAModelsConfig(k=0)
+    with pytest.raises(ValueError, match="circle_patience"):
+        ppgta_models.PPGTAModelsConfig(circle_patience=0)
     with pytest.raises(ValueError, match="detector must be one of"):
         ppgta.PPGTAConfig(detector="yolo")
     with pytest.raises(ValueError, match="α bounds"):
