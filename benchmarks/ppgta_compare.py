@@ -58,8 +58,10 @@ def training(config: dict) -> dict:
     updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
     keep = ("k", "policy", "freeze_encoder", "js_rule", "imitation_epochs", "imitation_warmup", "path_patience", "circle_patience", "imitation_batch", "path_trajectories",
             "path_steps", "circle_trajectories", "circle_steps", "inverse_epochs", "imitation_labels")  # fmt: skip
+    # a config written before r^p's reading was an option used the per-step one
     return {"models": {k: config["models"][k] for k in keep if k in config["models"]}, "ppo": {**config["hparams"], "updates": updates,
-            "steps_per_update": config["num_envs"] * config["rollout_steps"], "fine_tune_fe": config["fine_tune_fe"]}}  # fmt: skip
+            "steps_per_update": config["num_envs"] * config["rollout_steps"], "fine_tune_fe": config["fine_tune_fe"],
+            "preference": config.get("preference", "step")}}  # fmt: skip
 
 
 def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[Path] = ()) -> dict:

@@ -66,7 +66,8 @@ def main(argv=None) -> int:
         rows[name] = {"pathway_coverage_of_reachable": summary["pathway_coverage_of_reachable"], "pathway_coverage": summary["pathway_coverage"],
                       "ooi_tested_18": at["ooi_tested_18"], "ooi_tested_45": at["ooi_tested_45"], "test_success_rate": summary["test_success_rate"],
                       "test_success_rate_by_rule": success_by_rule(summary, models.metrics["circle"]["js_thresholds"]),
-                      "learning_rate": VARIANTS[name], "ppo_updates": config.rounds * config.episode_steps // config.rollout_steps, "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+                      "learning_rate": VARIANTS[name], "preference": config.preference, "ppo_updates": config.rounds * config.episode_steps // config.rollout_steps,
+                      "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
         r = rows[name]
         print(f"{name:18s} reachable {r['pathway_coverage_of_reachable']:.1%}  all {r['pathway_coverage']:.1%}  tested {r['ooi_tested_18']} / {r['ooi_tested_45']}"
               f"  success {r['test_success_rate']:.1%}  updates {r['ppo_updates']}  {r['wall_s']:.0f} s", flush=True)  # fmt: skip

@@ -8,10 +8,11 @@ from jgtest.novelty.preference import (
     combined_reward,
     js_divergence,
     preference_reward,
+    trajectory_preference_reward,
 )  # fmt: skip
 from jgtest.novelty.rnd import REWARDS, RND, RNDConfig, RNDNet, RNDState
 
 __all__ = [
     "REWARDS", "RND", "AlphaSchedule", "RNDConfig", "RNDNet", "RNDState", "action_distribution", "adapt_alpha",
-    "combined_reward", "js_divergence", "preference_reward",
+    "combined_reward", "js_divergence", "preference_reward", "trajectory_preference_reward",
 ]  # fmt: skip

@@ -1,7 +1,10 @@
 """PPGTA's preference-conditioned exploration reward (§IV-C) and its test judge (§VI-B).
 
 * :func:`preference_reward` — ``r^p = −KL(π^e ‖ π^p)``, the exploration policy's action
-  distribution against the path-following policy's;
+  distribution against the path-following policy's at one step;
+* :func:`trajectory_preference_reward` — the paper's ``r^p = −KL(π^e_{1:t}, π^p_{1:t})``, "between
+  action distributions ... till time point t", read as the KL between the two policies' distributions
+  of the actions 1…t: by the chain rule, the sum of the per-step KLs so far;
 * :func:`combined_reward` — ``r^c = α·r^p + (1 − α)·r^e``;
 * :func:`adapt_alpha` — α's schedule: "We initialize α with the value of 0.8 ... In the case of
   decreasing novelty ... we decrease α with a rate of 0.05 until it reaches a minimum threshold of
@@ -53,6 +56,27 @@ def preference_reward(logits_e: jax.Array, logits_p: jax.Array) -> jax.Array:
     """``−KL(π^e ‖ π^p)`` over the last axis (actions), from the two policies' logits."""
     log_e, log_p = jax.nn.log_softmax(logits_e, axis=-1), jax.nn.log_softmax(logits_p, axis=-1)
     return -jnp.sum(jnp.exp(log_e) * (log_e - log_p), axis=-1)
+
+
+def trajectory_preference_reward(step_kl: jax.Array, counted: jax.Array, kl_so_far: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``−KL(π^e_{1:t} ‖ π^p_{1:t})`` at each step of a rollout: the per-step KLs summed since the episode began.
+
+    The KL between two autoregressive policies' distributions over the action sequence ``a_1 … a_t``
+    (each step conditioned on the same trajectory so far) is, by the chain rule, the sum of their
+    per-step KLs along it. A step's deviation is then paid again at every later step of the
+    episode, so its weight in the discounted return is about ``1/(1 − γ)`` times the per-step
+    reading's (:func:`preference_reward`).
+
+    Args:
+      step_kl: ``[T, ...]`` the per-step KLs ``KL(π^e_t ‖ π^p_t)`` (``−preference_reward``).
+      counted: ``bool[T, ...]``: the steps that add to the sum (the explorer's own; not a test's).
+      kl_so_far: ``[...]`` the sum before the rollout's first step (0 at an episode's start).
+
+    Returns:
+      ``(r^p [T, ...], the sum after the last step [...])``.
+    """
+    total = kl_so_far[None] + jnp.cumsum(jnp.where(counted, step_kl, 0.0), axis=0)
+    return -total, total[-1]
 
 
 def combined_reward(r_p, r_e, alpha):

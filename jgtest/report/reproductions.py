@@ -946,6 +946,10 @@ def ppgta_training_section(results: Results) -> str:
         ["PPO", f"AdamW (weight decay {num(ppo['weight_decay'], 2)}), lr {ppo['learning_rate']}, {ppo['updates']} updates of "
          f"{num(ppo['steps_per_update'])} steps", "Inspector's configuration (not given), AdamW (§V-D)", "the 45 episodes' 90,000 steps are all the data"
          + ("; the learning rate of a fine-tuned imitation (VPT's 2e-5): PureJaxRL's 2.5e-4 undid the path following (the PPGTA module's docstring)" if ppo["learning_rate"] < 1e-4 else "")],
+        ["preference reward r^p", PREFERENCE_WORDS[ppo.get("preference", "step")],  # runs from before the option read it per step
+         "−KL(π^e_{1:t}, π^p_{1:t}), the two policies' action distributions \"till time point t\" (§IV-C)",
+         "the paper's notation read as the KL of the actions 1…t; read per step, the novelty pulled the explorer off the path until it stood "
+         "still on most of its steps (the PPGTA module's docstring)"],
         ["JS success threshold", JS_RULE_WORDS.get(models["js_rule"], models["js_rule"]), "the validation average (§VI-B)",
          "the paper does not say of what; the per-step score (the default now) fits its counts: nearly every test it made succeeded"
          + ("" if models["js_rule"] == "step" else "; these runs predate it")],
@@ -955,6 +959,13 @@ def ppgta_training_section(results: Results) -> str:
         "The settings of the comparison's PPGTA, read from its runs' configuration; where ours is smaller, why.",
         table(["", "ours", "paper", "why ours differs"], rows),
     )
+
+
+#: PPGTA's readings of its preference reward (:attr:`jgtest.methods.park.ppgta.PPGTAConfig.preference`).
+PREFERENCE_WORDS = {
+    "trajectory": "−KL of the two policies' actions since the episode began: the sum of the per-step KLs",
+    "step": "−KL of the two policies' action distributions at the current step",
+}
 
 
 #: What PPGTA's imitation learns from the scripted demonstrations (:attr:`jgtest.agents.imitation.ImitationConfig.labels`).
@@ -977,6 +988,10 @@ def ppgta_variants_section(results: Results) -> str:
     seed = data["seeds"][0]
     compared = results["ppgta_compare_45.json"].get("ppgta_training")
     compared_at = f" The 3-seed comparison above ran at {compared['ppo']['learning_rate']:g}." if compared else ""
+    readings = {r.get("preference", "step") for r in data["variants"].values()}  # rows from before the option read r^p per step
+    compared_reading = compared and compared["ppo"].get("preference", "step")
+    reading = (f" These rows' preference reward r^p: {listing(PREFERENCE_WORDS[p] for p in sorted(readings))}; the comparison's: "
+               f"{PREFERENCE_WORDS[compared_reading]}." if compared and readings != {compared_reading} else "")  # fmt: skip
     labels = IMITATION_LABEL_WORDS[data.get("imitation_labels", "executed")]  # results from before the option learned the executed ones
     rows = [[PPGTA_VARIANT_WORDS[name], pct(r["pathway_coverage_of_reachable"]), pct(r["pathway_coverage"]), num(r["ooi_tested_18"]),
              num(r["ooi_tested_45"]), f"{r['learning_rate']:g} × {num(r['ppo_updates'])}", " / ".join(pct(r["test_success_rate_by_rule"][rule]) for rule in JS_RULE_WORDS)]
@@ -986,7 +1001,7 @@ def ppgta_variants_section(results: Results) -> str:
         f"PPGTA's explorer starts as the path-following imitation policy and PPO trains it through the campaign (§V-D); the paper gives "
         f"no learning rate. Each row plays the same {data['episodes']} episodes on seed {seed} with the same trained models (their imitation "
         f"learned {labels}); success rates "
-        f"under each JS threshold rule ({listing(JS_RULE_WORDS)}).{compared_at}",
+        f"under each JS threshold rule ({listing(JS_RULE_WORDS)}).{compared_at}{reading}",
         table(["explorer", "reachable pathway covered after 45 episodes", "all pathway", "OOIs tested after 18 episodes", "after 45", "PPO learning rate × updates",
                "test success rate (step / mean / mean+2sd)"], rows),  # fmt: skip
         provenance("ppgta_explorer_variants_s0.json", data),

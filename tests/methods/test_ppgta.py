@@ -82,11 +82,17 @@ def test_a_campaign_explores_tests_and_records(models, tmp_path):
     _assert_actor_and_critic_start_as_the_path_policy(carry["ppo"][0], trained.policies["path"]["params"])
     # typed as a played round's carry, so that start_round compiles once for every round
     assert not [jax.tree_util.keystr(p) for p, x in jax.tree_util.tree_leaves_with_path(carry) if x.weak_type]
+    learner_keys = tuple(carry)
     carry = campaign.start_round(carry, 0)
     carry, out = campaign.rollout(carry, jax.random.key(1))
     alpha = np.asarray(out["alpha"])
     assert alpha.shape == (30, 2) and alpha.min() >= 0.5 - 1e-6 and alpha.max() <= 0.8 + 1e-6
     assert np.isfinite(np.asarray(out["r_p"])).all() and (np.asarray(out["r_p"]) <= 1e-6).all()  # −KL ≤ 0
+    # r^p = −KL(π^e_{1:t} ‖ π^p_{1:t}) (the default): the episode carries the sum of its exploring steps' KLs into the next rollout
+    assert config.preference == "trajectory"
+    exploring_kl = -np.where(np.asarray(out["testing"]), 0.0, np.asarray(out["r_p"]))
+    np.testing.assert_allclose(carry["kl_so_far"], exploring_kl.sum(axis=0), rtol=1e-5, atol=1e-7)
+    assert np.asarray(campaign.start_round({k: carry[k] for k in learner_keys}, 1)["kl_so_far"]).max() == 0.0  # 0 when an episode begins
     # A test that drives game 0 through a whole rollout: its explorer's and path policy's memories wait
     # for it (game 1's move on), its window of frames keeps up with the game.
     testers = carry["testers"].replace(mode=carry["testers"].mode.at[0].set(TESTING), target=carry["testers"].target.at[0].set(0),
@@ -147,6 +153,8 @@ def test_bad_settings_are_refused_before_anything_compiles():
         ppgta_models.PPGTAModelsConfig(circle_patience=0)
     with pytest.raises(ValueError, match="detector must be one of"):
         ppgta.PPGTAConfig(detector="yolo")
+    with pytest.raises(ValueError, match="preference must be one of"):
+        ppgta.PPGTAConfig(preference="episode")
     with pytest.raises(ValueError, match="α bounds"):
         ppgta.PPGTAConfig(alpha=AlphaSchedule(low=0.8, high=0.5, start=0.6))
     with pytest.raises(ValueError, match="ensemble variance"):

@@ -12,6 +12,7 @@ from jgtest.novelty.preference import (
     combined_reward,
     js_divergence,
     preference_reward,
+    trajectory_preference_reward,
 )  # fmt: skip
 
 
@@ -39,6 +40,21 @@ def test_preference_reward_is_minus_kl_and_the_mix():
     np.testing.assert_allclose(float(preference_reward(logits_e, logits_p)), -kl, rtol=1e-6)
     assert float(preference_reward(logits_e, logits_e)) == pytest.approx(0.0, abs=1e-7)
     assert float(combined_reward(-1.0, 3.0, 0.75)) == pytest.approx(0.0)
+
+
+def test_the_trajectory_preference_reward_sums_the_counted_steps_kls():
+    # two games over four steps; game 1's second step is a test's (not counted); game 0 began with 0.5 already
+    step_kl = jnp.array([[0.1, 0.2], [0.3, 0.4], [0.0, 0.1], [0.2, 0.0]])
+    counted = jnp.array([[True, True], [True, False], [True, True], [True, True]])
+    r_p, after = trajectory_preference_reward(step_kl, counted, jnp.array([0.5, 0.0]))
+    np.testing.assert_allclose(r_p, -np.array([[0.6, 0.2], [0.9, 0.2], [0.9, 0.3], [1.1, 0.3]]), rtol=1e-6)
+    np.testing.assert_allclose(after, [1.1, 0.3], rtol=1e-6)
+    # the sum of per-step KLs is the KL of the two policies' joint action distributions (chain rule): two steps, independent here
+    p1, q1, p2, q2 = np.array([0.7, 0.3]), np.array([0.4, 0.6]), np.array([0.2, 0.8]), np.array([0.5, 0.5])
+    joint_kl = np.sum(np.outer(p1, p2) * np.log(np.outer(p1, p2) / np.outer(q1, q2)))
+    kls = -preference_reward(jnp.log(jnp.array([p1, p2])), jnp.log(jnp.array([q1, q2])))
+    r_p, _ = trajectory_preference_reward(kls, jnp.array([True, True]), jnp.float32(0.0))
+    np.testing.assert_allclose(float(r_p[-1]), -joint_kl, rtol=1e-5)
 
 
 @pytest.mark.parametrize("base", [2.0, np.e])

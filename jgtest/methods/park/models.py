@@ -51,7 +51,8 @@ one campaign cannot tell a patience from a draw of the models (their seed alone 
 coverage from 42% to 78%, :func:`jgtest.methods.park.console.models_config`). Trained with 10 as well
 (34 epochs against 23), its explorer covered 69.8% of the reachable pathway on campaign seed 0 and
 tested 95 objects by episode 18 and 149 by episode 45, with success on 33.6% of the 247, against
-57.6%, 102, 131 and 30.8% with 5 (``benchmarks/results/ppgta_compare_45.json``'s seed 0).
+57.6%, 102, 131 and 30.8% with 5, both under the per-step reading of PPGTA's preference reward, whose
+explorer stopped walking in the second half of that campaign (:mod:`jgtest.methods.park.ppgta`).
 
 Files in ``out_dir``: ``models.msgpack`` (every network's parameters), ``models.json`` (the
 config, the metrics above, the training histories).
