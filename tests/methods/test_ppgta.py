@@ -180,5 +180,5 @@ def test_the_trained_models_meet_the_papers_bars_and_ppgta_outexplores_inspector
         other = inspector.run(inspector.InspectorConfig(agent=agent, episodes=10), tmp_path / agent, oracle=trained.oracle)
         assert explored["pathway_coverage"] > 1.5 * other["pathway_coverage"], (agent, explored["pathway_coverage"], other["pathway_coverage"])
         assert explored["ooi_tested"] > other["ooi_tested"], (agent, explored["ooi_tested"], other["ooi_tested"])
-    # The oracle on PPGTA's own learned walks (beyond the paper): recall 0.54–0.66 over the 3-seed comparison (precision 0.97–1.0)
+    # The oracle on PPGTA's own learned walks (beyond the paper): recall 0.54–0.66 over the 3-seed comparison (precision 0.94–0.98)
     assert explored["texture_oracle"]["precision"] > 0.8 and explored["texture_oracle"]["recall"] > 0.4

@@ -20,7 +20,8 @@ The agent (§IV-C, §V-D, Fig. 1) explores with PPO on the combined reward
   episode, against 387–545 in its first 10 (the traces of that comparison's runs). It found little
   after episode 21 and ended at 57.6% and 57.5% of the reachable pathway. With the sum, a step's
   deviation is paid again at every later step (about 1/(1 − γ) = 100 times the per-step weight in
-  the return); the explorer's per-step KL stayed near 0.01, it pressed forward on 83–93% of its steps
+  the return; the sum before a step is not among the critic's inputs, and it adds the same to every
+  action's return from that step, so it costs the value's accuracy, not the gradient's direction); the explorer's per-step KL stayed near 0.01, it pressed forward on 83–93% of its steps
   to the end, stood still on a median 26% and 23% of its steps from episode 21 on, and the same two
   seeds reached 91.0% and 87.7% (``benchmarks/results/ppgta_compare_45.json`` for all three seeds);
 * ``α`` — adapted every step (:func:`jgtest.novelty.adapt_alpha`: 0.8, −0.05 down to 0.5 while
