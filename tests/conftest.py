@@ -35,6 +35,16 @@ for flag in ("--xla_cpu_multi_thread_eigen=false", FAST_COMPILE, FAST_CODEGEN):
     if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
 
+
+
+def xla_defaults_env() -> dict:
+    """This process's environment with XLA's default optimisation and code generation: for a test that
+    runs a user's long command in a process of its own, which runs longer than it compiles (and whose
+    floats must match the command's committed figures)."""
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if f not in (FAST_COMPILE, FAST_CODEGEN))
+    return {**os.environ, "XLA_FLAGS": flags}
+
+
 if os.environ.get("JGTEST_TEST_CACHE", "1") == "1" and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"jgtest-jax-cache-{_run}")

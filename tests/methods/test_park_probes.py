@@ -3,7 +3,6 @@ path follower against the committed probe table, and against PPGTA's numbers; th
 demonstrator beside them."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jgtest.methods.park import probes
-from tests.conftest import FAST_CODEGEN, FAST_COMPILE
+from tests.conftest import xla_defaults_env
 
 #: Objects tested in the first round (5 episodes, seed 0) of each probe on the calibrated park.
 FOLLOWER_5, RANDOM_5, WALKER_5, DEMONSTRATOR_5 = 65, 1, 19, 67
@@ -26,9 +25,8 @@ def test_the_probe_table_is_the_committed_one(tmp_path):
     # The committed table's own command, in its own process with XLA's default optimisation and code
     # generation (the other tests compile faster and run slower, tests/conftest.py, and their floats may move a
     # count by one here and there): 7 to 14 minutes on 2 cores.
-    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if f not in (FAST_COMPILE, FAST_CODEGEN))
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks/park_probes.py"), "--json", str(tmp_path / "probes.json")],
-                         capture_output=True, text=True, env={**os.environ, "XLA_FLAGS": flags}, timeout=1700)  # fmt: skip
+                         capture_output=True, text=True, env=xla_defaults_env(), timeout=1700)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     table = json.loads((tmp_path / "probes.json").read_text())["probes"]
     for agent, row in table.items():
