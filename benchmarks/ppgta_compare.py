@@ -15,7 +15,7 @@ episodes, the small models). It prints, per agent, the mean and each seed's path
 it and the reachable part), OOIs tested after 18 and 45 episodes, test success rate (successful tests
 over all OOIs) and texture bugs found with the oracle's precision and recall, and the paper's; the
 JSON adds the budget, the seeds, each run's models' metrics, the models' training time (each set
-counted once), how PPGTA was trained, the comparison's wall time and, with ``--learned-detector``, a
+counted once), how PPGTA was trained and how Inspector's PPO and novelty learned, the comparison's wall time and, with ``--learned-detector``, a
 PPGTA run whose tests start from the learned detector.
 """
 
@@ -64,6 +64,14 @@ def training(config: dict) -> dict:
             "preference": config.get("preference", "step")}}  # fmt: skip
 
 
+def inspector_training(config: dict) -> dict:
+    """How the runs' Inspector learned, from its ``config.json``: PPO's settings and updates, its RND and the
+    predictor's steps a rollout."""
+    updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
+    return {"ppo": {**config["hparams"], "updates": updates, "steps_per_update": config["num_envs"] * config["rollout_steps"]},
+            "rnd": config["rnd"], "rnd_updates": config["rnd_updates"]}  # fmt: skip
+
+
 def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[Path] = ()) -> dict:
     """The runs' measures per agent (each seed's and the mean), the budget, each run's models'
     metrics, with ``models_dirs`` (one for all runs or one per run) their training time, each set
@@ -85,6 +93,7 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[P
         config = json.loads((run / agent / "config.json").read_text())
         seeds.append(config["seed"])
         ppgta_config = json.loads((run / "ppgta" / "config.json").read_text())
+        inspector_config = json.loads((run / "inspector" / "config.json").read_text())
     mean = lambda values: sum(values) / len(values) if None not in values else None
     result = {
         "game": "ParkWorld-v0", "runs": [str(r) for r in runs], "command": COMMAND, "seeds": seeds,
@@ -92,7 +101,8 @@ def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[P
         "ooi_unreachable": summary["ooi_unreachable"], "park_size": config["size"],
         "agents": {a: {"per_seed": m, "mean": {k: mean(v) for k, v in m.items()}} for a, m in per_agent.items()},
         "wall_s": {agent: round(sum(m["wall_s"]), 1) for agent, m in per_agent.items()},  # the seeds' campaigns, per agent
-        "paper": paper, "models_per_seed": models, "ppgta_training": training(ppgta_config), "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "paper": paper, "models_per_seed": models, "ppgta_training": training(ppgta_config),
+        "inspector_training": inspector_training(inspector_config), "platform": platform.platform(), "cpu_count": os.cpu_count(),
     }  # fmt: skip
     if models_dirs:
         sets = list(dict.fromkeys(d.resolve() for d in models_dirs))

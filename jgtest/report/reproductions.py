@@ -954,9 +954,17 @@ def ppgta_training_section(results: Results) -> str:
          "the paper does not say of what; the per-step score (the default now) fits its counts: nearly every test it made succeeded"
          + ("" if models["js_rule"] == "step" else "; these runs predate it")],
     ]  # fmt: skip
+    inspector = results["ppgta_compare_45.json"].get("inspector_training")
+    if inspector is not None:  # runs from before it was recorded took 4 predictor steps a rollout
+        steps, rollout = inspector["rnd_updates"], inspector["ppo"]["steps_per_update"]
+        rows.append(["Inspector's novelty", f"the original RND: one predictor's error; {steps} AdamW steps of {inspector['rnd']['batch_size']} frames "
+                     f"after each rollout of {num(rollout)} steps, from a buffer of the last {num(inspector['rnd']['buffer_size'])} frames",
+                     "Inspector's original configuration (not given, §V-D)", "the original RND's share, one pass over each rollout's frames (Burda et al. "
+                     "train on 25% of them for 4 epochs); with 4 steps or 16, its novelty tells an unvisited place from a visited one "
+                     "barely better than chance (the section on RND's novelty below)"])  # fmt: skip
     return section(
-        "How PPGTA trains here, next to the paper",
-        "The settings of the comparison's PPGTA, read from its runs' configuration; where ours is smaller, why.",
+        "How PPGTA and Inspector train here, next to the paper",
+        "The settings of the comparison's PPGTA (and Inspector's novelty), read from its runs' configuration; where ours is smaller, why.",
         table(["", "ours", "paper", "why ours differs"], rows),
     )
 
@@ -1042,6 +1050,24 @@ def ppgta_test_policy_section(results: Results) -> str:
     )
 
 
+def rnd_place_novelty_section(results: Results) -> str:
+    data = results["rnd_place_novelty.json"]
+    seeds = [str(s) for s in data["seeds"]]
+    rows = [[row["setting"], *[f"{m['ratio']:.3f} / {m['auc']:.2f}" for m in row["seeds"]], f"{row['mean_ratio']:.3f} / {row['mean_auc']:.2f}"] for row in data["rows"]]
+    return section(
+        "Does RND's novelty tell an unvisited place from a visited one?",
+        f"A curiosity explorer can only learn to go somewhere new if the frames of unvisited places are more novel than fresh frames of "
+        f"visited ones. Each RND learned as an explorer's does ({num(data['frames_per_rollout'])} frames a rollout into its buffer of the last "
+        f"1,024, then its predictor steps) on {data['rollouts']} rollouts of random play in one corner of the park, then read its novelty on "
+        "fresh frames of that corner (visited) and on frames over the rest of the park (unvisited). Each cell: the unvisited frames' mean "
+        "novelty over the visited ones' / the AUC, the chance that an unvisited frame is more novel than a visited one (0.5: no signal of "
+        "the place). Inspector's campaigns take one pass over each rollout (16 steps, the original RND's share); PPGTA's ensemble is shown "
+        "on a random backbone, where its campaigns use its trained feature extractor.",
+        table(["RND, predictor steps a rollout", *[f"seed {s}" for s in seeds], "mean"], rows),
+        provenance("rnd_place_novelty.json", data),
+    )
+
+
 def level_explorers_section(results: Results) -> str:
     data = results["level_explorers_freedoom2_map01.json"]
     runs, means, paper = data["runs"], data["means"], data["paper_park"]
@@ -1072,8 +1098,9 @@ def ppgta_page(results: Results) -> Page:
         "(§V-C), by pathway coverage and objects tested (§VI-A), test success (§VI-B) and the detector's precision (§VI-C). Our twin "
         "is ParkWorld-v0, a first-person park rendered on device, with the same objects, texture bugs, actions and episode length."
     )
-    body = "\n\n".join(part for part in [intro, park_probes_section(results), ppgta_compare_section(results), ppgta_training_section(results),
-                                            ppgta_variants_section(results), ppgta_test_policy_section(results), ppgta_models_section(results), level_explorers_section(results)] if part)  # fmt: skip
+    parts = [intro, park_probes_section(results), ppgta_compare_section(results), ppgta_training_section(results), ppgta_variants_section(results),
+             ppgta_test_policy_section(results), ppgta_models_section(results), rnd_place_novelty_section(results), level_explorers_section(results)]  # fmt: skip
+    body = "\n\n".join(part for part in parts if part)
     ours, paper = data["agents"], data["paper"]
     summary = (f"reachable pathway covered after 45 episodes: PPGTA {pct(ours['ppgta']['mean']['pathway_coverage_of_reachable'])} (paper {pct(paper['ppgta']['pathway_coverage_45'], 0)}), "
                f"Inspector {pct(ours['inspector']['mean']['pathway_coverage_of_reachable'])} ({pct(paper['inspector']['pathway_coverage_45'], 0)}); objects tested after 18 episodes: "

@@ -37,6 +37,22 @@ minibatch steps a campaign). Twice as many updates (every 100 steps) did not hel
 PPGTA: on seed 0 it covered 18.0% of the reachable pathway by episode 25, against
 33.0% with 90 (its FE frozen in both; a one-seed ablation).
 
+RND settings: the original RND's (Burda et al., 2019) as far as the CPU allows: one predictor's squared
+error to a fixed random target, both Nature-DQN-shaped CNNs with an MLP of 512 and 256 (§V-D's sizes), AdamW
+at 1e-4, and after each rollout :data:`INSPECTOR_RND_UPDATES` = 16 steps of 64 frames from the buffer of the
+last 1,024: one pass over the rollout's 1,000 frames, the original's share (it trains the predictor on 25% of
+each rollout's frames for 4 epochs). Its per-pixel observation whitening is left out: it did not help here
+(with 4 predictor steps, on campaign seeds 0 and 2, Inspector covered 6.3% and 7.4% of the reachable pathway
+with it, 11.7% and 2.9% without). In the 3-seed comparison (``benchmarks/results/ppgta_compare_45.json``)
+Inspector covers 11.0% of the reachable pathway (9.3%, 9.9%, 13.6%; paper 16%) and tests 14.0 objects by
+episode 18 (12, 12, 18; paper 19) and 34.7 by episode 45 (paper 40), ahead of random on coverage and on the
+objects after 45 episodes on every seed, level with it by episode 18 on seed 0 (12 each). With 4 predictor
+steps a rollout (before) it covered 7.3% (11.7%, 7.3%, 2.9%) and tested 9.3 and 24.3. Its novelty tells
+an unvisited place from a visited one barely better than chance on this park
+(``benchmarks/rnd_place_novelty.py``: the chance that an unvisited frame is more novel, 0.51 with 4 steps a
+rollout and 0.54 with 16, means of 3 seeds), so its PPO learns little about where to go: with 16 steps, on campaign seed 1, it pressed forward on 6–14% of its
+steps in every round, strafed left on up to 42% (round 5) and looked up on 31% by the last.
+
 The host loop, its files (``bugs.jsonl`` records with the episode's executed actions,
 :func:`replay_record` checks them; ``summary.json``; ``traces.png`` and ``tests.png``,
 Fig. 7 and 9) and its checkpoints are :mod:`jgtest.methods.park.campaign`'s.
@@ -71,6 +87,10 @@ AGENTS = ("inspector", "random", "follower", "walker", "demonstrator")
 PAPER_PPO = ppo.PPOHyperparams(weight_decay=0.01)
 #: Inspector's novelty: the original RND, one predictor, its error (the policy's reward).
 INSPECTOR_RND = RNDConfig(members=1, reward="error", shared_backbone=False)
+#: Inspector's predictor steps after each rollout: one pass over the rollout's frames (1,000 frames, minibatches of
+#: 64), the original RND's share (Burda et al. train the predictor on 25% of each rollout's frames for 4 epochs);
+#: module docstring.
+INSPECTOR_RND_UPDATES = 16
 #: Inspector's policy CNN: Nature-DQN's shape at half the filters, for CPU.
 INSPECTOR_CNN = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
 #: The walker probe's share of forward steps (the rest uniform over the 9 actions): the least a learned
@@ -113,7 +133,7 @@ class InspectorConfig:
     num_oois: int = 247
     tests: OOITestSettings = OOITestSettings()
     rnd: RNDConfig = INSPECTOR_RND
-    rnd_updates: int = 4
+    rnd_updates: int = INSPECTOR_RND_UPDATES
     cnn_layers: tuple[tuple[int, int, int], ...] = INSPECTOR_CNN
     cnn_dense: int = 256
     hparams: ppo.PPOHyperparams = PAPER_PPO

@@ -51,7 +51,7 @@ from jgtest import host_loop
 from jgtest.agents import ppo
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.errors import BadInput, ResumeRefused
-from jgtest.methods.park.inspector import INSPECTOR_CNN, INSPECTOR_RND, PAPER_PPO
+from jgtest.methods.park.inspector import INSPECTOR_CNN, INSPECTOR_RND, INSPECTOR_RND_UPDATES, PAPER_PPO
 from jgtest.methods.park.level_walk import LabelWalk, LabelWalkSettings
 from jgtest.novelty import RND, RNDConfig
 from jgtest.report.level_maps import level_map
@@ -91,7 +91,7 @@ class LevelExplorationConfig:
     seed: int = 0
     walk: LabelWalkSettings = LabelWalkSettings()
     rnd: RNDConfig = INSPECTOR_RND
-    rnd_updates: int = 4
+    rnd_updates: int = INSPECTOR_RND_UPDATES
     cnn_layers: tuple[tuple[int, int, int], ...] = INSPECTOR_CNN
     cnn_dense: int = 256
     hparams: ppo.PPOHyperparams = PAPER_PPO

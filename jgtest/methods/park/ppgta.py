@@ -145,6 +145,8 @@ class PPGTAConfig:
       detector: ``"ground-truth"`` (the renderer's objects) or ``"learned"`` (the trained detector).
       test_steps: steps of a learned test (0: the models' ``circle_steps``).
       rnd: the novelty (8 predictors, their variance; its backbone is the FE's convolutions, whatever ``channels`` it gives).
+      rnd_updates: the predictors' AdamW steps after each rollout (4: the paper gives no schedule for its ensemble,
+        and the comparison's figures were measured with 4; Inspector's, one pass over the rollout's frames, is 16).
       hparams: PPO's (:data:`PPGTA_PPO`).
       fine_tune_fe: whether PPO fine-tunes the actor's and the critic's FEs (each their own copy) or
         both read the path policy's, fixed (the default; module docstring).
