@@ -53,23 +53,26 @@ def success_by_rule(summary: dict, thresholds: dict) -> dict:
     return {rule: sum(v < threshold for v in js) / summary["ooi_total"] for rule, threshold in thresholds.items()}
 
 
+def ppo_schedule(config: dict) -> dict:
+    """A campaign's PPO updates and the steps each learns from, from its ``config.json``."""
+    steps_per_update = config["num_envs"] * config["rollout_steps"]
+    return {"updates": config["episodes"] * config["episode_steps"] // steps_per_update, "steps_per_update": steps_per_update}
+
+
 def training(config: dict) -> dict:
     """How the runs' PPGTA was trained, from its ``config.json``: the models' settings and PPO's."""
-    updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
     keep = ("k", "policy", "freeze_encoder", "js_rule", "imitation_epochs", "imitation_warmup", "path_patience", "circle_patience", "imitation_batch", "path_trajectories",
             "path_steps", "circle_trajectories", "circle_steps", "inverse_epochs", "imitation_labels")  # fmt: skip
     # a config written before r^p's reading was an option used the per-step one
-    return {"models": {k: config["models"][k] for k in keep if k in config["models"]}, "ppo": {**config["hparams"], "updates": updates,
-            "steps_per_update": config["num_envs"] * config["rollout_steps"], "fine_tune_fe": config["fine_tune_fe"],
+    return {"models": {k: config["models"][k] for k in keep if k in config["models"]}, "ppo": {**config["hparams"], **ppo_schedule(config),
+            "fine_tune_fe": config["fine_tune_fe"],
             "preference": config.get("preference", "step")}}  # fmt: skip
 
 
 def inspector_training(config: dict) -> dict:
     """How the runs' Inspector learned, from its ``config.json``: PPO's settings and updates, its RND and the
     predictor's steps a rollout."""
-    updates = config["episodes"] * config["episode_steps"] // (config["num_envs"] * config["rollout_steps"])
-    return {"ppo": {**config["hparams"], "updates": updates, "steps_per_update": config["num_envs"] * config["rollout_steps"]},
-            "rnd": config["rnd"], "rnd_updates": config["rnd_updates"]}  # fmt: skip
+    return {"ppo": {**config["hparams"], **ppo_schedule(config)}, "rnd": config["rnd"], "rnd_updates": config["rnd_updates"]}
 
 
 def aggregate(runs: list[Path], learned: Path | None = None, models_dirs: list[Path] = ()) -> dict:

@@ -40,6 +40,7 @@ from jgtest.methods.park.inspector import INSPECTOR_RND  # noqa: E402
 from jgtest.novelty import RND, RNDConfig  # noqa: E402
 
 NUM_ENVS, ROLLOUT_STEPS = 5, 200
+FRAMES = NUM_ENVS * ROLLOUT_STEPS
 #: (name, RND settings, predictor steps a rollout)
 SETTINGS = (
     ("inspector, 4 steps", INSPECTOR_RND, 4),
@@ -69,11 +70,16 @@ def random_play(env, params, reset):
     return jax.jit(frames)
 
 
-def measure(rnd: RND, steps: int, seed: int, rollouts: int, visited_play, unvisited_play) -> dict:
-    """The novelty of visited and unvisited frames after ``rollouts`` rollouts of learning in the corner."""
+def compiled(rnd: RND, steps: int):
+    """``(learn, novelty)``, jitted once per setting: a rollout's frames into the buffer then ``steps`` predictor
+    steps; the raw novelty of frames."""
     learn = jax.jit(lambda state, frames, key: jax.lax.scan(lambda s, k: rnd.update(s, k), rnd.observe(state, rnd.preprocess(frames)),
                                                             jax.random.split(key, steps))[0])  # fmt: skip
-    novelty = jax.jit(lambda state, frames: rnd.raw_reward(state, rnd.preprocess(frames)))
+    return learn, jax.jit(lambda state, frames: rnd.raw_reward(state, rnd.preprocess(frames)))
+
+
+def measure(rnd: RND, learn, novelty, seed: int, rollouts: int, visited_play, unvisited_play) -> dict:
+    """The novelty of visited and unvisited frames after ``rollouts`` rollouts of learning in the corner."""
     key = jax.random.key(seed)
     state = rnd.init(jax.random.fold_in(key, 0))
     for r in range(rollouts):
@@ -87,8 +93,7 @@ def measure(rnd: RND, steps: int, seed: int, rollouts: int, visited_play, unvisi
 
 def budget(rollouts: int) -> str:
     """What each setting and seed saw."""
-    return (f"{rollouts} rollouts of {NUM_ENVS * ROLLOUT_STEPS:,} frames of random play to learn on, then {NUM_ENVS * ROLLOUT_STEPS:,} visited "
-            f"and {NUM_ENVS * ROLLOUT_STEPS:,} unvisited frames read, per setting and seed")
+    return f"{rollouts} rollouts of {FRAMES:,} frames of random play to learn on, then {FRAMES:,} visited and {FRAMES:,} unvisited frames read, per setting and seed"
 
 
 def main(argv=None) -> dict:
@@ -100,7 +105,9 @@ def main(argv=None) -> dict:
     rows = []
     print(f"{'setting':>42s} {'seed':>4s} {'visited':>9s} {'unvisited':>9s} {'ratio':>6s} {'AUC':>5s}")
     for name, config, steps in SETTINGS:
-        per_seed = [measure(RND(config), steps, seed, s["rollouts"], visited_play, unvisited_play) for seed in s["seeds"]]
+        rnd = RND(config)
+        learn, novelty = compiled(rnd, steps)
+        per_seed = [measure(rnd, learn, novelty, seed, s["rollouts"], visited_play, unvisited_play) for seed in s["seeds"]]
         for m in per_seed:
             print(f"{name:>42s} {m['seed']:>4d} {m['visited']:>9.5f} {m['unvisited']:>9.5f} {m['ratio']:>6.3f} {m['auc']:>5.2f}", flush=True)
         rows.append({"setting": name, "rnd": dataclasses.asdict(config), "predictor_steps_per_rollout": steps, "seeds": per_seed,
@@ -110,7 +117,7 @@ def main(argv=None) -> dict:
     result = {
         "benchmark": "rnd_place_novelty", "command": "python benchmarks/rnd_place_novelty.py" + (" --quick" if args.quick else ""),
         "quick": args.quick, "platform": platform.platform(), "cpu_count": os.cpu_count(), "jax_version": jax.__version__,
-        "game": "ParkWorld-v0", "rollouts": s["rollouts"], "frames_per_rollout": NUM_ENVS * ROLLOUT_STEPS, "seeds": list(s["seeds"]),
+        "game": "ParkWorld-v0", "rollouts": s["rollouts"], "frames_per_rollout": FRAMES, "seeds": list(s["seeds"]),
         "policy": "uniform random", "budget": budget(s["rollouts"]), "rows": rows, "wall_s": time.perf_counter() - start,
     }  # fmt: skip
     write_json(args.json, result)

@@ -36,7 +36,6 @@ for flag in ("--xla_cpu_multi_thread_eigen=false", FAST_COMPILE, FAST_CODEGEN):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
 
 
-
 def xla_defaults_env() -> dict:
     """This process's environment with XLA's default optimisation and code generation: for a test that
     runs a user's long command in a process of its own, which runs longer than it compiles (and whose

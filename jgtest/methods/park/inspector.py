@@ -50,8 +50,9 @@ objects after 45 episodes on every seed, level with it by episode 18 on seed 0 (
 steps a rollout (before) it covered 7.3% (11.7%, 7.3%, 2.9%) and tested 9.3 and 24.3. Its novelty tells
 an unvisited place from a visited one barely better than chance on this park
 (``benchmarks/rnd_place_novelty.py``: the chance that an unvisited frame is more novel, 0.51 with 4 steps a
-rollout and 0.54 with 16, means of 3 seeds), so its PPO learns little about where to go: with 16 steps, on campaign seed 1, it pressed forward on 6–14% of its
-steps in every round, strafed left on up to 42% (round 5) and looked up on 31% by the last.
+rollout and 0.54 with 16, means of 3 seeds), so its PPO learns little about where to go: with 16 steps, on
+campaign seed 1, it pressed forward on 6–14% of its steps in every round, strafed left on up to 42% (round 5)
+and looked up on 31% by the last.
 
 The host loop, its files (``bugs.jsonl`` records with the episode's executed actions,
 :func:`replay_record` checks them; ``summary.json``; ``traces.png`` and ``tests.png``,
