@@ -43,6 +43,7 @@ def _measures(summary: dict) -> dict:
     return {"pathway_coverage": summary["pathway_coverage"], "pathway_coverage_of_reachable": summary["pathway_coverage_of_reachable"],
             "ooi_tested_18": at["ooi_tested_18"], "ooi_tested_45": at["ooi_tested_45"],
             "test_success_rate": summary["test_success_rate"], "texture_bugs_found": summary["texture_bugs_found"], "wall_s": summary["wall_s"],
+            "steps_on_pathway": summary.get("steps_on_pathway"),
             "oracle_precision": summary.get("texture_oracle", {}).get("precision"), "oracle_recall": summary.get("texture_oracle", {}).get("recall")}  # fmt: skip
 
 

@@ -21,6 +21,9 @@ learns the noise as behaviour and plays it on top of its own errors.
 :func:`train` returns the trained student and its history (the FE may come from
 masked inverse dynamics, :mod:`jgtest.agents.inverse_dynamics`, and stay frozen:
 ``freeze_encoder``, then every frame is encoded once before training).
+:func:`driver` plays the policy closed loop in a game, one frame at a time (what
+:func:`jgtest.envs.park_experts.demonstrations` records a learner's own walks with, for DAgger;
+``train``'s ``extra`` adds such walks to the training split).
 :func:`played_distributions` plays the policy on demonstrations' frames and returns
 the histogram of its sampled actions, which :func:`jgtest.novelty.js_divergence`
 compares to the demonstrations' distribution (§VI-B); :func:`js_threshold` sets the
@@ -37,6 +40,7 @@ import numpy as np
 import optax
 
 from jgtest.agents.supervised import batches_per_epoch, fit, split_indices
+from jgtest.envs.park_experts import Driver
 from jgtest.envs.wrappers import od_mask
 from jgtest.losses.ppgta import ema_update, imitation_loss
 from jgtest.nets.recurrent import ImitationPolicy
@@ -174,7 +178,7 @@ def encode_demonstrations(config: ImitationConfig, params, demos: dict, chunk: i
             "actions": config.targets(demos)}  # fmt: skip
 
 
-def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, encoder: dict | None = None) -> dict:
+def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, encoder: dict | None = None, extra: dict | None = None) -> dict:
     """Trains the student on ``demos`` (``frames``, ``actions``, ``od_box``, ``od_visible``, and ``intended``
     where a scripted demonstrator recorded it, ``[N, T, ...]``, as :func:`jgtest.envs.park_experts.demonstrations`
     returns them), to predict ``config.targets(demos)``.
@@ -183,6 +187,8 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
       encoder: the FE's parameters from masked inverse dynamics (:func:`jgtest.agents.inverse_dynamics.train`,
         §V-B: "the FE model is used as the backbone within the imitation policy network"); the FE is
         fine-tuned with the rest unless ``config.freeze_encoder``.
+      extra: more trajectories of the same length and keys (a learner's own, labelled by the expert:
+        DAgger), added to the training split only; the split, validation and test stay ``demos``'.
 
     Returns:
       dict: ``params`` (the best epoch's student), ``teacher``, ``history`` (per epoch
@@ -196,6 +202,11 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
     if frames is None or frames.shape[0] == 0 or frames.shape[1] == 0:
         raise ValueError("the demonstration set is empty")
     train_idx, val_idx, test_idx = split_indices(int(frames.shape[0]), config.split, seed)
+    if extra is not None:
+        if extra["frames"].shape[1:] != frames.shape[1:]:
+            raise ValueError(f"extra trajectories must match the demonstrations' shape {frames.shape[1:]}, got {extra['frames'].shape[1:]}")
+        demos = {k: np.concatenate([np.asarray(demos[k]), np.asarray(extra[k])]) for k in ("frames", "od_box", "od_visible", "actions", "intended") if k in demos}
+        train_idx = np.concatenate([train_idx, frames.shape[0] + np.arange(extra["frames"].shape[0])])
     per_epoch = batches_per_epoch(len(train_idx), config.batch_size)
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=config.lr_start, peak_value=config.lr_peak, warmup_steps=config.warmup_epochs * per_epoch,
@@ -242,6 +253,24 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
         "params": out["state"][0], "teacher": out["state"][1], "history": out["history"], "best_epoch": out["best_epoch"],
         "stopped_early": out["stopped_early"], "train_idx": train_idx, "val_idx": val_idx, "test_idx": test_idx,
     }  # fmt: skip
+
+
+def driver(config: ImitationConfig, params) -> Driver:
+    """The policy playing a game closed loop, one trajectory at a time, as an explorer plays it: it sees
+    its last ``k`` OD-masked frames (the first repeated before the start) and samples its action."""
+    network = config.network
+    encode = lambda frame, info: network.apply(params, od_mask(frame, jnp.where(info["od_visible"], info["od_box"], 0))[None], method="encode")[0]
+
+    def init(frame, info):
+        return jnp.repeat(encode(frame, info)[None], config.k, axis=0), network.initial_carry(1)
+
+    def act(carry, frame, info, key):
+        window, hidden = carry
+        window = jnp.concatenate([window[1:], encode(frame, info)[None]])
+        logits, _, hidden = network.apply(params, window[None], hidden, method="step")
+        return jax.random.categorical(key, logits[0]), (window, hidden)
+
+    return Driver(init, act)
 
 
 def _encoder_labels(params):

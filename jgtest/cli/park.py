@@ -31,6 +31,8 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
     group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
     group.add_argument("--models-seed", type=int, default=None, metavar="SEED",
                        help="the seed PPGTA's models are (or were) trained with (default: --seed; one set of models for several campaign seeds, as the paper trains once)")
+    group.add_argument("--dagger-rounds", type=int, default=0, metavar="N",
+                       help="beyond the paper: N rounds of DAgger on PPGTA's path imitation, the path follower labelling the policy's own walks (default 0)")
     group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
                        help="objects from the renderer or PPGTA's trained detector (ppgta only)")
     if explorer:
@@ -63,9 +65,10 @@ def run(args) -> int:
                 raise ValueError(f"on a level, {args.method} is not wired: inspector and random explore it (PPGTA needs models trained on ParkWorld-v0's demonstrations and labelled objects)")
             run_level_in_console(args.method, args.game, args.out, options, episodes, args.seed, args.quick, args.quiet, args.overwrite)
             return 0
+        for option, given in (("--models-seed", args.models_seed is not None), ("--dagger-rounds", args.dagger_rounds != 0)):
+            if given and (args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers")):
+                raise ValueError(f"{option} sets the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
         if args.models_seed is not None:
-            if args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers"):
-                raise ValueError(f"--models-seed picks the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
             check_seed(args.models_seed, "--models-seed")
         if args.game.startswith("unreal:"):
             run_unreal_in_console(args.method, args.game, args.out, options, args.ppgta_models, getattr(args, "explorer_from", None), episodes,
@@ -74,7 +77,7 @@ def run(args) -> int:
         if args.game != PARK_GAME:
             raise ValueError(f"{args.method} runs on {PARK_GAME} or unreal:HOST:PORT, got --game {args.game}")
         run_in_console(args.method, args.out, options, episodes, args.seed, detector, args.ppgta_models, args.quick, args.quiet,
-                       args.resume, args.overwrite, models_seed=args.models_seed)  # fmt: skip
+                       args.resume, args.overwrite, models_seed=args.models_seed, dagger_rounds=args.dagger_rounds)  # fmt: skip
     except ValueError as error:
         raise fail(error) from None
     return 0

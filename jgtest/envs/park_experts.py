@@ -21,12 +21,15 @@ its clean actions the labels):
   around the object (:func:`swept_angle`).
 
 :func:`demonstrations` rolls either out in batches (``lax.scan`` over steps,
-``vmap`` over trajectories) and returns ``frames``, ``actions`` and more.
+``vmap`` over trajectories) and returns ``frames``, ``actions`` and more; with a
+:class:`Driver` a learner plays and the expert only labels its states (DAgger).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -220,14 +223,26 @@ def start_near(env: ParkWorld, params, target: jax.Array, key, distance: float =
     return state.replace(pos=spot, yaw=facing)
 
 
+class Driver(NamedTuple):
+    """A learner that plays a recording in the expert's place (:func:`demonstrations`' ``driver``): the
+    expert only labels the states the learner visits (DAgger, Ross, Gordon and Bagnell, AISTATS 2011).
+    Per trajectory, unbatched: ``init(frame, info) -> carry`` on the first frame, then at every step
+    ``act(carry, frame, info, key) -> (action, carry)`` on the current one."""
+
+    init: Callable
+    act: Callable
+
+
 def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int, epsilon: float = DEMONSTRATION_EPSILON,
-                   targets: jax.Array | None = None) -> dict:  # fmt: skip
+                   targets: jax.Array | None = None, driver: Driver | None = None) -> dict:  # fmt: skip
     """``num`` expert trajectories of ``steps`` steps, in one jitted call.
 
     Args:
       kind: ``"path"`` (from uniform starts in ``env.demo_region``) or ``"circle"`` (around an object, from
         :data:`CIRCLE_START_DISTANCE` cells off it, yaw up to :data:`CIRCLE_START_YAW` off facing it).
       targets: ``int32[num]`` objects to circle (``"circle"``; default: drawn among the reachable ones).
+      driver: a learner whose actions are executed instead of the noisy expert's (``epsilon`` is then
+        unused); ``intended`` still holds the expert's action on every frame: the learner's own states, labelled.
 
     Returns:
       dict of ``[num, steps, ...]`` arrays: ``frames`` (uint8 RGB, the frame the action was
@@ -245,10 +260,10 @@ def demonstrations(env: ParkWorld, params, key, kind: str, num: int, steps: int,
     if targets is None:
         targets = jnp.asarray(np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1))).choice(reachable, num))
     to_path = nearest_path_heading(env)
-    return _demonstrations(env, params, key, kind, num, steps, epsilon, jnp.asarray(targets, jnp.int32), to_path)
+    return _demonstrations(env, params, key, kind, num, steps, epsilon, jnp.asarray(targets, jnp.int32), to_path, driver)
 
 
-def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_path):
+def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_path, driver):
     @jax.jit
     def run(params, key, targets, to_path):
         def one(key, target):
@@ -261,9 +276,10 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
             else:
                 state = env.reset_for_demonstration(k_start, params)[1]
             frame, info = env.observe(state, params)
+            learner = driver.init(frame, info) if driver is not None else ()
 
             def body(carry, k):
-                state, frame, info = carry
+                state, frame, info, learner = carry
                 k_act, k_step = jax.random.split(k)
                 if kind == "circle":  # the expert's action, then the noise drawn from the same keys as circle_action's
                     intended = circle_action(params, state, target, k_act, 0.0)
@@ -271,15 +287,18 @@ def _demonstrations(env, params, key, kind, num, steps, epsilon, targets, to_pat
                 else:
                     intended = path_action(env, params, state, k_act, to_path, 0.0)
                     _, k_noise, k_random = jax.random.split(k_act, 3)
-                action = _with_noise(intended, k_noise, k_random, epsilon)
+                if driver is None:
+                    action = _with_noise(intended, k_noise, k_random, epsilon)
+                else:
+                    action, learner = driver.act(learner, frame, info, jax.random.fold_in(k, 1))
                 next_frame, next_state, _, _, next_info = env.step_env(k_step, state, action, params)
                 target_box, target_pixels = object_in_view(info["objects"], target if kind == "circle" else -1)
                 out = {"frames": frame, "actions": action, "intended": intended, "positions": state.pos, "on_path": info["on_path"],
                        "od_box": info["od_box"], "od_visible": info["od_visible"],
                        "target_box": target_box, "target_pixels": target_pixels}  # fmt: skip
-                return (next_state, next_frame, next_info), out
+                return (next_state, next_frame, next_info, learner), out
 
-            _, out = jax.lax.scan(body, (state, frame, info), jax.random.split(k_run, steps))
+            _, out = jax.lax.scan(body, (state, frame, info, learner), jax.random.split(k_run, steps))
             return out
 
         out = jax.vmap(one)(jax.random.split(key, num), targets)

@@ -825,8 +825,10 @@ def park_probes_section(results: Results) -> str:
     def seeds(probe: dict, key: str, fmt: Callable[[float], str] = num) -> str:
         return per_seed(probe["mean"][key], [r[key] for r in probe["runs"]], fmt, pct if fmt is pct else (lambda v: num(v, 1)))
 
+    kept = all("steps_on_pathway" in probe["mean"] for probe in data["probes"].values())  # measured since the table was first made
     for agent, probe in data["probes"].items():
-        rows.append([label(agent), seeds(probe, "ooi_tested_18"), seeds(probe, "ooi_tested_45"), seeds(probe, "pathway_coverage_of_reachable_45", pct), *targets[agent]])
+        on_path = [seeds(probe, "steps_on_pathway", pct)] if kept else []
+        rows.append([label(agent), seeds(probe, "ooi_tested_18"), seeds(probe, "ooi_tested_45"), seeds(probe, "pathway_coverage_of_reachable_45", pct), *on_path, *targets[agent]])
     missed = {agent: [k for k, ok in probe["holds"].items() if not ok] for agent, probe in data["probes"].items()}
     verdict = "; ".join(f"{agent}: {', '.join(keys)}" for agent, keys in missed.items() if keys)
     verdict = f"Targets not met: {verdict}." if verdict else "Both meet their targets, on their means over the seeds."
@@ -841,7 +843,8 @@ def park_probes_section(results: Results) -> str:
            "passes once it has learned to walk." if "walker" in data["probes"] else "")
         + (" A fourth, the demonstrator (the follower without its memory of the pathway walked, with the demonstrations' 10% of random "
            "actions), is what PPGTA's path demonstrations show: the most its imitation policy starts from." if "demonstrator" in data["probes"] else ""),
-        table(["probe", "OOIs tested after 18 episodes", "after 45", "reachable pathway covered after 45", "target at 18", "at 45", "coverage target"], rows),
+        table(["probe", "OOIs tested after 18 episodes", "after 45", "reachable pathway covered after 45", *(["steps on a pathway"] if kept else []),
+               "target at 18", "at 45", "coverage target"], rows),  # fmt: skip
         provenance("park_probes.json", data, Seeds="; ".join(f"{agent} {listing(seeds)}" for agent, seeds in data["seeds"].items()),
                    Budget=f"{data['episodes']} episodes of {num(data['episode_steps'])} steps per seed"),
     )
@@ -870,6 +873,7 @@ def ppgta_compare_section(results: Results) -> str:
         table(["agent", "reachable pathway covered after 45 episodes", "all pathway", "OOIs tested after 18 episodes", "after 45",
                "test success rate", "texture bugs found (oracle P / R)"], rows),  # fmt: skip
         success_by_rule(agents),
+        steps_on_pathway(agents),
         "\n".join(ppgta_verdicts(agents, walker)),
         provenance("ppgta_compare_45.json", data),
         f"The learned-detector row: {code(learned['command'])}." if learned is not None else "",
@@ -894,6 +898,15 @@ def success_by_rule(agents: dict) -> str:
             + "; ".join(f"{pct(rate)} under {JS_RULE_WORDS[rule].split(':')[0]}" for rule, rate in rates.items()) + ".")
 
 
+def steps_on_pathway(agents: dict) -> str:
+    """Each agent's share of steps on a pathway, when the results hold it."""
+    shares = {agent: data["mean"].get("steps_on_pathway") for agent, data in agents.items()}
+    if None in shares.values():
+        return ""
+    return ("How each kept to the pathways (beyond the paper): the share of its steps, tests' included, on a pathway cell, "
+            + ", ".join(f"{label(agent)} {pct(share)}" for agent, share in shares.items()) + ".")
+
+
 def ppgta_models_section(results: Results) -> str:
     data = results["ppgta_compare_45.json"]
     seeds, shared = data["seeds"], data.get("models_shared", False)
@@ -906,6 +919,11 @@ def ppgta_models_section(results: Results) -> str:
               f"AP {pct(ap)}"] for i, (kind, ap) in enumerate(PAPER_PPGTA_DETECTOR_AP)]  # fmt: skip
     rows += [[f"{what}: JS on held-out / success threshold", " · ".join(f"{num(m[key]['js_test_mean'], 4)} / {num(m[key]['js_threshold'], 4)}" for m in per_seed),
               "threshold from validation (§VI-B)"] for key, what in (("path", "path following"), ("circle", "360° walk"))]  # fmt: skip
+    if all("path_closed_loop" in m for m in per_seed):
+        played = lambda m: m["path_closed_loop"][0]  # the policy the explorer starts from, before any DAgger round
+        rows.append(["path following, closed loop: steps on a pathway (the follower's action on / off one)",
+                     " · ".join(f"{pct(played(m)['on_path'])} ({pct(played(m)['agreement_on_path'])} / {pct(played(m)['agreement_off_path'])})" for m in per_seed),
+                     "— (not in the paper)"])  # fmt: skip
     rows.append(["texture oracle on held-out walks", f"precision {over(lambda m: m['oracle']['walks']['precision'])}, recall {over(lambda m: m['oracle']['walks']['recall'])} "
                  f"({per_seed[0]['oracle']['walks']['walked']} walks a set)", "— (not in the paper)"])  # fmt: skip
     return section(

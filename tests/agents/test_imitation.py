@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.agents.imitation import ImitationConfig, act_distribution, js_threshold, stepwise_js, train
+from jgtest.agents.imitation import ImitationConfig, _masked, _run, act_distribution, driver, js_threshold, stepwise_js, train
 from jgtest.agents.supervised import fit, split_indices
 from jgtest.novelty import action_distribution, js_divergence
 
@@ -76,6 +76,36 @@ def test_the_labels_are_the_demonstrators_intended_actions_where_it_recorded_the
     assert np.array_equal(ImitationConfig().targets(noisy), noisy["intended"])
     assert np.array_equal(ImitationConfig(labels="executed").targets(noisy), noisy["actions"])
     assert np.array_equal(ImitationConfig().targets(demos), demos["actions"])  # a human's: only what was played
+
+
+def test_extra_trajectories_join_the_training_split_only():
+    config = ImitationConfig(num_actions=3, k=1, batch_size=4, epochs=1, warmup_epochs=1, policy=SMALL)
+    demos, extra = _demos(), _demos(n=3, seed=1)
+    plain = split_indices(10, config.split, 0)
+    out = train(config, demos, jax.random.key(0), extra={**extra, "intended": extra["actions"]})
+    np.testing.assert_array_equal(out["train_idx"], np.concatenate([plain[0], [10, 11, 12]]))  # after the demonstrations
+    np.testing.assert_array_equal(out["val_idx"], plain[1]) and np.testing.assert_array_equal(out["test_idx"], plain[2])
+    with pytest.raises(ValueError, match="extra trajectories must match"):
+        train(config, demos, jax.random.key(0), extra=_demos(n=3, steps=5))
+
+
+def test_the_driver_plays_the_policy_as_it_runs_over_a_trajectory():
+    """Closed loop, one frame at a time (what a learner's own walks are recorded with), the driver samples
+    from the logits the policy gives the same frames as a whole trajectory, OD-masked as in training."""
+    config = ImitationConfig(num_actions=3, k=2, policy=SMALL)
+    net = config.network
+    boxes = jnp.tile(jnp.asarray([4, 4, 20, 20], jnp.int32), (1, 6, 1))
+    visible = jnp.asarray([[True, False, True, True, False, True]])
+    frames = jnp.asarray(np.random.default_rng(0).integers(0, 256, (1, 6, 32, 32, 3)), jnp.uint8)
+    params = net.init(jax.random.key(0), frames[:, :2], net.initial_carry(1))
+    logits, _ = _run(net, params, _masked(frames, boxes, visible), config.k)
+    play = driver(config, params)
+    info = lambda t: {"od_box": boxes[0, t], "od_visible": visible[0, t]}
+    carry = play.init(frames[0, 0], info(0))
+    for t in range(6):
+        key = jax.random.key(10 + t)
+        action, carry = play.act(carry, frames[0, t], info(t), key)
+        assert int(action) == int(jax.random.categorical(key, logits[0, t])), t
 
 
 @pytest.mark.parametrize("kwargs, message", [({"k": 0}, "k .frames per step."), ({"lam": -1.0}, "λ must be non-negative"),

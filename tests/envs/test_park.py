@@ -161,6 +161,18 @@ def test_path_expert_follows_the_pathways():
     assert 0.03 < replaced.mean() < park_experts.DEMONSTRATION_EPSILON and np.asarray(demos["actions"])[replaced].max() < 6
 
 
+def test_a_driver_plays_and_the_expert_labels_its_states():
+    """DAgger's walks: the learner's actions are executed, the path follower's action on each state is kept beside them."""
+    forward = park_experts.Driver(init=lambda frame, info: jnp.int32(0), act=lambda carry, frame, info, key: (jnp.int32(FORWARD), carry + 1))
+    walks = park_experts.demonstrations(ENV, PARAMS, jax.random.key(1), "path", num=3, steps=40, driver=forward)
+    expert = park_experts.demonstrations(ENV, PARAMS, jax.random.key(1), "path", num=3, steps=40)
+    assert (np.asarray(walks["actions"]) == FORWARD).all()
+    np.testing.assert_array_equal(walks["positions"][:, 0], expert["positions"][:, 0])  # the same starts
+    np.testing.assert_array_equal(walks["intended"][:, 0], expert["intended"][:, 0])  # labelled by the same expert
+    assert (np.asarray(walks["intended"]) != FORWARD).any()  # it would have turned where the learner did not
+    assert not np.array_equal(walks["positions"], expert["positions"])
+
+
 def _in_the_open(params, count):
     """Reachable objects with nothing blocking within 3 cells (room to walk around them)."""
     free = []

@@ -162,3 +162,17 @@ def _assert_the_run_directory_records_replay(config, summary, run_dir):
         device_run(run_dir)  # what drives a bridged game: a learner's run, not a random walk's
     for name in ("traces.png", "tests.png"):
         assert (run_dir / name).stat().st_size > 10_000
+
+
+def test_the_summary_says_how_many_steps_stood_on_a_pathway():
+    from types import SimpleNamespace
+
+    from jgtest.methods.park.campaign import _fresh_books, summarise
+
+    c = SimpleNamespace(episodes=2, num_envs=2, rounds=1, episode_steps=4)
+    books = _fresh_books(c, ENV)
+    on, off = np.argwhere(ENV.map.path)[0], np.argwhere(~ENV.map.path & ENV.map.walkable)[0]  # (row, col)
+    xy = lambda cell: cell[::-1] + 0.5  # a trace holds (x, y) positions
+    books["traces"][0] = np.array([[xy(on), xy(off)], [xy(on), xy(on)], [xy(off), xy(off)], [xy(on), xy(off)]])  # 4 steps of 2 games
+    summary = summarise("random", c, ENV, PARAMS, books, with_oracle=False, wall_s=1.0)
+    assert summary["steps_on_pathway"] == pytest.approx(4 / 8)

@@ -173,7 +173,9 @@ def _verdict(oracle, books, obj: int, success: bool, bugs, params) -> tuple[bool
 
 
 def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_s: float) -> dict:
-    """``summary.json``: coverage, tests, success rate, texture bugs, curves, per-object outcomes, the paper's numbers."""
+    """``summary.json``: coverage, tests, success rate, texture bugs, curves, per-object outcomes, the paper's numbers,
+    and the share of all steps (tests' too) the player stood on a pathway (``steps_on_pathway``: how well an
+    explorer keeps to the preferred area, beyond the paper)."""
     path = env.map.path
     visited, success, tested_in = books["visited"], books["success"], books["tested_in"]
     tested = tested_in >= 0
@@ -184,10 +186,12 @@ def summarise(method: str, c, env, params, books: dict, with_oracle: bool, wall_
     outcomes = ooi_outcomes(success, tested, reachable)
     bugged = np.asarray(params.ooi_bug) > 0
     at = lambda curve, n: curve[min(n, c.episodes) - 1]
+    cells = np.clip(np.floor(books["traces"]).astype(np.int64), 0, env.size - 1)  # [rounds, T, N, (x, y)]
     summary = {
         "method": method, "game": "ParkWorld-v0", "episodes": c.episodes, "episode_steps": c.episode_steps,
         "pathway_coverage": float(coverage[-1]),
         "pathway_coverage_of_reachable": float(coverage_reachable[-1]), "trace_radius": TRACE_RADIUS,
+        "steps_on_pathway": float(path[cells[..., 1], cells[..., 0]].mean()),
         "ooi_tested": int(tested.sum()), "ooi_success": outcomes["success"], "ooi_failed": outcomes["failed"],
         "ooi_walked_around": int(books["walked"].sum()),
         "ooi_total": env.num_oois, "ooi_unreachable": outcomes["unreachable"], "ooi_missed_unreachable": outcomes["missed_unreachable"],

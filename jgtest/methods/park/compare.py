@@ -21,6 +21,8 @@ def rows(summary: dict, agent: str, episodes: int) -> list[tuple[str, str, str]]
         ("unreachable OOIs (flood fill)", str(summary["ooi_unreachable"]), "—"),
         ("texture bugs found", f"{summary['texture_bugs_found']} of {summary['texture_bugs_total']}", "—"),
     ]  # fmt: skip
+    if "steps_on_pathway" in summary:  # a summary written before it was measured has none
+        out.append(("steps on a pathway (tests' too)", f"{summary['steps_on_pathway']:.0%}", "— (beyond the paper)"))
     if "texture_oracle" in summary:
         o = summary["texture_oracle"]
         out.append(("texture oracle precision / recall (tested OOIs)", f"{o['precision']:.2f} / {o['recall']:.2f}", "— (beyond the paper)"))
@@ -48,11 +50,11 @@ def comparison_table(summaries: dict, episodes: int):
 
 def compare(summaries: dict, models) -> dict:
     """The comparison's ``summary.json``: per agent the headline numbers and curves, the paper's, and the models' metrics."""
-    keys = ("pathway_coverage", "ooi_tested", "ooi_total", "ooi_success", "test_success_rate", "texture_bugs_found", "texture_oracle", "at_paper_episodes", "curves", "wall_s")
+    keys = ("pathway_coverage", "steps_on_pathway", "ooi_tested", "ooi_total", "ooi_success", "test_success_rate", "texture_bugs_found", "texture_oracle", "at_paper_episodes", "curves", "wall_s")
     first = next(iter(summaries.values()))
     return {
         "game": "ParkWorld-v0", "episodes": first["episodes"], "episode_steps": first["episode_steps"],
         "agents": {a: {k: s[k] for k in keys if k in s} for a, s in summaries.items()}, "paper": first["paper"],
-        "models": {k: {m: v for m, v in models.metrics[k].items() if m != "history"} for k in ("detector", "oracle", "path", "circle")
-                   if models is not None and k in models.metrics},
+        "models": {k: (v if isinstance(v := models.metrics[k], list) else {m: x for m, x in v.items() if m != "history"})
+                   for k in ("detector", "oracle", "path", "circle", "path_closed_loop") if models is not None and k in models.metrics},
     }  # fmt: skip

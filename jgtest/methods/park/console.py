@@ -29,19 +29,22 @@ def episodes_for(episodes: int | None, quick: bool) -> int:
     return episodes if episodes is not None else (10 if quick else 45)
 
 
-def models_config(game_kwargs: dict, quick: bool, seed: int = 0):
+def models_config(game_kwargs: dict, quick: bool, seed: int = 0, dagger_rounds: int = 0):
     """PPGTA's models' settings for the park ``game_kwargs`` builds (small ones when ``quick``),
     trained with ``seed`` (the campaign's, or ``--models-seed``): the demonstrations, the networks'
     initialisations and the imitation all vary with it, and so does PPGTA's coverage (three model
-    seeds on one campaign seed moved it from 42.0% to 77.8%).
+    seeds on one campaign seed moved it from 42.0% to 77.8%); ``dagger_rounds`` (``--dagger-rounds``)
+    as :class:`jgtest.methods.park.models.PPGTAModelsConfig`'s.
 
     Raises:
       BadInput: an option the park does not have.
+      ValueError: a bad setting (a negative ``dagger_rounds``).
     """
     from jgtest.methods.park import models
 
+    settings = {"seed": seed, "dagger_rounds": dagger_rounds, **game_kwargs}
     try:
-        return models.PPGTAModelsConfig.quick(seed=seed, **game_kwargs) if quick else models.PPGTAModelsConfig(seed=seed, **game_kwargs)
+        return models.PPGTAModelsConfig.quick(**settings) if quick else models.PPGTAModelsConfig(**settings)
     except TypeError as error:
         raise BadInput(str(error)) from None
 
@@ -81,13 +84,14 @@ def _play(agent: str, config, out: Path, models, bars, resume: bool) -> dict:
 
 def run_in_console(method: str, out: str | Path, game_kwargs: dict, episodes: int, seed: int = 0, detector: str = "ground-truth",
                    models_dir: str | Path | None = None, quick: bool = False, quiet: bool = False, resume: bool = False,
-                   overwrite: bool = False, models_seed: int | None = None) -> dict:  # fmt: skip
+                   overwrite: bool = False, models_seed: int | None = None, dagger_rounds: int = 0) -> dict:  # fmt: skip
     """Plays ``method`` (an agent of :data:`AGENTS`, or ``compare-explorers``: all three) on
     ParkWorld-v0 into the run directory ``out`` (:func:`jgtest.run_dir.prepare_run_dir` with
     ``overwrite`` and ``resume``), with progress bars and tables; the summary (of the comparison, for
     ``compare-explorers``). PPGTA's models are trained with ``models_seed`` (default: the campaign's
     ``seed``): one set of models for several campaign seeds is the paper's protocol (its models are
-    trained once, §V-B), one set a seed varies the whole pipeline."""
+    trained once, §V-B), one set a seed varies the whole pipeline; ``dagger_rounds`` of DAgger on their
+    path imitation (beyond the paper, :func:`jgtest.methods.park.models.path_dagger`)."""
     from jgtest.report.console import progress, show, stderr
     from jgtest.run_dir import prepare_run_dir
 
@@ -96,7 +100,7 @@ def run_in_console(method: str, out: str | Path, game_kwargs: dict, episodes: in
     if detector != "ground-truth" and method in ("inspector", "random"):
         raise ValueError(f"the learned detector is PPGTA's; {method} sees the object mask (detector='ground-truth')")
     agents = AGENTS if method == "compare-explorers" else (method,)
-    models_settings = models_config(game_kwargs, quick, seed if models_seed is None else models_seed) if "ppgta" in agents else None
+    models_settings = models_config(game_kwargs, quick, seed if models_seed is None else models_seed, dagger_rounds) if "ppgta" in agents else None
     configs = {agent: _agent_config(agent, game_kwargs, episodes, seed, detector, models_settings) for agent in agents}
     out = prepare_run_dir(out, overwrite, resume)
     models = models_for(models_settings, Path(models_dir) if models_dir else out / "models", stderr().print) if "ppgta" in agents else None

@@ -52,7 +52,7 @@ def probe_run(agent: str, seed: int, episodes: int = 45, out_dir: str | Path | N
         "seed": seed, "episodes": episodes, "ooi_tested_18": int(at(tested, 18)), "ooi_tested_45": int(at(tested, 45)),
         "pathway_coverage_45": float(summary["pathway_coverage"]), "pathway_coverage_of_reachable_18": float(at(reachable, 18)),
         "pathway_coverage_of_reachable_45": float(at(reachable, 45)), "ooi_success": summary["ooi_success"],
-        "ooi_unreachable": summary["ooi_unreachable"], "wall_s": summary["wall_s"],
+        "ooi_unreachable": summary["ooi_unreachable"], "steps_on_pathway": summary["steps_on_pathway"], "wall_s": summary["wall_s"],
     }  # fmt: skip
 
 
