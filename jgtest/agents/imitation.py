@@ -203,9 +203,12 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
         raise ValueError("the demonstration set is empty")
     train_idx, val_idx, test_idx = split_indices(int(frames.shape[0]), config.split, seed)
     if extra is not None:
+        keys = [k for k in ("frames", "od_box", "od_visible", "actions", "intended") if k in demos]
+        if missing := [k for k in keys if k not in extra]:
+            raise ValueError(f"extra trajectories must hold what the demonstrations do; they lack {', '.join(missing)}")
         if extra["frames"].shape[1:] != frames.shape[1:]:
             raise ValueError(f"extra trajectories must match the demonstrations' shape {frames.shape[1:]}, got {extra['frames'].shape[1:]}")
-        demos = {k: np.concatenate([np.asarray(demos[k]), np.asarray(extra[k])]) for k in ("frames", "od_box", "od_visible", "actions", "intended") if k in demos}
+        demos = {k: np.concatenate([np.asarray(demos[k]), np.asarray(extra[k])]) for k in keys}
         train_idx = np.concatenate([train_idx, frames.shape[0] + np.arange(extra["frames"].shape[0])])
     per_epoch = batches_per_epoch(len(train_idx), config.batch_size)
     schedule = optax.warmup_cosine_decay_schedule(

@@ -87,6 +87,8 @@ def test_extra_trajectories_join_the_training_split_only():
     np.testing.assert_array_equal(out["val_idx"], plain[1]) and np.testing.assert_array_equal(out["test_idx"], plain[2])
     with pytest.raises(ValueError, match="extra trajectories must match"):
         train(config, demos, jax.random.key(0), extra=_demos(n=3, steps=5))
+    with pytest.raises(ValueError, match="they lack intended"):
+        train(config, {**demos, "intended": demos["actions"]}, jax.random.key(0), extra=extra)
 
 
 def test_the_driver_plays_the_policy_as_it_runs_over_a_trajectory():
