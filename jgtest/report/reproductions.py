@@ -920,7 +920,7 @@ def ppgta_models_section(results: Results) -> str:
     rows += [[f"{what}: JS on held-out / success threshold", " · ".join(f"{num(m[key]['js_test_mean'], 4)} / {num(m[key]['js_threshold'], 4)}" for m in per_seed),
               "threshold from validation (§VI-B)"] for key, what in (("path", "path following"), ("circle", "360° walk"))]  # fmt: skip
     if all("path_closed_loop" in m for m in per_seed):
-        played = lambda m: m["path_closed_loop"][0]  # the policy the explorer starts from, before any DAgger round
+        played = lambda m: m["path_closed_loop"][-1]  # the policy the explorer starts from, after any DAgger rounds
         rows.append(["path following, closed loop: steps on a pathway (the follower's action on / off one)",
                      " · ".join(f"{pct(played(m)['on_path'])} ({pct(played(m)['agreement_on_path'])} / {pct(played(m)['agreement_off_path'])})" for m in per_seed),
                      "— (not in the paper)"])  # fmt: skip

@@ -276,7 +276,7 @@ def path_dagger(config: PPGTAModelsConfig, env, params, im_config: imitation.Imi
         if r == config.dagger_rounds:
             break
         walks.append(walk)
-        extra = {k: np.concatenate([np.asarray(w[k]) for w in walks]) for k in ("frames", "od_box", "od_visible", "actions", "intended")}
+        extra = {k: np.concatenate([np.asarray(w[k]) for w in walks]) for k in walks[0]}
         trained = imitation.train(im_config, demos, jax.random.fold_in(key, 1000 + r), config.seed, encoder=encoder, extra=extra)
     return trained, rounds
 
