@@ -23,22 +23,31 @@ def is_level(game: str) -> bool:
 
 
 def add_park_options(parser, title: str, explorer: bool = True) -> None:
-    """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, ``--detector``, and
-    ``--explorer-from`` where it applies."""
+    """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, ``--models-seed``,
+    ``--dagger-rounds``, ``--detector``, and ``--explorer-from`` where it applies (:func:`park_options_given`
+    tells which a command line set)."""
     group = parser.add_argument_group(title)
-    group.add_argument("--episodes", type=positive_int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)")
-    group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)")
-    group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)")
-    group.add_argument("--models-seed", type=int, default=None, metavar="SEED",
-                       help="the seed PPGTA's models are (or were) trained with (default: --seed; one set of models for several campaign seeds, as the paper trains once)")
-    group.add_argument("--dagger-rounds", type=int, default=0, metavar="N",
-                       help="beyond the paper: N rounds of DAgger on PPGTA's path imitation, the path follower labelling the policy's own walks (default 0)")
-    group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
-                       help="objects from the renderer or PPGTA's trained detector (ppgta only)")
+    actions = [
+        group.add_argument("--episodes", type=positive_int, default=None, help="episodes of 2,000 steps (default: the paper's 45; 10 with --quick)"),
+        group.add_argument("--quick", action="store_true", help="10 episodes (ppgta: small models)"),
+        group.add_argument("--ppgta-models", default=None, metavar="DIR", help="PPGTA's trained models to load, or where to train them (default OUT/models)"),
+        group.add_argument("--models-seed", type=int, default=None, metavar="SEED",
+                           help="the seed PPGTA's models are (or were) trained with (default: --seed; one set of models for several campaign seeds, as the paper trains once)"),
+        group.add_argument("--dagger-rounds", type=int, default=0, metavar="N",
+                           help="beyond the paper: N rounds of DAgger on PPGTA's path imitation, the path follower labelling the policy's own walks (default 0)"),
+        group.add_argument("--detector", choices=("ground-truth", "learned"), default="ground-truth",
+                           help="objects from the renderer or PPGTA's trained detector (ppgta only)"),
+    ]  # fmt: skip
     if explorer:
-        group.add_argument("--explorer-from", default=None, metavar="RUN",
-                           help="over unreal:…: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "
-                                "(required for inspector; ppgta's default is the path policy its explorer starts from)")  # fmt: skip
+        actions.append(group.add_argument("--explorer-from", default=None, metavar="RUN",
+                                          help="over unreal:…: the run directory of a ParkWorld-v0 campaign whose trained explorer drives the game "
+                                               "(required for inspector; ppgta's default is the path policy its explorer starts from)"))  # fmt: skip
+    parser.set_defaults(park_options={action.option_strings[0]: (action.dest, action.default) for action in actions})
+
+
+def park_options_given(args, ignore: tuple[str, ...] = ()) -> list[str]:
+    """The options of :func:`add_park_options` given on the command line (away from their defaults), but ``ignore``'s."""
+    return [flag for flag, (dest, default) in args.park_options.items() if flag not in ignore and getattr(args, dest) != default]
 
 
 def add_parsers(methods) -> None:

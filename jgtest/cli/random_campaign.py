@@ -30,7 +30,11 @@ def run(args) -> int:
 
     if park.is_park_game(args.game):
         return park.run(args)
-    if args.game.startswith(HOST_RANDOM_PREFIXES):
+    host = args.game.startswith(HOST_RANDOM_PREFIXES)
+    given = park.park_options_given(args, ignore=("--episodes",) if host else ())
+    if given:
+        raise fail(f"{', '.join(given)}: the park's options (ParkWorld-v0, unreal:…, vizdoom:WAD/MAP), not the random agent's on --game {args.game}")
+    if host:
         return run_host(args)
     import jgtest
     from jgtest.methods import random_testing
