@@ -1086,6 +1086,25 @@ def rnd_place_novelty_section(results: Results) -> str:
     )
 
 
+def ppgta_path_keeping_section(results: Results) -> str:
+    data = results["ppgta_path_keeping.json"]
+    players, block = data["players"], data["block"]
+    blocks = len(players["path_policy"]["on_path_by_block"])
+    rows = [[label, pct(p["on_path"]), *[pct(x, 0) for x in p["on_path_by_block"]]]
+            for label, p in (("path policy (sampled, as the explorer)", players["path_policy"]), ("demonstrator", players["demonstrator"]))]  # fmt: skip
+    policy = players["path_policy"]
+    return section(
+        "How long the path policy keeps to the pathways",
+        f"PPGTA's path imitation learned from demonstrations of {num(data['demonstration_steps'])} steps and starts an explorer whose "
+        f"episodes are {num(data['steps'])}. Here it walks {data['walks']} walks of {num(data['steps'])} steps from the demonstrations' "
+        f"starts, beside the demonstrator it imitates (the path follower with {pct(data['demonstration_epsilon'], 0)} random actions) "
+        f"from the same starts. It chose the follower's action on {pct(policy['agreement_on_path'])} of its steps on a pathway and "
+        f"{pct(policy['agreement_off_path'])} of those off one. Each block column: the share of its {num(block)} steps on a pathway.",
+        table(["player", "steps on a pathway", *[f"{num(i * block)}–{num((i + 1) * block)}" for i in range(blocks)]], rows),
+        provenance("ppgta_path_keeping.json", data),
+    )
+
+
 def level_explorers_section(results: Results) -> str:
     data = results["level_explorers_freedoom2_map01.json"]
     runs, means, paper = data["runs"], data["means"], data["paper_park"]
@@ -1117,7 +1136,8 @@ def ppgta_page(results: Results) -> Page:
         "is ParkWorld-v0, a first-person park rendered on device, with the same objects, texture bugs, actions and episode length."
     )
     parts = [intro, park_probes_section(results), ppgta_compare_section(results), ppgta_training_section(results), ppgta_variants_section(results),
-             ppgta_test_policy_section(results), ppgta_models_section(results), rnd_place_novelty_section(results), level_explorers_section(results)]  # fmt: skip
+             ppgta_test_policy_section(results), ppgta_models_section(results), ppgta_path_keeping_section(results), rnd_place_novelty_section(results),
+             level_explorers_section(results)]  # fmt: skip
     body = "\n\n".join(part for part in parts if part)
     ours, paper = data["agents"], data["paper"]
     summary = (f"reachable pathway covered after 45 episodes: PPGTA {pct(ours['ppgta']['mean']['pathway_coverage_of_reachable'])} (paper {pct(paper['ppgta']['pathway_coverage_45'], 0)}), "
