@@ -63,6 +63,11 @@ CIRCLE_RADIUS = 1.0
 #: as many of the 247 objects (36.4% and 31.2%, against 33.6% and 39.7%). Retraining moves the path
 #: policy too (the inverse-dynamics FE learns from both sets of demonstrations), and one set of models
 #: cannot tell that move from the models' seed, which alone spans 42–78% (:func:`jgtest.methods.park.console.models_config`).
+#: Tried again with today's models (``benchmarks/ppgta_compare.py``'s pipeline, seed 0, campaign seed 0): the
+#: 360° imitation stopped at epoch 9 and its JS threshold came out laxer (0.078 against 0.043), yet its tests
+#: passed on 54% of the objects tested against 57%; the path policy, on the retrained FE, kept to a pathway on
+#: 31.9% of its closed-loop steps against 37.9%, and the explorer tested 106 objects by episode 18 against 133,
+#: covered 84.0% of the reachable pathway against 91.0% and succeeded on 40.1% of the 247 against 42.5%.
 CIRCLE_START_DISTANCE = (2.0, 3.0)
 CIRCLE_START_YAW = 0.6
 
