@@ -70,9 +70,11 @@ the imitation learning the experts' intended actions (the default now) but the l
 still running through tests, seed 0 gave 88 objects by episode 18 and 83.9% at 2.5e-5, 93 and 88.3% for
 the imitation alone, 53 and 41.1% at 2.5e-4. With tests' steps left alone (above) and the tests' frames
 masked as their demonstrations were (below): 102 and 82.7% at 2.5e-5, 101 and 91.4% for the imitation
-alone; success 33.6% and 38.5% of the objects
-(``benchmarks/results/ppgta_explorer_variants_s0.json``, ``benchmarks/ppgta_explorer_variants.py``;
-all of these under the per-step reading of ``r^p``, above).
+alone; success 33.6% and 38.5% of the objects (earlier runs of ``benchmarks/ppgta_explorer_variants.py``;
+all of these under the per-step reading of ``r^p``, above). With the defaults (the sum, on the
+comparison's seed-0 models; ``benchmarks/results/ppgta_explorer_variants_s0.json``): 133 objects by
+episode 18 and 91.0% at 2.5e-5, 106 and 89.5% for the imitation alone, 112 and 79.4% at 2.5e-4;
+success 42.5%, 42.5% and 38.5%. PPO at 2.5e-5 is what adds the 27 objects by episode 18.
 The 3-seed comparison (``benchmarks/results/ppgta_compare_45.json``: the defaults, one set of models
 trained with seed 0 for campaign seeds 0–2) gives 88.7% of the reachable pathway (91.0%, 87.3%,
 87.7%), 119.0 objects tested by episode 18 (133, 116, 108) and 42.4% success, against the paper's
