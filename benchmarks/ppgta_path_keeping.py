@@ -76,9 +76,9 @@ def main(argv=None) -> int:
     for name, play in players.items():
         start = time.perf_counter()
         walks = {k: np.asarray(v) for k, v in play().items() if k in ("on_path", "actions", "intended")}
-        rows[name] = {**path_keeping(walks), "on_path_by_block": by_block(walks["on_path"], args.block), "wall_s": round(time.perf_counter() - start, 1)}
-        if name == "demonstrator":  # its agreement is the noise's complement, not a measure
-            del rows[name]["agreement_on_path"], rows[name]["agreement_off_path"]
+        # the demonstrator's agreement with the follower is only its noise's complement: its share on a pathway alone
+        keeping = path_keeping(walks) if name == "path_policy" else {"on_path": round(float(walks["on_path"].mean()), 4)}
+        rows[name] = {**keeping, "on_path_by_block": by_block(walks["on_path"], args.block), "wall_s": round(time.perf_counter() - start, 1)}
         print(f"{name:13s} on a pathway {rows[name]['on_path']:.1%}  by {args.block} steps {rows[name]['on_path_by_block']}  ({rows[name]['wall_s']:.0f} s)", flush=True)
     write_json(args.json, {
         "benchmark": "ppgta_path_keeping", "command": f"python benchmarks/ppgta_path_keeping.py --models MODELS --models-seed {args.models_seed} "

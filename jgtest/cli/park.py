@@ -74,9 +74,9 @@ def run(args) -> int:
                 raise ValueError(f"on a level, {args.method} is not wired: inspector and random explore it (PPGTA needs models trained on ParkWorld-v0's demonstrations and labelled objects)")
             run_level_in_console(args.method, args.game, args.out, options, episodes, args.seed, args.quick, args.quiet, args.overwrite)
             return 0
-        for option, given in (("--models-seed", args.models_seed is not None), ("--dagger-rounds", args.dagger_rounds != 0)):
-            if given and (args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers")):
-                raise ValueError(f"{option} sets the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
+        models_options = [option for option in park_options_given(args) if option in ("--models-seed", "--dagger-rounds")]
+        if models_options and (args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers")):
+            raise ValueError(f"{models_options[0]} sets the models ppgta and compare-explorers train on {PARK_GAME}; {args.method} on {args.game} does not train them")
         if args.models_seed is not None:
             check_seed(args.models_seed, "--models-seed")
         if args.game.startswith("unreal:"):
