@@ -18,6 +18,11 @@ key for both players) with:
 Per player: the share of steps on a pathway, overall and per ``--block`` steps, and the path policy's
 agreement with the follower on and off a pathway (:func:`jgtest.methods.park.models.path_keeping`).
 ``MODELS`` is what ``jgtest run ppgta --ppgta-models MODELS`` trains (trained there first when missing).
+
+The policy's actions are sampled, as an explorer's: played greedily (its most likely action at every
+step; a scratch run on the committed seed-0 models, the same 20 walks) it kept to a pathway on 14.4% of
+its steps against 50.7%, falling from 21% in its first 250 steps to 5% in its last: what it does most
+often off a pathway, it then does always.
 """
 
 from __future__ import annotations

@@ -22,6 +22,20 @@ AUC 0.51–0.55. A scratch run (seed 0, 20 rollouts) that tinted each frame by w
 colour channel scaled by 1 ± 0.2, a sine of the player's position with a period of 160 cells, half
 the park) raised Inspector's AUC at 16 steps from 0.51 to 0.75 (unvisited / visited 1.69) and the
 ensemble's from 0.53 to 0.63: novelty can only steer toward new places where places look different.
+
+Two changes that might have given the park's places their own look to the novelty did not, and were not
+kept (scratch runs, this script's settings, seeds 0–2):
+
+* **Districts**: the park cut into 25 Voronoi regions about 64 cells across, each with one of 8 grass
+  and tree colours (lawns, meadows, dry grass, woods; pines, autumn, blossom, birches), neighbours
+  unlike; the pathways, water and objects as before, and visual only (objects' pixels, the probes'
+  only reading of a frame, unchanged). The demonstration corner was two thirds one look. AUC 0.46,
+  0.50 and 0.54 for Inspector's RND with 4, 16 and 64 steps, 0.47 for the ensemble:
+  whatever the random target's features tell apart here, it is not the grass's colour. The tint above
+  changed the sky as well, half of every frame.
+* **Observation whitening** (Burda et al.'s per-pixel running mean and standard deviation, clipped to
+  ±5; with the districts): AUC 0.53 (0.54, 0.47, 0.57) for Inspector at 16 steps against 0.50 without,
+  0.49 for the ensemble. :mod:`jgtest.methods.park.inspector` records what it did to Inspector's campaigns.
 """
 
 from __future__ import annotations
