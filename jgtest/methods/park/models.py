@@ -20,9 +20,10 @@
 Each imitation policy fine-tunes its own copy of the inverse-dynamics FE (the paper's "fine-tuned
 visual feature encoder", §IV; ``freeze_encoder=True`` keeps it fixed and trains on precomputed
 features). Our CPU choice: frames are 64×64, not 128×128. The larger frames did not help the path
-imitation: trained the same way at 128×128 (seed 0; a scratch run of the demonstrations, the FE and the
-path imitation, 15 minutes), the path policy kept to a pathway on 28.7% of 20 walks of
-2,000 steps from the demonstrations' starts, against 50.7% at 64×64 (``benchmarks/ppgta_path_keeping.py``'s walks). The policies have the paper's sizes
+imitation: trained the same way at 128×128 (scratch runs of the demonstrations, the FE and the path
+imitation, 11–15 minutes a seed), the path policy kept to a pathway on 28.7% and 29.0% (seeds 0 and 1)
+of 20 walks of 2,000 steps from the demonstrations' starts, against 50.7% and 29.7% for the same seeds'
+models at 64×64 (``benchmarks/ppgta_path_keeping.py``'s walks). The policies have the paper's sizes
 (§V-D: local GRUs of 256, a global GRU of 1,024, an MLP of 512 and 256; the models train in
 8 to 26 minutes on 2 cores, as fast as the machine). The command line trains them with the campaign's seed
 (:func:`jgtest.methods.park.console.models_config`) unless ``--models-seed`` names another (one set for
