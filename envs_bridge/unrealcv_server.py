@@ -41,14 +41,28 @@ connection is never greeted) and ``dark_text_image`` (an image request gets a ti
 
 Binds to loopback only, unless ``allow_remote=True``. ``python -m envs_bridge.unrealcv_server``
 runs it (:func:`main`).
+
+Bounds, so that no client can hold it without limit (each refusal is logged on the
+``envs_bridge.unrealcv_server`` logger, naming the client):
+
+* a request frame's payload is at most ``max_frame_bytes`` (:data:`MAX_FRAME_BYTES`, 4 MiB; the
+  longest command a client sends is a few hundred bytes): a header announcing more is answered
+  ``error frame of N bytes is over the server's limit of M`` and the connection closed, before any of
+  the payload is buffered;
+* a connection that sends nothing for ``idle_timeout_s`` (:data:`IDLE_TIMEOUT_S`, 5 minutes) is
+  closed;
+* at most ``max_clients`` (:data:`MAX_CLIENTS`, 16) connections are served at once: one more is sent
+  ``error too many clients (M)`` in place of the greeting and closed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import ipaddress
+import logging
 import math
 import re
 import socket
@@ -67,6 +81,13 @@ from envs_bridge.unreal import PAPER_KEYS
 from jgtest.errors import BadInput
 
 MAGIC = 0x9E2B83C1
+#: The largest request payload served (bytes); a larger frame is refused (module docstring).
+MAX_FRAME_BYTES = 4 * 2**20
+#: Seconds a connection may stay silent before it is closed.
+IDLE_TIMEOUT_S = 300.0
+#: Connections served at once.
+MAX_CLIENTS = 16
+log = logging.getLogger(__name__)
 #: The longest a key may be held in one request (seconds).
 MAX_PRESS_S = 10.0
 FAULTS = ("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "no_greeting", "dark_text_image")
@@ -240,6 +261,9 @@ class UnrealCVServer:
       delay_s: how late a ``delay`` fault's reply comes.
       tick_s: the game time of one step (a key held ``tick_s`` seconds plays one step).
       project: the name in the greeting, ``/scene/name`` and ``/level/name``.
+      max_frame_bytes: the largest request payload served.
+      idle_timeout_s: seconds a connection may stay silent before it is closed.
+      max_clients: connections served at once.
       game_kwargs: ``ParkWorld-v0`` options (``size``, ``num_oois``, ``res``).
 
     Raises:
@@ -248,7 +272,8 @@ class UnrealCVServer:
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, unix_path: str | None = None, allow_remote: bool = False,
-                 delay_s: float = 2.0, tick_s: float = 0.1, project: str = "ParkWorld", **game_kwargs):  # fmt: skip
+                 delay_s: float = 2.0, tick_s: float = 0.1, project: str = "ParkWorld", max_frame_bytes: int = MAX_FRAME_BYTES,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S, max_clients: int = MAX_CLIENTS, **game_kwargs):  # fmt: skip
         if unix_path is None:
             if not allow_remote and not _loopback(host):
                 raise BadInput(f"refusing to listen on {host!r}: not a loopback address (allow_remote=True, --allow-remote, exposes the game)")
@@ -257,7 +282,11 @@ class UnrealCVServer:
         elif not unix_path:
             raise BadInput("the unix socket path is empty")
         self.host, self.port, self.unix_path = host, port, unix_path
+        for name, value in (("max_frame_bytes", max_frame_bytes), ("idle_timeout_s", idle_timeout_s), ("max_clients", max_clients)):
+            if not value > 0:
+                raise BadInput(f"{name} must be above 0, got {value}")
         self.delay_s, self.project = delay_s, project
+        self.max_frame_bytes, self.idle_timeout_s, self.max_clients = int(max_frame_bytes), float(idle_timeout_s), int(max_clients)
         self.game = ParkGame(tick_s, **game_kwargs)
         self.faults: deque[str] = deque()  # the injected faults to come, in order
         self._skips: deque[int] = deque()  # requests each waits for once it is next
@@ -361,7 +390,15 @@ class UnrealCVServer:
                 conn, _ = self._sock.accept()
             except OSError:  # TimeoutError included: look for stop() again
                 continue
-            conn.setblocking(True)  # its thread waits on the client; stop() wakes it by shutting the socket
+            conn.settimeout(self.idle_timeout_s)  # its thread waits on the client that long; stop() wakes it by shutting the socket
+            with self._lock:
+                full = len(self._connections) >= self.max_clients
+            if full:
+                log.warning("refused a connection from %s: %d clients already served", _peer(conn), self.max_clients)
+                with contextlib.suppress(OSError):
+                    conn.sendall(frame_bytes(f"error too many clients ({self.max_clients})".encode()))
+                conn.close()
+                continue
             greet = not self._take("no_greeting")
             thread = threading.Thread(target=self._serve, args=(conn, greet), name="unrealcv-connection", daemon=True)
             with self._lock:
@@ -379,6 +416,8 @@ class UnrealCVServer:
             else:
                 while conn.recv(4096):
                     pass
+        except TimeoutError:
+            log.warning("closed the connection from %s: silent for %.0f s", _peer(conn), self.idle_timeout_s)
         except OSError:  # the client left (e.g. after timing out on a delayed reply), or stop() shut the socket
             pass
         finally:
@@ -388,16 +427,21 @@ class UnrealCVServer:
 
     def _converse(self, conn: socket.socket, world: World) -> None:
         """Answers the connection's requests, frame by frame, until it closes or a reply ends it."""
-        buffer = b""
+        buffer = bytearray()  # appended to and cut from the front in place: linear in what arrives
         while chunk := conn.recv(65536):
             buffer += chunk
             while len(buffer) >= 8:
-                magic, size = struct.unpack("<II", buffer[:8])
+                magic, size = struct.unpack_from("<II", buffer)
                 if magic != MAGIC:
                     return  # a wrong magic: disconnect, as the server does
+                if size > self.max_frame_bytes:
+                    log.warning("closed the connection from %s: a frame of %d bytes, over the limit of %d", _peer(conn), size, self.max_frame_bytes)
+                    conn.sendall(frame_bytes(f"error frame of {size} bytes is over the server's limit of {self.max_frame_bytes}".encode()))
+                    return
                 if len(buffer) < 8 + size:
                     break
-                payload, buffer = buffer[8 : 8 + size], buffer[8 + size :]
+                payload = bytes(buffer[8 : 8 + size])
+                del buffer[: 8 + size]
                 if not self._answer(conn, world, payload):
                     return
 
@@ -488,6 +532,14 @@ class UnrealCVServer:
         return f"error No handler found for URI '{command}'".encode()
 
 
+def _peer(conn: socket.socket) -> str:
+    """The client's address, for the log (a unix socket's peer has none)."""
+    try:
+        return str(conn.getpeername() or "a unix-socket client")
+    except OSError:
+        return "a client that left"
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -523,10 +575,15 @@ def main(argv=None) -> int:
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--size", type=int, default=None, help="the park's side in cells (ParkWorld's default)")
     parser.add_argument("--num-oois", type=int, default=247, help="the park's objects")
+    parser.add_argument("--max-frame-bytes", type=int, default=MAX_FRAME_BYTES, help=f"the largest request served (default {MAX_FRAME_BYTES})")
+    parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT_S, help=f"seconds a silent connection is kept (default {IDLE_TIMEOUT_S:.0f})")
+    parser.add_argument("--max-clients", type=int, default=MAX_CLIENTS, help=f"connections served at once (default {MAX_CLIENTS})")
     args = parser.parse_args(argv)
+    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
     try:
         park = {"num_oois": args.num_oois} | ({} if args.size is None else {"size": args.size})
-        server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, **park)
+        bounds = {"max_frame_bytes": args.max_frame_bytes, "idle_timeout_s": args.idle_timeout, "max_clients": args.max_clients}
+        server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, **bounds, **park)
         server.start()
     except ValueError as error:  # a refused option
         _refuse(error)

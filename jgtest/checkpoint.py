@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import errno
 import gc
 import hashlib
 import json
@@ -75,6 +76,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from jgtest import interrupts
 from jgtest.errors import BadFile, ResumeRefused
 
 PyTree = Any
@@ -317,6 +319,17 @@ def _read_step(step: int, read: Callable[[], Any]) -> Any:
     raise _Damaged(step, error)
 
 
+def _is_disk_full(e: BaseException) -> bool:
+    """Whether ``e`` (or what caused it, orbax wrapping tensorstore) is a full disk or a file-size limit."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "RESOURCE_EXHAUSTED" in str(e) or "No space left" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _is_key(x: Any) -> bool:
     return jax.dtypes.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key)
 
@@ -426,6 +439,8 @@ class Checkpointer:
         except BaseException:
             self._manager.close()
             raise
+        self._open = True
+        interrupts.loop_opened()  # a signal now waits for the next save (jgtest.interrupts)
 
     # ----- fingerprint file ----------------------------------------------------
     def _write_fingerprint(self) -> None:
@@ -460,6 +475,11 @@ class Checkpointer:
           ValueError: if ``step`` is not after the latest saved step, or the
             state has no leaves.
           TypeError: if a leaf is not an array or a number.
+          jgtest.errors.BadFile: the disk is full or the directory cannot be
+            written (naming the bytes the state needs); the steps saved before
+            are kept.
+          jgtest.interrupts.Interrupted: a SIGINT or SIGTERM asked the run to
+            stop (:mod:`jgtest.interrupts`); raised once this step is on disk.
         """
         step = int(step)
         latest = self.latest_step()
@@ -475,13 +495,23 @@ class Checkpointer:
             if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float)):
                 raise TypeError(f"Checkpointer.save: leaf {name} is a {type(leaf).__name__}, not an array or a number")
         key_impls = {name: _key_impl(leaf) for name, leaf in leaves.items() if _is_key(leaf)}
-        self._manager.save(
-            step,
-            args=ocp.args.StandardSave(jax.tree.map(_numpy_scalar_as_array, state)),
-            custom_metadata={_KEY_IMPLS: key_impls},
-            force=True,
-        )
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(
+                step,
+                args=ocp.args.StandardSave(jax.tree.map(_numpy_scalar_as_array, state)),
+                custom_metadata={_KEY_IMPLS: key_impls},
+                force=True,
+            )
+            self._manager.wait_until_finished()
+        except Exception as e:
+            if not _is_disk_full(e):
+                raise
+            size = sum(np.asarray(jax.random.key_data(x) if _is_key(x) else x).nbytes for x in leaves.values())
+            raise BadFile(
+                f"checkpoint at {self.directory}: cannot save step {step}, the disk is full (the state needs about {size:,} bytes); "
+                "free some space and continue with --resume"
+            ) from None
+        interrupts.checkpoint_reached(step)
 
     def restore(self, state_like: PyTree, step: int | None = None) -> PyTree:
         """Loads checkpoint ``step`` (default: the latest intact one) into ``state_like``'s structure.
@@ -641,6 +671,9 @@ class Checkpointer:
     def close(self) -> None:
         """Releases orbax's resources; the directory stays as it is."""
         self._manager.close()
+        if self._open:
+            self._open = False
+            interrupts.loop_closed()
 
     def __enter__(self) -> Checkpointer:
         return self

@@ -5,9 +5,16 @@ is a :class:`jgtest.errors.BadFile` whose message starts with the path (``missin
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import functools
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from jgtest.errors import BadFile
 
@@ -58,17 +65,53 @@ def read_json(path: str | Path) -> Any:
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Writes ``text`` (UTF-8) to the file at ``path``.
+    """Writes ``text`` (UTF-8) to the file at ``path``, atomically (:func:`write_atomically`)."""
+    write_atomically(path, text.encode("utf-8"))
+
+
+def write_atomically(path: str | Path, data: bytes) -> None:
+    """Writes ``data`` to the file at ``path`` so that a reader, or a later command, finds either the
+    previous file whole or the new one whole, never part of one: the bytes go to a temporary file in
+    the same folder, are flushed to disk (``fsync``), and the temporary file is renamed over ``path``
+    (``os.replace``, atomic on POSIX). A kill, a full disk or a file-size limit midway leaves the
+    previous file as it was and removes the temporary one.
 
     Raises:
-      BadFile: its folder does not exist, it is a directory, or it cannot be written.
+      BadFile: its folder does not exist or is not writable, ``path`` is a directory, or the disk is
+        full (naming the bytes needed); the previous file is kept.
     """
+    path = Path(path)
+    if path.is_dir():
+        raise BadFile(f"{path}: a directory, not a file")
+    tmp = None
     try:
-        Path(path).write_text(text, encoding="utf-8")
-    except IsADirectoryError:
-        raise BadFile(f"{path}: a directory, not a file") from None
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
     except OSError as error:
-        raise BadFile(f"{path}: cannot write it ({error.strerror or error})") from None
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise BadFile(f"{path}: cannot write it ({_reason(error, len(data))}){'; the previous file is kept' if path.exists() else ''}") from None
+
+
+def _reason(error: OSError, size: int) -> str:
+    """Why a write failed, in words: a full disk (or a file-size limit) with the bytes it needed."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return f"{error.strerror}; it needs {size:,} bytes"
+    return error.strerror or str(error)
+
+
+@functools.cache
+def _umask() -> int:
+    """The process's file-creation mask (read once, by setting it and putting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def make_folder(path: str | Path) -> Path:
@@ -85,3 +128,26 @@ def make_folder(path: str | Path) -> Path:
     except OSError as error:
         raise BadFile(f"{path}: cannot create the folder ({error.strerror or error})") from None
     return folder
+
+
+def write_json_atomically(path: str | os.PathLike, data) -> None:
+    """Writes ``data`` (:func:`jsonable`) as JSON to ``path`` atomically (:func:`write_atomically`):
+    a kill leaves the old file or the new one, never half of one.
+
+    Raises:
+      BadFile: it cannot be written (the previous file is kept).
+    """
+    write_text(path, json.dumps(jsonable(data), indent=2))
+
+
+def jsonable(value):
+    """Numpy scalars and arrays to plain JSON values, recursively."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return value

@@ -128,8 +128,8 @@ def _started(run_dir: Path, resume: bool) -> bool:
 def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> int:
     """Runs :func:`campaigns` in turn (``resume``: continuing those a stopped job started), each
     ending in its own report; 0 when every campaign completed (a campaign that fails raises)."""
+    from jgtest.files import write_json_atomically
     from jgtest.report.html import write_report
-    from jgtest.report.records import write_json_atomically
 
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomically(out / "budgets.json", {"budgets": [{"campaign": what, "ours": ours, "paper": paper} for what, ours, paper in BUDGETS]})

@@ -3,15 +3,167 @@
 :func:`prepare_run_dir` is how every entry (the command line, the main job) opens one: it refuses a
 directory that would mix two campaigns, unless told to continue (``resume``) or replace
 (``overwrite``) the one there.
+
+**One writer per run directory.** A process that opens a run directory first takes its lock
+(:func:`lock_run_dir`): an exclusive ``flock`` on ``DIR/.jgtest.lock``, which holds the owner's pid,
+kept until the process releases it (:func:`unlock_run_dir`; the command line does when its command
+ends) or exits (the kernel drops the lock of a killed process, so a crash never leaves a directory
+locked). Every check of what the directory holds, and every write, comes after the lock: a second
+campaign, an ``--overwrite`` or a ``--resume`` while another process holds it is refused in one line
+naming that process, before anything is written, and two campaigns started at the same moment cannot
+both pass the checks. The lock file is removed when the lock is released, so a finished run
+directory holds only what its campaign wrote. Locks are advisory and local: they hold between jgtest
+processes on one machine (and on file systems whose ``flock`` is shared, as NFSv4's is).
+
+:func:`check_output_path` keeps a command's other outputs (``--junit``) off the run directory's own
+files (:data:`RESERVED_NAMES`).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 from pathlib import Path
 
 from jgtest.errors import BadFile, ResumeRefused
+
+#: The lock file of a run directory (module docstring).
+LOCK_NAME = ".jgtest.lock"
+#: What a campaign or its report writes at the top of a run directory: no other output may land there.
+RESERVED_NAMES = frozenset({LOCK_NAME, "bugs.jsonl", "config.json", "summary.json", "report.html", "checkpoints", "budgets.json", "progress.json",
+                            "table1.json", "low_fps.json", "population.json", "timeline.jsonl", "visited_cells.npy", "models", "models.json"})  # fmt: skip
+#: The run directories this process holds, by resolved path: the open lock file of each.
+_HELD: dict[Path, int] = {}
+
+
+def lock_run_dir(path: str | Path) -> Path:
+    """Takes the run directory's lock for this process (module docstring), creating the directory if
+    missing; returns it. Taking a lock this process already holds does nothing.
+
+    Raises:
+      BadFile: another process holds the lock (naming its pid), or the directory cannot be created or
+        written (a file in the way, a read-only file system, no permission).
+    """
+    out = Path(path)
+    key = _key(out)
+    if key in _HELD:
+        return out
+    if out.exists() and not out.is_dir():
+        raise BadFile(f"--out {str(path)!r} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise BadFile(f"cannot create --out directory {str(path)!r}: {error.strerror}") from None
+    lock = out / LOCK_NAME
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as error:
+            raise BadFile(f"--out directory {str(path)!r} cannot be written ({error.strerror}); choose a writable directory") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise BadFile(f"--out {str(path)!r} is in use by another jgtest process ({holder}); wait for it to end, or choose another directory") from None
+        if _same_file(fd, lock):  # not a lock file its last holder removed after we opened it
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _HELD[key] = fd
+    return out
+
+
+def unlock_run_dir(path: str | Path) -> None:
+    """Releases this process's lock on the run directory (removing its lock file); nothing if it holds none."""
+    key = _key(Path(path))
+    fd = _HELD.pop(key, None)
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(key / LOCK_NAME)  # before the release: a process that opened it then finds it gone and retries
+    os.close(fd)
+
+
+@contextlib.contextmanager
+def holding_run_dir(path: str | Path):
+    """The run directory locked while the block runs (:func:`lock_run_dir`), and released after it
+    unless this process held it before (a campaign shrinking its own records)."""
+    held = _key(Path(path)) in _HELD
+    lock_run_dir(path)
+    try:
+        yield Path(path)
+    finally:
+        if not held:
+            unlock_run_dir(path)
+
+
+@atexit.register
+def unlock_all() -> None:
+    """Releases every run directory this process holds (the command line, when its command ends)."""
+    for key in list(_HELD):
+        unlock_run_dir(key)
+
+
+def _key(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, from the pid its holder wrote (``pid N``)."""
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(os.pread(fd, 32, 0).decode().strip())
+        return f"pid {pid}"
+    return "pid not yet written"
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, ...] = ()) -> Path:
+    """Refuses an output file before any work: ``path`` must not be a directory, must not be one of a
+    run directory's own files (:data:`RESERVED_NAMES`, or anything below a folder of one), and its
+    folder must exist and be writable.
+
+    Args:
+      path: the output file (``--junit PATH``); at the top of a run directory, a name it does not
+        reserve (``DIR/junit.xml``) is allowed.
+      flag: the option that named it, for the message.
+      run_dirs: the run directories whose files it must not replace.
+
+    Raises:
+      BadFile: naming the option and the problem.
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise BadFile(f"{flag} {str(path)!r} is a directory; name a file")
+    where = _key(out.parent) / out.name
+    for run in run_dirs:
+        inside = _relative(where, _key(Path(run)))
+        if inside is not None and (inside.parts[0] in RESERVED_NAMES or len(inside.parts) > 1):  # a folder of the run: its checkpoints, a sub-campaign
+            raise BadFile(f"{flag} {str(path)!r} would replace the run directory's own {inside}; write it elsewhere")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise BadFile(f"{flag} {str(path)!r}: its folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise BadFile(f"{flag} {str(path)!r} is not writable")
+    return out
+
+
+def _relative(path: Path, root: Path) -> Path | None:
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return None
+    return relative if relative.parts else None
 
 
 def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = False) -> Path:
@@ -22,26 +174,26 @@ def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = Fa
       overwrite: remove the campaign it holds (its bug records and checkpoints).
       resume: it must hold a campaign to continue (a ``config.json``); nothing is removed.
 
+    The directory's lock is taken first (:func:`lock_run_dir`) and kept until :func:`unlock_run_dir`
+    or the process's end; every check and removal happens under it.
+
     Raises:
-      BadFile: the path is a file, cannot be created or written, or holds a campaign (without
-        ``overwrite`` or ``resume``).
+      BadFile: the path is a file, cannot be created or written, holds a campaign (without
+        ``overwrite`` or ``resume``), or another process holds its lock.
       ResumeRefused: ``resume`` and it holds no campaign.
     """
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise BadFile(f"--out {str(path)!r} is a file, not a directory")
+    if resume and not (out / "config.json").exists():
+        raise ResumeRefused(f"--resume: {str(path)!r} holds no campaign to resume")
+    lock_run_dir(out)  # every check below, and every write, under the lock
+    if not os.access(out, os.W_OK):
+        raise BadFile(f"--out directory {str(path)!r} is not writable")
     if resume:
-        if not (out / "config.json").exists():
-            raise ResumeRefused(f"--resume: {str(path)!r} holds no campaign to resume")
         return out
     if (out / "bugs.jsonl").exists() and not overwrite:
         raise BadFile(f"--out {str(path)!r} already holds a campaign (bugs.jsonl); choose another directory, pass --resume to continue it or --overwrite")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise BadFile(f"cannot create --out directory {str(path)!r}: {error.strerror}") from None
-    if not os.access(out, os.W_OK):
-        raise BadFile(f"--out directory {str(path)!r} is not writable")
     if overwrite:
         (out / "bugs.jsonl").unlink(missing_ok=True)
         shutil.rmtree(out / "checkpoints", ignore_errors=True)
@@ -73,8 +225,7 @@ def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | No
     import json
 
     from jgtest.checkpoint import check_fingerprint
-    from jgtest.files import read_json
-    from jgtest.report.records import write_json_atomically
+    from jgtest.files import read_json, write_json_atomically
 
     out = Path(out_dir)
     config_json = json.loads(json.dumps(config_json))  # as the file holds it: tuples as lists

@@ -183,10 +183,10 @@ def test_mismatched_structure_is_a_clear_error(tmp_path):
 
 
 def test_a_config_comes_back_from_its_json_with_the_same_fingerprint():
+    from jgtest.files import jsonable
     from jgtest.methods.park.inspector import InspectorConfig
     from jgtest.methods.park.models import PPGTAModelsConfig
     from jgtest.methods.park.ppgta import PPGTAConfig
-    from jgtest.report.records import jsonable
 
     for config in (InspectorConfig(episodes=10, seed=3), PPGTAConfig(detector="learned", models=PPGTAModelsConfig.quick(size=64))):
         saved = json.loads(json.dumps({"method": "x", **jsonable(dataclasses.asdict(config))}))  # a run's config.json

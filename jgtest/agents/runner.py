@@ -23,6 +23,7 @@ import numpy as np
 from jgtest.agents import algorithm
 from jgtest.agents.common import config_to_json
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
+from jgtest.files import write_json_atomically, write_text
 from jgtest.sharding import shard_batch
 
 
@@ -77,8 +78,8 @@ def run_training(
     metrics_path = out / "metrics.jsonl"
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
     rows = rows[:start]  # periods after the last checkpoint are played again
-    metrics_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (out / "config.json").write_text(json.dumps({"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json}, indent=2))
+    write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
+    write_json_atomically(out / "config.json", {"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json})
     end = config.num_evals if max_periods is None else min(max_periods, config.num_evals)
     wall = sum(r.get("wall_s", 0.0) for r in rows)
     for p in range(start, end):
@@ -95,8 +96,8 @@ def run_training(
             on_period(p + 1, config.num_evals, metrics)
     summary = _summary(algo, config, rows, num_seeds)
     if end == config.num_evals:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
-        (out / "curves.json").write_text(json.dumps(_curves(rows), indent=2))
+        write_json_atomically(out / "summary.json", summary)
+        write_json_atomically(out / "curves.json", _curves(rows))
         plot_curves(_curves(rows), out / "curves.png", title=f"{algo} on {config.game}")
     return {**summary, "state": state}
 

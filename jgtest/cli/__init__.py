@@ -21,7 +21,15 @@ Exit status:
 - 2: a mistake in what was given (an option, a file, a run directory): one line, ``error: ...``,
   on stderr, and nothing written (:mod:`jgtest.errors`);
 - 3: a bridged game failed (it crashed, hung or sent a bad frame) in a way the campaign could not
-  turn into a bug record: one line, ``error: the game failed: ...``.
+  turn into a bug record: one line, ``error: the game failed: ...``;
+- 130 (SIGINT, Ctrl-C) or 143 (SIGTERM): stopped by the signal. A campaign stops at its next
+  checkpoint, with its records and that checkpoint on disk, and prints one line,
+  ``interrupted at step N; continue with: <the command> --resume`` (N: the checkpoint's step, a
+  chunk, generation or training period); a second signal stops it at once (:mod:`jgtest.interrupts`).
+
+A run directory has one writer at a time: a campaign, ``--overwrite``, ``--resume`` or ``jgtest
+shrink`` into a directory another process is writing is refused (exit 2), naming that process
+(:mod:`jgtest.run_dir`).
 
 ``jgtest run`` exits 0 when it found nothing and also when it found bugs, unless
 ``--fail-on-bugs`` makes bugs exit 1 (what a CI job that must fail on a bug wants). ``jgtest
@@ -37,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -182,17 +191,28 @@ def _is_game_fault(error: BaseException) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (module docstring)."""
+    from jgtest.interrupts import Interrupted, stop_at_checkpoints
+    from jgtest.run_dir import unlock_all
+
     _single_threaded_eigen()
     _inline_cpu_dispatch()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    with _one_line_warnings(not args.debug):
+    with _one_line_warnings(not args.debug), stop_at_checkpoints():
         try:
             check_signals(args)
+            check_outputs(args)
             code = args.func(args)
             if args.command == "run":
                 found = finish_campaign(args)
                 return BUGS_FOUND if args.fail_on_bugs and found else code
             return code
+        except KeyboardInterrupt as stop:  # jgtest.interrupts: a signal, at a checkpoint or at once
+            if args.debug:
+                raise
+            stop = stop if isinstance(stop, Interrupted) else Interrupted(signal.SIGINT)
+            print(interrupted_line(stop, args, argv), file=sys.stderr)
+            return stop.exit_status
         except UserError as error:
             if args.debug:
                 raise
@@ -207,6 +227,40 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exception(error, limit=-SHORT_TRACEBACK, chain=False)
             print("(the innermost frames; jgtest --debug ... shows the whole traceback)", file=sys.stderr)
             return 1
+        finally:
+            unlock_all()
+
+
+def check_outputs(args) -> None:
+    """A command's output files refused before any work (:func:`jgtest.run_dir.check_output_path`):
+    ``--junit`` must not be a directory, one of the run directory's own files, or unwritable."""
+    from jgtest.run_dir import check_output_path
+
+    if getattr(args, "junit", None) is None:
+        return
+    runs = {"run": "out", "verify": "records", "plan": "out"}
+    run_dir = getattr(args, runs.get(args.command, ""), None)
+    if run_dir is not None and args.command == "verify" and not os.path.isdir(run_dir):
+        run_dir = os.path.dirname(run_dir) or "."  # a bugs.jsonl or a plan report: its folder
+    check_output_path(args.junit, "--junit", (run_dir,) if run_dir else ())
+
+
+def interrupted_line(stop, args, argv: list[str]) -> str:
+    """The one line a stopped command prints: where it stopped and, for a campaign, how to continue."""
+    import shlex
+    from pathlib import Path
+
+    where = "interrupted" + ("" if stop.step is None else f" at step {stop.step}")
+    if args.command != "run":
+        return where
+    if not (Path(args.out) / "config.json").exists():
+        return f"{where}, before the campaign began; start it again: {shlex.join(['jgtest', *argv])}"
+    from jgtest.methods.compatibility import HOST_RANDOM_PREFIXES
+
+    if args.method == "random" and str(getattr(args, "game", "")).startswith(HOST_RANDOM_PREFIXES):
+        return f"{where}; the bugs found so far are in {Path(args.out) / 'bugs.jsonl'} (a campaign on {args.game} cannot resume: run it again with --overwrite)"
+    again = [a for a in argv if a not in ("--overwrite", "--resume")]
+    return f"{where}; continue with: {shlex.join(['jgtest', *again, '--resume'])}"
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from jgtest.cli.shared import fail
 from jgtest.errors import BadFile, BadInput
+from jgtest.files import write_json_atomically, write_text
 
 
 def add_parser(sub) -> None:
@@ -89,7 +90,7 @@ def _run_plans(args) -> int:
 
 def _record(args) -> int:
     import jgtest
-    from jgtest.files import read_text, write_text
+    from jgtest.files import read_text
     from jgtest.plans.record import keyboard_actions, parse_actions, record_plan, render
 
     try:
@@ -115,7 +116,7 @@ def _record(args) -> int:
 
 def _from_text(args) -> int:
     import jgtest
-    from jgtest.files import read_text, write_text
+    from jgtest.files import read_text
     from jgtest.plans.model import PlanError, plan_game
     from jgtest.plans.text import TextToPlan
 
@@ -149,6 +150,6 @@ def _train_navigator(args) -> int:
     completion = plan_completion(learned_navigator(network, params))
     out = Path(args.out) / "navigator.json"
     saved = json.loads(out.read_text())
-    out.write_text(json.dumps({**saved, "held_out_completion": completion}, indent=1))
+    write_json_atomically(out, {**saved, "held_out_completion": completion})
     print(f"held-out plans on random levels ({completion['runs']} runs): learned {completion['learned']:.1%}, scripted {completion['scripted']:.1%}; wrote {args.out}")
     return 0

@@ -141,7 +141,7 @@ def show_verdicts(verdicts) -> None:
     for column in ("where", "status", "what", "replay"):
         table.add_column(column)
     for v in verdicts:
-        table.add_row(v.where, v.status, v.describe(), v.command)
+        table.add_row(v.where, v.shown_status, v.describe(), v.command)
     show(table)
     counts = Counter(v.status for v in verdicts)
     print(", ".join(f"{counts[s]} {s}" for s in STATUSES))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jgtest.cli.shared import common_options, run_dir
 
 
@@ -14,7 +12,7 @@ def add_parser(methods) -> None:
 
 def run(args) -> int:
     from jgtest import main_job
+    from jgtest.run_dir import lock_run_dir
 
-    out = Path(args.out) if args.resume else run_dir(args)
-    out.mkdir(parents=True, exist_ok=True)
+    out = lock_run_dir(args.out) if args.resume else run_dir(args)  # its campaigns' folders are checked one by one
     return main_job.run(out, args.seed, args.quiet, resume=args.resume)

@@ -25,7 +25,8 @@ from jgtest import host_loop
 from jgtest.checkpoint import config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.errors import BadInput, ResumeRefused
-from jgtest.report.records import BugRecord, BugRecordWriter, write_json_atomically
+from jgtest.files import write_json_atomically
+from jgtest.report.records import BugRecord, BugRecordWriter
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed
 

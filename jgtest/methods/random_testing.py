@@ -26,7 +26,8 @@ from jgtest.coverage import cell_set
 from jgtest.envs.base import step_with_reset
 from jgtest.envs.registration import make
 from jgtest.errors import BadInput
-from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume, write_json_atomically
+from jgtest.files import write_json_atomically
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.rollout import action_key, episode_key, replay_trace, reset_key, step_key
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed

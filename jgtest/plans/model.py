@@ -47,6 +47,10 @@ from jgtest.errors import PlanError
 from jgtest.files import read_json
 
 MOVEMENTS = ("walk", "teleport")
+#: The most nodes a plan may hold, and rules: far beyond a hand-written test or a recorded session
+#: (``plan record`` keeps a node every few steps of a 2,000-step Doom episode), and small enough that a
+#: plan is checked, compiled and run in a second or two. Checked before anything else is read.
+MAX_PLAN_NODES, MAX_PLAN_RULES = 4096, 256
 #: The largest integer a plan may hold, and the bound of a priority's magnitude (module docstring).
 PLAN_INT_MAX = 2**15
 #: What each integer field of a plan is, for the messages that refuse a value out of its bounds.
@@ -177,13 +181,17 @@ def parse_plan(data: dict, vocabulary=None) -> Plan:
     Numbers written as floats with no fraction (``1.0``) are JSON Schema integers, and become ints.
 
     Raises:
-      PlanError: naming the first problem and where it is (an unknown actor type or action, an
-        integer out of its bounds, an empty plan, a rule without preconditions, an unknown game).
+      PlanError: naming the first problem and where it is (more nodes or rules than
+        :data:`MAX_PLAN_NODES` and :data:`MAX_PLAN_RULES`, checked first; an unknown actor type or
+        action, an integer out of its bounds, an empty plan, a rule without preconditions, an unknown game).
     """
     import jsonschema
 
     if not isinstance(data, dict) or not isinstance(data.get("game"), str):
         raise PlanError("plan: a plan is a JSON object with a 'game' (e.g. \"Dungeon-v0\")")
+    for key, limit in (("nodes", MAX_PLAN_NODES), ("rules", MAX_PLAN_RULES)):
+        if isinstance(data.get(key), list) and len(data[key]) > limit:
+            raise PlanError(f"{key}: {len(data[key]):,} {key}, more than a plan may hold ({limit:,})")
     vocabulary = vocabulary or plan_game(data["game"])
     errors = sorted(jsonschema.Draft202012Validator(plan_schema(vocabulary)).iter_errors(data), key=lambda e: (list(e.path), e.message))
     if errors:

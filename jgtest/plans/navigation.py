@@ -14,7 +14,6 @@ share of a held-out suite (plans × random levels the training never drew, seeds
 from __future__ import annotations
 
 import dataclasses
-import json
 import shlex
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import numpy as np
 from flax import serialization
 
 from jgtest.envs.dungeon_nav import navigator_input
+from jgtest.files import write_json_atomically
 
 #: Held-out levels: plan runs draw their random levels from keys at or past this seed.
 HELD_OUT_SEED = 100_000
@@ -75,7 +75,7 @@ def train_navigator(config: NavigatorConfig = NavigatorConfig(), out_dir: str | 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "navigator.msgpack").write_bytes(serialization.to_bytes(jax.device_get(state.params)))
-        (out / "navigator.json").write_text(json.dumps({"config": dataclasses.asdict(config), "metrics": metrics}, indent=1))
+        write_json_atomically(out / "navigator.json", {"config": dataclasses.asdict(config), "metrics": metrics})
     return agent.network, state.params, metrics
 
 

@@ -53,6 +53,7 @@ import random
 import re
 from pathlib import Path
 
+from jgtest.files import write_json_atomically
 from jgtest.plans import lexicon
 from jgtest.plans.model import Node, Plan, PlanError, Precondition, Rule, plan_game
 
@@ -180,7 +181,7 @@ class TextToPlan:
             self.nlp, self.metrics = train_pipeline(path)
             where.mkdir(parents=True, exist_ok=True)
             self.nlp.to_disk(where)
-            (where / "metrics.json").write_text(json.dumps(self.metrics, indent=2))
+            write_json_atomically(where / "metrics.json", self.metrics)
         self._discourse = Matcher(self.nlp.vocab)
         self._discourse.add("DISCOURSE", [[{"LOWER": word} for word in phrase.split()] + [{"ORTH": ",", "OP": "?"}] for phrase in DISCOURSE])
 

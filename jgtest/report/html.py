@@ -35,7 +35,7 @@ import shlex
 from pathlib import Path
 
 from jgtest.errors import BadFile
-from jgtest.files import read_json
+from jgtest.files import read_json, write_text
 from jgtest.report.broken import broken_section
 
 #: ``(id, heading)`` of the page's sections, in order.
@@ -284,7 +284,12 @@ def render_report(run_dir: str | os.PathLike) -> str:
 
 
 def write_report(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
-    """Writes :func:`render_report`'s page to ``out`` (default ``run_dir/report.html``) and returns its path."""
+    """Writes :func:`render_report`'s page to ``out`` (default ``run_dir/report.html``) and returns its path.
+
+    Raises:
+      BadFile: the run directory holds no finished campaign, or the page cannot be written (a
+        read-only directory, a full disk); a page already there is kept whole.
+    """
     out = Path(run_dir) / "report.html" if out is None else Path(out)
-    out.write_text(render_report(run_dir), encoding="utf-8")
+    write_text(out, render_report(run_dir))  # atomic: a kill or a full disk leaves the previous page whole
     return out

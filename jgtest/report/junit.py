@@ -18,12 +18,14 @@ The files follow the Ant/Jenkins JUnit format (``testsuites`` › ``testsuite`` 
 
 from __future__ import annotations
 
+import io
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from junitparser import Failure, JUnitXml, TestCase, TestSuite
 
+from jgtest.files import write_atomically
 from jgtest.report.distinct import distinct_bugs
 from jgtest.report.records import located_records, replay_command
 
@@ -87,7 +89,7 @@ def verify_junit(results: list, path: str | Path) -> None:
     for verdict in results:
         case = TestCase(verdict.case_name, classname="jgtest.verify")
         if verdict.status != "fixed":
-            case.result = [_failure(f"{verdict.status}: {verdict.describe()}", verdict.status, verdict.command)]
+            case.result = [_failure(f"{verdict.shown_status}: {verdict.describe()}", verdict.status, verdict.command)]
         suite.add_testcase(case)
     _write(path, [suite])
 
@@ -103,4 +105,6 @@ def _write(path: str | Path, suites: list[TestSuite]) -> None:
     for suite in suites:
         xml.add_testsuite(suite)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    xml.write(str(path), pretty=True)
+    buffer = io.BytesIO()
+    xml.write(buffer, pretty=True)
+    write_atomically(path, buffer.getvalue())  # a CI server never reads half a file

@@ -244,25 +244,3 @@ def records_to_resume(out_dir: str | os.PathLike, resume: bool) -> list[BugRecor
     keep and not write again; none when the run does not resume or wrote nothing."""
     path = Path(out_dir) / "bugs.jsonl"
     return read_bug_records(path) if resume and path.exists() else []
-
-
-def write_json_atomically(path: str | os.PathLike, data) -> None:
-    """Writes ``data`` (:func:`jsonable`) as JSON to ``path`` through a temporary file and a rename:
-    a kill leaves the old file or the new one, never half of one (a resumable run's progress)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(jsonable(data), indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def jsonable(value):
-    """Numpy scalars and arrays to plain JSON values, recursively."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return value.item()
-    return value

@@ -58,8 +58,6 @@ def replay(record: BugRecord) -> ReplayResult:
         steps = tuple(int(s) for s in np.flatnonzero(fired))
         return ReplayResult(reproduced=bool(record.step < len(fired) and fired[record.step]), fired_at_steps=steps, record=record)
     env, params, run = replayable(record, lambda: _game(record.game, options_key(record.game_kwargs)))
-    if record.bug_id >= env.num_bugs:
-        raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
     actions = np.asarray(record.actions, np.int32)
     padded = np.zeros(max(len(actions), int(np.asarray(params.max_steps_in_episode))), np.int32)
     padded[: len(actions)] = actions
@@ -102,19 +100,40 @@ def replay_frames(record: BugRecord) -> np.ndarray:
 
 
 def replayable(record: BugRecord, build=None):
-    """The game ``record`` names, built with its options (``build()``; default ``make``), once its
-    actions are checked against the game's action space.
+    """The game ``record`` names, built with its options (``build()``; default ``make``), once the
+    record is checked against it: its bug is one the game has, of the kind the game gives it (an
+    object test's ``texture`` record names an object instead), its
+    actions are in the game's action space, and its trace is no longer than the game's episode (so a
+    replay's memory is bounded by the episode, whatever the record holds).
 
     Raises:
-      BadFile: the game is not registered or refuses the options, or an action is out of its range
-        (a record of another game, or a damaged one).
+      BadFile: the game is not registered or refuses the options, or the record does not fit it (a
+        record of another game, or a damaged or edited one); the message says how.
     """
     try:
         game = build() if build is not None else _built(record.game, record.game_kwargs)
-        game[0].check_action(np.asarray(record.actions), game[1])
+    except ValueError as error:
+        raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
+    env, params = game[:2]
+    if record.kind != "texture":  # an object test's record names an object, not an injected bug
+        _check_bug(record, env, params)
+    try:
+        env.check_action(np.asarray(record.actions), params)
     except ValueError as error:
         raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
     return game
+
+
+def _check_bug(record: BugRecord, env, params) -> None:
+    """Refuses a record whose bug the game does not have, or has as another kind, or whose trace is
+    longer than the game's episode."""
+    if record.bug_id >= env.num_bugs:
+        raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
+    if record.bug_id >= 0 and env.bug_kinds[record.bug_id] != record.kind:
+        raise BadFile(f"the record says bug {record.bug_id} is a {record.kind} bug, but {record.game}'s bug {record.bug_id} is a {env.bug_kinds[record.bug_id]} bug (an edited record?)")
+    cap = int(np.asarray(params.max_steps_in_episode))
+    if len(record.actions) > cap:
+        raise BadFile(f"the record holds {len(record.actions):,} actions, but an episode of {record.game} ends by step {cap:,} (a damaged record?)")
 
 
 def _built(name: str, options: dict):

@@ -47,9 +47,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.errors import BadFile, BadInput
-from jgtest.files import read_bytes
+from jgtest.files import read_bytes, write_text
 from jgtest.report.records import BugRecord, parse_bug_record
 from jgtest.report.replay import batch_replayer, options_key
+from jgtest.run_dir import holding_run_dir
 
 #: Candidates one device call replays (the last call of a round is padded to it).
 CANDIDATES_PER_CALL = 64
@@ -147,9 +148,7 @@ class DeviceOracle:
         from jgtest.report.replay import replayable
 
         self.record, self.batch = record, int(batch)
-        env, params, self._replay = replayable(record, lambda: batch_replayer(record.game, options_key(record.game_kwargs)))
-        if record.bug_id >= env.num_bugs:
-            raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
+        _, params, self._replay = replayable(record, lambda: batch_replayer(record.game, options_key(record.game_kwargs)))
         self._params = params
         self._length = _power_of_two(len(record.actions))  # no candidate is longer than the record
         self._actions = np.asarray(record.actions, np.int32)
@@ -269,6 +268,11 @@ def shrink_file(path, index: int | None = None, batched: bool = True, time_limit
         warning naming its line).
       BadInput: ``index`` is out of range.
     """
+    with holding_run_dir(Path(path).parent):  # no campaign appends to the file while it is rewritten
+        return _shrink_file(path, index, batched, time_limit_s)
+
+
+def _shrink_file(path, index: int | None, batched: bool, time_limit_s: float) -> list[Shrunk]:
     lines = read_bytes(path).decode("utf-8", errors="replace").split("\n")
     parsed: list[tuple[int, int, BugRecord]] = []
     for number, line in enumerate(lines):
@@ -294,9 +298,7 @@ def shrink_file(path, index: int | None = None, batched: bool = True, time_limit
             continue
         lines[number] = shrunk.to_json()
         done.append(Shrunk(str(path), number + 1, position, shrunk))
-    partial = Path(str(path) + ".partial")
-    partial.write_text("\n".join(lines), encoding="utf-8")
-    partial.replace(path)
+    write_text(path, "\n".join(lines))
     return done
 
 

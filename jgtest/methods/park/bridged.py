@@ -50,10 +50,11 @@ from jgtest.checkpoint import config_from_dict
 from jgtest.envs.park import NUM_ACTIONS, EnvParams
 from jgtest.envs.park_experts import walk_around
 from jgtest.envs.wrappers import od_mask
+from jgtest.files import write_json_atomically
 from jgtest.methods.park import inspector, ppgta
 from jgtest.methods.park.campaign import restore_carry
 from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, executed_action, host_objects, init_tester, tester_transition
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 
 AGENTS = ("ppgta", "inspector", "random")
 #: The campaign's checkpoint in its run directory (module docstring).
@@ -237,7 +238,7 @@ def run_bridged(env, bridged: BridgedAgent, out_dir: str | Path, episodes: int =
                "ooi_success": sum(o["success"] for o in outcomes.values()), "texture_flagged": sum(o["flagged"] for o in outcomes.values()),
                "outcomes": {str(k): v for k, v in sorted(outcomes.items())}, "faults": faults + list(env.faults),
                "wall_s": round(time.perf_counter() - start, 2)}  # fmt: skip
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     return summary
 
 

@@ -25,7 +25,6 @@ Files: ``config.json``, ``bugs.jsonl``, ``checkpoints/``, ``summary.json``
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,8 +36,9 @@ from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.park import TRACE_RADIUS, trace_cells
 from jgtest.envs.park_render import OOI_TYPES, TEXTURE_BUGS
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.oracles.texture import walk_precision_recall
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 
 #: PPGTA §VI-A–B, Fig. 7–9: pathway coverage after 45 episodes; OOIs tested after 18 and 45 episodes;
@@ -132,7 +132,7 @@ def run_campaign(campaign, method: str, out_dir: str | Path, oracle=None, on_epi
             if on_episode is not None:
                 on_episode((r + 1) * c.num_envs, c.episodes, int((books["tested_in"] >= 0).sum()))
     summary = summarise(method, c, env, params, books, oracle is not None, time.perf_counter() - start)
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     from jgtest.report.park_maps import tests_map, traces_map
 
     traces_map(env.map, books["traces"].reshape(-1, c.num_envs, 2), out_dir / "traces.png", f"{method}: {c.episodes} episodes")

@@ -17,10 +17,10 @@ Bad settings raise ``ValueError`` before anything is played.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from jgtest.errors import BadInput
+from jgtest.files import write_json_atomically
 from jgtest.methods.park.compare import AGENTS, compare, comparison_table, rows
 
 
@@ -115,10 +115,9 @@ def run_in_console(method: str, out: str | Path, game_kwargs: dict, episodes: in
         return summaries[method]
     show(comparison_table(summaries, episodes))
     from jgtest.report.park_maps import ooi_tested_plot
-    from jgtest.report.records import jsonable
 
     comparison = compare(summaries, models)
-    (out / "summary.json").write_text(json.dumps(jsonable(comparison), indent=2))
+    write_json_atomically(out / "summary.json", comparison)
     ooi_tested_plot({a: s["curves"]["ooi_tested"] for a, s in summaries.items()}, out / "ooi_tested.png", next(iter(summaries.values()))["paper"])
     print(f"wrote {out}: summary.json, ooi_tested.png; each agent's run in {out}/AGENT/ (summary.json, bugs.jsonl, traces.png, tests.png)")
     return comparison

@@ -37,7 +37,6 @@ stay, and it is run again.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from functools import partial
@@ -51,11 +50,12 @@ from jgtest import host_loop
 from jgtest.agents import ppo
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.errors import BadInput, ResumeRefused
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.park.inspector import INSPECTOR_CNN, INSPECTOR_RND, INSPECTOR_RND_UPDATES, PAPER_PPO
 from jgtest.methods.park.level_walk import LabelWalk, LabelWalkSettings
 from jgtest.novelty import RND, RNDConfig
 from jgtest.report.level_maps import level_map
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable
+from jgtest.report.records import BugRecord, BugRecordWriter
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed
 from jgtest.types import Transition
@@ -168,7 +168,7 @@ def run(config: LevelExplorationConfig, out_dir: str | Path, on_episode: Callabl
             game.walls if has_map else (), out_dir / "coverage.png", covered=covered, traces={config.agent: played["trace"]},
             title=f"{config.game}\n{config.agent}, {summary['coverage_walkable']:.1%} of the walkable area",
         ))  # fmt: skip
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     return summary
 
 

@@ -117,9 +117,9 @@ from jgtest.envs import park, park_experts
 from jgtest.envs.park_experts import demonstrations
 from jgtest.envs.park_shots import shots
 from jgtest.envs.registration import make
+from jgtest.files import write_json_atomically
 from jgtest.novelty.preference import js_divergence
 from jgtest.oracles import texture
-from jgtest.report.records import jsonable
 from jgtest.seeds import check_seed
 from jgtest.vision import detector as detection
 
@@ -331,7 +331,7 @@ def save_models(models: PPGTAModels, out_dir: str | Path) -> None:
              "reference": {b: np.asarray(models.js[b]["reference"]) for b in BEHAVIOURS}}  # fmt: skip
     (out_dir / "models.msgpack").write_bytes(serialization.msgpack_serialize(jax.device_get(state)))
     js = {b: {k: v for k, v in models.js[b].items() if k != "reference"} for b in BEHAVIOURS}
-    (out_dir / "models.json").write_text(json.dumps(jsonable({"config": dataclasses.asdict(models.config), "js": js, "metrics": models.metrics}), indent=1))
+    write_json_atomically(out_dir / "models.json", {"config": dataclasses.asdict(models.config), "js": js, "metrics": models.metrics})
 
 
 def load_models(out_dir: str | Path, config: PPGTAModelsConfig | None = None) -> PPGTAModels:

@@ -3,7 +3,6 @@ records of first showings, and the kart's low-FPS points with their comparisons 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,9 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.analysis import at_least_n_table, compare_groups
+from jgtest.files import write_json_atomically
 from jgtest.methods.reline.config import PAPER_KART, PAPER_TABLE1, RelineConfig, eval_seed
 from jgtest.oracles import low_fps_points
-from jgtest.report.records import BugRecord, jsonable
+from jgtest.report.records import BugRecord
 from jgtest.rollout import replay_trace
 
 
@@ -210,5 +210,5 @@ def write_low_fps(config: RelineConfig, analysis: dict, threshold: float, out_di
         "medians_ms": analysis["medians_ms"], "comparisons": analysis["comparisons"], "overlap": analysis["overlap"],
         **extra, "plots": plots, "paper": paper,
     }  # fmt: skip
-    (out_dir / "low_fps.json").write_text(json.dumps(jsonable(low_fps), indent=2))
+    write_json_atomically(out_dir / "low_fps.json", low_fps)
     return low_fps

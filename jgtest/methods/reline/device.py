@@ -6,7 +6,6 @@ calibration and low-FPS analysis."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.envs.registration import make
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.reline.analysis import bugs_found, caught_records, cell_centres, first_records, heavy_spots_found, low_fps_analysis, table1, track_points_plot, write_low_fps
 from jgtest.methods.reline.config import AGENTS, PAPER_KART, RelineConfig, eval_seed, game_options, protocol
 from jgtest.methods.reline.learners import Learner, learner, random_policy
@@ -30,7 +30,7 @@ from jgtest.methods.reline.learning_run import learn_and_count
 from jgtest.methods.reline.phases import Phases
 from jgtest.oracles import reline_threshold
 from jgtest.oracles.kart_stuck import until_stuck
-from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
+from jgtest.report.records import BugRecordWriter, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 from jgtest.run_dir import begin_campaign
@@ -220,12 +220,12 @@ def run_on_device(config: RelineConfig, out_dir: str | Path, progress: Callable[
                     evaluate(agent, params, writer, options)
                     found[agent] = bugs_found(outs[agent])
             rows = table1(config, found)
-            (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
+            write_json_atomically(out_dir / "table1.json", {"protocol": protocol(config), "table1": rows})
             summary["table1"] = rows
         else:
             summary.update(_kart(config, env, params, learn, phases, learn_agent, evaluate, trained, outs, writer, out_dir))
     summary.update(training_curves=curves, phases_s=phases.wall_s, wall_s=round(time.perf_counter() - start, 2))
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     return summary
 
 

@@ -74,6 +74,7 @@ from jgtest import host_loop
 from jgtest.agents import dqn
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.reline.analysis import bugs_found, table1
 from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed, protocol
 from jgtest.methods.reline.learners import (
@@ -85,7 +86,7 @@ from jgtest.methods.reline.learners import (
     random_policy,
 )
 from jgtest.methods.reline.phases import Phases
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.rewards import bug_bonus_reward
 from jgtest.run_dir import begin_campaign
 
@@ -146,18 +147,18 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
                         policy = learn.policy(network)
                         books[unit] = {"training": stats}
                         if counted_found is None:  # frozen: the trained model is kept before its evaluation
-                            books_path.write_text(json.dumps(jsonable(books), indent=2))
+                            write_json_atomically(books_path, books)
                     if counted_found is None:  # frozen weights, or the random agent: play the counted episodes
                         out = _evaluate(config, agent, m, policy, policy_params, key, seed, phases, on_bug, game_options, counted)
                         one_model = {"telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]), "valid": out["valid"][None]}
                         counted_found = bugs_found(one_model)[0]
                     books[unit] = {**books.get(unit, {}), "bugs_found": np.asarray(counted_found).tolist()}
-                    books_path.write_text(json.dumps(jsonable(books), indent=2))
+                    write_json_atomically(books_path, books)
                 if "training" in books[unit]:
                     curves.setdefault(agent, []).append(books[unit]["training"])
                 found[agent].append(np.asarray(books[unit]["bugs_found"]))
     rows = table1(config, {a: np.stack(f) for a, f in found.items()})
-    (out_dir / "table1.json").write_text(json.dumps(jsonable({"protocol": protocol(config), "table1": rows}), indent=2))
+    write_json_atomically(out_dir / "table1.json", {"protocol": protocol(config), "table1": rows})
     summary: dict[str, Any] = {
         "method": "reline", "game": config.game, "models": config.models, "eval_episodes": counted, "protocol": protocol(config),
         "learner": "DQNConfig", "train_steps": dqn_config.total_timesteps, "table1": rows,
@@ -165,7 +166,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
     }  # fmt: skip
     if config.evaluation == "training":
         summary["full_table_budget"] = full_table_budget(config, books)
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     return summary
 
 

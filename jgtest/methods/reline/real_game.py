@@ -64,13 +64,14 @@ from jgtest.agents import dqn
 from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.reline.analysis import low_fps_analysis, slowest_areas, write_low_fps
 from jgtest.methods.reline.config import AGENTS, RelineConfig, eval_seed, protocol
 from jgtest.methods.reline.learners import learner, random_policy
 from jgtest.methods.reline.phases import Phases
 from jgtest.oracles import low_fps_points, reline_threshold
 from jgtest.report.plots import section_plot
-from jgtest.report.records import BugRecord, BugRecordWriter, jsonable, records_to_resume, write_json_atomically
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.rewards import FINISH_FACTOR
 from jgtest.run_dir import begin_campaign
 from jgtest.types import Telemetry
@@ -211,7 +212,7 @@ def run(config: RelineConfig, make_terms: Callable[[RelineConfig, Any], GameTerm
         medians_ms=low_fps["medians_ms"], slowest_areas=slowest[:3], replay_reliability=replay, phases_s=phases.wall_s, resumed_phases=done.resumed,
         wall_s=round(time.perf_counter() - start, 2), paper=terms.paper,
     )  # fmt: skip
-    (out_dir / "summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     return summary
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from jgtest.coverage import DistinctStates
 from jgtest.evo import non_dominated_rank
+from jgtest.files import write_text
 from jgtest.methods.wuji.config import MULTI, TRAINS, WujiConfig
 from jgtest.report.records import BugRecord, BugRecordWriter
 
@@ -46,7 +47,7 @@ class Bookkeeper:
         lines = timeline_path.read_text().splitlines(keepends=True) if timeline_path.exists() else []
         rows = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line: a kill mid-write
         self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
-        timeline_path.write_text("".join(json.dumps(row) + "\n" for row in self.timeline))
+        write_text(timeline_path, "".join(json.dumps(row) + "\n" for row in self.timeline))
         self._timeline_path = timeline_path
 
     def seen(self, bug: int) -> bool:

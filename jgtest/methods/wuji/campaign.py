@@ -12,6 +12,7 @@ import numpy as np
 
 from jgtest.analysis import compare_groups
 from jgtest.envs.registration import make
+from jgtest.files import write_json_atomically
 from jgtest.host_loop import is_host_game
 from jgtest.methods.wuji import host
 from jgtest.methods.wuji.config import STRATEGIES, WujiConfig
@@ -79,7 +80,7 @@ def campaign(config: WujiConfig, out_dir: str | Path, strategies: Sequence[str] 
         summary["by_steps"] = _at_budget_fractions(timelines, config.budget_steps, _ENV_STEPS)
         if reach is not None:
             summary["by_reach_class"] = _by_reach_class(summary["first_found_step"], reach, config.budget_steps)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     title = f"{config.game}, {seeds} seed(s)"
     bugs_over_time_plot(timelines, out_dir / "bugs_over_time.png", first["bugs_total"], title)
     coverage_plot({s: summary["state_coverage"][s]["per_seed"] for s in strategies}, out_dir / "coverage.png", title)
@@ -142,11 +143,11 @@ def prepare_campaign_dir(out_dir: str | Path, strategies: Sequence[str], overwri
 
     from jgtest.run_dir import prepare_run_dir
 
-    out = Path(out_dir)
+    out = prepare_run_dir(out_dir)  # its lock first: the check and the removal below under it
     previous = [out / s for s in strategies if (out / s).exists()]
     if previous and not (resume or overwrite):
         raise ValueError(f"--out {str(out_dir)!r} already holds a campaign ({previous[0].name}/); pass --resume to continue it or --overwrite")
     if overwrite and not resume:
         for path in previous:
             shutil.rmtree(path)
-    return prepare_run_dir(out_dir)
+    return out

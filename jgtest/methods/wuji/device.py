@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import time
 import warnings
 from collections.abc import Callable
@@ -18,11 +17,12 @@ import numpy as np
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import DistinctStates
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.wuji.bookkeeping import Bookkeeper, budget_spent, front_json, members, next_generation, run_summary
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.placements import run_params
 from jgtest.methods.wuji.search import Search, shared_search
-from jgtest.report.records import BugRecordWriter, jsonable, records_to_resume
+from jgtest.report.records import BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
 
@@ -111,9 +111,9 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             if on_generation is not None:
                 on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
     summary = run_summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     if config.strategy != "random":
-        (out_dir / "population.json").write_text(json.dumps(front_json(np.asarray(progress["objectives"])), indent=2))
+        write_json_atomically(out_dir / "population.json", front_json(np.asarray(progress["objectives"])))
     return summary
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,11 +51,12 @@ from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CHyperparams
 from jgtest.checkpoint import config_fingerprint
 from jgtest.coverage import DistinctStates
 from jgtest.errors import BadInput, ResumeRefused
+from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.wuji.bookkeeping import Bookkeeper, budget_spent, front_json, members, next_generation, run_summary
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.search import offspring, survivors
 from jgtest.nets import floored_log_probs
-from jgtest.report.records import BugRecordWriter, jsonable
+from jgtest.report.records import BugRecordWriter
 from jgtest.run_dir import begin_campaign
 from jgtest.types import Transition
 
@@ -320,7 +320,7 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
                 if on_generation is not None:
                     on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
     summary = {**run_summary(config, spec, book, generations, time.perf_counter() - start), "games": game.num_envs}
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomically(out_dir / "summary.json", summary)
     if config.strategy != "random":
-        (out_dir / "population.json").write_text(json.dumps(front_json(np.asarray(objectives)), indent=2))
+        write_json_atomically(out_dir / "population.json", front_json(np.asarray(objectives)))
     return summary
