@@ -68,6 +68,24 @@ class TelemetryError(BadInput):
     """A user's telemetry function returned something the bridge cannot use; the message names the field."""
 
 
+def check_registering_module(env_id: str) -> None:
+    """Refuses ``MODULE:ENV_ID`` whose module (the one that registers the game) is not installed,
+    without importing it: what a campaign checks before it opens its run directory.
+
+    Raises:
+      BadInput: naming the module.
+    """
+    import importlib.util
+
+    module = env_id.split(":", 1)[0] if ":" in env_id else None
+    try:
+        found = module is None or importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or an empty name
+        found = False
+    if not found:
+        raise BadInput(f"gym:{env_id}: cannot import module {module!r}, which should register the game; install it")
+
+
 def frame_hashes(frames: np.ndarray, num_cells: int) -> np.ndarray:
     """A coarse hash of each frame of ``uint8[N, H, W(, C)]``, Go-Explore's cell of a frame (Ecoffet et
     al., 2021: "downscaled to 11 × 8 with 8 pixel intensities"): the grayscale frame's 8×11 block
@@ -177,6 +195,8 @@ class GymnasiumEnv(HostEnv):
             probe = gymnasium.make(env_id)
         except gymnasium.error.Error as error:
             raise ValueError(f"gym:{env_id}: {error}") from None
+        except ImportError as error:  # gym:MODULE:ENV_ID whose module is not installed
+            raise ValueError(f"gym:{env_id}: cannot import module {error.name or env_id.split(':')[0]!r}, which should register the game; install it") from None
         if not isinstance(probe.action_space, gymnasium.spaces.Discrete):
             probe.close()
             raise ValueError(f"gym:{env_id}: jgtest's agents choose among discrete actions; this game's action space is {probe.action_space}")

@@ -72,28 +72,33 @@ def replay_host_record(record, every_bug: bool = False) -> np.ndarray:
       ValueError: a game that does not start its episodes from a seed (:attr:`envs_bridge.protocol.HostEnv.replayable`).
     """
     if every_bug:
-        return np.asarray(_host_replay(record, lambda frames, telemetry: telemetry.bugs_fired[0]), bool)
+        return _host_replay(record, lambda frames, telemetry: telemetry.bugs_fired[0])
     at_point = record.kind == "low_fps"
     read = (lambda frames, telemetry: telemetry.cell[0] == record.bug_id) if at_point else (lambda frames, telemetry: telemetry.bugs_fired[0, record.bug_id])
-    return np.asarray(_host_replay(record, read), bool)
+    return _host_replay(record, read).astype(bool)
 
 
 def replay_host_frames(record) -> np.ndarray:
     """``uint8[T, H, W, C]``: the frame after each of a bridged game's record's actions, replayed as
     :func:`replay_host_record` replays it (a clip of the bug for the report)."""
-    return np.stack(_host_replay(record, lambda frames, telemetry: frames[0]))
+    return _host_replay(record, lambda frames, telemetry: frames[0])
 
 
-def _host_replay(record, read) -> list:
-    """``read(frames, telemetry)`` after each of the record's actions, on one fresh game started at its episode."""
+def _host_replay(record, read) -> np.ndarray:
+    """``read(frames, telemetry)`` after each of the record's actions, on one fresh game started at its
+    episode, stacked: ``[T, ...]``, filled in place (a bool a step for a bug's column, not a Python
+    object a step: a long trace's replay holds no more than its answer)."""
     if not envs_bridge.game_class(record.game).replayable:
         raise ValueError(f"{record.game} does not start its episodes from a seed, so its records cannot be replayed")
     with envs_bridge.make(record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs) as game:
         game.reset(record.seed, episode=record.episode)
-        out = []
-        for action in record.actions:
+        out = None
+        for t, action in enumerate(record.actions):
             frames, _, _, _, info = game.step(np.asarray([action]))
-            out.append(read(frames, info["telemetry"]))
+            value = np.asarray(read(frames, info["telemetry"]))
+            if out is None:
+                out = np.empty((len(record.actions), *value.shape), value.dtype)
+            out[t] = value
     return out
 
 

@@ -17,7 +17,7 @@ from jgtest.cli import main
 from jgtest.methods.random_testing import RandomCampaignConfig
 from jgtest.report.records import BugRecord
 
-_RECORD = BugRecord(kind="stuck", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
+_RECORD = BugRecord(kind="logical", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
 
 
 def _files(tmp_path) -> dict[str, str]:

@@ -110,8 +110,11 @@ def _inline_cpu_dispatch() -> None:
 
 
 def _one_line(message) -> str:
-    """A message's text on one line (its line breaks and runs of spaces as single spaces)."""
-    return " ".join(str(message).split())
+    """A message's text on one line (its line breaks and runs of spaces as single spaces), its
+    control characters escaped (:func:`jgtest.report.console.printable`)."""
+    from jgtest.report.console import printable
+
+    return printable(" ".join(str(message).split()))
 
 
 @contextlib.contextmanager

@@ -73,7 +73,8 @@ def run(config: HostRandomConfig, out_dir: str | Path, resume: bool = False, on_
     Raises:
       ResumeRefused: ``resume`` (module docstring).
       BadInput: the game cannot be made with the config's options (nothing is written), or its
-        telemetry function returns a field the bridge cannot use (:class:`envs_bridge.gym.TelemetryError`).
+        telemetry function returns a field the bridge cannot use (:class:`envs_bridge.gym.TelemetryError`;
+        found mid-campaign, the message says where the records found before it are kept).
     """
     if resume:
         raise ResumeRefused(f"a random campaign on {config.game} cannot resume (the game's state is in its process): run it again")
@@ -91,8 +92,11 @@ def run(config: HostRandomConfig, out_dir: str | Path, resume: bool = False, on_
                 writer.write(BugRecord(kind=game.bug_kinds[fields["bug_id"]], game=config.game, game_kwargs=config.game_kwargs,
                                        wall_s=round(time.perf_counter() - start, 3), detail=f"{game.bug_names[fields['bug_id']]} in the game", **fields))  # fmt: skip
 
-            played = host_loop.play(game, _PIPELINE, _random_policy(game.num_actions), None, config.episodes, jax.random.key(config.seed),
-                                    seed=config.seed, on_bug=on_bug, on_progress=on_episode)  # fmt: skip
+            try:
+                played = host_loop.play(game, _PIPELINE, _random_policy(game.num_actions), None, config.episodes, jax.random.key(config.seed),
+                                        seed=config.seed, on_bug=on_bug, on_progress=on_episode)  # fmt: skip
+            except BadInput as error:  # the telemetry function failed mid-campaign: say what is kept
+                raise BadInput(f"{error}; the bugs found before it are kept in {writer.path}; fix it and run the campaign again with --overwrite") from None
         num_cells, bug_kinds = game.num_cells, game.bug_kinds
     wall_s = time.perf_counter() - start
     valid, tel = played["valid"], played["telemetry"]

@@ -185,13 +185,13 @@ def parse_plan(data: dict, vocabulary=None) -> Plan:
         :data:`MAX_PLAN_NODES` and :data:`MAX_PLAN_RULES`, checked first; an unknown actor type or
         action, an integer out of its bounds, an empty plan, a rule without preconditions, an unknown game).
     """
-    import jsonschema
-
     if not isinstance(data, dict) or not isinstance(data.get("game"), str):
         raise PlanError("plan: a plan is a JSON object with a 'game' (e.g. \"Dungeon-v0\")")
     for key, limit in (("nodes", MAX_PLAN_NODES), ("rules", MAX_PLAN_RULES)):
         if isinstance(data.get(key), list) and len(data[key]) > limit:
             raise PlanError(f"{key}: {len(data[key]):,} {key}, more than a plan may hold ({limit:,})")
+    import jsonschema
+
     vocabulary = vocabulary or plan_game(data["game"])
     errors = sorted(jsonschema.Draft202012Validator(plan_schema(vocabulary)).iter_errors(data), key=lambda e: (list(e.path), e.message))
     if errors:

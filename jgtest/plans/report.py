@@ -53,7 +53,9 @@ def validation_table(report: dict):
     """A rich table of one run's validations."""
     from rich.table import Table
 
-    table = Table(title=f"{report['plan']} (seed {report['seed']}): {'PASSED' if report['passed'] else 'FAILED: ' + report['failure']}")
+    from jgtest.report.console import printable
+
+    table = Table(title=printable(f"{report['plan']} (seed {report['seed']}): {'PASSED' if report['passed'] else 'FAILED: ' + report['failure']}"))
     for column in ("step", "by", "action", "actor", "checks", "expected", "observed", "status"):
         table.add_column(column)
     for v in report["validations"]:

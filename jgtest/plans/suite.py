@@ -158,10 +158,12 @@ def suite_table(reports: dict, plans: int, seeds: int, game: str, variant: str):
     """One row per plan: runs passed, and the first failure."""
     from rich.table import Table
 
+    from jgtest.report.console import printable
+
     table = Table(title=f"{plans} plan(s) × {seeds} seed(s) on {game} ({variant})")
     for column in ("plan", "passed", "first failure"):
         table.add_column(column)
     for path, runs in reports.items():
         failures = [r["failure"] for r in runs if not r["passed"]]
-        table.add_row(Path(path).name, f"{len(runs) - len(failures)}/{len(runs)}", failures[0] if failures else "")
+        table.add_row(printable(Path(path).name), f"{len(runs) - len(failures)}/{len(runs)}", printable(failures[0]) if failures else "")
     return table

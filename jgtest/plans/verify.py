@@ -28,6 +28,11 @@ class PlanVerdict:
         return f"{Path(self.plan).name} seed {self.seed}"
 
     @property
+    def shown_status(self) -> str:
+        """The status as printed (a plan has one trace: the plan itself)."""
+        return self.status
+
+    @property
     def case_name(self) -> str:
         return f"{self.where}: {self.failure}"
 

@@ -31,3 +31,15 @@ def show(renderable) -> None:
     from rich.console import Console
 
     Console().print(renderable)
+
+
+def printable(text: object) -> str:
+    """``text`` safe to print on a terminal: control characters (an escape sequence's ``ESC``, a
+    carriage return, a bell; C0 but tab and newline, DEL and C1) written as ``\\x1b`` escapes, so a
+    name in a plan or a record cannot recolour, move or clear the user's terminal."""
+    return "".join(f"\\x{ord(c):02x}" if _is_control(c) else c for c in str(text))
+
+
+def _is_control(c: str) -> bool:
+    code = ord(c)
+    return (code < 0x20 and c not in "\t\n") or 0x7F <= code < 0xA0

@@ -147,7 +147,7 @@ class BugRecordWriter:
       >>> import tempfile, pathlib
       >>> from jgtest.report.records import BugRecord, BugRecordWriter, read_bug_records
       >>> run_dir = pathlib.Path(tempfile.mkdtemp())
-      >>> record = BugRecord(kind="stuck", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
+      >>> record = BugRecord(kind="logical", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
       >>> with BugRecordWriter(run_dir / "bugs.jsonl") as writer:
       ...     writer.write(record)
       >>> read_bug_records(run_dir / "bugs.jsonl") == [record]

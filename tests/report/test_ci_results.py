@@ -84,7 +84,7 @@ def test_plan_runs_in_junit_and_verified_against_a_build_with_one_bug_fixed(tmp_
     ("records", "message"),
     [
         ('{"kind": "logical", "game": "CartPoleBugs-v0", "bug_id": 7, "step": 0, "episode": 0, "seed": 0, "env_index": 0, "actions": [1]}',
-         "record 0: it names bug 7 but CartPoleBugs-v0 has 2 bugs"),
+         "record 0: the record names bug 7 but CartPoleBugs-v0 has 2 bugs"),
         ('{"kind": "logical", "game": "BlockMaze-v0", "bug_id": 1, "step": 0, "episode": 0, "seed": 0, "env_index": 0, "actions": [9]}',
          "record 0: the record of BlockMaze-v0"),
     ],

@@ -35,7 +35,7 @@ def wuji_like_run(tmp_path):
     (seed_dir / "summary.json").write_text(json.dumps({"bugs_found": 2, "state_coverage": 17}))
     with BugRecordWriter(seed_dir / "bugs.jsonl") as writer:
         for bug in (3, 5, 3):
-            writer.write(BugRecord(kind="stuck", game="BlockMaze-v0", bug_id=bug, step=4, episode=0, seed=0, env_index=0, actions=(0, 1, 2, 3, 0)))
+            writer.write(BugRecord(kind="logical", game="BlockMaze-v0", bug_id=bug, step=4, episode=0, seed=0, env_index=0, actions=(0, 1, 2, 3, 0)))
     for name in ("bugs_over_time", "coverage", "population"):
         _png(run / f"{name}.png")
     return run
@@ -51,7 +51,7 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
     assert "src=\"http" not in page and "<script" not in page  # self-contained, no scripts
     assert "\\u003cscript\\u003ealert(1)" in page  # config values are escaped
     # bugs by kind: 3 records of 2 distinct bugs, each with its replay command
-    assert "<td>stuck</td><td class=\"num\">3</td><td class=\"num\">2</td>" in page
+    assert "<td>logical</td><td class=\"num\">3</td><td class=\"num\">2</td>" in page
     assert page.count("jgtest replay ") == 3 + 2 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
     # the comparison and the paper's ordering next to ours (the same ordering here, by construction)
     assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page

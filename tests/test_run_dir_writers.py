@@ -1,0 +1,210 @@
+"""A run directory loses nothing when two processes, a signal, a kill or a full disk meet it: one
+writer at a time (the directory's lock), atomic writes, a clean stop on SIGINT and SIGTERM, and a
+``verify`` that a stale or edited record cannot fool."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jgtest.cli import main
+from jgtest.report.records import read_bug_records
+
+CAMPAIGN = ["run", "random", "--game", "BlockMaze-v0", "--envs", "8", "--quiet"]
+#: A campaign long enough to be met while it runs (200 chunks, each checkpointed).
+LONG = [*CAMPAIGN, "--steps", "4000", "--chunk", "20"]
+#: What two runs of one campaign write differently: the clock.
+TIMES = ("wall_s", "steps_per_s", "first_found_s")
+
+
+def _jgtest(argv: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "jgtest.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _wait_for(path: Path, timeout_s: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _written(directory: Path) -> dict:
+    """What a campaign wrote, its times aside: every file's name (checkpoints' too), the config's
+    bytes, the records and the summary."""
+    summary = json.loads((directory / "summary.json").read_text())
+    return {
+        "files": sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if "checkpoints" not in p.parts or p.parent.name == "checkpoints"),
+        "config": (directory / "config.json").read_bytes(),
+        "records": [dataclasses.replace(r, wall_s=0.0) for r in read_bug_records(directory / "bugs.jsonl")],
+        "summary": {k: v for k, v in summary.items() if k not in TIMES},
+    }
+
+
+def test_one_writer_per_run_directory(tmp_path):
+    """Two campaigns started at once into one directory, then an --overwrite into the one running:
+    one runs, each other is refused naming its pid, and the directory holds what the winner alone writes."""
+    shared = tmp_path / "shared"
+    first, second = _jgtest([*LONG, "--seed", "0", "--out", str(shared)]), _jgtest([*LONG, "--seed", "1", "--out", str(shared)])
+    _wait_for(shared / "config.json")
+    overwrite = _jgtest([*LONG, "--seed", "2", "--out", str(shared), "--overwrite"])
+    results = [(p.wait(timeout=600), *p.communicate()) for p in (first, second, overwrite)]
+    codes = [code for code, _, _ in results]
+    assert sorted(codes[:2]) == [0, 2] and codes[2] == 2, results
+    winner = codes.index(0)
+    for code, out, err in results:
+        if code == 2:
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and "is in use by another jgtest process (pid " in lines[0], err
+    assert not (shared / ".jgtest.lock").exists()  # released when the winner ended
+    alone = tmp_path / "alone"
+    assert main([*LONG, "--seed", str(winner), "--out", str(alone)]) == 0
+    assert _written(shared) == _written(alone)
+
+
+def test_a_sigint_stops_at_a_checkpoint_and_resume_ends_as_an_uninterrupted_run(tmp_path):
+    stopped, whole = tmp_path / "stopped", tmp_path / "whole"
+    campaign = _jgtest([*LONG, "--out", str(stopped)])
+    _wait_for(stopped / "checkpoints" / "3")
+    campaign.send_signal(signal.SIGINT)
+    code = campaign.wait(timeout=300)
+    out, err = campaign.communicate()
+    assert code == 130
+    lines = [line for line in err.strip().splitlines() if not re.match(r"[IWE]\d{4} ", line)]  # XLA's own log lines aside
+    assert len(lines) == 1 and lines[0].startswith("interrupted at step ") and "Traceback" not in err + out
+    assert lines[0].endswith(f"continue with: jgtest {' '.join(LONG)} --out {stopped} --resume")
+    step = int(lines[0].split()[3].rstrip(";"))
+    assert step < 200 and (stopped / "checkpoints" / str(step)).is_dir()  # stopped early, its step on disk
+    assert main([*LONG, "--out", str(stopped), "--resume"]) == 0
+    assert main([*LONG, "--out", str(whole)]) == 0
+    assert _written(stopped)["records"] == _written(whole)["records"]
+    assert _written(stopped)["summary"] == _written(whole)["summary"]
+
+
+def test_a_sigterm_stops_at_the_next_checkpoint_with_status_143(tmp_path, monkeypatch, capsys):
+    from jgtest.checkpoint import Checkpointer
+
+    save = Checkpointer.save
+
+    def save_then_terminate(self, step, state):
+        save(self, step, state)
+        if step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives mid-campaign: noted, acted on at step 3
+
+    monkeypatch.setattr(Checkpointer, "save", save_then_terminate)
+    handler = signal.getsignal(signal.SIGTERM)
+    argv = [*CAMPAIGN, "--steps", "200", "--chunk", "20", "--out", str(tmp_path / "r")]
+    assert main(argv) == 143
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"interrupted at step 3; continue with: jgtest {' '.join(argv)} --resume"]
+    assert signal.getsignal(signal.SIGTERM) is handler  # the handlers are put back
+    monkeypatch.undo()
+    assert main([*argv, "--resume"]) == 0
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["env_steps"] == 8 * 200
+
+
+def test_a_report_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path):
+    run = tmp_path / "run"
+    assert main([*CAMPAIGN, "--steps", "100", "--out", str(run)]) == 0
+    before = (run / "report.html").read_bytes()
+    assert before.rstrip().endswith(b"</html>") and len(before) > 20 * 1024
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20 * 1024, 20 * 1024))  # ulimit -f 20: the write fails midway
+
+    report = subprocess.run([sys.executable, "-m", "jgtest.cli", "report", str(run)], capture_output=True, text=True, preexec_fn=small_files, timeout=300)
+    assert report.returncode == 2, report.stderr
+    assert report.stderr.strip().splitlines() == [report.stderr.strip()] and "report.html: cannot write it (File too large; it needs " in report.stderr
+    assert "the previous file is kept" in report.stderr
+    assert (run / "report.html").read_bytes() == before
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
+def test_a_full_disk_names_the_file_and_the_bytes(tmp_path, monkeypatch):
+    from jgtest.errors import BadFile
+    from jgtest.files import write_text
+
+    target = tmp_path / "summary.json"
+    target.write_text("{}")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)  # where a full disk shows once the bytes are buffered
+    with pytest.raises(BadFile, match=r"summary.json: cannot write it \(No space left on device; it needs 5 bytes\); the previous file is kept"):
+        write_text(target, "[1,2]")
+    monkeypatch.undo()
+    assert target.read_text() == "{}" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_read_only_run_directory_is_one_line(tmp_path, monkeypatch, capsys):
+    """``--resume`` and ``jgtest report`` on a directory that cannot be written (a read-only file system)."""
+    run = tmp_path / "run"
+    assert main([*CAMPAIGN, "--steps", "100", "--out", str(run)]) == 0
+    capsys.readouterr()
+    opened, mkstemp = os.open, __import__("tempfile").mkstemp
+
+    def read_only(path, flags, *args, **kwargs):
+        if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR) and str(run) in str(path):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return opened(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    monkeypatch.setattr("tempfile.mkstemp", lambda dir=None, **kw: read_only(str(dir), os.O_CREAT) if str(run) in str(dir) else mkstemp(dir=dir, **kw))
+    assert main([*CAMPAIGN, "--steps", "100", "--out", str(run), "--resume"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --out directory '{run}' cannot be written (Read-only file system); choose a writable directory"
+    assert main(["report", str(run)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {run}/report.html: cannot write it (Read-only file system); the previous file is kept"
+
+
+def test_verify_falls_back_to_the_full_trace_and_refuses_a_forged_kind(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # the table's cells on one line each
+    run = tmp_path / "run"
+    assert main([*CAMPAIGN, "--steps", "100", "--out", str(run)]) == 0
+    record = read_bug_records(run / "bugs.jsonl")[0]
+    stale = dataclasses.replace(record, trace_min=record.actions[:1])  # a shrunk trace that no longer fires
+    (tmp_path / "stale.jsonl").write_text(stale.to_json() + "\n")
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "stale.jsonl")]) == 1
+    out = capsys.readouterr().out
+    assert "still present (full trace)" in out and "1 still present, 0 changed, 0 fixed" in out
+    forged = dataclasses.replace(record, kind="crash")
+    (tmp_path / "forged.jsonl").write_text(forged.to_json() + "\n")
+    for command in (["verify", str(tmp_path / "forged.jsonl")], ["replay", str(tmp_path / "forged.jsonl")]):
+        assert main(command) == 2
+        assert f"says bug {record.bug_id} is a crash bug, but BlockMaze-v0's bug {record.bug_id} is a logical bug" in capsys.readouterr().err
+
+
+def test_verify_of_a_million_actions_stays_small(tmp_path):
+    """A damaged record of 10**6 actions is refused by its game's episode length, within 500 MB."""
+    record = {"kind": "logical", "game": "BlockMaze-v0", "bug_id": 3, "step": 10**6 - 1, "episode": 0, "seed": 0, "env_index": 0, "actions": [1] * 10**6}
+    (tmp_path / "long.jsonl").write_text(json.dumps(record) + "\n")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    verify = subprocess.run([sys.executable, "-m", "jgtest.cli", "verify", str(tmp_path / "long.jsonl")], capture_output=True, text=True, timeout=300)
+    peak_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    assert verify.returncode == 2 and "holds 1,000,000 actions, but an episode of BlockMaze-v0 ends by step" in verify.stderr
+    assert peak_mb < 500, peak_mb
+
+
+def test_a_plan_of_a_hundred_thousand_nodes_is_refused_at_once(tmp_path):
+    from jgtest.errors import PlanError
+    from jgtest.plans.model import MAX_PLAN_NODES, parse_plan
+
+    huge = {"game": "Dungeon-v0", "nodes": [{"actor": "switch", "action": "interact"}] * 10**5}
+    start = time.perf_counter()
+    with pytest.raises(PlanError, match="nodes: 100,000 nodes, more than a plan may hold"):
+        parse_plan(huge)
+    assert time.perf_counter() - start < 0.1
+    start = time.perf_counter()
+    plan = parse_plan({**huge, "nodes": huge["nodes"][:MAX_PLAN_NODES]})
+    assert len(plan.nodes) == MAX_PLAN_NODES and time.perf_counter() - start < 2.0  # the largest plan parses at once
