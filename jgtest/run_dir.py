@@ -34,7 +34,8 @@ from jgtest.errors import BadFile, ResumeRefused
 LOCK_NAME = ".jgtest.lock"
 #: What a campaign or its report writes at the top of a run directory: no other output may land there.
 RESERVED_NAMES = frozenset({LOCK_NAME, "bugs.jsonl", "config.json", "summary.json", "report.html", "checkpoints", "budgets.json", "progress.json",
-                            "table1.json", "low_fps.json", "population.json", "timeline.jsonl", "visited_cells.npy", "models", "models.json"})  # fmt: skip
+                            "table1.json", "low_fps.json", "population.json", "timeline.jsonl", "visited_cells.npy", "models", "models.json",
+                            "report.json"})  # fmt: skip
 #: The run directories this process holds, by resolved path: the open lock file of each.
 _HELD: dict[Path, int] = {}
 
@@ -128,16 +129,17 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, ...] = ()) -> Path:
-    """Refuses an output file before any work: ``path`` must not be a directory, must not be one of a
-    run directory's own files (:data:`RESERVED_NAMES`, or anything below a folder of one), and its
-    folder must exist and be writable.
+def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, ...] = (), inputs: tuple[str | Path, ...] = ()) -> Path:
+    """Refuses an output file before any work: ``path`` must not be a directory, one of a run
+    directory's own files (:data:`RESERVED_NAMES`, or anything below a folder of one) or one of the
+    command's ``inputs``, and the folder it goes in must be creatable and writable.
 
     Args:
       path: the output file (``--junit PATH``); at the top of a run directory, a name it does not
         reserve (``DIR/junit.xml``) is allowed.
       flag: the option that named it, for the message.
       run_dirs: the run directories whose files it must not replace.
+      inputs: files the command reads (``jgtest verify``'s records), which it must not replace.
 
     Raises:
       BadFile: naming the option and the problem.
@@ -146,13 +148,15 @@ def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, .
     if out.is_dir():
         raise BadFile(f"{flag} {str(path)!r} is a directory; name a file")
     where = _key(out.parent) / out.name
+    if any(where == _key(Path(source)) for source in inputs):
+        raise BadFile(f"{flag} {str(path)!r} would replace the records it verifies; write it elsewhere")
     for run in run_dirs:
         inside = _relative(where, _key(Path(run)))
         if inside is not None and (inside.parts[0] in RESERVED_NAMES or len(inside.parts) > 1):  # a folder of the run: its checkpoints, a sub-campaign
             raise BadFile(f"{flag} {str(path)!r} would replace the run directory's own {inside}; write it elsewhere")
-    folder = out.parent if str(out.parent) else Path(".")
+    folder = next(p for p in (out.absolute().parent, *out.absolute().parents) if p.exists())  # the folder, or where it will be made
     if not folder.is_dir():
-        raise BadFile(f"{flag} {str(path)!r}: its folder {str(folder)!r} does not exist")
+        raise BadFile(f"{flag} {str(path)!r}: {str(folder)!r} is a file, not a folder")
     if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise BadFile(f"{flag} {str(path)!r} is not writable")
     return out

@@ -29,6 +29,7 @@ def _files(tmp_path) -> dict[str, str]:
     write("other_game.jsonl", as_dict(game="NoSuchGame-v0"))
     write("bad_action.jsonl", as_dict(actions=(0, 1, 99)))
     write("bad_bug.jsonl", as_dict(bug_id=50))
+    write("forged.jsonl", as_dict(kind="crash"))
     (tmp_path / "garbage.jsonl").write_text("{not json\n[1, 2]\n")
     (tmp_path / "empty_run").mkdir()
     for name, summary in (("list_summary", "[1, 2]"), ("broken_summary", "{not json")):
@@ -66,6 +67,11 @@ BAD_INVOCATIONS = [
     (["run", "random", "--game-arg", "num_bugs=3", "--game-arg", "num_bugs=4", "--out", "{tmp}/a"], "--game-arg num_bugs is given twice"),
     # run random: the run directory
     (["run", "random", "--out", "{tmp}/empty_run", "--resume"], "holds no campaign to resume"),
+    (["run", "random", "--out", "{tmp}/j1", "--junit", "{tmp}/j1/bugs.jsonl"], "--junit '{tmp}/j1/bugs.jsonl' would replace the run directory's own bugs.jsonl"),
+    (["run", "random", "--out", "{tmp}/j1", "--junit", "{tmp}/j1/checkpoints/x.xml"], "would replace the run directory's own checkpoints/x.xml"),
+    (["run", "random", "--out", "{tmp}/a", "--junit", "{tmp}"], "is a directory; name a file"),
+    (["run", "random", "--out", "{tmp}/a", "--junit", "{file}/junit.xml"], "'{file}' is a file, not a folder"),
+    (["run", "random", "--game", "gym:nosuchmodule:Tiny-v0", "--out", "{tmp}/a"], "cannot import module 'nosuchmodule', which should register the game"),
     (["run", "random", "--out", "{done}"], "already holds a campaign"),
     (["run", "random", "--game", "CombatArena-v0", "--seed", "4", "--out", "{killed}", "--resume"],
      "holds another campaign (game 'BlockMaze-v0' there, 'CombatArena-v0' here; seed 3 there, 4 here)"),
@@ -114,6 +120,10 @@ BAD_INVOCATIONS = [
     (["replay", "{tmp}/other_game.jsonl"], "unknown game 'NoSuchGame-v0'"),
     (["replay", "{tmp}/bad_action.jsonl"], "action 99 is out of range"),
     (["replay", "{tmp}/bad_bug.jsonl"], "names bug 50 but BlockMaze-v0 has 10 bugs"),
+    (["replay", "{tmp}/forged.jsonl"], "the record says bug 3 is a crash bug, but BlockMaze-v0's bug 3 is a logical bug"),
+    (["verify", "{tmp}/forged.jsonl"], "the record says bug 3 is a crash bug, but BlockMaze-v0's bug 3 is a logical bug"),
+    (["verify", "{tmp}/records.jsonl", "--junit", "{tmp}/records.jsonl"], "--junit '{tmp}/records.jsonl' would replace the records it verifies"),
+    (["verify", "{tmp}/records.jsonl", "--junit", "{tmp}"], "is a directory; name a file"),
     # report
     (["report", "{tmp}/nowhere"], "no run directory"),
     (["report", "{file}"], "is a file, not a run directory"),
@@ -124,6 +134,8 @@ BAD_INVOCATIONS = [
     # plan (the plan commands' whole table: tests/plans/test_plan_errors.py)
     (["plan", "run", "{tmp}/missing.json"], "missing.json: no such file"),
     (["plan", "run", "{tmp}"], "a directory, not a file"),
+    (["plan", "run", "{tmp}/\x1b[2J\x1b[31mred.json"], "\\x1b[2J\\x1b[31mred.json: no such file"),  # escape codes shown, not obeyed
+    (["plan", "run", "{tmp}/plan.json", "--out", "{tmp}/p", "--junit", "{tmp}/p/report.json"], "would replace the run directory's own report.json"),
     (["plan", "suite", "{tmp}/nowhere"], "nowhere: no such folder"),
     (["plan", "from-text", "{tmp}/missing.txt", "-o", "{tmp}/plan.json"], "missing.txt: no such file"),
     # train
@@ -158,7 +170,7 @@ def test_a_user_mistake_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     except SystemExit as exit_:  # argparse refuses a bad option by exiting
         code = exit_.code
     assert code == 2
-    assert message in _one_error_line(capsys)
+    assert message.format(**files) in _one_error_line(capsys)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
 
 

@@ -208,3 +208,9 @@ def test_a_plan_of_a_hundred_thousand_nodes_is_refused_at_once(tmp_path):
     start = time.perf_counter()
     plan = parse_plan({**huge, "nodes": huge["nodes"][:MAX_PLAN_NODES]})
     assert len(plan.nodes) == MAX_PLAN_NODES and time.perf_counter() - start < 2.0  # the largest plan parses at once
+
+
+def test_verify_of_a_campaign_that_found_nothing_exits_0(tmp_path, capsys):
+    (tmp_path / "bugs.jsonl").write_text("")
+    assert main(["verify", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{tmp_path}: no bug records; nothing to verify"

@@ -243,9 +243,10 @@ def check_outputs(args) -> None:
         return
     runs = {"run": "out", "verify": "records", "plan": "out"}
     run_dir = getattr(args, runs.get(args.command, ""), None)
+    inputs = ()
     if run_dir is not None and args.command == "verify" and not os.path.isdir(run_dir):
-        run_dir = os.path.dirname(run_dir) or "."  # a bugs.jsonl or a plan report: its folder
-    check_output_path(args.junit, "--junit", (run_dir,) if run_dir else ())
+        inputs, run_dir = (run_dir,), os.path.dirname(run_dir) or "."  # a bugs.jsonl or a plan report, and its folder
+    check_output_path(args.junit, "--junit", (run_dir,) if run_dir else (), inputs)
 
 
 def interrupted_line(stop, args, argv: list[str]) -> str:

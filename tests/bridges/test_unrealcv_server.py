@@ -2,6 +2,7 @@
 several clients at once, each in its own world; numbers that must be finite; its command line."""
 
 import io
+import logging
 import socket
 import struct
 import threading
@@ -148,6 +149,31 @@ def test_stop_closes_every_connection_promptly():
         with wire:
             assert wire.sock.recv(1) == b""  # closed, with no reply
     assert not [t for t in threading.enumerate() if t not in before and t.name.startswith("unrealcv")]
+
+
+def test_an_oversized_frame_an_idle_client_and_one_client_too_many_are_dropped(caplog):
+    """The server's bounds: a header claiming 4 GiB is answered with a protocol error and closed before
+    any payload is buffered, a silent connection is closed after the idle timeout, and a client over
+    the limit is refused in place of its greeting; each is logged."""
+    with caplog.at_level(logging.WARNING, logger="envs_bridge.unrealcv_server"), UnrealCVServer(max_frame_bytes=1024, idle_timeout_s=1.0, max_clients=2, **GAME) as bounded:
+        with Wire(bounded.address) as big:
+            assert big.frame() == GREETING
+            big.sock.sendall(struct.pack("<II", MAGIC, 2**32 - 1))
+            assert big.frame() == b"error frame of 4294967295 bytes is over the server's limit of 1024"
+            assert big.sock.recv(1) == b""
+        with Wire(bounded.address) as idle:
+            assert idle.frame() == GREETING
+            started = time.monotonic()
+            assert idle.sock.recv(1) == b""  # closed by the server, with no reply
+            assert 0.8 < time.monotonic() - started < 2.9
+        with Wire(bounded.address) as first, Wire(bounded.address) as second:
+            assert first.frame() == GREETING and second.frame() == GREETING
+            with Wire(bounded.address) as third:
+                assert third.frame() == b"error too many clients (2)"
+                assert third.sock.recv(1) == b""
+            assert first.text("vget /unrealcv/version") == "v1.0.0"
+    assert "a frame of 4294967295 bytes, over the limit of 1024" in caplog.text
+    assert "silent for 1 s" in caplog.text and "2 clients already served" in caplog.text
 
 
 NON_FINITE = [  # a command, and how its refusal names the bad value
