@@ -176,6 +176,9 @@ class GymnasiumEnv(HostEnv):
 
     @classmethod
     def declared_signals(cls, name: str, options: dict) -> frozenset[str]:
+        """What the game provides, read before it starts; a ``gym:MODULE:ENV_ID`` whose module is not
+        installed is refused here (:func:`check_registering_module`), before any run directory is made."""
+        check_registering_module(name.removeprefix("gym:"))
         telemetry = options.get("telemetry")
         if not telemetry:
             return cls.signals

@@ -96,11 +96,12 @@ def write_atomically(path: str | Path, data: bytes) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        raise BadFile(f"{path}: cannot write it ({_reason(error, len(data))}){'; the previous file is kept' if path.exists() else ''}") from None
+        raise BadFile(f"{path}: cannot write it ({write_failure(error, len(data))}){'; the previous file is kept' if path.exists() else ''}") from None
 
 
-def _reason(error: OSError, size: int) -> str:
-    """Why a write failed, in words: a full disk (or a file-size limit) with the bytes it needed."""
+def write_failure(error: OSError, size: int) -> str:
+    """Why a write of ``size`` bytes failed, in words: a full disk (or a file-size limit) with the
+    bytes it needed, else the system's reason."""
     if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return f"{error.strerror}; it needs {size:,} bytes"
     return error.strerror or str(error)

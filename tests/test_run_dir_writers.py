@@ -9,7 +9,7 @@ import errno
 import json
 import os
 import re
-import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -62,7 +62,7 @@ def test_one_writer_per_run_directory(tmp_path):
     codes = [code for code, _, _ in results]
     assert sorted(codes[:2]) == [0, 2] and codes[2] == 2, results
     winner = codes.index(0)
-    for code, out, err in results:
+    for code, _, err in results:
         if code == 2:
             lines = err.strip().splitlines()
             assert len(lines) == 1 and "is in use by another jgtest process (pid " in lines[0], err
@@ -119,10 +119,8 @@ def test_a_report_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path)
     before = (run / "report.html").read_bytes()
     assert before.rstrip().endswith(b"</html>") and len(before) > 20 * 1024
 
-    def small_files():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20 * 1024, 20 * 1024))  # ulimit -f 20: the write fails midway
-
-    report = subprocess.run([sys.executable, "-m", "jgtest.cli", "report", str(run)], capture_output=True, text=True, preexec_fn=small_files, timeout=300)
+    small_files = f"ulimit -f 20 && exec {shlex.quote(sys.executable)} -m jgtest.cli report {shlex.quote(str(run))}"  # files of 20 KiB at most
+    report = subprocess.run(["bash", "-c", small_files], capture_output=True, text=True, timeout=300)
     assert report.returncode == 2, report.stderr
     assert report.stderr.strip().splitlines() == [report.stderr.strip()] and "report.html: cannot write it (File too large; it needs " in report.stderr
     assert "the previous file is kept" in report.stderr
@@ -189,11 +187,15 @@ def test_verify_of_a_million_actions_stays_small(tmp_path):
     """A damaged record of 10**6 actions is refused by its game's episode length, within 500 MB."""
     record = {"kind": "logical", "game": "BlockMaze-v0", "bug_id": 3, "step": 10**6 - 1, "episode": 0, "seed": 0, "env_index": 0, "actions": [1] * 10**6}
     (tmp_path / "long.jsonl").write_text(json.dumps(record) + "\n")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    verify = subprocess.run([sys.executable, "-m", "jgtest.cli", "verify", str(tmp_path / "long.jsonl")], capture_output=True, text=True, timeout=300)
-    peak_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    assert verify.returncode == 2 and "holds 1,000,000 actions, but an episode of BlockMaze-v0 ends by step" in verify.stderr
-    assert peak_mb < 500, peak_mb
+    measured = (  # in a process of its own, whose only child is the command: its peak memory alone
+        "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); print(done.stderr)"
+    )
+    verify = subprocess.run([sys.executable, "-c", measured, sys.executable, "-m", "jgtest.cli", "verify", str(tmp_path / "long.jsonl")],
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    code, peak_kb = map(int, verify.stdout.split("\n")[0].split())
+    assert code == 2 and "holds 1,000,000 actions, but an episode of BlockMaze-v0 ends by step" in verify.stdout
+    assert peak_kb / 1024 < 500, peak_kb / 1024
 
 
 def test_a_plan_of_a_hundred_thousand_nodes_is_refused_at_once(tmp_path):
@@ -214,3 +216,16 @@ def test_verify_of_a_campaign_that_found_nothing_exits_0(tmp_path, capsys):
     (tmp_path / "bugs.jsonl").write_text("")
     assert main(["verify", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == f"{tmp_path}: no bug records; nothing to verify"
+
+
+def test_the_report_says_when_the_records_and_the_summary_disagree(tmp_path):
+    from jgtest.report.html import render_report
+
+    run = tmp_path / "run"
+    assert main([*CAMPAIGN, "--steps", "100", "--out", str(run)]) == 0
+    found = json.loads((run / "summary.json").read_text())["bugs_found"]
+    assert found > 0 and "The records and the summary disagree" not in render_report(run)
+    (run / "bugs.jsonl").write_text('<?xml version="1.0"?>\n<testsuites/>\n')  # replaced by another file
+    with pytest.warns(UserWarning):
+        page = render_report(run)
+    assert f"run: summary.json counts {found} bug(s), but bugs.jsonl holds records of 0 (2 line(s) not bug records)" in page

@@ -58,10 +58,6 @@ def run_host(args) -> int:
     """The random agent on a Gymnasium, Atari or ViZDoom game (:mod:`jgtest.methods.host_random`)."""
     from jgtest.methods import host_random
 
-    if args.game.startswith("gym:"):
-        from envs_bridge.gym import check_registering_module
-
-        check_registering_module(args.game.removeprefix("gym:"))  # before the run directory is made
     try:
         config = host_random.HostRandomConfig(game=args.game, episodes=args.episodes or 16, num_envs=args.envs or 1, seed=args.seed,
                                               actors=args.actors, game_kwargs=game_kwargs(args))  # fmt: skip

@@ -32,11 +32,13 @@ import datetime
 import json
 import os
 import shlex
+import warnings
 from pathlib import Path
 
 from jgtest.errors import BadFile
 from jgtest.files import read_json, write_text
 from jgtest.report.broken import broken_section
+from jgtest.report.records import read_bug_records
 
 #: ``(id, heading)`` of the page's sections, in order.
 SECTIONS = (
@@ -94,6 +96,27 @@ def find_campaigns(run_dir: Path) -> list[Campaign]:
     return found
 
 
+def record_mismatches(campaigns: list[Campaign]) -> list[str]:
+    """Where a campaign's ``bugs.jsonl`` and its ``summary.json`` disagree: the distinct bugs among the
+    records against the summary's ``bugs_found`` (where it counts them as one number). A mismatch means
+    the records were replaced, cut or edited after the campaign; the report says so above its rows."""
+    notes = []
+    for campaign in campaigns:
+        counted = campaign.summary.get("bugs_found")
+        if not isinstance(counted, int) or isinstance(counted, bool):
+            continue
+        path = campaign.path / "bugs.jsonl"
+        with warnings.catch_warnings(record=True) as skipped:
+            warnings.simplefilter("always")
+            held = len({r.bug_id for r in read_bug_records(path)}) if path.is_file() else None
+        damaged = f" ({len(skipped)} line(s) not bug records)" if skipped else ""
+        if held is None:
+            notes.append(f"{campaign.name}: summary.json counts {counted} bug(s), but there is no bugs.jsonl")
+        elif held != counted:
+            notes.append(f"{campaign.name}: summary.json counts {counted} bug(s), but bugs.jsonl holds records of {held}{damaged}")
+    return notes
+
+
 def _read_json(path: Path) -> dict | None:
     """The JSON object in ``path``, or ``None`` where there is no such file.
 
@@ -130,7 +153,7 @@ def _budgets(run_dir: Path) -> dict:
 
 
 def _bugs(run_dir: Path) -> dict:
-    from jgtest.report.records import read_bug_records, replay_command
+    from jgtest.report.records import replay_command
 
     kinds: dict[tuple[str, str], set] = {}
     counts: dict[tuple[str, str], int] = {}
@@ -276,7 +299,8 @@ def render_report(run_dir: str | os.PathLike) -> str:
     return environment.get_template("report.html.j2").render(
         title=campaigns[0].summary.get("method", run_dir.name) if len(campaigns) == 1 else run_dir.name,
         run_dir=str(run_dir), written=datetime.datetime.now().isoformat(timespec="seconds"), sections=SECTIONS, headings=dict(SECTIONS), campaigns=campaigns,
-        broken=broken_section(run_dir), budgets=_budgets(run_dir), bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
+        broken=broken_section(run_dir), mismatches=record_mismatches(campaigns),
+        budgets=_budgets(run_dir), bugs=_bugs(run_dir), coverage={"table": _metric_table(campaigns, ("coverage",)), "figures": figures.get("coverage", [])},
         over_time=figures.get("bugs-over-time", []), pareto=figures.get("pareto", []),
         fps={"table": _metric_table(campaigns, ("fps", "threshold", "_ms")), "figures": figures.get("fps", [])}, maps=figures.get("maps", []),
         plans=_plans(campaigns), comparison=_comparisons(campaigns), papers=_papers(campaigns),

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from jgtest.envs.base import BUG_KINDS
-from jgtest.errors import BadInput
-from jgtest.files import read_bytes
+from jgtest.errors import BadFile, BadInput
+from jgtest.files import read_bytes, write_failure
 from jgtest.seeds import check_seed
 
 
@@ -160,9 +160,19 @@ class BugRecordWriter:
         self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: BugRecord) -> None:
-        self._file.write(record.to_json() + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """Appends ``record``; it is on disk when this returns.
+
+        Raises:
+          BadFile: it cannot be written (a full disk: the bytes it needed); the records before it are kept.
+        """
+        line = record.to_json() + "\n"
+        try:
+            self._file.write(line)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as error:
+            raise BadFile(f"{self.path}: cannot write a bug record ({write_failure(error, len(line))}); the records before it are kept, "
+                          "and --resume continues the campaign once it can be written") from None  # fmt: skip
 
     def close(self) -> None:
         self._file.close()
