@@ -36,8 +36,9 @@ LOCK_NAME = ".jgtest.lock"
 RESERVED_NAMES = frozenset({LOCK_NAME, "bugs.jsonl", "config.json", "summary.json", "report.html", "checkpoints", "budgets.json", "progress.json",
                             "table1.json", "low_fps.json", "population.json", "timeline.jsonl", "visited_cells.npy", "models", "models.json",
                             "report.json"})  # fmt: skip
-#: The run directories this process holds, by resolved path: the open lock file of each.
-_HELD: dict[Path, int] = {}
+#: The run directories this process holds, by resolved path: the open lock file of each, and the pid
+#: that took it (a forked child inherits the table, not the lock's ownership).
+_HELD: dict[Path, tuple[int, int]] = {}
 
 
 def lock_run_dir(path: str | Path) -> Path:
@@ -50,7 +51,7 @@ def lock_run_dir(path: str | Path) -> Path:
     """
     out = Path(path)
     key = _key(out)
-    if key in _HELD:
+    if _HELD.get(key, (None, None))[1] == os.getpid():
         return out
     if out.exists() and not out.is_dir():
         raise BadFile(f"--out {str(path)!r} is a file, not a directory")
@@ -75,18 +76,19 @@ def lock_run_dir(path: str | Path) -> Path:
         os.close(fd)
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
-    _HELD[key] = fd
+    _HELD[key] = (fd, os.getpid())
     return out
 
 
 def unlock_run_dir(path: str | Path) -> None:
     """Releases this process's lock on the run directory (removing its lock file); nothing if it holds none."""
     key = _key(Path(path))
-    fd = _HELD.pop(key, None)
+    fd, owner = _HELD.pop(key, (None, None))
     if fd is None:
         return
-    with contextlib.suppress(OSError):
-        os.unlink(key / LOCK_NAME)  # before the release: a process that opened it then finds it gone and retries
+    if owner == os.getpid():  # not a forked child's copy of the parent's table
+        with contextlib.suppress(OSError):
+            os.unlink(key / LOCK_NAME)  # before the release: a process that opened it then finds it gone and retries
     os.close(fd)
 
 
@@ -94,7 +96,7 @@ def unlock_run_dir(path: str | Path) -> None:
 def holding_run_dir(path: str | Path):
     """The run directory locked while the block runs (:func:`lock_run_dir`), and released after it
     unless this process held it before (a campaign shrinking its own records)."""
-    held = _key(Path(path)) in _HELD
+    held = _HELD.get(_key(Path(path)), (None, None))[1] == os.getpid()
     lock_run_dir(path)
     try:
         yield Path(path)
