@@ -249,6 +249,18 @@ def check_outputs(args) -> None:
     check_output_path(args.junit, "--junit", (run_dir,) if run_dir else (), inputs)
 
 
+def _resumes(args) -> bool:
+    """Whether a stopped ``jgtest run`` continues with ``--resume``: every campaign but Wuji's on a
+    bridged game and the object-testing exploration of a real level (their games' state is in the
+    games' processes)."""
+    from jgtest.cli.park import is_level
+    from jgtest.methods.compatibility import HOST_RANDOM_PREFIXES
+
+    game = str(getattr(args, "game", None) or "")
+    levels = is_level(game) or (args.method == "inspector" and game.startswith("gym:"))  # park.run's route to a level campaign
+    return not ((args.method == "wuji" and game.startswith(HOST_RANDOM_PREFIXES)) or (args.method in ("random", "inspector") and levels))
+
+
 def interrupted_line(stop, args, argv: list[str]) -> str:
     """The one line a stopped command prints: where it stopped and, for a campaign, how to continue."""
     import shlex
@@ -259,10 +271,8 @@ def interrupted_line(stop, args, argv: list[str]) -> str:
         return where
     if not (Path(args.out) / "config.json").exists():
         return f"{where}, before the campaign began; start it again: {shlex.join(['jgtest', *argv])}"
-    from jgtest.methods.compatibility import HOST_RANDOM_PREFIXES
-
-    if args.method == "random" and str(getattr(args, "game", "")).startswith(HOST_RANDOM_PREFIXES):
-        return f"{where}; the bugs found so far are in {Path(args.out) / 'bugs.jsonl'} (a campaign on {args.game} cannot resume: run it again with --overwrite)"
+    if not _resumes(args):
+        return f"{where}; the bugs found so far are in {args.out} (a {args.method} campaign on {args.game} cannot resume: run it again with --overwrite)"
     again = [a for a in argv if a not in ("--overwrite", "--resume")]
     return f"{where}; continue with: {shlex.join(['jgtest', *again, '--resume'])}"
 

@@ -6,8 +6,11 @@ of ``actors``). Each bug the game reports (a Gymnasium game's crash: :mod:`envs_
 written to ``bugs.jsonl`` the moment it first shows, with the episode's actions up to it. The
 summary counts the coverage cells visited and the frame times measured.
 
-A bridged game's state lives in its process, not in a checkpoint, so a killed campaign does not
-resume: its records stay, and it is run again.
+A bridged game's state lives in its process, not in a checkpoint, so ``resume`` plays a stopped
+campaign again from its start (its games seeded as before, its actions drawn from the same keys): the
+records already written stay, and only bugs not among them are written. What stopped it (a kill, a
+signal, a telemetry function that failed mid-campaign and has been fixed) costs the replayed episodes'
+time, never a record.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ import numpy as np
 from jgtest import host_loop
 from jgtest.checkpoint import config_fingerprint
 from jgtest.envs.wrappers import ObservationPipeline
-from jgtest.errors import BadInput, ResumeRefused
+from jgtest.errors import BadInput
 from jgtest.files import write_json_atomically
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.report.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed
 
@@ -71,24 +74,25 @@ def run(config: HostRandomConfig, out_dir: str | Path, resume: bool = False, on_
     """Runs the campaign, writing ``bugs.jsonl``, ``config.json`` and ``summary.json`` in ``out_dir``.
 
     Raises:
-      ResumeRefused: ``resume`` (module docstring).
+      ResumeRefused: ``resume`` and ``out_dir`` holds another campaign, or none.
       BadInput: the game cannot be made with the config's options (nothing is written), or its
         telemetry function returns a field the bridge cannot use (:class:`envs_bridge.gym.TelemetryError`;
         found mid-campaign, the message says where the records found before it are kept).
     """
-    if resume:
-        raise ResumeRefused(f"a random campaign on {config.game} cannot resume (the game's state is in its process): run it again")
     out_dir = Path(out_dir)
     try:
         game = host_loop.host_game(config.game, num_envs=config.num_envs, seed=config.seed, actors=config.actors, **config.game_kwargs)
     except (ValueError, TypeError) as error:  # an unknown game or option, a bad telemetry name: before anything is written
         raise BadInput(str(error)) from None
-    begin_campaign(out_dir, {"method": "random", **dataclasses.asdict(config)}, config_fingerprint(config), False)
+    begin_campaign(out_dir, {"method": "random", **dataclasses.asdict(config)}, config_fingerprint(config), resume)
+    written = {r.bug_id for r in records_to_resume(out_dir, resume)}
     start = time.perf_counter()
     with game:
         with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
 
             def on_bug(fields: dict) -> None:
+                if fields["bug_id"] in written:
+                    return  # written before the campaign was stopped
                 writer.write(BugRecord(kind=game.bug_kinds[fields["bug_id"]], game=config.game, game_kwargs=config.game_kwargs,
                                        wall_s=round(time.perf_counter() - start, 3), detail=f"{game.bug_names[fields['bug_id']]} in the game", **fields))  # fmt: skip
 
@@ -96,7 +100,7 @@ def run(config: HostRandomConfig, out_dir: str | Path, resume: bool = False, on_
                 played = host_loop.play(game, _PIPELINE, _random_policy(game.num_actions), None, config.episodes, jax.random.key(config.seed),
                                         seed=config.seed, on_bug=on_bug, on_progress=on_episode)  # fmt: skip
             except BadInput as error:  # the telemetry function failed mid-campaign: say what is kept
-                raise BadInput(f"{error}; the bugs found before it are kept in {writer.path}; fix it and run the campaign again with --overwrite") from None
+                raise BadInput(f"{error}; the bugs found before it are kept in {writer.path}; fix it and continue with --resume") from None
         num_cells, bug_kinds = game.num_cells, game.bug_kinds
     wall_s = time.perf_counter() - start
     valid, tel = played["valid"], played["telemetry"]

@@ -68,6 +68,25 @@ def test_random_campaign_from_the_command_line(tmp_path):
     assert main(["replay", str(cut)]) == 1
 
 
+def test_a_telemetry_function_failing_mid_campaign_leaves_it_resumable(tmp_path, capsys, monkeypatch):
+    """The records found before the failure stay; once the function is fixed, --resume plays the
+    campaign again from its start and ends with the uninterrupted campaign's records, none twice."""
+    from tests.bridges import tiny_gym
+
+    monkeypatch.setitem(tiny_gym.LATE_NAN, "broken", True)
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    args = ["run", "random", "--game", GAME, "--telemetry", "tests.bridges.tiny_gym:telemetry_late_nan", "--game-arg", "num_cells=12",
+            "--episodes", "20", "--envs", "2", "--quiet"]  # fmt: skip
+    assert main([*args, "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "returned position" in error and f"the bugs found before it are kept in {out / 'bugs.jsonl'}; fix it and continue with --resume" in error
+    monkeypatch.setitem(tiny_gym.LATE_NAN, "broken", False)  # fixed
+    assert main([*args, "--out", str(out), "--resume"]) == 0
+    assert main([*args, "--out", str(whole)]) == 0
+    records = lambda run: [{**json.loads(line), "wall_s": 0} for line in (run / "bugs.jsonl").read_text().splitlines()]
+    assert records(out) == records(whole) and len(records(whole)) == 1
+
+
 @pytest.mark.parametrize(
     ("function", "message"),
     [("telemetry_bad_shape", "returned position of shape (3,), expected (2,)"), ("telemetry_nan", "returned frame_time_ms = nan: NaN or infinite"),

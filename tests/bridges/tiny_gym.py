@@ -52,6 +52,17 @@ def telemetry_nan(obs, info, env):
     return {"frame_time_ms": float("nan")}
 
 
+#: While ``broken``, :func:`telemetry_late_nan` reports a NaN position from its 150th call on.
+LATE_NAN = {"broken": True, "calls": 0}
+
+
+def telemetry_late_nan(obs, info, env):
+    """:func:`telemetry`, failing mid-campaign while ``LATE_NAN["broken"]`` (a bug its author then fixes)."""
+    LATE_NAN["calls"] += 1
+    fields = telemetry(obs, info, env)
+    return {**fields, "position": (float("nan"), 0.0)} if LATE_NAN["broken"] and LATE_NAN["calls"] >= 150 else fields
+
+
 def telemetry_bad_cell(obs, info, env):
     return {"cell": 1e9}
 
