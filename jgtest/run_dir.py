@@ -177,7 +177,7 @@ def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = Fa
 
     Args:
       path: the run directory.
-      overwrite: remove the campaign it holds (its bug records and checkpoints).
+      overwrite: remove the campaign it holds (its bug records, checkpoints, summary and report).
       resume: it must hold a campaign to continue (a ``config.json``); nothing is removed.
 
     The directory's lock is taken first (:func:`lock_run_dir`) and kept until :func:`unlock_run_dir`
@@ -200,8 +200,9 @@ def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = Fa
         return out
     if (out / "bugs.jsonl").exists() and not overwrite:
         raise BadFile(f"--out {str(path)!r} already holds a campaign (bugs.jsonl); choose another directory, pass --resume to continue it or --overwrite")
-    if overwrite:
-        (out / "bugs.jsonl").unlink(missing_ok=True)
+    if overwrite:  # the replaced campaign's records, checkpoints and results; a new config.json replaces its own
+        for name in ("bugs.jsonl", "summary.json", "report.html"):
+            (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "checkpoints", ignore_errors=True)
     return out
 

@@ -68,32 +68,32 @@ def run_training(
     hparams = hparams_cls() if hparams is None else hparams
     hparams_json = {k: float(v) for k, v in dataclasses.asdict(hparams).items()}
     fingerprint = config_fingerprint({"algo": algo, "config": config_to_json(config), "num_seeds": num_seeds, "seed": seed, "hparams": hparams_json})
-    checkpointer = Checkpointer(out / "checkpoints", fingerprint)
-    init = jax.jit(jax.vmap(agent.init, in_axes=(0, None)))
-    period = jax.jit(jax.vmap(agent.period, in_axes=(0, None)))
-    state = strongly_typed(init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams))  # seeds spread over every device; typed as restored
-    start = 0
-    if checkpointer.latest_step() is not None:  # the newest intact step: a damaged newer one is set aside
-        start, state = checkpointer.restore_latest(state)
-    metrics_path = out / "metrics.jsonl"
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
-    rows = rows[:start]  # periods after the last checkpoint are played again
-    write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
-    write_json_atomically(out / "config.json", {"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json})
-    end = config.num_evals if max_periods is None else min(max_periods, config.num_evals)
-    wall = sum(r.get("wall_s", 0.0) for r in rows)
-    for p in range(start, end):
-        t0 = time.perf_counter()
-        state, metrics = period(state, hparams)
-        metrics = jax.device_get(metrics)
-        wall += time.perf_counter() - t0
-        row = {**_metrics_rows(metrics, p + 1), "wall_s": wall}
-        rows.append(row)
-        with metrics_path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        checkpointer.save(p + 1, state)
-        if on_period is not None:
-            on_period(p + 1, config.num_evals, metrics)
+    with Checkpointer(out / "checkpoints", fingerprint) as checkpointer:  # open while the loop runs (jgtest.interrupts)
+        init = jax.jit(jax.vmap(agent.init, in_axes=(0, None)))
+        period = jax.jit(jax.vmap(agent.period, in_axes=(0, None)))
+        state = strongly_typed(init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams))  # seeds spread over every device; typed as restored
+        start = 0
+        if checkpointer.latest_step() is not None:  # the newest intact step: a damaged newer one is set aside
+            start, state = checkpointer.restore_latest(state)
+        metrics_path = out / "metrics.jsonl"
+        rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
+        rows = rows[:start]  # periods after the last checkpoint are played again
+        write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
+        write_json_atomically(out / "config.json", {"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json})
+        end = config.num_evals if max_periods is None else min(max_periods, config.num_evals)
+        wall = sum(r.get("wall_s", 0.0) for r in rows)
+        for p in range(start, end):
+            t0 = time.perf_counter()
+            state, metrics = period(state, hparams)
+            metrics = jax.device_get(metrics)
+            wall += time.perf_counter() - t0
+            row = {**_metrics_rows(metrics, p + 1), "wall_s": wall}
+            rows.append(row)
+            with metrics_path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            checkpointer.save(p + 1, state)
+            if on_period is not None:
+                on_period(p + 1, config.num_evals, metrics)
     summary = _summary(algo, config, rows, num_seeds)
     if end == config.num_evals:
         write_json_atomically(out / "summary.json", summary)

@@ -269,7 +269,7 @@ def interrupted_line(stop, args, argv: list[str]) -> str:
     where = "interrupted" + ("" if stop.step is None else f" at step {stop.step}")
     if args.command != "run":
         return where
-    if not (Path(args.out) / "config.json").exists():
+    if args.method != "all" and not (Path(args.out) / "config.json").exists():  # the main job resumes each of its campaigns
         return f"{where}, before the campaign began; start it again: {shlex.join(['jgtest', *argv])}"
     if not _resumes(args):
         return f"{where}; the bugs found so far are in {args.out} (a {args.method} campaign on {args.game} cannot resume: run it again with --overwrite)"
