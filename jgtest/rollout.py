@@ -49,17 +49,27 @@ def replay_trace(env, params, seed, env_index, episode, actions: jax.Array, obse
     Returns the stacked telemetry of every step and the terminated/truncated flags (and, with
     ``observations``, the observation after each step: a game's frames, for a clip of the replay).
     """
-    ep_key = episode_key(seed, env_index, episode)
-    _, state = env.reset_env(reset_key(ep_key), params)
+    ep_key, state = replay_start(env, params, seed, env_index, episode)
 
     def body(state, xs):
-        t, action = xs
-        obs, state_next, _, terminated, info = env.step_env(step_key(ep_key, t), state, action, params)
-        truncated = env.is_truncated(state_next, params)
-        return state_next, (info["telemetry"], terminated, truncated, *((obs,) if observations else ()))
+        obs, state_next, telemetry, terminated, truncated = replay_step(env, params, ep_key, state, *xs)
+        return state_next, (telemetry, terminated, truncated, *((obs,) if observations else ()))
 
     _, out = jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))
     return out
+
+
+def replay_start(env, params, seed, env_index, episode):
+    """``(ep_key, state)``: a recorded episode's key and its game's first state (:func:`replay_trace`)."""
+    ep_key = episode_key(seed, env_index, episode)
+    return ep_key, env.reset_env(reset_key(ep_key), params)[1]
+
+
+def replay_step(env, params, ep_key, state, t, action):
+    """Step ``t`` of a recorded episode with its key: ``(obs, state, telemetry, terminated, truncated)``,
+    the bare game's step, for a replay that reduces its steps as they come (:func:`replay_trace` stacks them)."""
+    obs, state, _, terminated, info = env.step_env(step_key(ep_key, t), state, action, params)
+    return obs, state, info["telemetry"], terminated, env.is_truncated(state, params)
 
 
 def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=(), first_slot=0,

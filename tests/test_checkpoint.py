@@ -372,3 +372,18 @@ def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninte
     other = dataclasses.replace(tiny, update_epochs=2)
     with pytest.raises(ResumeRefused, match="different config"):  # refused before anything compiles
         run_training("ppo", other, tmp_path / "cut", num_seeds=seeds)
+
+
+def test_a_full_disk_is_one_line_naming_the_bytes_and_keeps_the_steps_before(tmp_path, monkeypatch):
+    state = {"w": np.zeros((256,), np.float32), "key": jax.random.key(0)}
+    with Checkpointer(tmp_path, "f" * 64) as ckpt:
+        ckpt.save(1, state)
+
+        def full(*args, **kwargs):
+            raise ValueError("orbax: writing failed") from OSError(28, "No space left on device")  # as orbax wraps tensorstore
+
+        monkeypatch.setattr(ckpt._manager, "save", full)
+        with pytest.raises(BadFile, match=r"cannot save step 2, the disk is full \(the state needs about 1,032 bytes\); free some space and continue with --resume"):
+            ckpt.save(2, state)
+        monkeypatch.undo()
+        assert ckpt.all_steps() == [1]

@@ -18,7 +18,7 @@ import numpy as np
 from jgtest.envs.registration import hashable, make
 from jgtest.errors import BadFile
 from jgtest.report.records import BugRecord
-from jgtest.rollout import replay_trace
+from jgtest.rollout import replay_start, replay_step, replay_trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,11 +164,18 @@ def batch_replayer(name: str, options: tuple):
     env, params = make(name, **dict(options))
 
     def first_fires(params, seed, slot, episode, actions, length):
-        telemetry, terminated, truncated = replay_trace(env, params, seed, slot, episode, actions)
-        ended = terminated | truncated
-        live = (jnp.arange(actions.shape[0]) < length) & (jnp.cumsum(ended) - ended == 0)  # up to the episode's end
-        hit = telemetry.bugs_fired & live[:, None]
-        return jnp.where(hit.any(axis=0), jnp.argmax(hit, axis=0), -1)
+        ep_key, state = replay_start(env, params, seed, slot, episode)
+
+        def body(carry, xs):  # reduced as it steps: memory of a trace's bugs, not of its steps
+            state, first, ended = carry
+            t = xs[0]
+            _, state, telemetry, terminated, truncated = replay_step(env, params, ep_key, state, *xs)
+            hit = telemetry.bugs_fired & (t < length) & ~ended  # up to the episode's end
+            return (state, jnp.where((first < 0) & hit, t, first), ended | terminated | truncated), None
+
+        first = jnp.full(env.num_bugs, -1, jnp.int32)
+        (_, first, _), _ = jax.lax.scan(body, (state, first, jnp.zeros((), bool)), (jnp.arange(actions.shape[0]), actions))
+        return first
 
     return env, params, jax.jit(jax.vmap(first_fires, in_axes=(None, 0, 0, 0, 0, 0)))
 
