@@ -207,6 +207,7 @@ def test_a_plan_of_a_hundred_thousand_nodes_is_refused_at_once(tmp_path):
     from jgtest.plans.model import MAX_PLAN_NODES, parse_plan
 
     huge = {"game": "Dungeon-v0", "nodes": [{"actor": "switch", "action": "interact"}] * 10**5}
+    parse_plan({**huge, "nodes": huge["nodes"][:1]})  # the game's plan vocabulary imported before the clock starts
     start = time.perf_counter()
     with pytest.raises(PlanError, match="nodes: 100,000 nodes, more than a plan may hold"):
         parse_plan(huge)
