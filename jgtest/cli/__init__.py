@@ -267,6 +267,8 @@ def interrupted_line(stop, args, argv: list[str]) -> str:
     from pathlib import Path
 
     where = "interrupted" + ("" if stop.step is None else f" at step {stop.step}")
+    if args.command == "train":
+        return f"{where}; continue with: {shlex.join(['jgtest', *argv])} (it resumes from the checkpoints in {args.out})"
     if args.command != "run":
         return where
     if args.method != "all" and not (Path(args.out) / "config.json").exists():  # the main job resumes each of its campaigns

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jgtest.cli.shared import fail, out_path, parse_key_values, positive_int, seed_number
-from jgtest.errors import BadFile
 
 #: The algorithms of :data:`jgtest.agents.ALGORITHMS` (named here so that ``--help`` needs no JAX; a test keeps them equal).
 ALGORITHMS = ("a2c", "cem", "dqn", "ppo", "random")
@@ -33,6 +30,7 @@ def train_command(args) -> int:
     from jgtest.agents.runner import run_training
     from jgtest.envs.registration import make
     from jgtest.report import console
+    from jgtest.run_dir import lock_run_dir
 
     overrides = parse_key_values(args.set, "--set")
     game_kwargs = parse_key_values(args.game_arg)
@@ -52,9 +50,7 @@ def train_command(args) -> int:
         hparams = make_hparams(args.algo, **parse_key_values(args.hp, "--hp"))
     except (ValueError, TypeError) as error:
         raise fail(error) from None
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise BadFile(f"--out {args.out!r} is a file, not a directory")
+    out = lock_run_dir(args.out)  # one writer: a second training run into --out is refused while this one runs
     with console.progress(args.quiet, ("eval return", "ret")) as progress:
         task = progress.add_task(f"{args.algo} × {args.game} × {args.seeds} seeds", total=config.num_evals, ret="-")
 
