@@ -324,7 +324,7 @@ def _is_disk_full(e: BaseException) -> bool:
     seen = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "RESOURCE_EXHAUSTED" in str(e) or "No space left" in str(e):
+        if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "No space left" in str(e) or "quota exceeded" in str(e).lower():
             return True
         e = e.__cause__ or e.__context__
     return False
@@ -397,6 +397,10 @@ class Checkpointer:
         directory already holding a different fingerprint is refused.
       max_to_keep: how many of the newest steps to keep; older ones are
         deleted after each save.
+      loop: it checkpoints a loop that saves every chunk, generation or
+        period, so a SIGINT or SIGTERM waits for its next save
+        (:mod:`jgtest.interrupts`); ``False`` for a checkpoint written once
+        (a model at the end of its training) or only read.
 
     Raises:
       jgtest.errors.ResumeRefused: (a ``ValueError``) if the directory was
@@ -411,7 +415,7 @@ class Checkpointer:
         restored = ckpt.restore({"params": params, "key": key})
     """
 
-    def __init__(self, directory: str | os.PathLike, config_fingerprint: str, max_to_keep: int = 2):
+    def __init__(self, directory: str | os.PathLike, config_fingerprint: str, max_to_keep: int = 2, loop: bool = True):
         if not isinstance(config_fingerprint, str) or not config_fingerprint:
             raise ValueError("Checkpointer: config_fingerprint must be a non-empty string")
         if max_to_keep < 1:
@@ -439,8 +443,9 @@ class Checkpointer:
         except BaseException:
             self._manager.close()
             raise
-        self._open = True
-        interrupts.loop_opened()  # a signal now waits for the next save (jgtest.interrupts)
+        self._loop = bool(loop)
+        if self._loop:
+            interrupts.loop_opened()  # a signal now waits for the next save (jgtest.interrupts)
 
     # ----- fingerprint file ----------------------------------------------------
     def _write_fingerprint(self) -> None:
@@ -670,10 +675,12 @@ class Checkpointer:
 
     def close(self) -> None:
         """Releases orbax's resources; the directory stays as it is."""
-        self._manager.close()
-        if self._open:
-            self._open = False
-            interrupts.loop_closed()
+        try:
+            self._manager.close()
+        finally:
+            if self._loop:
+                self._loop = False
+                interrupts.loop_closed()
 
     def __enter__(self) -> Checkpointer:
         return self

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +82,20 @@ def write_atomically(path: str | Path, data: bytes) -> None:
     path = Path(path)
     if path.is_dir():
         raise BadFile(f"{path}: a directory, not a file")
-    tmp = None
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as error:
-        if tmp is not None:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies, as to any new file
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, path)
+        except BaseException:  # a write that failed, or a signal midway: no temporary file left behind
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+            raise
+    except OSError as error:
         raise BadFile(f"{path}: cannot write it ({write_failure(error, len(data))}){'; the previous file is kept' if path.exists() else ''}") from None
 
 
@@ -105,14 +105,6 @@ def write_failure(error: OSError, size: int) -> str:
     if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return f"{error.strerror}; it needs {size:,} bytes"
     return error.strerror or str(error)
-
-
-@functools.cache
-def _umask() -> int:
-    """The process's file-creation mask (read once, by setting it and putting it back)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def make_folder(path: str | Path) -> Path:

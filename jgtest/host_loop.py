@@ -48,6 +48,7 @@ from gymnax.environments import environment, spaces
 
 import envs_bridge
 from envs_bridge.protocol import DeviceTelemetry, HostEnv
+from jgtest.envs.base import check_recorded_bug
 from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.types import Telemetry
 
@@ -91,6 +92,8 @@ def _host_replay(record, read) -> np.ndarray:
     if not envs_bridge.game_class(record.game).replayable:
         raise ValueError(f"{record.game} does not start its episodes from a seed, so its records cannot be replayed")
     with envs_bridge.make(record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs) as game:
+        if record.kind != "low_fps":  # a low-FPS record's bug_id is its place, not a bug of the table
+            check_recorded_bug(record.game, game.bug_kinds, record.bug_id, record.kind)
         game.reset(record.seed, episode=record.episode)
         out = None
         for t, action in enumerate(record.actions):

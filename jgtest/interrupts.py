@@ -2,12 +2,15 @@
 
 While :func:`stop_at_checkpoints` is in force (the command line's ``jgtest run`` and ``jgtest
 train``), the first SIGINT or SIGTERM is noted, not acted on at once, provided a checkpointing loop
-is running (a :class:`jgtest.checkpoint.Checkpointer` is open: :func:`loop_opened`). That loop's
+is running (a :class:`jgtest.checkpoint.Checkpointer` of a loop that saves every chunk, generation or
+training period is open: :func:`loop_opened`). That loop's
 next :meth:`jgtest.checkpoint.Checkpointer.save` puts its step on disk and then raises
 :class:`Interrupted`: its bug records are already on disk (each is flushed as it is found), the
-checkpoint is whole, and a ``--resume`` continues from it as if nothing had happened. A second
-signal, or one while no checkpointing loop runs (a game compiling before the first chunk is still a
-loop; a report being written is not), stops at once as Python's ``KeyboardInterrupt`` does.
+checkpoint is whole, and a ``--resume`` continues from it as if nothing had happened; if the loop
+ends without another save, the stop comes when it closes. A second signal, or one while no
+checkpointing loop runs (a game compiling before the first chunk is still a loop; a model trained
+before its one save, or a report being written, is not), stops at once as Python's
+``KeyboardInterrupt`` does.
 
 The command line prints one line for either and exits ``128 + the signal's number`` (130 for
 SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
@@ -58,8 +61,9 @@ def stop_at_checkpoints():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _checkpointing
     previous = {s: signal.signal(s, _on_signal) for s in STOP_SIGNALS}
-    _requested = None
+    _requested, _checkpointing = None, 0  # nothing held over from an earlier command in this process
     try:
         yield
     finally:
@@ -76,9 +80,13 @@ def loop_opened() -> None:
 
 
 def loop_closed() -> None:
-    """A checkpointing loop ended (its ``Checkpointer`` closed)."""
-    global _checkpointing
+    """A checkpointing loop ended (its ``Checkpointer`` closed). A signal it was holding back for a
+    save that never came (it arrived after the loop's last one) stops the command now."""
+    global _checkpointing, _requested
     _checkpointing = max(0, _checkpointing - 1)
+    if _checkpointing == 0 and _requested is not None:
+        signum, _requested = _requested, None
+        raise Interrupted(signum)
 
 
 def checkpoint_reached(step: int) -> None:

@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 from jgtest.errors import BadFile, ResumeRefused
@@ -71,12 +72,17 @@ def lock_run_dir(path: str | Path) -> Path:
             holder = _holder(fd)
             os.close(fd)
             raise BadFile(f"--out {str(path)!r} is in use by another jgtest process ({holder}); wait for it to end, or choose another directory") from None
+        except OSError as error:  # a file system without flock (NFS mounted nolock, some FUSE ones)
+            os.close(fd)
+            warnings.warn(f"{path}: cannot lock it ({error.strerror}); nothing keeps another process from writing there meanwhile", stacklevel=2)
+            return out
         if _same_file(fd, lock):  # not a lock file its last holder removed after we opened it
             break
         os.close(fd)
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
     _HELD[key] = (fd, os.getpid())
+    with contextlib.suppress(OSError):  # the pid only names the holder to a refused process; a full disk may refuse it
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
     return out
 
 
@@ -86,7 +92,7 @@ def unlock_run_dir(path: str | Path) -> None:
     fd, owner = _HELD.pop(key, (None, None))
     if fd is None:
         return
-    if owner == os.getpid():  # not a forked child's copy of the parent's table
+    if owner == os.getpid() and _same_file(fd, key / LOCK_NAME):  # not a forked child's copy, nor a new directory's lock file
         with contextlib.suppress(OSError):
             os.unlink(key / LOCK_NAME)  # before the release: a process that opened it then finds it gone and retries
     os.close(fd)
@@ -146,7 +152,14 @@ def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, .
     Raises:
       BadFile: naming the option and the problem.
     """
-    out = Path(path)
+    try:
+        return _checked_output(Path(path), flag, run_dirs, inputs)
+    except OSError as error:  # a folder on the way that cannot be searched
+        raise BadFile(f"{flag} {str(path)!r}: {error.strerror or error}") from None
+
+
+def _checked_output(out: Path, flag: str, run_dirs: tuple, inputs: tuple) -> Path:
+    path = str(out)
     if out.is_dir():
         raise BadFile(f"{flag} {str(path)!r} is a directory; name a file")
     where = _key(out.parent) / out.name
@@ -234,7 +247,7 @@ def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | No
     from jgtest.checkpoint import check_fingerprint
     from jgtest.files import read_json, write_json_atomically
 
-    out = Path(out_dir)
+    out = lock_run_dir(out_dir)  # a campaign's own folder too (a comparison's runs below its --out): no shrink rewrites its records meanwhile
     config_json = json.loads(json.dumps(config_json))  # as the file holds it: tuples as lists
     if resume and (out / "config.json").exists():
         try:

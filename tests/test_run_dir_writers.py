@@ -154,7 +154,7 @@ def test_a_read_only_run_directory_is_one_line(tmp_path, monkeypatch, capsys):
     run = tmp_path / "run"
     assert main([*CAMPAIGN, "--steps", "100", "--out", str(run)]) == 0
     capsys.readouterr()
-    opened, mkstemp = os.open, __import__("tempfile").mkstemp
+    opened = os.open
 
     def read_only(path, flags, *args, **kwargs):
         if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR) and str(run) in str(path):
@@ -162,7 +162,6 @@ def test_a_read_only_run_directory_is_one_line(tmp_path, monkeypatch, capsys):
         return opened(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", read_only)
-    monkeypatch.setattr("tempfile.mkstemp", lambda dir=None, **kw: read_only(str(dir), os.O_CREAT) if str(run) in str(dir) else mkstemp(dir=dir, **kw))
     assert main([*CAMPAIGN, "--steps", "100", "--out", str(run), "--resume"]) == 2
     assert capsys.readouterr().err.strip() == f"error: --out directory '{run}' cannot be written (Read-only file system); choose a writable directory"
     assert main(["report", str(run)]) == 2
@@ -234,3 +233,24 @@ def test_the_report_says_when_the_records_and_the_summary_disagree(tmp_path):
     with pytest.warns(UserWarning):
         page = render_report(run)
     assert f"run: summary.json counts {found} bug(s), but bugs.jsonl holds records of 0 (2 line(s) not bug records)" in page
+
+
+def test_a_signal_after_a_loops_last_save_stops_when_the_loop_closes(tmp_path):
+    """Held back for a save that never comes, the stop comes when the checkpointing loop closes; a
+    checkpoint written once (``loop=False``) holds nothing back."""
+    import numpy as np
+
+    from jgtest.checkpoint import Checkpointer
+    from jgtest.interrupts import Interrupted, stop_at_checkpoints
+
+    with stop_at_checkpoints():
+        with pytest.raises(Interrupted) as stopped:
+            with Checkpointer(tmp_path / "loop", "f" * 64) as ckpt:
+                ckpt.save(1, {"w": np.zeros(3)})
+                os.kill(os.getpid(), signal.SIGTERM)  # after the last save: noted
+                time.sleep(0.01)
+        assert stopped.value.signum == signal.SIGTERM and stopped.value.step is None and stopped.value.exit_status == 143
+        with pytest.raises(Interrupted):
+            with Checkpointer(tmp_path / "once", "f" * 64, loop=False):
+                os.kill(os.getpid(), signal.SIGINT)  # at once
+                time.sleep(1.0)

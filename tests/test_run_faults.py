@@ -18,6 +18,7 @@ from jgtest.cli import main
 from jgtest.methods import random_testing
 from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
+from jgtest.run_dir import unlock_run_dir
 
 ARGV = ["run", "random", "--game", "BlockMaze-v0", "--envs", "16", "--steps", "240", "--chunk", "60", "--quiet", "--out"]
 CONFIG = random_testing.RandomCampaignConfig(game="BlockMaze-v0", num_envs=16, steps_per_env=240, chunk_steps=60)
@@ -40,6 +41,7 @@ def runs(tmp_path_factory):
     (root / "killed").mkdir()
     with pytest.raises(_Killed):
         random_testing.run(CONFIG, root / "killed", on_chunk=stop_after_two_chunks)
+    unlock_run_dir(root / "killed")  # as the killed process's end would: its copies hold no lock file
     return root
 
 

@@ -271,7 +271,7 @@ def interrupted_line(stop, args, argv: list[str]) -> str:
         return f"{where}; continue with: {shlex.join(['jgtest', *argv])} (it resumes from the checkpoints in {args.out})"
     if args.command != "run":
         return where
-    if args.method != "all" and not (Path(args.out) / "config.json").exists():  # the main job resumes each of its campaigns
+    if args.method != "all" and not any(Path(args.out).rglob("config.json")):  # a comparison's runs keep theirs below --out
         return f"{where}, before the campaign began; start it again: {shlex.join(['jgtest', *argv])}"
     if not _resumes(args):
         return f"{where}; the bugs found so far are in {args.out} (a {args.method} campaign on {args.game} cannot resume: run it again with --overwrite)"

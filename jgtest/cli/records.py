@@ -101,6 +101,8 @@ def verify_command(args) -> int:
     game_args = parse_key_values(args.game_arg)
     path = Path(args.records)
     if path.is_dir():
+        if not any(path.rglob("bugs.jsonl")):
+            raise BadFile(f"{args.records}: no bugs.jsonl in it (not a run directory?)")
         located = located_records(path)
     elif _is_plan_report(path):
         located = None
@@ -109,9 +111,9 @@ def verify_command(args) -> int:
     verdicts = verify_plan_report(path, game_args) if located is None else verify_records(located, game_args)
     if not verdicts:  # a campaign that found nothing: nothing can have come back
         print(f"{args.records}: {'no bug records' if located is not None else 'every plan run passed'}; nothing to verify")
-        return 0
-    show_verdicts(verdicts)
-    if args.junit:
+    else:
+        show_verdicts(verdicts)
+    if args.junit:  # written either way: a CI server never reads an earlier run's file
         verify_junit(verdicts, args.junit)
         print(f"wrote {args.junit}")
     return 0 if all(v.status == "fixed" for v in verdicts) else 1

@@ -39,11 +39,25 @@ import jax
 import numpy as np
 from gymnax.environments import environment, spaces
 
+from jgtest.errors import BadFile
 from jgtest.signals import DEVICE_DEFAULT
 
 #: Kinds of bugs: the oracles' (crash, stuck, logical, balance, low FPS) and ``"texture"``, found by
 #: testing an object in the park (PPGTA; :mod:`jgtest.methods.park.ooi_testing`), not by an oracle.
 BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps", "texture")
+
+
+def check_recorded_bug(game: str, bug_kinds: tuple[str, ...], bug_id: int, kind: str) -> None:
+    """Refuses a bug record's ``bug_id`` and ``kind`` that ``game``'s bugs (``bug_kinds``) do not
+    have: a record of another game, or an edited one. A record of no injected bug (``bug_id`` −1) passes.
+
+    Raises:
+      BadFile: naming the bug and both kinds.
+    """
+    if bug_id >= len(bug_kinds):
+        raise BadFile(f"the record names bug {bug_id} but {game} has {len(bug_kinds)} bugs (a record of another game?)")
+    if bug_id >= 0 and bug_kinds[bug_id] != kind:
+        raise BadFile(f"the record says bug {bug_id} is a {kind} bug, but {game}'s bug {bug_id} is a {bug_kinds[bug_id]} bug (an edited record?)")
 
 #: Folded into a step's key to make its auto-reset key. A draw of ``n`` values
 #: from a key uses the threefry blocks at counters ``0 .. n-1``, and

@@ -23,7 +23,7 @@ import numpy as np
 from flax import serialization
 
 from jgtest.envs.dungeon_nav import navigator_input
-from jgtest.files import write_json_atomically
+from jgtest.files import write_atomically, write_json_atomically
 
 #: Held-out levels: plan runs draw their random levels from keys at or past this seed.
 HELD_OUT_SEED = 100_000
@@ -74,7 +74,7 @@ def train_navigator(config: NavigatorConfig = NavigatorConfig(), out_dir: str | 
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "navigator.msgpack").write_bytes(serialization.to_bytes(jax.device_get(state.params)))
+        write_atomically(out / "navigator.msgpack", serialization.to_bytes(jax.device_get(state.params)))
         write_json_atomically(out / "navigator.json", {"config": dataclasses.asdict(config), "metrics": metrics})
     return agent.network, state.params, metrics
 

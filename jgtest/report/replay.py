@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jgtest.envs.base import check_recorded_bug
 from jgtest.envs.registration import hashable, make
 from jgtest.errors import BadFile
 from jgtest.report.records import BugRecord
@@ -127,10 +128,7 @@ def replayable(record: BugRecord, build=None):
 def _check_bug(record: BugRecord, env, params) -> None:
     """Refuses a record whose bug the game does not have, or has as another kind, or whose trace is
     longer than the game's episode."""
-    if record.bug_id >= env.num_bugs:
-        raise BadFile(f"the record names bug {record.bug_id} but {record.game} has {env.num_bugs} bugs (a record of another game?)")
-    if record.bug_id >= 0 and env.bug_kinds[record.bug_id] != record.kind:
-        raise BadFile(f"the record says bug {record.bug_id} is a {record.kind} bug, but {record.game}'s bug {record.bug_id} is a {env.bug_kinds[record.bug_id]} bug (an edited record?)")
+    check_recorded_bug(record.game, env.bug_kinds, record.bug_id, record.kind)
     cap = int(np.asarray(params.max_steps_in_episode))
     if len(record.actions) > cap:
         raise BadFile(f"the record holds {len(record.actions):,} actions, but an episode of {record.game} ends by step {cap:,} (a damaged record?)")

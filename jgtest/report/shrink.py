@@ -268,6 +268,7 @@ def shrink_file(path, index: int | None = None, batched: bool = True, time_limit
         warning naming its line).
       BadInput: ``index`` is out of range.
     """
+    read_bytes(path)  # a missing file refused before its folder is locked (and made)
     with holding_run_dir(Path(path).parent):  # no campaign appends to the file while it is rewritten
         return _shrink_file(path, index, batched, time_limit_s)
 

@@ -113,22 +113,27 @@ def _trace(record: BugRecord, shrunk: bool = True) -> tuple[int, ...]:
 
 
 def _replay_chunk(game: str, options: tuple, chunk: list[tuple[BugRecord, Path, int]], shrunk: bool) -> np.ndarray:
-    """``int32[len(chunk), num_bugs]``: each bug's first step in each record's trace (−1: never)."""
-    built = None
+    """``int32[len(chunk), num_bugs]``: each bug's first step in each record's trace (−1: never).
+
+    Each record is checked against the game it was recorded on (:func:`replayable`); on the game as
+    changed (``options``), a trace longer than its episode is cut there (nothing after an episode's
+    end counts)."""
     for record, path, index in chunk:
         trace = _trace(record, shrunk)
         try:
-            built = replayable(dataclasses.replace(record, game_kwargs=dict(options), actions=trace, step=len(trace) - 1),
-                               lambda: batch_replayer(game, options))  # fmt: skip
-        except BadFile as error:
+            replayable(dataclasses.replace(record, actions=trace, step=len(trace) - 1))
+            env, params, first_fires = batch_replayer(game, options)
+            if record.bug_id >= env.num_bugs:
+                raise BadFile(f"the game as changed has {env.num_bugs} bugs, none numbered {record.bug_id}")
+            env.check_action(np.asarray(trace), params)
+        except ValueError as error:  # BadFile included
             raise BadFile(f"{path} record {index}: {error}") from None
-    env, params, first_fires = built
-    cap = int(np.asarray(params.max_steps_in_episode))  # replayable refused a longer trace
+    cap = int(np.asarray(params.max_steps_in_episode))
     size = RECORDS_PER_CALL  # every call the same shape: one compile
     traces, lengths = np.zeros((size, cap), np.int32), np.zeros(size, np.int32)
     seeds, slots, episodes = np.zeros(size, np.uint32), np.zeros(size, np.int32), np.zeros(size, np.int32)
     for i, (record, _, _) in enumerate(chunk):
-        trace = _trace(record, shrunk)
+        trace = _trace(record, shrunk)[:cap]
         traces[i, : len(trace)], lengths[i] = trace, len(trace)
         seeds[i], slots[i], episodes[i] = record.seed, record.env_index, record.episode
     fires = first_fires(params, jnp.asarray(seeds), jnp.asarray(slots), jnp.asarray(episodes), jnp.asarray(traces), jnp.asarray(lengths))

@@ -151,7 +151,7 @@ def restore_carry(campaign, out_dir: str | Path) -> dict:
     if not where.is_dir():
         raise ValueError(f"{out_dir}: no checkpoints/ (not a campaign's run directory)")
     like = jax.eval_shape(lambda: campaign.start_round(campaign.init(jax.random.key(c.seed)), 0))
-    with Checkpointer(where, config_fingerprint(c)) as ckpt:
+    with Checkpointer(where, config_fingerprint(c), loop=False) as ckpt:
         if ckpt.latest_step() is None:
             raise ValueError(f"{out_dir}: no checkpoint of a finished round to take the trained agent from")
         carry, _ = ckpt.restore((like, _fresh_books(c, campaign.env)))

@@ -117,7 +117,7 @@ from jgtest.envs import park, park_experts
 from jgtest.envs.park_experts import demonstrations
 from jgtest.envs.park_shots import shots
 from jgtest.envs.registration import make
-from jgtest.files import write_json_atomically
+from jgtest.files import write_atomically, write_json_atomically
 from jgtest.novelty.preference import js_divergence
 from jgtest.oracles import texture
 from jgtest.seeds import check_seed
@@ -329,9 +329,9 @@ def save_models(models: PPGTAModels, out_dir: str | Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     state = {"policies": models.policies, "detector": models.detector.params, "oracle": models.oracle.params,
              "reference": {b: np.asarray(models.js[b]["reference"]) for b in BEHAVIOURS}}  # fmt: skip
-    (out_dir / "models.msgpack").write_bytes(serialization.msgpack_serialize(jax.device_get(state)))
     js = {b: {k: v for k, v in models.js[b].items() if k != "reference"} for b in BEHAVIOURS}
     write_json_atomically(out_dir / "models.json", {"config": dataclasses.asdict(models.config), "js": js, "metrics": models.metrics})
+    write_atomically(out_dir / "models.msgpack", serialization.msgpack_serialize(jax.device_get(state)))  # last: its presence means "trained"
 
 
 def load_models(out_dir: str | Path, config: PPGTAModelsConfig | None = None) -> PPGTAModels:

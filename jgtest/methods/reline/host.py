@@ -139,7 +139,7 @@ def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool =
                     on_bug = _record_writer(config, agent, m, writer, start, written)
                     policy, policy_params, counted_found = random_policy(5), None, None
                     if agent != "random":
-                        with Checkpointer(out_dir / "checkpoints" / unit, config_fingerprint({"reline": config, "model": unit})) as ckpt:
+                        with Checkpointer(out_dir / "checkpoints" / unit, config_fingerprint({"reline": config, "model": unit}), loop=False) as ckpt:
                             network, policy_params, stats, counted_found = _train(
                                 config, agent, m, dqn_config, hparams, key, seed, phases, game_options, ckpt,
                                 books.get(unit, {}).get("training"), on_bug,

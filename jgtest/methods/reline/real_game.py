@@ -249,11 +249,11 @@ class RunProgress:
 
     def save_learner(self, agent: str, state) -> None:
         shutil.rmtree(self.checkpoints / agent, ignore_errors=True)  # a phase run again replaces what a kill left
-        with Checkpointer(self.checkpoints / agent, self.fingerprint) as ckpt:
+        with Checkpointer(self.checkpoints / agent, self.fingerprint, loop=False) as ckpt:
             ckpt.save(1, state)
 
     def learner(self, agent: str, state_like):
-        with Checkpointer(self.checkpoints / agent, self.fingerprint) as ckpt:
+        with Checkpointer(self.checkpoints / agent, self.fingerprint, loop=False) as ckpt:
             return ckpt.restore(state_like)
 
     def save_measurements(self, name: str, arrays: dict) -> None:
