@@ -159,21 +159,21 @@ def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, .
 
 
 def _checked_output(out: Path, flag: str, run_dirs: tuple, inputs: tuple) -> Path:
-    path = str(out)
+    named = f"{flag} {str(out)!r}"
     if out.is_dir():
-        raise BadFile(f"{flag} {str(path)!r} is a directory; name a file")
+        raise BadFile(f"{named} is a directory; name a file")
     where = _key(out.parent) / out.name
     if any(where == _key(Path(source)) for source in inputs):
-        raise BadFile(f"{flag} {str(path)!r} would replace the records it verifies; write it elsewhere")
+        raise BadFile(f"{named} would replace the records it verifies; write it elsewhere")
     for run in run_dirs:
         inside = _relative(where, _key(Path(run)))
         if inside is not None and (inside.parts[0] in RESERVED_NAMES or len(inside.parts) > 1):  # a folder of the run: its checkpoints, a sub-campaign
-            raise BadFile(f"{flag} {str(path)!r} would replace the run directory's own {inside}; write it elsewhere")
-    folder = next(p for p in (out.absolute().parent, *out.absolute().parents) if p.exists())  # the folder, or where it will be made
+            raise BadFile(f"{named} would replace the run directory's own {inside}; write it elsewhere")
+    folder = next(p for p in out.absolute().parents if p.exists())  # the folder, or where it will be made
     if not folder.is_dir():
-        raise BadFile(f"{flag} {str(path)!r}: {str(folder)!r} is a file, not a folder")
+        raise BadFile(f"{named}: {str(folder)!r} is a file, not a folder")
     if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
-        raise BadFile(f"{flag} {str(path)!r} is not writable")
+        raise BadFile(f"{named} is not writable")
     return out
 
 
