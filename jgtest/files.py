@@ -9,11 +9,8 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from jgtest.errors import BadFile
 
@@ -82,7 +79,7 @@ def write_atomically(path: str | Path, data: bytes) -> None:
     path = Path(path)
     if path.is_dir():
         raise BadFile(f"{path}: a directory, not a file")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies, as to any new file
         try:
@@ -134,13 +131,11 @@ def write_json_atomically(path: str | os.PathLike, data) -> None:
 
 
 def jsonable(value):
-    """Numpy scalars and arrays to plain JSON values, recursively."""
+    """NumPy and JAX scalars and arrays to plain JSON values, recursively."""
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if hasattr(value, "tolist"):  # NumPy and JAX arrays and scalars, without importing either
         return value.tolist()
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return value.item()
     return value

@@ -198,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     from jgtest.run_dir import unlock_all
 
     _single_threaded_eigen()
-    _inline_cpu_dispatch()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help and usage errors exit here, before JAX loads
+    _inline_cpu_dispatch()
     with _one_line_warnings(not args.debug), stop_at_checkpoints():
         try:
             check_signals(args)
