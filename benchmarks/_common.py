@@ -1,4 +1,5 @@
-"""What every benchmark script shares: its ``--quick`` / ``--json`` arguments and writing its JSON result."""
+"""What every benchmark script shares: its ``--quick`` / ``--json`` arguments and writing its JSON
+result."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 
 def parse_args(doc: str, argv=None) -> argparse.Namespace:
-    """``--quick`` (fewer sizes and repeats) and ``--json PATH``, described by the script's docstring."""
+    """``--quick`` (fewer sizes and repeats) and ``--json PATH``, described by the script's
+    docstring."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     parser.add_argument("--json", type=Path, help="write the results here")

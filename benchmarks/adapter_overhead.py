@@ -1,23 +1,25 @@
 """The gymnax adapter's overhead (jgtest.adapt) over the raw gymnax-API game, and the Gymnasium and
 ViZDoom bridges' over raw Gymnasium and ViZDoom loops, at the same batch, in the same run.
 
-    python benchmarks/adapter_overhead.py --quick --json benchmarks/results/adapter_overhead_quick.json
+    python benchmarks/adapter_overhead.py --quick --json
+    benchmarks/results/adapter_overhead_quick.json
 
 * **adapter**: steps/s of ``jit(vmap)`` + ``lax.scan`` over the raw game's own auto-resetting
   ``step`` (gymnax's CartPole-v1; Craftax-Classic-Symbolic-v1, its ``auto_reset=True`` env, where
-  the ``craftax`` extra is installed) against the adapted game's ``step`` (telemetry, assertions, jgtest's auto-reset), every
-  output folded into a checksum so that nothing is dropped as dead code. Actions and keys are drawn
-  before the clock starts.
+  the ``craftax`` extra is installed) against the adapted game's ``step`` (telemetry, assertions,
+  jgtest's auto-reset), every output folded into a checksum so that nothing is dropped as dead code.
+  Actions and keys are drawn before the clock starts.
 * **bridge**: steps/s of ``gym:CartPole-v1`` through :class:`envs_bridge.gym.GymnasiumEnv` (frames
-  drawn by ``render()``, each copy's step timed, the frame hashed into a cell) against a plain Python
-  loop over the same copies that steps, resets when an episode ends and renders the frames as a
-  batch: what an agent that reads pixels needs from Gymnasium without jgtest.
-* **ViZDoom**: steps/s of ``vizdoom:freedoom2/MAP01`` through :class:`envs_bridge.vizdoom.VizDoomEnv`
-  (each step timed, cells, labels, game variables, the stuck oracle and Doom's assertions) against a
-  plain loop over as many engines that acts and reads the screens and variables as a batch and the labels.
+  drawn by ``render()``, each copy's step timed, the frame hashed into a cell) against a plain
+  Python loop over the same copies that steps, resets when an episode ends and renders the frames as
+  a batch: what an agent that reads pixels needs from Gymnasium without jgtest.
+* **ViZDoom**: steps/s of ``vizdoom:freedoom2/MAP01`` through
+  :class:`envs_bridge.vizdoom.VizDoomEnv` (each step timed, cells, labels, game variables, the stuck
+  oracle and Doom's assertions) against a plain loop over as many engines that acts and reads the
+  screens and variables as a batch and the labels.
 
-Rows are timed round after round, interleaved, and each reports its median round. Target: at most 10%
-overhead at a batch of 8 or more.
+Rows are timed round after round, interleaved, and each reports its median round. Target: at most
+10% overhead at a batch of 8 or more.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+).strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -55,7 +59,11 @@ def _scan(step, reset, params, batch: int, steps: int, num_actions: int):
             state, total = carry
             k, a = xs
             out = vstep(k, state, a, params)
-            leaves = [x for x in jax.tree.leaves((out[0], *out[2:])) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.number) or jnp.asarray(x).dtype == bool]
+            leaves = [
+                x
+                for x in jax.tree.leaves((out[0], *out[2:]))
+                if jnp.issubdtype(jnp.asarray(x).dtype, jnp.number) or jnp.asarray(x).dtype == bool
+            ]
             return (out[1], total + sum(jnp.sum(jnp.asarray(x, jnp.float32)) for x in leaves)), None
 
         (_, total), _ = jax.lax.scan(body, (state, jnp.float32(0)), (keys[1:], actions))
@@ -81,7 +89,13 @@ def _interleaved(timed: dict, rounds: int) -> dict:
 
 def _row(game: str, batch: int, steps: int, raw_s: float, ours_s: float) -> dict:
     raw, ours = batch * steps / raw_s, batch * steps / ours_s
-    return {"game": game, "batch": batch, "raw_steps_per_s": round(raw), "adapted_steps_per_s": round(ours), "overhead": round(raw / ours - 1, 4)}
+    return {
+        "game": game,
+        "batch": batch,
+        "raw_steps_per_s": round(raw),
+        "adapted_steps_per_s": round(ours),
+        "overhead": round(raw / ours - 1, 4),
+    }
 
 
 def _auto_resetting(game: str, inner):
@@ -100,13 +114,21 @@ def adapter_row(game: str, batch: int, steps: int, rounds: int) -> dict:
     """The raw game's auto-resetting step against the adapted game's, ``batch`` games."""
     adapted, params = make(game)
     inner = _auto_resetting(game, adapted.inner)
-    medians = _interleaved({"raw": _scan(inner.step, inner.reset, params.inner, batch, steps, adapted.num_actions),
-                            "adapted": _scan(adapted.step, adapted.reset, params, batch, steps, adapted.num_actions)}, rounds)  # fmt: skip
+    medians = _interleaved(
+        {
+            "raw": _scan(inner.step, inner.reset, params.inner, batch, steps, adapted.num_actions),
+            "adapted": _scan(
+                adapted.step, adapted.reset, params, batch, steps, adapted.num_actions
+            ),
+        },
+        rounds,
+    )
     return _row(game, batch, steps, medians["raw"], medians["adapted"])
 
 
 def bridge_row(batch: int, steps: int, rounds: int) -> dict:
-    """``gym:CartPole-v1`` through the bridge against a plain loop that steps, resets and renders."""
+    """``gym:CartPole-v1`` through the bridge against a plain loop that steps, resets and
+    renders."""
     import gymnasium
 
     from envs_bridge.gym import GymnasiumEnv
@@ -140,11 +162,11 @@ def bridge_row(batch: int, steps: int, rounds: int) -> dict:
 
 
 def vizdoom_row(batch: int, steps: int, rounds: int) -> dict:
-    """``vizdoom:freedoom2/MAP01`` through :class:`envs_bridge.vizdoom.VizDoomEnv` against a plain loop
-    over as many engines set up as the bridge's (:meth:`~envs_bridge.vizdoom.VizDoomEnv.start_engine`)
-    that acts, starts a new episode when one ends, and reads the screens and game variables as a
-    batch and each state's labels: what an agent that reads pixels and positions needs from ViZDoom
-    without jgtest."""
+    """``vizdoom:freedoom2/MAP01`` through :class:`envs_bridge.vizdoom.VizDoomEnv` against a plain
+    loop over as many engines set up as the bridge's
+    (:meth:`~envs_bridge.vizdoom.VizDoomEnv.start_engine`) that acts, starts a new episode when one
+    ends, and reads the screens and game variables as a batch and each state's labels: what an agent
+    that reads pixels and positions needs from ViZDoom without jgtest."""
     from envs_bridge.vizdoom import VizDoomEnv
 
     actions = np.random.default_rng(0).integers(0, 8, (steps, batch))
@@ -167,7 +189,11 @@ def vizdoom_row(batch: int, steps: int, rounds: int) -> dict:
                 if game.is_episode_finished():
                     game.new_episode()
                 states.append(game.get_state())
-            np.stack([state.screen_buffer for state in states]), np.stack([state.game_variables for state in states])  # a batch, as an agent reads it
+            # a batch, as an agent reads it
+            (
+                np.stack([state.screen_buffer for state in states]),
+                np.stack([state.game_variables for state in states]),
+            )
             [state.labels for state in states]  # noqa: B018
 
     medians = _interleaved({"plain": run_plain, "bridge": run_bridge}, rounds)
@@ -180,7 +206,8 @@ def vizdoom_row(batch: int, steps: int, rounds: int) -> dict:
 def main(argv=None) -> int:
     args = parse_args(__doc__, argv)
     batches = (8, 64) if args.quick else (8, 64, 512)
-    rounds = 9  # the median of nine rounds; a round of each game's steps takes a second or more on 2 cores
+    # the median of nine rounds; a round of each game's steps takes a second or more on 2 cores
+    rounds = 9
     scale = 1 if args.quick else 2
     steps = {"gymnax:CartPole-v1": 2000 * scale, "craftax:Craftax-Classic-Symbolic-v1": 100 * scale}
     games = ["gymnax:CartPole-v1"]
@@ -192,21 +219,41 @@ def main(argv=None) -> int:
         print("craftax not installed: its rows are skipped (pip install jgtest[craftax])")
     rows = [adapter_row(game, batch, steps[game], rounds) for game in games for batch in batches]
     host_rounds = 5 if args.quick else 7  # the host rows take seconds a round
-    rows += [bridge_row(batch, 200 if args.quick else 300, host_rounds) for batch in ((8,) if args.quick else (8, 32))]
+    rows += [
+        bridge_row(batch, 200 if args.quick else 300, host_rounds)
+        for batch in ((8,) if args.quick else (8, 32))
+    ]
     try:
         import vizdoom  # noqa: F401
 
-        rows += [vizdoom_row(batch, 200 if args.quick else 300, host_rounds) for batch in ((8,) if args.quick else (8, 32))]
+        rows += [
+            vizdoom_row(batch, 200 if args.quick else 300, host_rounds)
+            for batch in ((8,) if args.quick else (8, 32))
+        ]
     except ImportError:
         print("vizdoom not installed: its rows are skipped (pip install jgtest[bridges])")
     print(f"{'game':40s}{'batch':>7s}{'raw steps/s':>14s}{'ours steps/s':>14s}{'overhead':>10s}")
     for row in rows:
-        print(f"{row['game']:40s}{row['batch']:>7d}{row['raw_steps_per_s']:>14,d}{row['adapted_steps_per_s']:>14,d}{row['overhead']:>10.1%}")
+        print(
+            f"{row['game']:40s}{row['batch']:>7d}{row['raw_steps_per_s']:>14,d}{row['adapted_steps_per_s']:>14,d}{row['overhead']:>10.1%}"
+        )
     met = all(row["overhead"] <= TARGET for row in rows if row["batch"] >= 8)
     print(f"target (at most {TARGET:.0%} at a batch of 8 or more): {'met' if met else 'not met'}")
-    write_json(args.json, {"command": f"python benchmarks/adapter_overhead.py{' --quick' if args.quick else ''}", "steps": steps, "rounds": rounds, "host_rounds": host_rounds,
-                           "rows": rows, "target": TARGET, "target_met": met, "platform": platform.platform(), "cpu_count": os.cpu_count(),
-                           "device": str(jax.devices()[0])})  # fmt: skip
+    write_json(
+        args.json,
+        {
+            "command": f"python benchmarks/adapter_overhead.py{' --quick' if args.quick else ''}",
+            "steps": steps,
+            "rounds": rounds,
+            "host_rounds": host_rounds,
+            "rows": rows,
+            "target": TARGET,
+            "target_met": met,
+            "platform": platform.platform(),
+            "cpu_count": os.cpu_count(),
+            "device": str(jax.devices()[0]),
+        },
+    )
     return 0
 
 

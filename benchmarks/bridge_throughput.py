@@ -1,6 +1,8 @@
-"""Env steps/s of the host bridges (SPEC §4) next to the raw games they wrap, same machine, same run.
+"""Env steps/s of the host bridges (SPEC §4) next to the raw games they wrap, same machine, same
+run.
 
-    python benchmarks/bridge_throughput.py --quick --json benchmarks/results/bridge_throughput_quick.json
+    python benchmarks/bridge_throughput.py --quick --json
+    benchmarks/results/bridge_throughput_quick.json
 
 The target: **the bridge's host loop costs at most 15% over raw envpool at 8 games and
 at most 10% at 64 and 128 (same batch, same run)** (:data:`TARGETS`). It applies to the row
@@ -77,12 +79,11 @@ minus one (overhead).
    rebuilds that actor's envpool) and SuperTuxKart (throttle; baseline: the
    in-process ``SuperTuxKartEnv.step`` of section 2).
 
-The JSON holds every row (``rows``), each section's rounds and settings, the lean
-loop's profile, machine and versions, the load average before and after
-(``loadavg``: the machine is shared; the run first waits, up to ``--quiet-wait`` seconds, for
-the 1-minute load average to fall below ``--quiet-load``, and records the wait), ``host_loop_overhead`` and
-``host_loop_within_target`` (N = 8), ``batch_sweep``, ``host_loop_within_target_at_batch`` and
-``batch_sweep_async_dispatch``.
+The JSON holds every row (``rows``), each section's rounds and settings, the lean loop's profile,
+machine and versions, the load average before and after (``loadavg``: the machine is shared; the run
+first waits, up to ``--quiet-wait`` seconds, for the 1-minute load average to fall below
+``--quiet-load``, and records the wait), ``host_loop_overhead`` and ``host_loop_within_target`` (N =
+8), ``batch_sweep``, ``host_loop_within_target_at_batch`` and ``batch_sweep_async_dispatch``.
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ from pathlib import Path
 # XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs (jgtest/cli/__init__.py
 # uses a single-threaded pool; a user's own setting wins). Must precede jax's import.
 if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+    ).strip()
 
 import jax  # noqa: E402
 
@@ -123,6 +126,8 @@ TARGETS = {8: 0.15, 32: 0.15, 64: 0.10, 128: 0.10}
 def target(batch: int) -> float:
     """The overhead target at ``batch`` games (:data:`TARGETS`)."""
     return TARGETS[batch]
+
+
 BATCH = 8
 #: Batch sizes of the host-loop overhead sweep (batch_sweep).
 SWEEP = (8, 32, 64, 128)
@@ -146,15 +151,43 @@ STK_BRIDGE = "SuperTuxKartEnv.step"
 STK_RAW_SAME = "raw pystk2 in the bridge's process"
 
 QUICK = dict(
-    rounds=3, steps=150, chunk=25, warmup=30, play_episodes=4, profile_steps=150, sweep_rounds=3, sweep_game_steps=3_000,
-    stk_steps=100, stk_warmup=10, stk_rounds=1, stk_segments=2,
-    farm_rounds=2, farm_steps=200, farm_warmup=20, stk_farm_steps=40, stk_farm_warmup=5,
-)  # fmt: skip
+    rounds=3,
+    steps=150,
+    chunk=25,
+    warmup=30,
+    play_episodes=4,
+    profile_steps=150,
+    sweep_rounds=3,
+    sweep_game_steps=3_000,
+    stk_steps=100,
+    stk_warmup=10,
+    stk_rounds=1,
+    stk_segments=2,
+    farm_rounds=2,
+    farm_steps=200,
+    farm_warmup=20,
+    stk_farm_steps=40,
+    stk_farm_warmup=5,
+)
 FULL = dict(
-    rounds=9, steps=300, chunk=25, warmup=50, play_episodes=6, profile_steps=400, sweep_rounds=7, sweep_game_steps=12_000,
-    stk_steps=300, stk_warmup=20, stk_rounds=3, stk_segments=6,
-    farm_rounds=3, farm_steps=600, farm_warmup=30, stk_farm_steps=100, stk_farm_warmup=10,
-)  # fmt: skip
+    rounds=9,
+    steps=300,
+    chunk=25,
+    warmup=50,
+    play_episodes=6,
+    profile_steps=400,
+    sweep_rounds=7,
+    sweep_game_steps=12_000,
+    stk_steps=300,
+    stk_warmup=20,
+    stk_rounds=3,
+    stk_segments=6,
+    farm_rounds=3,
+    farm_steps=600,
+    farm_warmup=30,
+    stk_farm_steps=100,
+    stk_farm_warmup=10,
+)
 
 
 def random_policy(params, obs, key):
@@ -167,9 +200,16 @@ def random_policy(params, obs, key):
 def _row(section, name, batch, steps, sps, baseline=None, base_sps=None, **extra) -> dict:
     ratio = None if base_sps is None else base_sps / sps
     return {
-        "section": section, "row": name, "batch": batch, "steps": int(steps), "steps_per_s": float(sps),
-        "baseline": baseline, "time_ratio": ratio, "overhead": None if ratio is None else ratio - 1.0, **extra,
-    }  # fmt: skip
+        "section": section,
+        "row": name,
+        "batch": batch,
+        "steps": int(steps),
+        "steps_per_s": float(sps),
+        "baseline": baseline,
+        "time_ratio": ratio,
+        "overhead": None if ratio is None else ratio - 1.0,
+        **extra,
+    }
 
 
 class _CountingGame:
@@ -210,7 +250,8 @@ class _TimedPool:
 
 
 class _CompileClock:
-    """Seconds JAX spends tracing, lowering and compiling while ``active`` (jax.monitoring events)."""
+    """Seconds JAX spends tracing, lowering and compiling while ``active`` (jax.monitoring
+    events)."""
 
     EVENTS = (
         "/jax/core/compile/jaxpr_trace_duration",
@@ -231,7 +272,8 @@ class _CompileClock:
 
 # ----- 1. Ms. Pac-Man: raw envpool, the host loop, the XLA loop ------------------------------
 def _raw_loop(game, ale_actions):
-    """``(reset, run)`` of raw envpool: ``run(k)`` times ``k`` ``pool.step`` calls with numpy's random actions."""
+    """``(reset, run)`` of raw envpool: ``run(k)`` times ``k`` ``pool.step`` calls with numpy's
+    random actions."""
     pool, rng, n = game.pool, np.random.default_rng(SEED), game.num_envs
 
     def run(num_steps):
@@ -256,14 +298,18 @@ def _lean_loop(game, start, advance, key):
 
     def reset():
         frames, info = game.reset(SEED)
-        state["carry"], state["action"] = jax.block_until_ready(start(None, frames, game.device_telemetry.take(info), key))
+        state["carry"], state["action"] = jax.block_until_ready(
+            start(None, frames, game.device_telemetry.take(info), key)
+        )
 
     def run(num_steps):
         carry, action = state["carry"], state["action"]
         begin = time.perf_counter()
         for _ in range(num_steps):
             frames, terminated, truncated, info = game.step_raw(np.asarray(action))
-            carry, tel, action = advance(None, carry, frames, game.device_telemetry.take(info), info["autoreset"])
+            carry, tel, action = advance(
+                None, carry, frames, game.device_telemetry.take(info), info["autoreset"]
+            )
             host_loop.unpack_telemetry(tel)
         action = np.asarray(action)
         state["carry"], state["action"] = carry, action
@@ -288,12 +334,12 @@ def _interleaved(loops: dict, r: int, steps: int, chunk: int) -> dict:
 def batch_sweep(s: dict) -> list[dict]:
     """The lean host loop against raw envpool at each batch size of ``SWEEP``: the paired overhead.
 
-    The host loop's cost per batch step is a fixed ≈ 0.1 ms (``advance``: frames and three RAM
-    bytes a game in, the frame rings written one slot a game, the gates from RAM, the keys and
-    the policy; actions and one packed telemetry array out) plus a little per game; envpool's step costs
-    ≈ 0.15–0.2 ms per game on these 2 cores. So the overhead falls as ``N`` grows. Each ``N``
-    runs ``rounds`` rounds of ``sweep_game_steps`` game steps per loop, interleaved in chunks
-    of a tenth; the overhead is the median over rounds of the paired ratio.
+    The host loop's cost per batch step is a fixed ≈ 0.1 ms (``advance``: frames and three RAM bytes
+    a game in, the frame rings written one slot a game, the gates from RAM, the keys and the policy;
+    actions and one packed telemetry array out) plus a little per game; envpool's step costs ≈
+    0.15–0.2 ms per game on these 2 cores. So the overhead falls as ``N`` grows. Each ``N`` runs
+    ``rounds`` rounds of ``sweep_game_steps`` game steps per loop, interleaved in chunks of a tenth;
+    the overhead is the median over rounds of the paired ratio.
 
     What made it cheaper (the loop before cost +17–23% at ``N`` = 8 and +10–12% at 64 and
     128): the frame stack became a ring written in place (:class:`jgtest.envs.wrappers.FrameRing`;
@@ -325,22 +371,45 @@ def batch_sweep(s: dict) -> list[dict]:
     ale_actions, key, rows = np.asarray(ALE_ACTIONS, np.int32), jax.random.key(SEED), []
     for n in SWEEP:
         raw_game, lean_game = MsPacmanEnv(num_envs=n, seed=SEED), MsPacmanEnv(num_envs=n, seed=SEED)
-        start, advance = host_loop.make_player(random_policy, ObservationPipeline(size=lean_game.frame_shape[:2], num_frames=4), n, lean_game.device_telemetry)
-        loops = {RAW: _raw_loop(raw_game, ale_actions), LEAN: _lean_loop(lean_game, start, advance, key)}
+        start, advance = host_loop.make_player(
+            random_policy,
+            ObservationPipeline(size=lean_game.frame_shape[:2], num_frames=4),
+            n,
+            lean_game.device_telemetry,
+        )
+        loops = {
+            RAW: _raw_loop(raw_game, ale_actions),
+            LEAN: _lean_loop(lean_game, start, advance, key),
+        }
         steps = max(10, s["sweep_game_steps"] // n)
         chunk = max(1, steps // 10)
         steps = steps // chunk * chunk
         _interleaved(loops, 0, max(2, steps // 5), 1)  # warm-up (compiles advance)
         per_round = [_interleaved(loops, r, steps, chunk) for r in range(s["sweep_rounds"])]
         paired = [x[LEAN] / x[RAW] - 1.0 for x in per_round]
-        raw_sps, lean_sps = (float(np.median([steps * n / x[name] for x in per_round])) for name in (RAW, LEAN))
-        rows.append({
-            "batch": n, "steps_per_round": steps, "raw_steps_per_s": raw_sps, "host_loop_steps_per_s": lean_sps,
-            "overhead_paired_rounds": paired, "overhead": float(np.median(paired)),
-            "host_loop_ms_per_batch_step": float(np.median([(x[LEAN] - x[RAW]) / steps * 1e3 for x in per_round])),
-            "target": target(n), "within_target": bool(np.median(paired) <= target(n)),
-        })  # fmt: skip
-        print(f"  batch sweep N={n}: raw {raw_sps:,.0f}, host loop {lean_sps:,.0f} steps/s, overhead {np.median(paired):+.1%}", flush=True)
+        raw_sps, lean_sps = (
+            float(np.median([steps * n / x[name] for x in per_round])) for name in (RAW, LEAN)
+        )
+        rows.append(
+            {
+                "batch": n,
+                "steps_per_round": steps,
+                "raw_steps_per_s": raw_sps,
+                "host_loop_steps_per_s": lean_sps,
+                "overhead_paired_rounds": paired,
+                "overhead": float(np.median(paired)),
+                "host_loop_ms_per_batch_step": float(
+                    np.median([(x[LEAN] - x[RAW]) / steps * 1e3 for x in per_round])
+                ),
+                "target": target(n),
+                "within_target": bool(np.median(paired) <= target(n)),
+            }
+        )
+        print(
+            f"  batch sweep N={n}: raw {raw_sps:,.0f}, host loop {lean_sps:,.0f} steps/s, overhead "
+            f"{np.median(paired):+.1%}",
+            flush=True,
+        )
         raw_game.close()
         lean_game.close()
     return rows
@@ -365,10 +434,16 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     # What play runs each step: advance (push the frames; telemetry, keys, act).
     start, advance = host_loop.make_player(random_policy, pipeline, n, env.device_telemetry)
 
-    loops = {RAW: _raw_loop(envs[RAW], ale_actions), LEAN: _lean_loop(envs[LEAN], start, advance, key)}
+    loops = {
+        RAW: _raw_loop(envs[RAW], ale_actions),
+        LEAN: _lean_loop(envs[LEAN], start, advance, key),
+    }
 
     def group(r):
-        return {name: (seconds, steps * n) for name, seconds in _interleaved(loops, r, steps, chunk).items()}
+        return {
+            name: (seconds, steps * n)
+            for name, seconds in _interleaved(loops, r, steps, chunk).items()
+        }
 
     play_calls = []
 
@@ -376,13 +451,20 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
         game = _CountingGame(env)
         compile_clock.active, compile_clock.seconds = True, 0.0
         begin = time.perf_counter()
-        out = host_loop.play(game, pipeline, random_policy, None, num_episodes, jax.random.key(seed), seed=SEED)
+        out = host_loop.play(
+            game, pipeline, random_policy, None, num_episodes, jax.random.key(seed), seed=SEED
+        )
         wall = time.perf_counter() - begin
         compile_clock.active = False
-        play_calls.append({
-            "wall_s": wall, "jit_s": compile_clock.seconds, "steps": game.calls * n, "episodes": num_episodes,
-            "episode_lengths": out["valid"].sum(axis=1).tolist(),
-        })  # fmt: skip
+        play_calls.append(
+            {
+                "wall_s": wall,
+                "jit_s": compile_clock.seconds,
+                "steps": game.calls * n,
+                "episodes": num_episodes,
+                "episode_lengths": out["valid"].sum(axis=1).tolist(),
+            }
+        )
         return {PLAY: (wall, game.calls * n)}
 
     # The XLA loop, built and jitted once (its constructor's reset is pending).
@@ -390,7 +472,8 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
 
     def xla_loop(seed, first=False):
         if not first:
-            env.pool.async_reset()  # what XlaMsPacman's constructor does; rollout's start receives it
+            # what XlaMsPacman's constructor does; rollout's start receives it
+            env.pool.async_reset()
         begin = time.perf_counter()
         jax.block_until_ready(rollout(xla.handle, None, jax.random.key(seed)))
         return {XLA: (time.perf_counter() - begin, steps * n)}
@@ -409,14 +492,24 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     for r in range(s["rounds"]):
         for unit in _round_order(r):
             for name, (seconds, env_steps) in units[unit](r).items():
-                rounds[name].append({"seconds": seconds, "steps": env_steps, "steps_per_s": env_steps / seconds})
-        print(f"  Ms. Pac-Man round {r + 1}/{s['rounds']}: " + ", ".join(
-            f"{name.split(' (')[0]} {rounds[name][-1]['steps_per_s']:,.0f}" for name in names), flush=True)  # fmt: skip
+                rounds[name].append(
+                    {"seconds": seconds, "steps": env_steps, "steps_per_s": env_steps / seconds}
+                )
+        print(
+            f"  Ms. Pac-Man round {r + 1}/{s['rounds']}: "
+            + ", ".join(
+                f"{name.split(' (')[0]} {rounds[name][-1]['steps_per_s']:,.0f}" for name in names
+            ),
+            flush=True,
+        )
     median = {name: float(np.median([x["steps_per_s"] for x in rounds[name]])) for name in names}
     play_no_jit = [c["steps"] / (c["wall_s"] - c["jit_s"]) for c in play_calls]
     median[PLAY_NO_JIT] = float(np.median(play_no_jit))
     paired = {
-        name: [x["seconds"] / x["steps"] / (ra["seconds"] / ra["steps"]) - 1.0 for x, ra in zip(rounds[name], rounds[RAW])]
+        name: [
+            x["seconds"] / x["steps"] / (ra["seconds"] / ra["steps"]) - 1.0
+            for x, ra in zip(rounds[name], rounds[RAW])
+        ]
         for name in (LEAN,)
     }
 
@@ -426,7 +519,9 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     as_called = []
     for call in range(2):
         begin = time.perf_counter()
-        jax.block_until_ready(host_loop.xla_rollout(env, pipeline, random_policy, None, jax.random.key(call), steps))
+        jax.block_until_ready(
+            host_loop.xla_rollout(env, pipeline, random_policy, None, jax.random.key(call), steps)
+        )
         as_called.append(time.perf_counter() - begin)
     as_called_sps = steps * n / as_called[1]
     for game in envs.values():
@@ -437,12 +532,57 @@ def mspacman_section(s: dict) -> tuple[list[dict], dict]:
     total = {name: sum(x["steps"] for x in rounds[name]) for name in names}
     rows = [
         _row(section, RAW, n, total[RAW], base, note="baseline"),
-        _row(section, LEAN, n, total[LEAN], median[LEAN], RAW, base,
-             note=f"the <= {target(n):.0%} target applies here; paired rounds: {np.median(paired[LEAN]):+.1%}"),
-        _row(section, PLAY, n, total[PLAY], median[PLAY], RAW, base, note=f"{s['play_episodes']} episodes/call, incl. per-call jit"),
-        _row(section, PLAY_NO_JIT, n, total[PLAY], median[PLAY_NO_JIT], RAW, base, note="compile time subtracted (make_player caches: only the first call compiles)"),
-        _row(section, XLA, n, total[XLA], median[XLA], RAW, base, note=f"{steps}-step lax.scan per call"),
-        _row(section, XLA_AS_CALLED, n, steps * n, as_called_sps, RAW, base, note="re-jits every call"),
+        _row(
+            section,
+            LEAN,
+            n,
+            total[LEAN],
+            median[LEAN],
+            RAW,
+            base,
+            note=f"the <= {target(n):.0%} target applies here; paired rounds: "
+            f"{np.median(paired[LEAN]):+.1%}",
+        ),
+        _row(
+            section,
+            PLAY,
+            n,
+            total[PLAY],
+            median[PLAY],
+            RAW,
+            base,
+            note=f"{s['play_episodes']} episodes/call, incl. per-call jit",
+        ),
+        _row(
+            section,
+            PLAY_NO_JIT,
+            n,
+            total[PLAY],
+            median[PLAY_NO_JIT],
+            RAW,
+            base,
+            note="compile time subtracted (make_player caches: only the first call compiles)",
+        ),
+        _row(
+            section,
+            XLA,
+            n,
+            total[XLA],
+            median[XLA],
+            RAW,
+            base,
+            note=f"{steps}-step lax.scan per call",
+        ),
+        _row(
+            section,
+            XLA_AS_CALLED,
+            n,
+            steps * n,
+            as_called_sps,
+            RAW,
+            base,
+            note="re-jits every call",
+        ),
     ]
     details = {
         "batch": n,
@@ -472,14 +612,18 @@ def _round_order(r: int) -> list[str]:
 
 
 def profile_lean(env, pool, start, advance, key, n, num_steps, ale_actions) -> dict:
-    """ms per step of each phase of the lean host loop, each phase blocked on before the next, and of a
-    raw ``pool.step`` run right after (same pass)."""
+    """ms per step of each phase of the lean host loop, each phase blocked on before the next, and
+    of a raw ``pool.step`` run right after (same pass)."""
     import jax
 
     from jgtest import host_loop
 
-    phases = ("advance (jitted: frames in, ring; RAM telemetry, keys, act; telemetry out)", "actions to host",
-              "pool.step (envpool)", "MsPacmanEnv.step_raw minus pool.step")  # fmt: skip
+    phases = (
+        "advance (jitted: frames in, ring; RAM telemetry, keys, act; telemetry out)",
+        "actions to host",
+        "pool.step (envpool)",
+        "MsPacmanEnv.step_raw minus pool.step",
+    )
     spent = dict.fromkeys(phases, 0.0)
     timed = _TimedPool(pool)
     frames, info = env.reset(SEED)
@@ -494,7 +638,9 @@ def profile_lean(env, pool, start, advance, key, n, num_steps, ale_actions) -> d
             frames, _, _, info = env.step_raw(taken)
             t2 = time.perf_counter()
             pool_s = timed.seconds - before
-            carry, tel, action = advance(None, carry, frames, env.device_telemetry.take(info), info["autoreset"])
+            carry, tel, action = advance(
+                None, carry, frames, env.device_telemetry.take(info), info["autoreset"]
+            )
             host_loop.unpack_telemetry(tel), np.asarray(action)
             t3 = time.perf_counter()
             for phase, seconds in zip(phases, (t3 - t2, t1 - t0, pool_s, t2 - t1 - pool_s)):
@@ -527,7 +673,11 @@ def _stk_raw_child(steps: int, warmup: int, segments: int) -> dict:
 
     setup = time.perf_counter()
     graphics = pystk2.GraphicsConfig.ld()
-    graphics.screen_width, graphics.screen_height, graphics.display = STK_FRAME_SIZE[1], STK_FRAME_SIZE[0], False
+    graphics.screen_width, graphics.screen_height, graphics.display = (
+        STK_FRAME_SIZE[1],
+        STK_FRAME_SIZE[0],
+        False,
+    )
     pystk2.set_log_level(int(pystk2.LogLevel.warn))
     pystk2.init(graphics)
     config = pystk2.RaceConfig(track=STK_TRACK, laps=1, seed=SEED, num_kart=1)
@@ -535,7 +685,11 @@ def _stk_raw_child(steps: int, warmup: int, segments: int) -> dict:
     race = pystk2.Race(config)
     race.start()
     state = pystk2.WorldState()
-    racing = (pystk2.WorldState.Phase.GO_PHASE, pystk2.WorldState.Phase.MUSIC_PHASE, pystk2.WorldState.Phase.RACE_PHASE)
+    racing = (
+        pystk2.WorldState.Phase.GO_PHASE,
+        pystk2.WorldState.Phase.MUSIC_PHASE,
+        pystk2.WorldState.Phase.RACE_PHASE,
+    )
     for _ in range(1000):  # the countdown, as SuperTuxKartEnv's reset waits through it
         state.update()
         if state.phase in racing:
@@ -559,9 +713,13 @@ def _stk_raw_child(steps: int, warmup: int, segments: int) -> dict:
         seconds.append(spent)
     state.update()
     result = {
-        "steps": steps // segments * segments, "seconds": sum(seconds), "segment_seconds": seconds,
-        "frame_shape": list(frame.shape), "setup_s": setup, "final_distance_down_track": float(state.karts[0].distance_down_track),
-    }  # fmt: skip
+        "steps": steps // segments * segments,
+        "seconds": sum(seconds),
+        "segment_seconds": seconds,
+        "frame_shape": list(frame.shape),
+        "setup_s": setup,
+        "final_distance_down_track": float(state.karts[0].distance_down_track),
+    }
     race.stop()
     race = state = None  # released before pystk2.clean()
     pystk2.clean()
@@ -569,12 +727,19 @@ def _stk_raw_child(steps: int, warmup: int, segments: int) -> dict:
 
 
 def _stk_bridge_child(steps: int, warmup: int, segments: int) -> dict:
-    """``SuperTuxKartEnv.step`` segments alternating with raw steps of the same race (this process only)."""
+    """``SuperTuxKartEnv.step`` segments alternating with raw steps of the same race (this process
+    only)."""
     from envs_bridge.supertuxkart import SuperTuxKartEnv
     from jgtest.envs.kart import ACTION_NAMES
 
     setup = time.perf_counter()
-    env = SuperTuxKartEnv(STK_TRACK, seed=SEED, frame_size=STK_FRAME_SIZE, frames_per_step=STK_FRAMES_PER_STEP, max_seconds=STK_MAX_SECONDS)
+    env = SuperTuxKartEnv(
+        STK_TRACK,
+        seed=SEED,
+        frame_size=STK_FRAME_SIZE,
+        frames_per_step=STK_FRAMES_PER_STEP,
+        max_seconds=STK_MAX_SECONDS,
+    )
     env.reset(SEED)
     setup = time.perf_counter() - setup
     index = ACTION_NAMES.index(STK_THROTTLE)
@@ -609,23 +774,56 @@ def _stk_bridge_child(steps: int, warmup: int, segments: int) -> dict:
         for run in order:
             (bridge_s if run is bridge else raw_s).append(run(per))
     result = {
-        "steps": per * segments, "seconds": sum(bridge_s), "segment_seconds": bridge_s,
-        "raw_same_process_seconds": sum(raw_s), "raw_same_process_segment_seconds": raw_s,
-        "episode_ends_or_autoresets": ends, "mean_frame_time_ms": float(np.mean(frame_ms)), "setup_s": setup,
-    }  # fmt: skip
+        "steps": per * segments,
+        "seconds": sum(bridge_s),
+        "segment_seconds": bridge_s,
+        "raw_same_process_seconds": sum(raw_s),
+        "raw_same_process_segment_seconds": raw_s,
+        "episode_ends_or_autoresets": ends,
+        "mean_frame_time_ms": float(np.mean(frame_ms)),
+        "setup_s": setup,
+    }
     env.close()
     return result
 
 
-def _run_child(kind: str, steps: int, warmup: int, segments: int, timeout: float = 300.0, env: dict | None = None) -> dict:
+def _run_child(
+    kind: str,
+    steps: int,
+    warmup: int,
+    segments: int,
+    timeout: float = 300.0,
+    env: dict | None = None,
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
-        command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--child-steps", str(steps),
-                   "--child-warmup", str(warmup), "--child-segments", str(segments), "--child-out", str(out)]  # fmt: skip
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            kind,
+            "--child-steps",
+            str(steps),
+            "--child-warmup",
+            str(warmup),
+            "--child-segments",
+            str(segments),
+            "--child-out",
+            str(out),
+        ]
         begin = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
         if done.returncode != 0 or not out.exists():
-            raise RuntimeError(f"child {kind} failed (rc {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+            raise RuntimeError(
+                f"child {kind} failed (rc {done.returncode}):\n"
+                f"{(done.stdout + done.stderr)[-3000:]}"
+            )
         result = json.loads(out.read_text())
     result["process_wall_s"] = time.perf_counter() - begin
     return result
@@ -638,9 +836,16 @@ def _sweep_child(steps: int, warmup: int, rounds: int) -> dict:
 
 def async_dispatch_sweep(s: dict) -> list[dict]:
     """The batch sweep again in a process with JAX's default asynchronous CPU dispatch: what the
-    host loop costs in a notebook that keeps JAX's defaults (``jgtest.cli._inline_cpu_dispatch``)."""
-    rows = _run_child("sweep-async", s["sweep_game_steps"], 0, s["sweep_rounds"], timeout=900.0,
-                      env={"JAX_CPU_ENABLE_ASYNC_DISPATCH": "true"})["batch_sweep"]  # fmt: skip
+    host loop costs in a notebook that keeps JAX's defaults
+    (``jgtest.cli._inline_cpu_dispatch``)."""
+    rows = _run_child(
+        "sweep-async",
+        s["sweep_game_steps"],
+        0,
+        s["sweep_rounds"],
+        timeout=900.0,
+        env={"JAX_CPU_ENABLE_ASYNC_DISPATCH": "true"},
+    )["batch_sweep"]
     for row in rows:
         print(f"  async dispatch N={row['batch']}: overhead {row['overhead']:+.1%}", flush=True)
     return rows
@@ -653,24 +858,44 @@ def stk_section(s: dict) -> tuple[list[dict], dict]:
         for kind in kinds if r % 2 == 0 else kinds[::-1]:
             runs[kind].append(_run_child(kind, s["stk_steps"], s["stk_warmup"], s["stk_segments"]))
             last = runs[kind][-1]
-            print(f"  SuperTuxKart {kind}: {last['steps'] / last['seconds']:,.1f} steps/s "
-                  f"(process {last['process_wall_s']:.1f} s)", flush=True)  # fmt: skip
+            print(
+                f"  SuperTuxKart {kind}: {last['steps'] / last['seconds']:,.1f} steps/s "
+                f"(process {last['process_wall_s']:.1f} s)",
+                flush=True,
+            )
     raw = float(np.median([x["steps"] / x["seconds"] for x in runs["stk-raw"]]))
     bridge = float(np.median([x["steps"] / x["seconds"] for x in runs["stk-bridge"]]))
-    same = float(np.median([x["steps"] / x["raw_same_process_seconds"] for x in runs["stk-bridge"]]))
-    paired = float(np.median([x["seconds"] / x["raw_same_process_seconds"] - 1.0 for x in runs["stk-bridge"]]))
+    same = float(
+        np.median([x["steps"] / x["raw_same_process_seconds"] for x in runs["stk-bridge"]])
+    )
+    paired = float(
+        np.median([x["seconds"] / x["raw_same_process_seconds"] - 1.0 for x in runs["stk-bridge"]])
+    )
     section = f"SuperTuxKart ({STK_TRACK}, {STK_FRAME_SIZE[1]}x{STK_FRAME_SIZE[0]})"
     total = {kind: sum(x["steps"] for x in runs[kind]) for kind in kinds}
     rows = [
         _row(section, STK_RAW, 1, total["stk-raw"], raw, note="baseline, own process"),
-        _row(section, STK_BRIDGE, 1, total["stk-bridge"], bridge, STK_RAW, raw,
-             note=f"own process; vs the paired control: {paired:+.1%}"),
-        _row(section, STK_RAW_SAME, 1, total["stk-bridge"], same, STK_RAW, raw, note="paired control"),
+        _row(
+            section,
+            STK_BRIDGE,
+            1,
+            total["stk-bridge"],
+            bridge,
+            STK_RAW,
+            raw,
+            note=f"own process; vs the paired control: {paired:+.1%}",
+        ),
+        _row(
+            section, STK_RAW_SAME, 1, total["stk-bridge"], same, STK_RAW, raw, note="paired control"
+        ),
     ]
     details = {
-        "runs": runs, "steps_per_run": s["stk_steps"], "frames_per_step": STK_FRAMES_PER_STEP, "action": STK_THROTTLE,
+        "runs": runs,
+        "steps_per_run": s["stk_steps"],
+        "frames_per_step": STK_FRAMES_PER_STEP,
+        "action": STK_THROTTLE,
         "bridge_overhead_vs_same_process_raw": paired,
-    }  # fmt: skip
+    }
     return rows, details
 
 
@@ -713,31 +938,67 @@ def farm_section(s: dict, stk_single_sps: float | None, with_stk: bool) -> tuple
         for r in range(s["farm_rounds"]):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 seconds, steps = run(name, s["farm_steps"])
-                rounds[name].append({"seconds": seconds, "steps": steps, "steps_per_s": steps / seconds})
-            print("  Ms. Pac-Man farm round " + f"{r + 1}/{s['farm_rounds']}: " + ", ".join(
-                f"{name} {rounds[name][-1]['steps_per_s']:,.0f}" for name in names), flush=True)  # fmt: skip
+                rounds[name].append(
+                    {"seconds": seconds, "steps": steps, "steps_per_s": steps / seconds}
+                )
+            print(
+                "  Ms. Pac-Man farm round "
+                + f"{r + 1}/{s['farm_rounds']}: "
+                + ", ".join(f"{name} {rounds[name][-1]['steps_per_s']:,.0f}" for name in names),
+                flush=True,
+            )
         for game in games.values():
             game.close()
-        median = {name: float(np.median([x["steps_per_s"] for x in rounds[name]])) for name in names}
+        median = {
+            name: float(np.median([x["steps_per_s"] for x in rounds[name]])) for name in names
+        }
         base = median["in-process"]
         section = "Ray farm, Ms. Pac-Man (1 game per actor)"
         single = "in-process MsPacmanEnv.step, num_envs=1"
-        rows.append(_row(section, single, 1, sum(x["steps"] for x in rounds["in-process"]), base, note="baseline"))
+        rows.append(
+            _row(
+                section,
+                single,
+                1,
+                sum(x["steps"] for x in rounds["in-process"]),
+                base,
+                note="baseline",
+            )
+        )
         for k in (1, 2):
             name = f"farm K={k}"
-            rows.append(_row(section, f"GameFarm, {k} actor{'s' * (k > 1)}", k, sum(x["steps"] for x in rounds[name]), median[name],
-                             single, base, speedup=median[name] / base))  # fmt: skip
+            rows.append(
+                _row(
+                    section,
+                    f"GameFarm, {k} actor{'s' * (k > 1)}",
+                    k,
+                    sum(x["steps"] for x in rounds[name]),
+                    median[name],
+                    single,
+                    base,
+                    speedup=median[name] / base,
+                )
+            )
         details["mspacman"] = {
-            "rounds": rounds, "median_steps_per_s": median, "autoreset_steps": autoresets, "steps_per_segment": s["farm_steps"],
-        }  # fmt: skip
+            "rounds": rounds,
+            "median_steps_per_s": median,
+            "autoreset_steps": autoresets,
+            "steps_per_segment": s["farm_steps"],
+        }
 
         if with_stk:
             stk = {}
             index = 1  # throttle (KartTrack's action order)
             for k in (1, 2):
                 begin = time.perf_counter()
-                farm = envs_bridge.make(f"supertuxkart:{STK_TRACK}", actors=k, seed=SEED, frame_size=STK_FRAME_SIZE,
-                                        frames_per_step=STK_FRAMES_PER_STEP, max_seconds=STK_MAX_SECONDS)  # fmt: skip
+                farm = envs_bridge.make(
+                    f"supertuxkart:{STK_TRACK}",
+                    actors=k,
+                    seed=SEED,
+                    frame_size=STK_FRAME_SIZE,
+                    frames_per_step=STK_FRAMES_PER_STEP,
+                    max_seconds=STK_MAX_SECONDS,
+                )
                 farm.reset(SEED)
                 start_s = time.perf_counter() - begin
                 actions = np.full(k, index)
@@ -750,17 +1011,39 @@ def farm_section(s: dict, stk_single_sps: float | None, with_stk: bool) -> tuple
                     ends += int((terminated | truncated | info["autoreset"]).sum())
                 seconds = time.perf_counter() - begin
                 farm.close()
-                stk[k] = {"seconds": seconds, "steps": s["stk_farm_steps"] * k, "steps_per_s": s["stk_farm_steps"] * k / seconds,
-                          "start_and_reset_s": start_s, "episode_ends_or_autoresets": ends}  # fmt: skip
-                print(f"  SuperTuxKart farm K={k}: {stk[k]['steps_per_s']:,.1f} steps/s (start {start_s:.1f} s)", flush=True)
+                stk[k] = {
+                    "seconds": seconds,
+                    "steps": s["stk_farm_steps"] * k,
+                    "steps_per_s": s["stk_farm_steps"] * k / seconds,
+                    "start_and_reset_s": start_s,
+                    "episode_ends_or_autoresets": ends,
+                }
+                print(
+                    f"  SuperTuxKart farm K={k}: {stk[k]['steps_per_s']:,.1f} steps/s (start "
+                    f"{start_s:.1f} s)",
+                    flush=True,
+                )
             section = f"Ray farm, SuperTuxKart ({STK_TRACK})"
             baseline = f"{STK_BRIDGE} (section 2, own process)"
             for k in (1, 2):
-                extra = {} if stk_single_sps is None else {"speedup": stk[k]["steps_per_s"] / stk_single_sps}
-                rows.append(_row(
-                    section, f"GameFarm, {k} actor{'s' * (k > 1)}", k, stk[k]["steps"], stk[k]["steps_per_s"],
-                    baseline if stk_single_sps else None, stk_single_sps, note="baseline not interleaved", **extra,
-                ))  # fmt: skip
+                extra = (
+                    {}
+                    if stk_single_sps is None
+                    else {"speedup": stk[k]["steps_per_s"] / stk_single_sps}
+                )
+                rows.append(
+                    _row(
+                        section,
+                        f"GameFarm, {k} actor{'s' * (k > 1)}",
+                        k,
+                        stk[k]["steps"],
+                        stk[k]["steps_per_s"],
+                        baseline if stk_single_sps else None,
+                        stk_single_sps,
+                        note="baseline not interleaved",
+                        **extra,
+                    )
+                )
             details["supertuxkart"] = {str(k): v for k, v in stk.items()}
     finally:
         ray.shutdown()
@@ -769,7 +1052,10 @@ def farm_section(s: dict, stk_single_sps: float | None, with_stk: bool) -> tuple
 
 # ----- the table -----------------------------------------------------------------------------
 def print_table(rows: list[dict]) -> None:
-    print(f"\n{'row':52s} {'batch':>5s} {'steps':>8s} {'steps/s':>10s} {'× base':>7s} {'overhead':>9s}  note")
+    print(
+        f"\n{'row':52s} {'batch':>5s} {'steps':>8s} {'steps/s':>10s} {'× base':>7s} "
+        f"{'overhead':>9s}  note"
+    )
     section = None
     for row in rows:
         if row["section"] != section:
@@ -780,33 +1066,62 @@ def print_table(rows: list[dict]) -> None:
         note = row.get("note", "")
         if "speedup" in row:
             note = f"{row['speedup']:.2f}x base steps/s" + (f"; {note}" if note else "")
-        print(f"  {row['row']:50s} {row['batch']:>5d} {row['steps']:>8,d} {row['steps_per_s']:>10,.1f} {ratio:>7s} {overhead:>9s}  {note}")
+        print(
+            f"  {row['row']:50s} {row['batch']:>5d} {row['steps']:>8,d} "
+            f"{row['steps_per_s']:>10,.1f} {ratio:>7s} {overhead:>9s}  {note}"
+        )
 
 
 def wait_for_quiet(load: float, longest_s: float) -> float:
-    """Seconds waited (polling every 5 s, at most ``longest_s``) for the 1-minute load average to fall
-    below ``load``: a paired overhead of ~0.1 ms a step is lost in another job's noise on 2 cores."""
+    """Seconds waited (polling every 5 s, at most ``longest_s``) for the 1-minute load average to
+    fall below ``load``: a paired overhead of ~0.1 ms a step is lost in another job's noise on 2
+    cores."""
     begin = time.perf_counter()
     while os.getloadavg()[0] >= load and time.perf_counter() - begin < longest_s:
         time.sleep(5.0)
     waited = time.perf_counter() - begin
     if os.getloadavg()[0] >= load:
-        print(f"warning: load average still {os.getloadavg()[0]:.2f} after {waited:.0f} s; measuring anyway", flush=True)
+        print(
+            f"warning: load average still {os.getloadavg()[0]:.2f} after {waited:.0f} s; measuring "
+            "anyway",
+            flush=True,
+        )
     return waited
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and steps (under ~3 minutes)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer rounds and steps (under ~3 minutes)"
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--no-stk-farm", action="store_true", help="skip the SuperTuxKart farms")
-    parser.add_argument("--quiet-load", type=float, default=0.5, help="wait for the 1-minute load average to fall below this")
-    parser.add_argument("--quiet-wait", type=float, help="the longest wait for it, in seconds (default 600, 0 with --quick)")
-    for name, kind in (("--child", str), ("--child-steps", int), ("--child-warmup", int), ("--child-segments", int), ("--child-out", Path)):
+    parser.add_argument(
+        "--quiet-load",
+        type=float,
+        default=0.5,
+        help="wait for the 1-minute load average to fall below this",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        help="the longest wait for it, in seconds (default 600, 0 with --quick)",
+    )
+    for name, kind in (
+        ("--child", str),
+        ("--child-steps", int),
+        ("--child-warmup", int),
+        ("--child-segments", int),
+        ("--child-out", Path),
+    ):
         parser.add_argument(name, type=kind, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # a SuperTuxKart measurement in this process of its own
-        child = {"stk-raw": _stk_raw_child, "stk-bridge": _stk_bridge_child, "sweep-async": _sweep_child}[args.child]
+        child = {
+            "stk-raw": _stk_raw_child,
+            "stk-bridge": _stk_bridge_child,
+            "sweep-async": _sweep_child,
+        }[args.child]
         result = child(args.child_steps, args.child_warmup, args.child_segments)
         args.child_out.write_text(json.dumps(result))
         return result
@@ -814,14 +1129,24 @@ def main(argv=None) -> dict:
     import jax
 
     settings = QUICK if args.quick else FULL
-    waited = wait_for_quiet(args.quiet_load, args.quiet_wait if args.quiet_wait is not None else 0.0 if args.quick else 600.0)
+    waited = wait_for_quiet(
+        args.quiet_load,
+        args.quiet_wait if args.quiet_wait is not None else 0.0 if args.quick else 600.0,
+    )
     wall = time.perf_counter()
     load_before = os.getloadavg()
-    print(f"Ms. Pac-Man, N={BATCH}: {settings['rounds']} rounds of {settings['steps']} batch steps per row", flush=True)
+    print(
+        f"Ms. Pac-Man, N={BATCH}: {settings['rounds']} rounds of {settings['steps']} batch steps "
+        "per row",
+        flush=True,
+    )
     pacman_rows, pacman = mspacman_section(settings)
     print(f"Ms. Pac-Man, host loop vs raw envpool at N = {', '.join(map(str, SWEEP))}", flush=True)
     sweep = batch_sweep(settings)
-    print("The same with JAX's asynchronous CPU dispatch (its default), a process of its own", flush=True)
+    print(
+        "The same with JAX's asynchronous CPU dispatch (its default), a process of its own",
+        flush=True,
+    )
     sweep_async = async_dispatch_sweep(settings)
     print("SuperTuxKart: one process per run", flush=True)
     stk_rows, stk = stk_section(settings)
@@ -836,25 +1161,35 @@ def main(argv=None) -> dict:
     within = overhead <= target(BATCH)
     profile = pacman["profile"]
     print(
-        f"\nHost loop (lean) vs raw envpool at N={BATCH}: {overhead:+.1%} (median over rounds of the interleaved chunks' ratio), "
-        f"{lean['overhead']:+.1%} from the rows' medians; target <= {target(BATCH):.0%}: {'met' if within else 'NOT met'}."
+        f"\nHost loop (lean) vs raw envpool at N={BATCH}: {overhead:+.1%} (median over rounds of "
+        "the interleaved chunks' ratio), "
+        f"{lean['overhead']:+.1%} from the rows' medians; "
+        f"target <= {target(BATCH):.0%}: {'met' if within else 'NOT met'}."
     )
     print("Host loop vs raw envpool by batch size (paired rounds):")
     for row in sweep:
-        print(f"  N={row['batch']:4d}: raw {row['raw_steps_per_s']:7,.0f}  host loop {row['host_loop_steps_per_s']:7,.0f} steps/s  "
-              f"overhead {row['overhead']:+6.1%} ({row['host_loop_ms_per_batch_step']:.2f} ms per batch step)  "
-              f"{'within' if row['within_target'] else 'over'} {row['target']:.0%}")
+        print(
+            f"  N={row['batch']:4d}: raw {row['raw_steps_per_s']:7,.0f}  host loop "
+            f"{row['host_loop_steps_per_s']:7,.0f} steps/s  "
+            f"overhead {row['overhead']:+6.1%} ({row['host_loop_ms_per_batch_step']:.2f} ms per "
+            "batch step)  "
+            f"{'within' if row['within_target'] else 'over'} {row['target']:.0%}"
+        )
     print(f"Lean loop's phases, blocking after each ({profile['steps']} steps; ms per batch step):")
     for phase, ms in profile["ms_per_batch_step"].items():
         print(f"  {phase:40s} {ms:7.3f}")
     print(f"  {'raw pool.step in the same pass':40s} {profile['raw_pool_step_ms_same_pass']:7.3f}")
-    print(f"SuperTuxKartEnv.step vs raw pystk2 steps of its own race, same process (paired): "
-          f"{stk['bridge_overhead_vs_same_process_raw']:+.1%}.")
+    print(
+        f"SuperTuxKartEnv.step vs raw pystk2 steps of its own race, same process (paired): "
+        f"{stk['bridge_overhead_vs_same_process_raw']:+.1%}."
+    )
     calls = pacman["play_calls"]
-    print(f"play: {np.mean([c['jit_s'] for c in calls]):.2f} s of re-tracing/compiling per call "
-          f"(of {np.mean([c['wall_s'] for c in calls]):.2f} s); xla_rollout as called: "
-          f"{pacman['xla_rollout_as_called_s'][1]:.2f} s per call, "
-          f"~{pacman['xla_rollout_as_called_compile_s_estimate']:.2f} s of it compiling.")  # fmt: skip
+    print(
+        f"play: {np.mean([c['jit_s'] for c in calls]):.2f} s of re-tracing/compiling per call "
+        f"(of {np.mean([c['wall_s'] for c in calls]):.2f} s); xla_rollout as called: "
+        f"{pacman['xla_rollout_as_called_s'][1]:.2f} s per call, "
+        f"~{pacman['xla_rollout_as_called_compile_s_estimate']:.2f} s of it compiling."
+    )
 
     import envpool
     import ray
@@ -869,7 +1204,12 @@ def main(argv=None) -> dict:
         "envpool_version": envpool.__version__,
         "ray_version": ray.__version__,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "loadavg": {"before": list(load_before), "after": list(os.getloadavg()), "waited_s": waited, "quiet_load": args.quiet_load},
+        "loadavg": {
+            "before": list(load_before),
+            "after": list(os.getloadavg()),
+            "waited_s": waited,
+            "quiet_load": args.quiet_load,
+        },
         "wall_s": time.perf_counter() - wall,
         "settings": settings,
         "target_overhead": {str(n): t for n, t in TARGETS.items()},

@@ -90,8 +90,15 @@ class DoNothing(jgtest.TestingEnv):
     def step(self, key, state, action, params=None):
         value = action.astype(jnp.float32) + jax.random.key_data(key)[0].astype(jnp.float32)
         obs, flag = jnp.full((4,), value), action > 1
-        telemetry = Telemetry.make(jnp.stack([value, value]), action, flag[None], value, value, flag)
-        info = {"telemetry": telemetry, "terminated": flag, "truncated": flag, "final_observation": obs}
+        telemetry = Telemetry.make(
+            jnp.stack([value, value]), action, flag[None], value, value, flag
+        )
+        info = {
+            "telemetry": telemetry,
+            "terminated": flag,
+            "truncated": flag,
+            "final_observation": obs,
+        }
         return obs, state, value, flag, flag, info
 
 
@@ -142,7 +149,9 @@ def _compiled_runner(env, params, batch: int, steps: int, telemetry: bool):
     by_step_env = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "env"))
     key = jax.random.key(batch)
     step_keys = jax.random.split(jax.random.fold_in(key, 1), (steps, batch))
-    actions = jax.vmap(env.action_space(params).sample)(jax.random.split(jax.random.fold_in(key, 2), steps * batch))
+    actions = jax.vmap(env.action_space(params).sample)(
+        jax.random.split(jax.random.fold_in(key, 2), steps * batch)
+    )
     inputs = (
         jax.device_put(jax.random.split(jax.random.fold_in(key, 0), batch), by_env),
         jax.device_put(step_keys, by_step_env),
@@ -177,7 +186,9 @@ def time_game_set(references: dict, game: str, batch: int, steps: int, rounds: i
     specs = {(name, True): env_params for name, env_params in references.items()}
     env, params = jgtest.make(game)
     specs.update({(game, False): (env, params), (game, True): (env, params)})
-    runners = {key: make_runner(*env_params, batch, steps, key[1]) for key, env_params in specs.items()}
+    runners = {
+        key: make_runner(*env_params, batch, steps, key[1]) for key, env_params in specs.items()
+    }
     sps = time_interleaved(runners, batch, rounds)
     steps_run = {key: runner[2] for key, runner in runners.items()}
     del runners
@@ -207,7 +218,9 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer batch sizes and steps")
     parser.add_argument("--json", type=Path, help="write the results here")
-    parser.add_argument("--games", nargs="*", default=None, help="games to measure (default: all registered)")
+    parser.add_argument(
+        "--games", nargs="*", default=None, help="games to measure (default: all registered)"
+    )
     args = parser.parse_args(argv)
     batches = QUICK_BATCHES if args.quick else FULL_BATCHES
     steps = 200 if args.quick else 500
@@ -215,11 +228,27 @@ def main(argv=None) -> dict:
     games = args.games or list(jgtest.registered_games())
 
     gym_sps = gymnasium_steps_per_second(20_000 if args.quick else 100_000, 3)
-    rows = [{"game": "Gymnasium CartPole-v1 (Python loop)", "telemetry": False, "batch": 1, "steps_per_s": gym_sps}]
-    references = {FLOOR: (DoNothing(), DoNothing().default_params), GYMNAX: gymnax.make("CartPole-v1")}
+    rows = [
+        {
+            "game": "Gymnasium CartPole-v1 (Python loop)",
+            "telemetry": False,
+            "batch": 1,
+            "steps_per_s": gym_sps,
+        }
+    ]
+    references = {
+        FLOOR: (DoNothing(), DoNothing().default_params),
+        GYMNAX: gymnax.make("CartPole-v1"),
+    }
     games = sorted(games, key=lambda name: name != "CartPoleBugs-v0")  # the comparison's set first
-    print(f"{'game':34s} {'consumes':>10s} {'batch':>6s} {'steps/s':>14s} {'× gymnasium':>12s} {'× gymnax':>9s} {'harness share':>14s}")
-    print(f"{rows[0]['game']:34s} {'-':>10s} {1:>6d} {gym_sps:>14,.0f} {1.0:>12.1f} {'-':>9s} {'-':>14s}")
+    print(
+        f"{'game':34s} {'consumes':>10s} {'batch':>6s} {'steps/s':>14s} "
+        f"{'× gymnasium':>12s} {'× gymnax':>9s} {'harness share':>14s}"
+    )
+    print(
+        f"{rows[0]['game']:34s} {'-':>10s} {1:>6d} {gym_sps:>14,.0f} {1.0:>12.1f} {'-':>9s} "
+        f"{'-':>14s}"
+    )
     for batch in batches:
         for i, game in enumerate(games):
             sps, steps_run = time_game_set(references, game, batch, steps, rounds)
@@ -227,19 +256,29 @@ def main(argv=None) -> dict:
                 if name in references and i > 0:
                     continue  # the references are reported from the first set
                 row = {
-                    "game": name, "telemetry": telemetry, "batch": batch, "steps": steps_run[(name, telemetry)],
-                    "steps_per_s": value, "vs_gymnax": value / sps[(GYMNAX, True)], "harness_share": value / sps[(FLOOR, True)],
-                }  # fmt: skip
+                    "game": name,
+                    "telemetry": telemetry,
+                    "batch": batch,
+                    "steps": steps_run[(name, telemetry)],
+                    "steps_per_s": value,
+                    "vs_gymnax": value / sps[(GYMNAX, True)],
+                    "harness_share": value / sps[(FLOOR, True)],
+                }
                 rows.append(row)
                 consumes = "all" if name in references else ("telemetry" if telemetry else "bare")
                 print(
-                    f"{name:34s} {consumes:>10s} {batch:>6d} {value:>14,.0f} {value / gym_sps:>12.1f} "
+                    f"{name:34s} {consumes:>10s} {batch:>6d} {value:>14,.0f} "
+                    f"{value / gym_sps:>12.1f} "
                     f"{row['vs_gymnax']:>9.2f} {row['harness_share']:>14.1%}",
                     flush=True,
                 )
 
     def at_largest(game, telemetry):
-        found = [r for r in rows if r["game"] == game and r["telemetry"] == telemetry and r["batch"] == max(batches)]
+        found = [
+            r
+            for r in rows
+            if r["game"] == game and r["telemetry"] == telemetry and r["batch"] == max(batches)
+        ]
         return found[0]["steps_per_s"] if found else None
 
     cartpole, peer = at_largest("CartPoleBugs-v0", True), at_largest(GYMNAX, True)
@@ -259,7 +298,8 @@ def main(argv=None) -> dict:
     }
     if cartpole is not None:
         print(
-            f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× gymnax CartPole-v1, "
+            f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× "
+            "gymnax CartPole-v1, "
             f"{cartpole / gym_sps:.0f}× Gymnasium's Python loop"
         )
     write_json(args.json, result)

@@ -1,4 +1,5 @@
-"""NSGA-II's sorting cost: jgtest's jitted non-dominated rank + crowding distance next to pymoo's, same points, same run.
+"""NSGA-II's sorting cost: jgtest's jitted non-dominated rank + crowding distance next to pymoo's,
+same points, same run.
 
     python benchmarks/nsga2.py --quick --json benchmarks/results/nsga2_quick.json
 
@@ -30,7 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+).strip()
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -85,21 +88,31 @@ def time_call(call, repeats: int) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} (default {FULL_SIZES})")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"sizes {QUICK_SIZES} (default {FULL_SIZES})"
+    )
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--max-seconds", type=float, default=60.0, help="skip a row whose call would take longer")
+    parser.add_argument(
+        "--max-seconds", type=float, default=60.0, help="skip a row whose call would take longer"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     import pymoo
 
     rows, slow = [], set()
-    print(f"{'N':>6} {'M':>2}  {'jgtest s':>10}  {'pymoo fnds s':>12}  {'pymoo default s':>15}  ranks equal")
+    print(
+        f"{'N':>6} {'M':>2}  {'jgtest s':>10}  {'pymoo fnds s':>12}  {'pymoo default s':>15}  "
+        "ranks equal"
+    )
     for m in OBJECTIVES:
         slow.clear()
         for n in QUICK_SIZES if args.quick else FULL_SIZES:
             points = np.random.default_rng(n * 10 + m).normal(size=(n, m)).astype(np.float32)
             device_points = jax.device_put(points)
-            seconds, (ranks, _) = time_call(lambda points=device_points: jax.block_until_ready(jgtest_sort(points)), args.repeats)
+            seconds, (ranks, _) = time_call(
+                lambda points=device_points: jax.block_until_ready(jgtest_sort(points)),
+                args.repeats,
+            )
             ranks = np.asarray(ranks)
             row = {"n": n, "m": m, "jgtest_s": seconds, "fronts": int(ranks.max()) + 1}
             for name, call in pymoo_rows(points).items():
@@ -111,18 +124,36 @@ def main() -> None:
                 row[f"{name} ranks_equal"] = bool(np.array_equal(theirs, ranks))
                 if t > args.max_seconds / 10:
                     slow.add(name)
-            row["speedup_vs_fnds"] = None if row["pymoo fast_non_dominated_sort"] is None else row["pymoo fast_non_dominated_sort"] / seconds
-            row["speedup_vs_default"] = None if row["pymoo NonDominatedSorting"] is None else row["pymoo NonDominatedSorting"] / seconds
+            row["speedup_vs_fnds"] = (
+                None
+                if row["pymoo fast_non_dominated_sort"] is None
+                else row["pymoo fast_non_dominated_sort"] / seconds
+            )
+            row["speedup_vs_default"] = (
+                None
+                if row["pymoo NonDominatedSorting"] is None
+                else row["pymoo NonDominatedSorting"] / seconds
+            )
             rows.append(row)
             fmt = lambda v: "skipped" if v is None else f"{v:.5f}"
             equal = all(v for k, v in row.items() if k.endswith("ranks_equal"))
-            print(f"{n:>6} {m:>2}  {seconds:>10.5f}  {fmt(row['pymoo fast_non_dominated_sort']):>12}  "
-                  f"{fmt(row['pymoo NonDominatedSorting']):>15}  {equal}")  # fmt: skip
+            print(
+                f"{n:>6} {m:>2}  {seconds:>10.5f}  {fmt(row['pymoo fast_non_dominated_sort']):>12} "
+                " "
+                f"{fmt(row['pymoo NonDominatedSorting']):>15}  {equal}"
+            )
     result = {
-        "benchmark": "nsga2", "rows": rows, "quick": args.quick, "repeats": args.repeats,
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "device": str(jax.devices()[0])},
+        "benchmark": "nsga2",
+        "rows": rows,
+        "quick": args.quick,
+        "repeats": args.repeats,
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "device": str(jax.devices()[0]),
+        },
         "versions": {"jax": jax.__version__, "pymoo": pymoo.__version__, "numpy": np.__version__},
-    }  # fmt: skip
+    }
     write_json(args.json, result)
 
 

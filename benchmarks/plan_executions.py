@@ -1,6 +1,8 @@
-"""Plan executions per second: plans × seeds vmapped in one jitted call, next to one execution per call, same run.
+"""Plan executions per second: plans × seeds vmapped in one jitted call, next to one execution per
+call, same run.
 
-    python benchmarks/plan_executions.py --quick --json benchmarks/results/plan_executions_quick.json
+    python benchmarks/plan_executions.py --quick --json
+    benchmarks/results/plan_executions_quick.json
 
 An execution is one plan's episode on ``Dungeon-v0`` (random levels, so every seed plays its own
 level) by the plan agent with the scripted navigator (:func:`jgtest.plans.agent.run_plans`,
@@ -62,11 +64,29 @@ def main(argv=None) -> dict:
     for plans, seeds in settings["sizes"]:
         compiled = stack_plans([examples[i % len(examples)] for i in range(plans)], env)
         keys = jax.vmap(jax.random.key)(np.arange(seeds))
-        first, median = _median_s(lambda c=compiled, k=keys: run_plans(env, game, params, c, k)[0].outcome, settings["repeats"])
-        passed = float((np.asarray(run_plans(env, game, params, compiled, keys)[0].outcome) == 1).mean())
-        rows.append({"plans": plans, "seeds": seeds, "executions": plans * seeds, "compile_and_run_s": round(first, 2), "run_s": round(median, 4),
-                     "executions_per_s": round(plans * seeds / median, 1), "passed_share": round(passed, 3)})  # fmt: skip
-        print(f"  {plans} plans x {seeds} seeds: {rows[-1]['executions_per_s']:,.0f} executions/s ({median:.3f} s a call)", flush=True)
+        first, median = _median_s(
+            lambda c=compiled, k=keys: run_plans(env, game, params, c, k)[0].outcome,
+            settings["repeats"],
+        )
+        passed = float(
+            (np.asarray(run_plans(env, game, params, compiled, keys)[0].outcome) == 1).mean()
+        )
+        rows.append(
+            {
+                "plans": plans,
+                "seeds": seeds,
+                "executions": plans * seeds,
+                "compile_and_run_s": round(first, 2),
+                "run_s": round(median, 4),
+                "executions_per_s": round(plans * seeds / median, 1),
+                "passed_share": round(passed, 3),
+            }
+        )
+        print(
+            f"  {plans} plans x {seeds} seeds: {rows[-1]['executions_per_s']:,.0f} executions/s "
+            f"({median:.3f} s a call)",
+            flush=True,
+        )
     one = jax.jit(make_runner(env, game, RunSettings()))
     single = jax.tree.map(lambda x: x[0], stack_plans(examples[:1], env))
     calls = settings["baseline_calls"]
@@ -75,13 +95,27 @@ def main(argv=None) -> dict:
     for s in range(calls):
         jax.block_until_ready(one(params, single, jax.random.key(s))[0].outcome)
     baseline = calls / (time.perf_counter() - begin)
-    print(f"\n{'plans':>5s} {'seeds':>6s} {'executions':>10s} {'compile+run s':>13s} {'run s':>8s} {'executions/s':>13s} {'× one per call':>15s} {'passed':>7s}")
+    print(
+        f"\n{'plans':>5s} {'seeds':>6s} {'executions':>10s} {'compile+run s':>13s} {'run s':>8s} "
+        f"{'executions/s':>13s} {'× one per call':>15s} {'passed':>7s}"
+    )
     for row in rows:
-        print(f"{row['plans']:>5d} {row['seeds']:>6d} {row['executions']:>10,d} {row['compile_and_run_s']:>13.2f} {row['run_s']:>8.3f} "
-              f"{row['executions_per_s']:>13,.0f} {row['executions_per_s'] / baseline:>15.1f} {row['passed_share']:>7.1%}")  # fmt: skip
+        print(
+            f"{row['plans']:>5d} {row['seeds']:>6d} {row['executions']:>10,d} "
+            f"{row['compile_and_run_s']:>13.2f} {row['run_s']:>8.3f} "
+            f"{row['executions_per_s']:>13,.0f} {row['executions_per_s'] / baseline:>15.1f} "
+            f"{row['passed_share']:>7.1%}"
+        )
     print(f"{'one per call (python loop)':>36s} {'':>13s} {'':>8s} {baseline:>13,.0f}")
-    result = {"benchmark": "plan_executions", "quick": args.quick, "device": str(jax.devices()[0]), "platform": platform.platform(),
-              "cpu_count": os.cpu_count(), "rows": rows, "one_per_call_executions_per_s": round(baseline, 1)}  # fmt: skip
+    result = {
+        "benchmark": "plan_executions",
+        "quick": args.quick,
+        "device": str(jax.devices()[0]),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "rows": rows,
+        "one_per_call_executions_per_s": round(baseline, 1),
+    }
     write_json(args.json, result)
     return result
 

@@ -37,39 +37,79 @@ from jgtest.methods import reline
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 models per agent, 200 evaluation episodes")
-    parser.add_argument("--json", default="benchmarks/results/reline_table1.json", help="where to write the results")
+    parser.add_argument(
+        "--quick", action="store_true", help="3 models per agent, 200 evaluation episodes"
+    )
+    parser.add_argument(
+        "--json", default="benchmarks/results/reline_table1.json", help="where to write the results"
+    )
     args = parser.parse_args(argv)
     models, episodes = (3, 200) if args.quick else (10, 1000)
     runs = {}
-    for name, protocol in (("package", {}), ("paper_text", {"elites": "rank", "evaluation": "frozen"})):
-        config = reline.RelineConfig(game="CartPoleBugs-v0", models=models, eval_episodes=episodes, **protocol)
+    for name, protocol in (
+        ("package", {}),
+        ("paper_text", {"elites": "rank", "evaluation": "frozen"}),
+    ):
+        config = reline.RelineConfig(
+            game="CartPoleBugs-v0", models=models, eval_episodes=episodes, **protocol
+        )
         start = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:
-            summary = reline.run(config, out, progress=lambda phase, done, total, name=name, start=start: print(
-                f"{time.perf_counter() - start:7.1f} s  {name}: {phase} {done}/{total}", file=sys.stderr, flush=True))  # fmt: skip
-        runs[name] = {"protocol": summary["protocol"], "wall_s": round(time.perf_counter() - start, 1), "phases_s": summary["phases_s"],
-                      "table1": summary["table1"]}  # fmt: skip
+            summary = reline.run(
+                config,
+                out,
+                progress=lambda phase, done, total, name=name, start=start: print(
+                    f"{time.perf_counter() - start:7.1f} s  {name}: {phase} {done}/{total}",
+                    file=sys.stderr,
+                    flush=True,
+                ),
+            )
+        runs[name] = {
+            "protocol": summary["protocol"],
+            "wall_s": round(time.perf_counter() - start, 1),
+            "phases_s": summary["phases_s"],
+            "table1": summary["table1"],
+        }
     for name, run in runs.items():
-        print(f"\nRELINE Table 1 on CartPoleBugs-v0, {name} protocol {run['protocol']}: {models} models per agent, {episodes:,} episodes each")
+        print(
+            f"\nRELINE Table 1 on CartPoleBugs-v0, {name} protocol {run['protocol']}: {models} "
+            f"models per agent, {episodes:,} episodes each"
+        )
         print(f"{'phase':<32}{'wall s':>10}")
         for phase, seconds in run["phases_s"].items():
             print(f"{phase:<32}{seconds:>10.1f}")
-        print(f"{'total (incl. compile)':<32}{run['wall_s']:>10.1f}   target < 300 s: {'met' if run['wall_s'] < 300 else 'NOT met'}\n")
+        print(
+            f"{'total (incl. compile)':<32}{run['wall_s']:>10.1f}   "
+            f"target < 300 s: {'met' if run['wall_s'] < 300 else 'NOT met'}\n"
+        )
         print(f"{'agent':<13}{'n':>3}{'mean':>9}{'median':>9}{'sd':>8}   paper mean / median / sd")
         for agent, rows in run["table1"].items():
             for n, row in rows.items():
                 paper = row["paper"]
-                print(f"{agent:<13}{n:>3}{row['mean']:>9.1f}{row['median']:>9.1f}{row['sd']:>8.1f}   "
-                      f"{paper['mean']} / {paper['median']} / {paper['sd']}")  # fmt: skip
+                print(
+                    f"{agent:<13}{n:>3}{row['mean']:>9.1f}{row['median']:>9.1f}{row['sd']:>8.1f}   "
+                    f"{paper['mean']} / {paper['median']} / {paper['sd']}"
+                )
     package = runs["package"]
     result = {
-        "benchmark": "reline_table1", "command": "python benchmarks/reline_table1.py" + (" --quick" if args.quick else ""),
-        "quick": args.quick, "models": models, "eval_episodes": episodes, "seed": 0,
-        "protocol": package["protocol"], "wall_s": package["wall_s"], "target_s": 300, "phases_s": package["phases_s"], "table1": package["table1"],
+        "benchmark": "reline_table1",
+        "command": "python benchmarks/reline_table1.py" + (" --quick" if args.quick else ""),
+        "quick": args.quick,
+        "models": models,
+        "eval_episodes": episodes,
+        "seed": 0,
+        "protocol": package["protocol"],
+        "wall_s": package["wall_s"],
+        "target_s": 300,
+        "phases_s": package["phases_s"],
+        "table1": package["table1"],
         "paper_text": runs["paper_text"],
-        "machine": {"platform": platform.platform(), "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]},
-    }  # fmt: skip
+        "machine": {
+            "platform": platform.platform(),
+            "backend": jax.default_backend(),
+            "devices": [str(d) for d in jax.devices()],
+        },
+    }
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2))

@@ -1,4 +1,5 @@
-"""The RND ensemble's cost against its size: members vmapped, next to a Python loop over members, same run.
+"""The RND ensemble's cost against its size: members vmapped, next to a Python loop over members,
+same run.
 
     python benchmarks/rnd_ensemble.py --quick --json benchmarks/results/rnd_ensemble_quick.json
 
@@ -27,7 +28,9 @@ import sys
 import time
 from pathlib import Path
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+).strip()
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -54,7 +57,11 @@ def _timed(fn, repeats: int) -> float:
 
 
 def vmapped(members: int, frames, shared: bool = True):
-    rnd = RND(RNDConfig(members=members, reward="variance" if members > 1 else "error", shared_backbone=shared))
+    rnd = RND(
+        RNDConfig(
+            members=members, reward="variance" if members > 1 else "error", shared_backbone=shared
+        )
+    )
     state = rnd.observe(rnd.init(jax.random.key(0)), frames)
 
     @jax.jit
@@ -87,29 +94,60 @@ def main(argv=None) -> dict:
     frames = jax.random.randint(jax.random.key(1), (s["batch"], 64, 64, 3), 0, 256).astype(np.uint8)
     rows = []
     for n in MEMBERS:
-        shared, whole, loop = (_timed(fn, s["repeats"]) for fn in (vmapped(n, frames), vmapped(n, frames, shared=False), looped(n, frames)))
-        rows.append({"members": n, "vmap_ms": shared * 1e3, "vmap_whole_networks_ms": whole * 1e3, "loop_ms": loop * 1e3})
-        print(f"  N={n:2d}: vmap {shared * 1e3:8.1f} ms, vmap whole networks {whole * 1e3:8.1f} ms, python loop {loop * 1e3:8.1f} ms", flush=True)
+        shared, whole, loop = (
+            _timed(fn, s["repeats"])
+            for fn in (vmapped(n, frames), vmapped(n, frames, shared=False), looped(n, frames))
+        )
+        rows.append(
+            {
+                "members": n,
+                "vmap_ms": shared * 1e3,
+                "vmap_whole_networks_ms": whole * 1e3,
+                "loop_ms": loop * 1e3,
+            }
+        )
+        print(
+            f"  N={n:2d}: vmap {shared * 1e3:8.1f} ms, vmap whole networks {whole * 1e3:8.1f} ms, "
+            f"python loop {loop * 1e3:8.1f} ms",
+            flush=True,
+        )
     one, one_whole = rows[0]["vmap_ms"], rows[0]["vmap_whole_networks_ms"]
     for row in rows:
         row["vmap_vs_one_member"] = row["vmap_ms"] / one
         row["vmap_whole_networks_vs_one_member"] = row["vmap_whole_networks_ms"] / one_whole
         row["loop_vs_vmap"] = row["loop_ms"] / row["vmap_ms"]
-    print(f"\n{'members':>7s} {'vmap ms':>9s} {'× N=1':>7s} {'whole ms':>9s} {'× N=1':>7s} {'loop ms':>9s} {'loop / vmap':>11s}")
+    print(
+        f"\n{'members':>7s} {'vmap ms':>9s} {'× N=1':>7s} {'whole ms':>9s} {'× N=1':>7s} "
+        f"{'loop ms':>9s} {'loop / vmap':>11s}"
+    )
     for row in rows:
-        print(f"{row['members']:>7d} {row['vmap_ms']:>9.1f} {row['vmap_vs_one_member']:>7.2f} {row['vmap_whole_networks_ms']:>9.1f} "
-              f"{row['vmap_whole_networks_vs_one_member']:>7.2f} {row['loop_ms']:>9.1f} {row['loop_vs_vmap']:>11.2f}")  # fmt: skip
+        print(
+            f"{row['members']:>7d} {row['vmap_ms']:>9.1f} {row['vmap_vs_one_member']:>7.2f} "
+            f"{row['vmap_whole_networks_ms']:>9.1f} "
+            f"{row['vmap_whole_networks_vs_one_member']:>7.2f} {row['loop_ms']:>9.1f} "
+            f"{row['loop_vs_vmap']:>11.2f}"
+        )
     last = rows[-1]
     sublinear = last["vmap_vs_one_member"] < last["members"] / 2
-    print(f"16 members cost {last['vmap_vs_one_member']:.1f}x one member under vmap (shared backbone), "
-          f"{last['vmap_whole_networks_vs_one_member']:.1f}x with whole networks: "
-          f"{'sub-linear' if sublinear else 'NOT sub-linear'} (target: well under 16x)")  # fmt: skip
+    print(
+        f"16 members cost {last['vmap_vs_one_member']:.1f}x one member under vmap (shared "
+        "backbone), "
+        f"{last['vmap_whole_networks_vs_one_member']:.1f}x with whole networks: "
+        f"{'sub-linear' if sublinear else 'NOT sub-linear'} (target: well under 16x)"
+    )
     result = {
-        "benchmark": "rnd_ensemble", "quick": args.quick, "platform": platform.platform(), "cpu_count": os.cpu_count(),
-        "devices": [str(d) for d in jax.devices()], "jax_version": jax.__version__, "settings": s, "rows": rows,
-        "work": "reward of the batch (every member) + one AdamW step of every member (one minibatch of 64)",
+        "benchmark": "rnd_ensemble",
+        "quick": args.quick,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "devices": [str(d) for d in jax.devices()],
+        "jax_version": jax.__version__,
+        "settings": s,
+        "rows": rows,
+        "work": "reward of the batch (every member) + one AdamW step of every member "
+        "(one minibatch of 64)",
         "sublinear": bool(sublinear),
-    }  # fmt: skip
+    }
     write_json(args.json, result)
     return result
 

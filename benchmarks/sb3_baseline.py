@@ -37,10 +37,30 @@ def _linear(initial: float):
 
 
 #: rl-baselines3-zoo's tuned CartPole-v1 PPO (hyperparams/ppo.yml).
-ZOO = dict(n_envs=8, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, lr=0.001, clip=0.2)
+ZOO = dict(
+    n_envs=8,
+    n_steps=32,
+    batch_size=256,
+    gae_lambda=0.8,
+    gamma=0.98,
+    n_epochs=20,
+    ent_coef=0.0,
+    lr=0.001,
+    clip=0.2,
+)
 #: jgtest's PPO defaults (PureJaxRL's CartPole settings), for a like-for-like steps/s comparison:
 #: 4 envs x 128 steps, 4 minibatches of 128, 4 epochs, lr 2.5e-4 and clip 0.2 annealed linearly.
-MATCHED = dict(n_envs=4, n_steps=128, batch_size=128, gae_lambda=0.95, gamma=0.99, n_epochs=4, ent_coef=0.01, lr=2.5e-4, clip=0.2)
+MATCHED = dict(
+    n_envs=4,
+    n_steps=128,
+    batch_size=128,
+    gae_lambda=0.95,
+    gamma=0.99,
+    n_epochs=4,
+    ent_coef=0.01,
+    lr=2.5e-4,
+    clip=0.2,
+)
 
 
 def sb3_ppo_cartpole(
@@ -79,7 +99,9 @@ def sb3_ppo_cartpole(
     try:
         hp = dict(ZOO if hyperparams is None else hyperparams)
         env = make_vec_env("CartPole-v1", n_envs=hp["n_envs"], seed=seed, vec_env_cls=DummyVecEnv)
-        eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=seed + 10_000, vec_env_cls=DummyVecEnv)
+        eval_env = make_vec_env(
+            "CartPole-v1", n_envs=1, seed=seed + 10_000, vec_env_cls=DummyVecEnv
+        )
         model = PPO(
             "MlpPolicy",
             env,
@@ -105,7 +127,9 @@ def sb3_ppo_cartpole(
 
         def evaluate(steps: int) -> None:
             began = time.perf_counter()
-            mean_return, _ = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
+            mean_return, _ = evaluate_policy(
+                model, eval_env, n_eval_episodes=eval_episodes, deterministic=True
+            )
             curve.append((int(steps), float(mean_return)))
             if reached["time"] is None and mean_return >= target:
                 reached["time"] = train_time(began)

@@ -1,7 +1,8 @@
-"""PPO training throughput: jgtest on device vs Stable-Baselines3 (PyTorch, CPU), same machine, same run.
+"""PPO training throughput: jgtest on device vs Stable-Baselines3 (PyTorch, CPU), same machine, same
+run.
 
-    pip install -e '.[bench]'        # torch 2.13.0 (CPU) and stable-baselines3
-    python benchmarks/train_throughput.py --quick --json benchmarks/results/train_throughput_quick.json
+    pip install -e '.[bench]' # torch 2.13.0 (CPU) and stable-baselines3 python
+    benchmarks/train_throughput.py --quick --json benchmarks/results/train_throughput_quick.json
 
 Both train PPO on CartPole (jgtest: ``CartPoleBugs-v0`` with the game reward
 only, capped at 500 steps like ``CartPole-v1``; SB3: Gymnasium ``CartPole-v1``)
@@ -81,7 +82,10 @@ def jgtest_ppo(configs: dict[str, ppo.PPOConfig], num_seeds: int) -> dict[str, d
     """Trains each config's ``num_seeds`` vmapped seeds period by period, the configs'
     periods interleaved (order alternating each round) so that machine drift hits
     all of them alike; times training after a compile call."""
-    runs = {name: dict(zip(("state", "period", "compile_s"), _compiled(c, num_seeds))) for name, c in configs.items()}
+    runs = {
+        name: dict(zip(("state", "period", "compile_s"), _compiled(c, num_seeds)))
+        for name, c in configs.items()
+    }
     for run in runs.values():
         run.update(wall=0.0, reached=None, curve=[])
     num_evals = {c.num_evals for c in configs.values()}.pop()
@@ -121,8 +125,12 @@ def jgtest_ppo(configs: dict[str, ppo.PPOConfig], num_seeds: int) -> dict[str, d
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="shorter runs for the many-seed and SB3 rows")
-    parser.add_argument("--seeds", type=int, default=64, help="seeds vmapped in the many-seed row (default 64)")
+    parser.add_argument(
+        "--quick", action="store_true", help="shorter runs for the many-seed and SB3 rows"
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=64, help="seeds vmapped in the many-seed row (default 64)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     budget = 500_000
@@ -131,7 +139,10 @@ def main(argv=None) -> dict:
 
     single = jgtest_ppo({"on": ppo.PPOConfig(total_timesteps=budget, num_evals=20)}, 1)["on"]
     many = jgtest_ppo(
-        {cov: ppo.PPOConfig(total_timesteps=many_budget, num_evals=8, track_coverage=cov == "on") for cov in ("on", "off")},
+        {
+            cov: ppo.PPOConfig(total_timesteps=many_budget, num_evals=8, track_coverage=cov == "on")
+            for cov in ("on", "off")
+        },
         args.seeds,
     )
     sb3 = sb3_ppo_cartpole(sb3_budget, seed=0, hyperparams=MATCHED, eval_every=25_000)
@@ -142,12 +153,18 @@ def main(argv=None) -> dict:
         (f"jgtest PPO, {args.seeds} seeds, coverage off", many["off"]),
         ("SB3 PPO (PyTorch CPU), 1 seed", sb3),
     ]
-    print(f"{'run':38s} {'env steps':>12s} {'wall s':>8s} {'steps/s':>12s} {'× SB3':>7s} {'time to 475 s':>14s} {'final return':>13s}")
+    print(
+        f"{'run':38s} {'env steps':>12s} {'wall s':>8s} {'steps/s':>12s} {'× SB3':>7s} "
+        f"{'time to 475 s':>14s} {'final return':>13s}"
+    )
     for name, r in rows:
         ttt = "-" if r["time_to_target_s"] is None else f"{r['time_to_target_s']:.1f}"
         final = r.get("final_eval_return_mean", r.get("final_eval_return"))
         ratio = r["steps_per_s"] / sb3["steps_per_s"]
-        print(f"{name:38s} {r['env_steps']:>12,d} {r['wall_s']:>8.1f} {r['steps_per_s']:>12,.0f} {ratio:>7.1f} {ttt:>14s} {final:>13.1f}")
+        print(
+            f"{name:38s} {r['env_steps']:>12,d} {r['wall_s']:>8.1f} {r['steps_per_s']:>12,.0f} "
+            f"{ratio:>7.1f} {ttt:>14s} {final:>13.1f}"
+        )
     result = {
         "benchmark": "train_throughput",
         "quick": args.quick,

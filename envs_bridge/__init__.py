@@ -1,18 +1,10 @@
-"""Host bridges: real games behind the host contract (:mod:`envs_bridge.protocol`).
+"""Host bridges: real games behind the host contract (:mod:`envs_bridge.protocol`), built by name.
 
-* ``ale:MsPacman`` — Ms. Pac-Man with RELINE's low-FPS gates, through envpool (:mod:`envs_bridge.ale`).
-* ``ale:GAME`` — every other Atari game envpool ships (:mod:`envs_bridge.atari`).
-* ``supertuxkart:<track>`` — SuperTuxKart through pystk2
-  (:mod:`envs_bridge.supertuxkart`), one race per process.
-* ``vizdoom:SCENARIO``, ``vizdoom:freedoom2/MAP01`` — the real Doom engine (:mod:`envs_bridge.vizdoom`).
-* ``gym:ENV_ID`` — any Gymnasium game with a discrete action set (:mod:`envs_bridge.gym`).
-* ``unreal:HOST:PORT`` or ``unreal:/path/to/socket`` — an Unreal game through UnrealCV
-  (:mod:`envs_bridge.unreal`).
-* Any of them as a game farm of Ray actors, one game process each
-  (:mod:`envs_bridge.pool`), for parallel races and crash-proof campaigns.
+``ale:GAME``, ``supertuxkart:<track>``, ``vizdoom:LEVEL``, ``gym:ENV_ID``, ``unreal:HOST:PORT``;
+any of them as a Ray game farm (``actors=N``, :mod:`envs_bridge.pool`). Each backend is imported
+only when its game is asked for (``pip install jgtest[bridges]``).
 
-Games are built by name with :func:`make`; each backend is imported only when
-its game is asked for (``pip install jgtest[bridges]``, ``jgtest[dist]``).
+Example: ``env = envs_bridge.make("ale:MsPacman", num_envs=8)``.
 """
 
 from __future__ import annotations
@@ -43,7 +35,9 @@ def game_class(name: str) -> type:
         from envs_bridge.atari import AtariEnv, known_games
 
         if game not in known_games():
-            raise ValueError(f"unknown ALE game {game!r}; envpool ships: {', '.join(known_games())}")
+            raise ValueError(
+                f"unknown ALE game {game!r}; envpool ships: {', '.join(known_games())}"
+            )
         return AtariEnv
     if prefix == "supertuxkart":
         from envs_bridge.supertuxkart import SuperTuxKartEnv
@@ -61,7 +55,10 @@ def game_class(name: str) -> type:
         from envs_bridge.vizdoom import VizDoomEnv
 
         return VizDoomEnv
-    raise ValueError(f"unknown host game {name!r}; use one of: ale:GAME, supertuxkart:<track>, unreal:HOST:PORT, gym:ENV_ID, vizdoom:LEVEL")
+    raise ValueError(
+        f"unknown host game {name!r}; use one of: ale:GAME, supertuxkart:<track>, "
+        "unreal:HOST:PORT, gym:ENV_ID, vizdoom:LEVEL"
+    )
 
 
 def game_factory(name: str, **options):
@@ -106,7 +103,13 @@ def make(name: str, num_envs: int = 1, seed: int = 0, actors: int = 0, **options
     if actors:
         from envs_bridge.pool import GameFarm
 
-        return GameFarm(game_factory(name, num_envs=1, **options), actors=actors, seed=seed, name=name, **farm_options)
+        return GameFarm(
+            game_factory(name, num_envs=1, **options),
+            actors=actors,
+            seed=seed,
+            name=name,
+            **farm_options,
+        )
     if farm_options:
         raise ValueError(f"{', '.join(farm_options)} only apply to a game farm (actors >= 1)")
     return game_factory(name, num_envs=num_envs, **options)(seed=seed)

@@ -1,49 +1,13 @@
 """The real Atari Ms. Pac-Man (ALE, through envpool) with RELINE's four gate bugs.
 
-RELINE's preliminary study (Tufano et al., 2022, §3) plays Gym's MsPacman with
-four artificial performance bugs "when the agent enters the four gates
-indicated by the white arrows in Fig. 2-(b)" (the two wrap-around tunnels of
-the first maze, one mouth on each side), shown "only the first time the agent
-visits each buggy position" in an episode (§3.1.3), five actions ("go up, go
-right, go down, go left, do nothing", §3.1.2) and a game reward of "+1 ...
-every time the agent eats one of the dots and a 0 reward otherwise".
+RELINE (Tufano et al., 2022) puts four low-FPS bugs at the first maze's tunnel mouths, "the four
+gates indicated by the white arrows in Fig. 2-(b)", each firing the first time an episode visits
+it (§3.1.3); five actions and +1 a dot (§3.1.2). :class:`MsPacmanEnv` reads them from the RAM;
+:class:`XlaMsPacman` is its step in JAX, for a collection loop inside one ``jit``.
 
-Where things come from:
-
-* **Position**: Ms. Pac-Man's ``(x, y)`` from the console RAM that envpool
-  returns in ``info["ram"]``: byte 10 is x, byte 16 is y (the AtariARI
-  annotation, Anand et al., 2019). In the first maze x runs over the maze
-  columns 18…158; inside a tunnel it goes past them (12…17 on the left,
-  159…171 on the right), on two rows only: y = 50 (upper tunnel) and y = 98
-  (lower tunnel). Measured from 160,000 random steps; a recorded trace that
-  drives the player into each gate is a test fixture
-  (``tests/bridges/data/mspacman_gates.json``).
-* **Gates** (:func:`gates_at`): bug ``k`` fires when the player is inside a
-  tunnel mouth: ``|y − row| ≤ 2`` and ``x ≤ 17`` (left) or ``x ≥ 159``
-  (right), in the order upper-left, upper-right, lower-left, lower-right. The
-  later mazes have their tunnels on other rows, so the gates are the first
-  maze's, as the paper's figure.
-* **Game reward**: the dots eaten this step, from RAM byte 119 (the AtariARI
-  ``dots_eaten_count``; energizers count as dots), not ALE's score, which
-  also pays for ghosts and fruit; ``reward="score"`` gives ALE's score, the
-  reward RELINE's replication package trained on.
-* **Actions**: RELINE's five in its order, mapped to ALE's minimal action set
-  (:data:`ALE_ACTIONS`).
-
-Settings where the paper is silent: envpool's ``MsPacman-v5`` with 4 frames
-per step (Mnih et al., 2015, which §3.1.2 cites; Gym's ``MsPacman-v0`` drew
-2–4), the 27,000-step cap (108k frames), frames grayscaled and resized to
-84×84 by envpool's C++ (area interpolation; the host loop only stacks them),
-no episodic life, no random no-ops at reset and, by default, no sticky
-actions: the game is then a function of its actions alone, so every episode's
-action trace (a bug record) replays exactly, whatever the seed. Gym's ``-v0``
-repeated the last action with probability 0.25; ``sticky_action_prob=0.25``
-gives that, and traces then replay only in a game seeded as the one that
-recorded them (envpool seeds game ``i`` with ``seed + i``).
-
-:func:`xla_step` is the same step as a pure JAX function over envpool's XLA
-handle (``env.xla()``), so an agent's whole collection loop can run inside
-one ``jit`` (:func:`jgtest.host_loop.make_xla_rollout`).
+* chosen: 4 frames a step (Mnih et al., 2015, cited in §3.1.2), because Gym's ``-v0`` drew 2 to 4.
+* chosen: no sticky actions and no random no-ops at reset, because an action trace then replays
+  exactly, whatever the seed.
 """
 
 from __future__ import annotations
@@ -64,7 +28,8 @@ ALE_ACTIONS = (1, 2, 4, 3, 0)  # ALE: NOOP 0, UP 1, RIGHT 2, LEFT 3, DOWN 4
 RAM_X, RAM_Y, RAM_DOTS = 10, 16, 119
 #: The RAM bytes :class:`RamTelemetry` reads, in its column order (:meth:`RamTelemetry.take`).
 RAM_READ = np.array([RAM_X, RAM_Y, RAM_DOTS])
-#: Tunnel rows (RAM y) of the first maze, the tolerance around them, and the x beyond the maze columns.
+#: Tunnel rows (RAM y) of the first maze, the tolerance around them, and the x beyond the maze
+#: columns.
 TUNNEL_ROWS = (50, 98)
 ROW_TOLERANCE = 2
 LEFT_MOUTH_X, RIGHT_MOUTH_X = 17, 159
@@ -100,7 +65,8 @@ CELL_TABLE = position_cell(_X, _Y).astype(np.int32)
 
 @dataclasses.dataclass(frozen=True)
 class RamTelemetry(DeviceTelemetry):
-    """Ms. Pac-Man's telemetry from RAM, in JAX: the host loop's jitted step and the XLA loop use it.
+    """Ms. Pac-Man's telemetry from RAM, in JAX: the host loop's jitted step and the XLA loop use
+    it.
 
     The rules of :meth:`MsPacmanEnv.step`'s numpy path: the gates by :func:`gates_at`, each
     fired on its first visit of an episode, the dots eaten this step (RAM byte 119) as the
@@ -139,9 +105,13 @@ class RamTelemetry(DeviceTelemetry):
         fired = jnp.stack(gates_at(x, y), axis=-1) & ~fresh & ~found
         reward = jnp.where(autoreset, 0, jnp.maximum(dots - dots_before, 0))
         telemetry = Telemetry.make(
-            position=jnp.stack([x, y], axis=-1), cell=position_cell(x, y), bugs_fired=fired, game_reward=reward,
-            frame_time_ms=jnp.zeros(x.shape), crashed=jnp.zeros(x.shape, bool),
-        )  # fmt: skip
+            position=jnp.stack([x, y], axis=-1),
+            cell=position_cell(x, y),
+            bugs_fired=fired,
+            game_reward=reward,
+            frame_time_ms=jnp.zeros(x.shape),
+            crashed=jnp.zeros(x.shape, bool),
+        )
         return (found | fired, dots), telemetry
 
 
@@ -149,7 +119,26 @@ RAM_TELEMETRY = RamTelemetry()
 
 
 class MsPacmanEnv(HostEnv):
-    """``num_envs`` games of the real Ms. Pac-Man on the host contract (module docstring).
+    """``num_envs`` games of the real Ms. Pac-Man on the host contract.
+
+    * **Position**: Ms. Pac-Man's ``(x, y)`` from the console RAM that envpool returns in
+      ``info["ram"]``: byte 10 is x, byte 16 is y (the AtariARI annotation, Anand et al., 2019).
+      In the first maze x runs over the maze columns 18…158; inside a tunnel it goes past them
+      (12…17 on the left, 159…171 on the right), on two rows only: y = 50 (upper tunnel) and
+      y = 98 (lower tunnel). A recorded trace that drives the player into each gate is a test
+      fixture (``tests/bridges/data/mspacman_gates.json``).
+    * **Gates** (:func:`gates_at`): bug ``k`` fires when the player is inside a tunnel mouth:
+      ``|y − row| ≤ 2`` and ``x ≤ 17`` (left) or ``x ≥ 159`` (right), in the order upper-left,
+      upper-right, lower-left, lower-right.
+    * **Game reward**: the dots eaten this step, from RAM byte 119 (the AtariARI
+      ``dots_eaten_count``; energizers count as dots), not ALE's score, which also pays for ghosts
+      and fruit; ``reward="score"`` gives ALE's score, the reward RELINE's replication package
+      trained on.
+    * **Actions**: RELINE's five in its order, mapped to ALE's minimal action set
+      (:data:`ALE_ACTIONS`).
+    * **Frames**: grayscaled and resized by envpool's C++ (area interpolation; the host loop only
+      stacks them). Envpool seeds game ``i`` with ``seed + i``; with sticky actions a trace
+      replays only in a game seeded as the one that recorded it.
 
     Args:
       num_envs: games stepped together (envpool's batch; one thread pool).
@@ -177,8 +166,11 @@ class MsPacmanEnv(HostEnv):
         game a step here).
     """
 
-    #: Signals (:mod:`jgtest.signals`): RAM position and cells, the score, the frames, the injected low-FPS gates (RELINE §3.1.3).
-    signals = frozenset({"cells", "position", "game_reward", "oracle_inputs", "rgb_frames", "frame_time"})
+    #: Signals (:mod:`jgtest.signals`): RAM position and cells, the score, the frames, the injected
+    #: low-FPS gates (RELINE §3.1.3).
+    signals = frozenset(
+        {"cells", "position", "game_reward", "oracle_inputs", "rgb_frames", "frame_time"}
+    )
 
     name = "ale:MsPacman"
     action_names = ACTION_NAMES
@@ -187,11 +179,18 @@ class MsPacmanEnv(HostEnv):
     num_cells = CELLS_PER_ROW * CELLS_PER_ROW
 
     def __init__(
-        self, num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (84, 84),
-        sticky_action_prob: float = 0.0, max_steps_in_episode: int = 27_000, num_threads: int = 0,
-        reward: str = "dots", intro_steps: int = 0, screens: bool = False,
+        self,
+        num_envs: int = 1,
+        seed: int = 0,
+        frame_size: tuple[int, int] = (84, 84),
+        sticky_action_prob: float = 0.0,
+        max_steps_in_episode: int = 27_000,
+        num_threads: int = 0,
+        reward: str = "dots",
+        intro_steps: int = 0,
+        screens: bool = False,
         ssim_gates: Callable[[np.ndarray], np.ndarray] | None = None,
-    ):  # fmt: skip
+    ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if not 0.0 <= sticky_action_prob <= 1.0:
@@ -212,22 +211,38 @@ class MsPacmanEnv(HostEnv):
             self.device_telemetry = None
         self.max_steps_in_episode = int(max_steps_in_episode)
         self._options = dict(
-            num_envs=self.num_envs, batch_size=self.num_envs, stack_num=1, gray_scale=not screens, frame_skip=4,
-            img_height=self.frame_shape[0], img_width=self.frame_shape[1], noop_max=1, episodic_life=False,
-            reward_clip=False, repeat_action_probability=float(sticky_action_prob),
-            max_episode_steps=self.max_steps_in_episode, num_threads=int(num_threads),
-        )  # fmt: skip
+            num_envs=self.num_envs,
+            batch_size=self.num_envs,
+            stack_num=1,
+            gray_scale=not screens,
+            frame_skip=4,
+            img_height=self.frame_shape[0],
+            img_width=self.frame_shape[1],
+            noop_max=1,
+            episodic_life=False,
+            reward_clip=False,
+            repeat_action_probability=float(sticky_action_prob),
+            max_episode_steps=self.max_steps_in_episode,
+            num_threads=int(num_threads),
+        )
         self._ale_actions = np.asarray(ALE_ACTIONS, np.int32)
         self._pool, self._seed, self._frame_batch, self._tallied = None, None, None, True
-        self._zeros, self._false = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool)
-        self._zeros.flags.writeable = self._false.flags.writeable = False  # shared by every step's telemetry
+        self._zeros, self._false = (
+            np.zeros(self.num_envs, np.float32),
+            np.zeros(self.num_envs, bool),
+        )
+        self._zeros.flags.writeable = self._false.flags.writeable = (
+            False  # shared by every step's telemetry
+        )
         self._build(seed)
 
     def _build(self, seed: int) -> None:
         import envpool
 
         self.close()
-        self._pool = envpool.make("MsPacman-v5", env_type="gymnasium", seed=int(seed), **self._options)
+        self._pool = envpool.make(
+            "MsPacman-v5", env_type="gymnasium", seed=int(seed), **self._options
+        )
         self._seed = int(seed)
 
     @property
@@ -238,8 +253,16 @@ class MsPacmanEnv(HostEnv):
     def _frames(self, obs) -> np.ndarray:
         # envpool's [N, 1, H, W] as [N, H, W, 1]: a reshape keeps the view C-contiguous with plain
         # strides (moveaxis gives the size-1 axis a stride JAX copies slowly, +0.1 ms a step).
-        frames = np.ascontiguousarray(obs.transpose(0, 2, 3, 1)) if self._screens else obs.reshape(len(obs), *self.frame_shape)
-        if (frames.shape, frames.dtype) == (self._frame_batch, np.uint8):  # checked once per batch shape
+        frames = (
+            np.ascontiguousarray(obs.transpose(0, 2, 3, 1))
+            if self._screens
+            else obs.reshape(len(obs), *self.frame_shape)
+        )
+        # checked once per batch shape
+        if (frames.shape, frames.dtype) == (
+            self._frame_batch,
+            np.uint8,
+        ):
             return frames
         frames = check_frames(frames, (self.num_envs, *self.frame_shape), self.name)
         self._frame_batch = frames.shape
@@ -250,11 +273,21 @@ class MsPacmanEnv(HostEnv):
         fired = GATES_TABLE[x, y] & ~autoreset[:, None] & ~self._found
         self._found |= fired
         telemetry = Telemetry(
-            position=ram[:, [RAM_X, RAM_Y]].astype(np.float32), cell=CELL_TABLE[x, y], bugs_fired=fired,
-            game_reward=reward_dots, frame_time_ms=self._zeros, crashed=self._false,
-        )  # fmt: skip
+            position=ram[:, [RAM_X, RAM_Y]].astype(np.float32),
+            cell=CELL_TABLE[x, y],
+            bugs_fired=fired,
+            game_reward=reward_dots,
+            frame_time_ms=self._zeros,
+            crashed=self._false,
+        )
         extras = {k: info[k] for k in ("ram_gates", "ssim_gates") if k in info}
-        return {"telemetry": telemetry, "autoreset": autoreset, "ram": ram, "lives": info["lives"], **extras}
+        return {
+            "telemetry": telemetry,
+            "autoreset": autoreset,
+            "ram": ram,
+            "lives": info["lives"],
+            **extras,
+        }
 
     def reset(self, seed: int):
         if seed != self._seed:
@@ -265,7 +298,9 @@ class MsPacmanEnv(HostEnv):
         self._dots = info["ram"][:, RAM_DOTS].astype(np.int32)
         self._tallied = True
         autoreset = np.zeros(self.num_envs, bool)
-        return self._frames(obs), self._observe(info["ram"], np.zeros(self.num_envs, np.float32), autoreset, info)
+        return self._frames(obs), self._observe(
+            info["ram"], np.zeros(self.num_envs, np.float32), autoreset, info
+        )
 
     def step_raw(self, actions):
         out = self._step_raw(actions)
@@ -277,11 +312,18 @@ class MsPacmanEnv(HostEnv):
         obs, score, terminated, truncated, info = self._pool.step(self._ale_actions[actions])
         autoreset, self._done = self._done, terminated | truncated
         frames = self._frames(obs)
-        info = {"autoreset": autoreset, "ram": info["ram"], "lives": info["lives"], "score": score, **self._screen_gates(frames, info["ram"])}
+        info = {
+            "autoreset": autoreset,
+            "ram": info["ram"],
+            "lives": info["lives"],
+            "score": score,
+            **self._screen_gates(frames, info["ram"]),
+        }
         return frames, terminated, truncated, info
 
     def _screen_gates(self, frames, ram) -> dict:
-        """With ``screens``: the gates by RAM at this step and, with ``ssim_gates``, by the screens."""
+        """With ``screens``: the gates by RAM at this step and, with ``ssim_gates``, by the
+        screens."""
         if not self._screens:
             return {}
         gates = {"ram_gates": GATES_TABLE[ram[:, RAM_X], ram[:, RAM_Y]]}
@@ -296,7 +338,9 @@ class MsPacmanEnv(HostEnv):
         ram, autoreset = info["ram"], info["autoreset"]
         self._found[autoreset] = False
         dots = ram[:, RAM_DOTS].astype(np.int32)
-        reward = np.where(autoreset, 0, info["score"] if self._score else np.maximum(dots - self._dots, 0)).astype(np.float32)
+        reward = np.where(
+            autoreset, 0, info["score"] if self._score else np.maximum(dots - self._dots, 0)
+        ).astype(np.float32)
         self._dots = dots
         return frames, reward, terminated, truncated, self._observe(ram, reward, autoreset, info)
 
@@ -320,7 +364,10 @@ class XlaMsPacman:
         import jax.numpy as jnp
 
         if env.device_telemetry is None:
-            raise ValueError("the XLA loop reads Ms. Pac-Man's RAM telemetry (dots as the reward): build the game with reward='dots'")
+            raise ValueError(
+                "the XLA loop reads Ms. Pac-Man's RAM telemetry (dots as the reward): build "
+                "the game with reward='dots'"
+            )
 
         self._jnp = jnp
         self.num_envs, self.frame_shape = env.num_envs, env.frame_shape
@@ -332,14 +379,22 @@ class XlaMsPacman:
         return self._jnp.moveaxis(obs, 1, -1)
 
     def start(self, handle):
-        """``(handle, frames, carry)`` after the reset; ``carry`` = (:class:`RamTelemetry`'s, done)."""
+        """``(handle, frames, carry)`` after the reset; ``carry`` = (:class:`RamTelemetry`'s,
+        done)."""
         handle, (obs, _, _, _, info) = self._recv(handle)
-        return handle, self._frames(obs), (RAM_TELEMETRY.init(RAM_TELEMETRY.take(info)), self._jnp.zeros(self.num_envs, bool))
+        return (
+            handle,
+            self._frames(obs),
+            (RAM_TELEMETRY.init(RAM_TELEMETRY.take(info)), self._jnp.zeros(self.num_envs, bool)),
+        )
 
     def step(self, handle, carry, actions):
-        """``(handle, frames, carry, telemetry, done, autoreset)`` after ``actions`` (RELINE's ids)."""
+        """``(handle, frames, carry, telemetry, done, autoreset)`` after ``actions`` (RELINE's
+        ids)."""
         tally, autoreset = carry
-        handle, (obs, _, terminated, truncated, info) = self._step(handle, self._ale_actions[actions])
+        handle, (obs, _, terminated, truncated, info) = self._step(
+            handle, self._ale_actions[actions]
+        )
         tally, telemetry = RAM_TELEMETRY.step(tally, RAM_TELEMETRY.take(info), autoreset)
         done = terminated | truncated
         return handle, self._frames(obs), (tally, done), telemetry, done, autoreset

@@ -1,29 +1,12 @@
-"""Ms. Pac-Man's gates seen on screen: the replication package's frame-similarity check, a second detector.
+"""Ms. Pac-Man's gates seen on screen: RELINE's replication package's frame-similarity check.
 
-RELINE's replication package (``rlgameauthors/rlgameauthors``, ``MsPacman/msPacman_RELINE.py``,
-``check_bug1`` … ``check_bug4``) detects the four gate bugs from pixels, not from the console's
-RAM: after every step it saves ALE's screen as a PNG, cuts a 15 × 30 crop at each tunnel mouth
-(columns 0–15 on the left, 305–320 on the right; rows 90–120 for the lower tunnel, 42–72 for the
-upper) and flags the gate when the crop's structural similarity (scikit-image's
-``structural_similarity``, over the colour channels) with any screenshot of its side's folder
-(``bug_left/``, ``bug_right/``) exceeds 0.9. Its columns reach 320, twice the screen's 160: ALE's
-PNG export doubles every column.
+The package (``MsPacman/msPacman_RELINE.py``, ``check_bug1`` …) flags a gate when a screen crop at
+a tunnel mouth has an SSIM above 0.9 with a screenshot of that side; :class:`SsimGates` does the
+same on envpool's screens, to compare with the RAM gates.
 
-Here the same check runs on the native 160 × 210 RGB screen that envpool returns
-(``MsPacmanEnv(screens=True, ssim_gates=SsimGates())``, :class:`envs_bridge.ale.MsPacmanEnv`): the crops are the package's,
-columns halved and rounded outwards (``[0, 8)`` and ``[152, 160)``, 8 columns where the package
-took 7.5 doubled ones), and :class:`SsimGates` compares them with scikit-image's SSIM (7 × 7
-windows, the default), threshold 0.9, against reference crops shipped with jgtest
-(``data/mspacman_gate_crops.npz``). The package's screenshots are not in its repository, so
-ours are cut from the real game: :func:`record_references` replays action traces that walk
-Ms. Pac-Man through each tunnel and back (:func:`tunnel_route`) and keeps the crop of every step in which her RAM position
-(:func:`envs_bridge.ale.gates_at`) is inside a mouth and visible — entering and leaving, both
-facings.
-``python -m envs_bridge.ale_ssim TRACES.json`` writes them again.
-
-The RAM gates stay the bridge's detector (exact, free); this one is the package's, to compare
-with (``tests/bridges/test_ale.py`` checks that both flag the same gate visits on routes other
-than those the references were cut from).
+* chosen: the crops' columns halved, because the package's PNG export doubled every column.
+* chosen: references cut from the real game (:func:`record_references`, ``python -m
+  envs_bridge.ale_ssim TRACES.json``), because the package's screenshots are not published.
 """
 
 from __future__ import annotations
@@ -52,7 +35,8 @@ REFERENCE_THROUGH_STEPS = (18, 20, 22, 24, 26, 28, 30, 32)
 
 
 def gate_crops(screens: np.ndarray) -> np.ndarray:
-    """``uint8[N, 4, 30, 8, 3]``: the crop of each gate (:data:`GATES` order) from ``[N, 210, 160, 3]`` screens."""
+    """``uint8[N, 4, 30, 8, 3]``: the crop of each gate (:data:`GATES` order) from
+    ``[N, 210, 160, 3]`` screens."""
     crops = []
     for tunnel, side in GATES:
         (top, bottom), (left, right) = CROP_ROWS[tunnel], CROP_COLUMNS[side]
@@ -61,7 +45,12 @@ def gate_crops(screens: np.ndarray) -> np.ndarray:
 
 
 class SsimGates:
-    """Which gates each screen shows Ms. Pac-Man in: SSIM > :data:`THRESHOLD` with a reference crop of its side.
+    """Which gates each screen shows Ms. Pac-Man in: SSIM > :data:`THRESHOLD` with a reference crop
+    of its side.
+
+    The crops are :data:`CROP_ROWS` × :data:`CROP_COLUMNS` of the native RGB screen; the
+    similarity is scikit-image's ``structural_similarity`` (7 × 7 windows, over the colour
+    channels), the best over the side's reference crops.
 
     Args:
       references: ``{"left": uint8[R, 30, 8, 3], "right": ...}`` (default: :data:`REFERENCES`).
@@ -81,7 +70,10 @@ class SsimGates:
         best = np.zeros(crops.shape[:2])
         for i in range(crops.shape[0]):
             for g, (_, side) in enumerate(GATES):
-                best[i, g] = max(structural_similarity(crops[i, g], ref, channel_axis=-1) for ref in self.references[side])
+                best[i, g] = max(
+                    structural_similarity(crops[i, g], ref, channel_axis=-1)
+                    for ref in self.references[side]
+                )
         return best
 
     def __call__(self, screens: np.ndarray) -> np.ndarray:
@@ -98,14 +90,22 @@ def tunnel_route(trace: dict, through: int = THROUGH_STEPS) -> list[int]:
     step's four frames: a turn there draws both facings at once)."""
     outwards = next(a for a in reversed(trace["actions"]) if a in (1, 3))  # right 1, left 3
     back = 4 - outwards
-    return list(trace["actions"]) + [outwards] * through + [back] * BACK_STEPS + [outwards] * BACK_STEPS
+    return (
+        list(trace["actions"])
+        + [outwards] * through
+        + [back] * BACK_STEPS
+        + [outwards] * BACK_STEPS
+    )
 
 
-def record_references(traces: list[dict], seed: int = 0, throughs: tuple[int, ...] = REFERENCE_THROUGH_STEPS) -> dict[str, np.ndarray]:
+def record_references(
+    traces: list[dict], seed: int = 0, throughs: tuple[int, ...] = REFERENCE_THROUGH_STEPS
+) -> dict[str, np.ndarray]:
     """Reference crops from the real game: each trace's :func:`tunnel_route`, turning at each of
-    ``throughs``, is replayed from a reset, and the crop of every gate Ms. Pac-Man's RAM position is in (:func:`envs_bridge.ale.gates_at`) is
-    kept, unless it looks like the empty mouth (SSIM > :data:`THRESHOLD` with the crop at reset:
-    she is past the screen's edge there) or is kept already: ``{"left": uint8[R, 30, 8, 3], "right": ...}``."""
+    ``throughs``, is replayed from a reset, and the crop of every gate Ms. Pac-Man's RAM position is
+    in (:func:`envs_bridge.ale.gates_at`) is kept, unless it looks like the empty mouth (SSIM >
+    :data:`THRESHOLD` with the crop at reset: she is past the screen's edge there) or is kept
+    already: ``{"left": uint8[R, 30, 8, 3], "right": ...}``."""
     from skimage.metrics import structural_similarity
 
     from envs_bridge.ale import MsPacmanEnv
@@ -119,26 +119,37 @@ def record_references(traces: list[dict], seed: int = 0, throughs: tuple[int, ..
                 screens, _, terminated, _, info = env.step(np.array([action]))
                 for g in np.flatnonzero(info["ram_gates"][0]):
                     crop, side = gate_crops(screens)[0, g], GATES[g][1]
-                    hidden = structural_similarity(crop, empty[g], channel_axis=-1) > THRESHOLD  # inside, off screen
+                    # inside, off screen
+                    hidden = structural_similarity(crop, empty[g], channel_axis=-1) > THRESHOLD
                     if not hidden and not any(np.array_equal(crop, k) for k in kept[side]):
                         kept[side].append(crop)
                 if terminated[0]:
                     break
     missing = [side for side, crops in kept.items() if not crops]
     if missing:
-        raise ValueError(f"the traces never show Ms. Pac-Man in a {' or '.join(missing)} mouth: no reference crops there")
+        raise ValueError(
+            f"the traces never show Ms. Pac-Man in a {' or '.join(missing)} mouth: no "
+            "reference crops there"
+        )
     return {side: np.stack(crops) for side, crops in kept.items()}
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write Ms. Pac-Man's SSIM reference crops from action traces.")
-    parser.add_argument("traces", type=Path, help='a JSON file {"traces": [{"actions": [...]}, ...]}')
+    parser = argparse.ArgumentParser(
+        description="Write Ms. Pac-Man's SSIM reference crops from action traces."
+    )
+    parser.add_argument(
+        "traces", type=Path, help='a JSON file {"traces": [{"actions": [...]}, ...]}'
+    )
     parser.add_argument("--out", type=Path, default=REFERENCES)
     args = parser.parse_args(argv)
     references = record_references(json.loads(args.traces.read_text())["traces"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **references)
-    print(f"wrote {args.out}: " + ", ".join(f"{side} {len(crops)}" for side, crops in references.items()))
+    print(
+        f"wrote {args.out}: "
+        + ", ".join(f"{side} {len(crops)}" for side, crops in references.items())
+    )
 
 
 if __name__ == "__main__":

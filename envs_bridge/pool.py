@@ -1,55 +1,13 @@
-"""A game farm: ``actors`` host games, one game process per Ray actor, as one batched :class:`HostEnv`.
+"""A game farm: ``actors`` host games, one process per Ray actor, as one batched :class:`HostEnv`.
 
-Each actor builds one single-game :class:`HostEnv` (``num_envs == 1``) with a
-picklable factory (``functools.partial(MsPacmanEnv, num_envs=1)``). A farm
-``step`` sends every actor its action at once and gathers the replies within
-``timeout_s``; a farm ``reset(seed)`` resets game ``i`` with ``seed + i``.
-Frames come back as ``uint8[N, H, W, C]`` and ``info["telemetry"]`` as the
-per-game telemetry concatenated to ``[N, ...]``, as the host contract says;
-``info`` holds only ``"telemetry"`` and ``"autoreset"`` (a game's own extras,
-such as Atari's ``"ram"``, stay in its process). Without a Ray to join, the
-farm starts a local one; on a cluster every node needs this package and the
-game's, since each actor imports the factory's module.
+A game process that dies, hangs or sends a malformed frame is a crash bug record, not a crash of
+the campaign (SPEC §4): :class:`GameFarm` records it, restarts that game and goes on.
 
-**Episodes and seeds.** The farm resets each game itself at the start of every
-episode, so every episode starts from a known seed: episode ``e`` of slot
-``i`` is reset with :meth:`GameFarm.episode_seed` = ``seed + i + N * e``
-(episode 0 is the contract's ``seed + i``). The step after an episode ends
-(``terminated | truncated``, or a crash) resets that game with its next
-episode's seed and returns the first frame with reward 0 and
-``info["autoreset"]`` set (next-step auto-reset, as the contract). A bug trace
-of slot ``i`` therefore replays in a fresh single game: ``reset(record.seed)``
-then ``record.actions``.
+* chosen: the farm resets every episode itself from ``seed + i + N * e``, because a crash trace
+  then replays in a fresh single game from its record's seed.
+* chosen: a failing reset is retried in fresh processes, because it has no action to record.
 
-**Faults** (SPEC §4: a game process that dies is a crash bug record, not a
-crash of the campaign; timeouts, malformed replies and NaN frames give clear
-errors and are recorded; nothing already found is lost). On a step, any of
-
-* the game process died (Ray's ``RayActorError``: killed, out of memory, a
-  native crash),
-* the step did not answer within ``timeout_s`` (a hang; the process is
-  killed with ``ray.kill``),
-* the game raised :class:`GameCrashed` (or another bridge error),
-* the reply is malformed: :class:`MalformedFrame` from :func:`check_frames`
-  (wrong shape, NaN or infinite pixels) or a reply not of the contract's form,
-
-is a crash of that game, a bug found by testing rather than a failure of the
-campaign, so the farm (a) builds a ``kind="crash"`` :class:`BugRecord` with the
-episode's actions up to and including the failing one, the episode's seed and
-index, the slot, the last good position, the seconds since the farm started
-(``wall_s``) and the error (``detail``), keeps it in :attr:`GameFarm.crashes`
-and hands it to ``on_crash`` at once (the caller writes it durably, before
-anything else can fail); (b) replaces the actor with a fresh process; (c)
-returns for that slot ``terminated=True``, reward 0, its last good frame and
-telemetry with ``crashed=True`` (the crash oracle's input); the next step is
-that slot's auto-reset step, from the fresh game. The other games go on.
-
-A fault during a reset has no action to record (no trace reproduces it), so
-the farm warns and retries the reset in a fresh process, up to
-``RESET_ATTEMPTS`` processes; a game that cannot reset even then is a broken
-set-up, raised as :class:`GameCrashed`. A game process that cannot be started
-within ``start_timeout_s`` raises :class:`GameTimeout`; any other exception a
-game raises is a bug of its bridge and propagates.
+Example: ``envs_bridge.make("supertuxkart:lighthouse", actors=4)``.
 """
 
 from __future__ import annotations
@@ -63,17 +21,33 @@ from collections.abc import Callable
 
 import numpy as np
 
-from envs_bridge.protocol import BridgeError, GameCrashed, GameTimeout, HostEnv, MalformedFrame, check_frames
-from jgtest.report.records import BugRecord
+from envs_bridge.protocol import (
+    BridgeError,
+    GameCrashed,
+    GameTimeout,
+    HostEnv,
+    MalformedFrame,
+    check_frames,
+)
+from jgtest.records import BugRecord
 from jgtest.types import Telemetry
 
 #: Fresh processes a failing reset is tried in before the farm gives up.
 RESET_ATTEMPTS = 3
 _TELEMETRY_FIELDS = tuple(field.name for field in dataclasses.fields(Telemetry))
 _GAME_ATTRIBUTES = (
-    "name", "num_envs", "num_actions", "action_names", "frame_shape", "bug_kinds", "bug_names", "num_cells", "max_steps_in_episode",
-    "intro_steps", "noop_action",
-)  # fmt: skip
+    "name",
+    "num_envs",
+    "num_actions",
+    "action_names",
+    "frame_shape",
+    "bug_kinds",
+    "bug_names",
+    "num_cells",
+    "max_steps_in_episode",
+    "intro_steps",
+    "noop_action",
+)
 
 
 def _import_ray():
@@ -95,7 +69,11 @@ class _GameActor:
         import ray
 
         game = self.game
-        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), **{key: getattr(game, key) for key in _GAME_ATTRIBUTES}}
+        return {
+            "pid": os.getpid(),
+            "node": ray.get_runtime_context().get_node_id(),
+            **{key: getattr(game, key) for key in _GAME_ATTRIBUTES},
+        }
 
     def reset(self, seed: int):
         return self.game.reset(seed)
@@ -108,7 +86,33 @@ class _GameActor:
 
 
 class GameFarm(HostEnv):
-    """``actors`` games, one per Ray actor process, behind the host contract (module docstring).
+    """``actors`` games, one per Ray actor process, behind the host contract.
+
+    Frames come back as ``uint8[N, H, W, C]`` and ``info["telemetry"]`` as the per-game telemetry
+    concatenated to ``[N, ...]``; ``info`` holds only ``"telemetry"`` and ``"autoreset"``. Without
+    a Ray to join, the farm starts a local one; on a cluster every node needs this package and the
+    game's, since each actor imports the factory's module.
+
+    **Episodes and seeds.** The farm resets each game itself at the start of every episode:
+    episode ``e`` of slot ``i`` is reset with :meth:`episode_seed` = ``seed + i + N * e``
+    (episode 0 is the contract's ``seed + i``). The step after an episode ends (``terminated |
+    truncated``, or a crash) resets that game with its next episode's seed and returns the first
+    frame with reward 0 and ``info["autoreset"]`` set. A bug trace of slot ``i`` therefore
+    replays in a fresh single game: ``reset(record.seed)`` then ``record.actions``.
+
+    **Faults.** On a step, a game process that died (Ray's ``RayActorError``: killed, out of
+    memory, a native crash), a step that did not answer within ``timeout_s`` (the process is
+    killed with ``ray.kill``), a :class:`GameCrashed` (or another bridge error) or a malformed
+    reply (:class:`MalformedFrame` from :func:`check_frames`, or a reply not of the contract's
+    form) is a crash of that game. The farm (a) builds a ``kind="crash"`` :class:`BugRecord` with
+    the episode's actions up to and including the failing one, the episode's seed and index, the
+    slot, the last good position, the seconds since the farm started (``wall_s``) and the error
+    (``detail``), keeps it in :attr:`crashes` and hands it to ``on_crash`` at once; (b) replaces
+    the actor with a fresh process; (c) returns for that slot ``terminated=True``, reward 0, its
+    last good frame and telemetry with ``crashed=True``. The other games go on. A fault during a
+    reset is retried in a fresh process, up to :data:`RESET_ATTEMPTS`, then raised as
+    :class:`GameCrashed`; any other exception a game raises is a bug of its bridge and
+    propagates.
 
     Args:
       make_game: picklable ``() -> HostEnv`` building one game (``num_envs == 1``).
@@ -133,10 +137,17 @@ class GameFarm(HostEnv):
     """
 
     def __init__(
-        self, make_game: Callable[[], HostEnv], actors: int, seed: int = 0, name: str | None = None,
-        ray_address: str | None = None, timeout_s: float = 60.0, start_timeout_s: float = 120.0,
-        cpus_per_actor: float = 0.5, on_crash: Callable[[BugRecord], None] | None = None,
-    ):  # fmt: skip
+        self,
+        make_game: Callable[[], HostEnv],
+        actors: int,
+        seed: int = 0,
+        name: str | None = None,
+        ray_address: str | None = None,
+        timeout_s: float = 60.0,
+        start_timeout_s: float = 120.0,
+        cpus_per_actor: float = 0.5,
+        on_crash: Callable[[BugRecord], None] | None = None,
+    ):
         if not callable(make_game):
             raise ValueError(f"make_game must be a callable building one game, got {make_game!r}")
         if int(actors) < 1:
@@ -159,12 +170,20 @@ class GameFarm(HostEnv):
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
             cpus = max(os.cpu_count() or 1, math.ceil(self.num_envs * cpus_per_actor))
-            local = {} if ray_address else dict(num_cpus=cpus, include_dashboard=False, ignore_reinit_error=True)
-            with warnings.catch_warnings():  # JAX warns of any fork; Ray's is subprocess's fork + exec
+            local = (
+                {}
+                if ray_address
+                else dict(num_cpus=cpus, include_dashboard=False, ignore_reinit_error=True)
+            )
+            # JAX warns of any fork; Ray's is subprocess's fork + exec
+            with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
                 ray.init(address=ray_address, log_to_driver=False, **local)
-        # SPREAD: the games go to as many nodes as the cluster has, so a lost node takes the fewest games
-        self._actor_class = ray.remote(_GameActor).options(num_cpus=cpus_per_actor, max_restarts=0, scheduling_strategy="SPREAD")
+        # SPREAD: the games go to as many nodes as the cluster has, so a lost node takes the fewest
+        # games
+        self._actor_class = ray.remote(_GameActor).options(
+            num_cpus=cpus_per_actor, max_restarts=0, scheduling_strategy="SPREAD"
+        )
         self._start_time = time.monotonic()
         self.name = name or "game farm"
         try:
@@ -176,12 +195,17 @@ class GameFarm(HostEnv):
         if first["num_envs"] != 1:
             self.close()
             built = first["num_envs"]
-            raise ValueError(f"make_game must build a single game (num_envs == 1), it built num_envs={built}")
+            raise ValueError(
+                f"make_game must build a single game (num_envs == 1), it built num_envs={built}"
+            )
         self.name = name or first["name"]
         self.num_actions, self.action_names = first["num_actions"], tuple(first["action_names"])
         self.frame_shape, self.bug_kinds = tuple(first["frame_shape"]), tuple(first["bug_kinds"])
         self._bug_names = tuple(first["bug_names"])
-        self.num_cells, self.max_steps_in_episode = first["num_cells"], first["max_steps_in_episode"]
+        self.num_cells, self.max_steps_in_episode = (
+            first["num_cells"],
+            first["max_steps_in_episode"],
+        )
         self.intro_steps, self.noop_action = first["intro_steps"], first["noop_action"]
         self._seed: int | None = None
         self._episode = np.zeros(self.num_envs, np.int64)
@@ -205,7 +229,8 @@ class GameFarm(HostEnv):
         return list(self._nodes)
 
     def episode_seed(self, env_index: int, episode: int) -> int:
-        """The seed episode ``episode`` of slot ``env_index`` is reset with: ``seed + i + N * episode``."""
+        """The seed episode ``episode`` of slot ``env_index`` is reset with: ``seed + i + N *
+        episode``."""
         return self._seed + env_index + self.num_envs * episode
 
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict]:
@@ -220,17 +245,21 @@ class GameFarm(HostEnv):
         return self._frames.copy(), info
 
     def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Steps every game (or auto-resets those whose episode ended); faults become crash records."""
+        """Steps every game (or auto-resets those whose episode ended); faults become crash
+        records."""
         self._check_open()
         if self._seed is None:
             raise RuntimeError(f"{self.name}: call reset() before step()")
         actions = self.check_actions(actions)
         autoreset = self._needs_reset.copy()
-        replies = self._call([
-            (i, "reset", self.episode_seed(i, int(self._episode[i]) + 1)) if autoreset[i]
-            else (i, "step", int(actions[i]))
-            for i in range(self.num_envs)
-        ])  # fmt: skip
+        replies = self._call(
+            [
+                (i, "reset", self.episode_seed(i, int(self._episode[i]) + 1))
+                if autoreset[i]
+                else (i, "step", int(actions[i]))
+                for i in range(self.num_envs)
+            ]
+        )
         reward = np.zeros(self.num_envs, np.float32)
         terminated = np.zeros(self.num_envs, bool)
         truncated = np.zeros(self.num_envs, bool)
@@ -255,7 +284,8 @@ class GameFarm(HostEnv):
         return self._frames.copy(), reward, terminated, truncated, info
 
     def close(self) -> None:
-        """Closes the games, kills the actor processes and shuts down the Ray the farm started (idempotent)."""
+        """Closes the games, kills the actor processes and shuts down the Ray the farm started
+        (idempotent)."""
         if self._closed:
             return
         self._closed = True
@@ -282,7 +312,9 @@ class GameFarm(HostEnv):
         refs = [self._actors[i].describe.remote() for i in slots]
         ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self.start_timeout_s)
         if len(ready) < len(refs):
-            raise GameTimeout(f"{self.name}: a game process did not start within {self.start_timeout_s} s")
+            raise GameTimeout(
+                f"{self.name}: a game process did not start within {self.start_timeout_s} s"
+            )
         try:
             described = self._ray.get(refs, timeout=self.start_timeout_s)
         except self._ray.exceptions.RayError as error:
@@ -298,8 +330,8 @@ class GameFarm(HostEnv):
         self._spawn(slots)
 
     def _call(self, requests: list[tuple[int, str, int]]) -> list:
-        """Sends each ``(slot, "reset" | "step", seed | action)`` at once; each reply, parsed, or the
-        :class:`BridgeError` it failed with, all within one ``timeout_s``."""
+        """Sends each ``(slot, "reset" | "step", seed | action)`` at once; each reply, parsed, or
+        the :class:`BridgeError` it failed with, all within one ``timeout_s``."""
         refs = [getattr(self._actors[i], call).remote(argument) for i, call, argument in requests]
         ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self.timeout_s)
         ready = set(ready)
@@ -324,14 +356,17 @@ class GameFarm(HostEnv):
         return replies
 
     def _parse(self, reply, call: str) -> tuple:
-        """``(frames[1, H, W, C], reward, terminated, truncated, telemetry[1, ...])``, or MalformedFrame."""
+        """``(frames[1, H, W, C], reward, terminated, truncated, telemetry[1, ...])``, or
+        MalformedFrame."""
         try:
             if call == "reset":
                 (frames, info), reward, terminated, truncated = reply, 0.0, False, False
             else:
                 frames, reward, terminated, truncated, info = reply
             frames = check_frames(frames, (1, *self.frame_shape), self.name)
-            telemetry = Telemetry(**{key: np.asarray(getattr(info["telemetry"], key)) for key in _TELEMETRY_FIELDS})
+            telemetry = Telemetry(
+                **{key: np.asarray(getattr(info["telemetry"], key)) for key in _TELEMETRY_FIELDS}
+            )
             if any(np.shape(getattr(telemetry, key))[:1] != (1,) for key in _TELEMETRY_FIELDS):
                 raise ValueError("telemetry is not batched [1, ...]")
             flags = [np.asarray(value).reshape(()) for value in (reward, terminated, truncated)]
@@ -339,7 +374,9 @@ class GameFarm(HostEnv):
         except MalformedFrame:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as error:
-            raise MalformedFrame(f"{self.name}: malformed reply to {call} ({type(error).__name__}: {error})") from error
+            raise MalformedFrame(
+                f"{self.name}: malformed reply to {call} ({type(error).__name__}: {error})"
+            ) from error
 
     def _start_episode(self, i: int, reply) -> None:
         """Takes slot ``i``'s reset reply (retrying a failed reset in fresh processes)."""
@@ -353,28 +390,44 @@ class GameFarm(HostEnv):
             [reply] = self._call([(i, "reset", seed)])
         if isinstance(reply, BridgeError):
             attempts = f"{RESET_ATTEMPTS} fresh processes"
-            raise GameCrashed(f"{self.name}: game {i} failed at reset(seed={seed}) in {attempts}: {reply}")
+            raise GameCrashed(
+                f"{self.name}: game {i} failed at reset(seed={seed}) in {attempts}: {reply}"
+            )
         frames, _, _, _, self._telemetry[i] = reply
         self._frames[i] = frames[0]
         self._actions[i] = []
         self._needs_reset[i] = False
 
     def _record_crash(self, i: int, error: BridgeError) -> None:
-        """Keeps slot ``i``'s crash record and hands it to ``on_crash``; marks its telemetry crashed."""
+        """Keeps slot ``i``'s crash record and hands it to ``on_crash``; marks its telemetry
+        crashed."""
         last = self._telemetry[i]
         episode = int(self._episode[i])
         record = BugRecord(
-            kind="crash", game=self.name, bug_id=-1, step=len(self._actions[i]) - 1, episode=episode,
-            seed=self.episode_seed(i, episode), env_index=i, actions=tuple(self._actions[i]),
-            position=tuple(float(x) for x in last.position.reshape(-1)), wall_s=time.monotonic() - self._start_time,
+            kind="crash",
+            game=self.name,
+            bug_id=-1,
+            step=len(self._actions[i]) - 1,
+            episode=episode,
+            seed=self.episode_seed(i, episode),
+            env_index=i,
+            actions=tuple(self._actions[i]),
+            position=tuple(float(x) for x in last.position.reshape(-1)),
+            wall_s=time.monotonic() - self._start_time,
             detail=f"{type(error).__name__}: {error}",
-        )  # fmt: skip
+        )
         self.crashes.append(record)
         if self._on_crash is not None:
             self._on_crash(record)
-        zeros = {key: np.zeros_like(getattr(last, key)) for key in ("bugs_fired", "game_reward", "frame_time_ms")}
+        zeros = {
+            key: np.zeros_like(getattr(last, key))
+            for key in ("bugs_fired", "game_reward", "frame_time_ms")
+        }
         self._telemetry[i] = dataclasses.replace(last, crashed=np.ones_like(last.crashed), **zeros)
 
     def _batched_telemetry(self) -> Telemetry:
-        fields = {key: np.concatenate([getattr(t, key) for t in self._telemetry]) for key in _TELEMETRY_FIELDS}
+        fields = {
+            key: np.concatenate([getattr(t, key) for t in self._telemetry])
+            for key in _TELEMETRY_FIELDS
+        }
         return Telemetry(**fields)

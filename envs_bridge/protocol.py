@@ -1,42 +1,15 @@
 """The host contract every bridged game keeps: batched numpy ``reset`` / ``step``.
 
-A host game runs outside JAX (a C++ emulator, a real game process) and is
-stepped by the host loop (:mod:`jgtest.host_loop`), which feeds its frames to
-the same jitted agents as the on-device games. Its contract mirrors the
-on-device one (gymnax 1.x, SPEC §4), batched over ``num_envs`` games::
+A host game runs outside JAX; the host loop (:mod:`jgtest.host_loop`) feeds its frames to the
+same jitted agents as the on-device games. The contract mirrors gymnax's (SPEC §4), batched over
+``num_envs`` games (:class:`HostEnv`)::
 
     obs, info = env.reset(seed)                    # game i seeded with seed + i
     obs, reward, terminated, truncated, info = env.step(actions)
 
-* ``obs``: ``uint8[N, H, W, C]`` frames (``frame_shape``), as the game drew them
-  (the host loop grayscales, resizes and stacks them with the on-device
-  wrappers' functions).
-* ``reward``: ``float32[N]``, the game reward of the paper's setting.
-* ``info["telemetry"]``: a :class:`jgtest.types.Telemetry` of numpy arrays,
-  batched ``[N, ...]``, with the same fields as on device (position, cell,
-  bugs_fired, game_reward, frame_time_ms, crashed), so oracles, coverage,
-  bug records and reports read bridged games unchanged.
-* ``info["autoreset"]``: ``bool[N]``. Episodes restart on the **next** step,
-  as in envpool and Gymnasium's vector envs (``AutoresetMode.NEXT_STEP``): the
-  step after ``terminated | truncated`` ignores the action, resets that game
-  and returns its first frame with reward 0; ``autoreset`` marks those steps,
-  which are not transitions of any episode.
-
-A game whose telemetry is a pure function of a few raw arrays (Ms. Pac-Man's
-RAM) may also offer it as a :class:`DeviceTelemetry` and a :meth:`HostEnv.step_raw`
-that skips it: the host loop then computes the telemetry inside its one jitted
-call a step, where it costs nothing on the host.
-
-A game that provides Wuji's state features (the ``state_features`` signal, Def. 3) reports them
-each step as ``info["features"]``, ``float32[N, F]``, with their ranges in
-:attr:`HostEnv.feature_bounds`.
-
-Games may add their own entries to ``info`` (``"ram"`` for Atari,
-``"path_done"`` and ``"centering"`` for SuperTuxKart). Errors a game can raise
-are below: a dead or hung game is a :class:`GameCrashed` /
-:class:`GameTimeout`, a bad frame a :class:`MalformedFrame`; the game farm
-(:mod:`envs_bridge.pool`) turns them into crash bug records and restarts the
-game.
+* chosen: ``info["telemetry"]`` is the on-device :class:`jgtest.types.Telemetry`, batched, because
+  oracles and reports then read bridged games unchanged.
+* chosen: episodes restart on the next step (``info["autoreset"]``), as envpool and Gymnasium do.
 """
 
 from __future__ import annotations
@@ -94,8 +67,8 @@ def load_named(spec: str, what: str, check: Callable[[Any], bool]) -> Any:
 
 
 def episode_seed(seed: int, game: int, episode: int) -> int:
-    """The seed a replayable bridge resets ``episode`` of game ``game`` with, in a campaign of ``seed``
-    (:attr:`HostEnv.replayable`): a record's seed, game and episode give its start."""
+    """The seed a replayable bridge resets ``episode`` of game ``game`` with, in a campaign of
+    ``seed`` (:attr:`HostEnv.replayable`): a record's seed, game and episode give its start."""
     return int(np.random.SeedSequence([seed, game, episode]).generate_state(1)[0] % (2**31))
 
 
@@ -113,14 +86,17 @@ def host_telemetry(position, cell, bugs_fired, game_reward, frame_time_ms, crash
 
 
 def check_frames(frames: Any, shape: tuple[int, ...], game: str) -> np.ndarray:
-    """``frames`` as a ``uint8`` array of ``shape``, or :class:`MalformedFrame` saying what is wrong.
+    """``frames`` as a ``uint8`` array of ``shape``, or :class:`MalformedFrame` saying what is
+    wrong.
 
     Float frames are accepted when finite and in ``[0, 255]`` (and rounded);
     NaN or infinite values, a wrong shape or a non-numeric dtype are refused.
     """
     array = np.asarray(frames)
     if array.shape != tuple(shape):
-        raise MalformedFrame(f"{game}: frame batch has shape {array.shape}, expected {tuple(shape)}")
+        raise MalformedFrame(
+            f"{game}: frame batch has shape {array.shape}, expected {tuple(shape)}"
+        )
     if array.dtype == np.uint8:
         return array
     if not np.issubdtype(array.dtype, np.number):
@@ -129,12 +105,15 @@ def check_frames(frames: Any, shape: tuple[int, ...], game: str) -> np.ndarray:
         bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
         raise MalformedFrame(f"{game}: {bad} NaN or infinite pixel value(s) in the frame batch")
     if array.min() < 0 or array.max() > 255:
-        raise MalformedFrame(f"{game}: pixel values in [{array.min()}, {array.max()}], outside [0, 255]")
+        raise MalformedFrame(
+            f"{game}: pixel values in [{array.min()}, {array.max()}], outside [0, 255]"
+        )
     return np.round(array).astype(np.uint8)
 
 
 class DeviceTelemetry(abc.ABC):
-    """A game's telemetry as pure JAX functions of the raw arrays its :meth:`HostEnv.step_raw` returns.
+    """A game's telemetry as pure JAX functions of the raw arrays its :meth:`HostEnv.step_raw`
+    returns.
 
     Instances are hashable and compare equal when they compute the same thing
     (the host loop caches its jitted step per telemetry).
@@ -160,14 +139,36 @@ class DeviceTelemetry(abc.ABC):
 
     @abc.abstractmethod
     def step(self, carry, raw: dict, autoreset) -> tuple[Any, Telemetry]:
-        """``(carry, telemetry)`` of a step: the :class:`Telemetry` :meth:`HostEnv.step` would report."""
+        """``(carry, telemetry)`` of a step: the :class:`Telemetry` :meth:`HostEnv.step` would
+        report."""
 
 
 class HostEnv(abc.ABC):
-    """A batch of ``num_envs`` copies of a game on the host (see the module docstring).
+    """A batch of ``num_envs`` copies of a game on the host, on the contract of
+    :mod:`envs_bridge.protocol`.
 
     Subclasses set the attributes below in ``__init__`` and implement
-    :meth:`reset`, :meth:`step` and :meth:`close`.
+    :meth:`reset`, :meth:`step` and :meth:`close`. What a step returns:
+
+    * ``obs``: ``uint8[N, H, W, C]`` frames (``frame_shape``), as the game drew them (the host
+      loop grayscales, resizes and stacks them with the on-device wrappers' functions).
+    * ``reward``: ``float32[N]``, the game reward of the paper's setting.
+    * ``info["telemetry"]``: a :class:`jgtest.types.Telemetry` of numpy arrays, batched
+      ``[N, ...]``, with the same fields as on device (position, cell, bugs_fired, game_reward,
+      frame_time_ms, crashed).
+    * ``info["autoreset"]``: ``bool[N]``. The step after ``terminated | truncated`` ignores the
+      action, resets that game and returns its first frame with reward 0; ``autoreset`` marks
+      those steps, which are not transitions of any episode.
+    * ``info["features"]``: ``float32[N, F]``, from a game that provides Wuji's state features
+      (the ``state_features`` signal, Def. 3), with their ranges in :attr:`feature_bounds`.
+    * a game's own entries (``"ram"`` for Atari, ``"path_done"`` and ``"centering"`` for
+      SuperTuxKart).
+
+    A game whose telemetry is a pure function of a few raw arrays (Ms. Pac-Man's RAM) may also
+    offer it as a :class:`DeviceTelemetry` and a :meth:`step_raw` that skips it: the host loop then
+    computes the telemetry inside its one jitted call a step. The game farm
+    (:mod:`envs_bridge.pool`) turns :class:`BridgeError` faults into crash bug records and restarts
+    the game.
 
     Attributes:
       name: the game's id as the CLI names it (``"ale:MsPacman"``).
@@ -195,13 +196,14 @@ class HostEnv(abc.ABC):
     #: campaign's index of its game 0) and ``reset(seed, episode=E)`` starts its games at episode E,
     #: so that :func:`jgtest.host_loop.replay_record` plays a record's actions again.
     replayable: bool = False
-    #: ``(low, high)``, ``float32[F]`` each: the range of each state feature of ``info["features"]``,
-    #: set by a game that provides the ``state_features`` signal (module docstring).
+    #: ``(low, high)``, ``float32[F]`` each: the range of each state feature of
+    #: ``info["features"]``, set by a game that provides the ``state_features`` signal.
     feature_bounds: tuple[np.ndarray, np.ndarray] | None = None
-    #: Set by a game that offers :meth:`step_raw` (module docstring).
+    #: Set by a game that offers :meth:`step_raw` (the class docstring).
     device_telemetry: DeviceTelemetry | None = None
     #: Steps at the start of each episode that the host loop plays with :attr:`noop_action` and does
-    #: not count as the agent's (a game's intro, waited out as RELINE's package waits out Ms. Pac-Man's).
+    #: not count as the agent's (a game's intro, waited out as RELINE's package waits out Ms.
+    #: Pac-Man's).
     intro_steps: int = 0
     noop_action: int = 0
 
@@ -211,7 +213,8 @@ class HostEnv(abc.ABC):
 
     @property
     def bug_names(self) -> tuple[str, ...]:
-        """What each bug is, in ``bugs_fired`` order, for records and reports (its kind, unless the game names it)."""
+        """What each bug is, in ``bugs_fired`` order, for records and reports (its kind, unless the
+        game names it)."""
         return self.bug_kinds
 
     @classmethod
@@ -227,7 +230,9 @@ class HostEnv(abc.ABC):
         """Resets every game (game ``i`` with ``seed + i``): ``(frames, info)``."""
 
     @abc.abstractmethod
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Steps every game: ``(frames, reward, terminated, truncated, info)``."""
 
     def step_raw(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -236,7 +241,9 @@ class HostEnv(abc.ABC):
 
         A run steps a game with :meth:`step` or with this, not both, from its reset on.
         """
-        raise NotImplementedError(f"{self.name} computes its telemetry on the host: step it with step()")
+        raise NotImplementedError(
+            f"{self.name} computes its telemetry on the host: step it with step()"
+        )
 
     def close(self) -> None:  # noqa: B027 -- optional: a farm with nothing to free keeps it
         """Frees the games (idempotent)."""
@@ -251,13 +258,22 @@ class HostEnv(abc.ABC):
         actions = np.asarray(actions)
         if (actions.shape, actions.dtype) != getattr(self, "_checked_actions", None):
             if actions.shape != (self.num_envs,):
-                raise ValueError(f"{self.name}: expected {self.num_envs} actions, got shape {actions.shape}")
+                raise ValueError(
+                    f"{self.name}: expected {self.num_envs} actions, got shape {actions.shape}"
+                )
             if not np.issubdtype(actions.dtype, np.integer):
-                raise ValueError(f"{self.name}: actions must be integers, got dtype {actions.dtype}")
+                raise ValueError(
+                    f"{self.name}: actions must be integers, got dtype {actions.dtype}"
+                )
             self._checked_actions = (actions.shape, actions.dtype)
-        if not (actions.astype(np.int64, copy=False).view(np.uint64) < self.num_actions).all():  # negatives wrap above
+        if not (
+            actions.astype(np.int64, copy=False).view(np.uint64) < self.num_actions
+        ).all():  # negatives wrap above
             bad = np.flatnonzero((actions < 0) | (actions >= self.num_actions))
-            raise ValueError(f"{self.name}: action {actions[bad[0]]} of game {bad[0]} is outside [0, {self.num_actions})")
+            raise ValueError(
+                f"{self.name}: action {actions[bad[0]]} of game {bad[0]} is outside [0, "
+                f"{self.num_actions})"
+            )
         return actions.astype(np.int32, copy=False)
 
     def __enter__(self):

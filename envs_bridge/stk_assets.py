@@ -1,26 +1,11 @@
 """SuperTuxKart's game assets from Debian's ``supertuxkart-data`` package, without a download.
 
-``pystk2.init()`` downloads the 1.5 asset archive unless ``SUPERTUXKART_DATADIR``
-names a folder holding ``data/``. Debian's folder
-(``/usr/share/games/supertuxkart/data``, version 1.4) cannot be used as is
-(``Could not find file 'supertuxkart.1.5'``, ``Canot load default GUI skin``),
-so :func:`prepare_data_dir` builds, once and idempotently, a folder that works
-(see ``SUPERTUXKART.md``)::
+``pystk2.init()`` downloads its assets unless ``SUPERTUXKART_DATADIR`` names a folder holding
+``data/``; :func:`prepare_data_dir` makes Debian's folder into one it accepts (``SUPERTUXKART.md``).
 
-    <root>/data/<entry>              -> symlink to Debian's <entry>, for every entry but skins/
-    <root>/data/supertuxkart.1.5     a copy of Debian's version marker (supertuxkart.1.4)
-    <root>/data/skins/<skin>         -> symlink to Debian's skins/<skin>
-    <root>/data/skins/classic        -> symlink to Debian's skins/peach (1.5's default skin)
+Example::
 
-``<root>`` is the argument, else ``$JGTEST_STK_DATA``, else the user cache
-(``platformdirs.user_cache_dir("jgtest")/supertuxkart``, ``~/.cache/jgtest/supertuxkart``
-on Linux). :func:`configure_environment` also sets the Mesa setting without
-which llvmpipe stalls for seconds on some frames; call it before ``pystk2.init``.
-:func:`race_tracks` lists the folder's race tracks without starting the game.
-
-Example:
-    >>> from envs_bridge.stk_assets import configure_environment
-    >>> root = configure_environment()   # then pystk2.init(...)
+    root = configure_environment()   # then pystk2.init(...)
 """
 
 from __future__ import annotations
@@ -69,7 +54,9 @@ def _link(link: Path, target: Path) -> None:
         if Path(os.readlink(link)) == target:
             return
     elif link.exists():
-        raise FileExistsError(f"{link} exists and is not a symlink; remove it or choose another folder")
+        raise FileExistsError(
+            f"{link} exists and is not a symlink; remove it or choose another folder"
+        )
     tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(target)
@@ -85,8 +72,18 @@ def _copy(dest: Path, source: Path) -> None:
     os.replace(tmp.name, dest)
 
 
-def prepare_data_dir(root: str | os.PathLike | None = None, source: str | os.PathLike = DEBIAN_DATA) -> Path:
-    """Builds (or checks) the asset folder described in the module docstring.
+def prepare_data_dir(
+    root: str | os.PathLike | None = None, source: str | os.PathLike = DEBIAN_DATA
+) -> Path:
+    """Builds (or checks), once and idempotently, an asset folder ``pystk2`` 0.7 accepts.
+
+    Debian's folder (``/usr/share/games/supertuxkart/data``, version 1.4) fails as is (``Could not
+    find file 'supertuxkart.1.5'``, ``Canot load default GUI skin``); the folder built is::
+
+        <root>/data/<entry>              -> symlink to Debian's <entry>, for every entry but skins/
+        <root>/data/supertuxkart.1.5     a copy of Debian's version marker (supertuxkart.1.4)
+        <root>/data/skins/<skin>         -> symlink to Debian's skins/<skin>
+        <root>/data/skins/classic        -> symlink to Debian's skins/peach (1.5's default skin)
 
     Args:
       root: the folder to build (default :func:`default_root`); it gets a ``data/`` child.
@@ -96,7 +93,8 @@ def prepare_data_dir(root: str | os.PathLike | None = None, source: str | os.Pat
       ``root``, absolute: the value for ``SUPERTUXKART_DATADIR``.
 
     Raises:
-      FileNotFoundError: Debian's package is not installed (says ``apt-get install supertuxkart-data``).
+      FileNotFoundError: Debian's package is not installed (says ``apt-get install
+        supertuxkart-data``).
       FileExistsError: ``root/data`` holds a real file or folder where a symlink belongs.
     """
     source = Path(source).resolve()

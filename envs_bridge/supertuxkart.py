@@ -1,95 +1,14 @@
-"""The real SuperTuxKart (``pystk2``) on the host contract: RELINE's case study (Tufano et al., 2022, §4).
+"""The real SuperTuxKart (``pystk2``) on the host contract: RELINE's case study (§4).
 
-One race per process (``pystk2`` refuses a second one), so ``num_envs`` is 1;
-parallel races are a game farm of processes (:mod:`envs_bridge.pool`,
-``envs_bridge.make("supertuxkart:lighthouse", actors=N)``). ``pystk2.init``
-runs once per process (after ``pystk2.clean()`` a second init segfaults), so
-a process plays one :class:`SuperTuxKartEnv` and resets it between races. The
-assets come from Debian's ``supertuxkart-data`` (:mod:`envs_bridge.stk_assets`,
-no download). The conventions follow the on-device twin ``KartTrack-v0``
-(:mod:`jgtest.envs.kart`) wherever the real game allows.
+RELINE is Tufano et al., 2022. One race per process, so ``num_envs`` is 1; parallel races are a
+game farm (``actors=N``). :class:`SuperTuxKartEnv` follows the on-device twin ``KartTrack-v0``
+(:mod:`jgtest.envs.kart`): a step is one action and 4 frames (§4.1.2), an episode one lap of at
+most 90 s (§4.1.3), coordinates and game reward as §4.1.1 gives them.
 
-**Step** (§4.1.2): one action, then ``frames_per_step`` (4) game frames of
-``RaceConfig.step_size`` (pystk2's 0.1 s of game time each), so a step is
-``dt`` = 0.4 s of game time, KartTrack's ``dt``. The **frame time** ``rT`` is the
-wall time (``time.perf_counter``) of those four ``race.step()`` calls plus the
-read of the last image: ``race.step()`` only queues the drawing and reading
-``render_data[0].image`` waits for it, so the read belongs to the render time
-(the paper: system time "before and after we trigger the rendering of the
-frames"). Frames are RGB ``uint8[1, H, W, 3]``, copied out of the game's buffer,
-rendered with pystk2's lowest settings (``GraphicsConfig.ld()``: no dynamic
-lights, anti-aliasing or shadows, as the paper's threats to validity, §5, state) at 96 × 128 by
-default: the paper fed its model 200 × 150 grayscale screenshots (§4.1.1),
-which the host loop makes from any size; 128 × 96 keeps Mesa's llvmpipe at
-4-5 ms a frame on these CPU machines (SUPERTUXKART.md).
-
-**Episode** (§4.1.3): a one-lap race, "a maximum duration of 90 seconds or
-ending when the agent crosses the finish line". Reset waits, with no action,
-through the track intro and the ready-set countdown (≈ 13 steps) until the
-phase is GO, MUSIC or RACE, so step 0 is the start signal. ``reset(seed)``
-starts a new race with ``RaceConfig.seed = seed``, or restarts the race when
-the seed is unchanged (≈ 1 ms instead of ≈ 0.7 s; autoresets restart too): the
-game is deterministic, a restart replays the same race under the same actions.
-The cap is ``max_steps_in_episode = ceil(max_seconds / dt)`` steps (90 s → 225,
-as KartTrack); the lap's completion (the game's ``has_finished_race``)
-terminates.
-
-**Coordinates** (§4.1.1), on the track's centre line (``Track.path_nodes``,
-segments with their distances from the start line ``path_distance`` and road
-widths ``path_width``), with the kart's segment ``kart.node``:
-
-* ``path_done`` (the paper's ``y``, the path traversed "from the starting line
-  of the track"): the lap-local distance ``s`` is the game's
-  ``kart.distance_down_track``; before the kart has first crossed the start
-  line (``finished_laps == -1``, the grid stands ≈ 2 m behind it) pystk2
-  leaves that field frozen (0 in a new race, the previous race's value after a
-  restart), so there ``s`` is the same quantity recomputed: the distance of the
-  kart's projection on its segment (where both exist the game's value runs
-  0–1.2 m ahead of it, median 0.5 m, over a lap of lighthouse). ``path_done``
-  starts at ``s`` wrapped into ``[-L/2, L/2)`` (negative on the grid) and each
-  step adds ``Δpath_done = wrap(s_i - s_{i-1})``, as KartTrack: a lap adds
-  ``L`` and driving backwards subtracts. Off the road on the outside of a bend the
-  projection stays on the bend's vertex, so ``path_done`` can stand still
-  while the kart moves (the game's value and KartTrack's alike).
-* ``centering`` (the paper's ``x``, positive to the right): the signed
-  perpendicular offset of the kart from its segment in the ground (x, z)
-  plane, in KartTrack's units where the road's edge is ``|centering| = 10``:
-  ``10 · offset / (path_width / 2)``. So θ = 20 is twice the road's half
-  width, as the paper chose θ ("roughly ... the double of |x| when the agent
-  approaches the sides of the road"). Right of the driving direction
-  ``(dx, dz)`` is ``(dz, -dx)`` in the game's left-handed frame (checked: a
-  positive ``steer`` turns the kart towards it).
-
-**Game reward** (§4.1.1): :func:`jgtest.rewards.kart_progress_reward` (``-1`` if
-``|centering| > θ`` else ``clip(Δpath_done, 0, M)``, θ = 20, M = 10) plus the
-+1,000 finish bonus on the step the lap is completed; θ, M and the bonus are
-KartTrack's defaults. RELINE's performance reward is the method's, from
-``telemetry.frame_time_ms``.
-
-**Actions**: KartTrack-v0's seven, in its order (coast, throttle, brake,
-throttle + left, throttle + right, left, right), as ``pystk2.Action``
-(``acceleration`` 1 for throttle, ``brake``, ``steer`` ∓1 for left/right:
-pystk2 steers right for positive values). Unlike KartTrack the real kart
-reverses when braking from a standstill.
-
-**Telemetry**: ``position`` = world ``(x, z)`` of the kart (the ground plane,
-as KartTrack's bird's-eye ``(x, y)``); ``cell`` = KartTrack's coverage cell,
-row = bucket of ``path_done mod L`` over ``[0, L]``, column = bucket of
-``centering`` over ``[-1.5 θ, 1.5 θ]`` (``cell_buckets`` = (200, 24)); no
-injected bugs (``bug_kinds = ()``: the low-FPS oracle reads ``frame_time_ms``);
-``crashed`` False (a dead game process is the farm's to report). ``info`` also
-carries ``path_done``, ``delta_path_done``, ``centering``, ``stuck`` (path done
-advanced less than ``STUCK_PROGRESS`` over the last ``STUCK_WINDOW`` steps,
-RELINE's footnote 2 as :mod:`jgtest.oracles.kart_stuck` reads it) and
-``autoreset``. Autoreset steps (next-step mode, :mod:`envs_bridge.protocol`)
-restart the race, return its first frame with reward 0 and a frame time of 0
-(no action's frames were timed).
-
-Example:
-    >>> with SuperTuxKartEnv("lighthouse") as env:
-    ...     frames, info = env.reset(seed=0)
-    ...     frames, reward, terminated, truncated, info = env.step(np.array([1]))
-    ...     info["telemetry"].frame_time_ms
+* chosen: the frame time is the wall time of the 4 frames and the read of the last image,
+  because the read waits for the drawing.
+* chosen: pystk2's lowest graphics (§5) at 96 × 128, because the host loop resizes any size.
+* chosen: a reset with the same seed restarts the race, because the game is deterministic.
 """
 
 from __future__ import annotations
@@ -114,7 +33,8 @@ _KART = {f.name: f.default for f in dataclasses.fields(EnvParams)}
 HALF_WIDTH, THETA, PROGRESS_CAP, FINISH_BONUS = (
     _KART[k] for k in ("half_width", "theta", "progress_cap", "finish_bonus")
 )
-#: ``r_g`` without the finish bonus, jitted once (eager jnp ops cost ≈ 0.25 ms a step, jitted ≈ 0.04 ms).
+#: ``r_g`` without the finish bonus, jitted once (eager jnp ops cost ≈ 0.25 ms a step, jitted
+#: ≈ 0.04 ms).
 _progress_reward = jax.jit(kart_progress_reward)
 #: Most game frames reset waits for the start signal (the countdown takes ≈ 51).
 COUNTDOWN_FRAMES = 1000
@@ -131,22 +51,55 @@ def _wrap(delta: float, length: float) -> float:
 
 
 def _buckets(value: float, low: float, high: float, num: int) -> int:
-    """:func:`jgtest.coverage.bucketize` on one number: ``floor((v - low) / (high - low) · num)`` clipped."""
+    """:func:`jgtest.coverage.bucketize` on one number: ``floor((v - low) / (high - low) · num)``
+    clipped."""
     return int(np.clip(math.floor((value - low) / (high - low) * num), 0, num - 1))
 
 
 class SuperTuxKartEnv(HostEnv):
-    """One SuperTuxKart race on the host contract (see the module docstring).
+    """One SuperTuxKart race on the host contract.
+
+    ``pystk2.init`` runs once per process (after ``pystk2.clean()`` a second init segfaults), so a
+    process plays one env and resets it between races; the assets come from Debian
+    (:mod:`envs_bridge.stk_assets`).
+
+    * **Step** (§4.1.2): one action, then ``frames_per_step`` (4) frames of pystk2's 0.1 s, so
+      ``dt`` = 0.4 s, KartTrack's. The frame time is the ``time.perf_counter`` wall time of those
+      ``race.step()`` calls plus the read of ``render_data[0].image``, which waits for the
+      drawing. Frames are RGB ``uint8[1, H, W, 3]``, rendered with ``GraphicsConfig.ld()``.
+    * **Episode** (§4.1.3): reset waits, with no action, through the intro and the countdown
+      until the phase is GO, MUSIC or RACE, so step 0 is the start signal. ``reset(seed)``
+      starts a race with ``RaceConfig.seed = seed``, or restarts it when the seed is unchanged
+      (autoresets restart too). The cap is ``ceil(max_seconds / dt)`` steps (90 s → 225); the
+      game's ``has_finished_race`` terminates.
+    * **Coordinates** (§4.1.1) on the track's centre line (``Track.path_nodes``): ``path_done``
+      starts at the lap-local distance ``s`` (``kart.distance_down_track``, recomputed from the
+      kart's projection on its segment before the first crossing of the start line, where
+      pystk2 leaves it frozen) wrapped into ``[-L/2, L/2)``, and each step adds
+      ``wrap(s_i - s_{i-1})``; ``centering`` is ``10 · offset / (path_width / 2)``, the signed
+      offset from the segment, positive to the right.
+    * **Game reward** (§4.1.1): :func:`jgtest.rewards.kart_progress_reward` (θ = 20, M = 10) plus
+      +1,000 on the step the lap is completed: KartTrack's defaults.
+    * **Actions**: KartTrack-v0's seven, in its order (coast, throttle, brake, throttle + left,
+      throttle + right, left, right), as ``pystk2.Action`` (``steer`` ∓1 for left/right).
+    * **Telemetry**: ``position`` = world ``(x, z)``; ``cell`` = bucket of ``path_done mod L``
+      over ``[0, L]`` × bucket of ``centering`` over ``[-1.5 θ, 1.5 θ]`` (``cell_buckets``);
+      no injected bugs; ``crashed`` False. ``info`` also carries ``path_done``,
+      ``delta_path_done``, ``centering`` and ``stuck`` (RELINE's footnote 2, as
+      :mod:`jgtest.oracles.kart_stuck` reads it). Autoreset steps return the restarted race's
+      first frame with reward 0 and a frame time of 0.
 
     Args:
-      track: a race track of the game (:func:`envs_bridge.stk_assets.race_tracks`), default ``"lighthouse"``.
+      track: a race track of the game (:func:`envs_bridge.stk_assets.race_tracks`), default
+        ``"lighthouse"``.
       num_envs: must be 1 (one race per process; use :mod:`envs_bridge.pool`).
       seed: the race's seed until :meth:`reset` names another.
       frame_size: ``(height, width)`` of the rendered frames (96 × 128: fast on llvmpipe).
       frames_per_step: game frames after each action (RELINE: 4).
       max_seconds: episode cap in game seconds (RELINE: 90).
       cell_buckets: ``(path_done buckets, centering buckets)`` of the coverage cells.
-      data_dir: the asset folder (:func:`envs_bridge.stk_assets.prepare_data_dir`'s default if None).
+      data_dir: the asset folder (:func:`envs_bridge.stk_assets.prepare_data_dir`'s default if
+        None).
 
     Raises:
       ValueError: bad options, ``num_envs`` other than 1, an unknown track (the error lists them).
@@ -154,27 +107,38 @@ class SuperTuxKartEnv(HostEnv):
         initialised once per process: reset an env rather than making a new one).
     """
 
-    #: Signals (:mod:`jgtest.signals`): the kart's place on the track, its progress, the frames and each frame's real render time.
+    #: Signals (:mod:`jgtest.signals`): the kart's place on the track, its progress, the frames and
+    #: each frame's real render time.
     signals = frozenset({"cells", "position", "game_reward", "rgb_frames", "frame_time"})
 
     action_names = ACTION_NAMES
     bug_kinds = ()
 
     def __init__(
-        self, track: str = "lighthouse", num_envs: int = 1, seed: int = 0, frame_size: tuple[int, int] = (96, 128),
-        frames_per_step: int = 4, max_seconds: float = 90.0, cell_buckets: tuple[int, int] = (200, 24),
+        self,
+        track: str = "lighthouse",
+        num_envs: int = 1,
+        seed: int = 0,
+        frame_size: tuple[int, int] = (96, 128),
+        frames_per_step: int = 4,
+        max_seconds: float = 90.0,
+        cell_buckets: tuple[int, int] = (200, 24),
         data_dir=None,
-    ):  # fmt: skip
+    ):
         global _INITIALISED, _OPEN
         self._open, self._race, self._state = False, None, None
         if num_envs != 1:
             raise ValueError(
-                f"SuperTuxKart runs one race per process, got num_envs={num_envs}; run parallel races as a game "
-                "farm (envs_bridge.pool, e.g. envs_bridge.make('supertuxkart:lighthouse', actors=N))"
+                f"SuperTuxKart runs one race per process, got num_envs={num_envs}; run "
+                "parallel races as a game "
+                "farm (envs_bridge.pool, e.g. envs_bridge.make('supertuxkart:lighthouse', "
+                "actors=N))"
             )
         height, width = (int(v) for v in frame_size)
         if height < 1 or width < 1:
-            raise ValueError(f"frame_size must be two positive ints (height, width), got {frame_size}")
+            raise ValueError(
+                f"frame_size must be two positive ints (height, width), got {frame_size}"
+            )
         if int(frames_per_step) < 1:
             raise ValueError(f"frames_per_step must be at least 1, got {frames_per_step}")
         if not (math.isfinite(max_seconds) and max_seconds > 0):
@@ -185,16 +149,21 @@ class SuperTuxKartEnv(HostEnv):
         root = configure_environment(data_dir)
         tracks = race_tracks(root)
         if track not in tracks:
-            raise ValueError(f"unknown SuperTuxKart track {track!r}; race tracks: {', '.join(tracks)}")
+            raise ValueError(
+                f"unknown SuperTuxKart track {track!r}; race tracks: {', '.join(tracks)}"
+            )
         if _OPEN:
             raise RuntimeError(
-                "a SuperTuxKart race is already open in this process (pystk2 runs one per process): close it, "
+                "a SuperTuxKart race is already open in this process (pystk2 runs one per "
+                "process): close it, "
                 "or run races in parallel as a game farm (envs_bridge.pool)"
             )
         if _INITIALISED:
             raise RuntimeError(
-                "pystk2 was already initialised (and cleaned) in this process and cannot be initialised again "
-                "(the next race segfaults): play the whole run with one SuperTuxKartEnv, resetting it, or start "
+                "pystk2 was already initialised (and cleaned) in this process and cannot be "
+                "initialised again "
+                "(the next race segfaults): play the whole run with one SuperTuxKartEnv, "
+                "resetting it, or start "
                 "each game in its own process (envs_bridge.pool)"
             )
         import pystk2
@@ -229,7 +198,8 @@ class SuperTuxKartEnv(HostEnv):
 
     # ----- the race ---------------------------------------------------------------------
     def _start(self, seed: int) -> np.ndarray:
-        """(Re)starts the race (a restart when the seed is unchanged) and waits for the start signal."""
+        """(Re)starts the race (a restart when the seed is unchanged) and waits for the start
+        signal."""
         pystk2 = self._pystk2
         if self._race is not None and seed == self._seed:
             self._race.restart()
@@ -252,11 +222,14 @@ class SuperTuxKartEnv(HostEnv):
                 break
             self._race.step()
         else:
-            raise GameTimeout(f"{self.name}: the race did not start within {COUNTDOWN_FRAMES} frames")
+            raise GameTimeout(
+                f"{self.name}: the race did not start within {COUNTDOWN_FRAMES} frames"
+            )
         return np.array(self._race.render_data[0].image)
 
     def _load_track(self) -> None:
-        """Caches the centre line: segment starts and directions in (x, z), right normals, distances, half widths."""
+        """Caches the centre line: segment starts and directions in (x, z), right normals,
+        distances, half widths."""
         track = self._pystk2.Track()
         track.update()
         nodes = np.asarray(track.path_nodes, np.float64)[:, :, [0, 2]]
@@ -270,7 +243,7 @@ class SuperTuxKartEnv(HostEnv):
         self.track_length = float(track.length)
 
     def _coordinates(self, kart) -> tuple[float, float, np.ndarray]:
-        """The kart's lap-local distance ``s``, centering and world (x, z) (module docstring)."""
+        """The kart's lap-local distance ``s``, centering and world (x, z) (the class docstring)."""
         node = kart.node
         xz = np.asarray(kart.location, np.float64)[[0, 2]]
         rel = xz - self._seg_start[node]
@@ -283,7 +256,9 @@ class SuperTuxKartEnv(HostEnv):
             s = start + along * (end - start)
         return s, centering, xz
 
-    def _observe(self, frame, reward, delta, centering, xz, frame_ms, autoreset) -> tuple[np.ndarray, dict]:
+    def _observe(
+        self, frame, reward, delta, centering, xz, frame_ms, autoreset
+    ) -> tuple[np.ndarray, dict]:
         length = self.track_length
         n_path, n_cent = self.map_shape
         span = self.centering_span
@@ -292,9 +267,13 @@ class SuperTuxKartEnv(HostEnv):
         history = self._history
         stuck = len(history) == history.maxlen and history[-1] - history[0] < STUCK_PROGRESS
         telemetry = host_telemetry(
-            position=xz[None], cell=[cell], bugs_fired=np.zeros((1, 0), bool), game_reward=[reward],
-            frame_time_ms=[frame_ms], crashed=[False],
-        )  # fmt: skip
+            position=xz[None],
+            cell=[cell],
+            bugs_fired=np.zeros((1, 0), bool),
+            game_reward=[reward],
+            frame_time_ms=[frame_ms],
+            crashed=[False],
+        )
         info = {
             "telemetry": telemetry,
             "autoreset": np.array([autoreset]),
@@ -317,12 +296,14 @@ class SuperTuxKartEnv(HostEnv):
 
     # ----- the host contract ------------------------------------------------------------
     def reset(self, seed: int) -> tuple[np.ndarray, dict]:
-        """Starts a new race seeded ``seed`` (a restart if it is the current seed); its first frame."""
+        """Starts a new race seeded ``seed`` (a restart if it is the current seed); its first
+        frame."""
         self._check_open()
         return self._new_episode(int(seed), autoreset=False)
 
     def step(self, actions):
-        """One action, ``frames_per_step`` frames (timed), the reward and flags (module docstring)."""
+        """One action, ``frames_per_step`` frames (timed), the reward and flags (the class
+        docstring)."""
         actions = self.check_actions(actions)
         self._check_open()
         if self._race is None:
@@ -348,9 +329,17 @@ class SuperTuxKartEnv(HostEnv):
         terminated = bool(kart.has_finished_race)
         truncated = not terminated and self._steps >= self.max_steps_in_episode
         self._done = terminated or truncated
-        reward = float(_progress_reward(centering, delta, THETA, PROGRESS_CAP)) + (FINISH_BONUS if terminated else 0.0)
+        reward = float(_progress_reward(centering, delta, THETA, PROGRESS_CAP)) + (
+            FINISH_BONUS if terminated else 0.0
+        )
         frames, info = self._observe(frame, reward, delta, centering, xz, frame_ms, autoreset=False)
-        return frames, np.array([reward], np.float32), np.array([terminated]), np.array([truncated]), info
+        return (
+            frames,
+            np.array([reward], np.float32),
+            np.array([terminated]),
+            np.array([truncated]),
+            info,
+        )
 
     def _check_open(self) -> None:
         if not self._open:

@@ -1,58 +1,14 @@
 """A local server that speaks the UnrealCV wire protocol and serves ``ParkWorld-v0`` as the game.
 
-No Unreal build runs here, so the bridge (:mod:`envs_bridge.unreal`) is tested and
-demonstrated against this server, driven by the real ``unrealcv.Client``. It
-follows ``../shared/UNREALCV.md`` (the 1.3.2 client and the UnrealCV server
-sources) byte for byte:
+No Unreal build runs here, so the bridge (:mod:`envs_bridge.unreal`) is tested against this
+server, driven by the real ``unrealcv.Client``, byte for byte as ``../shared/UNREALCV.md`` says.
+:class:`UnrealCVServer` lists its commands, injectable faults and bounds.
 
-* frames ``uint32 magic 0x9E2B83C1``, ``uint32 length``, payload, little-endian;
-* on accept, one greeting frame ``connected to ParkWorld``;
-* requests ``b"<id>:<command>"``, replies ``b"<id>:" + body``; an unknown command gets
-  ``error No handler found for URI '<command>'`` (``vget /unrealcv/commands`` too, as a
-  real 5.2 server does); images are raw PNG (RGBA) or BMP (32-bit BGRA) bytes.
+* chosen: several clients at once, each in a world of its own, so none moves another's player.
+* chosen: a malformed command gets an ``error ...`` reply, never a closed connection.
+* chosen: loopback only unless ``allow_remote=True``, because a remote listener exposes the game.
 
-Unlike a real UnrealCV server, which takes one client at a time, it serves several at
-once, each connection on a thread of its own and in a world of its own: a restart, a key
-or a teleport on one connection never moves another's player, and an idle client holds
-up no other. The game is built and compiled once per server; its jitted reset, step and
-view are shared by every connection, only the state is per connection (:class:`World`).
-
-The game: the client's keys move the on-device world (``vset /action/keyboard KEY
-SECONDS``: ``round(SECONDS / tick_s)`` steps of the key's action, at least one),
-``lit`` returns its rendered frame, ``object_mask`` each object in its own colour,
-``/objects`` and ``/object/{name}/location|bounds|color`` its objects, and
-``vrun RestartLevel [SEED]`` starts an episode as ``ParkWorld.reset_env`` does from
-``reset_key(episode_key(seed, 0, 0))`` (a game-specific console command, as studios add;
-``0 <= SEED < 2**32``). Units are Unreal's: 100 per cell (centimetres); yaw in degrees;
-pitch 10° per look step.
-
-Every number in a command must be finite: ``nan``, ``inf``, ``-inf`` (any case), a
-value that overflows (``1e999``) or a position or yaw beyond float32 is answered
-``error ...`` naming it, and the world is left as it was. Any malformed command gets an
-``error ...`` reply, never a closed connection.
-
-Faults, injected on command for the bridge's fault tests (:meth:`UnrealCVServer.inject`),
-are taken by whichever connection next meets them: ``delay`` (the reply comes ``delay_s``
-late), ``drop`` (half a reply, then the socket closes), ``wrong_magic``, ``truncated`` (a
-header announcing more than is sent, then the socket closes), ``out_of_order`` (the reply
-carries the next id), ``error`` (``error injected fault``), ``no_greeting`` (the next
-connection is never greeted) and ``dark_text_image`` (an image request gets a tiny
-3-channel dark BMP, whose bytes decode as text).
-
-Binds to loopback only, unless ``allow_remote=True``. ``python -m envs_bridge.unrealcv_server``
-runs it (:func:`main`).
-
-Bounds, so that no client can hold it without limit (each refusal is logged on the
-``envs_bridge.unrealcv_server`` logger, naming the client):
-
-* a request frame's payload is at most ``max_frame_bytes`` (:data:`MAX_FRAME_BYTES`, 4 MiB; the
-  longest command a client sends is a few hundred bytes): a header announcing more is answered
-  ``error frame of N bytes is over the server's limit of M`` and the connection closed, before any of
-  the payload is buffered;
-* a connection that sends nothing for ``idle_timeout_s`` (:data:`IDLE_TIMEOUT_S`, 5 minutes) is
-  closed;
-* at most ``max_clients`` (:data:`MAX_CLIENTS`, 16) connections are served at once: one more is sent
-  ``error too many clients (M)`` in place of the greeting and closed.
+Example: ``python -m envs_bridge.unrealcv_server``.
 """
 
 from __future__ import annotations
@@ -81,7 +37,8 @@ from envs_bridge.unreal import PAPER_KEYS
 from jgtest.errors import BadInput
 
 MAGIC = 0x9E2B83C1
-#: The largest request payload served (bytes); a larger frame is refused (module docstring).
+#: The largest request payload served (bytes; a command is a few hundred); a larger frame is
+#: refused.
 MAX_FRAME_BYTES = 4 * 2**20
 #: Seconds a connection may stay silent before it is closed.
 IDLE_TIMEOUT_S = 300.0
@@ -90,10 +47,20 @@ MAX_CLIENTS = 16
 log = logging.getLogger(__name__)
 #: The longest a key may be held in one request (seconds).
 MAX_PRESS_S = 10.0
-FAULTS = ("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "no_greeting", "dark_text_image")
+FAULTS = (
+    "delay",
+    "drop",
+    "wrong_magic",
+    "truncated",
+    "out_of_order",
+    "error",
+    "no_greeting",
+    "dark_text_image",
+)
 UNITS_PER_CELL = 100.0
 PITCH_DEG_PER_STEP = 10.0
-#: ``vrun RestartLevel SEED`` takes ``0 <= SEED < SEED_LIMIT`` (``jax.random.key`` keeps 32 bits of a seed).
+#: ``vrun RestartLevel SEED`` takes ``0 <= SEED < SEED_LIMIT`` (``jax.random.key`` keeps 32 bits of
+#: a seed).
 SEED_LIMIT = 2**32
 MAX_PORT = 65535
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -150,7 +117,8 @@ def finite(word: str) -> float:
 
 
 class ParkGame:
-    """The game behind the server: ``ParkWorld-v0`` built once and compiled once, for every connection.
+    """The game behind the server: ``ParkWorld-v0`` built once and compiled once, for every
+    connection.
 
     Its jitted :attr:`reset`, :attr:`step` and :attr:`view` are shared by all connections (a jitted
     function may be called from several threads at once); each connection plays a :class:`World`
@@ -170,7 +138,9 @@ class ParkGame:
         types = np.asarray(self.params.ooi_type)
         self.names = [object_name(i, OOI_TYPES[t]) for i, t in enumerate(types)]
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.colours = np.array([object_colour(i) for i in range(len(self.names))] + [(0, 0, 0)], np.uint8)
+        self.colours = np.array(
+            [object_colour(i) for i in range(len(self.names))] + [(0, 0, 0)], np.uint8
+        )
 
     def warm_up(self) -> None:
         """Compiles the reset, the step and the view now, not during a client's first request (once
@@ -213,27 +183,40 @@ class World:
         self.steps = 0
 
     def press(self, key: str, seconds: float) -> None:
-        """Holds ``key`` for ``seconds`` (0 to :data:`MAX_PRESS_S`): that many ticks of its action, at least one."""
+        """Holds ``key`` for ``seconds`` (0 to :data:`MAX_PRESS_S`): that many ticks of its action,
+        at least one."""
         action = PAPER_KEYS.index(key)
         if not 0 <= seconds <= MAX_PRESS_S:
             raise BadInput(f"a key is held 0 to {MAX_PRESS_S:g} seconds, got {seconds}")
         for _ in range(max(1, int(round(seconds / self.game.tick_s)))):
             if not self.paused:
-                _, self.state, _, _, _ = self.game.step(jax.random.key(self.steps), self.state, jnp.int32(action), self.game.params)
+                _, self.state, _, _, _ = self.game.step(
+                    jax.random.key(self.steps), self.state, jnp.int32(action), self.game.params
+                )
                 self.steps += 1
 
     def frame(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rgba, mask colours rgba)`` of the current view."""
         rgb, mask = (np.asarray(x) for x in self.game.view(self.state, self.game.params))
         alpha = np.full(rgb.shape[:2] + (1,), 255, np.uint8)
-        return np.concatenate([rgb, alpha], -1), np.concatenate([self.game.colours[mask], alpha], -1)
+        return np.concatenate([rgb, alpha], -1), np.concatenate(
+            [self.game.colours[mask], alpha], -1
+        )
 
     def location(self) -> tuple[float, float, float]:
         x, y = np.asarray(self.state.pos) * UNITS_PER_CELL
-        return float(x), float(y), float(self.game.env.eye_height(self.state, self.game.params)) * UNITS_PER_CELL
+        return (
+            float(x),
+            float(y),
+            float(self.game.env.eye_height(self.state, self.game.params)) * UNITS_PER_CELL,
+        )
 
     def rotation(self) -> tuple[float, float, float]:
-        return -float(self.state.pitch) * PITCH_DEG_PER_STEP, float(np.degrees(float(self.state.yaw))), 0.0
+        return (
+            -float(self.state.pitch) * PITCH_DEG_PER_STEP,
+            float(np.degrees(float(self.state.yaw))),
+            0.0,
+        )
 
     def move_to(self, x: float, y: float) -> None:
         """Puts the player at ``(x, y)`` (Unreal units), facing as before."""
@@ -251,7 +234,38 @@ class World:
 
 
 class UnrealCVServer:
-    """The protocol server (module docstring). Use as a context manager, or :meth:`start` / :meth:`stop`.
+    """The protocol server. Use as a context manager, or :meth:`start` / :meth:`stop`.
+
+    * Frames are ``uint32 magic 0x9E2B83C1``, ``uint32 length``, payload, little-endian; on accept,
+      one greeting frame ``connected to ParkWorld``; requests ``b"<id>:<command>"``, replies
+      ``b"<id>:" + body``; an unknown command gets ``error No handler found for URI
+      '<command>'`` (``vget /unrealcv/commands`` too, as a real 5.2 server does); images are raw
+      PNG (RGBA) or BMP (32-bit BGRA) bytes.
+    * Each connection runs on a thread of its own and in a world of its own (:class:`World`): a
+      restart, a key or a teleport on one connection never moves another's player, and an idle
+      client holds up no other. The game's jitted reset, step and view are compiled once per
+      server and shared.
+    * The game: ``vset /action/keyboard KEY SECONDS`` plays ``round(SECONDS / tick_s)`` steps of
+      the key's action (at least one); ``lit`` returns the rendered frame, ``object_mask`` each
+      object in its own colour, ``/objects`` and ``/object/{name}/location|bounds|color`` the
+      objects; ``vrun RestartLevel [SEED]`` starts an episode as ``ParkWorld.reset_env`` does from
+      ``reset_key(episode_key(seed, 0, 0))`` (``0 <= SEED < 2**32``). Units are Unreal's: 100 per
+      cell (centimetres); yaw in degrees; pitch 10° per look step.
+    * Every number in a command must be finite: ``nan``, ``inf``, ``-inf`` (any case), a value
+      that overflows (``1e999``) or a position or yaw beyond float32 is answered ``error ...``
+      naming it, and the world is left as it was.
+    * Faults, injected on command (:meth:`inject`), are taken by whichever connection next meets
+      them: ``delay`` (the reply comes ``delay_s`` late), ``drop`` (half a reply, then the socket
+      closes), ``wrong_magic``, ``truncated`` (a header announcing more than is sent, then the
+      socket closes), ``out_of_order`` (the reply carries the next id), ``error`` (``error
+      injected fault``), ``no_greeting`` (the next connection is never greeted) and
+      ``dark_text_image`` (an image request gets a tiny 3-channel dark BMP, whose bytes decode as
+      text).
+    * Bounds (each refusal logged on this module's logger, naming the client): a request payload
+      over ``max_frame_bytes`` is answered ``error frame of N bytes is over the server's limit of
+      M`` and the connection closed, before any of it is buffered; a connection silent for
+      ``idle_timeout_s`` is closed; a connection beyond ``max_clients`` is sent ``error too many
+      clients (M)`` in place of the greeting and closed.
 
     Args:
       host: where to listen.
@@ -271,30 +285,55 @@ class UnrealCVServer:
         game is built), or a bad game option.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, unix_path: str | None = None, allow_remote: bool = False,
-                 delay_s: float = 2.0, tick_s: float = 0.1, project: str = "ParkWorld", max_frame_bytes: int = MAX_FRAME_BYTES,
-                 idle_timeout_s: float = IDLE_TIMEOUT_S, max_clients: int = MAX_CLIENTS, **game_kwargs):  # fmt: skip
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        unix_path: str | None = None,
+        allow_remote: bool = False,
+        delay_s: float = 2.0,
+        tick_s: float = 0.1,
+        project: str = "ParkWorld",
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        max_clients: int = MAX_CLIENTS,
+        **game_kwargs,
+    ):
         if unix_path is None:
             if not allow_remote and not _loopback(host):
-                raise BadInput(f"refusing to listen on {host!r}: not a loopback address (allow_remote=True, --allow-remote, exposes the game)")
+                raise BadInput(
+                    f"refusing to listen on {host!r}: not a loopback address "
+                    "(allow_remote=True, --allow-remote, exposes the game)"
+                )
             if not 0 <= port <= MAX_PORT:
                 raise BadInput(f"port {port} is out of range (0 to {MAX_PORT})")
         elif not unix_path:
             raise BadInput("the unix socket path is empty")
         self.host, self.port, self.unix_path = host, port, unix_path
-        for name, value in (("max_frame_bytes", max_frame_bytes), ("idle_timeout_s", idle_timeout_s), ("max_clients", max_clients)):
+        for name, value in (
+            ("max_frame_bytes", max_frame_bytes),
+            ("idle_timeout_s", idle_timeout_s),
+            ("max_clients", max_clients),
+        ):
             if not value > 0:
                 raise BadInput(f"{name} must be above 0, got {value}")
         self.delay_s, self.project = delay_s, project
-        self.max_frame_bytes, self.idle_timeout_s, self.max_clients = int(max_frame_bytes), float(idle_timeout_s), int(max_clients)
+        self.max_frame_bytes, self.idle_timeout_s, self.max_clients = (
+            int(max_frame_bytes),
+            float(idle_timeout_s),
+            int(max_clients),
+        )
         self.game = ParkGame(tick_s, **game_kwargs)
         self.faults: deque[str] = deque()  # the injected faults to come, in order
         self._skips: deque[int] = deque()  # requests each waits for once it is next
-        self.requests: deque[str] = deque(maxlen=10_000)  # the latest commands received (every connection's), in order
+        # the latest commands received (every connection's), in order
+        self.requests: deque[str] = deque(maxlen=10_000)
         self._lock = threading.Lock()  # guards the faults and the open connections
         self._sock: socket.socket | None = None
         self._acceptor: threading.Thread | None = None
-        self._connections: dict[socket.socket, threading.Thread] = {}  # each open connection and the thread serving it
+        self._connections: dict[
+            socket.socket, threading.Thread
+        ] = {}  # each open connection and the thread serving it
         self._stopping = threading.Event()
 
     # ----- lifecycle ---------------------------------------------------------------
@@ -310,7 +349,9 @@ class UnrealCVServer:
           OSError: the port (or unix path) is in use, or the host cannot be listened on; raised at
             once, before the game compiles.
         """
-        sock = socket.socket(socket.AF_UNIX if self.unix_path else socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(
+            socket.AF_UNIX if self.unix_path else socket.AF_INET, socket.SOCK_STREAM
+        )
         try:
             if self.unix_path:
                 sock.bind(self.unix_path)
@@ -337,7 +378,8 @@ class UnrealCVServer:
         if self._acceptor is not None:
             self._acceptor.join(timeout=5)
             self._acceptor = None
-        with self._lock:  # a connection leaves the registry before its socket closes: none is shut twice
+        # a connection leaves the registry before its socket closes: none is shut twice
+        with self._lock:
             serving = list(self._connections.items())
             for conn, _ in serving:
                 try:
@@ -357,10 +399,10 @@ class UnrealCVServer:
         self.stop()
 
     def inject(self, fault: str, times: int = 1, after: int = 0) -> None:
-        """The next ``times`` replies (``no_greeting``: connections) suffer ``fault``, once ``after`` more
-        requests have been answered normally after the faults injected before it. Requests on every
-        connection count, and the fault is taken by whichever connection's request (or accept) next
-        meets it."""
+        """The next ``times`` replies (``no_greeting``: connections) suffer ``fault``, once
+        ``after`` more requests have been answered normally after the faults injected before it.
+        Requests on every connection count, and the fault is taken by whichever connection's request
+        (or accept) next meets it."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
         with self._lock:
@@ -390,24 +432,34 @@ class UnrealCVServer:
                 conn, _ = self._sock.accept()
             except OSError:  # TimeoutError included: look for stop() again
                 continue
-            conn.settimeout(self.idle_timeout_s)  # its thread waits on the client that long; stop() wakes it by shutting the socket
+            # its thread waits on the client that long; stop() wakes it by shutting the socket
+            conn.settimeout(self.idle_timeout_s)
             with self._lock:
                 full = len(self._connections) >= self.max_clients
             if full:
-                log.warning("refused a connection from %s: %d clients already served", _peer(conn), self.max_clients)
+                log.warning(
+                    "refused a connection from %s: %d clients already served",
+                    _peer(conn),
+                    self.max_clients,
+                )
                 with contextlib.suppress(OSError):
-                    conn.sendall(frame_bytes(f"error too many clients ({self.max_clients})".encode()))
+                    conn.sendall(
+                        frame_bytes(f"error too many clients ({self.max_clients})".encode())
+                    )
                 conn.close()
                 continue
             greet = not self._take("no_greeting")
-            thread = threading.Thread(target=self._serve, args=(conn, greet), name="unrealcv-connection", daemon=True)
+            thread = threading.Thread(
+                target=self._serve, args=(conn, greet), name="unrealcv-connection", daemon=True
+            )
             with self._lock:
                 self._connections[conn] = thread
             thread.start()
 
     def _serve(self, conn: socket.socket, greet: bool) -> None:
-        """One connection: greeted and answered in a world of its own until either side closes it, or
-        (``greet`` false, a ``no_greeting`` fault) held open without a word until the client leaves."""
+        """One connection: greeted and answered in a world of its own until either side closes it,
+        or (``greet`` false, a ``no_greeting`` fault) held open without a word until the client
+        leaves."""
         try:
             if greet:
                 world = self.game.world()
@@ -417,8 +469,11 @@ class UnrealCVServer:
                 while conn.recv(4096):
                     pass
         except TimeoutError:
-            log.warning("closed the connection from %s: silent for %.0f s", _peer(conn), self.idle_timeout_s)
-        except OSError:  # the client left (e.g. after timing out on a delayed reply), or stop() shut the socket
+            log.warning(
+                "closed the connection from %s: silent for %.0f s", _peer(conn), self.idle_timeout_s
+            )
+        # the client left (e.g. after timing out on a delayed reply), or stop() shut the socket
+        except OSError:
             pass
         finally:
             with self._lock:
@@ -435,8 +490,18 @@ class UnrealCVServer:
                 if magic != MAGIC:
                     return  # a wrong magic: disconnect, as the server does
                 if size > self.max_frame_bytes:
-                    log.warning("closed the connection from %s: a frame of %d bytes, over the limit of %d", _peer(conn), size, self.max_frame_bytes)
-                    conn.sendall(frame_bytes(f"error frame of {size} bytes is over the server's limit of {self.max_frame_bytes}".encode()))
+                    log.warning(
+                        "closed the connection from %s: a frame of %d bytes, over the limit of %d",
+                        _peer(conn),
+                        size,
+                        self.max_frame_bytes,
+                    )
+                    conn.sendall(
+                        frame_bytes(
+                            f"error frame of {size} bytes is over the server's limit of "
+                            f"{self.max_frame_bytes}".encode()
+                        )
+                    )
                     return
                 if len(buffer) < 8 + size:
                     break
@@ -453,8 +518,23 @@ class UnrealCVServer:
         request_id, command = int(match.group(1)), match.group(2).decode("utf-8", "replace")
         self.requests.append(command)
         image_request = re.search(r"/(lit|object_mask)\b", command) is not None
-        fault = self._take("delay", "drop", "wrong_magic", "truncated", "out_of_order", "error", "dark_text_image", image_request=image_request)
-        body = b"error injected fault" if fault == "error" else dark_text_bmp() if fault == "dark_text_image" else self._handle(world, command)
+        fault = self._take(
+            "delay",
+            "drop",
+            "wrong_magic",
+            "truncated",
+            "out_of_order",
+            "error",
+            "dark_text_image",
+            image_request=image_request,
+        )
+        body = (
+            b"error injected fault"
+            if fault == "error"
+            else dark_text_bmp()
+            if fault == "dark_text_image"
+            else self._handle(world, command)
+        )
         reply = str(request_id + (fault == "out_of_order")).encode() + b":" + body
         if fault == "delay" and self._stopping.wait(self.delay_s):
             return False  # stop() came first: the reply is never sent
@@ -463,7 +543,11 @@ class UnrealCVServer:
             return True
         if fault in ("drop", "truncated"):
             whole = frame_bytes(reply)
-            part = whole[: max(9, len(whole) // 2)] if fault == "drop" else struct.pack("<II", MAGIC, len(reply) + 100) + reply
+            part = (
+                whole[: max(9, len(whole) // 2)]
+                if fault == "drop"
+                else struct.pack("<II", MAGIC, len(reply) + 100) + reply
+            )
             conn.sendall(part)
             return False
         conn.sendall(frame_bytes(reply))
@@ -498,11 +582,18 @@ class UnrealCVServer:
                     if m.group(2) == "color":
                         r, g, b = object_colour(i)
                         return f"(R={r},G={g},B={b},A=255)".encode()
-                    return fmt(game.object_location(i) if m.group(2) == "location" else game.object_bounds(i))
+                    return fmt(
+                        game.object_location(i)
+                        if m.group(2) == "location"
+                        else game.object_bounds(i)
+                    )
                 if uri == "/action/game/is_paused":
                     return b"true" if world.paused else b"false"
                 if uri in ("/unrealcv/status",):
-                    return f"Is Listening\nClient Connected\n{self.port}\nConfiguration\nWidth: {game.env.camera.res}\nHeight: {game.env.camera.res}".encode()
+                    return (
+                        f"Is Listening\nClient Connected\n{self.port}\nConfiguration\nWidth: "
+                        f"{game.env.camera.res}\nHeight: {game.env.camera.res}"
+                    ).encode()
                 if uri == "/unrealcv/version":
                     return b"v1.0.0"
                 if uri in ("/scene/name", "/level/name"):
@@ -513,7 +604,8 @@ class UnrealCVServer:
                     world.press(words[2], finite(words[3]))
                     return b"ok"
                 if re.fullmatch(r"/camera/\d+/(location|moveto)", uri) and len(words) == 5:
-                    x, y, _ = (finite(w) for w in words[2:])  # every number checked before the world changes
+                    # every number checked before the world changes
+                    x, y, _ = (finite(w) for w in words[2:])
                     world.move_to(x, y)
                     return b"ok"
                 if re.fullmatch(r"/camera/\d+/rotation", uri) and len(words) == 5:
@@ -550,7 +642,8 @@ def _loopback(host: str) -> bool:
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """``argparse`` whose refusals are one line, ``error: ... (see PROG --help)`` on stderr, and exit status 2."""
+    """``argparse`` whose refusals are one line, ``error: ... (see PROG --help)`` on stderr, and
+    exit status 2."""
 
     def error(self, message: str) -> NoReturn:
         _refuse(f"{message} (see {self.prog} --help)")
@@ -563,34 +656,69 @@ def _refuse(message: object) -> NoReturn:
 
 
 def main(argv=None) -> int:
-    """``python -m envs_bridge.unrealcv_server [--port P | --unix PATH] [--size N --num-oois K]``: serve
-    ``ParkWorld-v0`` over the UnrealCV protocol until interrupted (a stand-in Unreal game for demos).
-    A refused option (a port out of 0-65535, a non-loopback host without --allow-remote, a bad game
-    option), a port or socket path in use, or a host that cannot be listened on is one line,
-    ``error: ...`` on stderr, and exit status 2."""
+    """``python -m envs_bridge.unrealcv_server [--port P | --unix PATH] [--size N --num-oois K]``:
+    serve ``ParkWorld-v0`` over the UnrealCV protocol until interrupted (a stand-in Unreal game for
+    demos). A refused option (a port out of 0-65535, a non-loopback host without --allow-remote, a
+    bad game option), a port or socket path in use, or a host that cannot be listened on is one
+    line, ``error: ...`` on stderr, and exit status 2."""
     parser = _OneLineParser(prog="python -m envs_bridge.unrealcv_server", description=main.__doc__)
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
-    parser.add_argument("--port", type=int, default=9000, help=f"0 to {MAX_PORT}; 0 picks a free one (default 9000)")
-    parser.add_argument("--unix", default=None, metavar="PATH", help="listen on a unix socket instead")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=9000, help=f"0 to {MAX_PORT}; 0 picks a free one (default 9000)"
+    )
+    parser.add_argument(
+        "--unix", default=None, metavar="PATH", help="listen on a unix socket instead"
+    )
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
-    parser.add_argument("--size", type=int, default=None, help="the park's side in cells (ParkWorld's default)")
+    parser.add_argument(
+        "--size", type=int, default=None, help="the park's side in cells (ParkWorld's default)"
+    )
     parser.add_argument("--num-oois", type=int, default=247, help="the park's objects")
-    parser.add_argument("--max-frame-bytes", type=int, default=MAX_FRAME_BYTES, help=f"the largest request served (default {MAX_FRAME_BYTES})")
-    parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT_S, help=f"seconds a silent connection is kept (default {IDLE_TIMEOUT_S:.0f})")
-    parser.add_argument("--max-clients", type=int, default=MAX_CLIENTS, help=f"connections served at once (default {MAX_CLIENTS})")
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=MAX_FRAME_BYTES,
+        help=f"the largest request served (default {MAX_FRAME_BYTES})",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=IDLE_TIMEOUT_S,
+        help=f"seconds a silent connection is kept (default {IDLE_TIMEOUT_S:.0f})",
+    )
+    parser.add_argument(
+        "--max-clients",
+        type=int,
+        default=MAX_CLIENTS,
+        help=f"connections served at once (default {MAX_CLIENTS})",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
     try:
         park = {"num_oois": args.num_oois} | ({} if args.size is None else {"size": args.size})
-        bounds = {"max_frame_bytes": args.max_frame_bytes, "idle_timeout_s": args.idle_timeout, "max_clients": args.max_clients}
-        server = UnrealCVServer(args.host, args.port, args.unix, args.allow_remote, **bounds, **park)
+        bounds = {
+            "max_frame_bytes": args.max_frame_bytes,
+            "idle_timeout_s": args.idle_timeout,
+            "max_clients": args.max_clients,
+        }
+        server = UnrealCVServer(
+            args.host, args.port, args.unix, args.allow_remote, **bounds, **park
+        )
         server.start()
     except ValueError as error:  # a refused option
         _refuse(error)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
-            _refuse(f"{args.unix} is in use" if args.unix else f"port {args.port} on {args.host} is in use")
-        _refuse(f"cannot listen on {args.unix or f'{args.host}:{args.port}'}: {error.strerror or error}")
+            _refuse(
+                f"{args.unix} is in use"
+                if args.unix
+                else f"port {args.port} on {args.host} is in use"
+            )
+        _refuse(
+            f"cannot listen on {args.unix or f'{args.host}:{args.port}'}: {error.strerror or error}"
+        )
     print(f"serving ParkWorld-v0 over UnrealCV at {server.address} (Ctrl-C stops)", flush=True)
     try:
         while True:

@@ -1,14 +1,10 @@
 """jgtest: automated video-game testing with learning agents, in JAX.
 
-Public surface::
+Public surface, loaded on first use (PEP 562) so that ``import jgtest`` does not start JAX::
 
-    env, params = jgtest.make("BlockMaze-v0")
+    env, params = jgtest.make("BlockMaze-v0")     # or "gymnax:ID", "craftax:ID"
     jgtest.register("MyGame-v0", MyGame)
-    env, params = jgtest.adapt(gymnax_env, gymnax_params, telemetry=fn)   # any gymnax-API game
-    env, params = jgtest.make("craftax:Craftax-Classic-Symbolic-v1")      # or by name (gymnax:ID, craftax:ID)
-
-The names load on first use (PEP 562), so ``import jgtest`` (and the command line's ``--help``)
-does not start JAX.
+    env, params = jgtest.adapt(gymnax_env, gymnax_params, telemetry=fn)
 """
 
 import importlib
@@ -35,7 +31,11 @@ def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'jgtest' has no attribute {name!r}")
     module = _LAZY[name]
-    value = importlib.import_module(f"jgtest.{name}") if module is None else getattr(importlib.import_module(module), name)
+    value = (
+        importlib.import_module(f"jgtest.{name}")
+        if module is None
+        else getattr(importlib.import_module(module), name)
+    )
     globals()[name] = value
     return value
 

@@ -1,58 +1,18 @@
 """Periodic save and resume of training state, refusing checkpoints of another config.
 
-A :class:`Checkpointer` wraps :class:`orbax.checkpoint.CheckpointManager` for the
-one thing a training loop needs: write the whole training state (any pytree of
-arrays: parameters, optimizer state, environment states, PRNG keys, counters)
-every so often, and on restart find the newest one and load it back into the
-same structure. Two guards make resuming safe:
+A :class:`Checkpointer` wraps orbax's ``CheckpointManager``: it saves any pytree of training state
+and, on restart, restores the newest intact step.
 
-* a checkpoint directory belongs to one config: its fingerprint
-  (:func:`config_fingerprint`) is written to ``DIR/jgtest_config.json`` (and to
-  the manager's own root metadata) when the first :class:`Checkpointer` opens
-  the directory, and any later :class:`Checkpointer` (or restore) with a
-  different fingerprint is refused with a :class:`jgtest.errors.ResumeRefused`
-  (a ``ValueError``), as is a directory holding steps but no fingerprint file, an
-  unreadable fingerprint file or one of another format. :func:`check_fingerprint`
-  makes the same check without creating or writing anything, so a campaign can
-  refuse ``--resume`` before it touches its run directory; :class:`Checkpointer`
-  runs it before it opens the directory, so a refused one leaves it as it was;
-* :meth:`Checkpointer.restore` checks the stored tree (orbax's metadata of the
-  step) against ``state_like`` (same leaf paths, same shapes, same PRNG key
-  implementations) and names every difference instead of failing deep inside
-  orbax, or restoring a mismatched leaf silently.
-
-A damaged checkpoint does not end a run that has an intact older one:
-:meth:`Checkpointer.restore_latest` (and :meth:`Checkpointer.restore` without a
-step) tries the newest step, and if its metadata or data cannot be read (a
-truncated or overwritten file, a missing item) it tries the next older kept step,
-and so on. Once an older step is restored, each damaged newer step is moved aside
-to ``DIR/damaged-STEP`` (a name orbax does not take for a step, kept for a human
-to inspect) so that the run can save those steps again, and a warning names the
-step, the error and where it went. If no kept step can be restored, a
-:class:`jgtest.errors.BadFile` names the steps tried and nothing is moved. A
-stored tree that does not match ``state_like`` is not damage: that
-``ValueError`` is raised at once. :meth:`Checkpointer.restore_latest` returns the
-step it restored with the state, so a caller counting steps outside the state
-continues from the step it actually got.
-
-The state is saved and restored by orbax's standard pytree handler
-(``StandardSave``/``StandardRestore``), typed PRNG key arrays
-(``jax.random.key``) included. Orbax's step metadata shows a key array only as
-its ``uint32`` key data, so the implementation of every key is also kept in the
-step's custom metadata for that check.
+* chosen: a directory belongs to one config (:func:`config_fingerprint`), because resuming another
+  config's state would be silently wrong.
+* chosen: a damaged step falls back to an older one, because a run should not end on it.
 
 Example::
 
-    config = PPOConfig(...)                      # a frozen dataclass
-    check_fingerprint("runs/ppo/ckpt", config_fingerprint(config))  # on --resume, before writing anything
-    ckpt = Checkpointer("runs/ppo/ckpt", config_fingerprint(config))
-    state, start = init_state(jax.random.key(0)), 0
+    ckpt = Checkpointer(path, config_fingerprint(config))
     if ckpt.latest_step() is not None:
-        start, state = ckpt.restore_latest(state)  # resume (from an older step if the newest is damaged)
-    for step in range(start, num_updates):
-        state = update(state)
-        if (step + 1) % 100 == 0:
-            ckpt.save(step + 1, state)           # durable when it returns
+        start, state = ckpt.restore_latest(state)
+    ckpt.save(step, state)                       # durable when it returns
 """
 
 from __future__ import annotations
@@ -86,7 +46,8 @@ CONFIG_FILENAME = "jgtest_config.json"
 _FORMAT_VERSION = 2  # 1 stored typed PRNG keys as their key data, tuples as dicts
 _KEY_IMPLS = "jgtest_key_impls"
 _MAX_LISTED = 8
-#: How orbax names (and finds) step directories: ``DIR/<step>``; other names (``damaged-3``) are not steps.
+#: How orbax names (and finds) step directories: ``DIR/<step>``; other names (``damaged-3``) are not
+#: steps.
 _STEP_NAMES = ocp.step.standard_name_format()
 #: Prefix of the name a damaged step directory is moved aside to (``DIR/damaged-<step>``).
 _DAMAGED_PREFIX = "damaged-"
@@ -121,7 +82,8 @@ def _jsonable(obj: Any) -> Any:
             return f"{getattr(obj, '__module__', '')}.{name}"
     raise TypeError(
         f"config_fingerprint: cannot fingerprint a value of type {type(obj).__name__} ({obj!r}); "
-        "configs should hold numbers, strings, bools, None, tuples, dicts, enums and nested dataclasses"
+        "configs should hold numbers, strings, bools, None, tuples, dicts, enums and nested "
+        "dataclasses"
     )
 
 
@@ -156,11 +118,11 @@ def config_fingerprint(config: Any) -> str:
 
 
 def config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
-    """The frozen dataclass ``cls`` back from its JSON form (``dataclasses.asdict`` written as JSON, as a
-    run's ``config.json`` holds it): nested dataclass fields (those whose default is a dataclass) are
-    rebuilt from their dicts, JSON lists become tuples; keys of ``data`` that are not fields of ``cls``
-    (a run's extra entries) are left out. The result has the original's :func:`config_fingerprint`,
-    so a run's checkpoints open with it.
+    """The frozen dataclass ``cls`` back from its JSON form (``dataclasses.asdict`` written as JSON,
+    as a run's ``config.json`` holds it): nested dataclass fields (those whose default is a
+    dataclass) are rebuilt from their dicts, JSON lists become tuples; keys of ``data`` that are not
+    fields of ``cls`` (a run's extra entries) are left out. The result has the original's
+    :func:`config_fingerprint`, so a run's checkpoints open with it.
 
     Raises:
       TypeError: a nested dict with a key its dataclass does not have.
@@ -188,27 +150,37 @@ def _dataclass_from(cls: type, data: Mapping[str, Any]) -> Any:
     defaults = {field.name: field.default for field in dataclasses.fields(cls)}
     if unknown := sorted(set(data) - set(defaults)):
         raise TypeError(f"{cls.__name__}: unexpected keyword argument {unknown[0]!r}")
-    nested = lambda name, value: dataclasses.is_dataclass(defaults[name]) and isinstance(value, Mapping)
-    return cls(**{k: _dataclass_from(type(defaults[k]), v) if nested(k, v) else as_tuples(v) for k, v in data.items()})
+    nested = lambda name, value: (
+        dataclasses.is_dataclass(defaults[name]) and isinstance(value, Mapping)
+    )
+    return cls(
+        **{
+            k: _dataclass_from(type(defaults[k]), v) if nested(k, v) else as_tuples(v)
+            for k, v in data.items()
+        }
+    )
 
 
 # ----------------------------------------------------------------------------
 # Checkpointer
 # ----------------------------------------------------------------------------
 def _one_line(text: Any, limit: int = _MAX_ERROR_CHARS) -> str:
-    """``text`` with its whitespace runs (newlines included) as single spaces, cut to ``limit`` characters."""
+    """``text`` with its whitespace runs (newlines included) as single spaces, cut to ``limit``
+    characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _saved_steps(directory: str) -> list[int]:
-    """The finalized steps in ``directory`` as the Checkpointer's manager finds them, oldest first; reads only."""
+    """The finalized steps in ``directory`` as the Checkpointer's manager finds them, oldest first;
+    reads only."""
     return sorted(metadata.step for metadata in _STEP_NAMES.find_all(directory))
 
 
 def _holds_fingerprint(directory: str, config_fingerprint: str) -> bool:
-    """The check of :func:`check_fingerprint`: ``True`` if ``directory`` holds ``config_fingerprint``,
-    ``False`` if it holds no fingerprint and no steps (nothing to check); reads only."""
+    """The check of :func:`check_fingerprint`: ``True`` if ``directory`` holds
+    ``config_fingerprint``, ``False`` if it holds no fingerprint and no steps (nothing to check);
+    reads only."""
     if not isinstance(config_fingerprint, str) or not config_fingerprint:
         raise ValueError("checkpoint: config_fingerprint must be a non-empty string")
     if not os.path.exists(directory):
@@ -229,19 +201,23 @@ def _holds_fingerprint(directory: str, config_fingerprint: str) -> bool:
         stored, version = payload["config_fingerprint"], payload.get("format", 1)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ResumeRefused(
-            f"checkpoint at {directory}: cannot read {CONFIG_FILENAME} ({_one_line(e)}), so its config "
+            f"checkpoint at {directory}: cannot read {CONFIG_FILENAME} ({_one_line(e)}), so "
+            "its config "
             "cannot be checked; use another directory"
         ) from e
     if stored != config_fingerprint:
         raise ResumeRefused(
             f"checkpoint at {directory} was written for a different config: "
-            f"stored fingerprint {_one_line(stored, 80)}, this run's fingerprint {config_fingerprint}; "
+            f"stored fingerprint {_one_line(stored, 80)}, this run's fingerprint "
+            f"{config_fingerprint}; "
             "resume with the same config or use another directory"
         )
     if version != _FORMAT_VERSION:
         raise ResumeRefused(
-            f"checkpoint at {directory} has format {_one_line(version, 40)}, this jgtest reads format "
-            f"{_FORMAT_VERSION} (format 1 stored PRNG keys as raw key data); start the run again in another directory"
+            f"checkpoint at {directory} has format {_one_line(version, 40)}, this jgtest "
+            "reads format "
+            f"{_FORMAT_VERSION} (format 1 stored PRNG keys as raw key data); start the run "
+            "again in another directory"
         )
     return True
 
@@ -269,7 +245,8 @@ def check_fingerprint(directory: str | os.PathLike, config_fingerprint: str) -> 
 
 
 class _Damaged(Exception):
-    """A step whose metadata or data orbax could not read; ``error``: what went wrong, in one line."""
+    """A step whose metadata or data orbax could not read; ``error``: what went wrong, in one
+    line."""
 
     def __init__(self, step: int, error: str):
         self.step, self.error = step, error
@@ -277,7 +254,8 @@ class _Damaged(Exception):
 
 
 def _describe(e: BaseException) -> str:
-    """``e`` in one line, as its innermost cause (tensorstore's reason under orbax's wrapper) when it has one."""
+    """``e`` in one line, as its innermost cause (tensorstore's reason under orbax's wrapper) when
+    it has one."""
     seen = {id(e)}
     while e.__cause__ is not None and id(e.__cause__) not in seen:
         e = e.__cause__
@@ -286,21 +264,23 @@ def _describe(e: BaseException) -> str:
 
 
 def _read_step(step: int, read: Callable[[], Any]) -> Any:
-    """``read()``, orbax reading step ``step``; an error of the step's own (not memory running out) is
-    raised as a :class:`_Damaged` holding its text only.
+    """``read()``, orbax reading step ``step``; an error of the step's own (not memory running out)
+    is raised as a :class:`_Damaged` holding its text only.
 
-    When one of orbax's concurrent reads fails, the others' coroutines are closed unfinished and raise
-    from their ``except BaseException`` (and a tensorstore callback may find the event loop closed):
-    Python would print each as "Exception ignored in ...", screens of tensorstore specs after the
-    warning that matters. So the error is dropped (its traceback keeps those coroutines alive) and the
-    garbage collected with such reports filtered out; any other report goes on to the hook in place.
+    When one of orbax's concurrent reads fails, the others' coroutines are closed unfinished and
+    raise from their ``except BaseException`` (and a tensorstore callback may find the event loop
+    closed): Python would print each as "Exception ignored in ...", screens of tensorstore specs
+    after the warning that matters. So the error is dropped (its traceback keeps those coroutines
+    alive) and the garbage collected with such reports filtered out; any other report goes on to the
+    hook in place.
     """
     previous = sys.unraisablehook
 
     def hook(unraisable: Any) -> None:
         code = getattr(unraisable.object, "cr_code", None)
         if "orbax" in getattr(code, "co_filename", "") or (
-            isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(unraisable.exc_value)
+            isinstance(unraisable.exc_value, RuntimeError)
+            and "Event loop is closed" in str(unraisable.exc_value)
         ):
             return
         previous(unraisable)
@@ -320,11 +300,16 @@ def _read_step(step: int, read: Callable[[], Any]) -> Any:
 
 
 def _is_disk_full(e: BaseException) -> bool:
-    """Whether ``e`` (or what caused it, orbax wrapping tensorstore) is a full disk or a file-size limit."""
+    """Whether ``e`` (or what caused it, orbax wrapping tensorstore) is a full disk or a file-size
+    limit."""
     seen = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "No space left" in str(e) or "quota exceeded" in str(e).lower():
+        if (
+            getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            or "No space left" in str(e)
+            or "quota exceeded" in str(e).lower()
+        ):
             return True
         e = e.__cause__ or e.__context__
     return False
@@ -353,11 +338,18 @@ def _placed_like(like: Any, restored: Any) -> Any:
     persistent compilation cache)."""
     if isinstance(like, np.generic):
         return restored[()]
-    placed = like.committed if isinstance(like, jax.Array) else getattr(like, "sharding", None) is not None
+    placed = (
+        like.committed
+        if isinstance(like, jax.Array)
+        else getattr(like, "sharding", None) is not None
+    )
     if placed or not isinstance(restored, jax.Array) or not restored.committed:
         return restored
     if _is_key(restored):
-        return jax.random.wrap_key_data(jnp.asarray(np.asarray(jax.random.key_data(restored))), impl=jax.random.key_impl(restored))
+        return jax.random.wrap_key_data(
+            jnp.asarray(np.asarray(jax.random.key_data(restored))),
+            impl=jax.random.key_impl(restored),
+        )
     return jnp.asarray(np.asarray(restored))
 
 
@@ -369,15 +361,21 @@ def strongly_typed(state: PyTree) -> PyTree:
     resumed run call the step with the same argument types: jit keys its cache on weak types, and
     without it a resumed run compiles every step function again instead of reusing the
     uninterrupted run's (in memory or from the persistent compilation cache)."""
-    return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
+    return jax.tree.map(
+        lambda x: jax.lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x,
+        state,
+    )
 
 
 def _flat(tree: PyTree) -> dict[str, Any]:
-    """Leaves by dotted path, as orbax names them (``opt_state.0.mu``); colliding paths are refused."""
+    """Leaves by dotted path, as orbax names them (``opt_state.0.mu``); colliding paths are
+    refused."""
     flat = ocp.tree.to_flat_dict(tree)
     names = [".".join(path) for path in flat]
     if dup := sorted(name for name, count in Counter(names).items() if count > 1):
-        raise ValueError(f"checkpoint: the state has leaves whose paths collide when written: {dup}")
+        raise ValueError(
+            f"checkpoint: the state has leaves whose paths collide when written: {dup}"
+        )
     return dict(zip(names, flat.values()))
 
 
@@ -415,7 +413,13 @@ class Checkpointer:
         restored = ckpt.restore({"params": params, "key": key})
     """
 
-    def __init__(self, directory: str | os.PathLike, config_fingerprint: str, max_to_keep: int = 2, loop: bool = True):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        config_fingerprint: str,
+        max_to_keep: int = 2,
+        loop: bool = True,
+    ):
         if not isinstance(config_fingerprint, str) or not config_fingerprint:
             raise ValueError("Checkpointer: config_fingerprint must be a non-empty string")
         if max_to_keep < 1:
@@ -424,8 +428,10 @@ class Checkpointer:
         self.config_fingerprint = config_fingerprint
         self.max_to_keep = int(max_to_keep)
         self._config_path = os.path.join(self.directory, CONFIG_FILENAME)
-        fresh = not _holds_fingerprint(self.directory, config_fingerprint)  # before orbax creates or writes anything
-        # The handler given up front lets a fresh manager (a resumed run) read existing steps' metadata.
+        # before orbax creates or writes anything
+        fresh = not _holds_fingerprint(self.directory, config_fingerprint)
+        # The handler given up front lets a fresh manager (a resumed run) read existing steps'
+        # metadata.
         self._manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(
@@ -451,7 +457,11 @@ class Checkpointer:
     def _write_fingerprint(self) -> None:
         tmp = self._config_path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"config_fingerprint": self.config_fingerprint, "format": _FORMAT_VERSION}, f, sort_keys=True)
+            json.dump(
+                {"config_fingerprint": self.config_fingerprint, "format": _FORMAT_VERSION},
+                f,
+                sort_keys=True,
+            )
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._config_path)
@@ -490,7 +500,8 @@ class Checkpointer:
         latest = self.latest_step()
         if latest is not None and step <= latest:
             raise ValueError(
-                f"checkpoint at {self.directory}: cannot save step {step}, it is not after the latest "
+                f"checkpoint at {self.directory}: cannot save step {step}, it is not after "
+                "the latest "
                 f"saved step {latest}"
             )
         leaves = _flat(state)
@@ -498,7 +509,10 @@ class Checkpointer:
             raise ValueError("Checkpointer.save: the state has no leaves")
         for name, leaf in leaves.items():
             if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float)):
-                raise TypeError(f"Checkpointer.save: leaf {name} is a {type(leaf).__name__}, not an array or a number")
+                raise TypeError(
+                    f"Checkpointer.save: leaf {name} is a {type(leaf).__name__}, not an "
+                    "array or a number"
+                )
         key_impls = {name: _key_impl(leaf) for name, leaf in leaves.items() if _is_key(leaf)}
         try:
             self._manager.save(
@@ -511,15 +525,20 @@ class Checkpointer:
         except Exception as e:
             if not _is_disk_full(e):
                 raise
-            size = sum(np.asarray(jax.random.key_data(x) if _is_key(x) else x).nbytes for x in leaves.values())
+            size = sum(
+                np.asarray(jax.random.key_data(x) if _is_key(x) else x).nbytes
+                for x in leaves.values()
+            )
             raise BadFile(
-                f"checkpoint at {self.directory}: cannot save step {step}, the disk is full (the state needs about {size:,} bytes); "
+                f"checkpoint at {self.directory}: cannot save step {step}, the disk is full "
+                f"(the state needs about {size:,} bytes); "
                 "free some space and continue with --resume"
             ) from None
         interrupts.checkpoint_reached(step)
 
     def restore(self, state_like: PyTree, step: int | None = None) -> PyTree:
-        """Loads checkpoint ``step`` (default: the latest intact one) into ``state_like``'s structure.
+        """Loads checkpoint ``step`` (default: the latest intact one) into ``state_like``'s
+        structure.
 
         Args:
           state_like: a pytree with the structure, shapes and dtypes to restore
@@ -551,7 +570,8 @@ class Checkpointer:
         steps = self.all_steps()
         if int(step) not in steps:
             raise FileNotFoundError(
-                f"checkpoint at {self.directory}: no checkpoint for step {step} (kept steps: {steps})"
+                f"checkpoint at {self.directory}: no checkpoint for step {step} (kept steps: "
+                f"{steps})"
             )
         try:
             return self._restore_step(int(step), state_like)
@@ -559,7 +579,8 @@ class Checkpointer:
             raise BadFile(f"checkpoint at {self.directory}: cannot restore {e}") from None
 
     def restore_latest(self, state_like: PyTree) -> tuple[int, PyTree]:
-        """Loads the newest step that can be read into ``state_like``'s structure: ``(step, state)``.
+        """Loads the newest step that can be read into ``state_like``'s structure:
+        ``(step, state)``.
 
         Steps are tried newest first; one whose metadata or data orbax cannot
         read is skipped for the next older kept step. Once a step is restored,
@@ -589,7 +610,8 @@ class Checkpointer:
         return self._restore_latest(state_like, stacklevel=3)
 
     def _restore_latest(self, state_like: PyTree, stacklevel: int) -> tuple[int, PyTree]:
-        """:meth:`restore_latest`; its warnings point ``stacklevel`` frames up (the public method's caller)."""
+        """:meth:`restore_latest`; its warnings point ``stacklevel`` frames up (the public method's
+        caller)."""
         check_fingerprint(self.directory, self.config_fingerprint)
         steps = self.all_steps()
         if not steps:
@@ -604,7 +626,8 @@ class Checkpointer:
             for e in damaged:
                 where = self._set_aside(e.step)
                 warnings.warn(
-                    f"checkpoint at {self.directory}: step {e.step} cannot be restored ({e.error}); "
+                    f"checkpoint at {self.directory}: step {e.step} cannot be restored "
+                    f"({e.error}); "
                     f"moved it aside to {where} and restored step {step} instead",
                     stacklevel=stacklevel,
                 )
@@ -613,25 +636,34 @@ class Checkpointer:
             return step, restored
         raise BadFile(
             f"checkpoint at {self.directory}: no kept step can be restored (tried steps "
-            f"{[e.step for e in damaged]}: " + "; ".join(map(str, damaged)) + "); start the run again in another directory"
+            f"{[e.step for e in damaged]}: "
+            + "; ".join(map(str, damaged))
+            + "); start the run again in another directory"
         )
 
     def _restore_step(self, step: int, state_like: PyTree) -> PyTree:
-        """Checkpoint ``step`` into ``state_like``; raises :class:`_Damaged` when orbax cannot read it."""
+        """Checkpoint ``step`` into ``state_like``; raises :class:`_Damaged` when orbax cannot read
+        it."""
+
         def read_metadata() -> tuple[dict, dict[str, str]]:
             metadata = self._manager.metadata(step)
             stored_impls = metadata.custom_metadata[_KEY_IMPLS]
             if not isinstance(stored_impls, dict):
-                raise TypeError(f"{_KEY_IMPLS} in the step's metadata is a {type(stored_impls).__name__}, not a dict")
+                raise TypeError(
+                    f"{_KEY_IMPLS} in the step's metadata is a "
+                    f"{type(stored_impls).__name__}, not a dict"
+                )
             return _flat(metadata.item_metadata.tree), stored_impls
 
         stored, stored_impls = _read_step(step, read_metadata)
-        self._check_structure(step, stored, stored_impls, state_like)  # a mismatch is not damage: raised as is
+        # a mismatch is not damage: raised as is
+        self._check_structure(step, stored, stored_impls, state_like)
         device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
 
         def target(leaf: Any) -> Any:
             if isinstance(leaf, jax.ShapeDtypeStruct) and leaf.sharding is None:
-                return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device)  # a jax.Array, not numpy
+                # a jax.Array, not numpy
+                return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device)
             return _numpy_scalar_as_array(leaf)
 
         args = ocp.args.StandardRestore(jax.tree.map(target, state_like))
@@ -639,7 +671,8 @@ class Checkpointer:
         return jax.tree.map(_placed_like, state_like, restored)
 
     def _set_aside(self, step: int) -> str:
-        """Moves step ``step``'s directory to ``DIR/damaged-STEP`` (``-2``, ``-3``... if taken); returns the new path."""
+        """Moves step ``step``'s directory to ``DIR/damaged-STEP`` (``-2``, ``-3``... if taken);
+        returns the new path."""
         source = os.path.join(self.directory, _STEP_NAMES.build_name(step))
         target, n = os.path.join(self.directory, f"{_DAMAGED_PREFIX}{step}"), 1
         while os.path.lexists(target):
@@ -648,9 +681,11 @@ class Checkpointer:
         os.rename(source, target)
         return target
 
-    def _check_structure(self, step: int, stored: dict, stored_impls: dict[str, str], state_like: PyTree) -> None:
-        """Raises a ``ValueError`` naming every difference between ``stored`` (orbax's metadata of the
-        step's leaves, by dotted path, and its keys' implementations) and ``state_like``."""
+    def _check_structure(
+        self, step: int, stored: dict, stored_impls: dict[str, str], state_like: PyTree
+    ) -> None:
+        """Raises a ``ValueError`` naming every difference between ``stored`` (orbax's metadata of
+        the step's leaves, by dotted path, and its keys' implementations) and ``state_like``."""
         wanted = _flat(state_like)
         problems = []
         if missing := sorted(wanted.keys() - stored.keys()):
@@ -660,13 +695,22 @@ class Checkpointer:
         for name, leaf in wanted.items():
             impl = _key_impl(leaf) if _is_key(leaf) else None
             if stored_impls.get(name) != impl:
-                have, want = (f"a PRNG key ({i})" if i else "not a PRNG key" for i in (stored_impls.get(name), impl))
+                have, want = (
+                    f"a PRNG key ({i})" if i else "not a PRNG key"
+                    for i in (stored_impls.get(name), impl)
+                )
                 problems.append(f"{name}: {have} in the checkpoint, {want} in state_like")
                 continue
-            # orbax's metadata gives a key array the shape of its key data (with the implementation's trailing dims)
-            shape = tuple(jax.eval_shape(jax.random.key_data, leaf).shape if impl else np.shape(leaf))
+            # orbax's metadata gives a key array the shape of its key data (with the
+            # implementation's trailing dims)
+            shape = tuple(
+                jax.eval_shape(jax.random.key_data, leaf).shape if impl else np.shape(leaf)
+            )
             if name in stored and tuple(stored[name].shape) != shape:
-                problems.append(f"{name}: shape {tuple(stored[name].shape)} in the checkpoint, {shape} in state_like")
+                problems.append(
+                    f"{name}: shape {tuple(stored[name].shape)} in the checkpoint, {shape} "
+                    "in state_like"
+                )
         if problems:
             raise ValueError(
                 f"checkpoint at {self.directory}, step {step}, does not match state_like:\n  - "
@@ -695,4 +739,10 @@ class Checkpointer:
         )
 
 
-__all__ = ["CONFIG_FILENAME", "Checkpointer", "check_fingerprint", "config_fingerprint", "strongly_typed"]
+__all__ = [
+    "CONFIG_FILENAME",
+    "Checkpointer",
+    "check_fingerprint",
+    "config_fingerprint",
+    "strongly_typed",
+]

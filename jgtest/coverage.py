@@ -1,51 +1,13 @@
 """Coverage: the cells of a game's state, and the distinct cells a run covers.
 
-**Cells.** Wuji (Zheng et al., ASE 2019, §V-C "Evaluation on coverage
-increase") cuts every state feature into ``m`` equal intervals; a state falls
-into one bucket per feature, and the state coverage is the number of distinct
-bucket tuples covered (at most ``m**n`` for ``n`` features). :func:`bucket_id`
-numbers the tuples; every game reports the cell of each step in
-``telemetry.cell``.
+Wuji (Zheng et al., ASE 2019, §V-C) cuts each state feature into ``m`` equal intervals; state
+coverage counts the distinct bucket tuples (:func:`bucket_id`, at most ``m**n``). A *cell set*
+(:func:`cell_set`) is one pure ``init`` / ``add`` / ``contains`` / ``clear`` interface for episode
+cells, campaign coverage and PPGTA's pathway coverage; Wuji's states are counted by hash
+(:class:`DistinctStates`).
 
-**Distinct cells: one mechanism for every consumer.** A *cell set* is a pure
-``init`` / ``add`` / ``contains`` / ``clear`` interface over a small pytree
-(:class:`CellSetState`); ``add`` returns how many cells were new, so counts are
-kept incrementally (never a sum over the whole map per step). Consumers:
-
-* :class:`jgtest.envs.wrappers.EpisodeStatistics`: one set per env, cleared
-  when an episode ends (``info["episode_cells"]``);
-* the random campaign: one set for the whole campaign, each device call's
-  cells added in one chunk (``summary["state_coverage"]``);
-* Wuji's exploration score (distinct states of a run over bucket tuples of all
-  its features, which can number ``m**n``): :func:`count_distinct_states`, and its
-  state coverage of a campaign, the same states' 64-bit hashes merged on the host
-  (:class:`ObservationStates`, :class:`DistinctStates`);
-* PPGTA's pathway coverage: :func:`fraction_covered` of the pathway cells;
-* RELINE's low-FPS cells: per-cell visit counts over a map-sized grid,
-  :func:`visit_counts` (dense by nature: every cell carries two counts).
-
-Two representations share the interface; :func:`cell_set` picks the smaller:
-
-==================  ===============================  ====================================
-                    :class:`BitSet` (``num_cells``)   :class:`HashSet` (``capacity``)
-==================  ===============================  ====================================
-memory              ``ceil(num_cells / 32)`` uint32   ``2 * capacity`` int32 (power of two)
-exact               always                           while distinct cells ≤ capacity; a
-                                                     new cell beyond that is dropped and
-                                                     ``overflowed`` is set
-``add`` cost         one word gathered and written    ~1-2 probes per cell at load ≤ 1/2
-``clear`` cost       every word zeroed                one counter bumped (entries are
-                                                     stamped with a generation)
-suits               cell spaces up to ~10^8 cells     huge or unbounded spaces (``m**n``)
-==================  ===============================  ====================================
-
-``add`` takes any number of cells at once: several are first sorted and
-de-duplicated, then written together (a chunk of a campaign). Cell ids are
-non-negative ``int32``; ids outside the set's range (and those masked off by
-``valid``) are ignored.
-
-All device functions are pure and jittable; sets are static, hashable
-dataclasses, so they can be closed over or passed as static arguments.
+* chosen: ``add`` returns how many cells were new, because counts then stay incremental.
+* chosen: a bit set or a hash set, whichever is smaller, because spaces reach ``m**n`` cells.
 """
 
 from __future__ import annotations
@@ -96,7 +58,8 @@ def bucket_id(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
     n = features.shape[-1]
     if num_buckets**n > _IGNORED:
         raise ValueError(
-            f"{num_buckets}**{n} bucket tuples do not fit int32 cell ids; use fewer buckets or features"
+            f"{num_buckets}**{n} bucket tuples do not fit int32 cell ids; use fewer buckets "
+            "or features"
         )
     idx = bucketize(features, low, high, num_buckets)
     strides = np.asarray([num_buckets ** (n - 1 - i) for i in range(n)], np.int32)
@@ -164,18 +127,28 @@ def state_hashes(features: jax.Array, low, high, num_buckets: int) -> jax.Array:
     """``uint32[..., 2]``: two independent 32-bit hashes of each state's bucket tuple.
 
     Each of the ``n`` features (the last axis of ``features``) is cut into ``num_buckets`` equal
-    intervals of ``[low, high]`` (:func:`bucketize`); a state is its tuple of buckets, one of ``m**n``
-    (far beyond any table for, say, 20 features). The tuple is hashed twice,
+    intervals of ``[low, high]`` (:func:`bucketize`); a state is its tuple of buckets, one of
+    ``m**n`` (far beyond any table for, say, 20 features). The tuple is hashed twice,
     ``Σ_i (b_i + 1)·a_i mod 2**32`` for two fixed vectors of random odd ``a_i``: two distinct tuples
     share both hashes with probability about ``2**-62``. The 64 bits stand for the state in
     :func:`count_distinct_states` (one run) and :class:`DistinctStates` (a campaign).
     """
     rows = bucketize(features, low, high, num_buckets).astype(jnp.uint32)
-    multipliers = np.random.default_rng(0x5EED).integers(0, 2**31, size=(2, rows.shape[-1]), dtype=np.uint32) * np.uint32(2) + np.uint32(1)
-    return jnp.stack([jnp.sum((rows + jnp.uint32(1)) * jnp.asarray(a), axis=-1, dtype=jnp.uint32) for a in multipliers], axis=-1)
+    multipliers = np.random.default_rng(0x5EED).integers(
+        0, 2**31, size=(2, rows.shape[-1]), dtype=np.uint32
+    ) * np.uint32(2) + np.uint32(1)
+    return jnp.stack(
+        [
+            jnp.sum((rows + jnp.uint32(1)) * jnp.asarray(a), axis=-1, dtype=jnp.uint32)
+            for a in multipliers
+        ],
+        axis=-1,
+    )
 
 
-def count_distinct_states(features: jax.Array, valid: jax.Array | None, low, high, num_buckets: int) -> jax.Array:
+def count_distinct_states(
+    features: jax.Array, valid: jax.Array | None, low, high, num_buckets: int
+) -> jax.Array:
     """Distinct bucket tuples among the states ``features [T, n]`` (Wuji §IV-B, §V-C), no table.
 
     The states' :func:`state_hashes` are sorted and the first copy of each counted:
@@ -234,11 +207,14 @@ class ObservationStates:
 
     def count_distinct(self, obs: jax.Array, valid: jax.Array | None = None) -> jax.Array:
         """Distinct states among the observations ``[T, *obs_shape]`` of one run."""
-        return count_distinct_states(self.features(obs), valid, self.low, self.high, self.num_buckets)
+        return count_distinct_states(
+            self.features(obs), valid, self.low, self.high, self.num_buckets
+        )
 
 
 class DistinctStates:
-    """The distinct states a campaign has seen, as the sorted ``uint64`` array of their hashes (host).
+    """The distinct states a campaign has seen, as the sorted ``uint64`` array of their hashes
+    (host).
 
     Wuji's state coverage (§V-C, Table V) counts the bucket tuples covered over a whole
     campaign: millions of states out of ``m**n``, so they are kept as the 64-bit hashes of
@@ -322,7 +298,9 @@ class BitSet:
         return -(-self.num_cells // 32)
 
     def init(self) -> CellSetState:
-        return CellSetState(jnp.zeros((self.num_words,), jnp.uint32), jnp.int32(0), jnp.bool_(False), jnp.int32(0))
+        return CellSetState(
+            jnp.zeros((self.num_words,), jnp.uint32), jnp.int32(0), jnp.bool_(False), jnp.int32(0)
+        )
 
     @staticmethod
     def _word_and_bit(cells):
@@ -355,7 +333,9 @@ class BitSet:
 
     def members(self, state: CellSetState) -> np.ndarray:
         """Host-side sorted ``int64`` array of the cells in the set."""
-        bits = np.unpackbits(np.asarray(state.table).astype("<u4").view(np.uint8), bitorder="little")
+        bits = np.unpackbits(
+            np.asarray(state.table).astype("<u4").view(np.uint8), bitorder="little"
+        )
         return np.flatnonzero(bits[: self.num_cells])
 
 
@@ -428,8 +408,16 @@ class HashSet:
             num_new = num_new + jnp.sum(won).astype(jnp.int32)
             return table, pending, probe + pending, num_new, overflowed | jnp.any(full)
 
-        init = (state.table, pending, jnp.zeros(cells.shape, jnp.int32), jnp.int32(0), state.overflowed)
-        table, _, _, num_new, overflowed = jax.lax.while_loop(lambda c: jnp.any(c[1]), probe_round, init)
+        init = (
+            state.table,
+            pending,
+            jnp.zeros(cells.shape, jnp.int32),
+            jnp.int32(0),
+            state.overflowed,
+        )
+        table, _, _, num_new, overflowed = jax.lax.while_loop(
+            lambda c: jnp.any(c[1]), probe_round, init
+        )
         return state.replace(table=table, size=state.size + num_new, overflowed=overflowed), num_new
 
     def _find(self, state: CellSetState, cells, searching, home):
@@ -445,7 +433,9 @@ class HashSet:
             _, current, occupied = self._probe(state, home, probe)
             return searching & occupied & (current != cells) & (probe + 1 < self.capacity)
 
-        probe = jax.lax.while_loop(lambda p: jnp.any(go_on(p)), lambda p: p + go_on(p), jnp.zeros(cells.shape, jnp.int32))
+        probe = jax.lax.while_loop(
+            lambda p: jnp.any(go_on(p)), lambda p: p + go_on(p), jnp.zeros(cells.shape, jnp.int32)
+        )
         return self._probe(state, home, probe)
 
     def _add_one(self, state: CellSetState, cell, valid, home, stamped):
@@ -537,6 +527,8 @@ def visit_counts(cells: jax.Array, num_cells: int, mask: jax.Array | None = None
     return jnp.zeros((num_cells,), jnp.int32).at[cells.reshape(-1)].add(weights.reshape(-1))
 
 
-def visit_map(cells: jax.Array, map_shape: tuple[int, ...], mask: jax.Array | None = None) -> jax.Array:
+def visit_map(
+    cells: jax.Array, map_shape: tuple[int, ...], mask: jax.Array | None = None
+) -> jax.Array:
     """Bird's-eye visit counts: ``visit_counts`` reshaped to ``map_shape``."""
     return visit_counts(cells, math.prod(map_shape), mask).reshape(map_shape)

@@ -1,6 +1,5 @@
-"""Files a user names (bug records, run directories' JSON, plans, instructions, action files, a
-navigator's folder, where reports and plans go), read and written with one-line errors: each problem
-is a :class:`jgtest.errors.BadFile` whose message starts with the path (``missing.json: no such file``).
+"""Files a user names (records, plans, run directories' JSON, outputs), read and written with
+one-line errors: a :class:`jgtest.errors.BadFile` whose message starts with the path.
 """
 
 from __future__ import annotations
@@ -41,7 +40,9 @@ def read_text(path: str | Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise BadFile(f"{path}: not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start})") from None
+        raise BadFile(
+            f"{path}: not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start})"
+        ) from None
 
 
 def read_json(path: str | Path) -> Any:
@@ -66,11 +67,11 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def write_atomically(path: str | Path, data: bytes) -> None:
-    """Writes ``data`` to the file at ``path`` so that a reader, or a later command, finds either the
-    previous file whole or the new one whole, never part of one: the bytes go to a temporary file in
-    the same folder, are flushed to disk (``fsync``), and the temporary file is renamed over ``path``
-    (``os.replace``, atomic on POSIX). A kill, a full disk or a file-size limit midway leaves the
-    previous file as it was and removes the temporary one.
+    """Writes ``data`` to the file at ``path`` so that a reader, or a later command, finds either
+    the previous file whole or the new one whole, never part of one: the bytes go to a temporary
+    file in the same folder, are flushed to disk (``fsync``), and the temporary file is renamed over
+    ``path`` (``os.replace``, atomic on POSIX). A kill, a full disk or a file-size limit midway
+    leaves the previous file as it was and removes the temporary one.
 
     Raises:
       BadFile: its folder does not exist or is not writable, ``path`` is a directory, or the disk is
@@ -81,19 +82,24 @@ def write_atomically(path: str | Path, data: bytes) -> None:
         raise BadFile(f"{path}: a directory, not a file")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies, as to any new file
+        # the umask applies, as to any new file
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(tmp, path)
-        except BaseException:  # a write that failed, or a signal midway: no temporary file left behind
+        # a write that failed, or a signal midway: no temporary file left behind
+        except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
     except OSError as error:
-        raise BadFile(f"{path}: cannot write it ({write_failure(error, len(data))}){'; the previous file is kept' if path.exists() else ''}") from None
+        raise BadFile(
+            f"{path}: cannot write it ({write_failure(error, len(data))})"
+            f"{'; the previous file is kept' if path.exists() else ''}"
+        ) from None
 
 
 def write_failure(error: OSError, size: int) -> str:

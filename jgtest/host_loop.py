@@ -1,38 +1,13 @@
 """The host loop: jgtest's jitted agents playing and learning on bridged games.
 
-A bridged game (:mod:`envs_bridge`, SPEC §4) steps on the host, in numpy; the
-agent stays what it is on device. Each step the loop calls the agent's jitted
-``act``, steps the game with the actions, passes the frames through the
-on-device observation pipeline (:class:`jgtest.envs.wrappers.ObservationPipeline`:
-grayscale, resize, 4-frame stack) and, when learning, hands the transitions to
-the agent's jitted ``update`` — the very functions :func:`jgtest.agents.dqn.make_agent`
-builds for the on-device training loop. Games' telemetry
-(``info["telemetry"]``, the on-device :class:`jgtest.types.Telemetry` fields)
-feeds the same rewards, oracles, bug records and analyses.
+A bridged game (:mod:`envs_bridge`, SPEC §4) steps on the host, in numpy; the agent stays the
+on-device one. Each step calls the agent's jitted ``act``, steps the game and passes the frames
+through the on-device :class:`jgtest.envs.wrappers.ObservationPipeline`: :func:`train_dqn` learns,
+:func:`play` plays a policy's episodes, :func:`host_game` builds a game by name.
 
-Per step, :func:`play` makes two jitted calls (:func:`make_player`) and waits on its actions: a game
-that offers its telemetry as JAX functions (``game.device_telemetry``) has it
-computed there, the frames go into rings written in place
-(:class:`jgtest.envs.wrappers.FrameRing`), and the telemetry comes back as one
-array (:func:`pack_telemetry`). JAX's asynchronous CPU dispatch (its default)
-hands each call to a worker thread, which such a loop pays for on every step;
-the command line turns it off (``jax.config.update("jax_cpu_enable_async_dispatch",
-False)`` before the first computation does the same in a notebook):
-``benchmarks/bridge_throughput.py`` measures the loop both ways.
-
-Host games restart an episode on the step after it ends (the contract's
-``autoreset`` steps); those steps are not transitions and are never learned
-from. This is the only module of ``jgtest`` that imports ``envs_bridge``.
-
-* :func:`host_game` — build a bridged game by name (``"ale:MsPacman"``); :func:`host_game_signals`
-  what it provides, without starting it.
-* :class:`HostGameSpec` — a bridged game's spaces as a gymnax environment, so
-  ``make_agent(config, (spec, params))`` sizes its networks for it.
-* :func:`train_dqn` — DQN training over a host game.
-* :func:`play` — episodes of a policy, padded like
-  :func:`jgtest.rollout.play_episodes`' output, bug records as found.
-* :func:`make_xla_rollout` / :func:`xla_rollout` — Ms. Pac-Man's collection loop inside one ``jit``
-  through envpool's XLA interface.
+* chosen: autoreset steps are never learned from, because they are not transitions.
+* chosen: the command line turns off JAX's asynchronous CPU dispatch, because this loop pays its
+  thread hand-off every step (``benchmarks/bridge_throughput.py``).
 """
 
 from __future__ import annotations
@@ -53,29 +28,36 @@ from jgtest.envs.wrappers import ObservationPipeline
 from jgtest.types import Telemetry
 
 is_host_game = envs_bridge.is_host_game
-#: What a bridged game fails with (:class:`envs_bridge.protocol.BridgeError`): a crash, a hang, a bad frame.
+#: What a bridged game fails with (:class:`envs_bridge.protocol.BridgeError`): a crash, a hang, a
+#: bad frame.
 GameFault = envs_bridge.protocol.BridgeError
 
 
 def host_game_signals(name: str, options: dict) -> frozenset[str]:
-    """The signals (:mod:`jgtest.signals`) the bridged game ``name`` provides with ``options``, without starting it."""
+    """The signals (:mod:`jgtest.signals`) the bridged game ``name`` provides with ``options``,
+    without starting it."""
     return frozenset(envs_bridge.game_class(name).declared_signals(name, options))
 
 
 def replay_host_record(record, every_bug: bool = False) -> np.ndarray:
     """Plays a bridged game's bug record again, on one fresh game built as the campaign built it
     (``first_game`` its slot) and started at its episode: ``bool[T]``, whether its bug fired at each
-    of its actions (``every_bug``: ``bool[T, num_bugs]``, every bug's). A low-FPS record's bug is its
-    cell (RELINE's point): whether the replay is there, its render time measured anew, not compared
-    (render times vary from run to run; RELINE's replay check says by how much).
+    of its actions (``every_bug``: ``bool[T, num_bugs]``, every bug's). A low-FPS record's bug is
+    its cell (RELINE's point): whether the replay is there, its render time measured anew, not
+    compared (render times vary from run to run; RELINE's replay check says by how much).
 
     Raises:
-      ValueError: a game that does not start its episodes from a seed (:attr:`envs_bridge.protocol.HostEnv.replayable`).
+      ValueError: a game that does not start its episodes from a seed
+        (:attr:`envs_bridge.protocol.HostEnv.replayable`).
     """
     if every_bug:
         return _host_replay(record, lambda frames, telemetry: telemetry.bugs_fired[0])
     at_point = record.kind == "low_fps"
-    read = (lambda frames, telemetry: telemetry.cell[0] == record.bug_id) if at_point else (lambda frames, telemetry: telemetry.bugs_fired[0, record.bug_id])
+    read = (
+        (lambda frames, telemetry: telemetry.cell[0] == record.bug_id)
+        if at_point
+        else (lambda frames, telemetry: telemetry.bugs_fired[0, record.bug_id])
+    )
     return _host_replay(record, read).astype(bool)
 
 
@@ -86,13 +68,19 @@ def replay_host_frames(record) -> np.ndarray:
 
 
 def _host_replay(record, read) -> np.ndarray:
-    """``read(frames, telemetry)`` after each of the record's actions, on one fresh game started at its
-    episode, stacked: ``[T, ...]``, filled in place (a bool a step for a bug's column, not a Python
-    object a step: a long trace's replay holds no more than its answer)."""
+    """``read(frames, telemetry)`` after each of the record's actions, on one fresh game started at
+    its episode, stacked: ``[T, ...]``, filled in place (a bool a step for a bug's column, not a
+    Python object a step: a long trace's replay holds no more than its answer)."""
     if not envs_bridge.game_class(record.game).replayable:
-        raise ValueError(f"{record.game} does not start its episodes from a seed, so its records cannot be replayed")
-    with envs_bridge.make(record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs) as game:
-        if record.kind != "low_fps":  # a low-FPS record's bug_id is its place, not a bug of the table
+        raise ValueError(
+            f"{record.game} does not start its episodes from a seed, so its records cannot "
+            "be replayed"
+        )
+    with envs_bridge.make(
+        record.game, num_envs=1, seed=record.seed, first_game=record.env_index, **record.game_kwargs
+    ) as game:
+        # a low-FPS record's bug_id is its place, not a bug of the table
+        if record.kind != "low_fps":
             check_recorded_bug(record.game, game.bug_kinds, record.bug_id, record.kind)
         game.reset(record.seed, episode=record.episode)
         out = None
@@ -106,7 +94,8 @@ def _host_replay(record, read) -> np.ndarray:
 
 
 def atari_cell_sources() -> dict[str, str]:
-    """Each Atari game's source of cells: ``"ram"`` (an annotated position) or ``"frame hash"`` (:mod:`envs_bridge.atari`)."""
+    """Each Atari game's source of cells: ``"ram"`` (an annotated position) or ``"frame hash"``
+    (:mod:`envs_bridge.atari`)."""
     from envs_bridge.atari import cells_from, known_games
 
     return {game: cells_from(game) for game in known_games()}
@@ -126,10 +115,17 @@ class HostGameSpec(environment.Environment):
     and ``step`` refuse to run.
     """
 
-    def __init__(self, game: HostEnv, pipeline: ObservationPipeline | None = None, observation: spaces.Box | None = None):
+    def __init__(
+        self,
+        game: HostEnv,
+        pipeline: ObservationPipeline | None = None,
+        observation: spaces.Box | None = None,
+    ):
         super().__init__()
         self.game_name = game.name
-        self._observation = observation or spaces.Box(0, 255, (*pipeline.size, pipeline.num_frames), jnp.uint8)
+        self._observation = observation or spaces.Box(
+            0, 255, (*pipeline.size, pipeline.num_frames), jnp.uint8
+        )
         self.obs_shape = self._observation.shape
         self._num_actions = game.num_actions
         self.num_cells = game.num_cells
@@ -152,10 +148,14 @@ class HostGameSpec(environment.Environment):
         return spaces.Discrete(self._num_actions)
 
     def reset_env(self, key, params):
-        raise NotImplementedError(f"{self.game_name} runs on the host: play it with jgtest.host_loop")
+        raise NotImplementedError(
+            f"{self.game_name} runs on the host: play it with jgtest.host_loop"
+        )
 
     def step_env(self, key, state, action, params):
-        raise NotImplementedError(f"{self.game_name} runs on the host: play it with jgtest.host_loop")
+        raise NotImplementedError(
+            f"{self.game_name} runs on the host: play it with jgtest.host_loop"
+        )
 
 
 def spec_game(game: HostEnv, pipeline: ObservationPipeline):
@@ -169,11 +169,22 @@ def _subset(tree, rows: np.ndarray):
 
 
 def train_dqn(
-    agent, game: HostEnv, pipeline: ObservationPipeline, hparams, key, num_steps: int,
-    reward: Callable[[np.ndarray, np.ndarray, dict], np.ndarray] | None = None, seed: int = 0,
-    on_progress: Callable[[int, int], None] | None = None, *, state=None, behaviour=None,
-    max_episodes: int | None = None, record: tuple[str, ...] | None = None, on_bug: Callable[[dict], None] | None = None,
-):  # fmt: skip
+    agent,
+    game: HostEnv,
+    pipeline: ObservationPipeline,
+    hparams,
+    key,
+    num_steps: int,
+    reward: Callable[[np.ndarray, np.ndarray, dict], np.ndarray] | None = None,
+    seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
+    *,
+    state=None,
+    behaviour=None,
+    max_episodes: int | None = None,
+    record: tuple[str, ...] | None = None,
+    on_bug: Callable[[dict], None] | None = None,
+):
     """Trains a DQN agent (:func:`jgtest.agents.dqn.make_agent`) on a host game.
 
     Each step: the agent's ε-greedy ``act`` (jitted) → ``game.step`` → the
@@ -216,7 +227,9 @@ def train_dqn(
       ``record``, ``episodes``: the episodes that ended, as :func:`play` returns them.
     """
     if game.num_envs != agent.config.num_envs:
-        raise ValueError(f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}")
+        raise ValueError(
+            f"the agent steps {agent.config.num_envs} games, {game.name} has {game.num_envs}"
+        )
     reward = reward or (lambda r, terminated, info: r)
     start, observe = jax.jit(pipeline.reset), jax.jit(pipeline.push)
 
@@ -236,7 +249,9 @@ def train_dqn(
         return key, agent.act(params, obs, k_act, hparams, timesteps).action, k_sample
 
     def choose(state, hparams):
-        key, action, k_sample = choose_agent(state.params, state.obs, state.key, state.timesteps, hparams)
+        key, action, k_sample = choose_agent(
+            state.params, state.obs, state.key, state.timesteps, hparams
+        )
         return state.replace(key=key), action, k_sample
 
     if behaviour is not None:
@@ -250,11 +265,18 @@ def train_dqn(
             return state, act_behaviour(behaviour_params, state.obs, keys), k_sample
 
     frames, _ = game.reset(seed)
-    state = jax.jit(agent.init_learner)(key, start(frames), hparams) if state is None else state.replace(obs=start(frames))
+    state = (
+        jax.jit(agent.init_learner)(key, start(frames), hparams)
+        if state is None
+        else state.replace(obs=start(frames))
+    )
     returns, bugs, episodes = [], [], []
     history = None if record is None and on_bug is None else StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
-    running_return, running_bugs = np.zeros(game.num_envs), np.zeros((game.num_envs, game.num_bugs), bool)
+    running_return, running_bugs = (
+        np.zeros(game.num_envs),
+        np.zeros((game.num_envs, game.num_bugs), bool),
+    )
     done_steps, every = 0, max(1_000, game.num_envs)
     learning_from = None  # (wall clock, steps) when the agent started learning
     intro = _Intro(game)
@@ -267,17 +289,24 @@ def train_dqn(
         next_obs = observe(state.obs, frames, info["autoreset"])
         train_reward = np.asarray(reward(game_reward, terminated, info), np.float32)
         items = {
-            "obs": state.obs, "action": action.astype(np.int32), "reward": train_reward,
-            "terminated": np.asarray(terminated, bool), "next_obs": next_obs,
-        }  # fmt: skip
+            "obs": state.obs,
+            "action": action.astype(np.int32),
+            "reward": train_reward,
+            "terminated": np.asarray(terminated, bool),
+            "next_obs": next_obs,
+        }
         if valid.all():
             state, _ = learn(state.replace(obs=None), items, k_sample, hparams)
         elif valid.any():
-            state, _ = learn(state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams)
+            state, _ = learn(
+                state.replace(obs=None), _subset(items, np.flatnonzero(valid)), k_sample, hparams
+            )
         state = state.replace(obs=next_obs)
         intro.advance(info["autoreset"])
         if history is not None:
-            history.append(action, info["telemetry"], {k: np.asarray(info[k]) for k in record or ()}, live)
+            history.append(
+                action, info["telemetry"], {k: np.asarray(info[k]) for k in record or ()}, live
+            )
             report_first_bugs(info["telemetry"], live, seen, history, seed, on_bug)
         running_return = np.where(live, running_return + np.where(valid, train_reward, 0.0), 0.0)
         running_bugs = np.where(live[:, None], running_bugs | info["telemetry"].bugs_fired, False)
@@ -294,16 +323,25 @@ def train_dqn(
         if on_progress is not None and done_steps // every > before // every:
             on_progress(min(done_steps, num_steps), num_steps)
     found = np.asarray(bugs, bool).reshape(len(bugs), game.num_bugs)
-    stats = {"episode_return": np.asarray(returns), "episode_bugs": found.sum(axis=1).astype(np.int32), "episode_bugs_found": found}
+    stats = {
+        "episode_return": np.asarray(returns),
+        "episode_bugs": found.sum(axis=1).astype(np.int32),
+        "episode_bugs_found": found,
+    }
     if learning_from is not None:  # the speed of the loop once it learns (act, step, update)
-        stats["learning_s"], stats["learning_steps"] = time.perf_counter() - learning_from[0], done_steps - learning_from[1]
+        stats["learning_s"], stats["learning_steps"] = (
+            time.perf_counter() - learning_from[0],
+            done_steps - learning_from[1],
+        )
     if record is not None:
         stats["episodes"] = _pad_episodes(episodes, seed) if episodes else None
     return state, stats
 
 
 @lru_cache(maxsize=32)
-def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry: DeviceTelemetry | None = None):
+def make_player(
+    policy, pipeline: ObservationPipeline, num_envs: int, telemetry: DeviceTelemetry | None = None
+):
     """``(start, advance)``: :func:`play`'s per-step device work.
 
     ``start(params, frames, raw, key) -> (carry, action)`` begins the frame rings with the
@@ -334,7 +372,9 @@ def make_player(policy, pipeline: ObservationPipeline, num_envs: int, telemetry:
     act = jax.vmap(policy, in_axes=(None, 0, 0))
 
     def choose(params, ring, key, t):
-        return act(params, pipeline.ring_view(ring), jax.random.split(jax.random.fold_in(key, t), num_envs))
+        return act(
+            params, pipeline.ring_view(ring), jax.random.split(jax.random.fold_in(key, t), num_envs)
+        )
 
     @jax.jit
     def start(params, frames, raw, key):
@@ -370,27 +410,43 @@ def pack_telemetry(telemetry: Telemetry) -> jax.Array:
     :func:`unpack_telemetry` reads it back on the host."""
     as_int = lambda x: jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.int32)
     columns = [
-        as_int(telemetry.position), telemetry.cell[:, None].astype(jnp.int32), as_int(telemetry.game_reward)[:, None],
-        as_int(telemetry.frame_time_ms)[:, None], telemetry.crashed[:, None].astype(jnp.int32), telemetry.bugs_fired.astype(jnp.int32),
-    ]  # fmt: skip
+        as_int(telemetry.position),
+        telemetry.cell[:, None].astype(jnp.int32),
+        as_int(telemetry.game_reward)[:, None],
+        as_int(telemetry.frame_time_ms)[:, None],
+        telemetry.crashed[:, None].astype(jnp.int32),
+        telemetry.bugs_fired.astype(jnp.int32),
+    ]
     return jnp.concatenate(columns, axis=1)
 
 
 def unpack_telemetry(packed) -> Telemetry:
-    """The numpy :class:`Telemetry` of a :func:`pack_telemetry` array (views, no copies but the flags)."""
+    """The numpy :class:`Telemetry` of a :func:`pack_telemetry` array (views, no copies but the
+    flags)."""
     packed = np.asarray(packed)
     floats = packed.view(np.float32)
     return Telemetry(
-        position=floats[:, 0:2], cell=packed[:, 2], game_reward=floats[:, 3], frame_time_ms=floats[:, 4],
-        crashed=packed[:, 5].astype(bool), bugs_fired=packed[:, 6:].astype(bool),
-    )  # fmt: skip
+        position=floats[:, 0:2],
+        cell=packed[:, 2],
+        game_reward=floats[:, 3],
+        frame_time_ms=floats[:, 4],
+        crashed=packed[:, 5].astype(bool),
+        bugs_fired=packed[:, 6:].astype(bool),
+    )
 
 
 def play(
-    game: HostEnv, pipeline: ObservationPipeline, policy, policy_params, num_episodes: int, key, seed: int = 0,
-    info_keys: tuple[str, ...] = (), on_bug: Callable[[dict], None] | None = None,
+    game: HostEnv,
+    pipeline: ObservationPipeline,
+    policy,
+    policy_params,
+    num_episodes: int,
+    key,
+    seed: int = 0,
+    info_keys: tuple[str, ...] = (),
+    on_bug: Callable[[dict], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Plays ``num_episodes`` episodes of ``policy(params, obs, key) -> action`` (one observation).
 
     The policy is vmapped over the games and jitted with the pipeline, one
@@ -418,7 +474,9 @@ def play(
     carry, action = start(policy_params, frames, take(info), key)
     history = StepHistory(game.num_envs)
     seen = np.zeros(game.num_bugs, bool)
-    quota = num_episodes // game.num_envs + (np.arange(game.num_envs) < num_episodes % game.num_envs)
+    quota = num_episodes // game.num_envs + (
+        np.arange(game.num_envs) < num_episodes % game.num_envs
+    )
     episodes, intro = [], _Intro(game)
     while len(episodes) < num_episodes:
         taken, _ = intro.actions(np.asarray(action))
@@ -427,7 +485,10 @@ def play(
         else:
             frames, terminated, truncated, info = game.step_raw(taken)
         carry, tel, action = advance(policy_params, carry, frames, take(info), info["autoreset"])
-        tel, live = info["telemetry"] if on_device is None else unpack_telemetry(tel), ~info["autoreset"]
+        tel, live = (
+            info["telemetry"] if on_device is None else unpack_telemetry(tel),
+            ~info["autoreset"],
+        )
         intro.advance(info["autoreset"])
         history.append(taken, tel, {k: np.asarray(info[k]) for k in info_keys}, live)
         report_first_bugs(tel, live, seen, history, seed, on_bug)
@@ -446,7 +507,10 @@ class _Intro:
     actions and says which wait; ``advance`` counts the step (``autoreset`` games restart)."""
 
     def __init__(self, game: HostEnv):
-        self.steps, self.noop = int(getattr(game, "intro_steps", 0)), int(getattr(game, "noop_action", 0))
+        self.steps, self.noop = (
+            int(getattr(game, "intro_steps", 0)),
+            int(getattr(game, "noop_action", 0)),
+        )
         self.age = np.zeros(game.num_envs, np.int64)  # steps into the running episode
         self.none = np.zeros(game.num_envs, bool)
 
@@ -461,19 +525,29 @@ class _Intro:
             self.age = np.where(autoreset, 0, self.age + 1)
 
 
-def report_first_bugs(tel: Telemetry, live: np.ndarray, seen: np.ndarray, history: StepHistory, seed: int, on_bug) -> None:
-    """Marks in ``seen`` the bugs showing for the first time this step and calls ``on_bug`` with each
-    one's record fields: its episode's actions so far, the step, where it was played, the position."""
+def report_first_bugs(
+    tel: Telemetry, live: np.ndarray, seen: np.ndarray, history: StepHistory, seed: int, on_bug
+) -> None:
+    """Marks in ``seen`` the bugs showing for the first time this step and calls ``on_bug`` with
+    each one's record fields: its episode's actions so far, the step, where it was played, the
+    position."""
     for i, bug in zip(*np.nonzero(tel.bugs_fired & live[:, None] & ~seen)):
         if seen[bug]:
             continue
         seen[bug] = True
         if on_bug is not None:
             actions = history.episode(i)["actions"]
-            on_bug({
-                "bug_id": int(bug), "step": len(actions) - 1, "episode": history.count[i], "env_index": int(i),
-                "seed": seed, "actions": tuple(int(a) for a in actions), "position": tuple(float(p) for p in tel.position[i]),
-            })  # fmt: skip
+            on_bug(
+                {
+                    "bug_id": int(bug),
+                    "step": len(actions) - 1,
+                    "episode": history.count[i],
+                    "env_index": int(i),
+                    "seed": seed,
+                    "actions": tuple(int(a) for a in actions),
+                    "position": tuple(float(p) for p in tel.position[i]),
+                }
+            )
 
 
 class StepHistory:
@@ -500,11 +574,21 @@ class StepHistory:
             self.offset += drop
 
     def episode(self, i: int) -> dict:
-        """Game ``i``'s running episode so far: ``actions``, ``telemetry`` and the extras, ``[T, ...]``."""
+        """Game ``i``'s running episode so far: ``actions``, ``telemetry`` and the extras,
+        ``[T, ...]``."""
         rows = self.steps[int(self.first[i]) - self.offset :]
-        tel = Telemetry(**{f: np.stack([getattr(r[1], f)[i] for r in rows]) for f in Telemetry.__dataclass_fields__})
+        tel = Telemetry(
+            **{
+                f: np.stack([getattr(r[1], f)[i] for r in rows])
+                for f in Telemetry.__dataclass_fields__
+            }
+        )
         extras = {k: np.stack([r[2][k][i] for r in rows]) for k in rows[0][2]}
-        return {"actions": np.asarray([r[0][i] for r in rows], np.int32), "telemetry": tel, **extras}
+        return {
+            "actions": np.asarray([r[0][i] for r in rows], np.int32),
+            "telemetry": tel,
+            **extras,
+        }
 
     def end_episode(self, i: int) -> None:
         self.first[i] = self.offset + len(self.steps)
@@ -512,13 +596,18 @@ class StepHistory:
 
 
 def _pad_episodes(episodes: list[tuple[int, int, dict]], seed: int) -> dict:
-    """``[E, T]`` arrays of the ``(game, episode, steps)`` episodes, padded with zeros (``valid`` false)."""
+    """``[E, T]`` arrays of the ``(game, episode, steps)`` episodes, padded with zeros (``valid``
+    false)."""
     length = max(len(steps["actions"]) for _, _, steps in episodes)
 
     def padded(values: np.ndarray) -> np.ndarray:
-        return np.concatenate([values, np.zeros((length - len(values), *values.shape[1:]), values.dtype)])
+        return np.concatenate(
+            [values, np.zeros((length - len(values), *values.shape[1:]), values.dtype)]
+        )
 
-    columns = jax.tree.map(lambda *rows: np.stack([padded(r) for r in rows]), *[steps for _, _, steps in episodes])
+    columns = jax.tree.map(
+        lambda *rows: np.stack([padded(r) for r in rows]), *[steps for _, _, steps in episodes]
+    )
     return {
         **columns,
         "valid": np.stack([np.arange(length) < len(steps["actions"]) for _, _, steps in episodes]),
@@ -564,8 +653,14 @@ def make_xla_rollout(game, pipeline: ObservationPipeline, policy, num_steps: int
             }
             return (handle, obs, carry, totals), None
 
-        totals = {"game_reward": jnp.float32(0), "bugs_fired": jnp.zeros(game.num_bugs, jnp.int32), "episodes": jnp.int32(0)}
-        (handle, _, _, totals), _ = jax.lax.scan(body, (handle, obs, carry, totals), jax.random.split(key, num_steps))
+        totals = {
+            "game_reward": jnp.float32(0),
+            "bugs_fired": jnp.zeros(game.num_bugs, jnp.int32),
+            "episodes": jnp.int32(0),
+        }
+        (handle, _, _, totals), _ = jax.lax.scan(
+            body, (handle, obs, carry, totals), jax.random.split(key, num_steps)
+        )
         return handle, totals
 
     return xla, rollout

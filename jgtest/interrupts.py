@@ -1,19 +1,12 @@
 """Stopping a campaign cleanly on SIGINT (Ctrl-C) or SIGTERM: at its next checkpoint, not mid-write.
 
-While :func:`stop_at_checkpoints` is in force (the command line's ``jgtest run`` and ``jgtest
-train``), the first SIGINT or SIGTERM is noted, not acted on at once, provided a checkpointing loop
-is running (a :class:`jgtest.checkpoint.Checkpointer` of a loop that saves every chunk, generation or
-training period is open: :func:`loop_opened`). That loop's
-next :meth:`jgtest.checkpoint.Checkpointer.save` puts its step on disk and then raises
-:class:`Interrupted`: its bug records are already on disk (each is flushed as it is found), the
-checkpoint is whole, and a ``--resume`` continues from it as if nothing had happened; if the loop
-ends without another save, the stop comes when it closes. A second signal, or one while no
-checkpointing loop runs (a game compiling before the first chunk is still a loop; a model trained
-before its one save, or a report being written, is not), stops at once as Python's
-``KeyboardInterrupt`` does.
+Under :func:`stop_at_checkpoints` (``jgtest run``, ``jgtest train``), a signal during a
+checkpointing loop waits for the loop's next save, which then raises :class:`Interrupted`, so
+``--resume`` continues from it.
 
-The command line prints one line for either and exits ``128 + the signal's number`` (130 for
-SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
+* chosen: a second signal, or one outside such a loop, stops at once: the user insists, or no save
+  is coming.
+* chosen: exit status ``128 + signum``, as a shell reports a process a signal ended.
 """
 
 from __future__ import annotations
@@ -28,12 +21,15 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class Interrupted(KeyboardInterrupt):
     """A stop asked for by a signal, raised once the checkpoint of ``step`` is on disk (``step`` is
-    ``None`` where no checkpoint was written: the stop was immediate). A ``KeyboardInterrupt``, so no
-    ``except Exception`` swallows it."""
+    ``None`` where no checkpoint was written: the stop was immediate). A ``KeyboardInterrupt``, so
+    no ``except Exception`` swallows it."""
 
     def __init__(self, signum: int, step: int | None = None):
         self.signum, self.step = signum, step
-        super().__init__(f"interrupted by {signal.Signals(signum).name}" + ("" if step is None else f" at step {step}"))
+        super().__init__(
+            f"interrupted by {signal.Signals(signum).name}"
+            + ("" if step is None else f" at step {step}")
+        )
 
     @property
     def exit_status(self) -> int:
@@ -55,15 +51,31 @@ def _on_signal(signum: int, frame) -> None:
 
 @contextlib.contextmanager
 def stop_at_checkpoints():
-    """SIGINT and SIGTERM handled as the module docstring says while the block runs (in the main
-    thread; elsewhere the block runs with Python's handlers). The previous handlers come back after."""
+    """SIGINT and SIGTERM held back to the next checkpoint while the block runs (in the main
+    thread; elsewhere the block runs with Python's handlers). The previous handlers come back after.
+
+    The first SIGINT or SIGTERM is noted, not acted on at once, provided a checkpointing loop is
+    running (a :class:`jgtest.checkpoint.Checkpointer` of a loop that saves every chunk,
+    generation or training period is open: :func:`loop_opened`). That loop's next
+    :meth:`jgtest.checkpoint.Checkpointer.save` puts its step on disk and then raises
+    :class:`Interrupted`: its bug records are already on disk (each is flushed as it is found),
+    the checkpoint is whole, and a ``--resume`` continues from it; if the loop ends without
+    another save, the stop comes when it closes. A second signal, or one while no checkpointing
+    loop runs (a game compiling before the first chunk is still a loop; a model trained before
+    its one save, or a report being written, is not), stops at once as Python's
+    ``KeyboardInterrupt`` does. The command line prints one line for either and exits ``128 +
+    the signal's number`` (130 for SIGINT, 143 for SIGTERM)."""
     global _requested
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     global _checkpointing
     previous = {s: signal.signal(s, _on_signal) for s in STOP_SIGNALS}
-    _requested, _checkpointing = None, 0  # nothing held over from an earlier command in this process
+    # nothing held over from an earlier command in this process
+    _requested, _checkpointing = (
+        None,
+        0,
+    )
     try:
         yield
     finally:
@@ -90,7 +102,8 @@ def loop_closed() -> None:
 
 
 def checkpoint_reached(step: int) -> None:
-    """Called once the checkpoint of ``step`` is on disk: raises :class:`Interrupted` if a stop was asked for."""
+    """Called once the checkpoint of ``step`` is on disk: raises :class:`Interrupted` if a stop was
+    asked for."""
     global _requested
     if _requested is not None:
         signum, _requested = _requested, None

@@ -1,30 +1,16 @@
 """RELINE's rewards (Tufano et al., 2022): pure functions and the wrapper that trains on them.
 
-RELINE trains an agent on ``r = r_g + r_p``: the game reward ``r_g`` teaches it
-to play, the performance reward ``r_p`` rewards slow frames (§2).
+RELINE trains on ``r = r_g + r_p``: the game reward teaches the agent to play, the performance
+reward rewards slow frames (§2). Toy games (§3.1.3): ``r = r_g + 50 · #(bugs firing for the
+first time this episode)`` (:func:`bug_bonus_reward`). SuperTuxKart (§4.1.1-4.1.2), ``x`` the
+centering, ``δ_y`` the step's progress::
 
-* Toy games (§3.1.3): "a reward of +50 every time the agent, during an
-  episode, spots one of the injected artificial bugs", which "reveal
-  themselves only the first time the agent visits each buggy position":
-  ``r = r_g + 50 · #(bugs firing for the first time this episode)``
-  (:func:`bug_bonus_reward`, over ``telemetry.bugs_fired``).
-* SuperTuxKart (§4.1.1-4.1.2), with ``x`` the centering and ``δ_y`` the
-  step's Δpath_done::
+    r_g = −1 if |x| > θ, else max(min(δ_y, M), 0)       (θ = 20, M = 10)
+    r_p = 10 if |x| ≤ θ and rT > t, else 0
+    finish line: + 10 · Σ_episode r_p    (the game-only agent: +1,000)
 
-      r_g = −1                     if |x| > θ           (θ = 20)
-            max(min(δ_y, M), 0)    otherwise            (M = 10)
-      r_p = 10                     if |x| ≤ θ and rT > t
-            0                      otherwise
-      finish line: + 10 · Σ_episode r_p                  (RELINE; the game-only
-                                                          agent gets +1,000)
-
-  (:func:`kart_progress_reward`, :func:`kart_performance_reward`,
-  :func:`kart_finish_bonus`).
-
-:class:`RelineReward` wraps a game so that its reward is RELINE's; the
-threshold ``t`` is the game's ``params.threshold_ms`` (the one in force, also
-used by the kart's ``bugs_fired``), so one jitted training function serves
-any calibrated ``t``.
+* chosen: ``t`` is the game's ``params.threshold_ms``, because one jitted training function then
+  serves any calibrated ``t`` (:class:`RelineReward`).
 """
 
 from __future__ import annotations
@@ -43,7 +29,9 @@ SLOW_FRAME_REWARD = 10.0
 FINISH_FACTOR = 10.0
 
 
-def bug_bonus_reward(game_reward: jax.Array, bugs_fired: jax.Array, bonus: float = BUG_BONUS) -> jax.Array:
+def bug_bonus_reward(
+    game_reward: jax.Array, bugs_fired: jax.Array, bonus: float = BUG_BONUS
+) -> jax.Array:
     """Toy games' RELINE reward: ``r_g + bonus · Σ_k bugs_fired[..., k]`` (§3.1.3).
 
     ``bugs_fired`` is true only the first time per episode a bug shows (the
@@ -60,7 +48,11 @@ def kart_progress_reward(centering: jax.Array, delta_path_done: jax.Array, theta
 
 
 def kart_performance_reward(
-    centering: jax.Array, frame_time_ms: jax.Array, threshold_ms, theta, value: float = SLOW_FRAME_REWARD
+    centering: jax.Array,
+    frame_time_ms: jax.Array,
+    threshold_ms,
+    theta,
+    value: float = SLOW_FRAME_REWARD,
 ) -> jax.Array:
     """RELINE's ``r_p`` (§4.1.2): ``value`` (10) when ``|centering| ≤ θ`` and the
     step's render time exceeds ``t``, else 0 (no reward far from the road)."""
@@ -68,8 +60,11 @@ def kart_performance_reward(
     return jnp.where(slow, value, 0.0).astype(jnp.float32)
 
 
-def kart_finish_bonus(performance_return: jax.Array, lap_done: jax.Array, factor: float = FINISH_FACTOR) -> jax.Array:
-    """RELINE's finish-line bonus (§4.1.2): ``factor · Σ_{i ≤ steps} r_p,i`` (10 ×) when the lap is done."""
+def kart_finish_bonus(
+    performance_return: jax.Array, lap_done: jax.Array, factor: float = FINISH_FACTOR
+) -> jax.Array:
+    """RELINE's finish-line bonus (§4.1.2): ``factor · Σ_{i ≤ steps} r_p,i`` (10 ×) when the lap is
+    done."""
     return jnp.where(lap_done, factor * performance_return, 0.0).astype(jnp.float32)
 
 
@@ -80,7 +75,7 @@ class RelineRewardState:
 
 
 class RelineReward(GymnaxWrapper):
-    """A game whose reward is RELINE's (see the module docstring).
+    """A game whose reward is RELINE's (the module docstring's formulas).
 
     Args:
       env: a jgtest game (or a wrapper of one).
@@ -110,16 +105,24 @@ class RelineReward(GymnaxWrapper):
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key, state: RelineRewardState, action, params=None):
         params = self._env.default_params if params is None else params
-        obs, env_state, _, terminated, truncated, info = self._env.step(key, state.env_state, action, params)
+        obs, env_state, _, terminated, truncated, info = self._env.step(
+            key, state.env_state, action, params
+        )
         tel = info["telemetry"]
         if self.kind == "bugs":
             reward = bug_bonus_reward(tel.game_reward, tel.bugs_fired, self.bug_bonus)
             performance_return = state.performance_return
         else:
-            r_g = kart_progress_reward(info["centering"], info["delta_path_done"], params.theta, params.progress_cap)
-            r_p = kart_performance_reward(info["centering"], tel.frame_time_ms, params.threshold_ms, params.theta)
+            r_g = kart_progress_reward(
+                info["centering"], info["delta_path_done"], params.theta, params.progress_cap
+            )
+            r_p = kart_performance_reward(
+                info["centering"], tel.frame_time_ms, params.threshold_ms, params.theta
+            )
             performance_return = state.performance_return + r_p
             reward = r_g + r_p + kart_finish_bonus(performance_return, terminated)
         done = terminated | truncated
-        new_state = RelineRewardState(env_state=env_state, performance_return=jnp.where(done, 0.0, performance_return))
+        new_state = RelineRewardState(
+            env_state=env_state, performance_return=jnp.where(done, 0.0, performance_return)
+        )
         return obs, new_state, reward, terminated, truncated, info

@@ -1,15 +1,10 @@
 """Reproducible on-device rollouts: every episode's randomness comes from its own key.
 
-A campaign's episode ``e`` in parallel slot ``b`` uses
-``episode_key(seed, b, e)``, from which the reset key, the step keys and the
-agent's action keys are derived. Replaying a bug record therefore needs only
-``(seed, env_index, episode)`` and the action trace: :func:`replay` re-runs the
-same jitted step function with the same keys.
+Episode ``e`` of slot ``b`` uses ``episode_key(seed, b, e)``, whence its reset, step and action
+keys; :func:`replay_trace` replays a bug record from its seed, slot, episode and actions alone.
 
-Campaigns step with :func:`jgtest.envs.base.step_with_reset`, the games'
-auto-resetting ``step`` with the reset key given explicitly (``step`` derives
-it from the step key, which would tie an episode's start to the previous
-episode's last step).
+* chosen: the reset key is given explicitly (:func:`jgtest.envs.base.step_with_reset`), because
+  one derived from the step key would tie an episode's start to the last one's end.
 """
 
 from __future__ import annotations
@@ -23,7 +18,9 @@ from flax import struct
 from jgtest.types import PRNGKey
 
 
-def episode_key(seed: int | jax.Array, env_index: int | jax.Array, episode: int | jax.Array) -> PRNGKey:
+def episode_key(
+    seed: int | jax.Array, env_index: int | jax.Array, episode: int | jax.Array
+) -> PRNGKey:
     """The key of episode ``episode`` in slot ``env_index`` of a run with ``seed``."""
     return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), env_index), episode)
 
@@ -43,7 +40,9 @@ def action_key(ep_key: PRNGKey, t: int | jax.Array) -> PRNGKey:
 
 
 @partial(jax.jit, static_argnames=("env", "observations"))
-def replay_trace(env, params, seed, env_index, episode, actions: jax.Array, observations: bool = False):
+def replay_trace(
+    env, params, seed, env_index, episode, actions: jax.Array, observations: bool = False
+):
     """Re-runs an episode's action trace with the campaign's keys.
 
     Returns the stacked telemetry of every step and the terminated/truncated flags (and, with
@@ -52,7 +51,9 @@ def replay_trace(env, params, seed, env_index, episode, actions: jax.Array, obse
     ep_key, state = replay_start(env, params, seed, env_index, episode)
 
     def body(state, xs):
-        obs, state_next, telemetry, terminated, truncated = replay_step(env, params, ep_key, state, *xs)
+        obs, state_next, telemetry, terminated, truncated = replay_step(
+            env, params, ep_key, state, *xs
+        )
         return state_next, (telemetry, terminated, truncated, *((obs,) if observations else ()))
 
     _, out = jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))
@@ -60,20 +61,32 @@ def replay_trace(env, params, seed, env_index, episode, actions: jax.Array, obse
 
 
 def replay_start(env, params, seed, env_index, episode):
-    """``(ep_key, state)``: a recorded episode's key and its game's first state (:func:`replay_trace`)."""
+    """``(ep_key, state)``: a recorded episode's key and its game's first state
+    (:func:`replay_trace`)."""
     ep_key = episode_key(seed, env_index, episode)
     return ep_key, env.reset_env(reset_key(ep_key), params)[1]
 
 
 def replay_step(env, params, ep_key, state, t, action):
-    """Step ``t`` of a recorded episode with its key: ``(obs, state, telemetry, terminated, truncated)``,
-    the bare game's step, for a replay that reduces its steps as they come (:func:`replay_trace` stacks them)."""
+    """Step ``t`` of a recorded episode with its key: ``(obs, state, telemetry, terminated,
+    truncated)``, the bare game's step, for a replay that reduces its steps as they come
+    (:func:`replay_trace` stacks them)."""
     obs, state, _, terminated, info = env.step_env(step_key(ep_key, t), state, action, params)
     return obs, state, info["telemetry"], terminated, env.is_truncated(state, params)
 
 
-def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, max_steps: int, info_keys=(), first_slot=0,
-                  with_transitions: bool = False):
+def play_episodes(
+    env,
+    params,
+    policy,
+    policy_params,
+    seed,
+    num_episodes: int,
+    max_steps: int,
+    info_keys=(),
+    first_slot=0,
+    with_transitions: bool = False,
+):
     """Plays one episode in each of ``num_episodes`` slots with the campaign's keys.
 
     Slot ``b`` (``first_slot + 0 … first_slot + E − 1``) plays episode 0 of run ``seed``: reset with
@@ -110,15 +123,24 @@ def play_episodes(env, params, policy, policy_params, seed, num_episodes: int, m
 
     def one(ep_key, obs, state, running, t):
         action = policy(policy_params, obs, action_key(ep_key, t))
-        next_obs, state, reward, terminated, truncated, info = env.step(step_key(ep_key, t), state, action, params)
-        out = {"actions": action, "valid": running, "telemetry": info["telemetry"], **{k: info[k] for k in info_keys}}
+        next_obs, state, reward, terminated, truncated, info = env.step(
+            step_key(ep_key, t), state, action, params
+        )
+        out = {
+            "actions": action,
+            "valid": running,
+            "telemetry": info["telemetry"],
+            **{k: info[k] for k in info_keys},
+        }
         if with_transitions:
             out.update(obs=obs, rewards=reward)
         return next_obs, state, running & ~(terminated | truncated), out
 
     def body(carry, t):
         obs, state, running = carry
-        obs, state, running, out = jax.vmap(one, in_axes=(0, 0, 0, 0, None))(ep_keys, obs, state, running, t)
+        obs, state, running, out = jax.vmap(one, in_axes=(0, 0, 0, 0, None))(
+            ep_keys, obs, state, running, t
+        )
         return (obs, state, running), out
 
     _, out = jax.lax.scan(body, (obs, state, jnp.ones(num_episodes, bool)), jnp.arange(max_steps))
@@ -148,12 +170,24 @@ class BugCatch:
     @classmethod
     def empty(cls, num_bugs: int, max_steps: int) -> BugCatch:
         zeros = jnp.zeros(num_bugs, jnp.int32)
-        return cls(jnp.zeros(num_bugs, bool), jnp.zeros((num_bugs, 3), jnp.int32), jnp.zeros((num_bugs, max_steps), jnp.int32), zeros)
+        return cls(
+            jnp.zeros(num_bugs, bool),
+            jnp.zeros((num_bugs, 3), jnp.int32),
+            jnp.zeros((num_bugs, max_steps), jnp.int32),
+            zeros,
+        )
 
-    def add(self, fired: jax.Array, slot_traces: jax.Array, episode: jax.Array, t: jax.Array, clock: jax.Array | int = 0) -> BugCatch:
+    def add(
+        self,
+        fired: jax.Array,
+        slot_traces: jax.Array,
+        episode: jax.Array,
+        t: jax.Array,
+        clock: jax.Array | int = 0,
+    ) -> BugCatch:
         """Records bugs fired this step: ``fired bool[B, K]`` over slots, each slot's episode
-        actions so far ``slot_traces int32[B, T]`` (this step's included), ``episode``/``t int32[B]``,
-        and the step's lockstep index in the stretch, ``clock``."""
+        actions so far ``slot_traces int32[B, T]`` (this step's included), ``episode``/``t
+        int32[B]``, and the step's lockstep index in the stretch, ``clock``."""
         new = jnp.any(fired, axis=0) & ~self.found
         slot = jnp.argmax(fired, axis=0)  # first slot that fired each bug
         where = jnp.stack([slot, episode[slot], t[slot]], axis=-1).astype(jnp.int32)

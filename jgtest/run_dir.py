@@ -1,22 +1,11 @@
 """Run directories: where a campaign writes its config, bug records, checkpoints and report.
 
-:func:`prepare_run_dir` is how every entry (the command line, the main job) opens one: it refuses a
-directory that would mix two campaigns, unless told to continue (``resume``) or replace
-(``overwrite``) the one there.
+:func:`prepare_run_dir` opens one for every entry: it refuses a directory that would mix two
+campaigns unless told to continue (``resume``) or replace (``overwrite``) the one there.
 
-**One writer per run directory.** A process that opens a run directory first takes its lock
-(:func:`lock_run_dir`): an exclusive ``flock`` on ``DIR/.jgtest.lock``, which holds the owner's pid,
-kept until the process releases it (:func:`unlock_run_dir`; the command line does when its command
-ends) or exits (the kernel drops the lock of a killed process, so a crash never leaves a directory
-locked). Every check of what the directory holds, and every write, comes after the lock: a second
-campaign, an ``--overwrite`` or a ``--resume`` while another process holds it is refused in one line
-naming that process, before anything is written, and two campaigns started at the same moment cannot
-both pass the checks. The lock file is removed when the lock is released, so a finished run
-directory holds only what its campaign wrote. Locks are advisory and local: they hold between jgtest
-processes on one machine (and on file systems whose ``flock`` is shared, as NFSv4's is).
-
-:func:`check_output_path` keeps a command's other outputs (``--junit``) off the run directory's own
-files (:data:`RESERVED_NAMES`).
+* chosen: one writer, an exclusive ``flock`` taken before any check or write
+  (:func:`lock_run_dir`), because two campaigns started at once must not both pass the checks.
+* chosen: ``flock``, because the kernel drops a killed process's lock.
 """
 
 from __future__ import annotations
@@ -31,24 +20,51 @@ from pathlib import Path
 
 from jgtest.errors import BadFile, ResumeRefused
 
-#: The lock file of a run directory (module docstring).
+#: The lock file of a run directory (:func:`lock_run_dir`).
 LOCK_NAME = ".jgtest.lock"
-#: What a campaign or its report writes at the top of a run directory: no other output may land there.
-RESERVED_NAMES = frozenset({LOCK_NAME, "bugs.jsonl", "config.json", "summary.json", "report.html", "checkpoints", "budgets.json", "progress.json",
-                            "table1.json", "low_fps.json", "population.json", "timeline.jsonl", "visited_cells.npy", "models", "models.json",
-                            "report.json"})  # fmt: skip
+#: What a campaign or its report writes at the top of a run directory: no other output may land
+#: there.
+RESERVED_NAMES = frozenset(
+    {
+        LOCK_NAME,
+        "bugs.jsonl",
+        "config.json",
+        "summary.json",
+        "report.html",
+        "checkpoints",
+        "budgets.json",
+        "progress.json",
+        "table1.json",
+        "low_fps.json",
+        "population.json",
+        "timeline.jsonl",
+        "visited_cells.npy",
+        "models",
+        "models.json",
+        "report.json",
+    }
+)
 #: The run directories this process holds, by resolved path: the open lock file of each, and the pid
 #: that took it (a forked child inherits the table, not the lock's ownership).
 _HELD: dict[Path, tuple[int, int]] = {}
 
 
 def lock_run_dir(path: str | Path) -> Path:
-    """Takes the run directory's lock for this process (module docstring), creating the directory if
-    missing; returns it. Taking a lock this process already holds does nothing.
+    """Takes the run directory's lock for this process, creating the directory if missing; returns
+    it. Taking a lock this process already holds does nothing.
+
+    The lock is an exclusive ``flock`` on ``DIR/.jgtest.lock``, which holds the owner's pid, kept
+    until the process releases it (:func:`unlock_run_dir`; the command line does when its command
+    ends) or exits (the kernel drops the lock of a killed process, so a crash never leaves a
+    directory locked). Every check of what the directory holds, and every write, comes after the
+    lock: a second campaign, an ``--overwrite`` or a ``--resume`` while another process holds it
+    is refused in one line naming that process, before anything is written. The lock file is
+    removed when the lock is released, so a finished run directory holds only what its campaign
+    wrote.
 
     Raises:
-      BadFile: another process holds the lock (naming its pid), or the directory cannot be created or
-        written (a file in the way, a read-only file system, no permission).
+      BadFile: another process holds the lock (naming its pid), or the directory cannot be created
+        or written (a file in the way, a read-only file system, no permission).
     """
     out = Path(path)
     key = _key(out)
@@ -65,36 +81,50 @@ def lock_run_dir(path: str | Path) -> Path:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as error:
-            raise BadFile(f"--out directory {str(path)!r} cannot be written ({error.strerror}); choose a writable directory") from None
+            raise BadFile(
+                f"--out directory {str(path)!r} cannot be written ({error.strerror}); choose "
+                "a writable directory"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise BadFile(f"--out {str(path)!r} is in use by another jgtest process ({holder}); wait for it to end, or choose another directory") from None
+            raise BadFile(
+                f"--out {str(path)!r} is in use by another jgtest process ({holder}); wait "
+                "for it to end, or choose another directory"
+            ) from None
         except OSError as error:  # a file system without flock (NFS mounted nolock, some FUSE ones)
             os.close(fd)
-            warnings.warn(f"{path}: cannot lock it ({error.strerror}); nothing keeps another process from writing there meanwhile", stacklevel=2)
+            warnings.warn(
+                f"{path}: cannot lock it ({error.strerror}); nothing keeps another process "
+                "from writing there meanwhile",
+                stacklevel=2,
+            )
             return out
         if _same_file(fd, lock):  # not a lock file its last holder removed after we opened it
             break
         os.close(fd)
     _HELD[key] = (fd, os.getpid())
-    with contextlib.suppress(OSError):  # the pid only names the holder to a refused process; a full disk may refuse it
+    # the pid only names the holder to a refused process; a full disk may refuse it
+    with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
     return out
 
 
 def unlock_run_dir(path: str | Path) -> None:
-    """Releases this process's lock on the run directory (removing its lock file); nothing if it holds none."""
+    """Releases this process's lock on the run directory (removing its lock file); nothing if it
+    holds none."""
     key = _key(Path(path))
     fd, owner = _HELD.pop(key, (None, None))
     if fd is None:
         return
-    if owner == os.getpid() and _same_file(fd, key / LOCK_NAME):  # not a forked child's copy, nor a new directory's lock file
+    # not a forked child's copy, nor a new directory's lock file
+    if owner == os.getpid() and _same_file(fd, key / LOCK_NAME):
         with contextlib.suppress(OSError):
-            os.unlink(key / LOCK_NAME)  # before the release: a process that opened it then finds it gone and retries
+            # before the release: a process that opened it then finds it gone and retries
+            os.unlink(key / LOCK_NAME)
     os.close(fd)
 
 
@@ -137,7 +167,12 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def check_output_path(path: str | Path, flag: str, run_dirs: tuple[str | Path, ...] = (), inputs: tuple[str | Path, ...] = ()) -> Path:
+def check_output_path(
+    path: str | Path,
+    flag: str,
+    run_dirs: tuple[str | Path, ...] = (),
+    inputs: tuple[str | Path, ...] = (),
+) -> Path:
     """Refuses an output file before any work: ``path`` must not be a directory, one of a run
     directory's own files (:data:`RESERVED_NAMES`, or anything below a folder of one) or one of the
     command's ``inputs``, and the folder it goes in must be creatable and writable.
@@ -167,9 +202,13 @@ def _checked_output(out: Path, flag: str, run_dirs: tuple, inputs: tuple) -> Pat
         raise BadFile(f"{named} would replace the records it verifies; write it elsewhere")
     for run in run_dirs:
         inside = _relative(where, _key(Path(run)))
-        if inside is not None and (inside.parts[0] in RESERVED_NAMES or len(inside.parts) > 1):  # a folder of the run: its checkpoints, a sub-campaign
-            raise BadFile(f"{named} would replace the run directory's own {inside}; write it elsewhere")
-    folder = next(p for p in out.absolute().parents if p.exists())  # the folder, or where it will be made
+        # a folder of the run: its checkpoints, a sub-campaign
+        if inside is not None and (inside.parts[0] in RESERVED_NAMES or len(inside.parts) > 1):
+            raise BadFile(
+                f"{named} would replace the run directory's own {inside}; write it elsewhere"
+            )
+    # the folder, or where it will be made
+    folder = next(p for p in out.absolute().parents if p.exists())
     if not folder.is_dir():
         raise BadFile(f"{named}: {str(folder)!r} is a file, not a folder")
     if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
@@ -212,15 +251,25 @@ def prepare_run_dir(path: str | Path, overwrite: bool = False, resume: bool = Fa
     if resume:
         return out
     if (out / "bugs.jsonl").exists() and not overwrite:
-        raise BadFile(f"--out {str(path)!r} already holds a campaign (bugs.jsonl); choose another directory, pass --resume to continue it or --overwrite")
-    if overwrite:  # the replaced campaign's records, checkpoints and results; a new config.json replaces its own
+        raise BadFile(
+            f"--out {str(path)!r} already holds a campaign (bugs.jsonl); choose another "
+            "directory, pass --resume to continue it or --overwrite"
+        )
+    # the replaced campaign's records, checkpoints and results; a new config.json replaces its own
+    if overwrite:
         for name in ("bugs.jsonl", "summary.json", "report.html"):
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "checkpoints", ignore_errors=True)
     return out
 
 
-def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | None, resume: bool, may_change: tuple[str, ...] = ()) -> None:
+def begin_campaign(
+    out_dir: str | Path,
+    config_json: dict,
+    fingerprint: str | None,
+    resume: bool,
+    may_change: tuple[str, ...] = (),
+) -> None:
     """Writes a campaign's ``config.json`` in ``out_dir``; on ``resume``, first checks that the
     campaign there is this one, and writes nothing if it is not.
 
@@ -247,18 +296,37 @@ def begin_campaign(out_dir: str | Path, config_json: dict, fingerprint: str | No
     from jgtest.checkpoint import check_fingerprint
     from jgtest.files import read_json, write_json_atomically
 
-    out = lock_run_dir(out_dir)  # a campaign's own folder too (a comparison's runs below its --out): no shrink rewrites its records meanwhile
+    out = lock_run_dir(
+        out_dir
+        # a campaign's own folder too (a comparison's runs below its --out): no shrink rewrites its
+        # records meanwhile
+    )
     config_json = json.loads(json.dumps(config_json))  # as the file holds it: tuples as lists
     if resume and (out / "config.json").exists():
         try:
             stored = read_json(out / "config.json")
         except BadFile as error:
-            raise ResumeRefused(f"--resume: {error}; start the campaign again in another directory") from None
-        keys = sorted((set(stored) | set(config_json)) - set(may_change), key=str) if isinstance(stored, dict) else ["config"]
-        differ = [k for k in keys if not isinstance(stored, dict) or stored.get(k) != config_json.get(k)]
+            raise ResumeRefused(
+                f"--resume: {error}; start the campaign again in another directory"
+            ) from None
+        keys = (
+            sorted((set(stored) | set(config_json)) - set(may_change), key=str)
+            if isinstance(stored, dict)
+            else ["config"]
+        )
+        differ = [
+            k for k in keys if not isinstance(stored, dict) or stored.get(k) != config_json.get(k)
+        ]
         if differ:
-            shown = "; ".join(f"{k} {(stored.get(k) if isinstance(stored, dict) else stored)!r} there, {config_json.get(k)!r} here" for k in differ[:3])
-            raise ResumeRefused(f"--resume: {str(out_dir)!r} holds another campaign ({shown}); resume it with the options it was started with, or use another --out")
+            shown = "; ".join(
+                f"{k} {(stored.get(k) if isinstance(stored, dict) else stored)!r} there, "
+                f"{config_json.get(k)!r} here"
+                for k in differ[:3]
+            )
+            raise ResumeRefused(
+                f"--resume: {str(out_dir)!r} holds another campaign ({shown}); resume it "
+                "with the options it was started with, or use another --out"
+            )
     if resume and fingerprint is not None:
         check_fingerprint(out / "checkpoints", fingerprint)
     write_json_atomically(out / "config.json", config_json)

@@ -1,8 +1,7 @@
-"""Campaign seeds: ``0 <= seed < 2**32``.
+"""Campaign seeds: ``0 <= seed < 2**32``, checked by every entry (command line, configs, records).
 
-``jax.random.key(seed)`` keeps 32 bits of a seed, so seed ``2**32`` would silently run seed 0's
-campaign, and a negative one another's. Every entry (the command line, each method's config, a bug
-record) checks its seeds here instead. Imports nothing heavy (the command line's ``--help`` uses it).
+* chosen: refuse other seeds, because ``jax.random.key`` keeps 32 bits and would silently run
+  another seed's campaign. Imports nothing heavy (``--help`` uses it).
 """
 
 from __future__ import annotations

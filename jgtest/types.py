@@ -1,8 +1,5 @@
-"""Shared type aliases and the telemetry record every game reports.
-
-The telemetry record is the one struct that oracles, coverage and reports read,
-whatever the game: it is returned under ``info["telemetry"]`` by every
-``jgtest`` environment's ``step``.
+"""Shared type aliases and :class:`Telemetry`, the record every game's ``step`` reports under
+``info["telemetry"]``: what oracles, coverage and reports read, whatever the game.
 """
 
 from __future__ import annotations

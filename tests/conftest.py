@@ -37,16 +37,23 @@ for flag in ("--xla_cpu_multi_thread_eigen=false", FAST_COMPILE, FAST_CODEGEN):
 
 
 def xla_defaults_env() -> dict:
-    """This process's environment with XLA's default optimisation and code generation: for a test that
-    runs a user's long command in a process of its own, which runs longer than it compiles (and whose
-    floats must match the command's committed figures)."""
-    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if f not in (FAST_COMPILE, FAST_CODEGEN))
+    """This process's environment with XLA's default optimisation and code generation: for a test
+    that runs a user's long command in a process of its own, which runs longer than it compiles (and
+    whose floats must match the command's committed figures)."""
+    flags = " ".join(
+        f for f in os.environ.get("XLA_FLAGS", "").split() if f not in (FAST_COMPILE, FAST_CODEGEN)
+    )
     return {**os.environ, "XLA_FLAGS": flags}
 
 
-if os.environ.get("JGTEST_TEST_CACHE", "1") == "1" and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+if (
+    os.environ.get("JGTEST_TEST_CACHE", "1") == "1"
+    and "JAX_COMPILATION_CACHE_DIR" not in os.environ
+):
     _run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"jgtest-jax-cache-{_run}")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), f"jgtest-jax-cache-{_run}"
+    )
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
     os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 
@@ -59,13 +66,17 @@ def pytest_sessionfinish(session, exitstatus):
     """The session's compilation cache goes with it (removed by the process that made it)."""
     import shutil
 
-    if os.environ.get("PYTEST_XDIST_WORKER") is None and str(os.getpid()) in os.environ.get("JAX_COMPILATION_CACHE_DIR", ""):
+    if os.environ.get("PYTEST_XDIST_WORKER") is None and str(os.getpid()) in os.environ.get(
+        "JAX_COMPILATION_CACHE_DIR", ""
+    ):
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
-#: Tests of a minute or more, started first so that neither xdist worker is left running one alone at the end.
-LONGEST_FIRST = ("tests/test_main_job.py", "tests/methods/test_ppgta.py")
+#: Tests of a minute or more, started first so that neither xdist worker is left running one alone
+#: at the end.
+LONGEST_FIRST = ("tests/test_main_job.py", "tests/methods/park/test_ppgta.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))  # stable: the rest keep their order
+    # stable: the rest keep their order
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))

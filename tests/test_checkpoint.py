@@ -13,7 +13,14 @@ import numpy as np
 import optax
 import pytest
 
-from jgtest.checkpoint import CONFIG_FILENAME, Checkpointer, check_fingerprint, config_fingerprint, config_from_dict, strongly_typed
+from jgtest.checkpoint import (
+    CONFIG_FILENAME,
+    Checkpointer,
+    check_fingerprint,
+    config_fingerprint,
+    config_from_dict,
+    strongly_typed,
+)
 from jgtest.errors import BadFile, ResumeRefused
 
 
@@ -74,8 +81,15 @@ def test_config_fingerprint_is_stable_and_value_based():
 
 
 def test_a_restored_state_calls_a_jitted_step_as_the_fresh_one_did(tmp_path):
-    """Restored leaves are placed (uncommitted) and typed as a strongly typed fresh state: a resumed run reuses the compiled step."""
-    fresh = strongly_typed({"time": jnp.zeros(3, jnp.int32) + 0 * jnp.asarray(0), "count": jnp.asarray(0), "key": jax.random.key(0)})
+    """Restored leaves are placed (uncommitted) and typed as a strongly typed fresh state: a resumed
+    run reuses the compiled step."""
+    fresh = strongly_typed(
+        {
+            "time": jnp.zeros(3, jnp.int32) + 0 * jnp.asarray(0),
+            "count": jnp.asarray(0),
+            "key": jax.random.key(0),
+        }
+    )
     assert not fresh["count"].weak_type and not fresh["count"].committed
     step = jax.jit(lambda s: {**s, "time": s["time"] + 1, "count": s["count"] + 1})
     step(fresh)
@@ -103,7 +117,9 @@ def test_round_trip_restores_values_types_and_keys(tmp_path):
     # an abstract target (jax.eval_shape) works too and gives jax arrays and keys
     abstract = jax.eval_shape(lambda: _state(seed=0))
     restored = ckpt.restore(abstract)
-    assert isinstance(restored["host"]["returns"], jax.Array) and isinstance(restored["step"], jax.Array)
+    assert isinstance(restored["host"]["returns"], jax.Array) and isinstance(
+        restored["step"], jax.Array
+    )
     _assert_same(restored["params"], state["params"])
     _assert_same(restored["rbg_key"], state["rbg_key"])
     np.testing.assert_array_equal(restored["host"]["returns"], state["host"]["returns"])
@@ -146,7 +162,9 @@ def test_different_config_is_refused(tmp_path):
     stored = json.loads((tmp_path / CONFIG_FILENAME).read_text())
     assert stored["config_fingerprint"] == config_fingerprint(_Config())
     other = config_fingerprint(_Config(lr=1.0))
-    with pytest.raises(ValueError, match=f"checkpoint at {tmp_path} was written for a different config"):
+    with pytest.raises(
+        ValueError, match=f"checkpoint at {tmp_path} was written for a different config"
+    ):
         Checkpointer(tmp_path, other)
     # the file is checked again at restore time
     ckpt = Checkpointer(tmp_path, config_fingerprint(_Config()))
@@ -170,12 +188,22 @@ def test_mismatched_structure_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"not in the checkpoint: b\.d") as info:
         ckpt.restore({"a": jnp.zeros((2, 3)), "b": {"d": jnp.zeros(4)}, "k": jax.random.key(0)})
     assert "in the checkpoint but not in state_like: b.c" in str(info.value)
-    with pytest.raises(ValueError, match=r"a: shape \(2, 3\) in the checkpoint, \(3, 2\) in state_like"):
+    with pytest.raises(
+        ValueError, match=r"a: shape \(2, 3\) in the checkpoint, \(3, 2\) in state_like"
+    ):
         ckpt.restore({"a": jnp.zeros((3, 2)), "b": {"c": jnp.zeros(4)}, "k": jax.random.key(0)})
     with pytest.raises(ValueError, match="k: a PRNG key .threefry2x32. in the checkpoint"):
-        ckpt.restore({"a": jnp.zeros((2, 3)), "b": {"c": jnp.zeros(4)}, "k": jax.random.key_data(jax.random.key(0))})
+        ckpt.restore(
+            {
+                "a": jnp.zeros((2, 3)),
+                "b": {"c": jnp.zeros(4)},
+                "k": jax.random.key_data(jax.random.key(0)),
+            }
+        )
     # a different dtype in state_like is a cast, not an error
-    restored = ckpt.restore({"a": jnp.zeros((2, 3), jnp.int32), "b": {"c": jnp.zeros(4)}, "k": jax.random.key(1)})
+    restored = ckpt.restore(
+        {"a": jnp.zeros((2, 3), jnp.int32), "b": {"c": jnp.zeros(4)}, "k": jax.random.key(1)}
+    )
     assert restored["a"].dtype == jnp.int32
     with pytest.raises(TypeError, match="not an array"):
         ckpt.save(4, {"name": "text"})
@@ -188,11 +216,17 @@ def test_a_config_comes_back_from_its_json_with_the_same_fingerprint():
     from jgtest.methods.park.models import PPGTAModelsConfig
     from jgtest.methods.park.ppgta import PPGTAConfig
 
-    for config in (InspectorConfig(episodes=10, seed=3), PPGTAConfig(detector="learned", models=PPGTAModelsConfig.quick(size=64))):
-        saved = json.loads(json.dumps({"method": "x", **jsonable(dataclasses.asdict(config))}))  # a run's config.json
+    for config in (
+        InspectorConfig(episodes=10, seed=3),
+        PPGTAConfig(detector="learned", models=PPGTAModelsConfig.quick(size=64)),
+    ):
+        # a run's config.json
+        saved = json.loads(json.dumps({"method": "x", **jsonable(dataclasses.asdict(config))}))
         back = config_from_dict(type(config), saved)
         assert back == config and config_fingerprint(back) == config_fingerprint(config)
-        assert isinstance(back.hparams, type(config.hparams)) and isinstance(back.rnd.channels, tuple)
+        assert isinstance(back.hparams, type(config.hparams)) and isinstance(
+            back.rnd.channels, tuple
+        )
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         config_from_dict(InspectorConfig, {"rnd": {"colour": 3}})
 
@@ -203,7 +237,11 @@ def _snapshot(root):
     out = {}
     for path in sorted([root, *root.rglob("*")]):
         st = path.lstat()
-        out[str(path.relative_to(root))] = (st.st_mode, st.st_mtime_ns, path.read_bytes() if path.is_file() else None)
+        out[str(path.relative_to(root))] = (
+            st.st_mode,
+            st.st_mtime_ns,
+            path.read_bytes() if path.is_file() else None,
+        )
     return out
 
 
@@ -222,15 +260,23 @@ def test_check_fingerprint_refuses_without_touching_the_directory(tmp_path):
     before = _snapshot(ckpt_dir)
     with pytest.raises(ResumeRefused, match="was written for a different config") as info:
         check_fingerprint(ckpt_dir, other)
-    assert isinstance(info.value, ValueError) and "\n" not in str(info.value) and "use another directory" in str(info.value)
+    assert (
+        isinstance(info.value, ValueError)
+        and "\n" not in str(info.value)
+        and "use another directory" in str(info.value)
+    )
     assert _snapshot(ckpt_dir) == before
-    with pytest.raises(ResumeRefused, match="different config"):  # the Checkpointer refuses before writing, too
+    # the Checkpointer refuses before writing, too
+    with pytest.raises(ResumeRefused, match="different config"):
         Checkpointer(ckpt_dir, other)
     assert _snapshot(ckpt_dir) == before
     # an unreadable fingerprint file, one of another format, steps and no fingerprint file
     config = ckpt_dir / CONFIG_FILENAME
-    for text, message in [("{not json", "cannot read"), ("[1, 2]", "cannot read"),
-                          (json.dumps({"config_fingerprint": fp, "format": 1}), "has format 1")]:  # fmt: skip
+    for text, message in [
+        ("{not json", "cannot read"),
+        ("[1, 2]", "cannot read"),
+        (json.dumps({"config_fingerprint": fp, "format": 1}), "has format 1"),
+    ]:
         config.write_text(text)
         before = _snapshot(ckpt_dir)
         with pytest.raises(ResumeRefused, match=message) as info:
@@ -241,7 +287,9 @@ def test_check_fingerprint_refuses_without_touching_the_directory(tmp_path):
         assert _snapshot(ckpt_dir) == before
     config.unlink()
     before = _snapshot(ckpt_dir)
-    with pytest.raises(ResumeRefused, match=rf"holds checkpoints \(steps \[1, 2\]\) but no {CONFIG_FILENAME}"):
+    with pytest.raises(
+        ResumeRefused, match=rf"holds checkpoints \(steps \[1, 2\]\) but no {CONFIG_FILENAME}"
+    ):
         check_fingerprint(ckpt_dir, fp)
     assert _snapshot(ckpt_dir) == before
 
@@ -255,7 +303,12 @@ def _three_steps(directory):
 
 
 def _small(step):
-    return {"x": jnp.full(4, float(step)), "m": jnp.arange(1000.0) + step, "key": jax.random.key(step), "step": step}
+    return {
+        "x": jnp.full(4, float(step)),
+        "m": jnp.arange(1000.0) + step,
+        "key": jax.random.key(step),
+        "step": step,
+    }
 
 
 def _data_file(step_dir):
@@ -287,7 +340,11 @@ def test_a_damaged_latest_step_falls_back_to_the_previous_one(tmp_path, what):
     _assert_same(restored, _small(2))
     (warning,) = [w for w in record if "cannot be restored" in str(w.message)]
     message = str(warning.message)
-    assert "step 3 cannot be restored" in message and str(tmp_path) in message and "restored step 2" in message
+    assert (
+        "step 3 cannot be restored" in message
+        and str(tmp_path) in message
+        and "restored step 2" in message
+    )
     assert f"moved it aside to {tmp_path / 'damaged-3'}" in message and "\n" not in message
     # the damaged step is kept for inspection, no longer a step: the run saves step 3 again
     assert (tmp_path / "damaged-3").is_dir() and not (tmp_path / "3").exists()
@@ -310,9 +367,15 @@ def test_restore_without_a_step_falls_back_too(tmp_path):
     with pytest.warns(UserWarning) as record:
         _assert_same(ckpt.restore(_small(0)), _small(1))
     messages = [str(w.message) for w in record]
-    assert any("step 3 cannot be restored" in m for m in messages) and any("step 2 cannot be restored" in m for m in messages)
-    assert all(w.filename == __file__ for w in record if "cannot be restored" in str(w.message))  # the caller's line
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("damaged")) == ["damaged-2", "damaged-3"]
+    assert any("step 3 cannot be restored" in m for m in messages) and any(
+        "step 2 cannot be restored" in m for m in messages
+    )
+    # the caller's line
+    assert all(w.filename == __file__ for w in record if "cannot be restored" in str(w.message))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("damaged")) == [
+        "damaged-2",
+        "damaged-3",
+    ]
     ckpt.save(2, _small(2))
     assert ckpt.all_steps() == [1, 2]
     ckpt.close()
@@ -335,7 +398,9 @@ def test_every_step_damaged_is_a_clear_error(tmp_path):
     before = _snapshot(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(BadFile, match=r"no kept step can be restored \(tried steps \[3, 2, 1\]") as info:
+        with pytest.raises(
+            BadFile, match=r"no kept step can be restored \(tried steps \[3, 2, 1\]"
+        ) as info:
             ckpt.restore_latest(_small(0))
     assert str(tmp_path) in str(info.value) and "\n" not in str(info.value)
     assert _snapshot(tmp_path) == before  # nothing moved when nothing could be restored
@@ -345,18 +410,32 @@ def test_every_step_damaged_is_a_clear_error(tmp_path):
     ckpt.close()
 
 
-def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninterrupted_result(tmp_path):
-    """:func:`jgtest.agents.runner.run_training` continues from the step actually restored, and a resumed
-    run ends as an uninterrupted one (its state, curves and metrics: one resume test for both); the run's
-    directory refuses a run of another config."""
+def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninterrupted_result(
+    tmp_path,
+):
+    """:func:`jgtest.agents.runner.run_training` continues from the step actually restored, and a
+    resumed run ends as an uninterrupted one (its state, curves and metrics: one resume test for
+    both); the run's directory refuses a run of another config."""
     from jgtest.agents.ppo import PPOConfig
     from jgtest.agents.runner import run_training
 
     # 2 games × 16 steps × 4 periods on CartPoleBugs-v0, 2 seeds
-    tiny, seeds = PPOConfig(num_envs=2, num_steps=16, total_timesteps=2 * 16 * 4, num_evals=4, eval_episodes=2, num_minibatches=2, update_epochs=1), 2
+    tiny, seeds = (
+        PPOConfig(
+            num_envs=2,
+            num_steps=16,
+            total_timesteps=2 * 16 * 4,
+            num_evals=4,
+            eval_episodes=2,
+            num_minibatches=2,
+            update_epochs=1,
+        ),
+        2,
+    )
 
     whole = run_training("ppo", tiny, tmp_path / "whole", num_seeds=seeds)
-    first = run_training("ppo", tiny, tmp_path / "cut", num_seeds=seeds, max_periods=3)  # "killed" after 3 periods: steps 2 and 3 kept
+    # "killed" after 3 periods: steps 2 and 3 kept
+    first = run_training("ppo", tiny, tmp_path / "cut", num_seeds=seeds, max_periods=3)
     assert first["periods_done"] == 3 and not (tmp_path / "cut" / "summary.json").exists()
     _damage(_data_file(tmp_path / "cut" / "checkpoints" / "3"))
     with pytest.warns(UserWarning, match="step 3 cannot be restored"):
@@ -365,9 +444,15 @@ def test_a_training_run_resumes_from_the_step_before_a_damaged_one_to_the_uninte
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    curves = [json.loads((tmp_path / run / "curves.json").read_text())["eval_return_mean"] for run in ("whole", "cut")]
+    curves = [
+        json.loads((tmp_path / run / "curves.json").read_text())["eval_return_mean"]
+        for run in ("whole", "cut")
+    ]
     assert curves[0] == curves[1]
-    assert [json.loads(line)["period"] for line in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+    assert [
+        json.loads(line)["period"]
+        for line in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()
+    ] == [1, 2, 3, 4]
     assert (tmp_path / "cut" / "checkpoints" / "damaged-3").is_dir()
     other = dataclasses.replace(tiny, update_epochs=2)
     with pytest.raises(ResumeRefused, match="different config"):  # refused before anything compiles
@@ -380,10 +465,15 @@ def test_a_full_disk_is_one_line_naming_the_bytes_and_keeps_the_steps_before(tmp
         ckpt.save(1, state)
 
         def full(*args, **kwargs):
-            raise ValueError("orbax: writing failed") from OSError(28, "No space left on device")  # as orbax wraps tensorstore
+            # as orbax wraps tensorstore
+            raise ValueError("orbax: writing failed") from OSError(28, "No space left on device")
 
         monkeypatch.setattr(ckpt._manager, "save", full)
-        with pytest.raises(BadFile, match=r"cannot save step 2, the disk is full \(the state needs about 1,032 bytes\); free some space and continue with --resume"):
+        with pytest.raises(
+            BadFile,
+            match=r"cannot save step 2, the disk is full \(the state needs about 1,032 bytes\); "
+            r"free some space and continue with --resume",
+        ):
             ckpt.save(2, state)
         monkeypatch.undo()
         assert ckpt.all_steps() == [1]

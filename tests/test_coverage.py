@@ -1,4 +1,5 @@
-"""Cell sets against plain-Python sets: per-step streams, chunks, episodes across chunk boundaries."""
+"""Cell sets against plain-Python sets: per-step streams, chunks, episodes across chunk
+boundaries."""
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +28,9 @@ def _stream(seed, shape, space=SPACE, repeat_share=0.5):
     rng = np.random.default_rng(seed)
     fresh = rng.integers(0, space, size=shape)
     pool = rng.integers(0, space, size=64)
-    return np.where(rng.random(shape) < repeat_share, pool[rng.integers(0, 64, size=shape)], fresh).astype(np.int32)
+    return np.where(
+        rng.random(shape) < repeat_share, pool[rng.integers(0, 64, size=shape)], fresh
+    ).astype(np.int32)
 
 
 @pytest.mark.parametrize("cells", SETS, ids=["bitset", "hashset"])
@@ -45,7 +48,9 @@ def test_chunked_adds_equal_a_python_set(cells):
     assert not bool(state.overflowed)
     np.testing.assert_array_equal(cells.members(state), np.array(sorted(seen)))
     probe = np.concatenate([chunks[0, :50], _stream(2, (50,))])
-    np.testing.assert_array_equal(np.asarray(cells.contains(state, probe)), [c in seen for c in probe.tolist()])
+    np.testing.assert_array_equal(
+        np.asarray(cells.contains(state, probe)), [c in seen for c in probe.tolist()]
+    )
 
 
 @pytest.mark.parametrize("cells", SETS, ids=["bitset", "hashset"])
@@ -94,10 +99,14 @@ def test_hash_set_is_exact_to_capacity_then_flags_overflow():
 
 def test_bit_set_ignores_out_of_range_and_invalid_cells():
     cells = BitSet(40)
-    state, num_new = cells.add(cells.init(), jnp.array([-1, 40, 39, 0, 39]), jnp.array([True, True, True, False, True]))
+    state, num_new = cells.add(
+        cells.init(), jnp.array([-1, 40, 39, 0, 39]), jnp.array([True, True, True, False, True])
+    )
     assert int(num_new) == 1
     np.testing.assert_array_equal(cells.members(state), [39])
-    np.testing.assert_array_equal(np.asarray(cells.contains(state, jnp.array([39, 40, -3, 0]))), [True, False, False, False])
+    np.testing.assert_array_equal(
+        np.asarray(cells.contains(state, jnp.array([39, 40, -3, 0]))), [True, False, False, False]
+    )
 
 
 def test_count_distinct_and_fraction_covered():
@@ -140,10 +149,17 @@ def test_episode_statistics_on_a_huge_cell_space_uses_a_small_hash_set():
     def body(state, xs):
         k, a = xs
         _, state, _, term, trunc, info = env.step(k, state, a, params)
-        return state, (info["telemetry"].cell, term | trunc, info["episode_cells"], info["returned_episode_cells"])
+        return state, (
+            info["telemetry"].cell,
+            term | trunc,
+            info["episode_cells"],
+            info["returned_episode_cells"],
+        )
 
     actions = jax.random.randint(jax.random.key(1), (150,), 0, 2)
-    _, (cell, done, count, returned) = jax.jit(lambda s: jax.lax.scan(body, s, (jax.random.split(jax.random.key(2), 150), actions)))(state)
+    _, (cell, done, count, returned) = jax.jit(
+        lambda s: jax.lax.scan(body, s, (jax.random.split(jax.random.key(2), 150), actions))
+    )(state)
     cell, done, count, returned = map(np.asarray, (cell, done, count, returned))
     seen = set()
     for t in range(150):
@@ -165,7 +181,8 @@ def test_episode_statistics_without_cells_has_no_cell_entries():
 
 @pytest.mark.parametrize("covered", [BitSet(256), HashSet(512)], ids=["bitset", "hashset"])
 def test_campaign_coverage_equals_a_python_set_of_its_cells(covered):
-    """The campaign's set, filled chunk by chunk on device, holds exactly the cells the chunks saw."""
+    """The campaign's set, filled chunk by chunk on device, holds exactly the cells the chunks
+    saw."""
     env, params = jgtest.make("BlockMaze-v0", max_steps_in_episode=30)
     init, chunk = make_chunk_fn(env, params, seed=0, num_envs=4, chunk_steps=25, covered=covered)
     carry, seen = init(), set()
@@ -187,10 +204,15 @@ def test_count_distinct_states_counts_bucket_tuples_of_every_feature():
     expected = len({tuple(b) for b in buckets})
     assert int(count_distinct_states(jnp.asarray(features), None, 0.0, 1.0, 3)) == expected
     valid = np.arange(300) < 150
-    assert int(count_distinct_states(jnp.asarray(features), jnp.asarray(valid), 0.0, 1.0, 3)) == expected
+    assert (
+        int(count_distinct_states(jnp.asarray(features), jnp.asarray(valid), 0.0, 1.0, 3))
+        == expected
+    )
     only_first = np.zeros(300, bool)
     only_first[0] = True
-    assert int(count_distinct_states(jnp.asarray(features), jnp.asarray(only_first), 0.0, 1.0, 3)) == 1
+    assert (
+        int(count_distinct_states(jnp.asarray(features), jnp.asarray(only_first), 0.0, 1.0, 3)) == 1
+    )
     # an image-shaped state (Block Maze planes): one state per robot cell
     planes = np.zeros((6, 4, 4, 3), np.float32)
     for t, (r, c) in enumerate([(0, 0), (0, 1), (0, 0), (2, 3), (0, 1), (3, 3)]):
@@ -199,7 +221,12 @@ def test_count_distinct_states_counts_bucket_tuples_of_every_feature():
 
 
 def test_a_campaigns_distinct_states_are_the_set_of_their_bucket_tuples():
-    from jgtest.coverage import DistinctStates, ObservationStates, count_distinct_states, state_hashes
+    from jgtest.coverage import (
+        DistinctStates,
+        ObservationStates,
+        count_distinct_states,
+        state_hashes,
+    )
 
     rng = np.random.default_rng(1)
     tuples = rng.integers(0, 4, size=(3, 500, 6))  # three device calls' states, 4 buckets a feature
@@ -217,4 +244,8 @@ def test_a_campaigns_distinct_states_are_the_set_of_their_bucket_tuples():
     obs = jax.vmap(lambda k: env.reset(k, params)[0])(jax.random.split(jax.random.key(0), 3))
     observed = ObservationStates(env, params, 10)
     low, high = env.state_feature_bounds(params)
-    assert int(observed.count_distinct(obs)) == int(count_distinct_states(env.state_features(obs), None, low, high, 10)) == 1
+    assert (
+        int(observed.count_distinct(obs))
+        == int(count_distinct_states(env.state_features(obs), None, low, high, 10))
+        == 1
+    )

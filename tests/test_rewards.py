@@ -12,19 +12,24 @@ from jgtest.rewards import (
     kart_finish_bonus,
     kart_performance_reward,
     kart_progress_reward,
-)  # fmt: skip
+)
 
 
 def test_pure_rewards_by_hand():
     assert float(bug_bonus_reward(1.0, jnp.array([True, False]))) == 51.0
     assert float(bug_bonus_reward(0.0, jnp.array([True, True, False, True]))) == 150.0
     assert float(kart_progress_reward(21.0, 5.0, 20.0, 10.0)) == -1.0
-    assert float(kart_progress_reward(-20.0, 12.0, 20.0, 10.0)) == 10.0  # |x| = θ is inside; capped at M
+    # |x| = θ is inside; capped at M
+    assert float(kart_progress_reward(-20.0, 12.0, 20.0, 10.0)) == 10.0
     assert float(kart_progress_reward(3.0, -4.0, 20.0, 10.0)) == 0.0
     assert float(kart_performance_reward(19.0, 25.0, 20.5, 20.0)) == 10.0
-    assert float(kart_performance_reward(21.0, 25.0, 20.5, 20.0)) == 0.0  # far from the road: no reward
+    # far from the road: no reward
+    assert float(kart_performance_reward(21.0, 25.0, 20.5, 20.0)) == 0.0
     assert float(kart_performance_reward(0.0, 20.5, 20.5, 20.0)) == 0.0  # not above t
-    assert float(kart_finish_bonus(30.0, True)) == 300.0 and float(kart_finish_bonus(30.0, False)) == 0.0
+    assert (
+        float(kart_finish_bonus(30.0, True)) == 300.0
+        and float(kart_finish_bonus(30.0, False)) == 0.0
+    )
     with pytest.raises(ValueError, match="kind"):
         RelineReward(jgtest.make("CartPoleBugs-v0")[0], "fps")
 
@@ -36,7 +41,8 @@ def test_bug_bonus_on_the_toy_games_leaves_the_game_reward_alone():
     state = state.replace(env_state=state.env_state.replace(x=jnp.float32(0.47)))
     _, state, reward, _, _, info = wrapped.step(jax.random.key(1), state, 1, params)
     assert float(reward) == 51.0 and float(info["telemetry"].game_reward) == 1.0
-    _, _, reward, _, _, _ = wrapped.step(jax.random.key(2), state, 1, params)  # still in the interval: once a episode
+    # still in the interval: once a episode
+    _, _, reward, _, _, _ = wrapped.step(jax.random.key(2), state, 1, params)
     assert float(reward) == 1.0
 
 
@@ -54,7 +60,9 @@ def test_kart_reward_is_rg_plus_rp_with_the_performance_finish_bonus():
     assert float(reward) == pytest.approx(float(info["delta_path_done"]) + 10.0, abs=1e-4)
     assert float(state.performance_return) == 10.0
     # The game's own reward (the rl-baseline's) has no r_p.
-    assert float(info["telemetry"].game_reward) == pytest.approx(float(info["delta_path_done"]), abs=1e-4)
+    assert float(info["telemetry"].game_reward) == pytest.approx(
+        float(info["delta_path_done"]), abs=1e-4
+    )
     # Crossing the finish line: r_g without the +1,000, plus 10 × Σ r_p.
     near_end = env.state_at(params, env.track_length - 1.0, speed=20.0)
     state = state.replace(env_state=near_end.replace(path_done=jnp.float32(env.track_length - 1.0)))

@@ -34,7 +34,8 @@ class EnvParams(environment.EnvParams):
 
 
 class Corridor(TestingEnv):
-    """The corridor (module docstring). ``length`` shapes the game, so it is a constructor option."""
+    """The corridor (module docstring). ``length`` shapes the game, so it is a constructor
+    option."""
 
     env_id = "Corridor-v0"
 
@@ -73,9 +74,20 @@ class Corridor(TestingEnv):
         at_bug = pos == params.bug_cell
         won = pos == self.length - 1
         reward = jnp.where(won, 1.0, -0.01)
-        telemetry = Telemetry.make(position=jnp.stack([0, pos]), cell=pos, bugs_fired=(at_bug & ~state.bug_seen)[None], game_reward=reward)
+        telemetry = Telemetry.make(
+            position=jnp.stack([0, pos]),
+            cell=pos,
+            bugs_fired=(at_bug & ~state.bug_seen)[None],
+            game_reward=reward,
+        )
         state = EnvState(pos=pos, bug_seen=state.bug_seen | at_bug, time=state.time + 1)
-        return self.get_obs(state, params), state, reward.astype(jnp.float32), won, {"telemetry": telemetry}
+        return (
+            self.get_obs(state, params),
+            state,
+            reward.astype(jnp.float32),
+            won,
+            {"telemetry": telemetry},
+        )
 
     def get_obs(self, state: EnvState, params=None, key=None) -> jax.Array:
         return jnp.zeros(self.length, jnp.float32).at[state.pos].set(1.0)
@@ -86,11 +98,15 @@ class Corridor(TestingEnv):
     def validate_params(self, params: EnvParams) -> None:
         super().validate_params(params)
         if not 0 < int(params.bug_cell) < self.length:
-            raise ValueError(f"{self.name}: bug_cell must be inside the corridor (1..{self.length - 1}), got {params.bug_cell}")
+            raise ValueError(
+                f"{self.name}: bug_cell must be inside the corridor (1..{self.length - 1}), got "
+                f"{params.bug_cell}"
+            )
 
 
 def main() -> dict:
-    """Registers the game and runs a random-testing campaign on it (what ``jgtest run random`` does)."""
+    """Registers the game and runs a random-testing campaign on it (what ``jgtest run random``
+    does)."""
     import tempfile
     from pathlib import Path
 
@@ -99,9 +115,18 @@ def main() -> dict:
     jgtest.register("Corridor-v0", Corridor, override=True)
     env, params = jgtest.make("Corridor-v0", length=12, bug_cell=9)
     with tempfile.TemporaryDirectory() as out:
-        config = random_testing.RandomCampaignConfig(game="Corridor-v0", num_envs=16, steps_per_env=200, chunk_steps=100, game_kwargs={"length": 12, "bug_cell": 9})
+        config = random_testing.RandomCampaignConfig(
+            game="Corridor-v0",
+            num_envs=16,
+            steps_per_env=200,
+            chunk_steps=100,
+            game_kwargs={"length": 12, "bug_cell": 9},
+        )
         summary = random_testing.run(config, Path(out))
-    print(f"{env.name}: {summary['bugs_found']} of {summary['bugs_total']} bugs found, {summary['state_coverage']} cells covered")
+    print(
+        f"{env.name}: {summary['bugs_found']} of {summary['bugs_total']} bugs found, "
+        f"{summary['state_coverage']} cells covered"
+    )
     return summary
 
 

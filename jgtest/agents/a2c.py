@@ -1,10 +1,7 @@
-"""A2C trained end to end on device (Mnih et al., 2016), the learner Wuji fine-tunes offspring with.
+"""A2C trained end to end on device (Mnih et al., 2016), the learner Wuji fine-tunes offspring with:
+GAE with λ = 1 (A2C's n-step returns), one RMSprop step a rollout.
 
-Synchronous advantage actor-critic: ``num_envs`` games step ``num_steps`` times,
-advantages are GAE (``gae_lambda = 1`` gives the n-step returns of A2C), and one
-RMSprop step is taken on :func:`jgtest.losses.a2c_loss` per rollout. Defaults
-are Stable-Baselines3's / rl-zoo's CartPole-v1 settings (8 envs × 5 steps,
-lr 7e-4, RMSprop α 0.99 ε 1e-5, γ 0.99, value 0.5, entropy 0, grad norm 0.5).
+* chosen: Stable-Baselines3's CartPole-v1 defaults, the reference implementation's.
 """
 
 from __future__ import annotations
@@ -23,6 +20,9 @@ from jgtest.types import Transition
 
 @struct.dataclass
 class A2CHyperparams:
+    """Stable-Baselines3's / rl-zoo's CartPole-v1 settings (with :class:`A2CConfig`'s 8 envs × 5
+    steps): RMSprop α 0.99 ε 1e-5, no entropy bonus."""
+
     learning_rate: float = 7e-4
     gamma: float = 0.99
     gae_lambda: float = 1.0
@@ -35,6 +35,8 @@ class A2CHyperparams:
 
 @dataclasses.dataclass(frozen=True)
 class A2CConfig(OnPolicyConfig):
+    """Static A2C settings: 8 games stepped 5 times a rollout, no learning-rate annealing."""
+
     num_envs: int = 8
     num_steps: int = 5
     anneal_lr: bool = False
@@ -55,12 +57,22 @@ def make_agent(config: A2CConfig) -> Agent:
             del key
             params, opt_state, update_idx = learner
             advantage, returns = advantages(network, params, traj, hparams)
-            flat = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns))
+            flat = jax.tree.map(
+                lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns)
+            )
 
             def loss_fn(p):
                 t, adv, ret = flat
                 logits, value = network.apply(p, t.obs)
-                return a2c_loss(logits, value, t.action, adv, ret, vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef)
+                return a2c_loss(
+                    logits,
+                    value,
+                    t.action,
+                    adv,
+                    ret,
+                    vf_coef=hparams.vf_coef,
+                    ent_coef=hparams.ent_coef,
+                )
 
             (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             updates, opt_state = _optimizer(hparams).update(grads, opt_state, params)

@@ -1,30 +1,5 @@
-"""The one interface every agent has, and the one builder of its periods.
-
-Like optax's ``GradientTransformation`` (a NamedTuple of pure functions typed by
-Protocols), an :class:`Agent` is a NamedTuple of pure, jit- and vmap-able
-functions with the same signatures whatever the algorithm (PPO, A2C, DQN, CEM,
-random):
-
-* ``init(key, hparams=None) -> state``: a fresh learner with its batch of games reset;
-* ``init_learner(key, obs, hparams=None) -> state``: a fresh learner for games
-  stepped elsewhere (a host loop over a bridged game): ``obs`` is the batch of
-  first observations and the state holds no game state;
-* ``act(params, obs, key, hparams=None, timesteps=0) -> ActOutput``: the training
-  policy's action for each observation of the batch (sampled, or ε-greedy at the
-  ε of ``timesteps`` env steps), with its log-probability and value estimate;
-* ``update(state, batch, key, hparams=None) -> (state, metrics)``: one learning
-  step from the agent's kind of batch (a :class:`jgtest.types.Transition`
-  rollout ``[T, N]`` for on-policy agents, a dict of transitions for DQN, whole
-  episodes for CEM);
-* ``period(state, hparams=None) -> (state, metrics)``: a fixed number of
-  collect-and-update steps, then the greedy policy's evaluation;
-* ``train(key, hparams=None) -> (state, metrics per period)``: ``init`` then
-  every period under ``lax.scan``.
-
-:func:`build` makes ``period`` and ``train`` for every agent from its one
-collect-and-update ``step``, so the period/evaluation logic exists once.
-``hparams`` is the algorithm's traced ``*Hyperparams`` pytree, ``None`` meaning
-its defaults (see :mod:`jgtest.agents.common`).
+"""The one interface every agent has (:class:`Agent`, pure functions like optax's
+``GradientTransformation``), and :func:`build`, the one builder of its periods.
 """
 
 from __future__ import annotations
@@ -56,11 +31,15 @@ class InitLearnerFn(Protocol):
 
 
 class ActFn(Protocol):
-    def __call__(self, params: Any, obs: jax.Array, key: jax.Array, hparams: Any = None, timesteps: Any = 0) -> ActOutput: ...
+    def __call__(
+        self, params: Any, obs: jax.Array, key: jax.Array, hparams: Any = None, timesteps: Any = 0
+    ) -> ActOutput: ...
 
 
 class UpdateFn(Protocol):
-    def __call__(self, state: AgentState, batch: Any, key: jax.Array, hparams: Any = None) -> tuple[AgentState, Metrics]: ...
+    def __call__(
+        self, state: AgentState, batch: Any, key: jax.Array, hparams: Any = None
+    ) -> tuple[AgentState, Metrics]: ...
 
 
 class PeriodFn(Protocol):
@@ -84,7 +63,25 @@ class SummarizeFn(Protocol):
 
 
 class Agent(NamedTuple):
-    """The pieces of an agent (module docstring); ``network`` is its flax module (``None`` for random play)."""
+    """The pieces of an agent; ``network`` is its flax module (``None`` for random play).
+
+    * ``init(key, hparams=None) -> state``: a fresh learner with its batch of games reset;
+    * ``init_learner(key, obs, hparams=None) -> state``: a fresh learner for games stepped
+      elsewhere (a host loop over a bridged game): ``obs`` is the batch of first observations and
+      the state holds no game state;
+    * ``act(params, obs, key, hparams=None, timesteps=0) -> ActOutput``: the training policy's
+      action for each observation (sampled, or ε-greedy at the ε of ``timesteps`` env steps), with
+      its log-probability and value estimate;
+    * ``update(state, batch, key, hparams=None) -> (state, metrics)``: one learning step from the
+      agent's kind of batch (a :class:`jgtest.types.Transition` rollout ``[T, N]`` for on-policy
+      agents, a dict of transitions for DQN, whole episodes for CEM);
+    * ``period(state, hparams=None) -> (state, metrics)``: a fixed number of collect-and-update
+      steps, then the greedy policy's evaluation;
+    * ``train(key, hparams=None) -> (state, metrics per period)``: ``init`` then every period under
+      ``lax.scan``.
+
+    ``hparams`` is the algorithm's traced ``*Hyperparams`` pytree, ``None`` meaning its defaults.
+    """
 
     config: Any
     network: Any
@@ -102,15 +99,28 @@ def or_default(hparams, default):
 
 
 def build(
-    config, network, game, default_hparams, *, init: InitFn, init_learner: InitLearnerFn, act: ActFn, update: UpdateFn,
-    step: StepFn, steps_per_period: int, greedy, summarize: SummarizeFn,
-) -> Agent:  # fmt: skip
-    """The :class:`Agent` whose periods scan ``step`` ``steps_per_period`` times and evaluate ``greedy``.
+    config,
+    network,
+    game,
+    default_hparams,
+    *,
+    init: InitFn,
+    init_learner: InitLearnerFn,
+    act: ActFn,
+    update: UpdateFn,
+    step: StepFn,
+    steps_per_period: int,
+    greedy,
+    summarize: SummarizeFn,
+) -> Agent:
+    """The :class:`Agent` whose periods scan ``step`` ``steps_per_period`` times and evaluate
+    ``greedy``.
 
     Args:
       config: the agent's frozen config (``num_evals``, ``eval_episodes``).
       network: its flax module, or ``None``.
-      game: ``(env, env_params, max_steps)`` the evaluation plays (:func:`jgtest.agents.common.make_game`).
+      game: ``(env, env_params, max_steps)`` the evaluation plays
+        (:func:`jgtest.agents.common.make_game`).
       default_hparams: the hyperparameters used where ``None`` is passed.
       init: the agent's ``init``.
       init_learner: its ``init_learner``.
@@ -122,18 +132,34 @@ def build(
       summarize: the period's training metrics (``env_steps``, ``train_return_mean``, losses, ...).
 
     Returns:
-      The agent; each period's metrics are ``eval_return_mean``, ``eval_return_std`` and ``summarize``'s.
+      The agent; each period's metrics are ``eval_return_mean``, ``eval_return_std`` and
+      ``summarize``'s.
     """
     env, env_params, max_steps = game
 
     def period(state, hparams=None):
         hparams = or_default(hparams, default_hparams)
         state, step_metrics, eval_mean, eval_std = scan_then_evaluate(
-            state, lambda s: step(s, hparams), steps_per_period, greedy, env, env_params, config.eval_episodes, max_steps
+            state,
+            lambda s: step(s, hparams),
+            steps_per_period,
+            greedy,
+            env,
+            env_params,
+            config.eval_episodes,
+            max_steps,
         )
-        return state, {"eval_return_mean": eval_mean, "eval_return_std": eval_std, **summarize(state, step_metrics)}
+        return state, {
+            "eval_return_mean": eval_mean,
+            "eval_return_std": eval_std,
+            **summarize(state, step_metrics),
+        }
 
     def train(key, hparams=None):
-        return run_periods(lambda s: period(s, hparams), init(key, or_default(hparams, default_hparams)), config.num_evals)
+        return run_periods(
+            lambda s: period(s, hparams),
+            init(key, or_default(hparams, default_hparams)),
+            config.num_evals,
+        )
 
     return Agent(config, network, init, init_learner, jax.jit(act), jax.jit(update), period, train)

@@ -1,15 +1,9 @@
-"""The cross-entropy method, RELINE's CartPole agent (Tufano et al., 2022, §3.1.2; Lapan, 2018).
+"""The cross-entropy method, RELINE's CartPole agent (Tufano et al., 2022, §3.1.2; Lapan, 2018): a
+one-hidden-layer policy plays ``episodes_per_iter`` episodes, and is fitted to the elite ones'
+actions by cross-entropy (:func:`jgtest.losses.cem_loss`), all on device.
 
-Each iteration the policy network (one hidden layer of 128) plays
-``episodes_per_iter`` (n = 16) episodes to their end, sampling its actions;
-the episodes whose return reaches the ``percentile``-th percentile are the
-elites, and the network is fitted to their actions by cross-entropy
-(:func:`jgtest.losses.cem_loss`, Adam, lr 0.01 as in Lapan's CartPole agent).
-All on device; ``num_iterations`` iterations in ``num_evals`` periods. The
-defaults are RELINE's CartPole agent: 16 episodes an iteration, the best 70%
-kept, 200 iterations = 3,200 training episodes (§3.1.4), episodes capped at
-1,000 steps (§3.1.2: "the maximum length of an episode (that we set to 1,000
-steps)", CartPoleBugs-v0's default cap).
+* chosen: RELINE's defaults: 16 episodes an iteration, 200 iterations (§3.1.4), Adam at 0.01
+  (Lapan's), episodes capped at 1,000 steps (§3.1.2).
 """
 
 from __future__ import annotations
@@ -26,13 +20,14 @@ from jgtest.agents import base
 from jgtest.agents.base import ActOutput, Agent
 from jgtest.agents.common import batched, check_positive, make_game
 from jgtest.losses import cem_elite_mask, cem_loss, cem_top_m_mask
+from jgtest.losses.cem import ELITE_PERCENTILE
 from jgtest.nets import PolicyNetwork
 
 
 @struct.dataclass
 class CEMHyperparams:
     learning_rate: float = 0.01
-    percentile: float = 30.0  # keep the best 70% of the episodes (the issue; RELINE §3.1.2)
+    percentile: float = ELITE_PERCENTILE  # the percentile of returns an elite episode reaches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,19 +37,36 @@ class CEMConfig:
     episodes_per_iter: int = 16
     num_iterations: int = 200
     gradient_steps: int = 1
-    elite_episodes: int | None = None  # keep exactly this many by rank (RELINE's m = 11) instead of the percentile cut
+    # keep exactly this many by rank (RELINE's m = 11) instead of the percentile cut
+    elite_episodes: int | None = None
     hidden_sizes: tuple[int, ...] = (128,)
     activation: str = "relu"
-    torch_init: bool = False  # PyTorch's nn.Linear initialization (RELINE's package is PyTorch code)
+    # PyTorch's nn.Linear initialization (RELINE's package is PyTorch code)
+    torch_init: bool = False
     num_evals: int = 10
     eval_episodes: int = 16
 
     def __post_init__(self):
-        check_positive(self, "episodes_per_iter", "num_iterations", "gradient_steps", "num_evals", "eval_episodes")
-        if self.elite_episodes is not None and not 1 <= self.elite_episodes <= self.episodes_per_iter:
-            raise ValueError(f"elite_episodes={self.elite_episodes} must be in [1, episodes_per_iter={self.episodes_per_iter}]")
+        check_positive(
+            self,
+            "episodes_per_iter",
+            "num_iterations",
+            "gradient_steps",
+            "num_evals",
+            "eval_episodes",
+        )
+        if (
+            self.elite_episodes is not None
+            and not 1 <= self.elite_episodes <= self.episodes_per_iter
+        ):
+            raise ValueError(
+                f"elite_episodes={self.elite_episodes} must be in [1, "
+                f"episodes_per_iter={self.episodes_per_iter}]"
+            )
         if self.num_iterations % self.num_evals:
-            raise ValueError(f"num_evals={self.num_evals} does not divide num_iterations={self.num_iterations}")
+            raise ValueError(
+                f"num_evals={self.num_evals} does not divide num_iterations={self.num_iterations}"
+            )
 
     @property
     def iterations_per_eval(self) -> int:
@@ -79,21 +91,28 @@ class Episodes(NamedTuple):
 
 
 def make_agent(config: CEMConfig, game=None) -> Agent:
-    """The CEM :class:`jgtest.agents.base.Agent` of ``config`` on its game, or on ``game = (env, env_params)``
-    (see :func:`make_game`). ``act`` samples the policy (``value`` 0: CEM has no critic);
-    ``update(state, episodes, key, hparams)`` fits the policy to the elites of :class:`Episodes`."""
+    """The CEM :class:`jgtest.agents.base.Agent` of ``config`` on its game, or on
+    ``game = (env, env_params)`` (see :func:`make_game`). ``act`` samples the policy (``value`` 0:
+    CEM has no critic); ``update(state, episodes, key, hparams)`` fits the policy to the elites of
+    :class:`Episodes`."""
     env, env_params, max_steps = make_game(config, game)
     num_actions = env.action_space(env_params).n
     obs_ndim = len(env.observation_space(env_params).shape)
-    network = PolicyNetwork(num_actions, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim,
-                            torch_init=config.torch_init)  # fmt: skip
+    network = PolicyNetwork(
+        num_actions,
+        hidden_sizes=config.hidden_sizes,
+        activation=config.activation,
+        obs_ndim=obs_ndim,
+        torch_init=config.torch_init,
+    )
     reset, step = batched(env, env_params)
     n = config.episodes_per_iter
 
     def act(params, obs, key, hparams=None, timesteps=0):
         logits = network.apply(params, obs)
         action = jax.random.categorical(key, logits)
-        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], axis=-1)[..., 0]
+        log_probs = jax.nn.log_softmax(logits)
+        log_prob = jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
         return ActOutput(action, log_prob, jnp.zeros(action.shape))
 
     def play(params, key) -> Episodes:
@@ -105,11 +124,15 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
             obs, state, running = carry
             k_act, k_step = jax.random.split(k)
             action = act(params, obs, k_act).action
-            next_obs, state, reward, term, trunc, _ = step(jax.random.split(k_step, n), state, action)
+            next_obs, state, reward, term, trunc, _ = step(
+                jax.random.split(k_step, n), state, action
+            )
             out = (obs, action, running, reward * running)
             return (next_obs, state, running * (1.0 - (term | trunc))), out
 
-        _, (obs_t, actions, valid, rewards) = jax.lax.scan(body, (obs, state, jnp.ones(n)), jax.random.split(k_run, max_steps))
+        _, (obs_t, actions, valid, rewards) = jax.lax.scan(
+            body, (obs, state, jnp.ones(n)), jax.random.split(k_run, max_steps)
+        )
         swap = lambda x: jnp.swapaxes(x, 0, 1)
         return Episodes(swap(obs_t), swap(actions), swap(valid), rewards.sum(axis=0))
 
@@ -133,13 +156,19 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
             updates, o = tx.update(grads, o, p)
             return (optax.apply_updates(p, updates), o), {"loss": loss, **metrics}
 
-        (params, opt_state), metrics = jax.lax.scan(grad_step, (state.params, state.opt_state), None, length=config.gradient_steps)
+        (params, opt_state), metrics = jax.lax.scan(
+            grad_step, (state.params, state.opt_state), None, length=config.gradient_steps
+        )
         steps = state.env_steps + episodes.valid.sum().astype(jnp.int32)
-        return state.replace(params=params, opt_state=opt_state, env_steps=steps), jax.tree.map(jnp.mean, metrics)
+        return state.replace(params=params, opt_state=opt_state, env_steps=steps), jax.tree.map(
+            jnp.mean, metrics
+        )
 
     def initial_state(k_net, k_run, obs, hparams):
         params = network.init(k_net, obs[0])
-        opt_state = optax.adam(base.or_default(hparams, CEMHyperparams()).learning_rate).init(params)
+        opt_state = optax.adam(base.or_default(hparams, CEMHyperparams()).learning_rate).init(
+            params
+        )
         return CEMState(params=params, opt_state=opt_state, key=k_run, env_steps=jnp.int32(0))
 
     def init(key, hparams=None):
@@ -158,15 +187,29 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
         return state.replace(key=key), {**metrics, "return": episodes.returns.mean()}
 
     def summarize(state: CEMState, step_metrics):
-        return {"env_steps": state.env_steps, "train_return_mean": step_metrics["return"].mean(), "loss": step_metrics["loss"].mean()}
+        return {
+            "env_steps": state.env_steps,
+            "train_return_mean": step_metrics["return"].mean(),
+            "loss": step_metrics["loss"].mean(),
+        }
 
     return base.build(
-        config, network, (env, env_params, max_steps), CEMHyperparams(), init=init, init_learner=init_learner, act=act,
-        update=update, step=iteration, steps_per_period=config.iterations_per_eval,
-        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1), summarize=summarize,
-    )  # fmt: skip
+        config,
+        network,
+        (env, env_params, max_steps),
+        CEMHyperparams(),
+        init=init,
+        init_learner=init_learner,
+        act=act,
+        update=update,
+        step=iteration,
+        steps_per_period=config.iterations_per_eval,
+        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs), axis=-1),
+        summarize=summarize,
+    )
 
 
 def make_train(config: CEMConfig, game=None):
-    """``train(key, hparams=None) -> (final CEMState, metrics per evaluation)``; jit- and vmap-able."""
+    """``train(key, hparams=None) -> (final CEMState, metrics per evaluation)``; jit- and
+    vmap-able."""
     return make_agent(config, game).train

@@ -1,17 +1,7 @@
 """Pieces every agent shares: config checks, the batched game, evaluation, the period loop.
 
-Each agent splits its settings in two (DESIGN.md, "static vs traced"):
-
-* a frozen dataclass ``Config`` of shapes and counts (hashable, safe as a static
-  argument): game, number of envs, steps, network sizes, ...;
-* a ``Hyperparams`` pytree of numbers (learning rate, discount, ...) that
-  ``train(key, hparams)`` takes as a traced argument, so ``jax.vmap`` sweeps
-  seeds and hyperparameters together.
-
-Training runs in ``num_evals`` *periods*: a period is ``lax.scan`` over a fixed
-number of updates followed by an evaluation. ``train(key)`` scans over the
-periods on device; a host loop (CLI, checkpoints) calls the same jitted
-``period`` function one period at a time, so both give identical results.
+Settings split in two (DESIGN.md): a frozen static ``Config`` and a traced ``Hyperparams`` pytree,
+so ``jax.vmap`` sweeps seeds and hyperparameters together.
 """
 
 from __future__ import annotations
@@ -34,7 +24,9 @@ def check_positive(config, *names: str) -> None:
     for name in names:
         value = getattr(config, name)
         if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{type(config).__name__}.{name} must be a positive integer, got {value!r}")
+            raise ValueError(
+                f"{type(config).__name__}.{name} must be a positive integer, got {value!r}"
+            )
 
 
 def make_game(config, game=None):
@@ -59,7 +51,8 @@ def training_game(env, config) -> EpisodeStatistics:
 
 
 def finished_episodes(info: dict) -> dict:
-    """Sums over the episodes that ended at this step: count, return and, if tracked, distinct cells."""
+    """Sums over the episodes that ended at this step: count, return and, if tracked, distinct
+    cells."""
     ended = info["returned_episode"]
     sums = {"episodes": ended.sum(), "return_sum": jnp.sum(info["returned_episode_return"] * ended)}
     if "episode_cells" in info:
@@ -68,7 +61,8 @@ def finished_episodes(info: dict) -> dict:
 
 
 def episode_means(sums: dict) -> dict:
-    """``train_return_mean`` (and ``train_cells_mean``) from stacked :func:`finished_episodes` sums."""
+    """``train_return_mean`` (and ``train_cells_mean``) from stacked :func:`finished_episodes`
+    sums."""
     episodes = jnp.maximum(sums["episodes"].sum(), 1)
     means = {"train_return_mean": sums["return_sum"].sum() / episodes}
     if "cells_sum" in sums:
@@ -80,10 +74,19 @@ def batched(env, params):
     """``(reset(keys), step(keys, states, actions))`` vmapped over envs."""
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    return (lambda keys: reset(keys, params)), (lambda keys, states, actions: step(keys, states, actions, params))
+    return (lambda keys: reset(keys, params)), (
+        lambda keys, states, actions: step(keys, states, actions, params)
+    )
 
 
-def evaluate(env, params, policy: Callable[[jax.Array, jax.Array], jax.Array], key, num_episodes: int, max_steps: int):
+def evaluate(
+    env,
+    params,
+    policy: Callable[[jax.Array, jax.Array], jax.Array],
+    key,
+    num_episodes: int,
+    max_steps: int,
+):
     """Mean and std of the game return of ``num_episodes`` episodes played by ``policy(obs, key)``.
 
     Each episode is played to its end (at most ``max_steps`` steps); the game
@@ -97,7 +100,9 @@ def evaluate(env, params, policy: Callable[[jax.Array, jax.Array], jax.Array], k
         obs, state, ret, running = carry
         k_act, k_step = jax.random.split(k)
         action = policy(obs, k_act)
-        obs, state, _, term, trunc, info = step(jax.random.split(k_step, num_episodes), state, action)
+        obs, state, _, term, trunc, info = step(
+            jax.random.split(k_step, num_episodes), state, action
+        )
         ret = ret + running * info["telemetry"].game_reward
         running = running * (1.0 - (term | trunc))
         return (obs, state, ret, running), None
@@ -126,26 +131,44 @@ def true_next_obs(next_obs: jax.Array, info: dict, done: jax.Array) -> jax.Array
 
 
 def collect_rollout(act, step, params, obs, env_state, key, num_steps: int, num_envs: int):
-    """``num_steps`` steps of ``num_envs`` games with ``act(params, obs, key) -> (action, log_prob, value)``
-    (an agent's :class:`jgtest.agents.base.ActOutput`).
+    """``num_steps`` steps of ``num_envs`` games with
+    ``act(params, obs, key) -> (action, log_prob, value)`` (an agent's
+    :class:`jgtest.agents.base.ActOutput`).
 
     Returns ``(obs, env_state, Transition [T, N], finished-episode sums [T])``
     (see :func:`finished_episodes`).
     """
+
     def body(carry, k):
         obs, env_state = carry
         k_act, k_step = jax.random.split(k)
         action, log_prob, value = act(params, obs, k_act)
-        next_obs, env_state, reward, term, trunc, info = step(jax.random.split(k_step, num_envs), env_state, action)
-        t = Transition(obs, action, reward, term, trunc, true_next_obs(next_obs, info, term | trunc), value, log_prob)
+        next_obs, env_state, reward, term, trunc, info = step(
+            jax.random.split(k_step, num_envs), env_state, action
+        )
+        t = Transition(
+            obs,
+            action,
+            reward,
+            term,
+            trunc,
+            true_next_obs(next_obs, info, term | trunc),
+            value,
+            log_prob,
+        )
         return (next_obs, env_state), (t, finished_episodes(info))
 
-    (obs, env_state), (traj, episodes) = jax.lax.scan(body, (obs, env_state), jax.random.split(key, num_steps))
+    (obs, env_state), (traj, episodes) = jax.lax.scan(
+        body, (obs, env_state), jax.random.split(key, num_steps)
+    )
     return obs, env_state, traj, episodes
 
 
-def scan_then_evaluate(state, one_step, length: int, greedy, env, env_params, eval_episodes: int, max_steps: int):
-    """One evaluation period: ``one_step`` scanned ``length`` times, then the greedy policy evaluated.
+def scan_then_evaluate(
+    state, one_step, length: int, greedy, env, env_params, eval_episodes: int, max_steps: int
+):
+    """One evaluation period: ``one_step`` scanned ``length`` times, then the greedy policy
+    evaluated.
 
     Args:
       state: agent state with a ``key`` field.

@@ -1,33 +1,9 @@
-"""PPGTA's imitation learning: the recurrent student, its EMA teacher, Eq. 4, early stopping (§IV-B, §V-D).
+"""PPGTA's imitation learning (§IV-B, §V-D): a recurrent student on OD-masked frames, its EMA
+teacher on full frames, Eq. 4 (:func:`jgtest.losses.imitation_loss`), early stopping.
 
-Training (§V-D): "a stack of 4 RGB frames ... as input, a learning rate with a
-linear warm-up from 2e-3 to 1e-2 during the first 10 epochs, and a cosine decay
-thereafter, a mini-batch size of 64, and a total of 40 epochs with early
-stopping", AdamW, a 70/10/20 train/validation/test split of the demonstrations.
-The student (:class:`jgtest.nets.ImitationPolicy`) sees OD-masked frames, the
-teacher (an exponential moving average of the student, DINO's momentum 0.996)
-the full frames; the loss is Eq. 4 (:func:`jgtest.losses.imitation_loss`).
-
-Our choices where the paper is silent: λ = 1; a minibatch is ``batch_size``
-whole trajectories (the global GRU runs over a trajectory from its start, so
-steps of one trajectory are not shuffled apart; the paper's 64 is in samples);
-early stopping when the validation cross-entropy has not improved for
-``patience`` epochs after the warm-up, keeping the best epoch's weights; the labels are the
-demonstrator's intended actions where a scripted one recorded them beside the noisy actions it
-executed (``labels="intended"``, DART's labelling: Laskey et al., CoRL 2017; the paper's engineers
-meant every action they took). Trained on the executed actions (``labels="executed"``), the policy
-learns the noise as behaviour and plays it on top of its own errors.
-
-:func:`train` returns the trained student and its history (the FE may come from
-masked inverse dynamics, :mod:`jgtest.agents.inverse_dynamics`, and stay frozen:
-``freeze_encoder``, then every frame is encoded once before training).
-:func:`driver` plays the policy closed loop in a game, one frame at a time (what
-:func:`jgtest.envs.park_experts.demonstrations` records a learner's own walks with, for DAgger;
-``train``'s ``extra`` adds such walks to the training split).
-:func:`played_distributions` plays the policy on demonstrations' frames and returns
-the histogram of its sampled actions, which :func:`jgtest.novelty.js_divergence`
-compares to the demonstrations' distribution (§VI-B); :func:`js_threshold` sets the
-test-success threshold from the validation trajectories.
+* chosen: λ = 1, because §V-D gives none.
+* chosen: minibatches of whole trajectories, because the global GRU runs from a trajectory's start.
+* chosen: the demonstrator's intended actions as labels (DART), so its noise is not learned.
 """
 
 from __future__ import annotations
@@ -39,20 +15,28 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.agents.supervised import batches_per_epoch, fit, split_indices
 from jgtest.envs.park_experts import Driver
-from jgtest.envs.wrappers import od_mask
+from jgtest.frames import od_mask
 from jgtest.losses.ppgta import ema_update, imitation_loss
 from jgtest.nets.recurrent import ImitationPolicy
 from jgtest.novelty.preference import action_distribution, js_divergence
+from jgtest.supervised import batches_per_epoch, fit, split_indices
 
-#: What the policy learns from a demonstration's steps (:attr:`ImitationConfig.labels`; the first is the default).
+#: What the policy learns from a demonstration's steps (:attr:`ImitationConfig.labels`; the first is
+#: the default).
 LABELS = ("intended", "executed")
 
 
 @dataclasses.dataclass(frozen=True)
 class ImitationConfig:
-    """Settings (module docstring for the paper's).
+    """Settings. §V-D's: "a stack of 4 RGB frames ... as input, a learning rate with a linear
+    warm-up from 2e-3 to 1e-2 during the first 10 epochs, and a cosine decay thereafter, a
+    mini-batch size of 64, and a total of 40 epochs with early stopping", AdamW, a 70/10/20 split of
+    the demonstrations; DINO's teacher momentum 0.996. Ours where the paper is silent: λ = 1; a
+    minibatch is ``batch_size`` whole trajectories (the paper's 64 is in samples); early stopping
+    when the validation cross-entropy has not improved for ``patience`` epochs after the warm-up,
+    keeping the best epoch's weights; ``labels="intended"`` (DART's labelling, Laskey et al., CoRL
+    2017: trained on the executed, noisy actions the policy learns the noise as behaviour).
 
     Attributes:
       num_actions: the game's actions.
@@ -67,8 +51,8 @@ class ImitationConfig:
       split: train / validation / test fractions of the trajectories.
       policy: the network's sizes (``ImitationPolicy`` fields other than ``num_actions``).
       freeze_encoder: keep the FE as given (from inverse dynamics) instead of fine-tuning it.
-      labels: ``"intended"`` (the demonstrations' ``intended`` actions, where they have them; else their
-        ``actions``) or ``"executed"`` (their ``actions``).
+      labels: ``"intended"`` (the demonstrations' ``intended`` actions, where they have them; else
+        their ``actions``) or ``"executed"`` (their ``actions``).
     """
 
     num_actions: int = 9
@@ -99,7 +83,9 @@ class ImitationConfig:
         if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
             raise ValueError("epochs, batch_size and patience must be at least 1")
         if len(self.split) != 3 or min(self.split) < 0 or abs(sum(self.split) - 1) > 1e-6:
-            raise ValueError(f"split must be three non-negative fractions summing to 1, got {self.split}")
+            raise ValueError(
+                f"split must be three non-negative fractions summing to 1, got {self.split}"
+            )
 
     @property
     def network(self) -> ImitationPolicy:
@@ -107,7 +93,11 @@ class ImitationConfig:
 
     def targets(self, demos: dict) -> jax.Array:
         """``[N, T]``: the actions the policy learns from ``demos`` (``labels``)."""
-        return jnp.asarray(demos["intended"] if self.labels == "intended" and "intended" in demos else demos["actions"])
+        return jnp.asarray(
+            demos["intended"]
+            if self.labels == "intended" and "intended" in demos
+            else demos["actions"]
+        )
 
 
 def _windows(frames: jax.Array, t, k: int) -> jax.Array:
@@ -118,22 +108,26 @@ def _windows(frames: jax.Array, t, k: int) -> jax.Array:
 
 
 def _run(network, params, frames, k: int, key=None):
-    """The policy over whole trajectories ``frames [B, T, H, W, 3]``: ``(logits [B, T, A], h_c [B, T, D])``.
-    Each frame is encoded once (:func:`_run_features`)."""
+    """The policy over whole trajectories ``frames [B, T, H, W, 3]``:
+    ``(logits [B, T, A], h_c [B, T, D])``. Each frame is encoded once (:func:`_run_features`)."""
     return _run_features(network, params, network.apply(params, frames, method="encode"), k, key)
 
 
 def _run_features(network, params, features, k: int, key=None):
-    """The policy over whole trajectories of encoded frames ``features [B, T, F]``; step ``t`` reads the
-    features of frames ``t − K + 1 … t``. Dropout is on when a ``key`` is given (training)."""
+    """The policy over whole trajectories of encoded frames ``features [B, T, F]``; step ``t`` reads
+    the features of frames ``t − K + 1 … t``. Dropout is on when a ``key`` is given (training)."""
     train = key is not None
 
     def body(carry, t):
         rngs = {"dropout": jax.random.fold_in(key, t)} if train else {}
-        logits, h_c, carry = network.apply(params, _windows(features, t, k), carry, train=train, rngs=rngs, method="step")
+        logits, h_c, carry = network.apply(
+            params, _windows(features, t, k), carry, train=train, rngs=rngs, method="step"
+        )
         return carry, (logits, h_c)
 
-    _, (logits, h_c) = jax.lax.scan(body, network.initial_carry(features.shape[0]), jnp.arange(features.shape[1]))
+    _, (logits, h_c) = jax.lax.scan(
+        body, network.initial_carry(features.shape[0]), jnp.arange(features.shape[1])
+    )
     return jnp.moveaxis(logits, 0, 1), jnp.moveaxis(h_c, 0, 1)
 
 
@@ -146,9 +140,10 @@ def _masked(frames, boxes, visible):
 
 def make_loss(config: ImitationConfig):
     """``loss(student, teacher, batch, key) -> (loss, metrics)``: Eq. 4 over a minibatch of whole
-    trajectories. ``batch``: ``actions [B, T]`` and either ``frames``, ``od_box``, ``od_visible`` (the student
-    encodes OD-masked frames, the teacher full ones) or, with a frozen FE, their features precomputed
-    (``student_features``, ``teacher_features``, :func:`encode_demonstrations`)."""
+    trajectories. ``batch``: ``actions [B, T]`` and either ``frames``, ``od_box``, ``od_visible``
+    (the student encodes OD-masked frames, the teacher full ones) or, with a frozen FE, their
+    features precomputed (``student_features``, ``teacher_features``,
+    :func:`encode_demonstrations`)."""
     network = config.network
 
     def loss(student, teacher, batch, key):
@@ -162,38 +157,63 @@ def make_loss(config: ImitationConfig):
         logits, h_s = _run_features(network, student, seen_by_student, config.k, key)
         _, h_t = _run_features(network, teacher, seen_by_teacher, config.k)
         flat = lambda x: x.reshape(-1, *x.shape[2:])
-        return imitation_loss(flat(logits), flat(batch["actions"]), flat(h_s), flat(h_t), config.lam)
+        return imitation_loss(
+            flat(logits), flat(batch["actions"]), flat(h_s), flat(h_t), config.lam
+        )
 
     return loss
 
 
 def encode_demonstrations(config: ImitationConfig, params, demos: dict, chunk: int = 8) -> dict:
     """The FE's features of every demonstration frame, OD-masked (``student_features``) and full
-    (``teacher_features``), ``[N, T, F]``, with ``actions`` (the labels): the training data when the FE is frozen."""
+    (``teacher_features``), ``[N, T, F]``, with ``actions`` (the labels): the training data when the
+    FE is frozen."""
     network = config.network
-    encode = jax.jit(lambda p, f, b, v: (network.apply(p, _masked(f, b, v), method="encode"), network.apply(p, f, method="encode")))
-    out = [encode(params, *(jnp.asarray(demos[k][i : i + chunk]) for k in ("frames", "od_box", "od_visible")))
-           for i in range(0, demos["frames"].shape[0], chunk)]  # fmt: skip
-    return {"student_features": jnp.concatenate([o[0] for o in out]), "teacher_features": jnp.concatenate([o[1] for o in out]),
-            "actions": config.targets(demos)}  # fmt: skip
+    encode = jax.jit(
+        lambda p, f, b, v: (
+            network.apply(p, _masked(f, b, v), method="encode"),
+            network.apply(p, f, method="encode"),
+        )
+    )
+    out = [
+        encode(
+            params,
+            *(jnp.asarray(demos[k][i : i + chunk]) for k in ("frames", "od_box", "od_visible")),
+        )
+        for i in range(0, demos["frames"].shape[0], chunk)
+    ]
+    return {
+        "student_features": jnp.concatenate([o[0] for o in out]),
+        "teacher_features": jnp.concatenate([o[1] for o in out]),
+        "actions": config.targets(demos),
+    }
 
 
-def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, encoder: dict | None = None, extra: dict | None = None) -> dict:
-    """Trains the student on ``demos`` (``frames``, ``actions``, ``od_box``, ``od_visible``, and ``intended``
-    where a scripted demonstrator recorded it, ``[N, T, ...]``, as :func:`jgtest.envs.park_experts.demonstrations`
-    returns them), to predict ``config.targets(demos)``.
+def train(
+    config: ImitationConfig,
+    demos: dict,
+    key: jax.Array,
+    seed: int = 0,
+    encoder: dict | None = None,
+    extra: dict | None = None,
+) -> dict:
+    """Trains the student on ``demos`` (``frames``, ``actions``, ``od_box``, ``od_visible``, and
+    ``intended`` where a scripted demonstrator recorded it, ``[N, T, ...]``, as
+    :func:`jgtest.envs.park_experts.demonstrations` returns them), to predict
+    ``config.targets(demos)``.
 
     Args:
-      encoder: the FE's parameters from masked inverse dynamics (:func:`jgtest.agents.inverse_dynamics.train`,
-        §V-B: "the FE model is used as the backbone within the imitation policy network"); the FE is
-        fine-tuned with the rest unless ``config.freeze_encoder``.
+      encoder: the FE's parameters from masked inverse dynamics
+        (:func:`jgtest.agents.inverse_dynamics.train`, §V-B: "the FE model is used as the backbone
+        within the imitation policy network"); the FE is fine-tuned with the rest unless
+        ``config.freeze_encoder``.
       extra: more trajectories of the same length and keys (a learner's own, labelled by the expert:
         DAgger), added to the training split only; the split, validation and test stay ``demos``'.
 
     Returns:
       dict: ``params`` (the best epoch's student), ``teacher``, ``history`` (per epoch
-      ``train_loss``, ``val`` the validation cross-entropy), ``best_epoch``, ``stopped_early`` and the
-      split's indices.
+      ``train_loss``, ``val`` the validation cross-entropy), ``best_epoch``, ``stopped_early`` and
+      the split's indices.
 
     Raises:
       ValueError: an empty demonstration set, or one too small to split.
@@ -205,28 +225,43 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
     if extra is not None:
         keys = [k for k in ("frames", "od_box", "od_visible", "actions", "intended") if k in demos]
         if missing := [k for k in keys if k not in extra]:
-            raise ValueError(f"extra trajectories must hold what the demonstrations do; they lack {', '.join(missing)}")
+            raise ValueError(
+                "extra trajectories must hold what the demonstrations do; they lack "
+                f"{', '.join(missing)}"
+            )
         if extra["frames"].shape[1:] != frames.shape[1:]:
-            raise ValueError(f"extra trajectories must match the demonstrations' shape {frames.shape[1:]}, got {extra['frames'].shape[1:]}")
+            raise ValueError(
+                f"extra trajectories must match the demonstrations' shape {frames.shape[1:]}, got "
+                f"{extra['frames'].shape[1:]}"
+            )
         demos = {k: np.concatenate([np.asarray(demos[k]), np.asarray(extra[k])]) for k in keys}
-        train_idx = np.concatenate([train_idx, frames.shape[0] + np.arange(extra["frames"].shape[0])])
+        train_idx = np.concatenate(
+            [train_idx, frames.shape[0] + np.arange(extra["frames"].shape[0])]
+        )
     per_epoch = batches_per_epoch(len(train_idx), config.batch_size)
     schedule = optax.warmup_cosine_decay_schedule(
-        init_value=config.lr_start, peak_value=config.lr_peak, warmup_steps=config.warmup_epochs * per_epoch,
+        init_value=config.lr_start,
+        peak_value=config.lr_peak,
+        warmup_steps=config.warmup_epochs * per_epoch,
         decay_steps=max(config.epochs * per_epoch, config.warmup_epochs * per_epoch + 1),
-    )  # fmt: skip
+    )
     tx = optax.adamw(schedule, weight_decay=config.weight_decay)
     if config.freeze_encoder:
         tx = optax.multi_transform({"train": tx, "frozen": optax.set_to_zero()}, _encoder_labels)
     k_init, k_run = jax.random.split(key)
     network = config.network
-    student = network.init(k_init, _windows(jnp.asarray(frames[:1, :1]), 0, config.k), network.initial_carry(1))
+    student = network.init(
+        k_init, _windows(jnp.asarray(frames[:1, :1]), 0, config.k), network.initial_carry(1)
+    )
     if encoder is not None:
         student = {**student, "params": {**student["params"], "fe": encoder}}
     if config.freeze_encoder:
         data = encode_demonstrations(config, student, demos)
     else:
-        data = {**{k: jnp.asarray(demos[k]) for k in ("frames", "od_box", "od_visible")}, "actions": config.targets(demos)}
+        data = {
+            **{k: jnp.asarray(demos[k]) for k in ("frames", "od_box", "od_visible")},
+            "actions": config.targets(demos),
+        }
     loss_fn = make_loss(config)
 
     @jax.jit
@@ -242,27 +277,49 @@ def train(config: ImitationConfig, demos: dict, key: jax.Array, seed: int = 0, e
         if "student_features" in batch:
             logits, _ = _run_features(network, student, batch["student_features"], config.k)
         else:
-            logits, _ = _run(network, student, _masked(batch["frames"], batch["od_box"], batch["od_visible"]), config.k)
+            logits, _ = _run(
+                network,
+                student,
+                _masked(batch["frames"], batch["od_box"], batch["od_visible"]),
+                config.k,
+            )
         log_p = jax.nn.log_softmax(logits)
         return -jnp.mean(jnp.take_along_axis(log_p, batch["actions"][..., None], axis=-1))
 
     take = lambda idx: {k: v[idx] for k, v in data.items()}
     out = fit(
-        (student, student, tx.init(student)), lambda state, idx, i: step(state, take(idx), jax.random.fold_in(k_run, i)),
-        lambda state: validation_ce(state[0], take(val_idx)), train_idx, config.batch_size, config.epochs, config.patience, seed,
+        (student, student, tx.init(student)),
+        lambda state, idx, i: step(state, take(idx), jax.random.fold_in(k_run, i)),
+        lambda state: validation_ce(state[0], take(val_idx)),
+        train_idx,
+        config.batch_size,
+        config.epochs,
+        config.patience,
+        seed,
         min_epochs=config.warmup_epochs,
-    )  # fmt: skip
+    )
     return {
-        "params": out["state"][0], "teacher": out["state"][1], "history": out["history"], "best_epoch": out["best_epoch"],
-        "stopped_early": out["stopped_early"], "train_idx": train_idx, "val_idx": val_idx, "test_idx": test_idx,
-    }  # fmt: skip
+        "params": out["state"][0],
+        "teacher": out["state"][1],
+        "history": out["history"],
+        "best_epoch": out["best_epoch"],
+        "stopped_early": out["stopped_early"],
+        "train_idx": train_idx,
+        "val_idx": val_idx,
+        "test_idx": test_idx,
+    }
 
 
 def driver(config: ImitationConfig, params) -> Driver:
-    """The policy playing a game closed loop, one trajectory at a time, as an explorer plays it: it sees
-    its last ``k`` OD-masked frames (the first repeated before the start) and samples its action."""
+    """The policy playing a game closed loop, one trajectory at a time, as an explorer plays it: it
+    sees its last ``k`` OD-masked frames (the first repeated before the start) and samples its
+    action."""
     network = config.network
-    encode = lambda frame, info: network.apply(params, od_mask(frame, jnp.where(info["od_visible"], info["od_box"], 0))[None], method="encode")[0]
+    encode = lambda frame, info: network.apply(
+        params,
+        od_mask(frame, jnp.where(info["od_visible"], info["od_box"], 0))[None],
+        method="encode",
+    )[0]
 
     def init(frame, info):
         return jnp.repeat(encode(frame, info)[None], config.k, axis=0), network.initial_carry(1)
@@ -277,37 +334,58 @@ def driver(config: ImitationConfig, params) -> Driver:
 
 
 def _encoder_labels(params):
-    """``"frozen"`` for the FE's leaves, ``"train"`` for the rest (``optax.multi_transform``'s labels)."""
+    """``"frozen"`` for the FE's leaves, ``"train"`` for the rest (``optax.multi_transform``'s
+    labels)."""
     label = lambda tree, name: jax.tree.map(lambda _: name, tree)
-    return {**label(params, "train"), "params": {name: label(sub, "frozen" if name == "fe" else "train") for name, sub in params["params"].items()}}
+    return {
+        **label(params, "train"),
+        "params": {
+            name: label(sub, "frozen" if name == "fe" else "train")
+            for name, sub in params["params"].items()
+        },
+    }
 
 
-def act_distribution(config: ImitationConfig, params, frames: jax.Array, od_box, od_visible) -> jax.Array:
-    """The policy's mean action distribution over a trajectory (``frames [T, H, W, 3]``), OD-masked as in training."""
+def act_distribution(
+    config: ImitationConfig, params, frames: jax.Array, od_box, od_visible
+) -> jax.Array:
+    """The policy's mean action distribution over a trajectory (``frames [T, H, W, 3]``), OD-masked
+    as in training."""
     masked = _masked(frames[None], od_box[None], od_visible[None])
     logits, _ = _run(config.network, params, masked, config.k)
     return jnp.mean(jax.nn.softmax(logits[0]), axis=0)
 
 
 def _validation_logits(config: ImitationConfig, params, demos: dict, idx: np.ndarray) -> jax.Array:
-    """``[len(idx), T, A]``: the policy's logits at every step of the demonstrations' frames, OD-masked as in training."""
+    """``[len(idx), T, A]``: the policy's logits at every step of the demonstrations' frames,
+    OD-masked as in training."""
     take = {k: jnp.asarray(demos[k])[idx] for k in ("frames", "od_box", "od_visible")}
     logits, _ = jax.jit(lambda p, f, b, v: _run(config.network, p, _masked(f, b, v), config.k))(
-        params, take["frames"], take["od_box"], take["od_visible"])  # fmt: skip
+        params, take["frames"], take["od_box"], take["od_visible"]
+    )
     return logits
 
 
-def played_distributions(config: ImitationConfig, params, demos: dict, idx: np.ndarray, key: jax.Array) -> jax.Array:
-    """``[len(idx), A]``: per trajectory, the share of each action among actions sampled from the policy
-    at every step of the demonstration's frames (what an executed behaviour's action histogram is
-    compared with, §VI-B)."""
-    return _sampled_histograms(_validation_logits(config, params, demos, idx), key, config.num_actions)
+def played_distributions(
+    config: ImitationConfig, params, demos: dict, idx: np.ndarray, key: jax.Array
+) -> jax.Array:
+    """``[len(idx), A]``: per trajectory, the share of each action among actions sampled from the
+    policy at every step of the demonstration's frames (what an executed behaviour's action
+    histogram is compared with, §VI-B)."""
+    return _sampled_histograms(
+        _validation_logits(config, params, demos, idx), key, config.num_actions
+    )
 
 
 def stepwise_js(config: ImitationConfig, params, demos: dict, idx: np.ndarray) -> jax.Array:
-    """``[len(idx)]``: per trajectory, the mean over its steps of the JS divergence between the policy's
-    action distribution and the demonstrator's action (one-hot, the label the policy learned): the imitation's validation score."""
-    return _stepwise_js(_validation_logits(config, params, demos, idx), config.targets(demos)[idx], config.num_actions)
+    """``[len(idx)]``: per trajectory, the mean over its steps of the JS divergence between the
+    policy's action distribution and the demonstrator's action (one-hot, the label the policy
+    learned): the imitation's validation score."""
+    return _stepwise_js(
+        _validation_logits(config, params, demos, idx),
+        config.targets(demos)[idx],
+        config.num_actions,
+    )
 
 
 def _sampled_histograms(logits: jax.Array, key: jax.Array, num_actions: int) -> jax.Array:
@@ -319,33 +397,43 @@ def _stepwise_js(logits: jax.Array, actions: jax.Array, num_actions: int) -> jax
     return js_divergence(jax.nn.softmax(logits), jax.nn.one_hot(actions, num_actions)).mean(axis=-1)
 
 
-#: How :func:`js_threshold` sets the threshold from the validation trajectories (the first is the default).
+#: How :func:`js_threshold` sets the threshold from the validation trajectories (the first is the
+#: default).
 JS_RULES = ("step", "mean", "mean+2sd")
 
 
-def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarray, key: jax.Array, rule: str = "step") -> dict:
+def js_threshold(
+    config: ImitationConfig,
+    params,
+    demos: dict,
+    val_idx: np.ndarray,
+    key: jax.Array,
+    rule: str = "step",
+) -> dict:
     """PPGTA's test-success threshold. §VI-B: "We empirically identified a success threshold on the
-    Jensen-Shannon divergence value based on the average value achieved by the imitation policy of each
-    agent on validation trajectories after the last training epoch." A test succeeds when the JS divergence
-    between its executed actions' histogram and the action distribution of all the demonstrations of the
-    behaviour (``reference``) is below it. What "the value achieved on validation trajectories" is, the
-    paper does not say; the rules:
+    Jensen-Shannon divergence value based on the average value achieved by the imitation policy of
+    each agent on validation trajectories after the last training epoch." A test succeeds when the
+    JS divergence between its executed actions' histogram and the action distribution of all the
+    demonstrations of the behaviour (``reference``) is below it. What "the value achieved on
+    validation trajectories" is, the paper does not say; the rules:
 
     * ``"step"`` (default): the imitation's validation score after its last epoch, the mean over the
-      validation trajectories' steps of the JS divergence between the policy's action distribution and
-      the demonstrator's action (:func:`stepwise_js`). Our reading: it is the value an imitation run
-      reports "after the last training epoch", and it is the one of the three that fits the paper's
-      counts, where nearly every test made succeeded (Inspector: 40 objects tested by episode 45 and a
-      success rate of 16% of 247, i.e. 39.5; PPGTA: 192 tested by episode 18 and 71%, i.e. 175).
+      validation trajectories' steps of the JS divergence between the policy's action distribution
+      and the demonstrator's action (:func:`stepwise_js`). Our reading: it is the value an imitation
+      run reports "after the last training epoch", and it is the one of the three that fits the
+      paper's counts, where nearly every test made succeeded (Inspector: 40 objects tested by
+      episode 45 and a success rate of 16% of 247, i.e. 39.5; PPGTA: 192 tested by episode 18 and
+      71%, i.e. 175).
     * ``"mean"``: the mean over validation trajectories of the JS divergence between the policy's
-      sampled action histogram (:func:`played_distributions`) and ``reference``: the same quantity as a
-      test's, so about half of the tests as good as the validation ones fail (a sampled histogram's JS
-      spreads around its mean); the paper's counts rule it out.
+      sampled action histogram (:func:`played_distributions`) and ``reference``: the same quantity
+      as a test's, so about half of the tests as good as the validation ones fail (a sampled
+      histogram's JS spreads around its mean); the paper's counts rule it out.
     * ``"mean+2sd"``: that mean plus two standard deviations.
 
     Returns:
-      dict: ``threshold`` (``rule``'s), ``rule``, ``thresholds`` (every rule's), ``mean`` and ``std`` (of the
-      sampled histograms' JS), ``reference`` (the distribution of all the demonstrations' labels, :meth:`ImitationConfig.targets`).
+      dict: ``threshold`` (``rule``'s), ``rule``, ``thresholds`` (every rule's), ``mean`` and
+      ``std`` (of the sampled histograms' JS), ``reference`` (the distribution of all the
+      demonstrations' labels, :meth:`ImitationConfig.targets`).
 
     Raises:
       ValueError: an unknown ``rule``.
@@ -353,9 +441,23 @@ def js_threshold(config: ImitationConfig, params, demos: dict, val_idx: np.ndarr
     if rule not in JS_RULES:
         raise ValueError(f"unknown JS threshold rule {rule!r}; known: {', '.join(JS_RULES)}")
     reference = action_distribution(config.targets(demos).reshape(-1), config.num_actions)
-    logits = _validation_logits(config, params, demos, val_idx)  # the policy run once over the validation trajectories, for every rule
-    js = np.asarray(js_divergence(_sampled_histograms(logits, key, config.num_actions), reference[None]))
+    logits = _validation_logits(
+        config, params, demos, val_idx
+    )  # the policy run once over the validation trajectories, for every rule
+    js = np.asarray(
+        js_divergence(_sampled_histograms(logits, key, config.num_actions), reference[None])
+    )
     step = _stepwise_js(logits, config.targets(demos)[val_idx], config.num_actions)
-    thresholds = {"step": float(np.asarray(step).mean()), "mean": float(js.mean()), "mean+2sd": float(js.mean() + 2 * js.std())}
-    return {"threshold": thresholds[rule], "rule": rule, "thresholds": thresholds, "mean": float(js.mean()), "std": float(js.std()),
-            "reference": reference}  # fmt: skip
+    thresholds = {
+        "step": float(np.asarray(step).mean()),
+        "mean": float(js.mean()),
+        "mean+2sd": float(js.mean() + 2 * js.std()),
+    }
+    return {
+        "threshold": thresholds[rule],
+        "rule": rule,
+        "thresholds": thresholds,
+        "mean": float(js.mean()),
+        "std": float(js.std()),
+        "reference": reference,
+    }

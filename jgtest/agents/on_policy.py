@@ -1,10 +1,5 @@
-"""The loop PPO and A2C share: collect a rollout, learn from it, evaluate every period.
-
-An algorithm supplies its optimizer and its ``learn`` step; this module builds
-the :class:`jgtest.agents.base.Agent` around them: the actor-critic network,
-``init``, ``act`` (a sampled action, its log-probability and the critic's value)
-and ``update`` (one ``learn`` step on a rollout); :func:`jgtest.agents.base.build`
-makes the periods.
+"""The loop PPO and A2C share: collect a rollout, learn from it, evaluate every period; an
+algorithm supplies its optimizer and ``learn`` step, :func:`build` the rest.
 """
 
 from __future__ import annotations
@@ -19,7 +14,14 @@ from flax import struct
 
 from jgtest.agents import base
 from jgtest.agents.base import ActOutput, Agent
-from jgtest.agents.common import batched, check_positive, collect_rollout, episode_means, make_game, training_game
+from jgtest.agents.common import (
+    batched,
+    check_positive,
+    collect_rollout,
+    episode_means,
+    make_game,
+    training_game,
+)
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic
 from jgtest.nets.heads import NATURE_CNN
@@ -38,7 +40,8 @@ class OnPolicyConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
     torso: str = "mlp"
-    cnn_layers: tuple[tuple[int, int, int], ...] = NATURE_CNN  # (filters, kernel, stride), torso "cnn"
+    # (filters, kernel, stride), torso "cnn"
+    cnn_layers: tuple[tuple[int, int, int], ...] = NATURE_CNN
     cnn_dense: int = 512
     conv_impl: str = "lax"  # "im2col": the same convolutions, faster on CPU for small frames
     anneal_lr: bool = True
@@ -47,10 +50,13 @@ class OnPolicyConfig:
     track_coverage: bool = True  # distinct cells per training episode (metric train_cells_mean)
 
     def __post_init__(self):
-        check_positive(self, "num_envs", "num_steps", "total_timesteps", "num_evals", "eval_episodes")
+        check_positive(
+            self, "num_envs", "num_steps", "total_timesteps", "num_evals", "eval_episodes"
+        )
         if self.updates_per_eval < 1:
             raise ValueError(
-                f"total_timesteps={self.total_timesteps} is too small for {self.num_evals} evaluations of "
+                f"total_timesteps={self.total_timesteps} is too small for {self.num_evals} "
+                "evaluations of "
                 f"at least one update of {self.batch_size} steps"
             )
 
@@ -87,7 +93,16 @@ def advantages(network, params, traj: Transition, hparams, valid=None):
     ``valid`` steps alone when given (``bool[T, N]``, :func:`jgtest.losses.gae`'s ``valid_t``)."""
     _, v_tp1 = network.apply(params, traj.next_obs)
     stream_gae = jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None, 1), out_axes=1)
-    return stream_gae(traj.reward, traj.value, v_tp1, traj.terminated, traj.truncated, hparams.gamma, hparams.gae_lambda, valid)
+    return stream_gae(
+        traj.reward,
+        traj.value,
+        v_tp1,
+        traj.terminated,
+        traj.truncated,
+        hparams.gamma,
+        hparams.gae_lambda,
+        valid,
+    )
 
 
 def learning_rate(config, hparams, update_idx):
@@ -96,12 +111,14 @@ def learning_rate(config, hparams, update_idx):
     return hparams.learning_rate * frac
 
 
-def build(config, default_hparams, make_optimizer: Callable, make_update: Callable, game=None) -> Agent:
+def build(
+    config, default_hparams, make_optimizer: Callable, make_update: Callable, game=None
+) -> Agent:
     """Assembles an on-policy :class:`jgtest.agents.base.Agent`.
 
     Its ``update(state, traj, key, hparams, valid=None)`` learns from a rollout ``traj``
-    (:class:`jgtest.types.Transition` ``[T, N]``) with the algorithm's step, from its ``valid`` steps
-    alone when given (``bool[T, N]``; an algorithm whose step takes ``valid``: PPO's).
+    (:class:`jgtest.types.Transition` ``[T, N]``) with the algorithm's step, from its ``valid``
+    steps alone when given (``bool[T, N]``; an algorithm whose step takes ``valid``: PPO's).
 
     Args:
       config: frozen config with game, num_envs, num_steps, num_evals,
@@ -109,15 +126,23 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
       default_hparams: the hyperparameters used when ``None`` is passed.
       make_optimizer: ``hparams -> optax.GradientTransformation``.
       make_update: ``network -> learn``, the algorithm's step
-        ``learn((params, opt_state, update_idx), traj, hparams, key) -> ((params, opt_state), metrics)``.
-      game: ``(env, env_params)`` instead of ``config.game`` (:func:`jgtest.agents.common.make_game`).
+        ``learn((params, opt_state, update_idx), traj, hparams, key) -> ((params, opt_state),
+        metrics)``.
+      game: ``(env, env_params)`` instead of ``config.game``
+        (:func:`jgtest.agents.common.make_game`).
     """
     game, env_params, max_steps = make_game(config, game)
     num_actions = game.action_space(env_params).n
     obs_ndim = len(game.observation_space(env_params).shape)
     network = ActorCritic(
-        num_actions, torso=config.torso, hidden_sizes=config.hidden_sizes, activation=config.activation, obs_ndim=obs_ndim,
-        cnn_layers=config.cnn_layers, cnn_dense=config.cnn_dense, conv_impl=config.conv_impl,
+        num_actions,
+        torso=config.torso,
+        hidden_sizes=config.hidden_sizes,
+        activation=config.activation,
+        obs_ndim=obs_ndim,
+        cnn_layers=config.cnn_layers,
+        cnn_dense=config.cnn_dense,
+        conv_impl=config.conv_impl,
     )
     reset, step = batched(training_game(game, config), env_params)
     learn = make_update(network)
@@ -125,13 +150,21 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
     def act(params, obs, key, hparams=None, timesteps=0):
         logits, value = network.apply(params, obs)
         action = jax.random.categorical(key, logits)
-        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], axis=-1)[..., 0]
+        log_probs = jax.nn.log_softmax(logits)
+        log_prob = jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
         return ActOutput(action, log_prob, value)
 
     def initial_state(k_net, k_run, obs, env_state, hparams):
         params = network.init(k_net, obs[0])
         opt_state = make_optimizer(base.or_default(hparams, default_hparams)).init(params)
-        return OnPolicyState(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=k_run, update=jnp.int32(0))
+        return OnPolicyState(
+            params=params,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=obs,
+            key=k_run,
+            update=jnp.int32(0),
+        )
 
     def init(key, hparams=None):
         k_net, k_env, k_run = jax.random.split(key, 3)
@@ -144,24 +177,51 @@ def build(config, default_hparams, make_optimizer: Callable, make_update: Callab
 
     def update(state: OnPolicyState, traj: Transition, key, hparams=None, valid=None):
         learner = (state.params, state.opt_state, state.update)
-        skipping = {} if valid is None else {"valid": valid}  # the steps the policy acted in (PPO's update takes them)
-        (params, opt_state), metrics = learn(learner, traj, base.or_default(hparams, default_hparams), key, **skipping)
+        skipping = (
+            {} if valid is None else {"valid": valid}
+        )  # the steps the policy acted in (PPO's update takes them)
+        (params, opt_state), metrics = learn(
+            learner, traj, base.or_default(hparams, default_hparams), key, **skipping
+        )
         return state.replace(params=params, opt_state=opt_state, update=state.update + 1), metrics
 
     def one_update(state: OnPolicyState, hparams):
         key, k_roll, k_upd = jax.random.split(state.key, 3)
         obs, env_state, traj, episodes = collect_rollout(
-            act, step, state.params, state.obs, state.env_state, k_roll, config.num_steps, config.num_envs
+            act,
+            step,
+            state.params,
+            state.obs,
+            state.env_state,
+            k_roll,
+            config.num_steps,
+            config.num_envs,
         )
         state, metrics = update(state, traj, k_upd, hparams)
-        return state.replace(env_state=env_state, obs=obs, key=key), (metrics, jax.tree.map(jnp.sum, episodes))
+        return state.replace(env_state=env_state, obs=obs, key=key), (
+            metrics,
+            jax.tree.map(jnp.sum, episodes),
+        )
 
     def summarize(state: OnPolicyState, step_metrics):
         metrics, episodes = step_metrics
-        return {"env_steps": state.update * config.batch_size, **episode_means(episodes), **jax.tree.map(jnp.mean, metrics)}
+        return {
+            "env_steps": state.update * config.batch_size,
+            **episode_means(episodes),
+            **jax.tree.map(jnp.mean, metrics),
+        }
 
     return base.build(
-        config, network, (game, env_params, max_steps), default_hparams, init=init, init_learner=init_learner, act=act,
-        update=update, step=one_update, steps_per_period=config.updates_per_eval,
-        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs)[0], axis=-1), summarize=summarize,
-    )  # fmt: skip
+        config,
+        network,
+        (game, env_params, max_steps),
+        default_hparams,
+        init=init,
+        init_learner=init_learner,
+        act=act,
+        update=update,
+        step=one_update,
+        steps_per_period=config.updates_per_eval,
+        greedy=lambda params: lambda obs, k: jnp.argmax(network.apply(params, obs)[0], axis=-1),
+        summarize=summarize,
+    )

@@ -1,19 +1,7 @@
-"""PPO trained end to end on device (Schulman et al., 2017), PureJaxRL-style.
+"""PPO trained end to end on device (Schulman et al., 2017), PureJaxRL-style: GAE, then epochs of
+minibatch steps on the clipped surrogate, all inside ``lax.scan``.
 
-``make_train(config)(key, hparams)`` collects ``num_steps`` steps from
-``num_envs`` games, computes GAE advantages (:func:`jgtest.losses.gae`,
-bootstrapping from the final observation on truncation) and runs
-``update_epochs`` epochs of ``num_minibatches`` minibatch steps on the clipped
-surrogate (:func:`jgtest.losses.ppo_loss`), all inside ``lax.scan``; every
-``1/num_evals`` of the budget it evaluates the greedy policy's game return.
-
-The same jitted pieces drive a host loop over a bridged game:
-``agent.act(params, obs, key)`` and ``agent.update(state, transitions, key, hparams)``
-(:class:`jgtest.agents.base.Agent`).
-
-Defaults are PureJaxRL's CartPole-v1 settings (4 envs × 128 steps, 4 epochs,
-4 minibatches, lr 2.5e-4 annealed, γ 0.99, λ 0.95, ε 0.2, entropy 0.01, value
-0.5, grad norm 0.5), on ``CartPoleBugs-v0`` capped at 500 steps like CartPole-v1.
+* chosen: PureJaxRL's CartPole-v1 defaults, on ``CartPoleBugs-v0`` capped at 500 steps.
 """
 
 from __future__ import annotations
@@ -34,7 +22,8 @@ from jgtest.types import Transition
 
 @struct.dataclass
 class PPOHyperparams:
-    """Traced PPO hyperparameters (vmappable for sweeps)."""
+    """Traced PPO hyperparameters (vmappable for sweeps): PureJaxRL's CartPole-v1 settings (with
+    :class:`PPOConfig`'s 4 envs × 128 steps, 4 epochs of 4 minibatches; lr annealed)."""
 
     learning_rate: float = 2.5e-4
     gamma: float = 0.99
@@ -43,7 +32,8 @@ class PPOHyperparams:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    weight_decay: float = 0.0  # > 0: AdamW (decoupled, scaled by the learning rate), as PPGTA trains (§V-D)
+    # > 0: AdamW (decoupled, scaled by the learning rate), as PPGTA trains (§V-D)
+    weight_decay: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,19 +54,23 @@ class PPOConfig(OnPolicyConfig):
 
 
 def optimizer(hparams: PPOHyperparams):
-    """Adam on clipped gradients (PureJaxRL's), AdamW with ``weight_decay``; the learning rate is applied by the update."""
+    """Adam on clipped gradients (PureJaxRL's), AdamW with ``weight_decay``; the learning rate is
+    applied by the update."""
     return optax.chain(
-        optax.clip_by_global_norm(hparams.max_grad_norm), optax.scale_by_adam(eps=1e-5), optax.add_decayed_weights(hparams.weight_decay)
+        optax.clip_by_global_norm(hparams.max_grad_norm),
+        optax.scale_by_adam(eps=1e-5),
+        optax.add_decayed_weights(hparams.weight_decay),
     )
 
 
 def make_update(config: PPOConfig, network):
-    """``update((params, opt_state, update_idx), traj [T, N], hparams, key, valid=None) -> ((params, opt_state), metrics)``:
-    GAE, then ``update_epochs`` epochs of ``num_minibatches`` clipped-surrogate steps. ``network`` is any
-    object with ``apply(params, obs) -> (logits, value)`` over leading batch dims (observations may be
-    pytrees, e.g. a recurrent policy's inputs and stored states). ``valid`` (``bool[T, N]``): the steps
-    the policy acted in; the others are skipped by GAE and masked out of the loss (:func:`jgtest.losses.gae`,
-    :func:`jgtest.losses.ppo_loss`)."""
+    """``update((params, opt_state, update_idx), traj [T, N], hparams, key, valid=None)
+    -> ((params, opt_state), metrics)``: GAE, then ``update_epochs`` epochs of
+    ``num_minibatches`` clipped-surrogate steps. ``network`` is any object with
+    ``apply(params, obs) -> (logits, value)`` over leading batch dims (observations may be pytrees,
+    e.g. a recurrent policy's inputs and stored states). ``valid`` (``bool[T, N]``): the steps the
+    policy acted in; the others are skipped by GAE and masked out of the loss
+    (:func:`jgtest.losses.gae`, :func:`jgtest.losses.ppo_loss`)."""
     minibatch = config.batch_size // config.num_minibatches
 
     def update(learner, traj: Transition, hparams: PPOHyperparams, key, valid=None):
@@ -84,15 +78,27 @@ def make_update(config: PPOConfig, network):
         advantage, returns = advantages(network, params, traj, hparams, valid)
         lr = learning_rate(config, hparams, update_idx)
         tx = optimizer(hparams)
-        flat = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns, valid))
+        flat = jax.tree.map(
+            lambda x: x.reshape(config.batch_size, *x.shape[2:]), (traj, advantage, returns, valid)
+        )
 
         def loss_fn(p, batch):
             t, adv, ret, mask = batch
             logits, value = network.apply(p, t.obs)
             return ppo_loss(
-                logits, value, t.action, t.log_prob, t.value, adv, ret,
-                clip_eps=hparams.clip_eps, vf_clip=hparams.clip_eps, vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef, mask_t=mask,
-            )  # fmt: skip
+                logits,
+                value,
+                t.action,
+                t.log_prob,
+                t.value,
+                adv,
+                ret,
+                clip_eps=hparams.clip_eps,
+                vf_clip=hparams.clip_eps,
+                vf_coef=hparams.vf_coef,
+                ent_coef=hparams.ent_coef,
+                mask_t=mask,
+            )
 
         def minibatch_step(carry, batch):
             p, o = carry
@@ -103,7 +109,9 @@ def make_update(config: PPOConfig, network):
 
         def epoch(carry, k):
             perm = jax.random.permutation(k, config.batch_size)
-            shuffled = jax.tree.map(lambda x: x[perm].reshape(config.num_minibatches, minibatch, *x.shape[1:]), flat)
+            shuffled = jax.tree.map(
+                lambda x: x[perm].reshape(config.num_minibatches, minibatch, *x.shape[1:]), flat
+            )
             return jax.lax.scan(minibatch_step, carry, shuffled)
 
         keys = jax.random.split(key, config.update_epochs)
@@ -117,9 +125,13 @@ def make_agent(config: PPOConfig, game=None) -> Agent:
     """Builds the PPO pieces for ``config`` (checked before anything compiles), on its game or on
     ``game = (env, env_params)`` (:func:`jgtest.agents.common.make_game`: a bridged game's spaces,
     :func:`jgtest.host_loop.spec_game`, for a learner the host loop steps)."""
-    return build(config, PPOHyperparams(), optimizer, lambda network: make_update(config, network), game)
+    return build(
+        config, PPOHyperparams(), optimizer, lambda network: make_update(config, network), game
+    )
 
 
 def make_train(config: PPOConfig):
-    """``train(key, hparams=None) -> (final state, metrics per evaluation)``; jit- and vmap-able."""
+    """``train(key, hparams=None) -> (final state, metrics per evaluation)``; jit- and vmap-able.
+    The same jitted pieces drive a host loop over a bridged game: ``agent.act(params, obs, key)``
+    and ``agent.update(state, transitions, key, hparams)`` (:func:`make_agent`)."""
     return make_agent(config).train

@@ -1,7 +1,5 @@
-"""The random agent: uniform actions, the papers' baseline (Wuji "random", RELINE "random agent").
-
-It learns nothing; ``train`` plays and evaluates uniformly random play every
-period so its curve sits beside the learners' in the same format.
+"""The random agent: uniform actions, the papers' baseline (Wuji "random", RELINE "random agent"),
+evaluated every period so its curve sits beside the learners'.
 """
 
 from __future__ import annotations
@@ -51,7 +49,9 @@ def make_agent(config: RandomConfig) -> Agent:
 
     def act(params, obs, key, hparams=None, timesteps=0):
         action = jax.random.randint(key, obs.shape[: obs.ndim - obs_ndim], 0, num_actions)
-        return ActOutput(action, jnp.full(action.shape, -jnp.log(num_actions)), jnp.zeros(action.shape))
+        return ActOutput(
+            action, jnp.full(action.shape, -jnp.log(num_actions)), jnp.zeros(action.shape)
+        )
 
     def init_learner(key, obs=None, hparams=None):
         return RandomState(key=key, env_steps=jnp.int32(0))
@@ -67,17 +67,30 @@ def make_agent(config: RandomConfig) -> Agent:
     def play(state: RandomState, hparams):
         key, k_play = jax.random.split(state.key)
         mean, _ = evaluate(env, env_params, uniform(None), k_play, config.eval_episodes, max_steps)
-        return state.replace(key=key, env_steps=state.env_steps + config.eval_episodes * max_steps), {"return": mean}
+        return state.replace(
+            key=key, env_steps=state.env_steps + config.eval_episodes * max_steps
+        ), {"return": mean}
 
     def summarize(state: RandomState, step_metrics):
         return {"env_steps": state.env_steps, "train_return_mean": step_metrics["return"].mean()}
 
     return base.build(
-        config, None, (env, env_params, max_steps), RandomHyperparams(), init=init, init_learner=init_learner, act=act,
-        update=update, step=play, steps_per_period=1, greedy=uniform, summarize=summarize,
-    )  # fmt: skip
+        config,
+        None,
+        (env, env_params, max_steps),
+        RandomHyperparams(),
+        init=init,
+        init_learner=init_learner,
+        act=act,
+        update=update,
+        step=play,
+        steps_per_period=1,
+        greedy=uniform,
+        summarize=summarize,
+    )
 
 
 def make_train(config: RandomConfig):
-    """``train(key, hparams=None) -> (final RandomState, metrics per period)``; jit- and vmap-able."""
+    """``train(key, hparams=None) -> (final RandomState, metrics per period)``; jit- and
+    vmap-able."""
     return make_agent(config).train

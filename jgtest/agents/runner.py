@@ -1,11 +1,5 @@
-"""Host loop around an agent: seeds vmapped, one jitted period at a time, checkpoints, curves.
-
-``run_training`` calls the agent's jitted ``vmap(period)`` once per evaluation
-period, appends the period's metrics to ``metrics.jsonl`` and saves the state
-with orbax (:class:`jgtest.checkpoint.Checkpointer`). Started again on the same
-directory it resumes from the last checkpoint; because every period is the
-same pure function of the state, the resumed run ends bit-for-bit where an
-uninterrupted one does. A checkpoint written under another config is refused.
+"""Host loop around an agent: seeds vmapped, one jitted period at a time, checkpoints with orbax,
+``metrics.jsonl`` and curves; a run started again resumes bit-for-bit.
 """
 
 from __future__ import annotations
@@ -44,6 +38,13 @@ def run_training(
 ) -> dict[str, Any]:
     """Trains ``num_seeds`` vmapped seeds of ``algo`` with checkpoints in ``out_dir``.
 
+    Calls the agent's jitted ``vmap(period)`` once per evaluation period, appends the period's
+    metrics to ``metrics.jsonl`` and saves the state with orbax
+    (:class:`jgtest.checkpoint.Checkpointer`). Started again on the same directory it resumes from
+    the last checkpoint; because every period is the same pure function of the state, the resumed
+    run ends bit-for-bit where an uninterrupted one does. A checkpoint written under another config
+    is refused.
+
     Args:
       algo: algorithm name (``jgtest.agents.ALGORITHMS``).
       config: its config.
@@ -67,19 +68,46 @@ def run_training(
     out.mkdir(parents=True, exist_ok=True)
     hparams = hparams_cls() if hparams is None else hparams
     hparams_json = {k: float(v) for k, v in dataclasses.asdict(hparams).items()}
-    fingerprint = config_fingerprint({"algo": algo, "config": config_to_json(config), "num_seeds": num_seeds, "seed": seed, "hparams": hparams_json})
-    with Checkpointer(out / "checkpoints", fingerprint) as checkpointer:  # open while the loop runs (jgtest.interrupts)
+    fingerprint = config_fingerprint(
+        {
+            "algo": algo,
+            "config": config_to_json(config),
+            "num_seeds": num_seeds,
+            "seed": seed,
+            "hparams": hparams_json,
+        }
+    )
+    with Checkpointer(
+        out / "checkpoints", fingerprint
+    ) as checkpointer:  # open while the loop runs (jgtest.interrupts)
         init = jax.jit(jax.vmap(agent.init, in_axes=(0, None)))
         period = jax.jit(jax.vmap(agent.period, in_axes=(0, None)))
-        state = strongly_typed(init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams))  # seeds spread over every device; typed as restored
+        state = strongly_typed(
+            init(shard_batch(jax.random.split(jax.random.key(seed), num_seeds)), hparams)
+        )  # seeds spread over every device; typed as restored
         start = 0
-        if checkpointer.latest_step() is not None:  # the newest intact step: a damaged newer one is set aside
+        if (
+            checkpointer.latest_step() is not None
+        ):  # the newest intact step: a damaged newer one is set aside
             start, state = checkpointer.restore_latest(state)
         metrics_path = out / "metrics.jsonl"
-        rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
+        rows = (
+            [json.loads(line) for line in metrics_path.read_text().splitlines()]
+            if metrics_path.exists()
+            else []
+        )
         rows = rows[:start]  # periods after the last checkpoint are played again
         write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in rows))
-        write_json_atomically(out / "config.json", {"algo": algo, "num_seeds": num_seeds, "seed": seed, **config_to_json(config), "hparams": hparams_json})
+        write_json_atomically(
+            out / "config.json",
+            {
+                "algo": algo,
+                "num_seeds": num_seeds,
+                "seed": seed,
+                **config_to_json(config),
+                "hparams": hparams_json,
+            },
+        )
         end = config.num_evals if max_periods is None else min(max_periods, config.num_evals)
         wall = sum(r.get("wall_s", 0.0) for r in rows)
         for p in range(start, end):

@@ -1,37 +1,9 @@
-"""A2C as Wuji configures it, for a population of policies fine-tuned at once (Zheng et al., 2019).
+"""A2C as Wuji configures it (Zheng et al., 2019, §IV-D, §V-A4), for a population of policies
+fine-tuned at once under ``jax.vmap``: Adam, an entropy term, a floor on every action's
+probability, three batch-normalised layers, and an early stop after rounds without improvement.
 
-Wuji trains every offspring policy with "a standard DRL algorithm named
-advantage actor critic (A2C)" (§IV-D), "asynchronously and simultaneously",
-"until either reaching maximum training time or none performance improvement
-after certain consecutive training rounds". §V-A4 configures it: "the MSE
-loss", "the Adam optimizer", an entropy term in the actor's loss, "at least
-[ε] possibility of each valid action being selected", and "three fully
-connected linear layers" with batch normalisation and ReLU between
-consecutive layers (:class:`jgtest.nets.BatchNormActorCritic`).
-
-This copy of the paper lost every number of that paragraph (learning rate
-"[?]e-3", entropy weight, ε, layer width, the rounds and minutes of the early
-stop). Our choices (:class:`WujiA2CConfig`, :class:`WujiA2CHyperparams`):
-Adam at 1e-3 (the lost value's order of magnitude), entropy weight 0.01 (A3C's),
-ε = 0.01 per action, 64 units a layer, batch-norm running averages kept as PyTorch's
-``BatchNorm1d`` keeps them by default (momentum 0.1 there, 0.9 in Flax's terms: the paper's
-network is PyTorch's), n-step returns of 5 steps in 8 games (A2C's usual shape), a round
-of 25 updates, at most 8 rounds, stop after 2 rounds without a better mean
-training return. A round in which no episode finished (125 steps a game against
-episodes of up to 200) measured nothing and counts neither way. Counted as "no
-improvement", it stopped every learner of a fresh population of 16 on Block Maze, where 38% of its rounds finish no episode,
-after 4 rounds (5 on average now); on CombatArena, whose fights end sooner,
-every round finishes some (5.75 rounds either way). "Maximum training time" is wall-clock
-and applies to the whole population between rounds (the host loop of
-:mod:`jgtest.methods.wuji`); on device a round count caps it.
-
-Everything is one individual's, pure and jittable; ``jax.vmap`` trains a
-population (an inactive learner, stopped early, keeps its weights while the
-others go on). Rollouts are **keyed** as a campaign's (:mod:`jgtest.rollout`):
-slot ``b`` of a learner with seed ``s`` plays episode ``e`` with
-``episode_key(s, b, e)``, so every bug that fires during training is caught
-with its episode's actions (:class:`jgtest.rollout.BugCatch`) and replays on the
-bare game.
+* chosen: the numbers the paper lost (:class:`WujiA2CConfig`), of the usual A2C and PyTorch shapes.
+* chosen: a round in which no episode finished counts neither way, because it measured nothing.
 """
 
 from __future__ import annotations
@@ -55,7 +27,14 @@ from jgtest.types import Transition
 
 @dataclasses.dataclass(frozen=True)
 class WujiA2CConfig:
-    """Static shape of the learner (module docstring for the choices)."""
+    """Static shape of the learner. This copy of the paper lost every number of §V-A4 (learning
+    rate "[?]e-3", entropy weight, ε, layer width, the rounds and minutes of the early stop); ours:
+    64 units a layer, batch-norm running averages kept as PyTorch's ``BatchNorm1d`` keeps them by
+    default (momentum 0.1 there, 0.9 in Flax's terms: the paper's network is PyTorch's), n-step
+    returns of 5 steps in 8 games (A2C's usual shape), a round of 25 updates, at most 8 rounds,
+    stop after 2 rounds without a better mean training return. "Maximum training time" is
+    wall-clock and applies to the whole population between rounds (the host loop of
+    :mod:`jgtest.methods.wuji`); on device a round count caps it."""
 
     hidden_sizes: tuple[int, ...] = (64, 64, 64)
     num_envs: int = 8
@@ -78,6 +57,9 @@ class WujiA2CConfig:
 
 @struct.dataclass
 class WujiA2CHyperparams:
+    """Adam at 1e-3 (the lost value's order of magnitude), entropy weight 0.01 (A3C's), ε = 0.01
+    per action."""
+
     learning_rate: float = 1e-3
     gamma: float = 0.99
     gae_lambda: float = 1.0  # n-step returns (A2C)
@@ -105,7 +87,8 @@ class Covered:
     Attributes:
       cells: the game's coverage cells (``telemetry.cell``), a :attr:`WujiA2C.cells` set.
       states: ``uint32[updates, num_steps, num_envs, 2]``: Wuji's state (the bucketed observation
-        after each step, :class:`jgtest.coverage.ObservationStates`) of every step played, as hashes.
+        after each step, :class:`jgtest.coverage.ObservationStates`) of every step played, as
+        hashes.
     """
 
     cells: CellSetState
@@ -127,6 +110,13 @@ class Learner:
 class WujiA2C:
     """The learner of :mod:`jgtest.agents.wuji_a2c` on one game.
 
+    Everything is one individual's, pure and jittable; ``jax.vmap`` trains a population (an
+    inactive learner, stopped early, keeps its weights while the others go on). Rollouts are
+    **keyed** as a campaign's (:mod:`jgtest.rollout`): slot ``b`` of a learner with seed ``s``
+    plays episode ``e`` with ``episode_key(s, b, e)``, so every bug that fires during training is
+    caught with its episode's actions (:class:`jgtest.rollout.BugCatch`) and replays on the bare
+    game.
+
     Args:
       env: a jgtest game (``step_env``/``reset_env``; ``num_actions``, ``num_bugs``).
       config: the static settings.
@@ -137,12 +127,15 @@ class WujiA2C:
     def __init__(self, env, config: WujiA2CConfig, max_steps: int, num_buckets: int = 10):
         self.env, self.config, self.max_steps = env, config, int(max_steps)
         obs_shape = env.observation_space(env.default_params).shape
-        self.network = BatchNormActorCritic(env.num_actions, config.hidden_sizes, len(obs_shape), config.bn_momentum)
+        self.network = BatchNormActorCritic(
+            env.num_actions, config.hidden_sizes, len(obs_shape), config.bn_momentum
+        )
         self._obs_shape = obs_shape
         self._adam = optax.scale_by_adam()
         #: The cells a round's rollouts cover (returned by :meth:`round` and :meth:`random_round`).
         self.cells = BitSet(env.num_cells)
-        #: The states a round's rollouts visit (returned by :meth:`round` and :meth:`random_round` as hashes).
+        #: The states a round's rollouts visit (returned by :meth:`round` and :meth:`random_round`
+        #: as hashes).
         self.states = ObservationStates(env, env.default_params, num_buckets)
 
     # ----- policy -----------------------------------------------------------------------
@@ -155,7 +148,9 @@ class WujiA2C:
         logits, _ = self.network.apply(variables, obs)
         return floored_log_probs(logits, hparams.min_action_prob)
 
-    def policy(self, variables, obs, key, hparams: WujiA2CHyperparams = WujiA2CHyperparams()) -> jax.Array:
+    def policy(
+        self, variables, obs, key, hparams: WujiA2CHyperparams = WujiA2CHyperparams()
+    ) -> jax.Array:
         """An action for one observation, sampled from the floored policy."""
         return jax.random.categorical(key, self.log_probs(variables, obs[None], hparams)[0])
 
@@ -163,26 +158,40 @@ class WujiA2C:
     def init_slots(self, env_params, seed) -> Slots:
         """The learner's ``num_envs`` games at episode 0 of run ``seed`` (keyed resets)."""
         slots = jnp.arange(self.config.num_envs)
-        obs, state = jax.vmap(lambda b: self.env.reset_env(reset_key(episode_key(seed, b, 0)), env_params))(slots)
-        # strongly typed leaves (a game's ``time=0`` is a weak int): slots restored from a checkpoint,
-        # which are strong, then match the compiled round
+        obs, state = jax.vmap(
+            lambda b: self.env.reset_env(reset_key(episode_key(seed, b, 0)), env_params)
+        )(slots)
+        # strongly typed leaves (a game's ``time=0`` is a weak int): slots restored from a
+        # checkpoint, which are strong, then match the compiled round
         state = jax.tree.map(lambda x: x.astype(x.dtype), state)
         zeros = jnp.zeros(self.config.num_envs, jnp.int32)
         traces = jnp.zeros((self.config.num_envs, self.max_steps), jnp.int32)
         return Slots(obs, state, zeros, zeros, traces, jnp.zeros(self.config.num_envs, jnp.float32))
 
     def init_learner(self, variables) -> Learner:
-        return Learner(variables, self._adam.init(variables["params"]), jnp.float32(-jnp.inf), jnp.int32(0), jnp.bool_(True), jnp.int32(0))
+        return Learner(
+            variables,
+            self._adam.init(variables["params"]),
+            jnp.float32(-jnp.inf),
+            jnp.int32(0),
+            jnp.bool_(True),
+            jnp.int32(0),
+        )
 
     # ----- training ---------------------------------------------------------------------
     def _play_step(self, log_p, slots: Slots, catch: BugCatch, cover, env_params, seed, clock):
-        """One keyed step of every slot, the ``clock``-th of its stretch (a round), its action drawn from ``log_p [B, A]``: ``(slots, catch,
-        cover, action, reward, terminated, truncated, info, return of each episode that ended (0
-        else), state hashes [B, 2])``."""
+        """One keyed step of every slot, the ``clock``-th of its stretch (a round), its action drawn
+        from ``log_p [B, A]``:
+        ``(slots, catch, cover, action, reward, terminated, truncated, info, return of each episode
+        that ended (0 else), state hashes [B, 2])``."""
         b_ids = jnp.arange(self.config.num_envs)
         ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
-        action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(ep_keys, slots.t, log_p)
-        next_reset = jax.vmap(lambda b, e: reset_key(episode_key(seed, b, e + 1)))(b_ids, slots.episode)
+        action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(
+            ep_keys, slots.t, log_p
+        )
+        next_reset = jax.vmap(lambda b, e: reset_key(episode_key(seed, b, e + 1)))(
+            b_ids, slots.episode
+        )
         obs, state, reward, term, trunc, info = jax.vmap(
             lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
         )(slots.state, action, ep_keys, slots.t, next_reset)
@@ -191,13 +200,42 @@ class WujiA2C:
         cover, _ = self.cells.add(cover, info["telemetry"].cell)
         done = term | trunc
         ret = slots.ret + reward
-        slots = Slots(obs, state, slots.episode + done, jnp.where(done, 0, slots.t + 1), traces, jnp.where(done, 0.0, ret))
+        slots = Slots(
+            obs,
+            state,
+            slots.episode + done,
+            jnp.where(done, 0, slots.t + 1),
+            traces,
+            jnp.where(done, 0.0, ret),
+        )
         states = self.states.hashes(info["final_observation"])
-        return slots, catch, cover, action, reward, term, trunc, info, jnp.where(done, ret, 0.0), states
+        return (
+            slots,
+            catch,
+            cover,
+            action,
+            reward,
+            term,
+            trunc,
+            info,
+            jnp.where(done, ret, 0.0),
+            states,
+        )
 
-    def _collect(self, variables, slots: Slots, catch: BugCatch, cover, env_params, seed, hparams, first_clock):
-        """``num_steps`` keyed steps of every slot, the round's from ``first_clock`` on: ``(slots, catch,
-        cover, Transition [T, B], state hashes [T, B, 2], finished sum, count)``."""
+    def _collect(
+        self,
+        variables,
+        slots: Slots,
+        catch: BugCatch,
+        cover,
+        env_params,
+        seed,
+        hparams,
+        first_clock,
+    ):
+        """``num_steps`` keyed steps of every slot, the round's from ``first_clock`` on:
+        ``(slots, catch, cover, Transition [T, B], state hashes [T, B, 2], finished sum,
+        count)``."""
 
         def step(carry, k):
             slots, catch, cover, ret_sum, ret_count = carry
@@ -208,14 +246,25 @@ class WujiA2C:
                 log_p, slots, catch, cover, env_params, seed, first_clock + k
             )
             transition = Transition(
-                obs, action, reward, term, trunc, info["final_observation"], value,
+                obs,
+                action,
+                reward,
+                term,
+                trunc,
+                info["final_observation"],
+                value,
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
-            )  # fmt: skip
+            )
             done = term | trunc
-            return (slots, catch, cover, ret_sum + jnp.sum(ended), ret_count + jnp.sum(done)), (transition, states)
+            return (slots, catch, cover, ret_sum + jnp.sum(ended), ret_count + jnp.sum(done)), (
+                transition,
+                states,
+            )
 
         (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(
-            step, (slots, catch, cover, jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.num_steps)
+            step,
+            (slots, catch, cover, jnp.float32(0), jnp.int32(0)),
+            jnp.arange(self.config.num_steps),
         )
         return slots, catch, cover, traj, states, ret_sum, ret_count
 
@@ -228,14 +277,27 @@ class WujiA2C:
 
         def step(carry, clock):
             slots, catch, cover = carry
-            slots, catch, cover, *_, states = self._play_step(uniform, slots, catch, cover, env_params, seed, clock)
+            slots, catch, cover, *_, states = self._play_step(
+                uniform, slots, catch, cover, env_params, seed, clock
+            )
             return (slots, catch, cover), states
 
         steps = self.config.updates_per_round * self.config.num_steps
         (slots, catch, cells), states = jax.lax.scan(
-            step, (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()), jnp.arange(steps)
+            step,
+            (slots, BugCatch.empty(self.env.num_bugs, self.max_steps), self.cells.init()),
+            jnp.arange(steps),
         )
-        return slots, catch, Covered(cells, states.reshape(self.config.updates_per_round, self.config.num_steps, *states.shape[1:]))
+        return (
+            slots,
+            catch,
+            Covered(
+                cells,
+                states.reshape(
+                    self.config.updates_per_round, self.config.num_steps, *states.shape[1:]
+                ),
+            ),
+        )
 
     def update(self, learner: Learner, traj: Transition, hparams, valid: jax.Array | None = None):
         """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout ``[T, B]``.
@@ -246,25 +308,54 @@ class WujiA2C:
         bonus stays: a policy's spread at a fresh episode's first observation)."""
         advantage, returns = advantages(self.network, learner.variables, traj, hparams)
         if valid is not None:
-            advantage, returns = jnp.where(valid, advantage, 0.0), jnp.where(valid, returns, traj.value)
-        flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), (traj.obs, traj.action, advantage, returns))
+            advantage, returns = (
+                jnp.where(valid, advantage, 0.0),
+                jnp.where(valid, returns, traj.value),
+            )
+        flat = jax.tree.map(
+            lambda x: x.reshape(-1, *x.shape[2:]), (traj.obs, traj.action, advantage, returns)
+        )
         batch_stats = learner.variables["batch_stats"]
 
         def loss_fn(params):
             (logits, value), updates = self.network.apply(
-                {"params": params, "batch_stats": batch_stats}, flat[0], train=True, mutable=["batch_stats"]
+                {"params": params, "batch_stats": batch_stats},
+                flat[0],
+                train=True,
+                mutable=["batch_stats"],
             )
             log_p = floored_log_probs(logits, hparams.min_action_prob)
-            loss, _ = a2c_loss(log_p, value, flat[1], flat[2], flat[3], vf_coef=hparams.vf_coef, ent_coef=hparams.ent_coef)
+            loss, _ = a2c_loss(
+                log_p,
+                value,
+                flat[1],
+                flat[2],
+                flat[3],
+                vf_coef=hparams.vf_coef,
+                ent_coef=hparams.ent_coef,
+            )
             return loss, updates["batch_stats"]
 
-        (_, new_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.variables["params"])
+        (_, new_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            learner.variables["params"]
+        )
         updates, opt_state = self._adam.update(grads, learner.opt_state)
-        params = optax.apply_updates(learner.variables["params"], jax.tree.map(lambda u: -hparams.learning_rate * u, updates))
-        trained = learner.replace(variables={"params": params, "batch_stats": new_stats}, opt_state=opt_state)
+        params = optax.apply_updates(
+            learner.variables["params"], jax.tree.map(lambda u: -hparams.learning_rate * u, updates)
+        )
+        trained = learner.replace(
+            variables={"params": params, "batch_stats": new_stats}, opt_state=opt_state
+        )
         return jax.tree.map(lambda new, old: jnp.where(learner.active, new, old), trained, learner)
 
-    def round(self, learner: Learner, slots: Slots, env_params, seed, hparams: WujiA2CHyperparams = WujiA2CHyperparams()):
+    def round(
+        self,
+        learner: Learner,
+        slots: Slots,
+        env_params,
+        seed,
+        hparams: WujiA2CHyperparams = WujiA2CHyperparams(),
+    ):
         """One training round: ``updates_per_round`` rollouts and updates, then the early stop.
 
         Returns ``(learner, slots, catch, cover, mean return of the episodes finished in the round
@@ -278,19 +369,33 @@ class WujiA2C:
         def one(carry, u):
             learner, slots, catch, cover, ret_sum, ret_count = carry
             first_clock = u * self.config.num_steps
-            slots, catch, cover, traj, states, s, c = self._collect(learner.variables, slots, catch, cover, env_params, seed, hparams, first_clock)
-            return (self.update(learner, traj, hparams), slots, catch, cover, ret_sum + s, ret_count + c), states
+            slots, catch, cover, traj, states, s, c = self._collect(
+                learner.variables, slots, catch, cover, env_params, seed, hparams, first_clock
+            )
+            return (
+                self.update(learner, traj, hparams),
+                slots,
+                catch,
+                cover,
+                ret_sum + s,
+                ret_count + c,
+            ), states
 
         (trained, slots, catch, cells, ret_sum, ret_count), states = jax.lax.scan(
-            one, (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)), jnp.arange(self.config.updates_per_round)
+            one,
+            (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)),
+            jnp.arange(self.config.updates_per_round),
         )
         trained, mean = self.end_round(learner, trained, ret_sum, ret_count)
         return trained, slots, catch, Covered(cells, states), mean
 
-    def end_round(self, learner: Learner, trained: Learner, ret_sum, ret_count) -> tuple[Learner, jax.Array]:
-        """The early stop after a round that took ``learner`` to ``trained``, whose finished episodes
-        returned ``ret_sum`` over ``ret_count`` of them: ``(trained with its stop updated, the round's
-        mean return, NaN if no episode finished)`` (:meth:`round`)."""
+    def end_round(
+        self, learner: Learner, trained: Learner, ret_sum, ret_count
+    ) -> tuple[Learner, jax.Array]:
+        """The early stop after a round that took ``learner`` to ``trained``, whose finished
+        episodes returned ``ret_sum`` over ``ret_count`` of them:
+        ``(trained with its stop updated, the round's mean return, NaN if no episode finished)``
+        (:meth:`round`)."""
         mean = jnp.where(ret_count > 0, ret_sum / jnp.maximum(ret_count, 1), jnp.nan)
         improved = learner.active & (ret_count > 0) & (mean > learner.best)
         stale = jnp.where(improved, 0, learner.stale + (ret_count > 0))
@@ -299,6 +404,8 @@ class WujiA2C:
             best=jnp.where(improved, mean, learner.best),
             stale=jnp.where(learner.active, stale, learner.stale),
             rounds=rounds,
-            active=learner.active & (stale < self.config.patience) & (rounds < self.config.max_rounds),
+            active=learner.active
+            & (stale < self.config.patience)
+            & (rounds < self.config.max_rounds),
         )
         return trained, mean

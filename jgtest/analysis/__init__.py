@@ -1,10 +1,5 @@
-"""Statistical analysis of test-campaign results.
-
-RELINE (Tufano et al.) §3.1.4 Table 1 and §4.1.3 "Data Analysis" / "Reliability of Time
-Measurements": episodes with at least ``n`` bugs found, Mann-Whitney tests with Holm's
-correction and Cliff's delta, and the pairwise Spearman reliability check of replayed
-render times. Plots live in :mod:`jgtest.report.plots`. PPGTA's exploration and
-object-testing metrics (pathway coverage, objects tested over episodes, outcomes) are in
+"""Statistical analysis of test-campaign results: RELINE's (§3.1.4, §4.1.3) in
+:mod:`jgtest.analysis.stats`, PPGTA's exploration metrics (§VI-A) in
 :mod:`jgtest.analysis.exploration`.
 """
 

@@ -1,9 +1,5 @@
-"""Exploration and object-testing metrics of PPGTA's evaluation (§VI-A, Fig. 7–9).
-
-* :func:`pathway_coverage_curve` — the share of pathway cells visited by episodes ``0..e``;
-* :func:`ooi_tested_curve` — objects tested by the end of each episode;
-* :func:`ooi_outcomes` — per object: tested with success, failed, or missed, and which of the
-  missed are unreachable (the map's flood fill, ``ParkWorld.ooi_reachable``).
+"""Exploration and object-testing metrics of PPGTA's evaluation (§VI-A, Fig. 7–9): pathway coverage,
+objects tested over episodes, and each object's outcome (tested, failed, missed, unreachable).
 """
 
 from __future__ import annotations
@@ -22,7 +18,9 @@ def pathway_coverage_curve(visited: np.ndarray, path: np.ndarray) -> np.ndarray:
     """
     visited, path = np.asarray(visited, bool), np.asarray(path, bool)
     if visited.ndim != 3 or visited.shape[1:] != path.shape:
-        raise ValueError(f"visited must be [episodes, {path.shape[0]}, {path.shape[1]}], got {visited.shape}")
+        raise ValueError(
+            f"visited must be [episodes, {path.shape[0]}, {path.shape[1]}], got {visited.shape}"
+        )
     if not path.any():
         raise ValueError("the map has no pathway cell")
     seen = np.logical_or.accumulate(visited, axis=0)
@@ -30,12 +28,14 @@ def pathway_coverage_curve(visited: np.ndarray, path: np.ndarray) -> np.ndarray:
 
 
 def ooi_tested_curve(tested_in: np.ndarray, episodes: int) -> np.ndarray:
-    """``int[episodes]``: objects whose test ended by the end of each episode; ``tested_in[k]`` is the
-    episode object ``k``'s test ended in (−1: never)."""
+    """``int[episodes]``: objects whose test ended by the end of each episode; ``tested_in[k]`` is
+    the episode object ``k``'s test ended in (−1: never)."""
     tested_in = np.asarray(tested_in)
     ends = tested_in[tested_in >= 0]
     if ends.size and ends.max() >= episodes:
-        raise ValueError(f"an object was tested in episode {int(ends.max())}, beyond the {episodes} episodes")
+        raise ValueError(
+            f"an object was tested in episode {int(ends.max())}, beyond the {episodes} episodes"
+        )
     return np.searchsorted(np.sort(ends), np.arange(episodes), side="right")
 
 
@@ -45,5 +45,9 @@ def ooi_outcomes(success: np.ndarray, tested: np.ndarray, reachable: np.ndarray)
     success, tested, reachable = (np.asarray(a, bool) for a in (success, tested, reachable))
     outcome = np.where(tested & success, "success", np.where(tested, "failed", "missed"))
     counts = {o: int((outcome == o).sum()) for o in OUTCOMES}
-    return {"outcome": outcome, **counts, "missed_unreachable": int(((outcome == "missed") & ~reachable).sum()),
-            "unreachable": int((~reachable).sum())}  # fmt: skip
+    return {
+        "outcome": outcome,
+        **counts,
+        "missed_unreachable": int(((outcome == "missed") & ~reachable).sum()),
+        "unreachable": int((~reachable).sum()),
+    }

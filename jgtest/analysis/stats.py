@@ -1,18 +1,6 @@
-"""Statistics for RELINE's evaluation (Tufano et al., "Using Reinforcement Learning for Load Testing of Video Games").
-
-* :func:`at_least_n_table` — §3.1.4 / Table 1: per run, the number of evaluation
-  episodes in which at least ``n`` of the ``k`` injected bugs were found, and the
-  mean / median / standard deviation of that number over the runs.
-* :func:`replay_reliability` — §4.1.3 "Reliability of Time Measurements": pairwise
-  Spearman correlation of the render times of replays of one fixed action sequence,
-  Holm-adjusted.
-* :func:`mann_whitney`, :func:`holm`, :func:`cliffs_delta`, :func:`cliffs_magnitude`,
-  :func:`compare_groups` — §4.1.3 "Data Analysis" / Table 2: Mann-Whitney tests between
-  the render-time distributions of the agents' low-FPS points, Holm-adjusted, with
-  Cliff's delta as the effect size.
-
-Every function accepts lists or numpy arrays and raises ``ValueError`` with a message
-naming the problem for malformed input.
+"""Statistics for RELINE's evaluation (Tufano et al.): episodes with at least ``n`` bugs (§3.1.4,
+Table 1), the reliability of replayed render times, and Mann-Whitney tests, Holm-adjusted, with
+Cliff's delta (§4.1.3, Table 2).
 """
 
 from __future__ import annotations
@@ -25,7 +13,8 @@ from scipy import stats as _sp
 
 
 def as_sample(x: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
-    """1-D finite float array from ``x``; ``name`` is used in error messages (also for the plots)."""
+    """1-D finite float array from ``x``; ``name`` is used in error messages (also for the
+    plots)."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -78,7 +67,9 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- Mann-Whitney
 
 
-def mann_whitney(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> tuple[float, float]:
+def mann_whitney(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
+) -> tuple[float, float]:
     """Two-sided Mann-Whitney U test (Conover 1998), RELINE §4.1.3 / Table 2.
 
     ``U_a = #{(i, j): a_i > b_j} + 0.5 * #{(i, j): a_i == b_j}`` (the statistic for ``a``;
@@ -152,7 +143,9 @@ def cliffs_magnitude(d: float) -> str:
 # --------------------------------------------------------------------------- group comparison
 
 
-def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray], against: str | None = None) -> list[dict[str, Any]]:
+def compare_groups(
+    groups: Mapping[str, Sequence[float] | np.ndarray], against: str | None = None
+) -> list[dict[str, Any]]:
     """All pairwise comparisons of RELINE §4.1.3 / Table 2 between named samples.
 
     For every unordered pair ``(a, b)`` of groups, in the mapping's order (``a`` before
@@ -191,7 +184,8 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray], against: 
     if len(samples) < 2:
         detail = f"; empty: {', '.join(repr(e) for e in empty)}" if empty else ""
         raise ValueError(
-            f"compare_groups needs at least 2 non-empty groups, got {len(samples)} of {len(groups)}{detail}"
+            f"compare_groups needs at least 2 non-empty groups, got {len(samples)} of "
+            f"{len(groups)}{detail}"
         )
     names = list(samples)
     if against is None:
@@ -199,7 +193,10 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray], against: 
     elif against in samples:
         pairs = [(against, b) for b in names if b != against]
     else:
-        raise ValueError(f"compare_groups: against={against!r} is not a non-empty group (groups: {', '.join(map(repr, groups))})")
+        raise ValueError(
+            f"compare_groups: against={against!r} is not a non-empty group (groups: "
+            f"{', '.join(map(repr, groups))})"
+        )
     rows: list[dict[str, Any]] = []
     for a, b in pairs:
         xa, xb = samples[a], samples[b]
@@ -228,7 +225,9 @@ def compare_groups(groups: Mapping[str, Sequence[float] | np.ndarray], against: 
 # --------------------------------------------------------------------------- replay reliability
 
 
-def replay_reliability(render_ms: Sequence[Sequence[float]] | np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
+def replay_reliability(
+    render_ms: Sequence[Sequence[float]] | np.ndarray, alpha: float = 0.05
+) -> dict[str, Any]:
     """Reliability of the time measurements, RELINE §4.1.3.
 
     ``render_ms`` is ``[R, T]``: ``R`` replays of the same constant-action episode, ``T``
@@ -294,7 +293,9 @@ def replay_reliability(render_ms: Sequence[Sequence[float]] | np.ndarray, alpha:
 # --------------------------------------------------------------------------- Table 1
 
 
-def at_least_n_table(bugs_per_episode: Sequence[Sequence[int]] | np.ndarray, num_bugs: int) -> dict[int, dict[str, Any]]:
+def at_least_n_table(
+    bugs_per_episode: Sequence[Sequence[int]] | np.ndarray, num_bugs: int
+) -> dict[int, dict[str, Any]]:
     """RELINE Table 1 (§3.1.4): episodes in which at least ``n`` injected bugs were found.
 
     ``bugs_per_episode`` is ``int[M, E]``: ``M`` models / runs (the paper: 10), ``E``
@@ -324,16 +325,22 @@ def at_least_n_table(bugs_per_episode: Sequence[Sequence[int]] | np.ndarray, num
     try:
         raw = np.asarray(bugs_per_episode)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"bugs_per_episode must be an int[models, episodes] array ({exc})") from None
+        raise ValueError(
+            f"bugs_per_episode must be an int[models, episodes] array ({exc})"
+        ) from None
     if raw.ndim != 2:
         raise ValueError(f"bugs_per_episode must be 2-D [models, episodes], got shape {raw.shape}")
     if raw.size == 0:
         raise ValueError(f"bugs_per_episode is empty (shape {raw.shape})")
-    if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+    if raw.dtype == bool or not (
+        np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)
+    ):
         raise ValueError(f"bugs_per_episode must hold integers, got dtype {raw.dtype}")
     if np.issubdtype(raw.dtype, np.floating):
         if not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)):
-            raise ValueError("bugs_per_episode must hold integers (found a non-integral or non-finite value)")
+            raise ValueError(
+                "bugs_per_episode must hold integers (found a non-integral or non-finite value)"
+            )
     counts_arr = raw.astype(np.int64)
     if counts_arr.min() < 0:
         m, e = np.unravel_index(int(np.argmin(counts_arr)), counts_arr.shape)

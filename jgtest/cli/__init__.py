@@ -1,43 +1,15 @@
-"""The ``jgtest`` command line: one module per method, the options every campaign shares defined once.
+"""The ``jgtest`` command line: one module per method, the options campaigns share defined once.
 
     jgtest run random --game BlockMaze-v0 --out runs/demo
-    jgtest run wuji --game CombatArena-v0 --compare --seeds 10 --generations 5 --out runs/wuji
-    jgtest run inspector --game ParkWorld-v0 --episodes 45 --out runs/inspector
     jgtest replay runs/demo/bugs.jsonl --index 0
-    jgtest shrink runs/demo && jgtest replay runs/demo/bugs.jsonl --index 0 --min
-    jgtest verify runs/demo --game-arg KEY=VALUE --junit runs/verify.xml
     jgtest report runs/demo
-    jgtest games
-    jgtest train ppo --game CartPoleBugs-v0 --steps 500000 --seeds 8 --out runs/ppo
 
-``jgtest run METHOD --help`` lists that method's options and the shared ones (:mod:`jgtest.cli.shared`).
-Building the parser imports no method and no JAX: each command loads what it needs when it runs.
+``jgtest run METHOD --help`` lists a method's options. Exit status (``docs/fixing-bugs.md``): 0
+done; 1 the answer is no (a bug not reproduced, bugs with ``--fail-on-bugs``, a failed plan) or an
+unexpected fault; 2 a user's mistake, one ``error: ...`` line (:mod:`jgtest.errors`); 3 a bridged
+game failed unrecorded; 130 or 143 stopped by a signal at a checkpoint (:mod:`jgtest.interrupts`).
 
-Exit status:
-
-- 0: the command did what it was asked (``replay``: the bug was reproduced);
-- 1: it ran, and its answer is no (``replay``: the bug did not fire again), or jgtest or a game
-  failed unexpectedly (a short traceback; ``jgtest --debug ...`` shows the whole one);
-- 2: a mistake in what was given (an option, a file, a run directory): one line, ``error: ...``,
-  on stderr, and nothing written (:mod:`jgtest.errors`);
-- 3: a bridged game failed (it crashed, hung or sent a bad frame) in a way the campaign could not
-  turn into a bug record: one line, ``error: the game failed: ...``;
-- 130 (SIGINT, Ctrl-C) or 143 (SIGTERM): stopped by the signal. A campaign stops at its next
-  checkpoint, with its records and that checkpoint on disk, and prints one line,
-  ``interrupted at step N; continue with: <the command> --resume`` (N: the checkpoint's step, a
-  chunk, generation or training period); a second signal stops it at once (:mod:`jgtest.interrupts`).
-
-A run directory has one writer at a time: a campaign, ``--overwrite``, ``--resume`` or ``jgtest
-shrink`` into a directory another process is writing is refused (exit 2), naming that process
-(:mod:`jgtest.run_dir`).
-
-``jgtest run`` exits 0 when it found nothing and also when it found bugs, unless
-``--fail-on-bugs`` makes bugs exit 1 (what a CI job that must fail on a bug wants). ``jgtest
-plan run|suite`` exits 1 when a plan fails, ``jgtest verify`` when a stored bug is still present
-or has changed.
-
-Warnings (a skipped damaged record line, a checkpoint step that could not be restored) print as
-one line each, ``warning: ...``, on stderr.
+* chosen: building the parser imports no method and no JAX, because ``--help`` must print at once.
 """
 
 from __future__ import annotations
@@ -70,12 +42,28 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="jgtest", description="Automated video-game testing with learning agents, in JAX.")
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of any error, user mistakes included")
+    parser = _Parser(
+        prog="jgtest", description="Automated video-game testing with learning agents, in JAX."
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the full traceback of any error, user mistakes included",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a test campaign (method × game; all: a short campaign of each method, the main job)")
-    methods = run.add_subparsers(dest="method", required=True, metavar="METHOD",
-                                 description="jgtest run METHOD --help lists the method's options")  # fmt: skip
+    run = sub.add_parser(
+        "run",
+        help=(
+            "run a test campaign (method × game; all: a short campaign of each method, the main "
+            "job)"
+        ),
+    )
+    methods = run.add_subparsers(
+        dest="method",
+        required=True,
+        metavar="METHOD",
+        description="jgtest run METHOD --help lists the method's options",
+    )
     run_all.add_parser(methods)
     random_campaign.add_parser(methods)
     reline.add_parser(methods)
@@ -89,11 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _single_threaded_eigen() -> None:
-    """XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs; campaigns and training runs are
-    long, so the command line uses a single-threaded pool (a user's own ``XLA_FLAGS`` setting wins). Set when
-    the command starts (not at import), and only effective before JAX starts its backend."""
+    """XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs; campaigns and training
+    runs are long, so the command line uses a single-threaded pool (a user's own ``XLA_FLAGS``
+    setting wins). Set when the command starts (not at import), and only effective before JAX starts
+    its backend."""
     if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+        ).strip()
 
 
 def _inline_cpu_dispatch() -> None:
@@ -132,8 +123,9 @@ def _one_line_warnings(enabled: bool):
 
 def check_signals(args) -> None:
     """``jgtest run METHOD --game G`` refused before anything compiles or a game starts when G lacks
-    a signal METHOD reads or METHOD has no settings for G (:func:`jgtest.methods.compatibility.check`; ``jgtest
-    plan`` refuses a game without a plan vocabulary itself)."""
+    a signal METHOD reads or METHOD has no settings for G
+    (:func:`jgtest.methods.compatibility.check`; ``jgtest plan`` refuses a game without a plan
+    vocabulary itself)."""
     if args.command != "run" or getattr(args, "game", None) is None:
         return
     from jgtest.methods import compatibility
@@ -141,18 +133,20 @@ def check_signals(args) -> None:
 
     if args.method in NEEDS:
         try:
-            compatibility.check(args.method, args.game, {"telemetry": getattr(args, "telemetry", None)})
+            compatibility.check(
+                args.method, args.game, {"telemetry": getattr(args, "telemetry", None)}
+            )
         except ValueError as error:  # an unknown game
             raise fail(error) from None
 
 
 def finish_campaign(args) -> int:
-    """What every ``jgtest run`` does after its campaign: shrink its records (``--shrink``, before the
-    report, which shows the shrunk traces), write its JUnit file (``--junit``) and its report; the
-    number of distinct bugs it found (:mod:`jgtest.report.distinct`)."""
+    """What every ``jgtest run`` does after its campaign: shrink its records (``--shrink``, before
+    the report, which shows the shrunk traces), write its JUnit file (``--junit``) and its report;
+    the number of distinct bugs it found (:mod:`jgtest.report.distinct`)."""
+    from jgtest.records import located_records
     from jgtest.report.distinct import distinct_bugs
     from jgtest.report.junit import campaign_junit
-    from jgtest.report.records import located_records
 
     if args.shrink:
         from jgtest.cli.records import print_shrunk
@@ -160,7 +154,9 @@ def finish_campaign(args) -> int:
 
         print_shrunk(shrink_run(args.out))
     if args.junit:
-        name = f"jgtest run {args.method}" + (f" --game {args.game}" if getattr(args, "game", None) else "")
+        name = f"jgtest run {args.method}" + (
+            f" --game {args.game}" if getattr(args, "game", None) else ""
+        )
         campaign_junit(args.out, args.junit, name, oracle_kinds(args))
         print(f"wrote {args.junit}")
     say_report(args.out)
@@ -168,8 +164,9 @@ def finish_campaign(args) -> int:
 
 
 def oracle_kinds(args) -> tuple[str, ...]:
-    """The oracles a campaign's game has (its bug kinds, in order): a twin's from the game, a bridged
-    game's from the run's summaries; none known otherwise (the JUnit file then lists the kinds found)."""
+    """The oracles a campaign's game has (its bug kinds, in order): a twin's from the game, a
+    bridged game's from the run's summaries; none known otherwise (the JUnit file then lists the
+    kinds found)."""
     import json
     from pathlib import Path
 
@@ -178,13 +175,17 @@ def oracle_kinds(args) -> tuple[str, ...]:
     game = getattr(args, "game", None)
     if game in jgtest.registered_games():
         return tuple(jgtest.make(game)[0].bug_kinds)
-    kinds = [k for path in sorted(Path(args.out).rglob("summary.json")) for k in json.loads(path.read_text()).get("bug_kinds", [])]
+    kinds = [
+        k
+        for path in sorted(Path(args.out).rglob("summary.json"))
+        for k in json.loads(path.read_text()).get("bug_kinds", [])
+    ]
     return tuple(dict.fromkeys(kinds))
 
 
 def _is_game_fault(error: BaseException) -> bool:
-    """Whether ``error`` is a bridged game's fault (a crash, a hang, a bad frame) that a campaign did
-    not turn into a bug record: exit status 3."""
+    """Whether ``error`` is a bridged game's fault (a crash, a hang, a bad frame) that a campaign
+    did not turn into a bug record: exit status 3."""
     if not type(error).__module__.startswith("envs_bridge"):
         return False
     from jgtest.host_loop import GameFault
@@ -228,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: the game failed: {_one_line(error)}", file=sys.stderr)
                 return GAME_FAULT
             traceback.print_exception(error, limit=-SHORT_TRACEBACK, chain=False)
-            print("(the innermost frames; jgtest --debug ... shows the whole traceback)", file=sys.stderr)
+            print(
+                "(the innermost frames; jgtest --debug ... shows the whole traceback)",
+                file=sys.stderr,
+            )
             return 1
         finally:
             unlock_all()
@@ -245,7 +249,11 @@ def check_outputs(args) -> None:
     run_dir = getattr(args, runs.get(args.command, ""), None)
     inputs = ()
     if run_dir is not None and args.command == "verify" and not os.path.isdir(run_dir):
-        inputs, run_dir = (run_dir,), os.path.dirname(run_dir) or "."  # a bugs.jsonl or a plan report, and its folder
+        # a bugs.jsonl or a plan report, and its folder
+        inputs, run_dir = (
+            (run_dir,),
+            os.path.dirname(run_dir) or ".",
+        )
     check_output_path(args.junit, "--junit", (run_dir,) if run_dir else (), inputs)
 
 
@@ -257,24 +265,38 @@ def _resumes(args) -> bool:
     from jgtest.methods.compatibility import HOST_RANDOM_PREFIXES
 
     game = str(getattr(args, "game", None) or "")
-    levels = is_level(game) or (args.method == "inspector" and game.startswith("gym:"))  # park.run's route to a level campaign
-    return not ((args.method == "wuji" and game.startswith(HOST_RANDOM_PREFIXES)) or (args.method in ("random", "inspector") and levels))
+    # park.run's route to a level campaign
+    levels = is_level(game) or (args.method == "inspector" and game.startswith("gym:"))
+    return not (
+        (args.method == "wuji" and game.startswith(HOST_RANDOM_PREFIXES))
+        or (args.method in ("random", "inspector") and levels)
+    )
 
 
 def interrupted_line(stop, args, argv: list[str]) -> str:
-    """The one line a stopped command prints: where it stopped and, for a campaign, how to continue."""
+    """The one line a stopped command prints: where it stopped and, for a campaign, how to
+    continue."""
     import shlex
     from pathlib import Path
 
     where = "interrupted" + ("" if stop.step is None else f" at step {stop.step}")
     if args.command == "train":
-        return f"{where}; continue with: {shlex.join(['jgtest', *argv])} (it resumes from the checkpoints in {args.out})"
+        return (
+            f"{where}; continue with: {shlex.join(['jgtest', *argv])} (it resumes from the "
+            f"checkpoints in {args.out})"
+        )
     if args.command != "run":
         return where
-    if args.method != "all" and not any(Path(args.out).rglob("config.json")):  # a comparison's runs keep theirs below --out
-        return f"{where}, before the campaign began; start it again: {shlex.join(['jgtest', *argv])}"
+    # a comparison's runs keep theirs below --out
+    if args.method != "all" and not any(Path(args.out).rglob("config.json")):
+        return (
+            f"{where}, before the campaign began; start it again: {shlex.join(['jgtest', *argv])}"
+        )
     if not _resumes(args):
-        return f"{where}; the bugs found so far are in {args.out} (a {args.method} campaign on {args.game} cannot resume: run it again with --overwrite)"
+        return (
+            f"{where}; the bugs found so far are in {args.out} (a {args.method} campaign on "
+            f"{args.game} cannot resume: run it again with --overwrite)"
+        )
     again = [a for a in argv if a not in ("--overwrite", "--resume")]
     return f"{where}; continue with: {shlex.join(['jgtest', *again, '--resume'])}"
 

@@ -1,5 +1,5 @@
-"""``jgtest games``: the registered games, with their actions, injected bugs and the signals they
-provide (:mod:`jgtest.signals`)."""
+"""``jgtest games``: the registered games, their actions, injected bugs and signals
+(:mod:`jgtest.signals`)."""
 
 from __future__ import annotations
 
@@ -15,5 +15,8 @@ def games_command(args) -> int:
     for name in jgtest.registered_games():
         env, _ = jgtest.make(name)
         kinds = ",".join(sorted(set(env.bug_kinds))) or "-"
-        print(f"{name:18s} actions={env.num_actions:<3d} bugs={env.num_bugs:<3d} kinds={kinds:28s} signals={','.join(sorted(env.signals))}")
+        print(
+            f"{name:18s} actions={env.num_actions:<3d} bugs={env.num_bugs:<3d} "
+            f"kinds={kinds:28s} signals={','.join(sorted(env.signals))}"
+        )
     return 0

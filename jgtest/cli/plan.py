@@ -1,21 +1,9 @@
-"""``jgtest plan {run, suite}``: explicit plans as functional tests (:mod:`jgtest.plans`).
+"""``jgtest plan``: explicit plans as functional tests (:mod:`jgtest.plans`).
 
-* ``jgtest plan run PLAN.json [--game G] [--variant V] [--seeds N] [--out DIR]`` runs the
-  plan under N seeds (one jitted call; on a ViZDoom level, ``vizdoom:freedoom1/E1M1``, one run
-  after another on the real engine: :mod:`jgtest.plans.doom`), prints each validation, writes
-  ``DIR/report.json``, and exits 0 only when every run passed;
-* ``jgtest plan record (--actions FILE | --keyboard) -o PLAN.json``: a play session as a plan
-  (:mod:`jgtest.plans.record`);
-* ``jgtest plan train-navigator --out DIR``: the learned navigator (:mod:`jgtest.plans.navigation`),
-  used by ``plan run --navigator learned --navigator-from DIR``;
-* ``jgtest plan from-text STEPS.txt -o PLAN.json [--accept-best]``: instructions to a plan, each line's reading
-  printed with its confidence and runner-up (:mod:`jgtest.plans.text`);
-* ``jgtest plan suite DIR [--game G] [--variant V] [--seeds N]``: every ``*.json`` plan
-  in a folder, one pass/fail table (exit 0 only when all pass).
-
-A user's mistake (a missing or unreadable file, a plan that is not JSON or does not fit its schema,
-an option out of its domain) is a :class:`jgtest.errors.UserError` naming the file or option, which
-:func:`jgtest.cli.main` prints as one line, exit status 2.
+``plan run PLAN.json`` runs a plan under N seeds (a ViZDoom level on the real engine,
+:mod:`jgtest.plans.doom`) and exits 0 only when every run passed; ``plan suite DIR`` runs a
+folder's plans; ``plan record``, ``plan from-text`` and ``plan train-navigator`` make plans from
+play, from instructions, and train the learned navigator.
 """
 
 from __future__ import annotations
@@ -29,38 +17,113 @@ from jgtest.files import write_json_atomically, write_text
 
 
 def add_parser(sub) -> None:
-    plan = sub.add_parser("plan", help="explicit plans: run a plan, or a folder of them, as functional tests")
+    plan = sub.add_parser(
+        "plan", help="explicit plans: run a plan, or a folder of them, as functional tests"
+    )
     commands = plan.add_subparsers(dest="plan_command", required=True)
-    for name, what, help_text in (("run", "plan", "run one plan (JSON) and validate every action"), ("suite", "folder", "run every plan in a folder")):
+    for name, what, help_text in (
+        ("run", "plan", "run one plan (JSON) and validate every action"),
+        ("suite", "folder", "run every plan in a folder"),
+    ):
         cmd = commands.add_parser(name, help=help_text)
-        cmd.add_argument(what, help="a plan JSON file" if what == "plan" else "a folder of plan JSON files")
-        cmd.add_argument("--game", default=None, help="the game the plans must be for (default: the plans' own, e.g. Dungeon-v0 or vizdoom:freedoom1/E1M1)")
-        cmd.add_argument("--variant", default="normal", help="the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, shrine_out_of_reach, enemies_immortal, "
-                                                         "random_enemies, random_layout; bugs combine with +, e.g. shrine_out_of_reach+enemies_immortal)")
-        cmd.add_argument("--navigator", choices=("scripted", "learned"), default="scripted", help="how the agent gets to its targets")
-        cmd.add_argument("--navigator-from", default="runs/navigator", metavar="DIR", help="learned: the trained navigator (jgtest plan train-navigator)")
-        cmd.add_argument("--seeds", type=int, default=None, help="runs per plan, seeds 0..N-1 (default: the Dungeon's 4, vectorized; a Doom level's 1)")
-        cmd.add_argument("--max-steps", type=int, default=None, help="a run's step budget (default: the Dungeon's 200, a Doom level's 2,000)")
-        cmd.add_argument("--out", default=None, help="where to write report.json (default: no file)")
-        cmd.add_argument("--junit", default=None, metavar="PATH", help="write JUnit XML: a test case per validation, a failure per distinct failure")
+        cmd.add_argument(
+            what, help="a plan JSON file" if what == "plan" else "a folder of plan JSON files"
+        )
+        cmd.add_argument(
+            "--game",
+            default=None,
+            help=(
+                "the game the plans must be for (default: the plans' own, e.g. Dungeon-v0 or "
+                "vizdoom:freedoom1/E1M1)"
+            ),
+        )
+        cmd.add_argument(
+            "--variant",
+            default="normal",
+            help=(
+                "the game's variant (Dungeon-v0: normal, switch_out_of_reach, door_stuck, "
+                "shrine_out_of_reach, enemies_immortal, "
+                "random_enemies, random_layout; bugs combine with +, e.g. "
+                "shrine_out_of_reach+enemies_immortal)"
+            ),
+        )
+        cmd.add_argument(
+            "--navigator",
+            choices=("scripted", "learned"),
+            default="scripted",
+            help="how the agent gets to its targets",
+        )
+        cmd.add_argument(
+            "--navigator-from",
+            default="runs/navigator",
+            metavar="DIR",
+            help="learned: the trained navigator (jgtest plan train-navigator)",
+        )
+        cmd.add_argument(
+            "--seeds",
+            type=int,
+            default=None,
+            help=(
+                "runs per plan, seeds 0..N-1 (default: the Dungeon's 4, vectorized; a Doom "
+                "level's 1)"
+            ),
+        )
+        cmd.add_argument(
+            "--max-steps",
+            type=int,
+            default=None,
+            help="a run's step budget (default: the Dungeon's 200, a Doom level's 2,000)",
+        )
+        cmd.add_argument(
+            "--out", default=None, help="where to write report.json (default: no file)"
+        )
+        cmd.add_argument(
+            "--junit",
+            default=None,
+            metavar="PATH",
+            help="write JUnit XML: a test case per validation, a failure per distinct failure",
+        )
         cmd.set_defaults(func=_run_plans)
-    text = commands.add_parser("from-text", help="a plan from QA-style instructions (one or more sentences per line)")
+    text = commands.add_parser(
+        "from-text", help="a plan from QA-style instructions (one or more sentences per line)"
+    )
     text.add_argument("steps", help="a text file of instructions")
     text.add_argument("--game", default="Dungeon-v0")
     text.add_argument("-o", "--out", required=True, metavar="PLAN.json")
-    text.add_argument("--accept-best", action="store_true", help="take a line's best guess even below the confidence threshold (the plan lists each one)")
+    text.add_argument(
+        "--accept-best",
+        action="store_true",
+        help=(
+            "take a line's best guess even below the confidence threshold (the plan lists each one)"
+        ),
+    )
     text.set_defaults(func=_from_text)
-    nav = commands.add_parser("train-navigator", help="train the learned navigator (PPO on DungeonNav-v0) and measure it on held-out plans")
-    nav.add_argument("--steps", type=int, default=5_734_400, help="environment steps (28 minutes on 2 CPU cores)")
+    nav = commands.add_parser(
+        "train-navigator",
+        help="train the learned navigator (PPO on DungeonNav-v0) and measure it on held-out plans",
+    )
+    nav.add_argument(
+        "--steps", type=int, default=5_734_400, help="environment steps (28 minutes on 2 CPU cores)"
+    )
     nav.add_argument("--seed", type=int, default=0)
     nav.add_argument("--out", default="runs/navigator")
     nav.set_defaults(func=_train_navigator)
-    rec = commands.add_parser("record", help="record a play session as a plan (positions every few steps, every action)")
+    rec = commands.add_parser(
+        "record", help="record a play session as a plan (positions every few steps, every action)"
+    )
     rec.add_argument("--game", default="Dungeon-v0")
     rec.add_argument("--variant", default="normal")
     source = rec.add_mutually_exclusive_group(required=True)
-    source.add_argument("--actions", metavar="FILE", help="a recorded action file: one action name (or index) per line")
-    source.add_argument("--keyboard", action="store_true", help="play from the keyboard: WASD move, E interact, F attack, space jump, . wait, Q stop")
+    source.add_argument(
+        "--actions",
+        metavar="FILE",
+        help="a recorded action file: one action name (or index) per line",
+    )
+    source.add_argument(
+        "--keyboard",
+        action="store_true",
+        help="play from the keyboard: WASD move, E interact, F attack, space jump, . wait, Q stop",
+    )
     rec.add_argument("--every", type=int, default=5, help="keep the player's cell every N steps")
     rec.add_argument("--seed", type=int, default=0)
     rec.add_argument("-o", "--out", required=True, metavar="PLAN.json")
@@ -81,8 +144,18 @@ def _run_plans(args) -> int:
             raise BadFile(f"{folder}: no *.json plans")
     try:
         navigator = navigator_for(args.navigator, args.navigator_from)
-        passed = run_suite(paths, args.game, args.variant, args.seeds, args.max_steps, navigator, args.out, show_each=args.plan_command == "run",
-                           junit=args.junit, navigator_name=args.navigator)  # fmt: skip
+        passed = run_suite(
+            paths,
+            args.game,
+            args.variant,
+            args.seeds,
+            args.max_steps,
+            navigator,
+            args.out,
+            show_each=args.plan_command == "run",
+            junit=args.junit,
+            navigator_name=args.navigator,
+        )
     except ValueError as error:  # an unknown game or variant
         raise fail(error) from None
     return 0 if passed else 1
@@ -99,7 +172,10 @@ def _record(args) -> int:
         raise fail(error) from None
     if args.keyboard:
         _, state = env.reset(__import__("jax").random.key(args.seed), params)
-        print(render(env, state) + "\nWASD move, E interact, F attack, space jump, . wait, Q stop", flush=True)
+        print(
+            render(env, state) + "\nWASD move, E interact, F attack, space jump, . wait, Q stop",
+            flush=True,
+        )
         actions = keyboard_actions(env)
         on_step = lambda state: print("\n" + render(env, state), flush=True)
     else:
@@ -110,7 +186,10 @@ def _record(args) -> int:
         on_step = None
     plan = record_plan(env, params, actions, seed=args.seed, every=args.every, on_step=on_step)
     write_text(args.out, plan.to_json())
-    print(f"wrote {args.out}: {len(plan.nodes)} nodes ({sum(n.action is not None for n in plan.nodes)} actions)")
+    print(
+        f"wrote {args.out}: {len(plan.nodes)} nodes "
+        f"({sum(n.action is not None for n in plan.nodes)} actions)"
+    )
     return 0
 
 
@@ -123,33 +202,60 @@ def _from_text(args) -> int:
     text = read_text(args.steps)
     vocab = plan_game(args.game)  # refuses a game plans do not run on, before the pipeline loads
     if not hasattr(vocab, "ACTION_WORDS"):
-        raise PlanError(f"--game {args.game}: instructions are read for Dungeon-v0 only (its words for actions and actors); write a level's plan as JSON")
+        raise PlanError(
+            f"--game {args.game}: instructions are read for Dungeon-v0 only (its words for "
+            "actions and actors); write a level's plan as JSON"
+        )
     env, _ = jgtest.make(args.game)
     readings = TextToPlan().read(text, vocab)
     for reading in readings:
-        print(f"{reading.where}: {reading.best}" + (f"; runner-up {reading.runner_up}" if reading.runner_up else "") + ("" if reading.clear else "  [unsure]"))
+        print(
+            f"{reading.where}: {reading.best}"
+            + (f"; runner-up {reading.runner_up}" if reading.runner_up else "")
+            + ("" if reading.clear else "  [unsure]")
+        )
     try:
-        plan = TextToPlan.plan_from_readings(readings, env, name=Path(args.steps).stem, accept_best=args.accept_best)
+        plan = TextToPlan.plan_from_readings(
+            readings, env, name=Path(args.steps).stem, accept_best=args.accept_best
+        )
     except PlanError as error:
         raise PlanError(f"{args.steps}: {error}") from None
     write_text(args.out, plan.to_json())
-    guessed = f", {len(plan.accepted_guesses)} best guesses taken (listed in the plan)" if plan.accepted_guesses else ""
+    guessed = (
+        f", {len(plan.accepted_guesses)} best guesses taken (listed in the plan)"
+        if plan.accepted_guesses
+        else ""
+    )
     print(f"wrote {args.out}: {len(plan.nodes)} nodes, {len(plan.rules)} rules{guessed}")
     return 0
 
 
 def _train_navigator(args) -> int:
     from jgtest.files import make_folder
-    from jgtest.plans.navigation import NavigatorConfig, learned_navigator, plan_completion, train_navigator
+    from jgtest.plans.navigation import (
+        NavigatorConfig,
+        learned_navigator,
+        plan_completion,
+        train_navigator,
+    )
 
     if args.steps < 40_960:
-        raise BadInput(f"--steps must be at least 40,960 (ten updates of 64 games x 64 steps), got {args.steps}")
+        raise BadInput(
+            "--steps must be at least 40,960 (ten updates of 64 games x 64 steps), got "
+            f"{args.steps}"
+        )
     make_folder(args.out)  # a file there is refused now, not after the training
     print(f"training the navigator: PPO on DungeonNav-v0, {args.steps:,} steps", flush=True)
-    network, params, metrics = train_navigator(NavigatorConfig(total_timesteps=args.steps, seed=args.seed), args.out)
+    network, params, metrics = train_navigator(
+        NavigatorConfig(total_timesteps=args.steps, seed=args.seed), args.out
+    )
     completion = plan_completion(learned_navigator(network, params))
     out = Path(args.out) / "navigator.json"
     saved = json.loads(out.read_text())
     write_json_atomically(out, {**saved, "held_out_completion": completion})
-    print(f"held-out plans on random levels ({completion['runs']} runs): learned {completion['learned']:.1%}, scripted {completion['scripted']:.1%}; wrote {args.out}")
+    print(
+        f"held-out plans on random levels ({completion['runs']} runs): learned "
+        f"{completion['learned']:.1%}, scripted {completion['scripted']:.1%}; wrote "
+        f"{args.out}"
+    )
     return 0

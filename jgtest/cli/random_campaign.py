@@ -1,26 +1,55 @@
-"""``jgtest run random``: the random agent, on device (:mod:`jgtest.methods.random_testing`); on
-ParkWorld-v0 and over Unreal, the park's random agent of PPGTA's comparison (:mod:`jgtest.cli.park`);
-on a Gymnasium, Atari or ViZDoom game (``gym:ENV_ID``, ``ale:GAME``, ``vizdoom:LEVEL``), through the host loop (:mod:`jgtest.methods.host_random`)."""
+"""``jgtest run random``: the random agent, on device (:mod:`jgtest.methods.random_testing`), on the
+park (:mod:`jgtest.cli.park`) or on a bridged game through the host loop
+(:mod:`jgtest.methods.host_random`).
+"""
 
 from __future__ import annotations
 
 from jgtest.cli import park
 from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int, run_dir
 
-#: The longest device call when ``--chunk`` is not given: the largest divisor of ``--steps`` up to this.
+#: The longest device call when ``--chunk`` is not given: the largest divisor of ``--steps`` up to
+#: this.
 DEFAULT_CHUNK = 200
 
 
 def add_parser(methods) -> None:
-    parser = methods.add_parser("random", parents=[game_options("BlockMaze-v0"), common_options()],
-                                help="the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object tests)")  # fmt: skip
+    parser = methods.add_parser(
+        "random",
+        parents=[game_options("BlockMaze-v0"), common_options()],
+        help=(
+            "the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object "
+            "tests)"
+        ),
+    )
     group = parser.add_argument_group("random options (on-device games)")
-    group.add_argument("--envs", type=positive_int, default=None, help="parallel episode slots (default 256; on gym:…, copies of the game, default 1)")
-    group.add_argument("--steps", type=positive_int, default=2000, help="steps per slot (default 2000)")
-    group.add_argument("--chunk", type=positive_int, default=None,
-                       help=f"steps per device call, a divisor of --steps (default: the largest divisor up to {DEFAULT_CHUNK})")
-    host = parser.add_argument_group("random options (gym:…, ale:…, vizdoom:…; --episodes: episodes in all, default 16)")
-    host.add_argument("--actors", type=lambda text: positive_int(text, minimum=0), default=0, help="a Ray game farm of N actors, one copy each (default: in process)")
+    group.add_argument(
+        "--envs",
+        type=positive_int,
+        default=None,
+        help="parallel episode slots (default 256; on gym:…, copies of the game, default 1)",
+    )
+    group.add_argument(
+        "--steps", type=positive_int, default=2000, help="steps per slot (default 2000)"
+    )
+    group.add_argument(
+        "--chunk",
+        type=positive_int,
+        default=None,
+        help=(
+            "steps per device call, a divisor of --steps (default: the largest divisor up to "
+            f"{DEFAULT_CHUNK})"
+        ),
+    )
+    host = parser.add_argument_group(
+        "random options (gym:…, ale:…, vizdoom:…; --episodes: episodes in all, default 16)"
+    )
+    host.add_argument(
+        "--actors",
+        type=lambda text: positive_int(text, minimum=0),
+        default=0,
+        help="a Ray game farm of N actors, one copy each (default: in process)",
+    )
     park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")
     parser.set_defaults(func=run)
 
@@ -33,7 +62,10 @@ def run(args) -> int:
     host = args.game.startswith(HOST_RANDOM_PREFIXES)
     given = park.park_options_given(args, ignore=("--episodes",) if host else ())
     if given:
-        raise fail(f"{', '.join(given)}: the park's options (ParkWorld-v0, unreal:…, vizdoom:WAD/MAP), not the random agent's on --game {args.game}")
+        raise fail(
+            f"{', '.join(given)}: the park's options (ParkWorld-v0, unreal:…, "
+            f"vizdoom:WAD/MAP), not the random agent's on --game {args.game}"
+        )
     if host:
         return run_host(args)
     import jgtest
@@ -43,10 +75,13 @@ def run(args) -> int:
         if args.game not in jgtest.registered_games():
             jgtest.make(args.game)
         config = random_testing.RandomCampaignConfig(
-            game=args.game, num_envs=args.envs or 256, steps_per_env=args.steps,
+            game=args.game,
+            num_envs=args.envs or 256,
+            steps_per_env=args.steps,
             chunk_steps=args.chunk or random_testing.largest_divisor(args.steps, DEFAULT_CHUNK),
-            seed=args.seed, game_kwargs=game_kwargs(args),
-        )  # fmt: skip
+            seed=args.seed,
+            game_kwargs=game_kwargs(args),
+        )
         jgtest.make(config.game, **config.game_kwargs)
     except ValueError as error:
         raise fail(error) from None
@@ -55,12 +90,19 @@ def run(args) -> int:
 
 
 def run_host(args) -> int:
-    """The random agent on a Gymnasium, Atari or ViZDoom game (:mod:`jgtest.methods.host_random`)."""
+    """The random agent on a Gymnasium, Atari or ViZDoom game
+    (:mod:`jgtest.methods.host_random`)."""
     from jgtest.methods import host_random
 
     try:
-        config = host_random.HostRandomConfig(game=args.game, episodes=args.episodes or 16, num_envs=args.envs or 1, seed=args.seed,
-                                              actors=args.actors, game_kwargs=game_kwargs(args))  # fmt: skip
+        config = host_random.HostRandomConfig(
+            game=args.game,
+            episodes=args.episodes or 16,
+            num_envs=args.envs or 1,
+            seed=args.seed,
+            actors=args.actors,
+            game_kwargs=game_kwargs(args),
+        )
     except ValueError as error:
         raise fail(error) from None
     host_random.run_in_console(config, run_dir(args), quiet=args.quiet, resume=args.resume)

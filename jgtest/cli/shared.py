@@ -1,6 +1,6 @@
-"""What every ``jgtest run METHOD`` shares: its options (defined once here), ``KEY=VALUE`` parsing,
-the run directory, and the report written when a campaign ends. Imports nothing heavy: ``--help``
-must print at once."""
+"""What every ``jgtest run METHOD`` shares: its options, ``KEY=VALUE`` parsing, the run directory
+and the closing report. Imports nothing heavy, so that ``--help`` prints at once.
+"""
 
 from __future__ import annotations
 
@@ -14,30 +14,80 @@ from jgtest.seeds import check_seed
 
 
 def common_options() -> argparse.ArgumentParser:
-    """The options of every ``jgtest run`` method: ``--out``, ``--seed``, ``--resume``, ``--overwrite``, ``--quiet``, ``--shrink``,
-    ``--junit``, ``--fail-on-bugs``."""
+    """The options of every ``jgtest run`` method: ``--out``, ``--seed``, ``--resume``,
+    ``--overwrite``, ``--quiet``, ``--shrink``, ``--junit``, ``--fail-on-bugs``."""
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("shared options")
-    group.add_argument("--out", required=True, type=out_path, help="run directory for bugs.jsonl, summary.json, config.json")
-    group.add_argument("--seed", type=seed_number, default=0, help="campaign seed, 0 <= SEED < 2**32 (default 0)")
-    group.add_argument("--resume", action="store_true", help="continue a killed campaign in --out from its checkpoints")
-    group.add_argument("--overwrite", action="store_true", help="replace a campaign already in --out")
+    group.add_argument(
+        "--out",
+        required=True,
+        type=out_path,
+        help="run directory for bugs.jsonl, summary.json, config.json",
+    )
+    group.add_argument(
+        "--seed", type=seed_number, default=0, help="campaign seed, 0 <= SEED < 2**32 (default 0)"
+    )
+    group.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a killed campaign in --out from its checkpoints",
+    )
+    group.add_argument(
+        "--overwrite", action="store_true", help="replace a campaign already in --out"
+    )
     group.add_argument("--quiet", action="store_true", help="no progress bar")
-    group.add_argument("--shrink", action="store_true", help="shrink each bug record's trace to a minimal reproducer after the campaign (jgtest shrink)")
-    group.add_argument("--junit", type=out_path, default=None, metavar="PATH",
-                       help="write JUnit XML for a CI server: a test case per oracle, a failure per distinct bug with its replay command")
-    group.add_argument("--fail-on-bugs", action="store_true", help="exit with status 1 when the campaign found a bug (default: 0 either way)")
+    group.add_argument(
+        "--shrink",
+        action="store_true",
+        help=(
+            "shrink each bug record's trace to a minimal reproducer after the campaign (jgtest "
+            "shrink)"
+        ),
+    )
+    group.add_argument(
+        "--junit",
+        type=out_path,
+        default=None,
+        metavar="PATH",
+        help=(
+            "write JUnit XML for a CI server: a test case per oracle, a failure per distinct bug "
+            "with its replay command"
+        ),
+    )
+    group.add_argument(
+        "--fail-on-bugs",
+        action="store_true",
+        help="exit with status 1 when the campaign found a bug (default: 0 either way)",
+    )
     return parser
 
 
 def game_options(default_game: str) -> argparse.ArgumentParser:
-    """The shared game options of a ``jgtest run`` method: ``--game`` (``default_game`` by default) and ``--game-arg``."""
+    """The shared game options of a ``jgtest run`` method: ``--game`` (``default_game`` by default)
+    and ``--game-arg``."""
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("game options")
-    group.add_argument("--game", default=default_game, help=f"registered game id (see `jgtest games`; default {default_game})")
-    group.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
-    group.add_argument("--telemetry", default=None, metavar="MODULE:FUNCTION",
-                       help="gym:ENV_ID games: a function (obs, info, env) -> telemetry fields (position, cell, frame_time_ms, ...)")
+    group.add_argument(
+        "--game",
+        default=default_game,
+        help=f"registered game id (see `jgtest games`; default {default_game})",
+    )
+    group.add_argument(
+        "--game-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="game option (JSON value), repeatable",
+    )
+    group.add_argument(
+        "--telemetry",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help=(
+            "gym:ENV_ID games: a function (obs, info, env) -> telemetry fields (position, cell, "
+            "frame_time_ms, ...)"
+        ),
+    )
     return parser
 
 
@@ -50,13 +100,17 @@ def game_kwargs(args) -> dict:
     kwargs = parse_key_values(args.game_arg)
     if getattr(args, "telemetry", None) is not None:
         if not args.game.startswith("gym:"):
-            raise BadInput(f"--telemetry maps a Gymnasium game's observations to telemetry; {args.game} reports its own (use gym:ENV_ID)")
+            raise BadInput(
+                f"--telemetry maps a Gymnasium game's observations to telemetry; {args.game} "
+                "reports its own (use gym:ENV_ID)"
+            )
         kwargs["telemetry"] = args.telemetry
     return kwargs
 
 
 def seed_number(text: str) -> int:
-    """``--seed``: an integer with 0 <= seed < 2**32 (:mod:`jgtest.seeds`), the seeds that name distinct campaigns."""
+    """``--seed``: an integer with 0 <= seed < 2**32 (:mod:`jgtest.seeds`), the seeds that name
+    distinct campaigns."""
     try:
         return check_seed(positive_int(text, minimum=0))
     except BadInput as error:
@@ -90,7 +144,10 @@ def out_path(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise argparse.ArgumentTypeError(f"{text.encode('utf-8', 'surrogateescape')!r} holds a byte that is not UTF-8; choose a UTF-8 name") from None
+        raise argparse.ArgumentTypeError(
+            f"{text.encode('utf-8', 'surrogateescape')!r} holds a byte that is not UTF-8; "
+            "choose a UTF-8 name"
+        ) from None
     return text
 
 
@@ -120,8 +177,8 @@ def parse_key_values(pairs: list[str], flag: str = "--game-arg") -> dict:
 
 
 def fail(error: Exception) -> UserError:
-    """A refused input as a :class:`jgtest.errors.UserError` (``raise fail(error) from None``), which
-    :func:`jgtest.cli.main` prints in one line and exits 2 on."""
+    """A refused input as a :class:`jgtest.errors.UserError` (``raise fail(error) from None``),
+    which :func:`jgtest.cli.main` prints in one line and exits 2 on."""
     return error if isinstance(error, UserError) else BadInput(str(error))
 
 

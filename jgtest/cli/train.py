@@ -1,24 +1,58 @@
-"""``jgtest train``: an agent trained on a game, on device, with checkpoints (:mod:`jgtest.agents.runner`)."""
+"""``jgtest train``: an agent trained on a game, on device, with checkpoints
+(:mod:`jgtest.agents.runner`)."""
 
 from __future__ import annotations
 
 from jgtest.cli.shared import fail, out_path, parse_key_values, positive_int, seed_number
 
-#: The algorithms of :data:`jgtest.agents.ALGORITHMS` (named here so that ``--help`` needs no JAX; a test keeps them equal).
+#: The algorithms of :data:`jgtest.agents.ALGORITHMS` (named here so that ``--help`` needs no JAX; a
+#: test keeps them equal).
 ALGORITHMS = ("a2c", "cem", "dqn", "ppo", "random")
 
 
 def add_parser(sub) -> None:
-    train = sub.add_parser("train", help="train an agent on a game, on device, with checkpoints (resumes in --out)")
+    train = sub.add_parser(
+        "train", help="train an agent on a game, on device, with checkpoints (resumes in --out)"
+    )
     train.add_argument("algo", choices=ALGORITHMS)
     train.add_argument("--game", default="CartPoleBugs-v0")
-    train.add_argument("--steps", type=positive_int, default=None, help="env-step budget per seed (default: the algorithm's)")
-    train.add_argument("--seeds", type=positive_int, default=1, help="seeds trained together under vmap")
+    train.add_argument(
+        "--steps",
+        type=positive_int,
+        default=None,
+        help="env-step budget per seed (default: the algorithm's)",
+    )
+    train.add_argument(
+        "--seeds", type=positive_int, default=1, help="seeds trained together under vmap"
+    )
     train.add_argument("--seed", type=seed_number, default=0, help="0 <= SEED < 2**32 (default 0)")
-    train.add_argument("--out", type=out_path, default="runs/train", help="run directory (summary, curves, checkpoints)")
-    train.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="config field (JSON value), repeatable")
-    train.add_argument("--game-arg", action="append", default=[], metavar="KEY=VALUE", help="game option (JSON value), repeatable")
-    train.add_argument("--hp", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter (the traced *Hyperparams: learning_rate, gamma, ...), repeatable")
+    train.add_argument(
+        "--out",
+        type=out_path,
+        default="runs/train",
+        help="run directory (summary, curves, checkpoints)",
+    )
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="config field (JSON value), repeatable",
+    )
+    train.add_argument(
+        "--game-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="game option (JSON value), repeatable",
+    )
+    train.add_argument(
+        "--hp",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="hyperparameter (the traced *Hyperparams: learning_rate, gamma, ...), repeatable",
+    )
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=train_command)
 
@@ -41,7 +75,9 @@ def train_command(args) -> int:
             # episode as half the cap, and keep a whole number of iterations per evaluation.
             per_iter = 16 * max(1, int(env_params.max_steps_in_episode) // 2)
             evals = overrides.get("num_evals", 10)
-            overrides.setdefault("num_iterations", max(evals, (args.steps // per_iter) // evals * evals))
+            overrides.setdefault(
+                "num_iterations", max(evals, (args.steps // per_iter) // evals * evals)
+            )
         elif args.steps is not None and args.algo != "random":
             overrides["total_timesteps"] = args.steps
         if game_kwargs or args.game != "CartPoleBugs-v0":
@@ -50,17 +86,30 @@ def train_command(args) -> int:
         hparams = make_hparams(args.algo, **parse_key_values(args.hp, "--hp"))
     except (ValueError, TypeError) as error:
         raise fail(error) from None
-    out = lock_run_dir(args.out)  # one writer: a second training run into --out is refused while this one runs
+    # one writer: a second training run into --out is refused while this one runs
+    out = lock_run_dir(args.out)
     with console.progress(args.quiet, ("eval return", "ret")) as progress:
-        task = progress.add_task(f"{args.algo} × {args.game} × {args.seeds} seeds", total=config.num_evals, ret="-")
+        task = progress.add_task(
+            f"{args.algo} × {args.game} × {args.seeds} seeds", total=config.num_evals, ret="-"
+        )
 
         def on_period(done, total, metrics):
             import numpy as np
 
-            progress.update(task, completed=done, ret=f"{float(np.mean(metrics['eval_return_mean'])):.1f}")
+            progress.update(
+                task, completed=done, ret=f"{float(np.mean(metrics['eval_return_mean'])):.1f}"
+            )
 
         try:
-            summary = run_training(args.algo, config, out, num_seeds=args.seeds, seed=args.seed, hparams=hparams, on_period=on_period)
+            summary = run_training(
+                args.algo,
+                config,
+                out,
+                num_seeds=args.seeds,
+                seed=args.seed,
+                hparams=hparams,
+                on_period=on_period,
+            )
         except ValueError as error:
             raise fail(error) from None
     table = Table(title=f"{args.algo} on {args.game}")

@@ -1,33 +1,13 @@
-"""The base class of every jgtest game: a gymnax 1.x environment plus testing hooks.
+"""The base class of every jgtest game: a gymnax 1.x environment plus the hooks testing needs.
 
-A ``TestingEnv`` is a ``gymnax.environments.environment.Environment`` whose
-``step`` returns ``obs, state, reward, terminated, truncated, info`` with
-``info["telemetry"]`` a :class:`jgtest.types.Telemetry`. On top of gymnax it
-declares what a test campaign needs to know about the game:
+:class:`TestingEnv`'s ``step`` returns ``obs, state, reward, terminated, truncated, info`` with
+``info["telemetry"]`` a :class:`jgtest.types.Telemetry`, and auto-resets like gymnax's.
 
-* ``bug_kinds``: one oracle kind per injected bug (``"crash"``, ``"stuck"``,
-  ``"logical"``, ``"balance"`` or ``"low_fps"``), so ``len(bug_kinds)`` is the
-  length of ``telemetry.bugs_fired``;
-* ``num_cells`` / ``map_shape``: the coverage cells and their bird's-eye layout;
-* ``validate_params``: a host-side check that refuses bad ``EnvParams`` (bugs
-  outside the map, ...) with a clear message;
-* ``randomize``: a jittable draw of new injected-bug placements (Wuji randomises
-  bugs per run); games with fixed placements return the params unchanged;
-* ``state_features`` / ``state_feature_bounds``: Wuji's game state (Def. 3), the
-  feature vector whose bucket tuples its exploration score and state coverage
-  count; by default the observation itself.
-
-Actions given as concrete values (numpy, Python or concrete jax arrays) are
-checked against the action space before anything runs; inside a caller's
-``jit`` an action is a tracer and cannot be checked, so each game documents
-what it does with an out-of-range traced action.
-
-``step`` auto-resets like gymnax's, with one difference in how the reset key
-is made: gymnax splits the key into a step key and a reset key (two threefry
-blocks); here ``step_env`` gets the key itself and the reset key is
-``fold_in(key, AUTO_RESET_COUNTER)`` (one block). Under vmap the reset is
-drawn on every step, so for a small game such as CartPole that block is a
-sixth of the step (``benchmarks/env_throughput.py``).
+* chosen: ``step_env`` gets the step's key itself and the reset key is ``fold_in(key,
+  AUTO_RESET_COUNTER)``, where gymnax splits the key in two, because that is one threefry block
+  instead of two on every vmapped step.
+* chosen: concrete actions are checked against the action space before anything runs, because
+  traced ones cannot be; each game documents what it does with an out-of-range traced action.
 """
 
 from __future__ import annotations
@@ -49,15 +29,23 @@ BUG_KINDS = ("crash", "stuck", "logical", "balance", "low_fps", "texture")
 
 def check_recorded_bug(game: str, bug_kinds: tuple[str, ...], bug_id: int, kind: str) -> None:
     """Refuses a bug record's ``bug_id`` and ``kind`` that ``game``'s bugs (``bug_kinds``) do not
-    have: a record of another game, or an edited one. A record of no injected bug (``bug_id`` −1) passes.
+    have: a record of another game, or an edited one. A record of no injected bug (``bug_id`` −1)
+    passes.
 
     Raises:
       BadFile: naming the bug and both kinds.
     """
     if bug_id >= len(bug_kinds):
-        raise BadFile(f"the record names bug {bug_id} but {game} has {len(bug_kinds)} bugs (a record of another game?)")
+        raise BadFile(
+            f"the record names bug {bug_id} but {game} has {len(bug_kinds)} bugs "
+            "(a record of another game?)"
+        )
     if bug_id >= 0 and bug_kinds[bug_id] != kind:
-        raise BadFile(f"the record says bug {bug_id} is a {kind} bug, but {game}'s bug {bug_id} is a {bug_kinds[bug_id]} bug (an edited record?)")
+        raise BadFile(
+            f"the record says bug {bug_id} is a {kind} bug, but {game}'s bug {bug_id} is a "
+            f"{bug_kinds[bug_id]} bug (an edited record?)"
+        )
+
 
 #: Folded into a step's key to make its auto-reset key. A draw of ``n`` values
 #: from a key uses the threefry blocks at counters ``0 .. n-1``, and
@@ -84,7 +72,24 @@ def step_with_reset(env, params, state, action, key_step, key_reset):
 
 
 class TestingEnv(environment.Environment):
-    """Common surface of the jgtest games (see module docstring)."""
+    """Common surface of the jgtest games: what a test campaign needs to know about a game.
+
+    * ``bug_kinds``: one oracle kind per injected bug (``"crash"``, ``"stuck"``, ``"logical"``,
+      ``"balance"`` or ``"low_fps"``), so ``len(bug_kinds)`` is the length of
+      ``telemetry.bugs_fired``;
+    * ``num_cells`` / ``map_shape``: the coverage cells and their bird's-eye layout;
+    * ``validate_params``: a host-side check that refuses bad ``EnvParams`` (bugs outside the map,
+      ...) with a clear message;
+    * ``randomize``: a jittable draw of new injected-bug placements (Wuji randomises bugs per run);
+      games with fixed placements return the params unchanged;
+    * ``state_features`` / ``state_feature_bounds``: Wuji's game state (Def. 3), the feature vector
+      whose bucket tuples its exploration score and state coverage count; by default the
+      observation itself.
+
+    A subclass sets ``env_id`` and ``num_actions`` (class attributes, or properties where they
+    depend on the game's options), builds ``self._default_params`` in its constructor, and
+    writes ``reset_env``, ``step_env``, ``get_obs`` and the hooks above.
+    """
 
     #: Registered id, e.g. ``"BlockMaze-v0"``; set by subclasses.
     env_id: str = ""
@@ -99,6 +104,11 @@ class TestingEnv(environment.Environment):
     @property
     def name(self) -> str:
         return self.env_id or type(self).__name__
+
+    @property
+    def default_params(self):
+        """The game's parameters as its constructor built them (``self._default_params``)."""
+        return self._default_params
 
     # ----- testing metadata -------------------------------------------------
     @property
@@ -155,7 +165,10 @@ class TestingEnv(environment.Environment):
         """``(low, high)``, ``float32[n]`` each: the range of each :meth:`state_features`
         feature, cut into Wuji's equal buckets (§V-C). Default: the observation space's bounds."""
         space = self.observation_space(params)
-        low, high = (np.broadcast_to(np.asarray(b, np.float32), space.shape).reshape(-1) for b in (space.low, space.high))
+        low, high = (
+            np.broadcast_to(np.asarray(b, np.float32), space.shape).reshape(-1)
+            for b in (space.low, space.high)
+        )
         return low, high
 
     # ----- checked entry points --------------------------------------------
@@ -168,7 +181,8 @@ class TestingEnv(environment.Environment):
         if isinstance(space, spaces.Discrete):
             if not np.issubdtype(value.dtype, np.integer):
                 raise ValueError(
-                    f"{self.name}: actions must be integers in [0, {space.n}), got dtype {value.dtype}"
+                    f"{self.name}: actions must be integers in [0, {space.n}), "
+                    f"got dtype {value.dtype}"
                 )
             bad = (value < 0) | (value >= space.n)
             if np.any(bad):
@@ -181,14 +195,19 @@ class TestingEnv(environment.Environment):
             high = np.broadcast_to(np.asarray(space.high), space.shape)
             if np.any(value < low) or np.any(value > high) or not np.all(np.isfinite(value)):
                 raise ValueError(
-                    f"{self.name}: action {value.tolist()} is outside [{low.tolist()}, {high.tolist()}]"
+                    f"{self.name}: action {value.tolist()} is outside "
+                    f"[{low.tolist()}, {high.tolist()}]"
                 )
 
     def step(self, key, state, action, params=None):
         """Auto-resetting step (see the module docstring) after checking a concrete ``action``."""
         self.check_action(action, params)
-        return self._auto_reset_step(key, state, action, self.default_params if params is None else params)
+        return self._auto_reset_step(
+            key, state, action, self.default_params if params is None else params
+        )
 
     @partial(jax.jit, static_argnames=("self",))
     def _auto_reset_step(self, key, state, action, params):
-        return step_with_reset(self, params, state, action, key, jax.random.fold_in(key, AUTO_RESET_COUNTER))
+        return step_with_reset(
+            self, params, state, action, key, jax.random.fold_in(key, AUTO_RESET_COUNTER)
+        )

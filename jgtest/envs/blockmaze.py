@@ -1,27 +1,13 @@
 """Block Maze: Wuji's small game (Zheng et al., ASE 2019, §V-A "Datasets").
 
-A robot walks a grid maze to the gold coin with 4 actions (north, south, east,
-west); "every movement leads the agent to move into a neighbor grid in the
-corresponding direction except that a collision on the block results in no
-movement". Bugs are injected at cells and "triggered if the robot has reached
-the specific location of the map"; Wuji re-draws the bug and gold positions on
-every test run (§V-A, "to mitigate the potential bias of bug injection"), which
-:meth:`BlockMaze.randomize` does on device. The injected bugs "are randomly
-distributed within the environment" (§V-A), and Fig. 1 has them on the way to
-the gold too ("the strategy of accomplishing mission helps reach the green
-dots"): by default they are drawn uniformly over the reachable free cells
-(``placement="uniform"``). ``placement="near_far"`` draws the harder mix of
-bugs near the start and bugs far off the direct path instead. The paper does
-not give the number of bugs (its copy here lost it; Fig. 7's Block Maze axis
-runs to 25): the default layout has 10.
+A robot walks a grid maze to the gold coin; bugs at cells are "triggered if the robot has reached
+the specific location of the map", and each test run redraws the bug and gold cells (§V-A), as
+:meth:`BlockMaze.randomize` does on device. Rules: :class:`BlockMaze`.
 
-Each bug fires the first time per episode the robot stands on its cell (a bug
-at a place gives no new information when re-triggered in the same episode).
-
-Observation: ``float32[H, W, 3]`` planes (blocks, robot, gold); bug cells are
-hidden. Reward: ``gold_reward`` on reaching the gold (which terminates), else
-``-step_cost`` (also in ``telemetry.game_reward``). A traced out-of-range action is
-clipped into ``[0, 4)``.
+* chosen: bugs uniform over the reachable free cells, because they "are randomly distributed"
+  and Fig. 1 has some on the way to the gold (§V-A).
+* chosen: 10 bugs on the default map, because our copy of the paper lost the number.
+* chosen: a bug fires once per episode, because a re-triggered place gives no new information.
 """
 
 from __future__ import annotations
@@ -33,7 +19,15 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.envs.base import TestingEnv
-from jgtest.envs.grid import NSEW, UNREACHABLE, check_cells, grid_distances, parse_layout
+from jgtest.envs.grid import (
+    NSEW,
+    UNREACHABLE,
+    check_cells,
+    clip_pos,
+    grid_distances,
+    inside,
+    parse_layout,
+)
 from jgtest.types import Telemetry
 
 #: 16x16 default map: ``S`` start, ``G`` gold, ``b`` bugs (3 near the start,
@@ -81,7 +75,19 @@ class EnvParams(environment.EnvParams):
 
 
 class BlockMaze(TestingEnv):
-    """Wuji's Block Maze (see module docstring).
+    """Wuji's Block Maze: a robot walks a grid maze to the gold coin.
+
+    Actions (``Discrete(4)``): north, south, east, west; "every movement leads the agent to move
+    into a neighbor grid in the corresponding direction except that a collision on the block
+    results in no movement" (§V-A). A traced out-of-range action is clipped into ``[0, 4)``.
+
+    Each bug fires the first time per episode the robot stands on its cell. ``placement="near_far"``
+    draws a harder mix than the paper's uniform one: bugs near the start and bugs far off the
+    direct path.
+
+    Observation: ``float32[H, W, 3]`` planes (blocks, robot, gold); bug cells are hidden. Reward:
+    ``gold_reward`` on reaching the gold (which terminates), else ``-step_cost`` (also in
+    ``telemetry.game_reward``).
 
     Args:
       layout: ASCII map (``#`` block, ``.`` floor, ``S`` start, ``G`` gold,
@@ -106,6 +112,7 @@ class BlockMaze(TestingEnv):
     """
 
     env_id = "BlockMaze-v0"
+    num_actions = 4
 
     def __init__(
         self,
@@ -126,9 +133,12 @@ class BlockMaze(TestingEnv):
         self._start = parsed["S"][0]
         self._gold = parsed["G"][0]
         self._num_bugs = len(layout_bugs) if num_bugs is None else int(num_bugs)
-        free = int((~self._walls).sum()) - 2  # the cells a bug may take: not a wall, the start or the gold
+        # the cells a bug may take: not a wall, the start or the gold
+        free = int((~self._walls).sum()) - 2
         if not 1 <= self._num_bugs <= free:
-            raise ValueError(f"num_bugs must be in [1, {free}] (the layout's free cells), got {self._num_bugs}")
+            raise ValueError(
+                f"num_bugs must be in [1, {free}] (the layout's free cells), got {self._num_bugs}"
+            )
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
         self.placement = placement
@@ -141,7 +151,9 @@ class BlockMaze(TestingEnv):
             walls=jnp.asarray(self._walls),
             start=jnp.asarray(self._start),
             gold=jnp.asarray(self._gold),
-            bug_pos=jnp.asarray(layout_bugs if num_bugs is None else np.zeros((self._num_bugs, 2), np.int32)),
+            bug_pos=jnp.asarray(
+                layout_bugs if num_bugs is None else np.zeros((self._num_bugs, 2), np.int32)
+            ),
         )
         if num_bugs is not None:
             base = jax.jit(self.randomize)(jax.random.key(0), base)
@@ -149,21 +161,12 @@ class BlockMaze(TestingEnv):
 
     # ----- metadata ---------------------------------------------------------
     @property
-    def default_params(self) -> EnvParams:
-        return self._default_params
-
-    @property
     def bug_kinds(self) -> tuple[str, ...]:
         return ("logical",) * self._num_bugs
 
     @property
     def map_shape(self) -> tuple[int, int]:
         return tuple(self._walls.shape)
-
-    @property
-    def num_actions(self) -> int:
-        return 4
-
 
     def observation_space(self, params) -> spaces.Box:
         return spaces.Box(0.0, 1.0, (*self.map_shape, 3), jnp.float32)
@@ -181,8 +184,7 @@ class BlockMaze(TestingEnv):
         action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 3)
         target = state.pos + jnp.asarray(NSEW)[action]
         rows, cols = self.map_shape
-        inside = (target[0] >= 0) & (target[0] < rows) & (target[1] >= 0) & (target[1] < cols)
-        blocked = ~inside | params.walls[jnp.clip(target[0], 0, rows - 1), jnp.clip(target[1], 0, cols - 1)]
+        blocked = ~inside(target, rows, cols) | params.walls[tuple(clip_pos(target, rows, cols))]
         pos = jnp.where(blocked, state.pos, target)
 
         at_bug = jnp.all(params.bug_pos == pos, axis=-1)
@@ -197,7 +199,13 @@ class BlockMaze(TestingEnv):
             bugs_fired=fired,
             game_reward=game_reward,
         )
-        return self.get_obs(state, params), state, game_reward.astype(jnp.float32), at_gold, {"telemetry": telemetry}
+        return (
+            self.get_obs(state, params),
+            state,
+            game_reward.astype(jnp.float32),
+            at_gold,
+            {"telemetry": telemetry},
+        )
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
         params = self.default_params if params is None else params
@@ -234,7 +242,9 @@ class BlockMaze(TestingEnv):
         not_special = (d_start > 0) & (d_gold > 0)
         if self.placement == "uniform":
             ids = _pick(key_near, (reachable & not_special).reshape(-1), self._num_bugs)
-            return params.replace(gold=gold, bug_pos=jnp.stack([ids // cols, ids % cols], axis=-1).astype(jnp.int32))
+            return params.replace(
+                gold=gold, bug_pos=jnp.stack([ids // cols, ids % cols], axis=-1).astype(jnp.int32)
+            )
         near = reachable & not_special & (d_start <= self.near_radius)
         far = reachable & not_special & (d_start > self.near_radius) & (detour >= self.min_detour)
         near_ids = _pick(key_near, near.reshape(-1), self.num_near)
@@ -247,10 +257,14 @@ class BlockMaze(TestingEnv):
         super().validate_params(params)
         walls = np.asarray(params.walls)
         if walls.shape != self.map_shape:
-            raise ValueError(f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}")
+            raise ValueError(
+                f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}"
+            )
         bugs = np.asarray(params.bug_pos)
         if bugs.shape != (self._num_bugs, 2):
-            raise ValueError(f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}")
+            raise ValueError(
+                f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}"
+            )
         named = {"start": params.start, "gold": params.gold}
         named.update({f"bug {i}": b for i, b in enumerate(bugs)})
         check_cells(self.name, named, walls, wall_word="block")

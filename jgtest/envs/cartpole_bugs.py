@@ -1,31 +1,14 @@
 """CartPole with RELINE's two injected performance bugs (Tufano et al., 2022, §3.1.1).
 
-Physics, start distribution, termination and reward are Gymnasium's
-``CartPole-v1`` (Euler integration, 12° / 2.4 limits, reward 1 per step). With
-``jax_enable_x64`` on, the state is float64 and trajectories are **bit-for-bit
-Gymnasium's** for the same start state and actions; in JAX's default float32
-they agree to float32 rounding (which the unstable pole amplifies over hundreds
-of open-loop steps). Two details make the float64 match exact:
+Gymnasium's ``CartPole-v1``, with bugs that "manifest when x ∈ [−0.50, −0.45] and x ∈ [0.45,
+0.50]", "only the first time the agent visits each buggy position" (§3.1.1). Rules:
+:class:`CartPoleBugs`.
 
-* XLA fuses ``a * b + c`` into a fused multiply-add on CPU and GPU, which
-  rounds once instead of twice; each product is therefore added to a runtime
-  zero before it is used (:func:`_rounded`), which forces the rounding
-  NumPy does and costs one add;
-* XLA rewrites ``a / broadcast(c)`` as ``a * (1 / c)``; divisors get the same
-  runtime zero, so they are never a bare broadcast.
-
-Bugs (RELINE §3.1.1): "the two bugs we injected manifest when
-x ∈ [−0.50, −0.45] and x ∈ [0.45, 0.50]", and "reveal themselves only the first
-time the agent visits each buggy position" in an episode. The on-device game
-simulates the heavy-weight operation as a frame time raised by
-``bug_delay_ms`` on the step a bug fires. Episodes last up to 1,000 steps as in
-the paper (Gymnasium's default is 500). The reward is the game's own
-(``telemetry.game_reward``); RELINE's +50 a bug is
-:class:`jgtest.rewards.RelineReward`.
-
-State fields keep gymnax's CartPole names (``x``, ``x_dot``, ``theta``,
-``theta_dot``, ``time``) so a test can place the cart with ``state.replace``.
-A traced action is read as "push right" when it equals 1, else "push left".
+* chosen: a bug's heavy-weight operation is a frame time raised by ``bug_delay_ms``, because the
+  on-device game has no real frame to slow down.
+* chosen: episodes of up to 1,000 steps, as in the paper (Gymnasium's default is 500).
+* chosen: a runtime zero added to products and divisors (:func:`_rounded`), because it makes
+  float64 trajectories bit-for-bit Gymnasium's.
 """
 
 from __future__ import annotations
@@ -79,13 +62,28 @@ class EnvParams(environment.EnvParams):
 
 
 def _rounded(value: jax.Array, zero: jax.Array) -> jax.Array:
-    """``value + zero`` for a runtime zero: blocks FMA contraction and the
-    divide-by-broadcast rewrite, so float64 results round like NumPy's."""
+    """``value + zero`` for a runtime zero, so float64 results round like NumPy's.
+
+    XLA fuses ``a * b + c`` into a fused multiply-add on CPU and GPU, which rounds once instead of
+    twice, and rewrites ``a / broadcast(c)`` as ``a * (1 / c)``; a product or divisor plus a
+    runtime zero is neither, at the cost of one add.
+    """
     return value + zero
 
 
 class CartPoleBugs(TestingEnv):
-    """CartPole-v1 with RELINE's two performance bugs (see module docstring).
+    """CartPole-v1 with RELINE's two performance bugs.
+
+    With ``jax_enable_x64`` on, the state is float64 and trajectories are bit-for-bit
+    Gymnasium's for the same start state and actions; in float32 they agree to float32 rounding
+    (which the unstable pole amplifies over hundreds of open-loop steps).
+
+    A bug fires the first time per episode the cart's ``x`` enters its interval
+    (``bug_intervals``); the step's ``telemetry.frame_time_ms`` is then raised by
+    ``bug_delay_ms``. The reward is the game's own (``telemetry.game_reward``); RELINE's +50 a bug
+    is :class:`jgtest.rewards.RelineReward`. State fields keep gymnax's CartPole names (``x``,
+    ``x_dot``, ``theta``, ``theta_dot``, ``time``), so a test can place the cart with
+    ``state.replace``. A traced action is read as "push right" when it equals 1, else "push left".
 
     Args:
       cell_buckets: buckets per state feature for the coverage cell id (Wuji
@@ -93,10 +91,13 @@ class CartPoleBugs(TestingEnv):
         ``(m*m, m*m)`` for maps (rows: x, x_dot; cols: theta, theta_dot).
     """
 
-    #: Signals (:mod:`jgtest.signals`): injected low-FPS places (RELINE §3.1.3) and their frame times.
+    #: Signals (:mod:`jgtest.signals`): injected low-FPS places (RELINE §3.1.3) and their frame
+    #: times.
     signals = DEVICE_DEFAULT | {"frame_time"}
 
     env_id = "CartPoleBugs-v0"
+    num_actions = 2
+    bug_kinds = ("low_fps", "low_fps")
 
     def __init__(self, cell_buckets: int = 8):
         super().__init__()
@@ -109,21 +110,17 @@ class CartPoleBugs(TestingEnv):
         return EnvParams()
 
     @property
-    def bug_kinds(self) -> tuple[str, ...]:
-        return ("low_fps", "low_fps")
-
-    @property
     def map_shape(self) -> tuple[int, int]:
         return (self.cell_buckets**2, self.cell_buckets**2)
 
-    @property
-    def num_actions(self) -> int:
-        return 2
-
-
     def observation_space(self, params: EnvParams) -> spaces.Box:
         high = jnp.array(
-            [params.x_threshold * 2, jnp.finfo(jnp.float32).max, params.theta_threshold_radians * 2, jnp.finfo(jnp.float32).max],
+            [
+                params.x_threshold * 2,
+                jnp.finfo(jnp.float32).max,
+                params.theta_threshold_radians * 2,
+                jnp.finfo(jnp.float32).max,
+            ],
             jnp.float32,
         )
         return spaces.Box(-high, high, (4,), jnp.float32)
@@ -131,7 +128,12 @@ class CartPoleBugs(TestingEnv):
     def reset_env(self, key, params: EnvParams):
         init = uniform(key, (4,), minval=-0.05, maxval=0.05)
         state = EnvState(
-            x=init[0], x_dot=init[1], theta=init[2], theta_dot=init[3], time=0, bugs_seen=jnp.zeros((2,), bool)
+            x=init[0],
+            x_dot=init[1],
+            theta=init[2],
+            theta_dot=init[3],
+            time=0,
+            bugs_seen=jnp.zeros((2,), bool),
         )
         return self.get_obs(state), state
 
@@ -143,8 +145,12 @@ class CartPoleBugs(TestingEnv):
         sintheta = jnp.sin(state.theta)
         total_mass = _rounded(params.total_mass, zero)
         pml = params.polemass_length
-        temp = (force + _rounded(pml * (state.theta_dot * state.theta_dot) * sintheta, zero)) / total_mass
-        thetaacc = (_rounded(params.gravity * sintheta, zero) - _rounded(costheta * temp, zero)) / _rounded(
+        temp = (
+            force + _rounded(pml * (state.theta_dot * state.theta_dot) * sintheta, zero)
+        ) / total_mass
+        thetaacc = (
+            _rounded(params.gravity * sintheta, zero) - _rounded(costheta * temp, zero)
+        ) / _rounded(
             params.length * (4.0 / 3.0 - params.masspole * (costheta * costheta) / total_mass), zero
         )
         xacc = temp - pml * thetaacc * costheta / total_mass
@@ -166,13 +172,21 @@ class CartPoleBugs(TestingEnv):
         features = jnp.stack([new.x, new.x_dot, new.theta, new.theta_dot]).astype(jnp.float32)
         telemetry = Telemetry.make(
             position=jnp.stack([new.x, jnp.zeros_like(new.x)]),
-            cell=bucket_id(features, jnp.array(COVERAGE_LOW), jnp.array(COVERAGE_HIGH), self.cell_buckets),
+            cell=bucket_id(
+                features, jnp.array(COVERAGE_LOW), jnp.array(COVERAGE_HIGH), self.cell_buckets
+            ),
             bugs_fired=fired,
             game_reward=game_reward,
             frame_time_ms=jnp.maximum(frame_ms, 0.0),
         )
         terminated = self.is_terminated(new, params)
-        return self.get_obs(new), new, jnp.float32(game_reward), terminated, {"telemetry": telemetry}
+        return (
+            self.get_obs(new),
+            new,
+            jnp.float32(game_reward),
+            terminated,
+            {"telemetry": telemetry},
+        )
 
     def get_obs(self, state: EnvState, params=None, key=None) -> jax.Array:
         return jnp.stack([state.x, state.x_dot, state.theta, state.theta_dot]).astype(jnp.float32)
@@ -189,10 +203,15 @@ class CartPoleBugs(TestingEnv):
         super().validate_params(params)
         intervals = np.asarray(params.bug_intervals)
         if intervals.shape != (2, 2):
-            raise ValueError(f"{self.name}: bug_intervals must have shape (2, 2), got {intervals.shape}")
+            raise ValueError(
+                f"{self.name}: bug_intervals must have shape (2, 2), got {intervals.shape}"
+            )
         limit = float(params.x_threshold)
         for i, (lo, hi) in enumerate(intervals):
             if not lo <= hi:
                 raise ValueError(f"{self.name}: bug {i} interval [{lo}, {hi}] is empty")
             if lo < -limit or hi > limit:
-                raise ValueError(f"{self.name}: bug {i} interval [{lo}, {hi}] is outside the track [-{limit}, {limit}]")
+                raise ValueError(
+                    f"{self.name}: bug {i} interval [{lo}, {hi}] is outside the track "
+                    f"[-{limit}, {limit}]"
+                )

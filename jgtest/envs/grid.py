@@ -1,4 +1,4 @@
-"""Grid helpers shared by the maze games: ASCII layouts and shortest-path distances."""
+"""Grid helpers shared by the grid games: ASCII layouts, cell geometry, shortest-path distances."""
 
 from __future__ import annotations
 
@@ -10,6 +10,21 @@ import numpy as np
 NSEW = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]], np.int32)
 
 UNREACHABLE = 1 << 20
+
+
+def distance(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Manhattan distance between two ``(row, col)`` cells, ``int32``."""
+    return jnp.sum(jnp.abs(a - b)).astype(jnp.int32)
+
+
+def inside(pos: jax.Array, rows: int, cols: int) -> jax.Array:
+    """Whether ``(row, col)`` lies on a ``rows x cols`` grid."""
+    return (pos[0] >= 0) & (pos[0] < rows) & (pos[1] >= 0) & (pos[1] < cols)
+
+
+def clip_pos(pos: jax.Array, rows: int, cols: int) -> jax.Array:
+    """``(row, col)`` clipped onto a ``rows x cols`` grid (the nearest cell on its border)."""
+    return jnp.stack([jnp.clip(pos[0], 0, rows - 1), jnp.clip(pos[1], 0, cols - 1)])
 
 
 def parse_layout(layout: str) -> dict[str, np.ndarray]:
@@ -33,7 +48,8 @@ def parse_layout(layout: str) -> dict[str, np.ndarray]:
 def grid_distances(walls: jax.Array, source: jax.Array) -> jax.Array:
     """Shortest-path step counts from ``source`` to every cell (4-neighbour moves).
 
-    Bellman-Ford relaxation by min-plus dilation until nothing changes (jittable). Walls and unreachable cells get ``UNREACHABLE``.
+    Bellman-Ford relaxation by min-plus dilation until nothing changes (jittable). Walls and
+    unreachable cells get ``UNREACHABLE``.
 
     Args:
       walls: ``bool[H, W]``.
@@ -62,7 +78,9 @@ def grid_distances(walls: jax.Array, source: jax.Array) -> jax.Array:
     return dist
 
 
-def check_cells(game: str, cells: dict[str, np.ndarray], walls: np.ndarray, wall_word: str = "wall") -> None:
+def check_cells(
+    game: str, cells: dict[str, np.ndarray], walls: np.ndarray, wall_word: str = "wall"
+) -> None:
     """Host-side check that every named ``(row, col)`` lies inside the map and off the walls.
 
     Raises:
@@ -78,7 +96,9 @@ def check_cells(game: str, cells: dict[str, np.ndarray], walls: np.ndarray, wall
             raise ValueError(f"{game}: {what} at ({r}, {c}) is on a {wall_word}")
 
 
-def walk_distances(passable: jax.Array, pos: jax.Array, cells: jax.Array, field: jax.Array | None = None) -> jax.Array:
+def walk_distances(
+    passable: jax.Array, pos: jax.Array, cells: jax.Array, field: jax.Array | None = None
+) -> jax.Array:
     """``int32[A]``: steps from ``pos`` to stand on each of ``cells`` (when passable) or beside it
     (``UNREACHABLE`` when no path); ``field``: the distances from ``pos`` when already computed."""
     if field is None:

@@ -1,161 +1,21 @@
-"""Kart Track: the on-device twin of RELINE's SuperTuxKart case study (Tufano et al., 2022, §4).
+"""Kart Track: RELINE's SuperTuxKart case study on device (Tufano et al., 2022, §4).
 
-A kart drives laps of a closed track. The game exposes the two coordinates
-RELINE reads from SuperTuxKart (§4.1.1):
+A kart laps a closed track, exposing RELINE's coordinates (§4.1.1): ``path_done`` (``y``, the
+arc length driven from the start line) and ``centering`` (``x``, the signed distance from the
+centreline). The reward is ``r_g`` (§4.1.1, :func:`game_reward`). A hidden render-cost field
+(§4.1.2, :func:`render_cost`) gives each step's frame time; its heavy spots are the injected
+``low_fps`` bugs.
 
-* ``path_done`` (the paper's ``y``): "the path traversed by the agent from the
-  starting line of the track". Here: the arc length, along the centreline, of
-  the kart's projection on the centreline, accumulated since the start line.
-  Each step adds the signed change of the projection's arc length, wrapped into
-  ``[-L/2, L/2)`` (``L`` the track length), so crossing the start line forwards
-  keeps counting (a full lap adds exactly ``L``) and driving backwards
-  subtracts (backing over the start line gives a negative ``path_done``).
-* ``centering`` (the paper's ``x``): "centering equals 0 if the agent is at the
-  center of the track ... going towards right results in positive values of
-  the centering value, going left in negative values". Here: the signed
-  distance from the centreline, positive to the right of the driving
-  direction.
+* chosen: a step is an action and its four frames, dt = 0.4 s, because a lap then takes about
+  as many actions as the paper's episodes (§4.1.3).
+* chosen: road limits at θ/2 and a barrier at 1.5 θ, because Fig. 4-(c) draws the limits there
+  and the kart's projection on the centreline must stay unique.
+* chosen: heavy spots near the start and late in the lap, on the racing line and at the road's
+  edge, because there the paper's agents found their points (§4.2).
+* chosen: the nearest heavy spot ahead is observed, because the paper's agent sees slow
+  objects in its frames (§4.1).
 
-:func:`track_coordinates` computes both coordinates (the lap-local arc length)
-for any world point, :func:`track_point` is its inverse.
-
-Track. A smooth closed centreline (by default a rounded rectangle, a
-superellipse of half-extents 320 x 180 with a gentle radial wiggle; length
-``L`` ≈ 1,791 units, tightest radius ≈ 49 units), driven counter-clockwise,
-resampled into ``num_points`` vertices at equal arc length, vertex 0 on the
-start/finish line. Centering is in the paper's units (Fig. 4-(c)): θ = 20
-"roughly represents the double of |x| when the agent approaches the sides of
-the road" (§4.1.1), so the road's limits are ``|centering| <= half_width`` =
-10, and the band 10 < |centering| <= θ is off the road (the kart is slowed by
-friction) but not penalised by ``r_g``. (Fig. 4-(c) draws the limits at ≈ ±18
-on an axis normalised so that θ = 20 reads ≈ 36: 10 × 36/20 = 18.) A barrier
-at ``|centering| = wall_offset`` (30 = 1.5 θ) stops the kart from leaving the
-track's surroundings (it is put back on the barrier and loses speed), so the
-projection on the centreline is always unique.
-
-Dynamics (kinematic): one step is one action followed by the four frames
-RELINE renders after it (§4.1.2), ``dt`` = 0.4 s of game time, so that a lap
-takes about as many steps as the paper's: its trained rl-baseline produced
-48,825 render times in 300 episodes (§4.1.3), ≈ 163 actions an episode
-(episodes stopped when the kart got stuck, footnote 2, so about a lap), with
-"~70 seconds ... sufficient to complete a lap"; a good driver laps this track
-in ≈ 170 steps (68 s). At the top speed a step advances ≈ 10.8 units, so the
-cap M = 10 on Δpath_done binds on straights and a step of progress weighs what
-a slow frame does, the paper's reason for M ("the same maximum reward also
-given by the performance reward function", §4.1.1).
-Speed is in ``[0, max_speed]`` (no reverse), changed by throttle ``accel``,
-brake ``brake_decel`` and rolling ``drag``; off the road an extra
-``offtrack_decel`` slows the kart down to ``offtrack_max_speed``. Steering
-turns the heading at ``min(speed * max_curvature, max_yaw_rate)`` rad/s.
-Episodes last up to 225 steps = 90 s as in the paper (§4.1.3: "a maximum
-duration of 90 seconds") or end when the lap is completed (``path_done >= L``).
-
-Actions (``Discrete(7)``):
-
-====  ======================================
- 0    coast
- 1    throttle
- 2    brake
- 3    throttle + steer left
- 4    throttle + steer right
- 5    steer left (coasting)
- 6    steer right (coasting)
-====  ======================================
-
-A traced out-of-range action is clipped into ``[0, 7)``.
-
-Game reward (RELINE §4.1.1), with ``Δpath_done = path_done_i - path_done_{i-1}``::
-
-    r_g = -1                              if |centering| > θ     (θ = 20)
-          max(min(Δpath_done, M), 0)      otherwise              (M = 10)
-        + finish_bonus (+1,000)           on the step the lap is completed
-
-The lap's completion terminates the episode. RELINE's performance reward
-``r_p`` (§4.1.2, threshold ``t``) is built by the method from
-``telemetry.frame_time_ms``, not here.
-
-Render cost. A hidden field gives the time (ms) to render the four frames that
-follow each action (§4.1.2, "rT_i"): ``base_ms``, plus a smooth scenery term
-along the lap (``scenery_ms``, ±1.5 ms: the paper's replays of one lap show "a
-clear trend" of render times along it, Fig. 3, which its reliability check
-measures with Spearman's ρ, median 0.91; 1.5 ms gives a median ρ ≈ 0.90
-over replays of one lap), plus ``K`` heavy spots,
-Gaussian bumps in ``(path_done mod L, centering)`` coordinates
-(:func:`render_cost`), plus Gaussian noise of sd ``noise_ms`` drawn with the
-step key; the machine's load scales and shifts it (:func:`frame_time`,
-``load_scale`` and ``load_offset_ms``: 1 and 0 when the game is played alone,
-set by a training loop to model "the load on the server ... higher during
-training", §4.1.3, so that RELINE's δ is a measurement). Spot ``k`` adds
-``heavy_ms[k] * exp(-2 d² / heavy_radius[k]²)`` at distance ``d`` from its
-centre. The default spots (:data:`DEFAULT_SPOTS`) follow what the paper
-found: some near the start line, where its random agent found all its points,
-and some near the end of the lap, where RELINE's points concentrated besides
-the start (§4.2), plus two in the middle; half of them on the racing line
-(``|centering|`` ≤ 2, radius 10, +16 ms) and half broad areas at the road's
-edge, inside θ (``|centering|`` 15, radius 16, +18 ms), which only an agent
-rewarded for slow frames has a reason to visit. Sized so that a driver's
-five-σ threshold (≈ 24.5-25.5 ms: the spots it drives through or near widen
-the spread, as real slow spots do) leaves the cores of the spots above it on
-most visits. The paper's RELINE found its points (173; rl-baseline 33)
-"within or very close [to] the area of the game we ask it to explore", the
-band up to θ beyond the road's limits, while rl-baseline's are "closer to the
-track" (§4.2, Fig. 4-(c)); the edge areas are that band's slow places. They
-are broad (their core above ``t``, ≈ 17 units across, takes 3-4 steps at the
-off-road speed) by choice: narrow edge spots (centering 12, radius 8, a core
-about one step long) drew neither agent off the racing line (RELINE 14
-points, rl-baseline 15, 400k steps each).
-
-Injected bugs: the heavy spots, of kind ``"low_fps"``. Bug ``k`` fires the
-first time per episode a step inside spot ``k`` (within ``heavy_radius[k]``)
-renders slower than ``threshold_ms``, the low-FPS threshold in force
-(RELINE's ``t``; a method sets it from its calibration, §4.1.3), i.e. when
-the low-FPS oracle fires there. ``reward`` is ``r_g``
-(``telemetry.game_reward``).
-
-``info`` also carries the step's ``centering`` and ``delta_path_done`` (RELINE's
-``x`` and ``δ_y``, for :class:`jgtest.rewards.RelineReward`).
-
-Observation: ``float32[14]``:
-
-====  ==================================================================
- 0    speed / max_speed, in [0, 1]
- 1    sin(heading error), heading error = kart heading - track tangent
-      (positive: the kart points to the left of the driving direction)
- 2    cos(heading error)
- 3    centering / θ, clipped to [-2, 2]
- 4-8  signed curvature of the centreline (positive: left turn) 10, 25, 50,
-      80 and 120 units ahead, times ``CURVATURE_SCALE`` (50), clipped to
-      [-1, 1]
- 9    path_done / L, clipped to [-1, 1]
- 10   time / max_steps_in_episode, in [0, 1]
- 11   1 if a heavy spot is in view, else 0
- 12   its distance ahead along the track / ``VIEW_RANGE`` (120), in
-      [-1, 1] (negative: the kart is inside it, past its centre); 1 if none
- 13   (its centering - the kart's centering) / θ, clipped to [-2, 2]; 0 if none
-====  ==================================================================
-
-The spot in view (:func:`spot_in_view`) stands for what the paper's agent
-sees: it plays from four 200x150 grayscale screenshots (§4.1), in which the
-objects that make frames slow (the sheep of Fig. 2-(c)) are visible before
-the kart reaches them; a vector twin without them would ask its agents to
-locate spots from ``path_done`` alone (a spot's core is 0.6% of the lap).
-The nearest spot whose centre is at most ``VIEW_RANGE`` ahead (the farthest
-curvature sample) and not yet more than its radius behind is in view.
-
-Telemetry: ``position`` = world ``(x, y)`` of the kart (for bird's-eye maps of
-the track); ``cell`` = bucket of (lap-local path_done in ``[0, L]``, centering
-in ``[-1.5 θ, 1.5 θ]``) with ``cell_buckets`` buckets each (row = path_done
-bucket, column = centering bucket, so ``map_shape = cell_buckets``): RELINE's
-"points" (§4.1.3, a point "is represented by its coordinates"), by default
-200 × 24 cells of ≈ 9 × 2.5 units, about one step of a fast kart long, so the
-cells at the core of a heavy spot render above ``t`` on most visits of an
-agent that drives through it; ``frame_time_ms`` = the noisy render time of the
-step.
-
-State fields (``xy``, ``heading``, ``speed``, ``arc``, ``centering``,
-``path_done``, ``bugs_seen``, ``time``) can be set with ``state.replace`` to
-place the kart; :meth:`KartTrack.state_at` builds a consistent state from
-track coordinates.
+Rules: :class:`KartTrack`; notes: ``docs/twins/kart-track.md``.
 """
 
 from __future__ import annotations
@@ -195,12 +55,12 @@ CURVATURE_SCALE = 50.0
 VIEW_RANGE = LOOK_AHEAD[-1]
 OBS_SIZE = 9 + len(LOOK_AHEAD)
 
-#: Default heavy spots: (share of the lap at the centre, centering, radius,
-#: extra ms at the centre). Pairs near the start, in the middle and in the last
-#: quarter of the lap, one of each on the racing line and one a broad area at the
-#: road's edge (see the module docstring). The
-#: last two sit 17-22% of a lap before the line, beyond the reach of a random
-#: kart, which wanders ≈ 140 units (8% of a lap, median) either way in 90 s.
+#: Default heavy spots: (share of the lap at the centre, centering, radius, extra ms at the
+#: centre). Pairs near the start, in the middle and in the last quarter of the lap, one of each
+#: on the racing line (``|centering| <= 2``, radius 10, +16 ms) and one a broad area at the
+#: road's edge inside θ (``|centering|`` 15, radius 16, +18 ms), which only an agent rewarded
+#: for slow frames has a reason to visit (``docs/twins/kart-track.md``). The last two sit
+#: beyond the reach of a random kart.
 DEFAULT_SPOTS = (
     (0.025, 0.0, 10.0, 16.0),
     (0.06, -15.0, 16.0, 18.0),
@@ -366,7 +226,9 @@ def _segment_at(track: Track, arc: jax.Array) -> tuple[jax.Array, jax.Array]:
     return i, s - track.cum[i]
 
 
-def _point_on_segment(track: Track, i: jax.Array, along: jax.Array, centering: jax.Array) -> jax.Array:
+def _point_on_segment(
+    track: Track, i: jax.Array, along: jax.Array, centering: jax.Array
+) -> jax.Array:
     a, d, lengths = _segments(track)
     unit = d[i] / lengths[i]
     right = jnp.stack([unit[1], -unit[0]])
@@ -469,11 +331,14 @@ class EnvParams(environment.EnvParams):
     noise_ms: float = 0.3
     load_scale: float = 1.0
     load_offset_ms: float = 0.0
-    threshold_ms: float = 25.0  # ≈ this twin's calibrated t, 25.4 (RELINE's method sets it; the paper's 18.36 is its machine's)
+    # About this twin's calibrated t (RELINE's method sets it; the paper's 18.36 is its machine's).
+    threshold_ms: float = 25.0
     max_steps_in_episode: int = 225
 
 
-def game_reward(params: EnvParams, centering: jax.Array, delta_path_done: jax.Array, lap_done: jax.Array) -> jax.Array:
+def game_reward(
+    params: EnvParams, centering: jax.Array, delta_path_done: jax.Array, lap_done: jax.Array
+) -> jax.Array:
     """RELINE's SuperTuxKart game reward ``r_g`` (§4.1.1), with the game-only finish bonus.
 
     :func:`jgtest.rewards.kart_progress_reward` (``-1`` if ``|centering| > θ``,
@@ -485,7 +350,12 @@ def game_reward(params: EnvParams, centering: jax.Array, delta_path_done: jax.Ar
 
 
 def frame_time(params: EnvParams, cost_ms: jax.Array, key: jax.Array) -> jax.Array:
-    """Measured render time of the four frames: ``max(load_scale · cost + load_offset + N(0, noise²), 0)``."""
+    """Measured render time of the four frames.
+
+    ``max(load_scale · cost + load_offset_ms + N(0, noise_ms²), 0)``: ``load_scale`` and
+    ``load_offset_ms`` are 1 and 0 when the game is played alone; a training loop sets them to
+    model "the load on the server ... higher during training" (§4.1.3).
+    """
     noise = params.noise_ms * jax.random.normal(key, (), jnp.float32)
     return jnp.maximum(params.load_scale * cost_ms + params.load_offset_ms + noise, 0.0)
 
@@ -493,16 +363,25 @@ def frame_time(params: EnvParams, cost_ms: jax.Array, key: jax.Array) -> jax.Arr
 def spot_in_view(params: EnvParams, path_done: jax.Array, centering: jax.Array) -> jax.Array:
     """``float32[3]``: (in view, distance ahead / VIEW_RANGE, centering offset / θ) of the
     nearest heavy spot at most ``VIEW_RANGE`` ahead and at most its radius behind
-    (``(0, 1, 0)`` when none is); see the module docstring."""
+    (``(0, 1, 0)`` when none is).
+
+    It stands for what the paper's agent sees in its screenshots (§4.1): the objects that make
+    frames slow are visible before the kart reaches them. The distance is negative once the
+    kart is past the spot's centre; the offset is the spot's centering minus the kart's.
+    """
     ahead = wrap_arc(params.heavy_pos[:, 0] - path_done, params.track.length)
     candidate = (ahead >= -params.heavy_radius) & (ahead <= VIEW_RANGE)
     k = jnp.argmin(jnp.where(candidate, ahead, jnp.inf))
     seen = candidate[k]
-    return jnp.stack([
-        seen.astype(jnp.float32),
-        jnp.where(seen, jnp.clip(ahead[k] / VIEW_RANGE, -1.0, 1.0), 1.0),
-        jnp.where(seen, jnp.clip((params.heavy_pos[k, 1] - centering) / params.theta, -2.0, 2.0), 0.0),
-    ])  # fmt: skip
+    return jnp.stack(
+        [
+            seen.astype(jnp.float32),
+            jnp.where(seen, jnp.clip(ahead[k] / VIEW_RANGE, -1.0, 1.0), 1.0),
+            jnp.where(
+                seen, jnp.clip((params.heavy_pos[k, 1] - centering) / params.theta, -2.0, 2.0), 0.0
+            ),
+        ]
+    )
 
 
 def heavy_distance(params: EnvParams, path_done: jax.Array, centering: jax.Array) -> jax.Array:
@@ -517,8 +396,11 @@ def heavy_distance(params: EnvParams, path_done: jax.Array, centering: jax.Array
 
 
 def scenery_cost(params: EnvParams, path_done: jax.Array) -> jax.Array:
-    """The scenery's smooth share of the render time (ms) along the lap, in ``±scenery_ms``:
-    ``scenery_ms · (0.6 sin(2π·3s/L + 0.5) + 0.4 sin(2π·7s/L + 1.3))``, ``s`` the lap-local path."""
+    """The scenery's smooth share of the render time (ms) along the lap, in ``±scenery_ms``.
+
+    ``scenery_ms · (0.6 sin(2π·3s/L + 0.5) + 0.4 sin(2π·7s/L + 1.3))``, ``s`` the lap-local
+    path: the paper's replays of one lap show "a clear trend" of render times along it (Fig. 3).
+    """
     phase = 2.0 * jnp.pi * path_done / params.track.length
     return params.scenery_ms * (0.6 * jnp.sin(3.0 * phase + 0.5) + 0.4 * jnp.sin(7.0 * phase + 1.3))
 
@@ -533,11 +415,102 @@ def render_cost(params: EnvParams, path_done: jax.Array, centering: jax.Array) -
     """
     d = heavy_distance(params, path_done, centering)
     bumps = params.heavy_ms * jnp.exp(-2.0 * d**2 / params.heavy_radius**2)
-    return (params.base_ms + scenery_cost(params, path_done) + jnp.sum(bumps, axis=-1)).astype(jnp.float32)
+    return (params.base_ms + scenery_cost(params, path_done) + jnp.sum(bumps, axis=-1)).astype(
+        jnp.float32
+    )
+
+
+def drive(params: EnvParams, state: EnvState, action) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Throttle, brake and steering over one step of ``dt``: ``(xy, heading, speed)``.
+
+    Speed changes by ``accel`` (throttle), ``brake_decel`` (brake) and ``drag``; off the road
+    (``|centering| > half_width``) ``offtrack_decel`` slows the kart down to
+    ``offtrack_max_speed``; speed stays in ``[0, max_speed]`` (no reverse). Steering turns the
+    heading at ``min(speed * max_curvature, max_yaw_rate)`` rad/s. A traced out-of-range
+    action is clipped into ``[0, 7)``.
+    """
+    action = jnp.clip(jnp.asarray(action, jnp.int32), 0, len(ACTIONS) - 1)
+    throttle, brake, steer = jnp.asarray(ACTIONS)[action]
+    pedals = throttle * params.accel - brake * params.brake_decel - params.drag
+    speed = state.speed + params.dt * pedals
+    off_road = jnp.abs(state.centering) > params.half_width
+    slowed = jnp.maximum(speed - params.offtrack_decel * params.dt, params.offtrack_max_speed)
+    speed = jnp.where(off_road & (speed > params.offtrack_max_speed), slowed, speed)
+    speed = jnp.clip(speed, 0.0, params.max_speed)
+    yaw_rate = steer * jnp.minimum(speed * params.max_curvature, params.max_yaw_rate)
+    heading = jnp.mod(state.heading + yaw_rate * params.dt + jnp.pi, 2 * jnp.pi) - jnp.pi
+    xy = state.xy + speed * params.dt * jnp.stack([jnp.cos(heading), jnp.sin(heading)])
+    return xy, heading, speed
+
+
+def track_progress(params: EnvParams, state: EnvState, xy: jax.Array, speed: jax.Array):
+    """The kart's new track coordinates, the barrier and RELINE's progress ``Δpath_done``.
+
+    The kart is projected on the centreline near its last arc; beyond ``|centering| =
+    wall_offset`` it is put back on the barrier and keeps ``wall_speed_factor`` of its speed.
+    ``Δpath_done`` is the change of the projection's arc length wrapped into ``[-L/2, L/2)``,
+    so a full lap adds exactly ``L`` and driving backwards subtracts.
+
+    Returns:
+      ``(xy, speed, arc, centering, delta_path_done, path_done)``.
+    """
+    track = params.track
+    arc, centering, seg, along = _project_near(track, xy, state.arc)
+    hit = jnp.abs(centering) > params.wall_offset
+    centering = jnp.clip(centering, -params.wall_offset, params.wall_offset)
+    xy = jnp.where(hit, _point_on_segment(track, seg, along, centering), xy)
+    speed = jnp.where(hit, speed * params.wall_speed_factor, speed)
+    delta = wrap_arc(arc - state.arc, track.length)
+    return xy, speed, arc, centering, delta, state.path_done + delta
+
+
+def low_fps_bugs(params: EnvParams, key: jax.Array, arc: jax.Array, centering: jax.Array, seen):
+    """The step's frame time and the heavy spots' ``low_fps`` bugs: ``(frame_ms, slow, fired)``.
+
+    ``frame_ms`` is :func:`frame_time` of :func:`render_cost` at the kart's place (noise drawn
+    with ``key``). Spot ``k`` is ``slow`` when the kart is within ``heavy_radius[k]`` of its
+    centre and ``frame_ms > threshold_ms`` (RELINE's ``t``, §4.1.3); it has ``fired`` when it
+    is slow and not ``seen`` before in the episode.
+    """
+    frame_ms = frame_time(params, render_cost(params, arc, centering), key)
+    inside = heavy_distance(params, arc, centering) <= params.heavy_radius
+    slow_here = inside & (frame_ms > params.threshold_ms)
+    return frame_ms, slow_here, slow_here & ~seen
 
 
 class KartTrack(TestingEnv):
-    """RELINE's SuperTuxKart case study on device (see module docstring).
+    """RELINE's SuperTuxKart case study on device (§4).
+
+    The track: a closed centreline (:func:`default_centreline`, a rounded rectangle with a
+    gentle wiggle, ``L`` about 1,791 units) driven counter-clockwise, resampled at equal arc
+    length, vertex 0 on the start line. The road is ``|centering| <= half_width`` (10); a
+    barrier stands at ``wall_offset`` (30). Dynamics: :func:`drive` and :func:`track_progress`.
+    An episode ends when the lap is done (``path_done >= L``) or after 225 steps, the paper's
+    90 s (§4.1.3).
+
+    Actions (``Discrete(7)``, :data:`ACTIONS`): 0 coast, 1 throttle, 2 brake, 3 throttle +
+    left, 4 throttle + right, 5 left (coasting), 6 right (coasting).
+
+    Reward: :func:`game_reward`, ``r_g`` of §4.1.1: ``-1`` when ``|centering| > θ`` (20), else
+    ``max(min(Δpath_done, M), 0)`` (M = 10), plus ``finish_bonus`` (+1,000) on the step the lap
+    is completed. ``info`` also carries the step's ``centering`` and ``delta_path_done``
+    (RELINE's ``x`` and ``δ_y``, for :class:`jgtest.rewards.RelineReward`).
+
+    Frame time and bugs: :func:`render_cost` (``base_ms``, the scenery along the lap, the
+    heavy spots' Gaussian bumps), measured under the machine's load by :func:`frame_time`;
+    spot ``k`` is bug ``k`` (:func:`low_fps_bugs`).
+
+    Observation (``float32[14]``): speed / max_speed; sin and cos of the heading error
+    (+: pointing left of the driving direction); centering / θ (clipped to ±2); the
+    centreline's signed curvature at :data:`LOOK_AHEAD` times :data:`CURVATURE_SCALE` (clipped
+    to ±1); path_done / L (clipped to ±1); time / max_steps_in_episode; and the heavy spot in
+    view (:func:`spot_in_view`): in view, distance ahead / :data:`VIEW_RANGE`, centering
+    offset / θ.
+
+    Telemetry: ``position`` = world ``(x, y)``; ``cell`` = (lap-local path_done, centering in
+    ``±1.5 θ``) bucketed into ``cell_buckets`` (:meth:`cell_of`: RELINE's points, §4.1.3);
+    ``frame_time_ms``. State fields can be set with ``state.replace``;
+    :meth:`state_at` builds a consistent state from track coordinates.
 
     Args:
       heavy_spots: the ``K`` heavy spots (= injected ``low_fps`` bugs) as
@@ -563,6 +536,7 @@ class KartTrack(TestingEnv):
     signals = DEVICE_DEFAULT | {"frame_time"}
 
     env_id = "KartTrack-v0"
+    num_actions = len(ACTIONS)
 
     def __init__(
         self,
@@ -574,28 +548,33 @@ class KartTrack(TestingEnv):
         super().__init__()
         spots = np.asarray(heavy_spots, np.float32)
         if spots.ndim != 2 or spots.shape[0] < 1 or spots.shape[1] != 4:
-            raise ValueError(f"heavy_spots must be a non-empty list of (share, centering, radius, ms), got {heavy_spots!r}")
+            raise ValueError(
+                "heavy_spots must be a non-empty list of (share, centering, radius, ms), "
+                f"got {heavy_spots!r}"
+            )
         if not np.all((spots[:, 0] >= 0) & (spots[:, 0] < 1)):
-            raise ValueError(f"heavy_spots: each share of the lap must be in [0, 1), got {spots[:, 0].tolist()}")
+            raise ValueError(
+                f"heavy_spots: each share of the lap must be in [0, 1), got {spots[:, 0].tolist()}"
+            )
         self._num_heavy = len(spots)
         buckets = tuple(int(b) for b in cell_buckets)
         if len(buckets) != 2 or min(buckets) < 1:
             raise ValueError(f"cell_buckets must be two positive ints, got {cell_buckets}")
         self._cell_buckets = buckets
-        self.track = make_track(default_centreline() if centreline is None else centreline, num_points)
+        self.track = make_track(
+            default_centreline() if centreline is None else centreline, num_points
+        )
         length = float(self.track.length)
         self._default_params = EnvParams(
             track=self.track,
-            heavy_pos=jnp.asarray(np.stack([spots[:, 0] * length, spots[:, 1]], axis=1), jnp.float32),
+            heavy_pos=jnp.asarray(
+                np.stack([spots[:, 0] * length, spots[:, 1]], axis=1), jnp.float32
+            ),
             heavy_radius=jnp.asarray(spots[:, 2]),
             heavy_ms=jnp.asarray(spots[:, 3]),
         )
 
     # ----- metadata ---------------------------------------------------------
-    @property
-    def default_params(self) -> EnvParams:
-        return self._default_params
-
     @property
     def track_length(self) -> float:
         """Length ``L`` of the constructor's track."""
@@ -609,18 +588,20 @@ class KartTrack(TestingEnv):
     def map_shape(self) -> tuple[int, int]:
         return self._cell_buckets
 
-    @property
-    def num_actions(self) -> int:
-        return len(ACTIONS)
-
-
     def observation_space(self, params) -> spaces.Box:
-        low = np.array([0.0, -1.0, -1.0, -2.0] + [-1.0] * len(LOOK_AHEAD) + [-1.0, 0.0, 0.0, -1.0, -2.0], np.float32)
-        high = np.array([1.0, 1.0, 1.0, 2.0] + [1.0] * len(LOOK_AHEAD) + [1.0, 1.0, 1.0, 1.0, 2.0], np.float32)
+        low = np.array(
+            [0.0, -1.0, -1.0, -2.0] + [-1.0] * len(LOOK_AHEAD) + [-1.0, 0.0, 0.0, -1.0, -2.0],
+            np.float32,
+        )
+        high = np.array(
+            [1.0, 1.0, 1.0, 2.0] + [1.0] * len(LOOK_AHEAD) + [1.0, 1.0, 1.0, 1.0, 2.0], np.float32
+        )
         return spaces.Box(jnp.asarray(low), jnp.asarray(high), (OBS_SIZE,), jnp.float32)
 
     # ----- dynamics ---------------------------------------------------------
-    def state_at(self, params: EnvParams, path_done, centering=0.0, speed=0.0, heading_error=0.0) -> EnvState:
+    def state_at(
+        self, params: EnvParams, path_done, centering=0.0, speed=0.0, heading_error=0.0
+    ) -> EnvState:
         """A state with the kart at track coordinates (for tests and replays).
 
         Args:
@@ -653,39 +634,13 @@ class KartTrack(TestingEnv):
         return self.get_obs(state, params), state
 
     def step_env(self, key, state: EnvState, action, params: EnvParams):
-        track = params.track
-        length = track.length
-        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, len(ACTIONS) - 1)
-        throttle, brake, steer = jnp.asarray(ACTIONS)[action]
-
-        # Longitudinal dynamics, with friction off the road.
-        speed = state.speed + params.dt * (throttle * params.accel - brake * params.brake_decel - params.drag)
-        off_road = jnp.abs(state.centering) > params.half_width
-        slowed = jnp.maximum(speed - params.offtrack_decel * params.dt, params.offtrack_max_speed)
-        speed = jnp.where(off_road & (speed > params.offtrack_max_speed), slowed, speed)
-        speed = jnp.clip(speed, 0.0, params.max_speed)
-        # Steering and motion.
-        yaw_rate = steer * jnp.minimum(speed * params.max_curvature, params.max_yaw_rate)
-        heading = jnp.mod(state.heading + yaw_rate * params.dt + jnp.pi, 2 * jnp.pi) - jnp.pi
-        xy = state.xy + speed * params.dt * jnp.stack([jnp.cos(heading), jnp.sin(heading)])
-
-        # Track coordinates, barrier.
-        arc, centering, seg, along = _project_near(track, xy, state.arc)
-        hit = jnp.abs(centering) > params.wall_offset
-        centering = jnp.clip(centering, -params.wall_offset, params.wall_offset)
-        xy = jnp.where(hit, _point_on_segment(track, seg, along, centering), xy)
-        speed = jnp.where(hit, speed * params.wall_speed_factor, speed)
-        delta = wrap_arc(arc - state.arc, length)
-        path_done = state.path_done + delta
-        lap_done = path_done >= length
-
+        """One step: :func:`drive`, :func:`track_progress`, :func:`game_reward`, then
+        :func:`low_fps_bugs` (the step's frame time and the heavy spots' bugs)."""
+        xy, heading, speed = drive(params, state, action)
+        xy, speed, arc, centering, delta, path_done = track_progress(params, state, xy, speed)
+        lap_done = path_done >= params.track.length
         r_game = game_reward(params, centering, delta, lap_done)
-
-        # Render time (noisy, under the machine's load) and the heavy spots' low-FPS bugs.
-        frame_ms = frame_time(params, render_cost(params, arc, centering), key)
-        slow_here = (heavy_distance(params, arc, centering) <= params.heavy_radius) & (frame_ms > params.threshold_ms)
-        fired = slow_here & ~state.bugs_seen
-
+        frame_ms, slow_here, fired = low_fps_bugs(params, key, arc, centering, state.bugs_seen)
         state = EnvState(
             xy=xy.astype(jnp.float32),
             heading=heading.astype(jnp.float32),
@@ -703,7 +658,11 @@ class KartTrack(TestingEnv):
             game_reward=r_game,
             frame_time_ms=frame_ms,
         )
-        info = {"telemetry": telemetry, "centering": state.centering, "delta_path_done": delta.astype(jnp.float32)}
+        info = {
+            "telemetry": telemetry,
+            "centering": state.centering,
+            "delta_path_done": delta.astype(jnp.float32),
+        }
         return self.get_obs(state, params), state, r_game, lap_done, info
 
     def cell_of(self, params: EnvParams, path_done, centering) -> jax.Array:
@@ -751,58 +710,72 @@ class KartTrack(TestingEnv):
         super().validate_params(params)
         points = np.asarray(params.track.points)
         if points.shape != tuple(self.track.points.shape):
-            raise ValueError(f"{self.name}: track has {points.shape} points, expected {tuple(self.track.points.shape)}")
-        length = float(np.asarray(params.track.length))
+            expected = tuple(self.track.points.shape)
+            raise ValueError(f"{self.name}: track has {points.shape} points, expected {expected}")
+        self._check_spot_shapes(params)
+        wall = self._check_scalars(params)
+        self._check_spots(params, wall)
+        self._check_barrier(params, wall)
+
+    def _check_spot_shapes(self, params: EnvParams) -> None:
         k = self._num_heavy
         pos = np.asarray(params.heavy_pos)
         radius = np.asarray(params.heavy_radius)
         extra = np.asarray(params.heavy_ms)
         if pos.shape != (k, 2) or radius.shape != (k,) or extra.shape != (k,):
             raise ValueError(
-                f"{self.name}: heavy_pos, heavy_radius, heavy_ms must have shapes ({k}, 2), ({k},), ({k},); "
-                f"got {pos.shape}, {radius.shape}, {extra.shape}"
+                f"{self.name}: heavy_pos, heavy_radius, heavy_ms must have shapes "
+                f"({k}, 2), ({k},), ({k},); got {pos.shape}, {radius.shape}, {extra.shape}"
             )
-        scalars = {
-            name: float(np.asarray(getattr(params, name)))
-            for name in (
-                "half_width", "theta", "progress_cap", "finish_bonus", "wall_offset", "wall_speed_factor", "dt",
-                "max_speed", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel",
-                "max_curvature", "max_yaw_rate", "base_ms", "scenery_ms", "noise_ms", "load_scale", "load_offset_ms",
-                "threshold_ms",
-            )
-        }
+
+    def _check_scalars(self, params: EnvParams) -> float:
+        """Refuses non-finite, non-positive or negative scalars; returns ``wall_offset``."""
+        scalars = {name: float(np.asarray(getattr(params, name))) for name in _SCALARS}
         for name, value in scalars.items():
             if not np.isfinite(value):
                 raise ValueError(f"{self.name}: {name} must be finite, got {value}")
-        for name in ("half_width", "theta", "wall_offset", "dt", "max_speed", "load_scale"):
+        for name in _POSITIVE:
             if scalars[name] <= 0:
                 raise ValueError(f"{self.name}: {name} must be positive, got {scalars[name]}")
-        for name in ("progress_cap", "accel", "brake_decel", "drag", "offtrack_max_speed", "offtrack_decel",
-                     "max_curvature", "max_yaw_rate", "base_ms", "scenery_ms", "noise_ms"):
+        for name in _NON_NEGATIVE:
             if scalars[name] < 0:
                 raise ValueError(f"{self.name}: {name} must be non-negative, got {scalars[name]}")
-        if not 0.0 <= scalars["wall_speed_factor"] <= 1.0:
-            raise ValueError(f"{self.name}: wall_speed_factor must be in [0, 1], got {scalars['wall_speed_factor']}")
-        wall = scalars["wall_offset"]
-        for i in range(k):
+        factor = scalars["wall_speed_factor"]
+        if not 0.0 <= factor <= 1.0:
+            raise ValueError(f"{self.name}: wall_speed_factor must be in [0, 1], got {factor}")
+        return scalars["wall_offset"]
+
+    def _check_spots(self, params: EnvParams, wall: float) -> None:
+        """Refuses heavy spots off the track, non-positive radii and negative extra times."""
+        length = float(np.asarray(params.track.length))
+        pos = np.asarray(params.heavy_pos)
+        radius = np.asarray(params.heavy_radius)
+        extra = np.asarray(params.heavy_ms)
+        for i in range(self._num_heavy):
             s, c = (float(v) for v in pos[i])
-            where = f"heavy spot {i} at (path_done={s:.2f}, centering={c:.2f})"
+            where = f"{self.name}: heavy spot {i} at (path_done={s:.2f}, centering={c:.2f})"
             if not (np.isfinite(s) and 0.0 <= s < length):
-                raise ValueError(f"{self.name}: {where} is off the track: path_done must be in [0, {length:.2f})")
+                raise ValueError(
+                    f"{where} is off the track: path_done must be in [0, {length:.2f})"
+                )
             if not (np.isfinite(c) and abs(c) <= wall):
                 raise ValueError(
-                    f"{self.name}: {where} is off the track: |centering| must be at most wall_offset={wall:g}"
+                    f"{where} is off the track: |centering| must be at most wall_offset={wall:g}"
                 )
             if not (np.isfinite(radius[i]) and radius[i] > 0):
-                raise ValueError(f"{self.name}: {where} has radius {radius[i]}; it must be positive")
+                raise ValueError(f"{where} has radius {radius[i]}; it must be positive")
             if not (np.isfinite(extra[i]) and extra[i] >= 0):
-                raise ValueError(f"{self.name}: {where} has heavy_ms {extra[i]}; it must be non-negative")
-        # The barrier band must project uniquely onto the centreline.
+                raise ValueError(f"{where} has heavy_ms {extra[i]}; it must be non-negative")
+
+    def _check_barrier(self, params: EnvParams, wall: float) -> None:
+        """Refuses a barrier band that does not project uniquely onto the centreline."""
+        length = float(np.asarray(params.track.length))
         curvature = np.abs(np.asarray(params.track.curvature))
         min_radius = 1.0 / max(float(curvature.max()), 1e-9)
         if wall >= min_radius:
             raise ValueError(
-                f"{self.name}: wall_offset={wall:g} must be below the track's tightest radius {min_radius:.1f}"
+                f"{self.name}: wall_offset={wall:g} must be below the track's tightest radius "
+                f"{min_radius:.1f}"
             )
         arcs = np.asarray(params.track.cum[:-1])
         probe = np.concatenate([arcs, arcs])
@@ -811,9 +784,49 @@ class KartTrack(TestingEnv):
         err = np.abs((got - probe + 0.5 * length) % length - 0.5 * length)
         if err.max() > 0.05 * length:
             raise ValueError(
-                f"{self.name}: wall_offset={wall:g} is too wide for this track: points on the barrier "
-                "project onto another part of the centreline"
+                f"{self.name}: wall_offset={wall:g} is too wide for this track: points on the "
+                "barrier project onto another part of the centreline"
             )
+
+
+#: :meth:`KartTrack.validate_params`' scalar params: all finite, some positive, some >= 0.
+_SCALARS = (
+    "half_width",
+    "theta",
+    "progress_cap",
+    "finish_bonus",
+    "wall_offset",
+    "wall_speed_factor",
+    "dt",
+    "max_speed",
+    "accel",
+    "brake_decel",
+    "drag",
+    "offtrack_max_speed",
+    "offtrack_decel",
+    "max_curvature",
+    "max_yaw_rate",
+    "base_ms",
+    "scenery_ms",
+    "noise_ms",
+    "load_scale",
+    "load_offset_ms",
+    "threshold_ms",
+)
+_POSITIVE = ("half_width", "theta", "wall_offset", "dt", "max_speed", "load_scale")
+_NON_NEGATIVE = (
+    "progress_cap",
+    "accel",
+    "brake_decel",
+    "drag",
+    "offtrack_max_speed",
+    "offtrack_decel",
+    "max_curvature",
+    "max_yaw_rate",
+    "base_ms",
+    "scenery_ms",
+    "noise_ms",
+)
 
 
 @jax.jit

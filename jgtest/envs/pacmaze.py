@@ -1,81 +1,17 @@
-"""PacMaze: RELINE's Ms. Pac-Man load-testing game (Tufano et al., 2022, §3).
+"""PacMaze: RELINE's Ms. Pac-Man load-testing game on device (Tufano et al., 2022, §3).
 
-RELINE's preliminary study (§3.1) plays Ms. Pac-Man from pixels, "the classic
-Pac-Man game in which the goal is to eat all dots without touching the ghosts",
-with five actions, "go up, go right, go down, go left, do nothing" (§3.1.2, in
-that order: 0 up, 1 right, 2 down, 3 left, 4 noop). The game reward "provides a
-+1 reward every time the agent eats one of the dots and a 0 reward otherwise"
-(§3.1.2). This is an on-device twin of that game: a 21x21-cell maze with dots
-(no power pills), four ghosts, three lives and two wrap-around tunnels, drawn
-as ``uint8`` RGB pixels on device.
+Ms. Pac-Man with its five actions (§3.1.2), drawn as ``uint8`` RGB pixels; the reward is +1 a
+dot (§3.1.2). The performance bugs are the four gates, the tunnel mouths (§3.1.1): each fires
+the first time in an episode the player enters it (§3.1.3), slowing the step's frame.
 
-Performance bugs (§3.1.1): "a performance bug manifests when the agent enters
-the four gates" (the tunnel mouths at the left and right edges of the maze,
-white arrows in the paper's Fig. 2-(b)), and "the bugs reveal themselves only
-the first time the agent visits each buggy position" in an episode (§3.1.3).
-A bug is a "simulation of heavy resource loading" (§3.1.1): on the step it
-fires, the simulated frame time ``base_frame_ms + N(0, frame_noise_ms²)`` is
-raised by ``bug_delay_ms``. The reward is the game's, dots only
-(``telemetry.game_reward``); RELINE's +50 per bug seen (§3.1.3) is
-:class:`jgtest.rewards.RelineReward`.
+* chosen: a 21x21 maze, no power pills, three lives and two tunnels, because the gates and the
+  agents' play need no more.
+* chosen: ghosts that move with p = 0.9 and chase with p = 0.7, and a start in the bottom
+  corridor, because a random agent then plays its part in Table 1 (§3.2).
+* chosen: dots along the tunnel corridors, because in the paper's Atari maze dots lead there.
+* chosen: colours of distinct brightness, because the agents see grayscale frames (§3.1.2).
 
-Dynamics of one step: the player moves one cell, and keeps moving as
-Ms. Pac-Man does: it turns to the asked direction when that cell is free,
-otherwise (and on noop, "do nothing") it goes on in its heading, and only a
-wall ahead stops it; each life starts heading left, as in the arcade game.
-Leaving the map through a gate wraps to the opposite edge, as the tunnels do.
-It eats the dot there (+``dot_reward``); each gate the player has just entered
-fires its bug if not fired before in the episode; each ghost then moves with
-probability ``ghost_move_prob`` one cell, never reversing except in a dead
-end, towards the player with probability ``ghost_chase_prob`` (the free
-direction that brings it closest, Manhattan distance) and otherwise in a
-random free direction. A ghost on the player's cell, or swapping cells with
-it, costs a life and sends the player and the ghosts back to their starts
-(dots eaten stay eaten). The episode terminates when the lives reach 0 or
-every dot is eaten; it is truncated after ``max_steps_in_episode`` steps
-(gymnax).
-
-Calibration: the defaults (``ghost_move_prob=0.9``, ``ghost_chase_prob=0.7``,
-``num_lives=3``, ``max_steps_in_episode=1000``, the player starting in the
-bottom corridor) are set so that a uniformly random agent plays the part it
-plays in RELINE's Table 1 (§3.2): it "quickly looses the played episodes due
-to its inability to play the game" and finds the gates "only by chance in a
-few episodes out of the 1,000". Measured over 10 x 1,000 random-agent
-episodes (each counted up to its first end), the episodes with at least n of
-the 4 gate bugs are, mean / median / sd, for n = 1: 21.1 / 22.5 / 5.0 (paper
-24 / 23 / 5); n = 2: 17.9 / 19.0 / 4.6 (paper 17 / 16 / 3); n = 3 and
-n = 4: 0.2 / 0 / 0.4 (paper 1 / 1 / 1). Every random episode is lost to the
-ghosts (mean 113 steps; none reaches the step cap), after eating 30 dots on
-average (the Atari random agent's 307 points, DQN's table, are about 30
-dots). A walk through a tunnel enters one gate and wraps into the other of
-the same row, hence n = 2 close to n = 1; three gates need both tunnels,
-which the random agent does not live long enough to reach. The ghosts run
-at 0.9 of the player's speed (the arcade's first level: ghosts 75%, Pac-Man
-80% of full speed). A random player that keeps its heading wanders far:
-started two rows under the lower tunnel, with the ghosts at 0.6, it entered
-a gate in about 300 of 1,000 episodes, hence the start in the bottom
-corridor. The game stays winnable: a ghost-blind walker that
-follows shortest paths (tunnels wrap) to the nearest unvisited gate enters
-all four in 711 of 1,000 episodes (median 34 steps; 1,000 of 1,000 with the
-ghosts frozen), so RELINE's 879/1000 for n = 4 asks a learner to dodge the
-ghosts as well.
-
-Dots line the tunnel corridors up to the gates, as in the Atari maze the
-paper plays, where eating dots leads into the tunnels (its rl-baseline,
-rewarded for dots only, found a gate in 700 of 1,000 episodes, Table 1); the
-eaten corridor also shows in the frames which tunnel was taken. The random
-agent's figures above do not depend on the dots (it ignores them and never
-clears the maze).
-
-Observation: ``uint8[H*cell_px, W*cell_px, 3]`` (84x84x3 by default), black
-floor, blue walls, small dim-pink dots, a yellow player and light-red/pink/
-cyan/orange ghosts (brightnesses kept apart for the grayscale agents: the
-colour constants); the gates and bugs are not drawn. Telemetry: ``position`` is the
-player's ``(row, col)`` after its move (before a caught player is sent back to
-the start, so a frame-time spike maps to the cell that caused it), ``cell`` is
-``row * W + col`` and ``map_shape`` is the maze's ``(H, W)``. A traced
-out-of-range action is clipped into ``[0, 5)`` (concrete ones are refused by
-:meth:`TestingEnv.step`).
+Rules: :class:`PacMaze`; notes: ``docs/twins/pacmaze.md``.
 """
 
 from __future__ import annotations
@@ -129,7 +65,7 @@ START_HEADING = 3
 #: Colours (RGB) of the observation: Ms. Pac-Man's hues, with brightnesses chosen so
 #: that the paper's grayscale preprocessing (§3.1.2) keeps the classes apart at one
 #: pixel a cell, where only intensity tells them apart: floor 0 < wall 54 < dot 131 <
-#: ghosts 174-193 < player 226 (ITU-R 601 luma, :func:`jgtest.envs.wrappers.grayscale`).
+#: ghosts 174-193 < player 226 (ITU-R 601 luma, :func:`jgtest.frames.grayscale`).
 #: With the arcade's pale dots (luma 204) a one-pixel player (226) hid among them.
 FLOOR_RGB = (0, 0, 0)
 WALL_RGB = (33, 33, 222)
@@ -170,8 +106,94 @@ class EnvParams(environment.EnvParams):
     max_steps_in_episode: int = 1000
 
 
+def move_player(params: EnvParams, state: EnvState, action) -> tuple[jax.Array, ...]:
+    """The player's move, as Ms. Pac-Man moves: ``(pos, heading, moved)``.
+
+    It turns to the asked direction when that cell is free, otherwise (and on noop, "do
+    nothing") it goes on in its heading; only a wall ahead stops it. Leaving the map through a
+    gate wraps to the opposite edge, as the tunnels do. A traced out-of-range action is clipped
+    into ``[0, 5)`` (concrete ones are refused by :meth:`TestingEnv.step`).
+    """
+    shape = jnp.array(params.walls.shape, jnp.int32)
+    moves = jnp.asarray(MOVES)
+    action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 4)
+    asked = jnp.where(action == NOOP, state.heading, action)
+    ahead = (state.pos + moves[jnp.stack([asked, state.heading])]) % shape  # [2, 2]
+    free = ~params.walls[ahead[:, 0], ahead[:, 1]]
+    heading = jnp.where(free[0], asked, state.heading)
+    pos = jnp.where(free[0], ahead[0], jnp.where(free[1], ahead[1], state.pos))
+    return pos, heading, jnp.any(pos != state.pos)
+
+
+def gate_bugs(params: EnvParams, state: EnvState, pos, moved, key) -> tuple[jax.Array, ...]:
+    """The gates' bugs and the step's frame time: ``(at_gate, fired, frame_ms)``.
+
+    "A performance bug manifests when the agent enters the four gates" (§3.1.1), and only "the
+    first time the agent visits each buggy position" in an episode (§3.1.3). The simulated
+    frame time is ``base_frame_ms + N(0, frame_noise_ms²)``, raised by ``bug_delay_ms`` for each
+    bug fired, a "simulation of heavy resource loading" (§3.1.1).
+    """
+    at_bug = jnp.all(params.bug_pos == pos, axis=-1) & moved
+    fired = at_bug & ~state.bugs_seen
+    frame_ms = (
+        params.base_frame_ms
+        + params.frame_noise_ms * jax.random.normal(key)
+        + params.bug_delay_ms * jnp.sum(fired)
+    )
+    return at_bug, fired, jnp.maximum(frame_ms, 0.0)
+
+
+def move_ghosts(params: EnvParams, state: EnvState, pos, k_move, k_pick) -> tuple[jax.Array, ...]:
+    """The ghosts' moves: ``(ghosts, ghost_dir)``.
+
+    Each ghost moves one cell with probability ``ghost_move_prob``, never reversing except in a
+    dead end: towards the player (``pos``) with probability ``ghost_chase_prob`` (the free
+    direction that brings it closest, Manhattan distance), otherwise in a random free one.
+    """
+    shape = jnp.array(params.walls.shape, jnp.int32)
+    moves = jnp.asarray(MOVES)
+    cand = (state.ghosts[:, None, :] + moves[None, :4]) % shape  # [G, 4, 2]
+    free = ~params.walls[cand[..., 0], cand[..., 1]]  # [G, 4]
+    reverse = jnp.arange(4)[None, :] == ((state.ghost_dir + 2) % 4)[:, None]
+    options = free & ~reverse
+    options = jnp.where(jnp.any(options, axis=-1, keepdims=True), options, free)
+    noise = jax.random.uniform(k_pick, options.shape)
+    dist = jnp.sum(jnp.abs(cand - pos), axis=-1).astype(jnp.float32)
+    chase_dir = jnp.argmin(jnp.where(options, dist + 0.5 * noise, jnp.inf), axis=-1)
+    wander_dir = jnp.argmax(jnp.where(options, noise, -1.0), axis=-1)
+    u_move, u_chase = jax.random.uniform(k_move, (2, state.ghosts.shape[0]))
+    chase = u_chase < params.ghost_chase_prob
+    new_dir = jnp.where(chase, chase_dir, wander_dir).astype(jnp.int32)
+    go = (u_move < params.ghost_move_prob) & jnp.any(free, axis=-1)
+    moved = jnp.take_along_axis(cand, new_dir[:, None, None], axis=1)[:, 0]
+    ghosts = jnp.where(go[:, None], moved, state.ghosts)
+    return ghosts, jnp.where(go, new_dir, state.ghost_dir)
+
+
+def caught(state: EnvState, pos: jax.Array, ghosts: jax.Array) -> jax.Array:
+    """Whether a ghost caught the player: on its cell, or the two swapped cells."""
+    same = jnp.all(ghosts == pos, axis=-1)
+    swap = jnp.all(state.ghosts == pos, axis=-1) & jnp.all(ghosts == state.pos, axis=-1)
+    return jnp.any(same | swap)
+
+
 class PacMaze(TestingEnv):
-    """RELINE's Ms. Pac-Man with four gate performance bugs (see module docstring).
+    """RELINE's Ms. Pac-Man with four gate performance bugs (§3.1).
+
+    Rules: a step moves the player (:func:`move_player`); it eats the dot there
+    (+``dot_reward``); each gate it has just entered fires its bug if not fired before in the
+    episode (:func:`gate_bugs`); then the ghosts move (:func:`move_ghosts`). A ghost on the
+    player's cell, or swapping cells with it (:func:`caught`), costs a life and sends the
+    player and the ghosts back to their starts (dots eaten stay eaten); each life starts
+    heading left, as in the arcade game. The episode terminates when the lives reach 0 or every
+    dot is eaten; it is truncated after ``max_steps_in_episode`` steps.
+
+    Observation: ``uint8[H*cell_px, W*cell_px, 3]`` (84x84x3 by default): black floor, blue
+    walls, small dim-pink dots, a yellow player and light-red, pink, cyan and orange ghosts; the
+    gates and bugs are not drawn (:meth:`get_obs`). Telemetry: ``position`` is the player's
+    ``(row, col)`` after its move (before a caught player is sent back to the start, so a
+    frame-time spike maps to the cell that caused it), ``cell`` is ``row * W + col`` and
+    ``map_shape`` is the maze's ``(H, W)``.
 
     Args:
       layout: ASCII maze (``#`` wall, ``.`` dot, ``_`` empty floor, ``P``
@@ -188,10 +210,12 @@ class PacMaze(TestingEnv):
       (84, 84, 3)
     """
 
-    #: Signals (:mod:`jgtest.signals`): injected low-FPS gates (RELINE §3.1.3) and their frame times.
+    #: Signals (:mod:`jgtest.signals`): injected low-FPS gates (RELINE §3.1.3) and their frame
+    #: times.
     signals = DEVICE_DEFAULT | {"frame_time"}
 
     env_id = "PacMaze-v0"
+    num_actions = 5
 
     def __init__(self, layout: str = DEFAULT_LAYOUT, cell_px: int = 4):
         super().__init__()
@@ -226,10 +250,6 @@ class PacMaze(TestingEnv):
 
     # ----- metadata ---------------------------------------------------------
     @property
-    def default_params(self) -> EnvParams:
-        return self._default_params
-
-    @property
     def bug_kinds(self) -> tuple[str, ...]:
         return ("low_fps",) * self._num_bugs
 
@@ -240,11 +260,6 @@ class PacMaze(TestingEnv):
     @property
     def num_ghosts(self) -> int:
         return self._num_ghosts
-
-    @property
-    def num_actions(self) -> int:
-        return 5
-
 
     def observation_space(self, params) -> spaces.Box:
         rows, cols = self.map_shape
@@ -265,62 +280,24 @@ class PacMaze(TestingEnv):
         return self.get_obs(state, params), state
 
     def step_env(self, key, state: EnvState, action, params: EnvParams):
-        k_move, k_chase, k_pick, k_frame = jax.random.split(key, 4)
-        rows, cols = self.map_shape
-        shape = jnp.array([rows, cols], jnp.int32)
-        moves = jnp.asarray(MOVES)
-
-        # Player: turns to the asked direction if that cell is free, else keeps
-        # its heading; only a wall ahead stops it; the map edges wrap (tunnels).
-        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, 4)
-        asked = jnp.where(action == NOOP, state.heading, action)
-        ahead = (state.pos + moves[jnp.stack([asked, state.heading])]) % shape  # [2, 2]
-        free = ~params.walls[ahead[:, 0], ahead[:, 1]]
-        heading = jnp.where(free[0], asked, state.heading)
-        pos = jnp.where(free[0], ahead[0], jnp.where(free[1], ahead[1], state.pos))
-        moved = jnp.any(pos != state.pos)
-
+        """One step: :func:`move_player`, the dot, :func:`gate_bugs`, :func:`move_ghosts` and
+        :func:`caught`; a caught player loses a life and goes back to the start with the
+        ghosts."""
+        k_move, _, k_pick, k_frame = jax.random.split(key, 4)  # the second key is unused
+        cols = self.map_shape[1]
+        pos, heading, moved = move_player(params, state, action)
         ate = state.dots[pos[0], pos[1]]
         dots = state.dots.at[pos[0], pos[1]].set(False)
         game_reward = jnp.where(ate, params.dot_reward, 0.0).astype(jnp.float32)
-
-        # Gate bugs: entering a gate cell, first time per episode (RELINE §3.1.1).
-        at_bug = jnp.all(params.bug_pos == pos, axis=-1) & moved
-        fired = at_bug & ~state.bugs_seen
-        frame_ms = (
-            params.base_frame_ms
-            + params.frame_noise_ms * jax.random.normal(k_frame)
-            + params.bug_delay_ms * jnp.sum(fired)
-        )
-        frame_ms = jnp.maximum(frame_ms, 0.0)
-
-        # Ghosts: no reversing except in dead ends; chase or wander.
-        cand = (state.ghosts[:, None, :] + moves[None, :4]) % shape  # [G, 4, 2]
-        free = ~params.walls[cand[..., 0], cand[..., 1]]  # [G, 4]
-        reverse = jnp.arange(4)[None, :] == ((state.ghost_dir + 2) % 4)[:, None]
-        options = free & ~reverse
-        options = jnp.where(jnp.any(options, axis=-1, keepdims=True), options, free)
-        noise = jax.random.uniform(k_pick, options.shape)
-        dist = jnp.sum(jnp.abs(cand - pos), axis=-1).astype(jnp.float32)
-        chase_dir = jnp.argmin(jnp.where(options, dist + 0.5 * noise, jnp.inf), axis=-1)
-        wander_dir = jnp.argmax(jnp.where(options, noise, -1.0), axis=-1)
-        u_move, u_chase = jax.random.uniform(k_move, (2, self._num_ghosts))
-        new_dir = jnp.where(u_chase < params.ghost_chase_prob, chase_dir, wander_dir).astype(jnp.int32)
-        go = (u_move < params.ghost_move_prob) & jnp.any(free, axis=-1)
-        ghosts = jnp.where(go[:, None], jnp.take_along_axis(cand, new_dir[:, None, None], axis=1)[:, 0], state.ghosts)
-        ghost_dir = jnp.where(go, new_dir, state.ghost_dir)
-
-        # Collision: same cell, or player and ghost swapped cells.
-        same = jnp.all(ghosts == pos, axis=-1)
-        swap = jnp.all(state.ghosts == pos, axis=-1) & jnp.all(ghosts == state.pos, axis=-1)
-        caught = jnp.any(same | swap)
-        lives = state.lives - caught.astype(jnp.int32)
-
+        at_bug, fired, frame_ms = gate_bugs(params, state, pos, moved, k_frame)
+        ghosts, ghost_dir = move_ghosts(params, state, pos, k_move, k_pick)
+        hit = caught(state, pos, ghosts)
+        lives = state.lives - hit.astype(jnp.int32)
         state = EnvState(
-            pos=jnp.where(caught, params.start.astype(jnp.int32), pos),
-            heading=jnp.where(caught, START_HEADING, heading),
-            ghosts=jnp.where(caught, params.ghost_start.astype(jnp.int32), ghosts),
-            ghost_dir=jnp.where(caught, 0, ghost_dir),
+            pos=jnp.where(hit, params.start.astype(jnp.int32), pos),
+            heading=jnp.where(hit, START_HEADING, heading),
+            ghosts=jnp.where(hit, params.ghost_start.astype(jnp.int32), ghosts),
+            ghost_dir=jnp.where(hit, 0, ghost_dir),
             dots=dots,
             lives=lives,
             bugs_seen=state.bugs_seen | at_bug,
@@ -377,16 +354,25 @@ class PacMaze(TestingEnv):
         super().validate_params(params)
         walls = np.asarray(params.walls)
         if walls.shape != self.map_shape:
-            raise ValueError(f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}")
+            raise ValueError(
+                f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}"
+            )
         dots = np.asarray(params.dots)
         if dots.shape != self.map_shape:
-            raise ValueError(f"{self.name}: dots shape {dots.shape} differs from the map's {self.map_shape}")
+            raise ValueError(
+                f"{self.name}: dots shape {dots.shape} differs from the map's {self.map_shape}"
+            )
         ghosts = np.asarray(params.ghost_start)
         if ghosts.shape != (self._num_ghosts, 2):
-            raise ValueError(f"{self.name}: ghost_start must have shape ({self._num_ghosts}, 2), got {ghosts.shape}")
+            raise ValueError(
+                f"{self.name}: ghost_start must have shape ({self._num_ghosts}, 2), "
+                f"got {ghosts.shape}"
+            )
         bugs = np.asarray(params.bug_pos)
         if bugs.shape != (self._num_bugs, 2):
-            raise ValueError(f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}")
+            raise ValueError(
+                f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}"
+            )
         named = {"start": params.start}
         named.update({f"ghost {i} start": g for i, g in enumerate(ghosts)})
         named.update({f"bug {i} (gate)": b for i, b in enumerate(bugs)})

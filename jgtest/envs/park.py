@@ -1,87 +1,18 @@
-"""ParkWorld: PPGTA's open-world park, first person and rendered on device (Abdelfattah, Brown & Zhang, PPGTA §V-A, §V-C).
+"""ParkWorld: PPGTA's open-world park, first person, rendered on device (PPGTA §V-A, §V-C).
 
-PPGTA evaluates on "an open-world environment using the Unreal engine ...
-[resembling] a big city park ... pathways, green spaces, lakes, service areas,
-and bridges", with "four OOI types, including rock pillars, barrels, tires, and
-chairs ... randomly distribute[d] across pathways", "two object bug types,
-including low-resolution and stretched texture bugs" in "a 50%-50% split
-between normal and bugged instances for each OOI type" (§V-A); "a discrete
-action space of 9 actions using keyboard keys, including the WASD keys for
-moving in four directions, the Arrow keys for camera rotation in four
-directions, and the Space Bar key for jumping", episodes of 2,000 steps, "45
-episodes, each with a different starting position ... uniformly randomize[d]
-across the environment" (§V-C); 247 OOIs, some "unreachable due to invisible
-walls or pathway blockages" (§VI-A).
+PPGTA tests "a big city park" whose objects of interest stand along the pathways, half of each
+type with a texture bug (§V-A), with nine keyboard actions and episodes of 2,000 steps from
+uniform starts (§V-C). This twin: a generated park (:mod:`jgtest.envs.park_map`) seen by a
+first-person camera (:mod:`jgtest.envs.park_render`).
 
-This twin: a ``size × size`` park (:mod:`jgtest.envs.park_map`, generated once
-from ``map_seed``) seen through a first-person camera rendered by column ray
-casting (:mod:`jgtest.envs.park_render`), RGB ``res × res`` frames (64 by
-default, 128 as the paper's input size). One map cell is one unit.
+* chosen: a 320-cell park, pathway nodes every 50 cells, steps of 0.35 cells and 30° turns,
+  because with them a random agent and the path follower test what the paper's did
+  (``python benchmarks/park_probes.py``).
+* chosen: a 90° view, because it is the Unreal shooter template's camera (§V-C).
+* chosen: a trace covers half the pathway's width, because one pass should cover the pathway,
+  as the paper's drawn traces do (§VI-A).
 
-Actions (``Discrete(9)``): 0 ``W`` forward, 1 ``A`` strafe left, 2 ``S``
-back, 3 ``D`` strafe right, 4 turn left, 5 turn right, 6 look up, 7 look down,
-8 jump. A move that would enter a blocked cell (water, a tree, crates, an
-invisible wall) slides along the blocked axis or stops; the player keeps
-``radius`` from blocked cells. Looking up or down moves the view ``pitch``
-steps in ``[-2, 2]``; a jump lifts the camera for ``jump_steps`` steps (it
-crosses nothing: the blockages are taller). A traced out-of-range action is clipped.
-
-Our scale (the paper gives its park's area, 3.3 km², not its walking speed or its
-pathways' length): :data:`SIZE` 320 × 320 cells, pathway nodes every :data:`NODE_SPACING`
-50 cells (≈ 4,600 cells of pathway, 2 wide, in the main park of ≈ 86,000 walkable cells),
-``move_speed`` 0.35 cells a step forward or back and ``strafe_speed`` 0.2 sideways, 30°
-turns (starting yaws on the turn grid), a 90° view (the Unreal shooter template's
-camera), a test starting when an object shows 60 pixels, and the paper's 247 OOIs, 34
-of them in the sealed pockets. These were chosen with two probe policies before any
-learned agent was compared (:mod:`jgtest.methods.park.probes`,
-``benchmarks/park_probes.py``): the random agent must test what the paper's did (9
-objects after 18 episodes, 17 after 45) while the scripted path follower PPGTA imitates
-must be able to do what PPGTA did (192 objects by episode 18, ≥ 90% of the reachable
-pathway within 45). The random agent tests what lies near where it starts, the follower
-what lies along the pathway; with starts uniform over the whole park (§V-C), the share of
-the park near a pathway sets the first and the pathway's length the second. Hence a park
-larger than the first one with a pathway network as long: at 256 × 256 with nodes every
-32 cells (the pathway 8.9% of the walkable park, here 5.4%) the random agent tested 12.5
-objects after 18 episodes and 28.7 after 45 (10 seeds), too many; a wider trigger (110
-pixels) cost the follower its 192 (173 and 179 on seeds 0 and 1), and denser trees (25%
-of the grass) did not slow the random agent. On the first park of all (node spacing 16,
-0.25 cells a step, 15° turns, a 66° view, the follower without a memory) the follower
-reached 54% of the pathway and 90 objects by episode 18. The committed probe table
-(``benchmarks/results/park_probes.json``, means over the seeds):
-
-============  ===============  ===============  ============================
-probe         tested after 18  tested after 45  reachable pathway covered, 45
-============  ===============  ===============  ============================
-random        7.3 (9 ± 3)      17.7 (17 ± 5)    6.0%
-follower      194.3 (≥ 192)    210.7            100% (≥ 90%)
-walker        53.7             103.7            40.7%
-demonstrator  150.7            201.0            96.7%
-============  ===============  ===============  ============================
-
-Both probes' targets hold on their means: the random agent's count varies with its starts
-(0 to 13 objects by episode 18 over seeds 0–9), the follower's hardly (190 to 201). The
-walker (forward 60% of the steps) and the demonstrator (the follower without its memory,
-with the demonstrations' noise: what PPGTA imitates) have no targets.
-
-Coverage counts the cells a trace touches within :data:`TRACE_RADIUS` (half the
-pathway width): one pass down either lane covers the pathway, as the paper's
-traces drawn over its bird's-eye map do (§VI-A, Fig. 7).
-
-``info`` of every step:
-
-* ``objects``: the ``max_visible`` nearest objects drawn in the frame, as
-  fixed-size arrays: ``id`` (−1 for an empty slot), ``type``, ``bug``
-  (0 clean, 1 low resolution, 2 stretched), ``box`` (``(row0, col0, row1,
-  col1)``, half-open pixels), ``pixels`` shown and ``visible`` (at least
-  ``min_visible_pixels``): the detector's ground truth.
-* ``od_box`` / ``od_visible``: the box of the object in view (the visible one
-  with the most pixels), for :func:`jgtest.envs.wrappers.od_mask`.
-* ``on_path``: the player stands on a pathway.
-* ``telemetry``: position ``(x, y)``, the coverage cell (the map cell), no
-  oracle bugs (texture bugs are found by testing, not by an oracle: see
-  :mod:`jgtest.methods.park.inspector`).
-
-Reward: 0 (the agents bring their own: novelty, preference).
+Rules: :class:`ParkWorld`; notes: ``docs/twins/park-world.md``.
 """
 
 from __future__ import annotations
@@ -94,15 +25,25 @@ from gymnax.environments import environment, spaces
 
 from jgtest.envs import park_map
 from jgtest.envs.base import TestingEnv
-from jgtest.envs.park_render import CLEAN, LOW_RES, OOI_TYPES, STRETCHED, Camera, make_textures, render
+from jgtest.envs.park_render import (
+    CLEAN,
+    LOW_RES,
+    OOI_TYPES,
+    STRETCHED,
+    Camera,
+    make_textures,
+    render,
+)
 from jgtest.types import Telemetry
 
-#: How far from the player's path the pathway counts as covered (cells): half the pathway width, so
-#: one pass along a 2-cell pathway covers both its lanes. PPGTA measures "the covered pathways area"
-#: on bird's-eye maps with the agent's traces drawn over the pathways (§VI-A, Fig. 7); the width of the
-#: drawn trace is not given, and the player's own cell alone would count one lane of two per pass.
+#: How far from the player's path the pathway counts as covered (cells): half the pathway width,
+#: so one pass along a 2-cell pathway covers both its lanes. PPGTA measures "the covered pathways
+#: area" on bird's-eye maps with the agent's traces drawn over the pathways (§VI-A, Fig. 7); the
+#: width of the drawn trace is not given, and the player's own cell alone would count one lane of
+#: two per pass.
 TRACE_RADIUS = 1.0
-#: The park's side in cells and its pathway nodes' grid step (module docstring: set with the probes).
+#: The park's side in cells and its pathway nodes' grid step (set with the probes of
+#: ``benchmarks/park_probes.py``; ``docs/twins/park-world.md``).
 SIZE, NODE_SPACING = 320, 50.0
 
 NUM_ACTIONS = 9
@@ -115,7 +56,9 @@ MAX_PITCH = 2
 class EnvState(environment.EnvState):
     pos: jax.Array  # float32[2] (x, y) in cells
     yaw: jax.Array  # float32 radians (0: +x, increasing toward +y, i.e. to the right on screen)
-    pitch: jax.Array  # int32 in [-MAX_PITCH, MAX_PITCH] (positive: looking down, the horizon raised)
+    pitch: (
+        jax.Array
+    )  # int32 in [-MAX_PITCH, MAX_PITCH] (positive: looking down, the horizon raised)
     jump: jax.Array  # int32 steps left of the jump
     time: int
 
@@ -135,69 +78,135 @@ class EnvParams(environment.EnvParams):
 
 
 def _on_turn_grid(yaw, turn_deg):
-    """``yaw`` rounded to a whole number of turns from east: the headings a player can turn to are then
-    the same in every episode, the pathways' four directions among them when ``turn_deg`` divides 90."""
+    """``yaw`` rounded to a whole number of turns from east: the headings a player can turn to
+    are then the same in every episode, the pathways' four directions among them when
+    ``turn_deg`` divides 90."""
     turn = jnp.radians(turn_deg)
     return jnp.arctan2(jnp.sin(jnp.round(yaw / turn) * turn), jnp.cos(jnp.round(yaw / turn) * turn))
 
 
 def trace_cells(position, radius: float = TRACE_RADIUS):
-    """``(rows, cols, within)``: the cells a disc of ``radius`` around ``position [..., 2]`` (``(x, y)``
-    in cells) touches, as ``[..., M]`` candidates (the ``(2⌊radius⌋ + 3)²`` cells around the player's)
-    and which of them it touches (the nearest point of the cell within ``radius``). What a trace
-    covers (:data:`TRACE_RADIUS`). Works on numpy and jax arrays alike (operators only), so the
-    campaign's books and the follower's memory agree."""
+    """``(rows, cols, within)``: the cells a disc of ``radius`` around ``position [..., 2]``
+    (``(x, y)`` in cells) touches, as ``[..., M]`` candidates (the ``(2⌊radius⌋ + 3)²`` cells
+    around the player's) and which of them it touches (the nearest point of the cell within
+    ``radius``). What a trace covers (:data:`TRACE_RADIUS`). Works on numpy and jax arrays alike
+    (operators only), so the campaign's books and the follower's memory agree."""
     span = int(np.floor(radius)) + 1
-    dx, dy = (np.asarray(v).ravel() for v in np.meshgrid(np.arange(-span, span + 1), np.arange(-span, span + 1)))
+    dx, dy = (
+        np.asarray(v).ravel()
+        for v in np.meshgrid(np.arange(-span, span + 1), np.arange(-span, span + 1))
+    )
     x, y = position[..., 0:1], position[..., 1:2]
     cols, rows = (x // 1).astype(np.int32) + dx, (y // 1).astype(np.int32) + dy
-    gap = lambda centre, p: abs(centre + 0.5 - p) - 0.5  # from p to the cell's nearer edge (negative inside)
+    gap = lambda centre, p: (
+        abs(centre + 0.5 - p) - 0.5
+    )  # from p to the cell's nearer edge (negative inside)
     gap_x, gap_y = gap(cols, x), gap(rows, y)
     within = (gap_x * (gap_x > 0)) ** 2 + (gap_y * (gap_y > 0)) ** 2 <= radius**2
     return rows, cols, within
 
 
 class ParkWorld(TestingEnv):
-    """PPGTA's park (module docstring).
+    """PPGTA's park (§V-A, §V-C).
+
+    Actions (``Discrete(9)``, the paper's keys): 0 ``W`` forward, 1 ``A`` strafe left, 2 ``S``
+    back, 3 ``D`` strafe right, 4 turn left, 5 turn right, 6 look up, 7 look down, 8 jump. A move
+    that would enter a blocked cell (water, a tree, crates, an invisible wall) slides along the
+    blocked axis or stops (:meth:`slide`); the player keeps ``radius`` from blocked cells.
+    Looking up or down moves the view ``pitch`` steps in ``[-2, 2]``; a jump lifts the camera
+    for ``jump_steps`` steps (it crosses nothing: the blockages are taller). A traced
+    out-of-range action is clipped. Episodes start on a uniform cell of the main park
+    (:meth:`reset_env`) and never terminate; they are truncated after 2,000 steps.
+
+    ``info`` of every step (:meth:`observe`):
+
+    * ``objects``: the ``max_visible`` nearest objects drawn in the frame, as fixed-size
+      arrays: ``id`` (−1 for an empty slot), ``type``, ``bug`` (0 clean, 1 low resolution,
+      2 stretched), ``box`` (``(row0, col0, row1, col1)``, half-open pixels), ``pixels`` shown
+      and ``visible`` (at least ``min_visible_pixels``): the detector's ground truth.
+    * ``od_box`` / ``od_visible``: the box of the object in view (the visible one with the
+      most pixels), for :func:`jgtest.envs.wrappers.od_mask`.
+    * ``on_path``: the player stands on a pathway.
+    * ``telemetry``: position ``(x, y)``, the coverage cell (the map cell), no oracle bugs
+      (texture bugs are found by testing, not by an oracle: see
+      :mod:`jgtest.methods.park.inspector`).
 
     Args:
-      size: the map's side in cells (at least 32; :data:`SIZE` by default, see the module docstring).
+      size: the map's side in cells (at least 32; :data:`SIZE` by default).
       map_seed: the map's seed (the park's layout; the objects are in ``EnvParams``).
       num_oois: objects of interest (a multiple of 8 keeps each type's clean/bugged split exact).
       res: frame side in pixels (64, or 128 as the paper).
       max_visible: objects drawn per frame and reported in ``info["objects"]``.
       min_visible_pixels: pixels an object must show to count as visible.
+      path_width: pathway width in cells (:func:`jgtest.envs.park_map.generate`).
+      node_spacing: the pathway nodes' grid step in cells.
+      pocket_share: each sealed corner pocket's side, as a share of ``size``.
     """
 
-    #: Signals (:mod:`jgtest.signals`): pixels and objects; its bugs are found by tests, so no oracle inputs, and no state vector or reward for Wuji.
+    #: Signals (:mod:`jgtest.signals`): pixels and objects; its bugs are found by tests, so no
+    #: oracle inputs, and no state vector or reward for Wuji.
     signals = frozenset({"cells", "position", "rgb_frames", "objects"})
 
     env_id = "ParkWorld-v0"
+    num_actions = NUM_ACTIONS
     bugs_found_by_tests = True
 
-    def __init__(self, size: int = SIZE, map_seed: int = 0, num_oois: int = 247, res: int = 64, max_visible: int = 8,
-                 min_visible_pixels: int = 12, path_width: int = 2, node_spacing: float = NODE_SPACING, pocket_share: float = 1 / 6):  # fmt: skip
+    def __init__(
+        self,
+        size: int = SIZE,
+        map_seed: int = 0,
+        num_oois: int = 247,
+        res: int = 64,
+        max_visible: int = 8,
+        min_visible_pixels: int = 12,
+        path_width: int = 2,
+        node_spacing: float = NODE_SPACING,
+        pocket_share: float = 1 / 6,
+    ):
         super().__init__()
         if res < 16:
             raise ValueError(f"{self.env_id}: res must be at least 16 pixels, got {res}")
         if num_oois < max_visible:
-            raise ValueError(f"{self.env_id}: num_oois ({num_oois}) must be at least max_visible ({max_visible}), the objects drawn a frame")
+            raise ValueError(
+                f"{self.env_id}: num_oois ({num_oois}) must be at least max_visible "
+                f"({max_visible}), the objects drawn a frame"
+            )
         try:
-            self.map = park_map.generate(size, map_seed, path_width=path_width, node_spacing=node_spacing, pocket_share=pocket_share)
+            self.map = park_map.generate(
+                size,
+                map_seed,
+                path_width=path_width,
+                node_spacing=node_spacing,
+                pocket_share=pocket_share,
+            )
         except ValueError as error:
             raise ValueError(f"{self.env_id}: {error}") from None
         if num_oois > len(self.map.ooi_slots):
-            raise ValueError(f"{self.env_id}: {num_oois} OOIs do not fit the {len(self.map.ooi_slots)} places along the pathways")
-        self.size, self.num_oois, self.min_visible_pixels = int(size), int(num_oois), int(min_visible_pixels)
+            raise ValueError(
+                f"{self.env_id}: {num_oois} OOIs do not fit the {len(self.map.ooi_slots)} "
+                "places along the pathways"
+            )
+        self.size, self.num_oois = int(size), int(num_oois)
+        self.min_visible_pixels = int(min_visible_pixels)
         self.camera = Camera(res=int(res), max_visible=int(max_visible))
+        self._build_arrays()
+
+    def _build_arrays(self) -> None:
+        """The map's device arrays, the start regions, the textures and the default objects."""
         self._floor = jnp.asarray(self.map.floor, jnp.int32)
-        drawn = np.where(np.isin(self.map.solid, (park_map.TREE, park_map.BLOCKAGE)), self.map.solid, 0)
+        drawn = np.where(
+            np.isin(self.map.solid, (park_map.TREE, park_map.BLOCKAGE)), self.map.solid, 0
+        )
         self._drawn = jnp.asarray(drawn, jnp.int32)
         self.walkable_mask = jnp.asarray(self.map.walkable)
         self.path_mask = jnp.asarray(self.map.path)
         rows, cols = np.mgrid[: self.size, : self.size]
-        self.demo_region = self.map.main & (rows < self.size // 4) & (cols >= self.size - self.size // 4)
-        self._starts = jnp.asarray(np.argwhere(self.map.main & ~self.demo_region), jnp.int32)  # (row, col)
+        self.demo_region = (
+            self.map.main & (rows < self.size // 4) & (cols >= self.size - self.size // 4)
+        )
+        self._starts = jnp.asarray(
+            np.argwhere(self.map.main & ~self.demo_region), jnp.int32
+        )  # (row, col)
         self._demo_starts = jnp.asarray(np.argwhere(self.demo_region), jnp.int32)
         self._slots = jnp.asarray(self.map.ooi_slots, jnp.int32)
         self._textures = jnp.asarray(make_textures())
@@ -210,10 +219,6 @@ class ParkWorld(TestingEnv):
 
     # ----- metadata ---------------------------------------------------------
     @property
-    def default_params(self) -> EnvParams:
-        return self._default_params
-
-    @property
     def bug_kinds(self) -> tuple[str, ...]:
         return ()
 
@@ -221,24 +226,20 @@ class ParkWorld(TestingEnv):
     def map_shape(self) -> tuple[int, int]:
         return (self.size, self.size)
 
-    @property
-    def num_actions(self) -> int:
-        return NUM_ACTIONS
-
-
     def observation_space(self, params) -> spaces.Box:
         res = self.camera.res
         return spaces.Box(0, 255, (res, res, 3), jnp.uint8)
 
     # ----- dynamics ---------------------------------------------------------
     def reset_env(self, key, params: EnvParams):
-        """An episode's start: a uniform cell of the main park outside :attr:`demo_region` (§V-C)."""
+        """An episode's start: a uniform cell of the main park outside :attr:`demo_region`
+        (§V-C)."""
         return self._start(key, params, self._starts)
 
     def reset_for_demonstration(self, key, params: EnvParams):
-        """A path demonstration's start: a uniform cell of :attr:`demo_region`, the corner of the park
-        where PPGTA's path-following demonstrations were recorded, "discarded during agent evaluation"
-        (§V-B): no episode starts there (its pathway still counts for coverage)."""
+        """A path demonstration's start: a uniform cell of :attr:`demo_region`, the corner of the
+        park where PPGTA's path-following demonstrations were recorded, "discarded during agent
+        evaluation" (§V-B): no episode starts there (its pathway still counts for coverage)."""
         return self._start(key, params, self._demo_starts)
 
     def _start(self, key, params: EnvParams, starts: jax.Array):
@@ -247,7 +248,9 @@ class ParkWorld(TestingEnv):
         offset = jax.random.uniform(k_offset, (2,), minval=0.3, maxval=0.7)
         state = EnvState(
             pos=jnp.stack([cell[1], cell[0]]).astype(jnp.float32) + offset,
-            yaw=_on_turn_grid(jax.random.uniform(k_yaw, (), minval=-jnp.pi, maxval=jnp.pi), params.turn_deg),
+            yaw=_on_turn_grid(
+                jax.random.uniform(k_yaw, (), minval=-jnp.pi, maxval=jnp.pi), params.turn_deg
+            ),
             pitch=jnp.int32(0),
             jump=jnp.int32(0),
             time=0,
@@ -257,7 +260,11 @@ class ParkWorld(TestingEnv):
     def step_env(self, key, state: EnvState, action, params: EnvParams):
         action = jnp.clip(jnp.asarray(action, jnp.int32), 0, NUM_ACTIONS - 1)
         turn = jnp.radians(params.turn_deg)
-        yaw = state.yaw + jnp.where(action == TURN_RIGHT, turn, 0.0) - jnp.where(action == TURN_LEFT, turn, 0.0)
+        yaw = (
+            state.yaw
+            + jnp.where(action == TURN_RIGHT, turn, 0.0)
+            - jnp.where(action == TURN_LEFT, turn, 0.0)
+        )
         yaw = jnp.arctan2(jnp.sin(yaw), jnp.cos(yaw))
         forward = jnp.stack([jnp.cos(state.yaw), jnp.sin(state.yaw)])
         right = jnp.stack([-jnp.sin(state.yaw), jnp.cos(state.yaw)])
@@ -268,9 +275,21 @@ class ParkWorld(TestingEnv):
             - jnp.where(action == LEFT, params.strafe_speed, 0.0) * right
         )
         pos = self.slide(state.pos, move, params.radius)
-        pitch = jnp.clip(state.pitch + jnp.where(action == LOOK_DOWN, 1, 0) - jnp.where(action == LOOK_UP, 1, 0), -MAX_PITCH, MAX_PITCH)
-        jump = jnp.where((action == JUMP) & (state.jump == 0), params.jump_steps, jnp.maximum(state.jump - 1, 0))
-        new_state = EnvState(pos=pos, yaw=yaw, pitch=pitch.astype(jnp.int32), jump=jump.astype(jnp.int32), time=state.time + 1)
+        pitch = jnp.clip(
+            state.pitch + jnp.where(action == LOOK_DOWN, 1, 0) - jnp.where(action == LOOK_UP, 1, 0),
+            -MAX_PITCH,
+            MAX_PITCH,
+        )
+        jump = jnp.where(
+            (action == JUMP) & (state.jump == 0), params.jump_steps, jnp.maximum(state.jump - 1, 0)
+        )
+        new_state = EnvState(
+            pos=pos,
+            yaw=yaw,
+            pitch=pitch.astype(jnp.int32),
+            jump=jump.astype(jnp.int32),
+            time=state.time + 1,
+        )
         obs, info = self.observe(new_state, params)
         reward = jnp.float32(0.0)
         return obs, new_state, reward, jnp.bool_(False), info
@@ -280,10 +299,14 @@ class ParkWorld(TestingEnv):
         within ``radius`` of a blocked cell."""
 
         def free(p):
-            corners = p[None, :] + radius * jnp.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], jnp.float32)
+            corners = p[None, :] + radius * jnp.array(
+                [[-1, -1], [-1, 1], [1, -1], [1, 1]], jnp.float32
+            )
             cells = jnp.floor(corners).astype(jnp.int32)
             inside = (cells >= 0).all(axis=1) & (cells < self.size).all(axis=1)
-            ok = self.walkable_mask[jnp.clip(cells[:, 1], 0, self.size - 1), jnp.clip(cells[:, 0], 0, self.size - 1)]
+            ok = self.walkable_mask[
+                jnp.clip(cells[:, 1], 0, self.size - 1), jnp.clip(cells[:, 0], 0, self.size - 1)
+            ]
             return jnp.all(inside & ok)
 
         step_x = pos + move * jnp.array([1.0, 0.0])
@@ -293,22 +316,34 @@ class ParkWorld(TestingEnv):
 
     def eye_height(self, state: EnvState, params: EnvParams) -> jax.Array:
         """Camera height: 0.5 cells, raised along a sine arc during a jump."""
-        phase = state.jump / (params.jump_steps + 1)  # in (0, 1) while the jump lasts, 0 on the ground
+        phase = state.jump / (
+            params.jump_steps + 1
+        )  # in (0, 1) while the jump lasts, 0 on the ground
         return 0.5 + params.jump_height * jnp.sin(jnp.pi * phase)
 
     def _render(self, state: EnvState, params: EnvParams):
         return render(
-            self.camera, self._floor, self._drawn, self._textures, state.pos, state.yaw, state.pitch.astype(jnp.float32),
-            self.eye_height(state, params), params.ooi_pos, params.ooi_type, params.ooi_bug,
-        )  # fmt: skip
+            self.camera,
+            self._floor,
+            self._drawn,
+            self._textures,
+            state.pos,
+            state.yaw,
+            state.pitch.astype(jnp.float32),
+            self.eye_height(state, params),
+            params.ooi_pos,
+            params.ooi_type,
+            params.ooi_bug,
+        )
 
     def view(self, state: EnvState, params: EnvParams) -> tuple[jax.Array, jax.Array]:
-        """``(frame, mask)``: the frame and, per pixel, the object it shows (``int32[res, res]``, −1 none;
-        what UnrealCV's ``object_mask`` draws in each object's colour)."""
+        """``(frame, mask)``: the frame and, per pixel, the object it shows (``int32[res, res]``,
+        −1 none; what UnrealCV's ``object_mask`` draws in each object's colour)."""
         frame, objects = self._render(state, params)
         return frame, objects["mask"]
 
     def observe(self, state: EnvState, params: EnvParams):
+        """``(frame, info)`` of a state (the class docstring lists ``info``)."""
         frame, objects = self._render(state, params)
         ids = objects["id"]
         safe = jnp.maximum(ids, 0)
@@ -317,16 +352,21 @@ class ParkWorld(TestingEnv):
         cell_rc = jnp.floor(state.pos).astype(jnp.int32)[::-1]
         info = {
             "objects": {
-                "id": jnp.where(ids >= 0, ids, -1), "type": jnp.where(ids >= 0, params.ooi_type[safe], -1),
-                "bug": jnp.where(ids >= 0, params.ooi_bug[safe], -1), "box": jnp.where((ids >= 0)[:, None], objects["box"], 0),
+                "id": jnp.where(ids >= 0, ids, -1),
+                "type": jnp.where(ids >= 0, params.ooi_type[safe], -1),
+                "bug": jnp.where(ids >= 0, params.ooi_bug[safe], -1),
+                "box": jnp.where((ids >= 0)[:, None], objects["box"], 0),
                 "pixels": objects["pixels"],
                 "visible": visible,
-            },  # fmt: skip
+            },
             "od_box": jnp.where(visible[in_view], objects["box"][in_view], 0),
             "od_visible": visible[in_view],
             "on_path": self.path_mask[cell_rc[0], cell_rc[1]],
             "telemetry": Telemetry.make(
-                position=state.pos, cell=cell_rc[0] * self.size + cell_rc[1], bugs_fired=jnp.zeros((0,), bool), game_reward=0.0
+                position=state.pos,
+                cell=cell_rc[0] * self.size + cell_rc[1],
+                bugs_fired=jnp.zeros((0,), bool),
+                game_reward=0.0,
             ),
         }
         return frame, info
@@ -351,12 +391,17 @@ class ParkWorld(TestingEnv):
         index = jnp.arange(n)
         kinds = (index % len(OOI_TYPES)).astype(jnp.int32)
         rank = index // len(OOI_TYPES)  # the object's rank among its type
-        bugs = jnp.where(rank % 2 == 1, jnp.where((rank // 2) % 2 == 0, LOW_RES, STRETCHED), CLEAN).astype(jnp.int32)
-        return params.replace(ooi_pos=cells[:, ::-1].astype(jnp.float32) + offset, ooi_type=kinds, ooi_bug=bugs)
+        bugs = jnp.where(
+            rank % 2 == 1, jnp.where((rank // 2) % 2 == 0, LOW_RES, STRETCHED), CLEAN
+        ).astype(jnp.int32)
+        return params.replace(
+            ooi_pos=cells[:, ::-1].astype(jnp.float32) + offset, ooi_type=kinds, ooi_bug=bugs
+        )
 
     def ooi_reachable(self, params: EnvParams) -> np.ndarray:
-        """``bool[K]``: whether each object stands in the main park (a flood fill of the map from the
-        start region, :func:`park_map.reachable_from`); the others are behind invisible walls or blockages."""
+        """``bool[K]``: whether each object stands in the main park (a flood fill of the map from
+        the start region, :func:`park_map.reachable_from`); the others are behind invisible walls
+        or blockages."""
         cells = np.floor(np.asarray(params.ooi_pos)).astype(int)[:, ::-1]
         return self.map.main[cells[:, 0], cells[:, 1]]
 
@@ -364,28 +409,47 @@ class ParkWorld(TestingEnv):
         super().validate_params(params)
         pos = np.asarray(params.ooi_pos)
         if pos.ndim != 2 or pos.shape[1] != 2:
-            raise ValueError(f"{self.name}: ooi_pos must be [K, 2] (x, y) positions, got shape {pos.shape}")
+            raise ValueError(
+                f"{self.name}: ooi_pos must be [K, 2] (x, y) positions, got shape {pos.shape}"
+            )
         k = pos.shape[0]
         off = np.flatnonzero(~np.all((pos >= 0) & (pos < self.size), axis=1))
         if off.size:
-            raise ValueError(f"{self.name}: OOI {off[0]} at {pos[off[0]].tolist()} is off the {self.size}x{self.size} map")
+            raise ValueError(
+                f"{self.name}: OOI {off[0]} at {pos[off[0]].tolist()} is off the "
+                f"{self.size}x{self.size} map"
+            )
         kinds, bugs = np.asarray(params.ooi_type), np.asarray(params.ooi_bug)
         if kinds.shape != (k,) or bugs.shape != (k,):
-            raise ValueError(f"{self.name}: ooi_type and ooi_bug must have shape ({k},), got {kinds.shape} and {bugs.shape}")
+            raise ValueError(
+                f"{self.name}: ooi_type and ooi_bug must have shape ({k},), got {kinds.shape} "
+                f"and {bugs.shape}"
+            )
         bad = np.flatnonzero((kinds < 0) | (kinds >= len(OOI_TYPES)))
         if bad.size:
-            raise ValueError(f"{self.name}: OOI {bad[0]} has unknown type {kinds[bad[0]]}; known: {', '.join(f'{i} {t}' for i, t in enumerate(OOI_TYPES))}")
+            raise ValueError(
+                f"{self.name}: OOI {bad[0]} has unknown type {kinds[bad[0]]}; known: "
+                + ", ".join(f"{i} {t}" for i, t in enumerate(OOI_TYPES))
+            )
         bad = np.flatnonzero((bugs < 0) | (bugs > STRETCHED))
         if bad.size:
-            raise ValueError(f"{self.name}: OOI {bad[0]} has unknown texture bug {bugs[bad[0]]} (0 clean, 1 low resolution, 2 stretched)")
+            raise ValueError(
+                f"{self.name}: OOI {bad[0]} has unknown texture bug {bugs[bad[0]]} "
+                "(0 clean, 1 low resolution, 2 stretched)"
+            )
         for what in ("move_speed", "strafe_speed"):
             value = float(np.asarray(getattr(params, what)))
             if not 0 < value < 1:
-                raise ValueError(f"{self.name}: {what} is a movement step and must be in (0, 1) cells, got {value}")
+                raise ValueError(
+                    f"{self.name}: {what} is a movement step and must be in (0, 1) cells, "
+                    f"got {value}"
+                )
         radius = float(np.asarray(params.radius))
         if not 0 <= radius < 0.5:
-            raise ValueError(f"{self.name}: radius must be in [0, 0.5) cells (the player fits in a cell), got {radius}")
+            raise ValueError(
+                f"{self.name}: radius must be in [0, 0.5) cells (the player fits in a cell), "
+                f"got {radius}"
+            )
         turn = float(np.asarray(params.turn_deg))
         if not 0 < turn <= 180:
             raise ValueError(f"{self.name}: turn_deg must be in (0, 180] degrees, got {turn}")
-

@@ -1,13 +1,10 @@
-"""Labelled shots of ``ParkWorld-v0``'s objects: the detector's and the texture oracle's data (PPGTA §V-B).
+"""Labelled shots of ``ParkWorld-v0``'s objects, the detector's data (PPGTA §V-B).
 
-"For fine-tuning our OOI detection model, we collect a small-sized and balanced
-dataset of 2000 shots for the four OOI types": :func:`shots` renders ``num``
-frames, each aimed at an object of type ``i mod 4`` (so the types are
-balanced), seen from 1.5 to ``max_distance`` cells at a walkable bearing, the
-camera turned up to ``yaw_jitter`` off the object (so objects also appear off
-centre and partly out of frame) and looking level or one step up or down. Labels are
-the renderer's ground truth (``info["objects"]``: ids, types, texture bugs,
-boxes, visible pixels); other objects in view are labelled too.
+PPGTA fine-tunes its detector on "a small-sized and balanced dataset of 2000 shots" (§V-B):
+:func:`shots` renders them with the renderer's labels.
+
+* chosen: shots from 1.5 to 6 cells, turned and tilted, because objects must also show off
+  centre and partly out of frame.
 """
 
 from __future__ import annotations
@@ -21,12 +18,34 @@ from jgtest.envs.park_experts import start_near
 from jgtest.envs.park_render import OOI_TYPES
 
 
-def shots(env: ParkWorld, params, key: jax.Array, num: int, max_distance: float = 6.0, yaw_jitter: float = 0.4) -> dict:
-    """``num`` labelled frames (module docstring).
+def shots(
+    env: ParkWorld,
+    params,
+    key: jax.Array,
+    num: int,
+    max_distance: float = 6.0,
+    yaw_jitter: float = 0.4,
+) -> dict:
+    """``num`` labelled frames, each aimed at a reachable object of type ``i mod 4`` (so the
+    types are balanced).
+
+    Each is seen from 1.5 to ``max_distance`` cells at a walkable bearing, the camera turned up
+    to ``yaw_jitter`` off the object and looking level or one step up or down. Labels are the
+    renderer's ground truth (``info["objects"]``: ids, types, texture bugs, boxes, visible
+    pixels); other objects in view are labelled too.
+
+    Args:
+      env: the park.
+      params: its params (the objects).
+      key: the shots' key.
+      num: frames.
+      max_distance: the farthest a shot is taken from its object (cells).
+      yaw_jitter: how far the camera turns off the object (radians).
 
     Returns:
-      dict: ``frames uint8[num, H, W, 3]``; ``objects`` (``info["objects"]``'s arrays, ``[num, max_visible, ...]``);
-      ``aimed_type int32[num]`` (the type each shot was aimed at, for a stratified split); ``aimed int32[num]``.
+      dict: ``frames uint8[num, H, W, 3]``; ``objects`` (``info["objects"]``'s arrays,
+      ``[num, max_visible, ...]``); ``aimed_type int32[num]`` (the type each shot was aimed at,
+      for a stratified split); ``aimed int32[num]``.
     """
     if num < 1:
         raise ValueError(f"num must be at least 1, got {num}")
@@ -47,4 +66,9 @@ def shots(env: ParkWorld, params, key: jax.Array, num: int, max_distance: float 
         return frame, info["objects"]
 
     frames, objects = jax.vmap(render)(jax.random.split(key, num), jnp.asarray(aimed, jnp.int32))
-    return {"frames": frames, "objects": objects, "aimed_type": jnp.asarray(aimed_type, jnp.int32), "aimed": jnp.asarray(aimed, jnp.int32)}
+    return {
+        "frames": frames,
+        "objects": objects,
+        "aimed_type": jnp.asarray(aimed_type, jnp.int32),
+        "aimed": jnp.asarray(aimed, jnp.int32),
+    }

@@ -1,15 +1,11 @@
-"""Random draws for the games' hot paths: the same distributions as ``jax.random``,
-from half the threefry work.
+"""Fast random draws for the games: ``jax.random``'s distributions from half the threefry work.
 
-With the default (partitionable) threefry, ``jax.random.bits(key, (n,))`` runs
-one threefry block per value and XORs the block's two output words into one
-(element ``i`` is the block at counter ``i``, the same block that
-``jax.random.fold_in(key, i)`` and ``jax.random.split(key, n)[i]`` return).
-The raw words of ``jax.random.split(key, m)`` are those blocks unreduced: two
-independent uniform words per block, which is what ``jax.random.bits`` gives
-under x64 for ``uint64``. :func:`uniform` draws float32 values from them, one
-block for two values. Threefry dominates a small game's step: CartPole's
-reset draw (4 values) falls from 4 blocks to 2 (``benchmarks/env_throughput.py``).
+A threefry block yields two uniform 32-bit words; ``jax.random.bits`` XORs them into one value,
+while :func:`random_words` keeps both (the raw words of ``jax.random.split``), so :func:`uniform`
+draws two float32 values per block.
+
+* chosen: dtypes other than float32 go to ``jax.random.uniform`` unchanged, because float64 under
+  x64 needs its 52 random bits.
 """
 
 from __future__ import annotations
@@ -19,17 +15,26 @@ import math
 import jax
 import jax.numpy as jnp
 
-#: The float32 1.0 bit pattern, as ``jax.random.uniform`` uses: 23 random mantissa bits below it give [1, 2).
+#: The float32 1.0 bit pattern, as ``jax.random.uniform`` uses: 23 random mantissa bits below it
+#: give [1, 2).
 _ONE_BITS = 0x3F800000
 
 
 def random_words(key: jax.Array, n: int) -> jax.Array:
-    """``uint32[n]`` independent uniform words from ``ceil(n / 2)`` threefry blocks."""
+    """``uint32[n]`` independent uniform words from ``ceil(n / 2)`` threefry blocks.
+
+    With the default (partitionable) threefry, ``jax.random.bits(key, (n,))`` runs one block per
+    value (element ``i`` is the block at counter ``i``, the block ``fold_in(key, i)`` and
+    ``split(key, n)[i]`` return) and XORs its two output words into one. These are the words of
+    ``split`` unreduced, two per block, as ``jax.random.bits`` gives them under x64 for ``uint64``.
+    """
     words = jax.random.key_data(jax.random.split(key, -(-n // 2))).reshape(-1)
     return words[:n].astype(jnp.uint32)
 
 
-def uniform(key: jax.Array, shape: tuple[int, ...] = (), minval=0.0, maxval=1.0, dtype=None) -> jax.Array:
+def uniform(
+    key: jax.Array, shape: tuple[int, ...] = (), minval=0.0, maxval=1.0, dtype=None
+) -> jax.Array:
     """Uniform values in ``[minval, maxval)``, as ``jax.random.uniform``.
 
     ``dtype`` defaults to JAX's default float. float32 values take 23 random

@@ -1,9 +1,29 @@
 """Evolutionary search for Wuji: Pareto tools (NSGA-II) and variation operators, jitted."""
 
-from jgtest.evo.operators import VariationParams, breed, gaussian_mutation, ravel_population, single_point_crossover
-from jgtest.evo.pareto import binary_tournament, crowding_distance, dominates, non_dominated_rank, select
+from jgtest.evo.operators import (
+    VariationParams,
+    breed,
+    gaussian_mutation,
+    ravel_population,
+    single_point_crossover,
+)
+from jgtest.evo.pareto import (
+    binary_tournament,
+    crowding_distance,
+    dominates,
+    non_dominated_rank,
+    select,
+)
 
 __all__ = [
-    "VariationParams", "binary_tournament", "breed", "crowding_distance", "dominates", "gaussian_mutation",
-    "non_dominated_rank", "ravel_population", "select", "single_point_crossover",
-]  # fmt: skip
+    "VariationParams",
+    "binary_tournament",
+    "breed",
+    "crowding_distance",
+    "dominates",
+    "gaussian_mutation",
+    "non_dominated_rank",
+    "ravel_population",
+    "select",
+    "single_point_crossover",
+]

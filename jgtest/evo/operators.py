@@ -1,27 +1,8 @@
-"""Variation operators on flattened policy weights (Wuji, Zheng et al., 2019, §IV-B, Algorithm 1).
+"""Variation operators on flattened policy weights (Wuji, Zheng et al., 2019, §IV-B, Algorithm 1):
+single-point crossover of two parents' weight vectors, then additive Gaussian mutation.
 
-Wuji breeds a new policy from two parents chosen by Pareto-dominance binary
-tournaments: "single-point crossover (SPX)" of their weight vectors, then
-additive Gaussian mutation of the weights. A population is a pytree of
-parameters stacked on a leading axis; :func:`ravel_population` turns it into
-a ``[P, D]`` matrix of weight vectors and back.
-
-From evosax (0.3): the pytree ravelling (``evosax.algorithms.base.get_ravel_fn``)
-and the additive Gaussian mutation (``simple_ga.mutation``: ``x + σ·N(0, I)``).
-Written here because evosax lacks them: single-point crossover (evosax's GA
-crossover is uniform, gene by gene), the per-weight mutation mask, the
-``mutable`` mask (entries that cross over but are not weights, e.g. batch-norm
-statistics), the rates that apply each operator, and the Pareto tournament
-(:func:`jgtest.evo.pareto.binary_tournament`). A single cut depends on the
-order of the vector: :func:`ravel_population` follows the pytree's, so a
-caller that wants a network's layers in the order they compute passes them
-as a list (:func:`jgtest.methods.wuji.search.offspring`).
-
-Rates and σ: this copy of the paper lost their values ("are set to and
-respectively"; "a gaussian distribution N(0, .)", §V-A4). Defaults
-(:class:`VariationParams`): crossover with probability 0.9 (Deb et al.'s
-NSGA-II setting for real-coded GAs), each weight mutated with probability 0.1
-by ``N(0, 0.1²)`` — small next to the A2C fine-tuning that follows.
+* chosen: crossover 0.9 (NSGA-II's), each weight mutated with probability 0.1 by ``N(0, 0.1²)``,
+  because the paper lost its rates (§V-A4).
 """
 
 from __future__ import annotations
@@ -36,7 +17,13 @@ from flax import struct
 
 from jgtest.evo.pareto import check_objectives, dominance_tournament
 
-__all__ = ["VariationParams", "breed", "gaussian_mutation", "ravel_population", "single_point_crossover"]
+__all__ = [
+    "VariationParams",
+    "breed",
+    "gaussian_mutation",
+    "ravel_population",
+    "single_point_crossover",
+]
 
 
 @struct.dataclass
@@ -57,7 +44,9 @@ class VariationParams:
 
 def ravel_population(population):
     """``(flat [P, D], unravel)``: each member's parameters as one weight vector; ``unravel(flat)``
-    gives the stacked pytree back (evosax's ``get_ravel_fn``, vmapped)."""
+    gives the stacked pytree back (evosax's ``get_ravel_fn``, vmapped). A single cut depends on the
+    order of the vector, which follows the pytree's: a caller that wants a network's layers in the
+    order they compute passes them as a list (:func:`jgtest.methods.wuji.search.offspring`)."""
     ravel, unravel = get_ravel_fn(jax.tree.map(lambda x: x[0], population))
     return jax.vmap(ravel)(population), jax.vmap(unravel)
 
@@ -77,8 +66,15 @@ def gaussian_mutation(key: jax.Array, x: jax.Array, mutation_rate, sigma) -> jax
     return jnp.where(jax.random.bernoulli(k_mask, mutation_rate, x.shape), mutated, x)
 
 
-def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params: VariationParams = VariationParams(),
-          maximize: bool = True, mutable: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+def breed(
+    key: jax.Array,
+    flat: jax.Array,
+    objectives,
+    num_children: int,
+    params: VariationParams = VariationParams(),
+    maximize: bool = True,
+    mutable: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """Algorithm 1: ``num_children`` children of the population ``flat [P, D]``.
 
     For each child: two parents by Pareto-dominance binary tournaments on
@@ -98,12 +94,17 @@ def breed(key: jax.Array, flat: jax.Array, objectives, num_children: int, params
         raise ValueError(f"crossover needs a population of at least 2, got {flat.shape[0]}")
     objectives = check_objectives(objectives)
     if objectives.shape[0] != flat.shape[0]:
-        raise ValueError(f"objectives have {objectives.shape[0]} rows for a population of {flat.shape[0]}")
+        raise ValueError(
+            f"objectives have {objectives.shape[0]} rows for a population of {flat.shape[0]}"
+        )
     if int(num_children) < 1:
         raise ValueError(f"num_children must be at least 1, got {num_children}")
     mutable = jnp.ones(flat.shape[1], bool) if mutable is None else jnp.asarray(mutable)
     if mutable.shape != flat.shape[1:] or mutable.dtype != jnp.bool_:
-        raise ValueError(f"mutable must be bool[{flat.shape[1]}], one flag per entry of a member; got {mutable.dtype}{list(mutable.shape)}")
+        raise ValueError(
+            f"mutable must be bool[{flat.shape[1]}], one flag per entry of a member; got "
+            f"{mutable.dtype}{list(mutable.shape)}"
+        )
     return _breed(key, flat, objectives, int(num_children), params, maximize, mutable)
 
 
@@ -115,8 +116,18 @@ def _breed(key, flat, objectives, num_children, params, maximize, mutable):
 
     def child(k, a, b):
         k_cross, k_apply, k_mutate = jax.random.split(k, 3)
-        crossed = jnp.where(jax.random.bernoulli(k_apply, params.crossover_rate), single_point_crossover(k_cross, a, b), a)
-        return jnp.where(mutable, gaussian_mutation(k_mutate, crossed, params.mutation_rate, params.sigma), crossed)
+        crossed = jnp.where(
+            jax.random.bernoulli(k_apply, params.crossover_rate),
+            single_point_crossover(k_cross, a, b),
+            a,
+        )
+        return jnp.where(
+            mutable,
+            gaussian_mutation(k_mutate, crossed, params.mutation_rate, params.sigma),
+            crossed,
+        )
 
-    children = jax.vmap(child)(jax.random.split(k_children, num_children), flat[first], flat[second])
+    children = jax.vmap(child)(
+        jax.random.split(k_children, num_children), flat[first], flat[second]
+    )
     return children, first

@@ -1,29 +1,7 @@
-"""Pareto tools for multi-objective selection, jitted and vectorized (NSGA-II; Deb et al., 2002).
+"""Pareto tools (NSGA-II; Deb et al., 2002) for Wuji's selection on exploration and winning
+(§IV-B): dominance, ranks, crowding distance, survival and tournaments, under ``jit`` and ``vmap``.
 
-Wuji (Zheng et al., 2019, §IV-B) keeps the policies that are best on two
-objectives at once, exploration and winning, with NSGA-II's non-dominated
-sorting and crowding distance. These functions work on an ``(N, M)`` array of
-objectives (N points, M ≥ 1 objectives), maximised by default, and run under
-``jit`` and ``vmap``:
-
-* :func:`dominates` — ``a ≻ b``: ``a`` at least as good in every objective and
-  better in one.
-* :func:`non_dominated_rank` — the front of every point (0 = non-dominated).
-* :func:`crowding_distance` — NSGA-II's crowding distance within each front.
-* :func:`select` — NSGA-II survival: whole fronts, the last one by crowding.
-* :func:`binary_tournament` — parents by Pareto-dominance binary tournaments.
-
-Ranks are computed without NSGA-II's front-by-front peeling, whose cost grows
-with the number of fronts: a point's front is the length of the longest chain
-of points dominating it (front 0 has no dominator; a point of front k has a
-dominator in front k − 1 and none in fronts ≥ k), and after a lexicographic
-sort (best first) every dominator of a point comes before it, so one
-``lax.scan`` over the sorted points assigns ``rank_i = max_{j ≻ i} rank_j + 1``
-in ``O(N² M)`` time and ``O(N M)`` memory (no ``N × N`` matrix).
-
-Checks run before tracing, on shapes (and on values, for NaN, where the
-objectives are concrete): a wrong rank, a ``k`` out of range or a NaN gives a
-``ValueError`` naming it.
+* chosen: ranks by one ``lax.scan`` over a lexicographic sort, in ``O(N M)`` memory, no peeling.
 """
 
 from __future__ import annotations
@@ -38,16 +16,30 @@ __all__ = ["binary_tournament", "crowding_distance", "dominates", "non_dominated
 
 
 def check_objectives(objectives, name: str = "objectives") -> jax.Array:
-    """``objectives`` as a float array ``(N, M)``, N ≥ 1, M ≥ 1, checked (NaN only when concrete)."""
+    """``objectives`` as a float array ``(N, M)``, N ≥ 1, M ≥ 1, checked (NaN only when
+    concrete)."""
     if jnp.ndim(objectives) != 2:
-        raise ValueError(f"{name} must be (N, M): points × objectives, got shape {jnp.shape(objectives)}")
+        raise ValueError(
+            f"{name} must be (N, M): points × objectives, got shape {jnp.shape(objectives)}"
+        )
     if jnp.shape(objectives)[0] < 1 or jnp.shape(objectives)[1] < 1:
-        raise ValueError(f"{name} needs at least one point and one objective, got shape {jnp.shape(objectives)}")
-    if not isinstance(objectives, jax.core.Tracer) and np.isnan(np.asarray(objectives, dtype=np.float64)).any():
+        raise ValueError(
+            f"{name} needs at least one point and one objective, got shape {jnp.shape(objectives)}"
+        )
+    if (
+        not isinstance(objectives, jax.core.Tracer)
+        and np.isnan(np.asarray(objectives, dtype=np.float64)).any()
+    ):
         rows = np.flatnonzero(np.isnan(np.asarray(objectives, dtype=np.float64)).any(axis=1))
-        raise ValueError(f"{name} has NaN at point(s) {rows[:10].tolist()}: an objective must be a number")
+        raise ValueError(
+            f"{name} has NaN at point(s) {rows[:10].tolist()}: an objective must be a number"
+        )
     objectives = jnp.asarray(objectives)
-    return objectives if jnp.issubdtype(objectives.dtype, jnp.floating) else objectives.astype(jnp.float32)
+    return (
+        objectives
+        if jnp.issubdtype(objectives.dtype, jnp.floating)
+        else objectives.astype(jnp.float32)
+    )
 
 
 def _oriented(objectives: jax.Array, maximize: bool) -> jax.Array:
@@ -55,8 +47,8 @@ def _oriented(objectives: jax.Array, maximize: bool) -> jax.Array:
 
 
 def dominates(a: jax.Array, b: jax.Array, maximize: bool = True) -> jax.Array:
-    """``a ≻ b`` (Pareto dominance) over the last axis: ``all(a ≥ b) and any(a > b)`` when maximising
-    (``≤``/``<`` when minimising); broadcasts over leading axes."""
+    """``a ≻ b`` (Pareto dominance) over the last axis: ``all(a ≥ b) and any(a > b)`` when
+    maximising (``≤``/``<`` when minimising); broadcasts over leading axes."""
     a, b = _oriented(a, maximize), _oriented(b, maximize)
     return jnp.all(a >= b, axis=-1) & jnp.any(a > b, axis=-1)
 
@@ -70,8 +62,15 @@ def non_dominated_rank(objectives, maximize: bool = True) -> jax.Array:
 
     Returns:
       ``rank`` with ``rank_i = 0`` when no point dominates ``i``, else
-      ``1 + max {rank_j : j ≻ i}`` (module docstring). Equal points share a
-      front; they never dominate each other.
+      ``1 + max {rank_j : j ≻ i}``. Equal points share a front; they never
+      dominate each other.
+
+    Ranks are computed without NSGA-II's front-by-front peeling, whose cost
+    grows with the number of fronts: a point's front is the length of the
+    longest chain of points dominating it, and after a lexicographic sort (best
+    first) every dominator of a point comes before it, so one ``lax.scan`` over
+    the sorted points assigns the ranks in ``O(N² M)`` time and ``O(N M)``
+    memory (no ``N × N`` matrix).
 
     Example:
       >>> non_dominated_rank(jnp.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])).tolist()
@@ -82,7 +81,8 @@ def non_dominated_rank(objectives, maximize: bool = True) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames="maximize")
 def front_ranks(objectives: jax.Array, maximize: bool) -> jax.Array:
-    """:func:`non_dominated_rank` without the input checks (``objectives`` already checked: callers inside ``jit``)."""
+    """:func:`non_dominated_rank` without the input checks (``objectives`` already checked: callers
+    inside ``jit``)."""
     values = _oriented(objectives, maximize)
     # Best first lexicographically: every dominator of a point sorts before it.
     order = jnp.lexsort(tuple(-values[:, m] for m in reversed(range(values.shape[1]))))
@@ -117,7 +117,10 @@ def crowding_distance(objectives, ranks) -> jax.Array:
     """
     objectives = check_objectives(objectives)
     if jnp.shape(ranks) != objectives.shape[:1]:
-        raise ValueError(f"ranks must be ({objectives.shape[0]},) like the objectives' points, got {jnp.shape(ranks)}")
+        raise ValueError(
+            f"ranks must be ({objectives.shape[0]},) like the objectives' points, got "
+            f"{jnp.shape(ranks)}"
+        )
     return front_crowding(objectives, jnp.asarray(ranks, jnp.int32))
 
 
@@ -131,7 +134,10 @@ def front_crowding(objectives: jax.Array, ranks: jax.Array) -> jax.Array:
         f_sorted, r_sorted = f[order], ranks[order]
         low = jax.ops.segment_min(f, ranks, num_segments=n)[r_sorted]
         high = jax.ops.segment_max(f, ranks, num_segments=n)[r_sorted]
-        prev_f, next_f = jnp.concatenate([f_sorted[:1], f_sorted[:-1]]), jnp.concatenate([f_sorted[1:], f_sorted[-1:]])
+        prev_f, next_f = (
+            jnp.concatenate([f_sorted[:1], f_sorted[:-1]]),
+            jnp.concatenate([f_sorted[1:], f_sorted[-1:]]),
+        )
         prev_r = jnp.concatenate([jnp.array([-1], ranks.dtype), r_sorted[:-1]])
         next_r = jnp.concatenate([r_sorted[1:], jnp.array([-1], ranks.dtype)])
         boundary = (prev_r != r_sorted) | (next_r != r_sorted)
@@ -151,7 +157,9 @@ def select(objectives, k: int, maximize: bool = True) -> jax.Array:
     """
     objectives = check_objectives(objectives)
     if not 1 <= int(k) <= objectives.shape[0]:
-        raise ValueError(f"k must be between 1 and the population size {objectives.shape[0]}, got {k}")
+        raise ValueError(
+            f"k must be between 1 and the population size {objectives.shape[0]}, got {k}"
+        )
     return _select(objectives, int(k), maximize)
 
 
@@ -182,11 +190,16 @@ def binary_tournament(key: jax.Array, objectives, num: int, maximize: bool = Tru
 
 
 @functools.partial(jax.jit, static_argnames=("num", "maximize"))
-def dominance_tournament(key: jax.Array, objectives: jax.Array, num: int, maximize: bool) -> jax.Array:
+def dominance_tournament(
+    key: jax.Array, objectives: jax.Array, num: int, maximize: bool
+) -> jax.Array:
     """:func:`binary_tournament` without the input checks."""
     pick_key, coin_key = jax.random.split(key)
     a, b = jax.random.randint(pick_key, (2, num), 0, objectives.shape[0])
     coin = jax.random.bernoulli(coin_key, 0.5, (num,))
-    a_beats_b, b_beats_a = dominates(objectives[a], objectives[b], maximize), dominates(objectives[b], objectives[a], maximize)
+    a_beats_b, b_beats_a = (
+        dominates(objectives[a], objectives[b], maximize),
+        dominates(objectives[b], objectives[a], maximize),
+    )
     a_wins = a_beats_b | (~b_beats_a & coin)
     return jnp.where(a_wins, a, b).astype(jnp.int32)

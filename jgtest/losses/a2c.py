@@ -55,7 +55,8 @@ def a2c_loss(
       >>> import jax.numpy as jnp
       >>> from jgtest.losses import a2c_loss
       >>> logits = jnp.zeros((2, 3))                      # a uniform policy over 3 actions
-      >>> loss, metrics = a2c_loss(logits, jnp.zeros(2), jnp.array([0, 2]), jnp.ones(2), jnp.ones(2))
+      >>> ones = jnp.ones(2)
+      >>> loss, metrics = a2c_loss(logits, jnp.zeros(2), jnp.array([0, 2]), ones, ones)
       >>> round(float(metrics["entropy"]), 4)             # log 3
       1.0986
     """

@@ -8,8 +8,14 @@ import jax.numpy as jnp
 
 from jgtest.losses._common import as_weights, entropy_of, log_prob_of, weighted_mean
 
+#: The percentile of the batch's returns an episode must reach to be an elite: Lapan's (2018)
+#: ``PERCENTILE = 70``, which RELINE's replication package uses (the best 30% of the batch).
+ELITE_PERCENTILE = 70.0
 
-def cem_elite_mask(episode_returns: jax.Array, percentile: float | jax.Array = 70.0) -> jax.Array:
+
+def cem_elite_mask(
+    episode_returns: jax.Array, percentile: float | jax.Array = ELITE_PERCENTILE
+) -> jax.Array:
     """Elite episodes of a batch: those whose return is ≥ the ``percentile``-th percentile.
 
     The cross-entropy method (Rubinstein & Kroese 2004, "The cross-entropy
@@ -43,7 +49,8 @@ def cem_elite_mask(episode_returns: jax.Array, percentile: float | jax.Array = 7
     Example:
       >>> import jax.numpy as jnp
       >>> from jgtest.losses.cem import cem_elite_mask
-      >>> cem_elite_mask(jnp.array([1.0, 5.0, 3.0, 9.0])).tolist()   # the 70th percentile's episodes and above
+      >>> # the 70th percentile's episodes and above
+      >>> cem_elite_mask(jnp.array([1.0, 5.0, 3.0, 9.0])).tolist()
       [False, False, False, True]
     """
     chex.assert_rank(episode_returns, 1)
@@ -78,7 +85,9 @@ def cem_top_m_mask(episode_returns: jax.Array, m: int) -> jax.Array:
     return jnp.zeros(n, bool).at[order[:m]].set(True)
 
 
-def cem_loss(logits_t: jax.Array, a_t: jax.Array, weight_t: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+def cem_loss(
+    logits_t: jax.Array, a_t: jax.Array, weight_t: jax.Array
+) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Cross-entropy of the policy to the elite episodes' actions (weighted mean).
 
     The update step of the cross-entropy method for policies (Lapan 2018, ch. 4;

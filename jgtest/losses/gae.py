@@ -53,13 +53,14 @@ def gae(
       truncated_t: ``bool[T]`` the step hit a time limit (not terminal).
       gamma: discount ``γ`` (scalar; may be traced, e.g. vmapped over a sweep).
       lam: ``λ`` (scalar; may be traced).
-      valid_t: ``bool[T]`` or ``None``: the agent's own steps. Steps where it did not act (e.g. while a
-        scripted or learned test drove the game, PPGTA) are skipped: each valid step bootstraps from the
-        next valid step's ``V`` and takes its ``A``, as if the skipped steps were part of the game's
-        transition, their rewards not credited to anyone; a skipped step that ends the episode passes its
-        bootstrap ``(1 − term)·V(s_{t+1})`` and a cut recursion back. Skipped steps get ``A = 0`` and
-        ``R = V(s_t)`` (mask them out of the loss). With every step valid this is the formula above, with
-        ``V(s_{t+1})`` read from ``v_t[t + 1]`` instead of ``v_tp1[t]`` inside an episode.
+      valid_t: ``bool[T]`` or ``None``: the agent's own steps. Steps where it did not act (e.g.
+        while a scripted or learned test drove the game, PPGTA) are skipped: each valid step
+        bootstraps from the next valid step's ``V`` and takes its ``A``, as if the skipped steps
+        were part of the game's transition, their rewards not credited to anyone; a skipped step
+        that ends the episode passes its bootstrap ``(1 − term)·V(s_{t+1})`` and a cut recursion
+        back. Skipped steps get ``A = 0`` and ``R = V(s_t)`` (mask them out of the loss). With every
+        step valid this is the formula above, with ``V(s_{t+1})`` read from ``v_t[t + 1]`` instead
+        of ``v_tp1[t]`` inside an episode.
 
     Returns:
       ``(advantages float[T], returns float[T])`` with ``returns = advantages + v_t``.
@@ -73,8 +74,8 @@ def gae(
       >>> adv.tolist()   # δ = [1.5, 1.0]; A_0 = 1.5 + 0.5·1.0
       [2.0, 1.0]
 
-    Batch over ``N`` environments with ``jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1)``
-    for ``[T, N]`` arrays.
+    Batch over ``N`` environments with
+    ``jax.vmap(gae, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1)`` for ``[T, N]`` arrays.
     """
     chex.assert_rank([r_t, v_t, v_tp1, terminated_t, truncated_t], 1)
     chex.assert_type([r_t, v_t, v_tp1], float)
@@ -88,7 +89,9 @@ def gae(
     not_done_t = 1.0 - (terminated_t | truncated_t).astype(dtype)
 
     if valid_t is not None:
-        return _gae_over_valid_steps(r_t, v_t, not_term_t * v_tp1, not_done_t, valid_t, gamma, lam, dtype)
+        return _gae_over_valid_steps(
+            r_t, v_t, not_term_t * v_tp1, not_done_t, valid_t, gamma, lam, dtype
+        )
     delta_t = r_t + gamma * not_term_t * v_tp1 - v_t
     decay_t = gamma * lam * not_done_t
 
@@ -97,22 +100,34 @@ def gae(
         adv = delta + decay * adv_tp1
         return adv, adv
 
-    _, advantages = lax.scan(step, jnp.zeros((), dtype), (delta_t.astype(dtype), decay_t), reverse=True)
+    _, advantages = lax.scan(
+        step, jnp.zeros((), dtype), (delta_t.astype(dtype), decay_t), reverse=True
+    )
     return advantages, advantages + v_t
 
 
 def _gae_over_valid_steps(r_t, v_t, bootstrap_t, not_done_t, valid_t, gamma, lam, dtype):
-    """:func:`gae` on the valid steps of a stream (its ``valid_t``): right to left, carrying the next valid
-    step's ``(A, V)``; an episode's end resets them to ``(0, bootstrap)``."""
+    """:func:`gae` on the valid steps of a stream (its ``valid_t``): right to left, carrying the
+    next valid step's ``(A, V)``; an episode's end resets them to ``(0, bootstrap)``."""
     chex.assert_equal_shape([r_t, valid_t])
     chex.assert_type(valid_t, bool)
 
     def step(carry, inputs):
         r, v, bootstrap, not_done, valid = inputs
-        adv_next, v_next = jnp.where(not_done, carry[0], 0.0), jnp.where(not_done, carry[1], bootstrap)
+        adv_next, v_next = (
+            jnp.where(not_done, carry[0], 0.0),
+            jnp.where(not_done, carry[1], bootstrap),
+        )
         adv = r + gamma * v_next - v + gamma * lam * adv_next
-        return (jnp.where(valid, adv, adv_next), jnp.where(valid, v, v_next)), jnp.where(valid, adv, 0.0)
+        return (jnp.where(valid, adv, adv_next), jnp.where(valid, v, v_next)), jnp.where(
+            valid, adv, 0.0
+        )
 
     init = (jnp.zeros((), dtype), bootstrap_t[-1].astype(dtype))
-    _, advantages = lax.scan(step, init, (r_t.astype(dtype), v_t.astype(dtype), bootstrap_t.astype(dtype), not_done_t, valid_t), reverse=True)
+    _, advantages = lax.scan(
+        step,
+        init,
+        (r_t.astype(dtype), v_t.astype(dtype), bootstrap_t.astype(dtype), not_done_t, valid_t),
+        reverse=True,
+    )
     return advantages, advantages + v_t

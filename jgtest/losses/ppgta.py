@@ -1,14 +1,6 @@
-"""PPGTA's representation and imitation losses (Abdelfattah, Brown & Zhang, §IV-A and §IV-B).
-
-* :func:`od_mask_one_of_pair` and :func:`inverse_dynamics_loss` — masked inverse dynamics (§IV-A,
-  Eq. 3): the encoder predicts ``a_t`` from the adjacent frames ``(s_{t−1}, s_t)``, one of the two
-  OD-masked at random ("we randomly augment one of the two adjacent frames ... using our OD mask");
-* :func:`ema_update` — the teacher as an exponential moving average of the student (§IV-B, after DINO);
-* :func:`consistency_loss` and :func:`imitation_loss` — Eq. 4: ``CE(a_t, f^s(h^c_t)) − λ·ĥ^c_t·log h^c_t``,
-  the teacher's concatenated memory state ``ĥ^c`` (from unmasked frames) a distribution the
-  student's ``h^c`` is pulled toward, no gradient through the teacher.
-
-Pure and jittable; each loss returns ``(loss, metrics)``.
+"""PPGTA's losses (Abdelfattah, Brown & Zhang, §IV-A, §IV-B): masked inverse dynamics (Eq. 3), the
+EMA teacher (after DINO), and Eq. 4: ``CE(a_t, f^s(h^c_t)) − λ·ĥ^c_t·log h^c_t``, no gradient
+through the teacher.
 """
 
 from __future__ import annotations
@@ -18,13 +10,16 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jgtest.envs.wrappers import od_mask
+from jgtest.frames import od_mask
 from jgtest.losses.imitation import bc_loss
 
 
-def od_mask_one_of_pair(key: jax.Array, frames_tm1: jax.Array, frames_t: jax.Array, boxes: jax.Array):
-    """``(frames_tm1, frames_t)`` ``[B, H, W, 3]`` with, in each pair, one of the two frames (a fair coin
-    per pair) OD-masked around its pair's box ``boxes [B, 4]`` (:func:`jgtest.envs.wrappers.od_mask`)."""
+def od_mask_one_of_pair(
+    key: jax.Array, frames_tm1: jax.Array, frames_t: jax.Array, boxes: jax.Array
+):
+    """``(frames_tm1, frames_t)`` ``[B, H, W, 3]`` with, in each pair, one of the two frames (a fair
+    coin per pair) OD-masked around its pair's box ``boxes [B, 4]`` (:func:`jgtest.frames.od_mask`):
+    "we randomly augment one of the two adjacent frames ... using our OD mask" (§IV-A)."""
     first = jax.random.bernoulli(key, 0.5, (frames_tm1.shape[0],))
     masked_tm1 = jax.vmap(od_mask)(frames_tm1, boxes)
     masked_t = jax.vmap(od_mask)(frames_t, boxes)
@@ -32,9 +27,11 @@ def od_mask_one_of_pair(key: jax.Array, frames_tm1: jax.Array, frames_t: jax.Arr
     return pick(first, masked_tm1, frames_tm1), pick(first, frames_t, masked_t)
 
 
-def inverse_dynamics_loss(apply_fn: Callable, params, frames_tm1, frames_t, a_t, boxes, key, mask_t=None):
-    """Eq. 3: cross-entropy of ``a_t`` under ``apply_fn(params, s_{t−1}, s_t) -> logits [B, A]``, one frame
-    of each pair OD-masked at random (:func:`od_mask_one_of_pair`).
+def inverse_dynamics_loss(
+    apply_fn: Callable, params, frames_tm1, frames_t, a_t, boxes, key, mask_t=None
+):
+    """Eq. 3: cross-entropy of ``a_t`` under ``apply_fn(params, s_{t−1}, s_t) -> logits [B, A]``,
+    one frame of each pair OD-masked at random (:func:`od_mask_one_of_pair`).
 
     Returns:
       ``(loss, {"accuracy"})`` (:func:`jgtest.losses.bc_loss` on the encoder's logits).
@@ -44,7 +41,8 @@ def inverse_dynamics_loss(apply_fn: Callable, params, frames_tm1, frames_t, a_t,
 
 
 def ema_update(teacher, student, decay: float):
-    """``decay · teacher + (1 − decay) · student``, leaf by leaf (DINO's teacher momentum, e.g. 0.996).
+    """``decay · teacher + (1 − decay) · student``, leaf by leaf (DINO's teacher momentum, e.g.
+    0.996).
 
     Raises:
       ValueError: ``decay`` outside ``[0, 1]`` (a concrete value).
@@ -54,11 +52,17 @@ def ema_update(teacher, student, decay: float):
     return jax.tree.map(lambda t, s: decay * t + (1.0 - decay) * s, teacher, student)
 
 
-def consistency_loss(h_student: jax.Array, h_teacher: jax.Array, student_temp: float = 0.1, teacher_temp: float = 0.04):
-    """``−Σ_k ĥ_k · log h_k``, averaged over the leading dims: the teacher's state ``h_teacher [..., D]``
-    as a distribution ``ĥ = softmax(h_teacher / teacher_temp)`` (no gradient), the student's as
-    log-probabilities ``log h = log_softmax(h_student / student_temp)`` — Eq. 4's second term, with
-    DINO's temperatures (0.1 student, 0.04 teacher; DINO's centring is left out).
+def consistency_loss(
+    h_student: jax.Array,
+    h_teacher: jax.Array,
+    student_temp: float = 0.1,
+    teacher_temp: float = 0.04,
+):
+    """``−Σ_k ĥ_k · log h_k``, averaged over the leading dims: the teacher's state
+    ``h_teacher [..., D]`` as a distribution ``ĥ = softmax(h_teacher / teacher_temp)`` (no
+    gradient), the student's as log-probabilities ``log h = log_softmax(h_student / student_temp)``
+    — Eq. 4's second term, with DINO's temperatures (0.1 student, 0.04 teacher; DINO's centring is
+    left out).
 
     Returns:
       ``(loss, {"teacher_entropy"})``.
@@ -70,7 +74,16 @@ def consistency_loss(h_student: jax.Array, h_teacher: jax.Array, student_temp: f
     return loss, {"teacher_entropy": entropy}
 
 
-def imitation_loss(logits_t, a_t, h_student, h_teacher, lam: float, mask_t=None, student_temp=0.1, teacher_temp=0.04):
+def imitation_loss(
+    logits_t,
+    a_t,
+    h_student,
+    h_teacher,
+    lam: float,
+    mask_t=None,
+    student_temp=0.1,
+    teacher_temp=0.04,
+):
     """Eq. 4: ``CE(a_t, logits_t) + λ · consistency_loss(h_student, h_teacher)`` (the paper's
     ``−λ·ĥ·log h`` term), per step ``logits_t [T, A]``, states ``[T, D]``.
 
@@ -81,4 +94,9 @@ def imitation_loss(logits_t, a_t, h_student, h_teacher, lam: float, mask_t=None,
         raise ValueError(f"the consistency weight λ must be non-negative, got {lam}")
     ce, metrics = bc_loss(logits_t, a_t, mask_t)
     consistency, extra = consistency_loss(h_student, h_teacher, student_temp, teacher_temp)
-    return ce + lam * consistency, {**metrics, **extra, "cross_entropy": ce, "consistency": consistency}
+    return ce + lam * consistency, {
+        **metrics,
+        **extra,
+        "cross_entropy": ce,
+        "consistency": consistency,
+    }

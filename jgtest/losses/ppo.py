@@ -64,7 +64,8 @@ def ppo_loss(
       adv_norm_eps: added to the standard deviation when normalising.
       mask_t: ``bool[T]`` or ``None``: the steps that count. Every mean above (and the advantages'
         standardisation) is over them alone, so masked steps add nothing to the loss or its gradient
-        (e.g. steps where a test, not the policy, drove the game: :func:`jgtest.losses.gae`'s ``valid_t``).
+        (e.g. steps where a test, not the policy, drove the game: :func:`jgtest.losses.gae`'s
+        ``valid_t``).
 
     Returns:
       ``(loss, metrics)``: scalar loss and a dict of scalars ``policy_loss``,
@@ -77,13 +78,16 @@ def ppo_loss(
       >>> import jax, jax.numpy as jnp
       >>> from jgtest.losses import ppo_loss
       >>> a, old_log_prob = jnp.array([0, 1]), jnp.log(jnp.array([0.5, 0.5]))
+      >>> adv, zeros = jnp.array([1.0, -1.0]), jnp.zeros(2)
       >>> def loss_fn(logits):                          # logits: the policy head's output [B, A]
-      ...     return ppo_loss(logits, jnp.zeros(2), a, old_log_prob, jnp.zeros(2), jnp.array([1.0, -1.0]), jnp.zeros(2))
+      ...     return ppo_loss(logits, zeros, a, old_log_prob, zeros, adv, zeros)
       >>> (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(jnp.zeros((2, 2)))
-      >>> float(metrics["approx_kl"]), grads.shape      # the policy that collected the data: no step taken yet
+      >>> float(metrics["approx_kl"]), grads.shape      # the collecting policy: no step taken yet
       (0.0, (2, 2))
     """
-    chex.assert_rank([logits_t, v_t, a_t, old_log_prob_t, old_v_t, advantage_t, return_t], [2, 1, 1, 1, 1, 1, 1])
+    chex.assert_rank(
+        [logits_t, v_t, a_t, old_log_prob_t, old_v_t, advantage_t, return_t], [2, 1, 1, 1, 1, 1, 1]
+    )
     chex.assert_type([logits_t, v_t, old_log_prob_t, old_v_t, advantage_t, return_t], float)
     chex.assert_type(a_t, int)
     chex.assert_equal_shape([v_t, a_t, old_log_prob_t, old_v_t, advantage_t, return_t])
@@ -123,6 +127,8 @@ def ppo_loss(
         "value_loss": value_loss,
         "entropy": entropy,
         "approx_kl": jax.lax.stop_gradient(mean((ratio_t - 1.0) - log_ratio_t)),
-        "clip_fraction": jax.lax.stop_gradient(mean((jnp.abs(ratio_t - 1.0) > clip_eps).astype(ratio_t.dtype))),
+        "clip_fraction": jax.lax.stop_gradient(
+            mean((jnp.abs(ratio_t - 1.0) > clip_eps).astype(ratio_t.dtype))
+        ),
     }
     return loss, metrics

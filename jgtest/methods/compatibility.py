@@ -1,20 +1,13 @@
-"""Whether a method can test a game, checked before anything compiles, and the docs' method × game table.
-
-Each game declares the signals it provides and each method the signals it reads
-(:mod:`jgtest.signals`). ``jgtest run METHOD --game G`` calls :func:`check` before anything
-compiles or a game starts, so an incompatible pair is refused with the missing signal named and
-how a game provides it:
+"""Whether a method can test a game (the signals each reads and provides, :mod:`jgtest.signals`;
+:func:`runs_on`), checked before anything compiles, and the docs' method × game table
+(``python -m jgtest.methods.compatibility`` writes ``docs/games.md``)::
 
     >>> from jgtest.methods import compatibility
     >>> compatibility.check("reline", "BlockMaze-v0")
     Traceback (most recent call last):
     ...
-    jgtest.methods.compatibility.MissingSignal: reline reads frame_time, which BlockMaze-v0 does not provide. To provide it: ...
-
-Signals say whether a method *can* read a game; where a method also needs settings made for the
-game (RELINE's per-game calibration, the plans' vocabulary), :func:`runs_on` says which games it
-has them for. The method × game table (:func:`compatibility_table`, ``docs/games.md``, written by
-``python -m jgtest.methods.compatibility``) says for every blank why.
+    jgtest.methods.compatibility.MissingSignal: reline reads frame_time, which BlockMaze-v0 does
+    not provide. To provide it: ...
 """
 
 from __future__ import annotations
@@ -54,41 +47,79 @@ def missing(method: str, game: str, options: dict | None = None) -> tuple[str, .
     from jgtest.plans.doom import level_of
 
     if method == "plan" and level_of(game):
-        return ()  # a level's plans read the engine's sectors and things (jgtest.plans.doom), not a twin's events and actors
+        # a level's plans read the engine's sectors and things (jgtest.plans.doom), not a twin's
+        # events and actors
+        return ()
     have = provided(game, options)
     return tuple(s for s in NEEDS[method] if s not in have)
 
 
 def runs_on(method: str, game: str) -> tuple[str, str] | None:
     """``None`` where ``method`` has settings for ``game``; otherwise why not, short (a table cell)
-    and in full (the refusal). Signals present, a method may still need settings made for the game."""
+    and in full (the refusal). Signals present, a method may still need settings made for the
+    game."""
     from jgtest.host_loop import is_host_game
 
     if method == "reline":
-        from jgtest.methods.reline.config import GAMES, GENERIC_PREFIXES, HOST_GAMES, uses_generic_terms
+        from jgtest.methods.reline.config import (
+            GAMES,
+            GENERIC_PREFIXES,
+            HOST_GAMES,
+            uses_generic_terms,
+        )
 
         known = GAMES + HOST_GAMES
         if game not in known and not uses_generic_terms(game):
-            return "no RELINE settings", (f"RELINE's per-game settings (reward, threshold, training budget) exist for {', '.join(known)} "
-                                          f"and {', '.join(p + '…' for p in GENERIC_PREFIXES)}")  # fmt: skip
+            return "no RELINE settings", (
+                "RELINE's per-game settings (reward, threshold, training budget) exist for "
+                f"{', '.join(known)} "
+                f"and {', '.join(p + '…' for p in GENERIC_PREFIXES)}"
+            )
     elif method == "inspector" and game.startswith(("vizdoom:", "gym:")):
         if game.startswith("vizdoom:") and "/" not in game:
-            return "levels only", "Inspector explores a level with its 360° object tests, whose walk turns and strafes: a WAD's map (vizdoom:freedoom2/MAP01)"
+            return (
+                "levels only",
+                "Inspector explores a level with its 360° object tests, whose walk turns and "
+                "strafes: a WAD's map (vizdoom:freedoom2/MAP01)",
+            )
     elif method in ("ppgta", "compare-explorers") and game.startswith("vizdoom:"):
-        return "no PPGTA models", ("PPGTA's models (path imitation, inverse dynamics, the object detector, the texture oracle) are trained "
-                                   "on ParkWorld-v0: its path follower's demonstrations and its objects' textures with injected defects. On a "
-                                   "level, a scripted walker over the walkable cells could record the demonstrations and the labels buffer "
-                                   "could train the detector, but that training is not wired for levels")  # fmt: skip
-    elif method in ("inspector", "ppgta", "compare-explorers") or (method == "random" and game.startswith("unreal:")):
+        return "no PPGTA models", (
+            "PPGTA's models (path imitation, inverse dynamics, the object detector, the texture "
+            "oracle) are trained "
+            "on ParkWorld-v0: its path follower's demonstrations and its objects' textures with "
+            "injected defects. On a "
+            "level, a scripted walker over the walkable cells could record the demonstrations "
+            "and the labels buffer "
+            "could train the detector, but that training is not wired for levels"
+        )
+    elif method in ("inspector", "ppgta", "compare-explorers") or (
+        method == "random" and game.startswith("unreal:")
+    ):
         if game != "ParkWorld-v0" and not game.startswith("unreal:"):
-            return "park agents only", ("the park's agents are trained on ParkWorld-v0 and drive it, an Unreal game (unreal:HOST:PORT) or, "
-                                        "Inspector, a level (vizdoom:WAD/MAP) or a Gymnasium game reporting its objects (gym:ENV_ID)")  # fmt: skip
+            return "park agents only", (
+                "the park's agents are trained on ParkWorld-v0 and drive it, an Unreal game "
+                "(unreal:HOST:PORT) or, "
+                "Inspector, a level (vizdoom:WAD/MAP) or a Gymnasium game reporting its objects "
+                "(gym:ENV_ID)"
+            )
     elif method == "plan":
         if game.startswith("vizdoom:") and "/" not in game:
-            return "levels only", "plans on ViZDoom name a level's doors, switches, pickups and exit, read from its WAD: a map (vizdoom:freedoom1/E1M1)"
+            return (
+                "levels only",
+                "plans on ViZDoom name a level's doors, switches, pickups and exit, read from "
+                "its WAD: a map (vizdoom:freedoom1/E1M1)",
+            )
         if game != "Dungeon-v0" and not game.startswith("vizdoom:"):
-            return "no plan vocabulary", "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 and ViZDoom's levels (vizdoom:WAD/MAP)"
-    elif is_host_game(game) and not (method == "random" and game.startswith(HOST_RANDOM_PREFIXES)) and method != "wuji":
+            return (
+                "no plan vocabulary",
+                "plans have a vocabulary (actions, actors, validations) for Dungeon-v0 and "
+                "ViZDoom's levels (vizdoom:WAD/MAP)",
+            )
+    elif (
+        is_host_game(game)
+        and not (method == "random" and game.startswith(HOST_RANDOM_PREFIXES))
+        and method != "wuji"
+    ):
         return "device games only", f"{method} runs on device games; {game} steps on the host"
     return None
 
@@ -104,7 +135,10 @@ def check(method: str, game: str, options: dict | None = None) -> None:
     lacking = missing(method, game, options)
     if lacking:
         advice = "; ".join(f"{s}: {HOW[s]}" for s in lacking)
-        raise MissingSignal(f"{method} reads {', '.join(lacking)}, which {game} does not provide. To provide it: {advice}")
+        raise MissingSignal(
+            f"{method} reads {', '.join(lacking)}, which {game} does not provide. To provide it: "
+            f"{advice}"
+        )
     reason = runs_on(method, game)
     if reason is not None:
         raise NotWired(f"{method} cannot run on {game}: {reason[1]}")
@@ -112,7 +146,10 @@ def check(method: str, game: str, options: dict | None = None) -> None:
 
 def compatibility_table(games: tuple[str, ...], methods: tuple[str, ...] = tuple(NEEDS)) -> str:
     """The method × game table in Markdown: ✓ where :func:`check` passes, otherwise why not."""
-    rows = ["| game | provides | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+    rows = [
+        "| game | provides | " + " | ".join(methods) + " |",
+        "|---|---|" + "---|" * len(methods),
+    ]
     for game in games:
         cells = []
         for method in methods:
@@ -127,13 +164,25 @@ def compatibility_table(games: tuple[str, ...], methods: tuple[str, ...] = tuple
     return "\n".join(rows)
 
 
-#: The bridged games the random campaign plays through the host loop (:mod:`jgtest.methods.host_random`).
+#: The bridged games the random campaign plays through the host loop
+#: (:mod:`jgtest.methods.host_random`).
 HOST_RANDOM_PREFIXES = ("gym:", "ale:", "vizdoom:")
-#: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check`` compares).
+#: The docs' method × game page (``python -m jgtest.methods.compatibility`` writes it; ``--check``
+#: compares).
 PAGE = "docs/games.md"
 #: The bridged and adapted games the page lists beside the twins jgtest ships.
-BRIDGED_EXAMPLES = ("ale:MsPacman", "ale:Pong", "ale:Enduro", "supertuxkart:lighthouse", "unreal:HOST:PORT", "vizdoom:basic", "vizdoom:freedoom2/MAP01",
-                    "gym:ENV_ID", "gymnax:CartPole-v1", "craftax:Craftax-Classic-Symbolic-v1")
+BRIDGED_EXAMPLES = (
+    "ale:MsPacman",
+    "ale:Pong",
+    "ale:Enduro",
+    "supertuxkart:lighthouse",
+    "unreal:HOST:PORT",
+    "vizdoom:basic",
+    "vizdoom:freedoom2/MAP01",
+    "gym:ENV_ID",
+    "gymnax:CartPole-v1",
+    "craftax:Craftax-Classic-Symbolic-v1",
+)
 
 
 def page() -> str:
@@ -141,36 +190,50 @@ def page() -> str:
     from jgtest.envs import BUILT_IN_GAMES
 
     signal_rows = "\n".join(f"| `{s}` | {HOW[s]} |" for s in SIGNALS)
-    need_rows = "\n".join(f"| `{m}` | {', '.join(f'`{s}`' for s in needs)} |" for m, needs in NEEDS.items())
+    need_rows = "\n".join(
+        f"| `{m}` | {', '.join(f'`{s}`' for s in needs)} |" for m, needs in NEEDS.items()
+    )
     return (
         "# Which method runs on which game\n\n"
-        "<!-- generated by `python -m jgtest.methods.compatibility`; `--check` tells whether it is current -->\n\n"
-        "Each game declares the signals it provides (`TestingEnv.signals`, `HostEnv.signals`) and each method "
-        "the signals it reads (`jgtest.signals.NEEDS`). `jgtest run METHOD --game G` refuses a pair before anything "
+        "<!-- generated by `python -m jgtest.methods.compatibility`; `--check` tells whether it "
+        "is current -->\n\n"
+        "Each game declares the signals it provides (`TestingEnv.signals`, `HostEnv.signals`) "
+        "and each method "
+        "the signals it reads (`jgtest.signals.NEEDS`). `jgtest run METHOD --game G` refuses a "
+        "pair before anything "
         "compiles, naming the missing signal and how a game provides it.\n\n"
-        "## Signals, and how a game provides each\n\n| signal | how a game provides it |\n|---|---|\n"
-        f"{signal_rows}\n\n## What each method reads\n\n| method | reads |\n|---|---|\n{need_rows}\n\n"
-        "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise the method has "
+        "## Signals, and how a game provides each\n\n| signal | how a game provides it "
+        "|\n|---|---|\n"
+        f"{signal_rows}\n\n## What each method reads\n\n| method | reads "
+        f"|\n|---|---|\n{need_rows}\n\n"
+        "## Methods × games\n\n✓: runs. *needs X*: the game does not provide signal X. Otherwise "
+        "the method has "
         "no settings for the game, and the cell says which it has them for.\n\n"
         f"{compatibility_table(BUILT_IN_GAMES + BRIDGED_EXAMPLES)}\n\n"
-        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds the signals of the fields it declares "
-        "(`provides`, default `position`): `position`, and `objects` with the player's `angle` for Inspector, whose walk also "
-        "needs the game's actions named (`--game-arg action_names=MOVE_FORWARD,TURN_LEFT,TURN_RIGHT,MOVE_LEFT,…`).\n\n"
+        "`gym:ENV_ID` as it is without `--telemetry`; a telemetry function adds the signals of "
+        "the fields it declares "
+        "(`provides`, default `position`): `position`, and `objects` with the player's `angle` "
+        "for Inspector, whose walk also "
+        "needs the game's actions named (`--game-arg "
+        "action_names=MOVE_FORWARD,TURN_LEFT,TURN_RIGHT,MOVE_LEFT,…`).\n\n"
         f"{atari_cells()}\n"
     )
 
 
 def atari_cells() -> str:
-    """Which Atari games (``ale:GAME``) take their cells and position from the RAM, and which from a frame hash."""
+    """Which Atari games (``ale:GAME``) take their cells and position from the RAM, and which from a
+    frame hash."""
     from jgtest.host_loop import atari_cell_sources
 
     sources = atari_cell_sources()
     ram = [g for g, source in sources.items() if source == "ram"]
     hashed = [g for g, source in sources.items() if source != "ram" and g != "MsPacman"]
     return (
-        f"## Atari games (`ale:GAME`)\n\nCells and position from the RAM (the player's coordinates as AtariARI annotates them; "
+        "## Atari games (`ale:GAME`)\n\nCells and position from the RAM (the player's "
+        "coordinates as AtariARI annotates them; "
         f"`ale:MsPacman` through its own bridge): {', '.join(['MsPacman', *ram])}.\n\n"
-        f"Cells from a coarse hash of the frame, and no position, for the other {len(hashed)} games envpool ships: {', '.join(hashed)}.\n"
+        f"Cells from a coarse hash of the frame, and no position, for the other {len(hashed)} "
+        f"games envpool ships: {', '.join(hashed)}.\n"
     )
 
 
@@ -179,12 +242,17 @@ def main(argv=None) -> int:
     from pathlib import Path
 
     parser = argparse.ArgumentParser(description="Writes the docs' method × game page.")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page differs")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the page differs"
+    )
     args = parser.parse_args(argv)
     path = Path(__file__).resolve().parents[2] / PAGE
     if args.check:
         current = path.read_text() == page() if path.exists() else False
-        print(f"{PAGE} is {'current' if current else 'stale: run python -m jgtest.methods.compatibility'}")
+        print(
+            f"{PAGE} is "
+            f"{'current' if current else 'stale: run python -m jgtest.methods.compatibility'}"
+        )
         return 0 if current else 1
     path.write_text(page())
     print(f"wrote {PAGE}")

@@ -31,12 +31,21 @@ def image_patches(x: jax.Array, kernel: int, stride: int, padding: str) -> jax.A
     h, w = x.shape[1:3]
     if padding == "SAME":
         out_h, out_w = -(-h // stride), -(-w // stride)
-        pad_h, pad_w = max((out_h - 1) * stride + kernel - h, 0), max((out_w - 1) * stride + kernel - w, 0)
-        x = jnp.pad(x, ((0, 0), (pad_h // 2, pad_h - pad_h // 2), (pad_w // 2, pad_w - pad_w // 2), (0, 0)))
+        pad_h, pad_w = (
+            max((out_h - 1) * stride + kernel - h, 0),
+            max((out_w - 1) * stride + kernel - w, 0),
+        )
+        x = jnp.pad(
+            x, ((0, 0), (pad_h // 2, pad_h - pad_h // 2), (pad_w // 2, pad_w - pad_w // 2), (0, 0))
+        )
     else:
         out_h, out_w = (h - kernel) // stride + 1, (w - kernel) // stride + 1
     span_h, span_w = (out_h - 1) * stride + 1, (out_w - 1) * stride + 1
-    windows = [x[:, i : i + span_h : stride, j : j + span_w : stride, :] for i in range(kernel) for j in range(kernel)]
+    windows = [
+        x[:, i : i + span_h : stride, j : j + span_w : stride, :]
+        for i in range(kernel)
+        for j in range(kernel)
+    ]
     return jnp.concatenate(windows, axis=-1)
 
 
@@ -127,7 +136,9 @@ class CNNEncoder(nn.Module):
         if self.padding not in ("VALID", "SAME"):
             raise ValueError(f"CNNEncoder: padding must be 'VALID' or 'SAME', got {self.padding!r}")
         if self.conv_impl not in CONV_IMPLS:
-            raise ValueError(f"CNNEncoder: conv_impl must be one of {CONV_IMPLS}, got {self.conv_impl!r}")
+            raise ValueError(
+                f"CNNEncoder: conv_impl must be one of {CONV_IMPLS}, got {self.conv_impl!r}"
+            )
         if frames.ndim < 3:
             raise ValueError(f"CNNEncoder expects frames [..., H, W, C], got shape {frames.shape}")
         h, w = frames.shape[-3], frames.shape[-2]
@@ -138,7 +149,8 @@ class CNNEncoder(nn.Module):
                 h, w = -(-h // s), -(-w // s)
         if h < 1 or w < 1:
             raise ValueError(
-                f"CNNEncoder: frames of shape {frames.shape[-3:]} are too small for these convolutions; "
+                f"CNNEncoder: frames of shape {frames.shape[-3:]} are too small for these "
+                "convolutions; "
                 "use larger frames or padding='SAME'"
             )
         lead = frames.shape[:-3]
@@ -146,7 +158,9 @@ class CNNEncoder(nn.Module):
         init = dense_init(self.orthogonal_init, math.sqrt(2.0))
         for i, (c, k, s) in enumerate(zip(self.channels, self.kernels, self.strides)):
             if self.conv_impl == "lax":
-                x = nn.Conv(c, (k, k), strides=(s, s), padding=self.padding, name=f"conv_{i}", **init)(x)
+                x = nn.Conv(
+                    c, (k, k), strides=(s, s), padding=self.padding, name=f"conv_{i}", **init
+                )(x)
             else:
                 x = PatchConv(c, k, s, self.padding, name=f"conv_{i}", **init)(x)
             x = nn.relu(x)

@@ -1,10 +1,6 @@
-"""Agent networks: actor-critic, Q network, and the cross-entropy method's policy.
-
-Each takes a batch of observations with any leading dims. With the ``"mlp"``
-torso the trailing ``obs_ndim`` dims form one observation and are flattened
-(``[..., H, W, 3]`` BlockMaze grids with ``obs_ndim=3``); with the ``"cnn"``
-torso the trailing dims are one frame ``[H, W, C]`` (or ``[H, W]``, given
-``obs_ndim=2``, which gets a channel axis) fed to :class:`CNNEncoder`.
+"""Agent networks: actor-critic (PPO, A2C; Wuji's batch-normalised one), Q network, and the
+cross-entropy method's policy, over an ``"mlp"`` torso (the trailing ``obs_ndim`` dims flattened)
+or a ``"cnn"`` one (:class:`CNNEncoder` on ``[H, W, C]`` frames).
 """
 
 from __future__ import annotations
@@ -84,13 +80,24 @@ class ActorCritic(nn.Module):
         _check_torso("ActorCritic", self.torso)
         if self.torso == "mlp":
             x = flatten_obs(obs, self.obs_ndim)
-            logits = MLP(self.hidden_sizes, self.activation, self.num_actions, out_gain=0.01, name="actor")(x)
+            logits = MLP(
+                self.hidden_sizes, self.activation, self.num_actions, out_gain=0.01, name="actor"
+            )(x)
             value = MLP(self.hidden_sizes, self.activation, 1, out_gain=1.0, name="critic")(x)
         else:
             channels, kernels, strides = zip(*self.cnn_layers)
-            encoder = CNNEncoder(channels, kernels, strides, dense=self.cnn_dense, conv_impl=self.conv_impl, name="encoder")
+            encoder = CNNEncoder(
+                channels,
+                kernels,
+                strides,
+                dense=self.cnn_dense,
+                conv_impl=self.conv_impl,
+                name="encoder",
+            )
             features = encoder(_frames(obs, self.obs_ndim))
-            logits = nn.Dense(self.num_actions, name="actor_head", **dense_init(True, 0.01))(features)
+            logits = nn.Dense(self.num_actions, name="actor_head", **dense_init(True, 0.01))(
+                features
+            )
             value = nn.Dense(1, name="critic_head", **dense_init(True, 1.0))(features)
         return logits, jnp.squeeze(value, -1)
 
@@ -142,12 +149,24 @@ class QNetwork(nn.Module):
         _check_torso("QNetwork", self.torso)
         if self.torso == "mlp":
             x = flatten_obs(obs, self.obs_ndim)
-            return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, name="mlp")(x)
+            return MLP(
+                self.hidden_sizes,
+                self.activation,
+                self.num_actions,
+                orthogonal_init=False,
+                name="mlp",
+            )(x)
         channels, kernels, strides = zip(*self.cnn_layers)
         encoder = CNNEncoder(
-            channels, kernels, strides, self.cnn_dense, self.cnn_padding, orthogonal_init=False, conv_impl=self.conv_impl,
+            channels,
+            kernels,
+            strides,
+            self.cnn_dense,
+            self.cnn_padding,
+            orthogonal_init=False,
+            conv_impl=self.conv_impl,
             name="encoder",
-        )  # fmt: skip
+        )
         features = encoder(_frames(obs, self.obs_ndim))
         return nn.Dense(self.num_actions, name="q_head")(features)
 
@@ -190,7 +209,14 @@ class PolicyNetwork(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         x = flatten_obs(obs, self.obs_ndim)
-        return MLP(self.hidden_sizes, self.activation, self.num_actions, orthogonal_init=False, torch_init=self.torch_init, name="mlp")(x)
+        return MLP(
+            self.hidden_sizes,
+            self.activation,
+            self.num_actions,
+            orthogonal_init=False,
+            torch_init=self.torch_init,
+            name="mlp",
+        )(x)
 
 
 __all__ = ["ActorCritic", "PolicyNetwork", "QNetwork", "TORSOS"]
@@ -229,7 +255,11 @@ class BatchNormActorCritic(nn.Module):
         x = x.reshape(-1, x.shape[-1])  # batch norm over every leading dim at once
         for i, size in enumerate(self.hidden_sizes):
             x = nn.Dense(size, name=f"hidden_{i}")(x)
-            x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=self.momentum, name=f"norm_{i}")(x))
+            x = nn.relu(
+                nn.BatchNorm(
+                    use_running_average=not train, momentum=self.momentum, name=f"norm_{i}"
+                )(x)
+            )
         logits = nn.Dense(self.num_actions, name="actor", **dense_init(True, 0.01))(x)
         value = nn.Dense(1, name="critic", **dense_init(True, 1.0))(x)
         return logits.reshape(*lead, self.num_actions), value.reshape(lead)
@@ -237,14 +267,16 @@ class BatchNormActorCritic(nn.Module):
     def layer_names(self) -> tuple[str, ...]:
         """The layers in the order they compute (``hidden_0, norm_0, …, actor, critic``), as
         PyTorch's ``parameters()`` lists a network's; pytrees list them by name instead."""
-        torso = (name for i in range(len(self.hidden_sizes)) for name in (f"hidden_{i}", f"norm_{i}"))
+        torso = (
+            name for i in range(len(self.hidden_sizes)) for name in (f"hidden_{i}", f"norm_{i}")
+        )
         return (*torso, "actor", "critic")
 
 
 def floored_log_probs(logits: jax.Array, min_prob) -> jax.Array:
     """``log π'`` with ``π' = (1 − A·ε)·softmax(logits) + ε``: every one of the ``A`` actions keeps
-    probability at least ``ε = min_prob`` (Wuji §V-A4: "ensure at least [ε] possibility of each valid
-    action being selected"). ``A·ε`` must be below 1. The result is a valid logits vector
+    probability at least ``ε = min_prob`` (Wuji §V-A4: "ensure at least [ε] possibility of each
+    valid action being selected"). ``A·ε`` must be below 1. The result is a valid logits vector
     (``log_softmax`` leaves it unchanged), so samplers and losses take it as they take logits."""
     num_actions = logits.shape[-1]
     probs = (1.0 - num_actions * min_prob) * jax.nn.softmax(logits, axis=-1) + min_prob

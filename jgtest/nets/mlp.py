@@ -35,7 +35,9 @@ def get_activation(name: str) -> Callable[[jax.Array], jax.Array]:
     try:
         return ACTIVATIONS[name]
     except KeyError:
-        raise ValueError(f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}") from None
+        raise ValueError(
+            f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}"
+        ) from None
 
 
 def frames_to_float(frames: jax.Array) -> jax.Array:
@@ -68,7 +70,9 @@ def flatten_obs(obs: jax.Array, obs_ndim: int = 1) -> jax.Array:
     if obs_ndim < 1:
         raise ValueError(f"obs_ndim must be >= 1, got {obs_ndim}")
     if obs.ndim < obs_ndim:
-        raise ValueError(f"observation of shape {obs.shape} has fewer than obs_ndim={obs_ndim} dims")
+        raise ValueError(
+            f"observation of shape {obs.shape} has fewer than obs_ndim={obs_ndim} dims"
+        )
     obs = frames_to_float(jnp.asarray(obs))
     if obs_ndim == 1:
         return obs
@@ -88,8 +92,12 @@ def torch_linear_init(fan_in: int) -> dict:
     (``kaiming_uniform_(a=√5)`` and its bias rule), for ports of PyTorch code."""
     bound = 1.0 / math.sqrt(fan_in)
     return {
-        "kernel_init": nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform"),  # √(3 · 1/3 / fan_in) = 1/√fan_in
-        "bias_init": lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound, bound),
+        "kernel_init": nn.initializers.variance_scaling(
+            1.0 / 3.0, "fan_in", "uniform"
+        ),  # √(3 · 1/3 / fan_in) = 1/√fan_in
+        "bias_init": lambda key, shape, dtype=jnp.float32: jax.random.uniform(
+            key, shape, dtype, -bound, bound
+        ),
     }
 
 
@@ -132,14 +140,18 @@ class MLP(nn.Module):
     out_gain: float = 1.0
 
     def _init(self, fan_in: int, gain: float) -> dict:
-        return torch_linear_init(fan_in) if self.torch_init else dense_init(self.orthogonal_init, gain)
+        return (
+            torch_linear_init(fan_in) if self.torch_init else dense_init(self.orthogonal_init, gain)
+        )
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         act = get_activation(self.activation)
         x = jnp.asarray(x, jnp.float32)
         for i, size in enumerate(self.hidden_sizes):
-            x = act(nn.Dense(size, name=f"hidden_{i}", **self._init(x.shape[-1], self.hidden_gain))(x))
+            x = act(
+                nn.Dense(size, name=f"hidden_{i}", **self._init(x.shape[-1], self.hidden_gain))(x)
+            )
         if self.out_size is not None:
             x = nn.Dense(self.out_size, name="out", **self._init(x.shape[-1], self.out_gain))(x)
         return x

@@ -1,20 +1,8 @@
-"""PPGTA's memory-augmented imitation policy (Abdelfattah, Brown & Zhang, §IV-B, §V-D, Fig. 3).
+"""PPGTA's memory-augmented imitation policy (§IV-B, §V-D, Fig. 3): an FE over the last K
+frames, a local bi-GRU, a global GRU over the trajectory, and an MLP head.
 
-"A visual feature encoder (FE) encodes the last K adjacent frames ...; a local
-bi-directional GRU cell that encodes temporal dynamics across the last K frames
-into a state h^l; a global GRU cell that encodes temporal dynamics across the
-whole trajectory till the current time point into state h^g; an action
-prediction feed-forward head (MLP) that gets a concatenated state h^c from both
-local and global GRU cells as input." Sizes (§V-D): local GRU 256, global GRU
-1,024, MLP 512 → 256 "with layer-norm ... and a dropout of 0.2"; here
-configurable and smaller by default for CPU (64, 128, 128 → 64), the FE a small
-CNN (:class:`jgtest.nets.CNNEncoder`; the paper's AlexNet is not downloadable here).
-
-One call is one time step of a batch of trajectories: ``frames [B, K, H, W, 3]``
-(the last K frames) and the global GRU's carry ``[B, global_hidden]`` (zeros at
-a trajectory's start, :meth:`ImitationPolicy.initial_carry`) give ``(logits [B, A],
-h_c [B, 2·local_hidden + global_hidden], carry)``; ``h_c`` is what Eq. 4's
-consistency term compares between student and teacher.
+* chosen: a small random CNN as the FE, because the paper's AlexNet cannot be downloaded.
+* chosen: smaller sizes than §V-D's by default, for CPU.
 """
 
 from __future__ import annotations
@@ -29,7 +17,17 @@ from jgtest.nets.cnn import CNNEncoder
 
 
 class ImitationPolicy(nn.Module):
-    """The student (and, with EMA weights, the teacher) of §IV-B (module docstring).
+    """The student (and, with EMA weights, the teacher) of §IV-B: "a visual feature encoder (FE)
+    encodes the last K adjacent frames ...; a local bi-directional GRU cell that encodes temporal
+    dynamics across the last K frames into a state h^l; a global GRU cell that encodes temporal
+    dynamics across the whole trajectory till the current time point into state h^g; an action
+    prediction feed-forward head (MLP) that gets a concatenated state h^c from both local and
+    global GRU cells as input."
+
+    One call is one time step of a batch of trajectories: ``frames [B, K, H, W, 3]`` (the last K
+    frames) and the global GRU's carry ``[B, global_hidden]`` (zeros at a trajectory's start,
+    :meth:`initial_carry`) give ``(logits [B, A], h_c [B, 2·local_hidden + global_hidden],
+    carry)``.
 
     Attributes:
       num_actions: ``A``.
@@ -56,7 +54,9 @@ class ImitationPolicy(nn.Module):
     def setup(self):
         channels, kernels, strides = zip(*self.cnn_layers)
         self.fe = CNNEncoder(channels, kernels, strides, dense=self.cnn_dense, conv_impl="im2col")
-        self.local = nn.Bidirectional(nn.RNN(nn.GRUCell(self.local_hidden)), nn.RNN(nn.GRUCell(self.local_hidden)))
+        self.local = nn.Bidirectional(
+            nn.RNN(nn.GRUCell(self.local_hidden)), nn.RNN(nn.GRUCell(self.local_hidden))
+        )
         self.global_cell = nn.GRUCell(self.global_hidden)
         self.mlp_dense = [nn.Dense(width) for width in self.mlp]
         self.mlp_norm = [nn.LayerNorm() for _ in self.mlp]
@@ -64,16 +64,19 @@ class ImitationPolicy(nn.Module):
         self.head = nn.Dense(self.num_actions)
 
     def encode(self, frames: jax.Array) -> jax.Array:
-        """The FE: ``[..., H, W, 3]`` frames to ``[..., cnn_dense]`` features (one pass per frame, so a
-        trajectory's frames can be encoded once and windowed after)."""
+        """The FE: ``[..., H, W, 3]`` frames to ``[..., cnn_dense]`` features (one pass per frame,
+        so a trajectory's frames can be encoded once and windowed after)."""
         return self.fe(frames)
 
     def step(self, features: jax.Array, carry: jax.Array, train: bool = False):
         """One step from the last K frames' features ``[B, K, F]``: ``(logits, h_c, carry)``."""
         local = self.local(features)  # [B, K, 2L], each direction's output in the frames' order
-        # The window's two summaries: the forward GRU's after reading up to frame t (the last output), the
-        # backward GRU's after reading from t back to t − K + 1 (the first output; its last has read frame t only).
-        h_local = jnp.concatenate([local[:, -1, : self.local_hidden], local[:, 0, self.local_hidden :]], axis=-1)
+        # The window's two summaries: the forward GRU's after reading up to frame t (the last
+        # output), the backward GRU's after reading from t back to t − K + 1 (the first output; its
+        # last has read frame t only).
+        h_local = jnp.concatenate(
+            [local[:, -1, : self.local_hidden], local[:, 0, self.local_hidden :]], axis=-1
+        )
         carry, h_global = self.global_cell(carry, features[:, -1])
         h_c = jnp.concatenate([h_local, h_global], axis=-1)
         x = h_c
@@ -83,5 +86,7 @@ class ImitationPolicy(nn.Module):
 
     def __call__(self, frames: jax.Array, carry: jax.Array, train: bool = False):
         if frames.ndim != 5:
-            raise ValueError(f"ImitationPolicy expects frames [B, K, H, W, C], got shape {frames.shape}")
+            raise ValueError(
+                f"ImitationPolicy expects frames [B, K, H, W, C], got shape {frames.shape}"
+            )
         return self.step(self.encode(frames), carry, train)

@@ -1,49 +1,9 @@
 """Random Network Distillation with an ensemble of predictors (Burda et al., 2019; PPGTA §IV-C).
 
-RND rewards novelty: a fixed, randomly initialised **target** network maps a
-frame to a projection ``o_tn``; a **predictor** is trained (MSE) to output the
-same; frames it has not learned yet have a large error. PPGTA (§IV-C, Fig. 4)
-extends it against catastrophic forgetting in open worlds: (1) the input frame
-is downsampled to 64×64 and OD-masked (grayscale except the object under
-test), and (2) an **ensemble of predictors** P_1 … P_N replaces the single
-one, the intrinsic reward being their disagreement,
-``r_e = Var(ô_1, …, ô_N)`` (here: the variance across members, averaged over
-the projection's dimensions). Inspector uses the original RND: one predictor's
-error ``‖ô − o_tn‖²`` (``reward="error"``).
+The reward is the ensemble's disagreement ``r_e = Var(ô_1, …, ô_N)`` on 64×64 OD-masked frames
+(PPGTA), or one predictor's error ``‖ô − o_tn‖²`` (Inspector); :class:`RND` is pure functions.
 
-The members are one stacked parameter pytree (leading axis ``N``) applied
-with ``vmap``, so N members cost one batched call, not N. Training: the
-members regress the target on a minibatch (``batch_size`` frames drawn
-with replacement from a replay buffer of the last ``buffer_size`` frames: the
-paper's 1,024 transitions, §V-D), AdamW (§V-D: "AdamW ... for all
-optimization objectives"). Rewards are divided by a running standard deviation
-of the raw rewards (Burda et al. divide by that of the intrinsic returns; we
-scale the rewards, which needs no discount here).
-
-Networks (§V-D: "the FE backbone followed by two MLP layers with sizes 512
-and 256 ... for both the target and predictor network architectures"): the
-paper's FE is its feature extractor, an ImageNet AlexNet fine-tuned by masked
-inverse dynamics (§IV-A), under target and predictors alike. With
-``shared_backbone`` (the default, PPGTA) one frozen backbone computes the
-features once per frame and only the MLPs differ: the target's MLP is fixed and
-random, each predictor's MLP is trained, so N members cost one backbone pass and
-N small MLPs. Nothing may be downloaded here: PPGTA passes its masked
-inverse-dynamics FE's convolutions (``init(key, backbone=...)``,
-:mod:`jgtest.methods.park.ppgta`); without one, a fixed, randomly initialised CNN
-(:class:`jgtest.nets.CNNEncoder` shapes) stands in for the FE. Without
-it (the original RND, Inspector's), target and predictors are whole networks
-(CNN + MLP) and each predictor trains its CNN too. The members train on one
-shared minibatch (they differ by their initialisation, as the paper's Fig. 4
-feeds every predictor the same input).
-
-Pure functions on an immutable :class:`RNDState`, usable from any JAX code::
-
-    rnd = RND(RNDConfig(members=8))
-    state = rnd.init(jax.random.key(0))
-    inputs = rnd.preprocess(frames, boxes)             # [B, 64, 64, 3] uint8, OD-masked
-    r = rnd.reward(state, inputs)                      # [B], normalised
-    state = rnd.observe(state, inputs)                 # into the buffer, scale updated
-    state, metrics = rnd.update(state, key)            # one AdamW step of every member
+* chosen: rewards over a running sd of the raw rewards, so that no discount is needed.
 """
 
 from __future__ import annotations
@@ -57,7 +17,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jgtest.envs.wrappers import od_mask, resize
+from jgtest.frames import od_mask, resize
 from jgtest.nets import MLP, CNNEncoder
 
 REWARDS = ("variance", "error")
@@ -65,14 +25,15 @@ REWARDS = ("variance", "error")
 
 @dataclasses.dataclass(frozen=True)
 class RNDConfig:
-    """RND's settings (module docstring for the paper's).
+    """RND's settings: the paper's 64×64 frames, replay buffer of 1,024 transitions and AdamW
+    (§V-D); the target and predictor MLPs of 512 and 256 on the FE (§V-D).
 
     Attributes:
       members: predictors ``N`` (PPGTA: an ensemble; Inspector: 1).
       reward: ``"variance"`` (ensemble disagreement, PPGTA) or ``"error"`` (member 0's error
         to the target, the original RND).
       shared_backbone: one frozen CNN under target and predictors, only the MLPs per member
-        (PPGTA's FE; module docstring); ``False``: whole networks, as the original RND.
+        (PPGTA's FE, :class:`RND`); ``False``: whole networks, as the original RND.
       input_size: frames are resized to this (the paper's 64×64).
       channels, kernels, strides: the CNN backbone.
       hidden: the MLP after the backbone; its last width is the projection's size (512, 256).
@@ -100,9 +61,14 @@ class RNDConfig:
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
         if self.reward == "variance" and self.members < 2:
-            raise ValueError("the ensemble-variance reward needs at least 2 members (use reward='error' for one)")
+            raise ValueError(
+                "the ensemble-variance reward needs at least 2 members (use reward='error' for one)"
+            )
         if self.batch_size < 1 or self.buffer_size < self.batch_size:
-            raise ValueError(f"the replay buffer ({self.buffer_size}) must hold at least one batch ({self.batch_size})")
+            raise ValueError(
+                f"the replay buffer ({self.buffer_size}) must hold at least one batch "
+                f"({self.batch_size})"
+            )
         if not self.hidden:
             raise ValueError("hidden must give at least one layer (the projection's size)")
 
@@ -120,7 +86,9 @@ class RNDNet(nn.Module):
     @nn.compact
     def __call__(self, x):
         if self.backbone:
-            x = CNNEncoder(self.channels, self.kernels, self.strides, dense=None, conv_impl="im2col")(x)
+            x = CNNEncoder(
+                self.channels, self.kernels, self.strides, dense=None, conv_impl="im2col"
+            )(x)
         return MLP(tuple(self.hidden[:-1]), "relu", out_size=self.hidden[-1])(x)
 
 
@@ -141,13 +109,38 @@ class RNDState(struct.PyTreeNode):
 
 @dataclasses.dataclass(frozen=True)
 class RND:
-    """The pure functions of RND for one :class:`RNDConfig` (module docstring)."""
+    """The pure functions of RND for one :class:`RNDConfig`.
+
+    A fixed, randomly initialised **target** network maps a frame to a projection ``o_tn``; each
+    **predictor** of the ensemble is trained (MSE) to output the same; frames they have not learned
+    yet have a large error, and the members disagree on them. The members are one stacked
+    parameter pytree (leading axis ``N``) applied with ``vmap``, so N members cost one batched
+    call. They regress the target on one shared minibatch (``batch_size`` frames drawn with
+    replacement from the last ``buffer_size``), and differ by their initialisation, as the paper's
+    Fig. 4 feeds every predictor the same input. Rewards are divided by a running standard
+    deviation of the raw rewards (Burda et al. divide by that of the intrinsic returns).
+
+    With ``shared_backbone`` one frozen backbone computes the features once per frame and only the
+    MLPs differ (the target's fixed and random, each predictor's trained): PPGTA passes its masked
+    inverse-dynamics FE's convolutions (``init(key, backbone=...)``); without one, a fixed random
+    CNN stands in. Without ``shared_backbone`` (the original RND, Inspector's) target and
+    predictors are whole networks and each predictor trains its CNN too. Usage::
+
+        rnd = RND(RNDConfig(members=8))
+        state = rnd.init(jax.random.key(0))
+        inputs = rnd.preprocess(frames, boxes)   # [B, 64, 64, 3] uint8, OD-masked
+        r = rnd.reward(state, inputs)            # [B], normalised
+        state = rnd.observe(state, inputs)       # into the buffer, scale updated
+        state, metrics = rnd.update(state, key)  # one AdamW step of every member
+    """
 
     config: RNDConfig = RNDConfig()
 
     def _net(self, backbone: bool) -> RNDNet:
         c = self.config
-        return RNDNet(tuple(c.channels), tuple(c.kernels), tuple(c.strides), tuple(c.hidden), backbone)
+        return RNDNet(
+            tuple(c.channels), tuple(c.kernels), tuple(c.strides), tuple(c.hidden), backbone
+        )
 
     @property
     def net(self) -> RNDNet:
@@ -160,29 +153,43 @@ class RND:
         return optax.adamw(self.config.learning_rate, weight_decay=self.config.weight_decay)
 
     def init(self, key: jax.Array, backbone: dict | None = None) -> RNDState:
-        """A fresh state; ``backbone``: the shared backbone's parameters (``shared_backbone``; e.g. a trained
-        FE's convolutions, in :attr:`backbone_net`'s shape), a random one when ``None``."""
+        """A fresh state; ``backbone``: the shared backbone's parameters (``shared_backbone``; e.g.
+        a trained FE's convolutions, in :attr:`backbone_net`'s shape), a random one when
+        ``None``."""
         c = self.config
         k_backbone, k_target, k_members = jax.random.split(key, 3)
         dummy = jnp.zeros((*c.input_size, 3), jnp.uint8)
         if backbone is not None and not c.shared_backbone:
-            raise ValueError("a backbone was given, but this RND has no shared backbone (shared_backbone=False)")
+            raise ValueError(
+                "a backbone was given, but this RND has no shared backbone (shared_backbone=False)"
+            )
         if c.shared_backbone:
             backbone = self.backbone_net.init(k_backbone, dummy) if backbone is None else backbone
             dummy = self.backbone_net.apply(backbone, dummy)
         target = self.net.init(k_target, dummy)
-        predictors = jax.vmap(lambda k: self.net.init(k, dummy))(jax.random.split(k_members, c.members))
+        predictors = jax.vmap(lambda k: self.net.init(k, dummy))(
+            jax.random.split(k_members, c.members)
+        )
         return RNDState(
-            backbone=backbone, target=target, predictors=predictors, opt_state=self.optimizer.init(predictors),
-            buffer=jnp.zeros((c.buffer_size, *c.input_size, 3), jnp.uint8), filled=jnp.int32(0), cursor=jnp.int32(0),
-            scale_count=jnp.float32(0), scale_mean=jnp.float32(0), scale_m2=jnp.float32(0),
-        )  # fmt: skip
+            backbone=backbone,
+            target=target,
+            predictors=predictors,
+            opt_state=self.optimizer.init(predictors),
+            buffer=jnp.zeros((c.buffer_size, *c.input_size, 3), jnp.uint8),
+            filled=jnp.int32(0),
+            cursor=jnp.int32(0),
+            scale_count=jnp.float32(0),
+            scale_mean=jnp.float32(0),
+            scale_m2=jnp.float32(0),
+        )
 
     @property
     def backbone_net(self) -> CNNEncoder:
         """The shared backbone (``shared_backbone``): the CNN of :class:`RNDNet`, frozen."""
         c = self.config
-        return CNNEncoder(tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col")
+        return CNNEncoder(
+            tuple(c.channels), tuple(c.kernels), tuple(c.strides), dense=None, conv_impl="im2col"
+        )
 
     def embed(self, state: RNDState, inputs: jax.Array) -> jax.Array:
         """What the target and the predictors read: the shared backbone's features (computed once,
@@ -191,7 +198,12 @@ class RND:
             return inputs
         return jax.lax.stop_gradient(self.backbone_net.apply(state.backbone, inputs))
 
-    def preprocess(self, frames: jax.Array, boxes: jax.Array | None = None, box_visible: jax.Array | None = None) -> jax.Array:
+    def preprocess(
+        self,
+        frames: jax.Array,
+        boxes: jax.Array | None = None,
+        box_visible: jax.Array | None = None,
+    ) -> jax.Array:
         """``uint8[..., H, W, 3]`` frames to the networks' input: resized to ``input_size``, then
         OD-masked around ``boxes`` (``int32[..., 4]`` in the frames' pixels, where ``box_visible``;
         grayscale everywhere where no object is in view). Without ``boxes``, only resized."""
@@ -202,7 +214,9 @@ class RND:
         small = flat if same else jax.vmap(lambda f: resize(f, c.input_size))(flat)
         if boxes is None:
             return small.reshape(*lead, *c.input_size, 3)
-        scale = jnp.asarray([c.input_size[0] / frames.shape[-3], c.input_size[1] / frames.shape[-2]] * 2)
+        scale = jnp.asarray(
+            [c.input_size[0] / frames.shape[-3], c.input_size[1] / frames.shape[-2]] * 2
+        )
         box = jnp.round(boxes.reshape(-1, 4) * scale).astype(jnp.int32)
         visible = jnp.ones(box.shape[0], bool) if box_visible is None else box_visible.reshape(-1)
         box = jnp.where(visible[:, None], box, 0)  # an empty box: all grayscale
@@ -215,8 +229,8 @@ class RND:
         return x, predictions
 
     def raw_reward(self, state: RNDState, inputs: jax.Array) -> jax.Array:
-        """Unscaled novelty of each input ``[...]``: the members' variance (mean over the projection) or
-        member 0's squared error to the target."""
+        """Unscaled novelty of each input ``[...]``: the members' variance (mean over the
+        projection) or member 0's squared error to the target."""
         x, predictions = self._predict(state, inputs)
         if self.config.reward == "variance":
             return jnp.mean(jnp.var(predictions, axis=0), axis=-1)
@@ -225,28 +239,41 @@ class RND:
     def reward(self, state: RNDState, inputs: jax.Array) -> jax.Array:
         """:meth:`raw_reward` divided by the running standard deviation of the raw rewards seen by
         :meth:`observe` (1 before any)."""
-        var = jnp.where(state.scale_count > 1, state.scale_m2 / jnp.maximum(state.scale_count - 1, 1), 1.0)
+        var = jnp.where(
+            state.scale_count > 1, state.scale_m2 / jnp.maximum(state.scale_count - 1, 1), 1.0
+        )
         return self.raw_reward(state, inputs) / jnp.sqrt(var + 1e-8)
 
     def observe(self, state: RNDState, inputs: jax.Array) -> RNDState:
-        """Adds ``inputs [B, H, W, 3]`` to the replay buffer (oldest overwritten) and their raw rewards
-        to the running scale (Chan et al.'s parallel mean/variance update)."""
+        """Adds ``inputs [B, H, W, 3]`` to the replay buffer (oldest overwritten) and their raw
+        rewards to the running scale (Chan et al.'s parallel mean/variance update)."""
         c = self.config
         inputs = inputs.reshape(-1, *c.input_size, 3)
         n = inputs.shape[0]
         if n > c.buffer_size:
-            raise ValueError(f"observe got {n} frames at once, more than the replay buffer holds ({c.buffer_size})")
+            raise ValueError(
+                f"observe got {n} frames at once, more than the replay buffer holds "
+                f"({c.buffer_size})"
+            )
         slots = (state.cursor + jnp.arange(n)) % c.buffer_size
         buffer = state.buffer.at[slots].set(inputs)
         raw = self.raw_reward(state, inputs)
         count = state.scale_count + n
         delta = jnp.mean(raw) - state.scale_mean
         mean = state.scale_mean + delta * n / count
-        m2 = state.scale_m2 + jnp.sum((raw - jnp.mean(raw)) ** 2) + delta**2 * state.scale_count * n / count
+        m2 = (
+            state.scale_m2
+            + jnp.sum((raw - jnp.mean(raw)) ** 2)
+            + delta**2 * state.scale_count * n / count
+        )
         return state.replace(
-            buffer=buffer, filled=jnp.minimum(state.filled + n, c.buffer_size), cursor=(state.cursor + n) % c.buffer_size,
-            scale_count=count, scale_mean=mean, scale_m2=m2,
-        )  # fmt: skip
+            buffer=buffer,
+            filled=jnp.minimum(state.filled + n, c.buffer_size),
+            cursor=(state.cursor + n) % c.buffer_size,
+            scale_count=count,
+            scale_mean=mean,
+            scale_m2=m2,
+        )
 
     def loss(self, predictors: dict, target: dict, x: jax.Array) -> jax.Array:
         """Sum over members of each member's MSE to the target on the batch ``x`` (embedded)."""
@@ -265,5 +292,8 @@ class RND:
         predictors = optax.apply_updates(state.predictors, updates)
         ready = state.filled > 0
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ready, a, b), new, old)
-        state = state.replace(predictors=keep(predictors, state.predictors), opt_state=keep(opt_state, state.opt_state))
+        state = state.replace(
+            predictors=keep(predictors, state.predictors),
+            opt_state=keep(opt_state, state.opt_state),
+        )
         return state, {"rnd_loss": loss / c.members}

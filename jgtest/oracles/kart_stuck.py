@@ -1,8 +1,8 @@
 """When a kart is stuck (RELINE §4.1.3, footnote 2: "we stopped an episode if the agent got stuck
-against some obstacle"). The paper gives no rule; ours: less than :data:`STUCK_PROGRESS` of the lap
-done over :data:`STUCK_WINDOW` consecutive steps. The kart twin's calibration
-(:mod:`jgtest.methods.reline`) and the SuperTuxKart bridge (:mod:`envs_bridge.supertuxkart`) both
-read it from here."""
+against some obstacle").
+
+* chosen: too little lap progress over :data:`STUCK_WINDOW` steps, as the paper gives no rule.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +19,13 @@ def until_stuck(delta_path_done: np.ndarray, valid: np.ndarray) -> np.ndarray:
     before the first such window, so none of its steps enter the render times."""
     steps = delta_path_done.shape[-1]
     done = np.cumsum(np.where(valid, delta_path_done, 0.0), axis=-1)
-    before = np.concatenate([np.zeros(done.shape[:-1] + (1,)), done[..., :-1]], axis=-1)  # path done before step i
-    window = done[..., STUCK_WINDOW - 1 :] - before[..., : steps - STUCK_WINDOW + 1]  # steps i .. i + W - 1
-    stuck = np.concatenate([window < STUCK_PROGRESS, np.zeros(done.shape[:-1] + (STUCK_WINDOW - 1,), bool)], axis=-1)
+    before = np.concatenate(
+        [np.zeros(done.shape[:-1] + (1,)), done[..., :-1]], axis=-1
+    )  # path done before step i
+    window = (
+        done[..., STUCK_WINDOW - 1 :] - before[..., : steps - STUCK_WINDOW + 1]
+    )  # steps i .. i + W - 1
+    stuck = np.concatenate(
+        [window < STUCK_PROGRESS, np.zeros(done.shape[:-1] + (STUCK_WINDOW - 1,), bool)], axis=-1
+    )
     return valid & (np.cumsum(stuck, axis=-1) == 0)

@@ -1,10 +1,6 @@
-"""RELINE's low-FPS oracle (Tufano et al., 2022, §4.1.3).
-
-Threshold: ``t = t_b + δ`` with ``t_b = mean(s_FPS) + 5·sd(s_FPS)`` over the
-render times of the trained game-only agent (the five-σ rule), and
-``δ = max(Q1_tr − Q1, Q3_tr − Q3)``, the extra render cost measured in warm-up
-episodes played under training load. A low-FPS point is a cell whose render
-time exceeded ``t`` in more than 50% of its visits; its confidence is that share.
+"""RELINE's low-FPS oracle (Tufano et al., 2022, §4.1.3): the threshold ``t = t_b + δ``, five
+standard deviations above the game-only agent's mean render time plus the cost of training load,
+and the low-FPS points, cells above ``t`` in more than 50% of their visits (§4.1.3).
 """
 
 from __future__ import annotations
@@ -44,7 +40,9 @@ def reline_threshold(baseline_ms, warmup_ms=None) -> float:
     return float(t_b + max(q1_tr - q1, q3_tr - q3))
 
 
-def low_fps_points(cells: jax.Array, frame_time_ms: jax.Array, threshold_ms: float, num_cells: int, mask=None):
+def low_fps_points(
+    cells: jax.Array, frame_time_ms: jax.Array, threshold_ms: float, num_cells: int, mask=None
+):
     """RELINE's low-FPS points over a batch of visits.
 
     Args:

@@ -24,7 +24,9 @@ def stuck_init(n: int, d: int) -> StuckMonitor:
     return StuckMonitor(history=jnp.zeros((n, d), jnp.float32), count=jnp.int32(0))
 
 
-def stuck_update(monitor: StuckMonitor, features: jax.Array, threshold: float) -> tuple[StuckMonitor, jax.Array]:
+def stuck_update(
+    monitor: StuckMonitor, features: jax.Array, threshold: float
+) -> tuple[StuckMonitor, jax.Array]:
     """Checks ``features`` against the moving average, then records them.
 
     Returns ``(monitor, is_stuck)``; ``is_stuck`` is false until ``n`` previous

@@ -1,17 +1,7 @@
-"""A texture-bug oracle: is the object walked around low-resolution or stretched? (beyond PPGTA)
+"""A texture-bug oracle, beyond PPGTA: a small CNN classifies the crops of an object over its 360°
+walk as clean, low-resolution or stretched (``ParkWorld``'s bugs) and flags the walk.
 
-PPGTA (§VI-B) judges whether the test *behaviour* was carried out; nothing in
-it says whether the object's texture is bugged. This oracle does, from the
-frames of the 360° walk: a small CNN classifies the crop of the object's box
-in a frame as clean, low-resolution or stretched (``ParkWorld``'s bugs,
-:mod:`jgtest.envs.park_render`), and an object is flagged when the mean
-probability of a bug over the walk's frames that show it with at least
-``min_pixels`` pixels exceeds ``flag_threshold``; the likelier bug names it.
-
-Training data: crops of the objects in labelled shots
-(:func:`jgtest.envs.park_shots.shots`) showing at least ``min_pixels`` pixels, each
-resized to ``crop × crop``, split 70/10/20 by shot; AdamW, early stopping
-on the validation loss (our choices; the paper has no such oracle).
+* chosen: trained on labelled shots, because the paper has no such oracle.
 """
 
 from __future__ import annotations
@@ -24,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.agents.supervised import fit, make_step, split_indices
+from jgtest.supervised import fit, make_step, split_indices
 
 
 class TextureNet(nn.Module):
@@ -45,7 +35,10 @@ class TextureNet(nn.Module):
 
 @dataclasses.dataclass(frozen=True)
 class TextureOracleConfig:
-    """Settings (module docstring)."""
+    """Settings, ours (the paper has no such oracle): crops of ``crop × crop`` pixels of objects
+    showing at least ``min_pixels`` pixels, a walk flagged above ``flag_threshold``; training on
+    labelled shots (:func:`jgtest.envs.park_shots.shots`) split 70/10/20 by shot, AdamW, early
+    stopping on the validation loss."""
 
     crop: int = 32
     width: int = 32
@@ -60,12 +53,14 @@ class TextureOracleConfig:
 
 
 def crop(frame: jax.Array, box: jax.Array, size: int) -> jax.Array:
-    """The ``box`` (``row0, col0, row1, col1``, pixels) of ``frame [H, W, 3]`` resized to ``[size, size, 3]``
-    (bilinear; jittable, any box size)."""
+    """The ``box`` (``row0, col0, row1, col1``, pixels) of ``frame [H, W, 3]`` resized to
+    ``[size, size, 3]`` (bilinear; jittable, any box size)."""
     box = box.astype(jnp.float32)
     extent = jnp.maximum(box[2:] - box[:2], 1.0)
     scale = size / extent
-    out = jax.image.scale_and_translate(frame.astype(jnp.float32), (size, size, 3), (0, 1), scale, -box[:2] * scale, "linear")
+    out = jax.image.scale_and_translate(
+        frame.astype(jnp.float32), (size, size, 3), (0, 1), scale, -box[:2] * scale, "linear"
+    )
     return jnp.clip(jnp.round(out), 0, 255).astype(jnp.uint8)
 
 
@@ -77,14 +72,21 @@ class TextureOracle:
     params: dict
 
     def probabilities(self, frames: jax.Array, boxes: jax.Array) -> jax.Array:
-        """``[..., 3]``: P(clean, low-resolution, stretched) of the object in each ``boxes [..., 4]`` of ``frames [..., H, W, 3]``."""
+        """``[..., 3]``: P(clean, low-resolution, stretched) of the object in each
+        ``boxes [..., 4]`` of ``frames [..., H, W, 3]``."""
         lead = frames.shape[:-3]
-        crops = jax.vmap(lambda f, b: crop(f, b, self.config.crop))(frames.reshape(-1, *frames.shape[-3:]), boxes.reshape(-1, 4))
-        return jax.nn.softmax(TextureNet(self.config.width).apply(self.params, crops)).reshape(*lead, 3)
+        crops = jax.vmap(lambda f, b: crop(f, b, self.config.crop))(
+            frames.reshape(-1, *frames.shape[-3:]), boxes.reshape(-1, 4)
+        )
+        return jax.nn.softmax(TextureNet(self.config.width).apply(self.params, crops)).reshape(
+            *lead, 3
+        )
 
     def judge(self, probabilities: np.ndarray, shown: np.ndarray) -> tuple[bool, int, float]:
-        """``(flagged, bug kind 1|2, mean bug probability)`` of one walk from its frames' ``probabilities [T, 3]``
-        and whether each frame ``shown [T]`` the object well enough (``min_pixels``)."""
+        """``(flagged, bug kind 1|2, mean bug probability)`` of one walk from its frames'
+        ``probabilities [T, 3]`` and whether each frame ``shown [T]`` the object well enough
+        (``min_pixels``): flagged when the mean probability of a bug over the shown frames exceeds
+        ``flag_threshold``; the likelier bug names it."""
         p = np.asarray(probabilities)[np.asarray(shown, bool)]
         if len(p) == 0:
             return False, 0, 0.0
@@ -94,48 +96,81 @@ class TextureOracle:
 
 
 def crops_of_shots(data: dict, config: TextureOracleConfig) -> dict:
-    """Every object of the ``shots`` showing at least ``min_pixels`` pixels: ``crops``, ``label`` (0 clean,
-    1 low-resolution, 2 stretched), ``shot`` (its frame's index)."""
+    """Every object of the ``shots`` showing at least ``min_pixels`` pixels: ``crops``, ``label`` (0
+    clean, 1 low-resolution, 2 stretched), ``shot`` (its frame's index)."""
     objects = {k: np.asarray(v) for k, v in data["objects"].items()}
     shot, slot = np.nonzero(objects["visible"] & (objects["pixels"] >= config.min_pixels))
     frames = jnp.asarray(data["frames"])[shot]
-    crops = jax.jit(jax.vmap(lambda f, b: crop(f, b, config.crop)))(frames, jnp.asarray(objects["box"][shot, slot]))
-    return {"crops": crops, "label": jnp.asarray(objects["bug"][shot, slot], jnp.int32), "shot": shot}
+    crops = jax.jit(jax.vmap(lambda f, b: crop(f, b, config.crop)))(
+        frames, jnp.asarray(objects["box"][shot, slot])
+    )
+    return {
+        "crops": crops,
+        "label": jnp.asarray(objects["bug"][shot, slot], jnp.int32),
+        "shot": shot,
+    }
 
 
 def train(config: TextureOracleConfig, data: dict, key: jax.Array, seed: int = 0) -> dict:
-    """Trains the classifier on crops of ``data`` (:func:`jgtest.envs.park_shots.shots`), split by shot.
+    """Trains the classifier on crops of ``data`` (:func:`jgtest.envs.park_shots.shots`), split by
+    shot.
 
     Returns:
-      dict: ``oracle`` (:class:`TextureOracle`), ``history``, ``test_accuracy`` (per crop, test split).
+      dict: ``oracle`` (:class:`TextureOracle`), ``history``, ``test_accuracy`` (per crop, test
+        split).
     """
     samples = crops_of_shots(data, config)
     if len(samples["shot"]) == 0:
-        raise ValueError(f"no object in the shots shows {config.min_pixels} pixels: nothing to train the texture oracle on")
+        raise ValueError(
+            f"no object in the shots shows {config.min_pixels} pixels: nothing to train the "
+            "texture oracle on"
+        )
     shots = np.unique(samples["shot"])
     parts = split_indices(len(shots), config.split, seed)
-    train_idx, val_idx, test_idx = (np.flatnonzero(np.isin(samples["shot"], shots[p])) for p in parts)
+    train_idx, val_idx, test_idx = (
+        np.flatnonzero(np.isin(samples["shot"], shots[p])) for p in parts
+    )
     network = TextureNet(config.width)
     params = network.init(key, samples["crops"][:1])
     tx = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
 
     def loss_fn(params, crops, labels):
-        return optax.softmax_cross_entropy_with_integer_labels(network.apply(params, crops), labels).mean()
+        return optax.softmax_cross_entropy_with_integer_labels(
+            network.apply(params, crops), labels
+        ).mean()
 
     step = make_step(loss_fn, tx)
     take = lambda idx: (samples["crops"][idx], samples["label"][idx])
     val_loss = jax.jit(loss_fn)
-    out = fit((params, tx.init(params)), lambda state, idx, i: step(state, *take(idx)), lambda state: val_loss(state[0], *take(val_idx)),
-              train_idx, config.batch_size, config.epochs, config.patience, seed)  # fmt: skip
+    out = fit(
+        (params, tx.init(params)),
+        lambda state, idx, i: step(state, *take(idx)),
+        lambda state: val_loss(state[0], *take(val_idx)),
+        train_idx,
+        config.batch_size,
+        config.epochs,
+        config.patience,
+        seed,
+    )
     params = out["state"][0]
     crops, labels = take(test_idx)
     accuracy = float(jnp.mean(jnp.argmax(network.apply(params, crops), -1) == labels))
-    return {"oracle": TextureOracle(config, params), "history": out["history"], "test_accuracy": accuracy, "test_crops": int(len(test_idx))}
+    return {
+        "oracle": TextureOracle(config, params),
+        "history": out["history"],
+        "test_accuracy": accuracy,
+        "test_crops": int(len(test_idx)),
+    }
 
 
 def walk_precision_recall(flagged: np.ndarray, bugged: np.ndarray) -> dict:
     """Precision and recall of the flags over the walked objects (``bugged``: ground truth)."""
     flagged, bugged = np.asarray(flagged, bool), np.asarray(bugged, bool)
     tp = int((flagged & bugged).sum())
-    return {"precision": tp / max(int(flagged.sum()), 1), "recall": tp / max(int(bugged.sum()), 1),
-            "flagged": int(flagged.sum()), "bugged": int(bugged.sum()), "walked": int(flagged.size)}  # fmt: skip
+    return {
+        "precision": tp / max(int(flagged.sum()), 1),
+        "recall": tp / max(int(bugged.sum()), 1),
+        "flagged": int(flagged.sum()),
+        "bugged": int(bugged.sum()),
+        "walked": int(flagged.size),
+    }

@@ -1,1 +1,2 @@
-"""Explicit plans (the AGT article, SPEC §3): plans as data, their compilation to arrays, and the plan agent."""
+"""Explicit plans (the AGT article, SPEC §3): plans as data, compiled to arrays, and the plan
+agent."""

@@ -1,10 +1,5 @@
-"""Plans compiled to arrays, so that many plans × seeds run in one jitted, vmapped call.
-
-:func:`compile_plan` binds a :class:`jgtest.plans.model.Plan` to a game: each node's actor
-instance to the game's actor id, each action to the game's action index and its validation
-(:data:`CHECK_NONE` when the pair has none), padded to ``max_nodes`` nodes and ``max_rules``
-rules of ``MAX_PRECONDITIONS`` preconditions; :func:`stack_plans` pads a batch to the same
-sizes and stacks it on a leading axis.
+"""Plans compiled to padded arrays (:func:`compile_plan`, :func:`stack_plans`), so that many plans ×
+seeds run in one jitted, vmapped call.
 """
 
 from __future__ import annotations
@@ -41,8 +36,12 @@ class CompiledPlan:
     rule_valid: jax.Array  # bool[R]
 
 
-def compile_plan(plan: Plan, env, max_nodes: int | None = None, max_rules: int | None = None) -> CompiledPlan:
-    """``plan`` bound to ``env`` (module docstring).
+def compile_plan(
+    plan: Plan, env, max_nodes: int | None = None, max_rules: int | None = None
+) -> CompiledPlan:
+    """``plan`` bound to ``env``: each node's actor instance to the game's actor id, each action to
+    the game's action index and its validation (:data:`CHECK_NONE` when the pair has none), padded
+    to ``max_nodes`` nodes and ``max_rules`` rules of ``MAX_PRECONDITIONS`` preconditions.
 
     Raises:
       PlanError: an actor instance the level does not have, a location off the map, or more nodes
@@ -53,32 +52,59 @@ def compile_plan(plan: Plan, env, max_nodes: int | None = None, max_rules: int |
         raise PlanError(f"game: the plan is for {plan.game}, the game is {env.name}")
     n, r = max_nodes or len(plan.nodes), max_rules or max(len(plan.rules), 1)
     if len(plan.nodes) > n or len(plan.rules) > r:
-        raise PlanError(f"plan: {len(plan.nodes)} nodes and {len(plan.rules)} rules exceed the batch's {n} and {r}")
+        raise PlanError(
+            f"plan: {len(plan.nodes)} nodes and {len(plan.rules)} rules exceed the batch's {n} "
+            f"and {r}"
+        )
     checks = list(vocab.CHECKS)
-    check_of = lambda action, actor: checks.index((action, actor)) if (action, actor) in checks else CHECK_NONE
+    check_of = lambda action, actor: (
+        checks.index((action, actor)) if (action, actor) in checks else CHECK_NONE
+    )
     rows, cols = env.map_shape
     out = {
-        "node_actor": np.full(n, -1), "node_location": np.zeros((n, 2)), "node_action": np.full(n, -1), "node_check": np.full(n, CHECK_NONE),
-        "node_radius": np.zeros(n), "node_teleport": np.zeros(n, bool), "node_wait": np.zeros(n),
-        "rule_kind": np.full((r, MAX_PRECONDITIONS), -1), "rule_type": np.zeros((r, MAX_PRECONDITIONS)), "rule_value": np.zeros((r, MAX_PRECONDITIONS)),
-        "rule_priority": np.zeros(r), "rule_action": np.full(r, -1), "rule_check": np.full(r, CHECK_NONE), "rule_valid": np.zeros(r, bool),
-    }  # fmt: skip
+        "node_actor": np.full(n, -1),
+        "node_location": np.zeros((n, 2)),
+        "node_action": np.full(n, -1),
+        "node_check": np.full(n, CHECK_NONE),
+        "node_radius": np.zeros(n),
+        "node_teleport": np.zeros(n, bool),
+        "node_wait": np.zeros(n),
+        "rule_kind": np.full((r, MAX_PRECONDITIONS), -1),
+        "rule_type": np.zeros((r, MAX_PRECONDITIONS)),
+        "rule_value": np.zeros((r, MAX_PRECONDITIONS)),
+        "rule_priority": np.zeros(r),
+        "rule_action": np.full(r, -1),
+        "rule_check": np.full(r, CHECK_NONE),
+        "rule_valid": np.zeros(r, bool),
+    }
     for i, node in enumerate(plan.nodes):
         if node.actor is not None:
             ids = env.actor_ids(vocab.ACTOR_TYPES.index(node.actor))
             if node.instance >= len(ids):
-                raise PlanError(f"nodes[{i}].instance: the level has {len(ids)} {node.actor} actor(s), not an instance {node.instance}")
+                raise PlanError(
+                    f"nodes[{i}].instance: the level has {len(ids)} {node.actor} actor(s), not an "
+                    f"instance {node.instance}"
+                )
             out["node_actor"][i] = ids[node.instance]
         else:
             if not (node.location[0] < rows and node.location[1] < cols):
-                raise PlanError(f"nodes[{i}].location: {list(node.location)} is off the {rows}x{cols} map")
+                raise PlanError(
+                    f"nodes[{i}].location: {list(node.location)} is off the {rows}x{cols} map"
+                )
             out["node_location"][i] = node.location
         out["node_action"][i] = vocab.ACTIONS[node.action] if node.action else -1
         out["node_check"][i] = check_of(node.action, node.actor)
-        out["node_radius"][i], out["node_teleport"][i], out["node_wait"][i] = node.radius, node.movement == "teleport", node.wait
+        out["node_radius"][i], out["node_teleport"][i], out["node_wait"][i] = (
+            node.radius,
+            node.movement == "teleport",
+            node.wait,
+        )
     for j, rule in enumerate(plan.rules):
         if len(rule.preconditions) > MAX_PRECONDITIONS:
-            raise PlanError(f"rules[{j}].preconditions: at most {MAX_PRECONDITIONS} per rule, got {len(rule.preconditions)}")
+            raise PlanError(
+                f"rules[{j}].preconditions: at most {MAX_PRECONDITIONS} per rule, got "
+                f"{len(rule.preconditions)}"
+            )
         for k, pre in enumerate(rule.preconditions):
             near = pre.actor_near is not None
             out["rule_kind"][j, k] = NEAR if near else HEALTH_BELOW
@@ -87,7 +113,9 @@ def compile_plan(plan: Plan, env, max_nodes: int | None = None, max_rules: int |
         out["rule_priority"][j], out["rule_valid"][j] = rule.priority, True
         out["rule_action"][j] = vocab.ACTIONS[rule.action] if rule.action else -1
         out["rule_check"][j] = check_of(rule.action, rule.preconditions[0].actor_near)
-    as_jax = {k: jnp.asarray(v, jnp.bool_ if v.dtype == bool else jnp.int32) for k, v in out.items()}
+    as_jax = {
+        k: jnp.asarray(v, jnp.bool_ if v.dtype == bool else jnp.int32) for k, v in out.items()
+    }
     return CompiledPlan(num_nodes=jnp.int32(len(plan.nodes)), **as_jax)
 
 

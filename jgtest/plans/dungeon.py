@@ -1,14 +1,7 @@
-"""What plans may say about ``Dungeon-v0``, and how its actions are validated: the game's one place for both.
+"""What plans may say about ``Dungeon-v0`` and how its actions are validated, "in one place" as the
+article asks: each :class:`Check` pairs an action with an actor type.
 
-The Explicit Plans article: "we can define all preaction and postaction validation functions in
-one place. That way, it is not a problem if some actions are carried out by the EPA in an
-unforeseen order (due to rules being triggered)". Each :class:`Check` pairs an action with an
-actor type: the pre-action callback measures one of the game's :data:`VARIABLES` just before the
-action; the post-action callback measures it again when the bound game event fires (or after a
-delay, for a check bound to none) and expects ``change``; no event within ``timeout`` steps
-fails the test. The article's example: attack → kill count +1, bound to the enemy-killed event;
-its Video 1: interact with the switch → the door opens (here bound to the switch-toggled event:
-a switch out of reach never toggles, and the check times out with the door still shut).
+* chosen: the switch's check bound to the switch-toggled event, so one out of reach times out.
 """
 
 from __future__ import annotations
@@ -24,12 +17,15 @@ from jgtest.envs.grid import NSEW
 
 @dataclasses.dataclass(frozen=True)
 class Check:
-    """A post-action validation (module docstring).
+    """A post-action validation: the pre-action callback measures ``variable`` just before the
+    action; the post-action callback measures it again when ``event`` fires (or after a delay) and
+    expects ``change``; no event within ``timeout`` steps fails the test.
 
     Attributes:
       variable: the measured game variable (one of the game's ``VARIABLES``).
       change: the expected post-action value minus the pre-action one.
-      event: the game event (``info["events"]``) the post-action check is bound to; ``None``: a delay.
+      event: the game event (``info["events"]``) the post-action check is bound to; ``None``: a
+        delay.
       timeout: steps to wait for the event (or, with no event, the delay before checking).
     """
 
@@ -39,8 +35,8 @@ class Check:
     timeout: int
 
 
-#: Variables the pre- and post-action callbacks measure; ``side``: which side of the target the player
-#: stands on along the row or column they share (−1 before it, +1 past it, 0 otherwise).
+#: Variables the pre- and post-action callbacks measure; ``side``: which side of the target the
+#: player stands on along the row or column they share (−1 before it, +1 past it, 0 otherwise).
 VARIABLES = ("door_open", "switch_on", "kills", "items", "shrine_active", "side")
 
 #: The plan vocabulary: actions a node or rule may name, and actor types it may target.
@@ -60,7 +56,8 @@ EVENTS = game.EVENTS
 
 
 def measure(state: game.EnvState, target: jax.Array) -> jax.Array:
-    """``float32[len(VARIABLES)]``: the variables with the player and the actor cell ``target`` (row, col)."""
+    """``float32[len(VARIABLES)]``: the variables with the player and the actor cell ``target``
+    (row, col)."""
     gap = state.pos - target
     side = jnp.where(gap[0] == 0, jnp.sign(gap[1]), jnp.where(gap[1] == 0, jnp.sign(gap[0]), 0))
     values = (state.door_open, state.switch_on, state.kills, state.items, state.shrine_active, side)
@@ -84,13 +81,29 @@ def face_action(pos: jax.Array, target: jax.Array) -> jax.Array:
 
 
 def teleport(state: game.EnvState, cell: jax.Array, facing: jax.Array) -> game.EnvState:
-    """The player put at ``cell`` facing ``facing`` (the article's simplest navigation: "simply teleporting the player")."""
+    """The player put at ``cell`` facing ``facing`` (the article's simplest navigation: "simply
+    teleporting the player")."""
     return state.replace(pos=cell.astype(jnp.int32), facing=facing.astype(jnp.int32))
 
-#: Text to plan (:mod:`jgtest.plans.text`): the words a QA engineer may write for each action (``None``:
-#: only get there, e.g. "go to", "collect") and each actor type; spelling slips are matched fuzzily.
+
+#: Text to plan (:mod:`jgtest.plans.text`): the words a QA engineer may write for each action
+#: (``None``: only get there, e.g. "go to", "collect") and each actor type; spelling slips are
+#: matched fuzzily.
 ACTION_WORDS = {
-    "interact": ("interact", "activate", "toggle", "press", "use", "flip", "pull", "push", "operate", "trigger", "open", "touch"),
+    "interact": (
+        "interact",
+        "activate",
+        "toggle",
+        "press",
+        "use",
+        "flip",
+        "pull",
+        "push",
+        "operate",
+        "trigger",
+        "open",
+        "touch",
+    ),
     "attack": ("attack", "kill", "hit", "fight", "strike", "slay", "defeat"),
     "jump": ("jump", "leap", "hop", "vault", "cross"),
     None: ("go", "walk", "move", "run", "head", "collect", "pick", "grab", "reach", "visit"),

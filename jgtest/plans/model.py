@@ -1,39 +1,9 @@
-"""Explicit plans as data: nodes and rules, their JSON form and its JSON Schema.
+"""Explicit plans as data: the article's nodes and rules, their JSON form and its JSON Schema::
 
-The article: a **node** is "a target destination (another actor, or world location) where
-[an] action is performed", with "utility parameters, such as tolerance radius, movement mode,
-waiting time"; a **rule** is a triplet "Preconditions, Priority, Action" — "when a rule has all
-its preconditions fulfilled, the ascribed AI behavior is performed. If many rules apply at once,
-the one with the highest priority precedes". A plan is a list of nodes and a set of rules.
+    {"game": "Dungeon-v0", "nodes": [{"actor": "switch", "action": "interact"}],
+     "rules": [{"preconditions": [{"actor_near": "enemy"}], "action": "attack"}]}
 
-The JSON form::
-
-    {"game": "Dungeon-v0", "name": "complete the level",
-     "nodes": [{"actor": "switch", "action": "interact"},
-               {"actor": "lava", "action": "jump"},
-               {"location": [4, 14], "radius": 0, "movement": "teleport", "wait": 3},
-               {"actor": "shrine", "instance": 0, "action": "interact", "radius": 1}],
-     "rules": [{"preconditions": [{"actor_near": "enemy", "distance": 3}], "priority": 1, "action": "attack"}]}
-
-A node targets an ``actor`` type (``instance``: which of them, in the game's actor order,
-default 0) or a ``location`` ``[row, col]``; ``action`` is optional (none: only get there);
-``radius`` the tolerance (Manhattan cells; default 1, beside the target); ``movement``
-``"walk"`` or ``"teleport"``; ``wait`` steps to stay after arriving (and acting). A rule's
-preconditions: ``{"actor_near": TYPE, "distance": D}`` (an actor of that type within D
-cells) or ``{"health_below": H}``; its action is performed on the nearest actor of its first
-``actor_near`` (``null``: walk onto it, e.g. to collect). A plan read from text with guesses taken
-(``jgtest plan from-text --accept-best``) lists them in ``accepted_guesses``. :func:`plan_schema` is the JSON
-Schema of one game's plans (its actions and actor types as enums); :func:`parse_plan`
-checks a plan against it and names what is wrong and where (``nodes[1].action: 'fly' is not
-one of ['interact', 'attack', 'jump']``).
-
-Every integer of a plan (instance, location, radius, wait, distance, health threshold) is at
-most :data:`PLAN_INT_MAX`, ``2**15`` (a priority lies within ``±2**15``): far beyond any map
-side (the Dungeon's is 17 cells) or episode (``max_steps`` 200, the Dungeon's cap 300), and far
-enough inside int32, the dtype of a compiled plan (:mod:`jgtest.plans.compiled`), that the
-agent's arithmetic on them (a distance against a radius, steps waited against a wait) never
-wraps: a radius of ``2**31`` is refused (``nodes[1].radius: 2147483648 is above the largest
-tolerance radius, 32768``) instead of wrapping to a negative one that nothing reaches.
+* chosen: integers at most :data:`PLAN_INT_MAX`, because compiled plans are int32: no wrapping.
 """
 
 from __future__ import annotations
@@ -48,18 +18,42 @@ from jgtest.files import read_json
 
 MOVEMENTS = ("walk", "teleport")
 #: The most nodes a plan may hold, and rules: far beyond a hand-written test or a recorded session
-#: (``plan record`` keeps a node every few steps of a 2,000-step Doom episode), and small enough that a
-#: plan is checked, compiled and run in a second or two. Checked before anything else is read.
+#: (``plan record`` keeps a node every few steps of a 2,000-step Doom episode), and small enough
+#: that a plan is checked, compiled and run in a second or two. Checked before anything else is
+#: read.
 MAX_PLAN_NODES, MAX_PLAN_RULES = 4096, 256
-#: The largest integer a plan may hold, and the bound of a priority's magnitude (module docstring).
+#: The largest integer a plan may hold (instance, location, radius, wait, distance, health
+#: threshold), and the bound of a priority's magnitude: far beyond any map side (the Dungeon's is 17
+#: cells) or episode, and far enough inside int32, the dtype of a compiled plan, that the agent's
+#: arithmetic on them (a distance against a radius, steps waited against a wait) never wraps: a
+#: radius of ``2**31`` is refused instead of wrapping to a negative one that nothing reaches.
 PLAN_INT_MAX = 2**15
 #: What each integer field of a plan is, for the messages that refuse a value out of its bounds.
-_INTEGERS = {"instance": "actor instance", "location": "map coordinate", "radius": "tolerance radius", "wait": "wait",
-             "distance": "precondition distance", "health_below": "health threshold", "priority": "priority"}  # fmt: skip
+_INTEGERS = {
+    "instance": "actor instance",
+    "location": "map coordinate",
+    "radius": "tolerance radius",
+    "wait": "wait",
+    "distance": "precondition distance",
+    "health_below": "health threshold",
+    "priority": "priority",
+}
 
 
 @dataclasses.dataclass(frozen=True)
 class Node:
+    """A target, an actor or a location, and the action to perform there.
+
+    Attributes:
+      actor: the actor type targeted (or a ``location``).
+      instance: which actor of that type, in the game's actor order.
+      location: the cell targeted, ``[row, col]``.
+      action: the action on arrival; ``None``: only get there.
+      radius: the tolerance, in Manhattan cells (1: beside the target).
+      movement: ``"walk"`` or ``"teleport"``.
+      wait: steps to stay after arriving (and acting).
+    """
+
     actor: str | None = None
     instance: int = 0
     location: tuple[int, int] | None = None
@@ -71,6 +65,9 @@ class Node:
 
 @dataclasses.dataclass(frozen=True)
 class Precondition:
+    """``{"actor_near": TYPE, "distance": D}`` (an actor of that type within D cells) or
+    ``{"health_below": H}``."""
+
     actor_near: str | None = None
     distance: int = 3
     health_below: int | None = None
@@ -78,6 +75,9 @@ class Precondition:
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
+    """A rule: when every precondition holds, its action is performed on the nearest actor of its
+    first ``actor_near`` (``None``: walk onto it, e.g. to collect); the highest priority first."""
+
     preconditions: tuple[Precondition, ...]
     priority: int = 0
     action: str | None = None
@@ -85,15 +85,20 @@ class Rule:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
+    """A plan: nodes in order and rules (a plan read from text with guesses taken, ``jgtest plan
+    from-text --accept-best``, lists them in ``accepted_guesses``)."""
+
     game: str
     nodes: tuple[Node, ...]
     rules: tuple[Rule, ...] = ()
     name: str = ""
-    #: Lines of a text plan read below the confidence threshold and taken anyway (``from-text --accept-best``).
+    #: Lines of a text plan read below the confidence threshold and taken anyway
+    #: (``from-text --accept-best``).
     accepted_guesses: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        """The JSON form (module docstring), defaults left out."""
+        """The JSON form (the module's example), defaults left out."""
+
         def compact(item) -> dict:
             defaults = {f.name: f.default for f in dataclasses.fields(item)}
             out = {}
@@ -104,47 +109,83 @@ class Plan:
                     out[key] = list(value) if isinstance(value, tuple) else value
             return out
 
-        return {"game": self.game, **({"name": self.name} if self.name else {}), "nodes": [compact(n) for n in self.nodes],
-                "rules": [compact(r) for r in self.rules], **({"accepted_guesses": list(self.accepted_guesses)} if self.accepted_guesses else {})}  # fmt: skip
+        return {
+            "game": self.game,
+            **({"name": self.name} if self.name else {}),
+            "nodes": [compact(n) for n in self.nodes],
+            "rules": [compact(r) for r in self.rules],
+            **({"accepted_guesses": list(self.accepted_guesses)} if self.accepted_guesses else {}),
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
 
 def plan_schema(vocabulary) -> dict:
-    """The JSON Schema (draft 2020-12) of plans for one game; ``vocabulary`` has ``ACTIONS`` and ``ACTOR_TYPES``,
-    and ``RULES`` or ``LOCATIONS`` false where its plans take no rules or no locations (a Doom level's)."""
+    """The JSON Schema (draft 2020-12) of plans for one game; ``vocabulary`` has ``ACTIONS`` and
+    ``ACTOR_TYPES``, and ``RULES`` or ``LOCATIONS`` false where its plans take no rules or no
+    locations (a Doom level's)."""
     actions, types = list(vocabulary.ACTIONS), list(vocabulary.ACTOR_TYPES)
     action = {"enum": [*actions, None]}
     integer = lambda minimum: {"type": "integer", "minimum": minimum, "maximum": PLAN_INT_MAX}
     node = {
-        "type": "object", "additionalProperties": False,
+        "type": "object",
+        "additionalProperties": False,
         "properties": {
-            "actor": {"enum": types}, "instance": integer(0),
+            "actor": {"enum": types},
+            "instance": integer(0),
             "location": {"type": "array", "items": integer(0), "minItems": 2, "maxItems": 2},
-            "action": action, "radius": integer(0), "movement": {"enum": list(MOVEMENTS)}, "wait": integer(0),
+            "action": action,
+            "radius": integer(0),
+            "movement": {"enum": list(MOVEMENTS)},
+            "wait": integer(0),
         },
-        "oneOf": [{"required": ["actor"], "not": {"required": ["location"]}}, {"required": ["location"], "not": {"required": ["actor"]}}],
-    }  # fmt: skip
+        "oneOf": [
+            {"required": ["actor"], "not": {"required": ["location"]}},
+            {"required": ["location"], "not": {"required": ["actor"]}},
+        ],
+    }
     precondition = {
-        "type": "object", "additionalProperties": False,
-        "properties": {"actor_near": {"enum": types}, "distance": integer(1), "health_below": integer(1)},
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "actor_near": {"enum": types},
+            "distance": integer(1),
+            "health_below": integer(1),
+        },
         "oneOf": [{"required": ["actor_near"]}, {"required": ["health_below"]}],
-    }  # fmt: skip
+    }
     rule = {
-        "type": "object", "additionalProperties": False, "required": ["preconditions", "action"],
-        "properties": {"preconditions": {"type": "array", "items": precondition, "minItems": 1}, "priority": integer(-PLAN_INT_MAX), "action": action},
-    }  # fmt: skip
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["preconditions", "action"],
+        "properties": {
+            "preconditions": {"type": "array", "items": precondition, "minItems": 1},
+            "priority": integer(-PLAN_INT_MAX),
+            "action": action,
+        },
+    }
     if not getattr(vocabulary, "LOCATIONS", True):
         del node["properties"]["location"], node["oneOf"]
         node["required"] = ["actor"]
-    rules = {"type": "array", "items": rule} if getattr(vocabulary, "RULES", True) else {"type": "array", "maxItems": 0}
+    rules = (
+        {"type": "array", "items": rule}
+        if getattr(vocabulary, "RULES", True)
+        else {"type": "array", "maxItems": 0}
+    )
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": False,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
         "required": ["game", "nodes"],
-        "properties": {"game": {"type": "string"}, "name": {"type": "string"}, "nodes": {"type": "array", "items": node, "minItems": 1},
-                       "rules": rules, "accepted_guesses": {"type": "array", "items": {"type": "string"}}},
-    }  # fmt: skip
+        "properties": {
+            "game": {"type": "string"},
+            "name": {"type": "string"},
+            "nodes": {"type": "array", "items": node, "minItems": 1},
+            "rules": rules,
+            "accepted_guesses": {"type": "array", "items": {"type": "string"}},
+        },
+    }
 
 
 def _where(path) -> str:
@@ -160,9 +201,15 @@ _REASONS = {
     ("minItems", "nodes"): "an empty plan: it needs at least one node",
     ("minItems", "preconditions"): "a rule without preconditions",
     ("maxItems", "rules"): "this game's plans take no rules",
-    ("required", "nodes"): "a node targets one of the game's things (an actor); this game's plans take no locations",
+    (
+        "required",
+        "nodes",
+    ): "a node targets one of the game's things (an actor); this game's plans take no locations",
     ("oneOf", "nodes"): "a node targets either an actor or a location (exactly one of them)",
-    ("oneOf", "preconditions"): "a precondition is either actor_near or health_below (exactly one of them)",
+    (
+        "oneOf",
+        "preconditions",
+    ): "a precondition is either actor_near or health_below (exactly one of them)",
 }
 
 
@@ -183,31 +230,51 @@ def parse_plan(data: dict, vocabulary=None) -> Plan:
     Raises:
       PlanError: naming the first problem and where it is (more nodes or rules than
         :data:`MAX_PLAN_NODES` and :data:`MAX_PLAN_RULES`, checked first; an unknown actor type or
-        action, an integer out of its bounds, an empty plan, a rule without preconditions, an unknown game).
+        action, an integer out of its bounds, an empty plan, a rule without preconditions, an
+        unknown game).
     """
     if not isinstance(data, dict) or not isinstance(data.get("game"), str):
         raise PlanError("plan: a plan is a JSON object with a 'game' (e.g. \"Dungeon-v0\")")
     for key, limit in (("nodes", MAX_PLAN_NODES), ("rules", MAX_PLAN_RULES)):
         if isinstance(data.get(key), list) and len(data[key]) > limit:
-            raise PlanError(f"{key}: {len(data[key]):,} {key}, more than a plan may hold ({limit:,})")
+            raise PlanError(
+                f"{key}: {len(data[key]):,} {key}, more than a plan may hold ({limit:,})"
+            )
     import jsonschema
 
     vocabulary = vocabulary or plan_game(data["game"])
-    errors = sorted(jsonschema.Draft202012Validator(plan_schema(vocabulary)).iter_errors(data), key=lambda e: (list(e.path), e.message))
+    errors = sorted(
+        jsonschema.Draft202012Validator(plan_schema(vocabulary)).iter_errors(data),
+        key=lambda e: (list(e.path), e.message),
+    )
     if errors:
         deepest = max(errors, key=lambda e: len(e.path))
         raise PlanError(f"{_where(deepest.path)}: {_message(deepest)}")
     data = _integers(data)
-    nodes = tuple(Node(**{**n, **({"location": tuple(n["location"])} if "location" in n else {})}) for n in data["nodes"])
-    rules = tuple(Rule(tuple(Precondition(**p) for p in r["preconditions"]), r.get("priority", 0), r["action"]) for r in data.get("rules", ()))
+    nodes = tuple(
+        Node(**{**n, **({"location": tuple(n["location"])} if "location" in n else {})})
+        for n in data["nodes"]
+    )
+    rules = tuple(
+        Rule(
+            tuple(Precondition(**p) for p in r["preconditions"]), r.get("priority", 0), r["action"]
+        )
+        for r in data.get("rules", ())
+    )
     for i, rule in enumerate(rules):
         if rule.preconditions[0].actor_near is None:
-            raise PlanError(f"rules[{i}].preconditions[0]: a rule's first precondition names the actor it acts on (actor_near)")
-    return Plan(data["game"], nodes, rules, data.get("name", ""), tuple(data.get("accepted_guesses", ())))
+            raise PlanError(
+                f"rules[{i}].preconditions[0]: a rule's first precondition names the actor it "
+                "acts on (actor_near)"
+            )
+    return Plan(
+        data["game"], nodes, rules, data.get("name", ""), tuple(data.get("accepted_guesses", ()))
+    )
 
 
 def _integers(value):
-    """``value`` (a plan that fits its schema, where every number is an integer) with its floats as ints."""
+    """``value`` (a plan that fits its schema, where every number is an integer) with its floats as
+    ints."""
     if isinstance(value, dict):
         return {key: _integers(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -239,5 +306,8 @@ def plan_game(game: str) -> Any:
         return doom.plans_of(doom.level_of(game))
     games = {"Dungeon-v0": dungeon}
     if game not in games:
-        raise PlanError(f"game: plans run on {', '.join(games)} and ViZDoom's levels (vizdoom:freedoom1/E1M1 …), got {game!r}")
+        raise PlanError(
+            f"game: plans run on {', '.join(games)} and ViZDoom's levels (vizdoom:freedoom1/E1M1 "
+            f"…), got {game!r}"
+        )
     return games[game]

@@ -1,14 +1,5 @@
-"""Learned navigation for the plan agent: PPO trained to reach targets (grid sensor + direction), then following plans.
-
-The article: "a RL agent that has been trained to navigate towards a target location can be used
-to follow an explicit plan ... This RL agent was not trained to open doors, attack enemies, or
-interact with shrines. However, by combining it with an explicit plan ... running the designated
-actions for the nodes and rules when the agent arrives at the target, the agent can complete the
-plan". :func:`train_navigator` trains the library's PPO (:mod:`jgtest.agents.ppo`) on
-``DungeonNav-v0`` (random levels, random reachable targets); :func:`learned_navigator` turns its
-policy into the plan agent's ``navigator`` (moves drawn from the policy); :func:`plan_completion` measures the
-share of a held-out suite (plans × random levels the training never drew, seeds from
-``HELD_OUT_SEED``) a navigator completes, to set beside the scripted navigator's.
+"""Learned navigation for the plan agent (the article's "RL agent ... trained to navigate towards a
+target location"): PPO on ``DungeonNav-v0``, measured on held-out levels beside the scripted one.
 """
 
 from __future__ import annotations
@@ -28,22 +19,38 @@ from jgtest.files import write_atomically, write_json_atomically
 #: Held-out levels: plan runs draw their random levels from keys at or past this seed.
 HELD_OUT_SEED = 100_000
 
-#: The held-out suite's plans: the article's three steps, alone and with its "attack any enemy" rule.
-_THREE_STEPS = [{"actor": "switch", "action": "interact"}, {"actor": "lava", "action": "jump"}, {"actor": "shrine", "action": "interact"}]
+#: The held-out suite's plans: the article's three steps, alone and with its "attack any enemy"
+#: rule.
+_THREE_STEPS = [
+    {"actor": "switch", "action": "interact"},
+    {"actor": "lava", "action": "jump"},
+    {"actor": "shrine", "action": "interact"},
+]
 SUITE = (
     {"game": "Dungeon-v0", "name": "complete the level", "nodes": _THREE_STEPS},
-    {"game": "Dungeon-v0", "name": "complete the level, attacking enemies", "nodes": _THREE_STEPS,
-     "rules": [{"preconditions": [{"actor_near": "enemy", "distance": 3}], "priority": 1, "action": "attack"}]},
+    {
+        "game": "Dungeon-v0",
+        "name": "complete the level, attacking enemies",
+        "nodes": _THREE_STEPS,
+        "rules": [
+            {
+                "preconditions": [{"actor_near": "enemy", "distance": 3}],
+                "priority": 1,
+                "action": "attack",
+            }
+        ],
+    },
 )
 
 
 @dataclasses.dataclass(frozen=True)
 class NavigatorConfig:
-    """PPO on ``DungeonNav-v0`` (PureJaxRL's defaults otherwise: lr 2.5e-4, 4 epochs × 4 minibatches).
+    """PPO on ``DungeonNav-v0`` (PureJaxRL's defaults otherwise: lr 2.5e-4, 4 epochs × 4
+    minibatches).
 
     Attributes:
-      total_timesteps: environment steps (5.7 M: 92.5% of the held-out suite, its moves drawn from the
-        policy; 2.9 M: 88%).
+      total_timesteps: environment steps (5.7 M: 92.5% of the held-out suite, its moves drawn from
+        the policy; 2.9 M: 88%).
       num_envs, num_steps: the rollout (games × steps per update).
       hidden_sizes: the actor-critic MLP.
       num_evals: evaluations (and metric rows) over the training.
@@ -60,12 +67,22 @@ class NavigatorConfig:
     def ppo_config(self):
         from jgtest.agents import ppo
 
-        return ppo.PPOConfig(game="DungeonNav-v0", game_kwargs=(), num_envs=self.num_envs, num_steps=self.num_steps, total_timesteps=self.total_timesteps,
-                             hidden_sizes=self.hidden_sizes, num_evals=self.num_evals, eval_episodes=64, track_coverage=False)  # fmt: skip
+        return ppo.PPOConfig(
+            game="DungeonNav-v0",
+            game_kwargs=(),
+            num_envs=self.num_envs,
+            num_steps=self.num_steps,
+            total_timesteps=self.total_timesteps,
+            hidden_sizes=self.hidden_sizes,
+            num_evals=self.num_evals,
+            eval_episodes=64,
+            track_coverage=False,
+        )
 
 
 def train_navigator(config: NavigatorConfig = NavigatorConfig(), out_dir: str | Path | None = None):
-    """``(network, params, metrics)``: PPO's navigator; saved to ``out_dir`` (``navigator.msgpack``, ``navigator.json``) when given."""
+    """``(network, params, metrics)``: PPO's navigator; saved to ``out_dir`` (``navigator.msgpack``,
+    ``navigator.json``) when given."""
     from jgtest.agents import ppo
 
     agent = ppo.make_agent(config.ppo_config())
@@ -74,8 +91,12 @@ def train_navigator(config: NavigatorConfig = NavigatorConfig(), out_dir: str | 
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        write_atomically(out / "navigator.msgpack", serialization.to_bytes(jax.device_get(state.params)))
-        write_json_atomically(out / "navigator.json", {"config": dataclasses.asdict(config), "metrics": metrics})
+        write_atomically(
+            out / "navigator.msgpack", serialization.to_bytes(jax.device_get(state.params))
+        )
+        write_json_atomically(
+            out / "navigator.json", {"config": dataclasses.asdict(config), "metrics": metrics}
+        )
     return agent.network, state.params, metrics
 
 
@@ -91,18 +112,29 @@ def load_navigator(out_dir: str | Path):
 
     out = Path(out_dir)
     if not (out / "navigator.msgpack").is_file():
-        raise BadFile(f"{out}: no trained navigator (train one: `{shlex.join(['jgtest', 'plan', 'train-navigator', '--out', str(out)])}`)")
+        raise BadFile(
+            f"{out}: no trained navigator (train one: "
+            f"`{shlex.join(['jgtest', 'plan', 'train-navigator', '--out', str(out)])}`)"
+        )
     saved = read_json(out / "navigator.json")
     try:
-        config = NavigatorConfig(**{**saved["config"], "hidden_sizes": tuple(saved["config"]["hidden_sizes"])})
+        config = NavigatorConfig(
+            **{**saved["config"], "hidden_sizes": tuple(saved["config"]["hidden_sizes"])}
+        )
     except (KeyError, TypeError):
-        raise BadFile(f"{out / 'navigator.json'}: not a saved navigator (its config is missing or has other fields)") from None
+        raise BadFile(
+            f"{out / 'navigator.json'}: not a saved navigator (its config is missing or has other "
+            "fields)"
+        ) from None
     agent = ppo.make_agent(config.ppo_config())
     like = agent.network.init(jax.random.key(0), jnp.zeros(_obs_shape()))
     try:
         return agent.network, serialization.from_bytes(like, read_bytes(out / "navigator.msgpack"))
     except ValueError as error:  # msgpack's decoding errors, or parameters of another shape
-        raise BadFile(f"{out / 'navigator.msgpack'}: not the parameters of the navigator in navigator.json ({error})") from None
+        raise BadFile(
+            f"{out / 'navigator.msgpack'}: not the parameters of the navigator in navigator.json "
+            f"({error})"
+        ) from None
 
 
 def _obs_shape() -> tuple[int, ...]:
@@ -113,9 +145,10 @@ def _obs_shape() -> tuple[int, ...]:
 
 
 def learned_navigator(network, params, greedy: bool = False):
-    """The plan agent's ``navigator``: the policy's move from the grid sensor, the target's plane and its
-    direction, drawn from the policy (as PPO trained it; a greedy policy can pace between two cells for
-    ever where its two best moves point at each other), or its most likely move with ``greedy``."""
+    """The plan agent's ``navigator``: the policy's move from the grid sensor, the target's plane
+    and its direction, drawn from the policy (as PPO trained it; a greedy policy can pace between
+    two cells for ever where its two best moves point at each other), or its most likely move with
+    ``greedy``."""
 
     def navigate(passable, pos, target, observation, key):
         del passable
@@ -126,9 +159,12 @@ def learned_navigator(network, params, greedy: bool = False):
     return navigate
 
 
-def plan_completion(navigator, plans=None, seeds: int = 100, variant: str = "random_layout") -> dict:
-    """The share of ``plans`` (default :data:`SUITE`) × ``seeds`` held-out random levels the ``navigator``
-    completes (every validation passed), and the scripted navigator's on the same runs."""
+def plan_completion(
+    navigator, plans=None, seeds: int = 100, variant: str = "random_layout"
+) -> dict:
+    """The share of ``plans`` (default :data:`SUITE`) × ``seeds`` held-out random levels the
+    ``navigator`` completes (every validation passed), and the scripted navigator's on the same
+    runs."""
     import jgtest
     from jgtest.plans import dungeon as game
     from jgtest.plans.agent import run_plans, scripted_navigator
@@ -139,5 +175,13 @@ def plan_completion(navigator, plans=None, seeds: int = 100, variant: str = "ran
     plans = [parse_plan(p) for p in SUITE] if plans is None else list(plans)
     compiled = stack_plans(plans, env)
     keys = jax.vmap(jax.random.key)(HELD_OUT_SEED + np.arange(seeds))
-    share = lambda nav: float((np.asarray(run_plans(env, game, params, compiled, keys, navigator=nav)[0].outcome) == 1).mean())
-    return {"runs": len(plans) * seeds, "learned": share(navigator), "scripted": share(scripted_navigator)}
+    share = lambda nav: float(
+        (
+            np.asarray(run_plans(env, game, params, compiled, keys, navigator=nav)[0].outcome) == 1
+        ).mean()
+    )
+    return {
+        "runs": len(plans) * seeds,
+        "learned": share(navigator),
+        "scripted": share(scripted_navigator),
+    }

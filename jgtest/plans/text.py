@@ -1,47 +1,9 @@
-"""Text to plan: QA-style instructions to an explicit plan, each sentence read with a confidence.
+"""Text to plan (the article's pipeline): each sentence classified as a node or a rule, its action
+and actor keywords tagged and matched to the game's vocabulary, read with a confidence; one below
+:data:`CONFIDENCE` is refused with its two best guesses (:class:`TextToPlan`).
 
-The article's pipeline: "1. Using sentence-level classification, determine whether a sentence
-represents a node or a rule. 2. Using token-level classification, extract an action keyword, and
-an actor type keyword. 3. Match the keywords to valid values using similarity analysis. 4. Find an
-in-game instance of the matched actor type and create a node with that instance as the target,
-and the matched action. If no instance is matched, the action will simply be performed at a
-fallback location. 5. Repeat for every line". Ours, for each sentence of each line:
-
-1. **Discourse words go, by rule**: a list marker at the start of a line ("1.", "-", "Step 2:"),
-   then the spaCy ``Matcher``'s :data:`DISCOURSE` patterns, for order ("first", "then", "and then",
-   "finally", "next", "afterwards", "start by") and politeness ("please", "kindly", "could you",
-   "make sure to", "thanks"). They say nothing of the action or the actor; a rule removes them
-   whatever the sentence around them, where a learned tagger would have to have seen each one.
-2. **Sentence and keyword classification**, learned as the article's: :func:`train_pipeline` trains a
-   blank English pipeline with spaCy's own loop on the annotated instructions kept in the
-   repository (``data/instructions.jsonl``: sentence → node or rule, the action and actor keyword
-   spans; a held-out fifth, its accuracy in :attr:`TextToPlan.metrics`): a ``textcat`` (NODE /
-   RULE) and an ``ner`` (ACTION / ACTOR). No pretrained English pipeline installs from the package
-   index here. The trained pipeline is cached (``~/.cache/jgtest``, or ``$JGTEST_CACHE``), keyed by
-   the data and the spaCy version.
-3. **Similarity to the game's vocabulary** (:mod:`jgtest.plans.lexicon`: lemmas, WordNet,
-   spelling): every word of the sentence against each action's words (``ACTION_WORDS`` of the
-   game's plan module) as a verb, and against each actor type's (``ACTOR_WORDS``) as a noun; a verb
-   followed by a particle is also read as the phrasal verb ("turn on": WordNet's ``turn_on``). A
-   word the tagger marked for the role counts in full, an untagged one at :data:`UNTAGGED`, one
-   tagged for the other role at :data:`OTHER_ROLE`, and an actor word before the action word at
-   :data:`BEFORE_ACTION` (the verb's object usually follows it); one word fills one role.
-4. **An interpretation** is a kind, an action and an actor type (for a node, possibly none: an
-   action at the fallback location, the level's start). Its confidence is the product of the kind's
-   weight (:data:`KIND_FLOOR` + (1 − :data:`KIND_FLOOR`) × the classifier's probability of the
-   kind), the action's similarity and the actor's (for no actor, one minus the best actor
-   similarity of any word: the sentence names none; times :data:`UNKNOWN_ACTOR` when the tagger
-   marked an actor word the vocabulary does not know). :meth:`TextToPlan.read` returns each
-   sentence's best interpretation and its runner-up (:class:`Reading`). A sentence whose best is
-   below :data:`CONFIDENCE`, or within :data:`MARGIN` of a reading with another action or actor, is
-   refused, naming its line and its two best guesses ("line 2: 'Kneel at the shrine.': did you
-   mean interact shrine (0.31) or interact switch (0.20)?"), unless ``accept_best``: then the best
-   is taken and the plan lists the lines it guessed (:attr:`jgtest.plans.model.Plan.accepted_guesses`).
-
-:data:`CONFIDENCE` is set on the training instructions: every one of them reads, with its
-annotated action and actor, above it (a test checks it), and a sentence of no known action
-("Dance wildly.") below it. A rule acts on an actor of its type that comes within
-``RULE_DISTANCE`` steps. Nothing downloads.
+* chosen: discourse words removed by rule, because a learned tagger would have to have seen each.
+* chosen: a blank spaCy pipeline trained here, because no pretrained English pipeline installs.
 """
 
 from __future__ import annotations
@@ -59,11 +21,12 @@ from jgtest.plans.model import Node, Plan, PlanError, Precondition, Rule, plan_g
 
 DATA = Path(__file__).parent / "data" / "instructions.jsonl"
 RULE_DISTANCE = 3
-#: The least confidence a sentence's reading is taken with (module docstring).
+#: The least confidence a sentence's reading is taken with: every training instruction reads above
+#: it with its annotated action and actor (a test checks it), "Dance wildly." below it.
 CONFIDENCE = 0.55
-#: The kind's weight at a classifier probability of 0 (it rises to 1 at a probability of 1): a sentence
-#: the classifier is unsure of (a terse note: "kill goblin") keeps most of its confidence, since both
-#: readings act on the same actor.
+#: The kind's weight at a classifier probability of 0 (it rises to 1 at a probability of 1): a
+#: sentence the classifier is unsure of (a terse note: "kill goblin") keeps most of its confidence,
+#: since both readings act on the same actor.
 KIND_FLOOR = 0.5
 #: How far the best reading must be above a runner-up that differs in action or actor.
 MARGIN = 0.05
@@ -75,12 +38,42 @@ BEFORE_ACTION = 0.95
 UNKNOWN_ACTOR = 0.5
 #: Particles that make a phrasal verb with the word before them ("turn on", "pick up").
 PARTICLES = ("on", "off", "up", "down", "out")
-#: Discourse words and phrases, removed by rule (module docstring); ``,`` after one goes with it.
+#: Discourse words and phrases, removed by rule (:class:`TextToPlan`, step 1); ``,`` after one goes
+#: with it.
 DISCOURSE = (
-    "first", "firstly", "first of all", "then", "and then", "and", "finally", "lastly", "last", "next", "afterwards", "after that",
-    "now", "also", "start by", "begin by", "end by", "please", "kindly", "could you", "can you", "would you", "would you please",
-    "could you please", "make sure to", "make sure you", "be sure to", "go ahead and", "thanks", "thank you", "ok", "okay",
-)  # fmt: skip
+    "first",
+    "firstly",
+    "first of all",
+    "then",
+    "and then",
+    "and",
+    "finally",
+    "lastly",
+    "last",
+    "next",
+    "afterwards",
+    "after that",
+    "now",
+    "also",
+    "start by",
+    "begin by",
+    "end by",
+    "please",
+    "kindly",
+    "could you",
+    "can you",
+    "would you",
+    "would you please",
+    "could you please",
+    "make sure to",
+    "make sure you",
+    "be sure to",
+    "go ahead and",
+    "thanks",
+    "thank you",
+    "ok",
+    "okay",
+)
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):]|[-*•])\s*", re.IGNORECASE)
 
 
@@ -93,20 +86,39 @@ def load_instructions(path: Path = DATA) -> tuple[list[dict], list[dict]]:
 def _examples(nlp, rows):
     from spacy.training import Example
 
-    return [Example.from_dict(nlp.make_doc(r["text"]), {"cats": {"NODE": float(r["kind"] == "node"), "RULE": float(r["kind"] == "rule")},
-                                                        "entities": [tuple(s) for s in r["spans"]]}) for r in rows]  # fmt: skip
+    return [
+        Example.from_dict(
+            nlp.make_doc(r["text"]),
+            {
+                "cats": {"NODE": float(r["kind"] == "node"), "RULE": float(r["kind"] == "rule")},
+                "entities": [tuple(s) for s in r["spans"]],
+            },
+        )
+        for r in rows
+    ]
 
 
 def train_pipeline(path: Path = DATA, epochs: int = 25, seed: int = 0):
-    """``(nlp, metrics)``: the sentence classifier and keyword tagger trained on ``path``'s train split;
-    ``metrics`` on its test split (``textcat_accuracy``, ``ner_f``, ``ner_p``, ``ner_r``) and sizes."""
+    """``(nlp, metrics)``: the sentence classifier and keyword tagger trained on ``path``'s train
+    split; ``metrics`` on its test split (``textcat_accuracy``, ``ner_f``, ``ner_p``, ``ner_r``) and
+    sizes."""
     import spacy
     from spacy.util import fix_random_seed, minibatch
 
     fix_random_seed(seed)
     train, test = load_instructions(path)
     nlp = spacy.blank("en")
-    nlp.add_pipe("textcat", config={"model": {"@architectures": "spacy.TextCatBOW.v3", "exclusive_classes": True, "ngram_size": 2, "no_output_layer": False}})
+    nlp.add_pipe(
+        "textcat",
+        config={
+            "model": {
+                "@architectures": "spacy.TextCatBOW.v3",
+                "exclusive_classes": True,
+                "ngram_size": 2,
+                "no_output_layer": False,
+            }
+        },
+    )
     nlp.add_pipe("ner")
     train_examples, test_examples = _examples(nlp, train), _examples(nlp, test)
     optimizer = nlp.initialize(lambda: train_examples)
@@ -116,22 +128,34 @@ def train_pipeline(path: Path = DATA, epochs: int = 25, seed: int = 0):
         for batch in minibatch(train_examples, size=8):
             nlp.update(batch, sgd=optimizer, drop=0.2)
     scores = nlp.evaluate(test_examples)
-    correct = sum(max(doc.cats, key=doc.cats.get) == ("NODE" if r["kind"] == "node" else "RULE") for r, doc in zip(test, nlp.pipe(r["text"] for r in test)))
-    metrics = {"train": len(train), "test": len(test), "textcat_accuracy": correct / len(test),
-               "ner_f": scores["ents_f"], "ner_p": scores["ents_p"], "ner_r": scores["ents_r"]}  # fmt: skip
+    correct = sum(
+        max(doc.cats, key=doc.cats.get) == ("NODE" if r["kind"] == "node" else "RULE")
+        for r, doc in zip(test, nlp.pipe(r["text"] for r in test))
+    )
+    metrics = {
+        "train": len(train),
+        "test": len(test),
+        "textcat_accuracy": correct / len(test),
+        "ner_f": scores["ents_f"],
+        "ner_p": scores["ents_p"],
+        "ner_r": scores["ents_r"],
+    }
     return nlp, metrics
 
 
 def _cache_dir(path: Path) -> Path:
     import spacy
 
-    digest = hashlib.sha256(path.read_bytes() + spacy.__version__.encode() + b"textcat+ner").hexdigest()[:16]  # the pipes trained
+    digest = hashlib.sha256(
+        path.read_bytes() + spacy.__version__.encode() + b"textcat+ner"
+    ).hexdigest()[:16]  # the pipes trained
     return lexicon.cache_root() / f"text_to_plan-{digest}"
 
 
 @dataclasses.dataclass(frozen=True)
 class Interpretation:
-    """One reading of a sentence: a node or a rule, its action (``None``: go to / collect) and actor type (``None``: none named)."""
+    """One reading of a sentence: a node or a rule, its action (``None``: go to / collect) and actor
+    type (``None``: none named)."""
 
     kind: str
     action: str | None
@@ -154,21 +178,59 @@ class Reading:
 
     @property
     def clear(self) -> bool:
-        """Whether the best is taken: at least :data:`CONFIDENCE`, and :data:`MARGIN` above a runner-up
-        that acts otherwise or on another actor (a runner-up of the other kind only does not count)."""
-        rival = self.runner_up is not None and (self.runner_up.action, self.runner_up.actor) != (self.best.action, self.best.actor)
-        return self.best.confidence >= CONFIDENCE and not (rival and self.best.confidence - self.runner_up.confidence < MARGIN)
+        """Whether the best is taken: at least :data:`CONFIDENCE`, and :data:`MARGIN` above a
+        runner-up that acts otherwise or on another actor (a runner-up of the other kind only does
+        not count)."""
+        rival = self.runner_up is not None and (self.runner_up.action, self.runner_up.actor) != (
+            self.best.action,
+            self.best.actor,
+        )
+        return self.best.confidence >= CONFIDENCE and not (
+            rival and self.best.confidence - self.runner_up.confidence < MARGIN
+        )
 
     @property
     def where(self) -> str:
         return f"line {self.line}: {self.sentence!r}"
 
     def guesses(self) -> str:
-        return f"did you mean {self.best}" + (f" or {self.runner_up}" if self.runner_up else "") + "?"
+        return (
+            f"did you mean {self.best}" + (f" or {self.runner_up}" if self.runner_up else "") + "?"
+        )
 
 
 class TextToPlan:
-    """The trained pipeline (trained on first use, then loaded from the cache), :meth:`read` and :meth:`plan`."""
+    """The trained pipeline (trained on first use, then loaded from the cache), :meth:`read` and
+    :meth:`plan`.
+
+    Each sentence of each line is read in four steps:
+
+    1. **Discourse words go, by rule**: a list marker at the start of a line ("1.", "-", "Step 2:"),
+       then the spaCy ``Matcher``'s :data:`DISCOURSE` patterns, for order ("first", "then") and
+       politeness ("please", "could you").
+    2. **Sentence and keyword classification**: a ``textcat`` (NODE / RULE) and an ``ner``
+       (ACTION / ACTOR), trained by :func:`train_pipeline` with spaCy's own loop on the annotated
+       instructions (``data/instructions.jsonl``; a held-out fifth, its accuracy in
+       :attr:`metrics`), cached (``$JGTEST_CACHE`` or ``~/.cache/jgtest``), keyed by the data and
+       the spaCy version.
+    3. **Similarity to the game's vocabulary** (:func:`jgtest.plans.lexicon.similarity`): every word
+       against each action's words (``ACTION_WORDS``) as a verb, with a following particle also as
+       a phrasal verb ("turn on": WordNet's ``turn_on``), and against each actor type's
+       (``ACTOR_WORDS``) as a noun. A word tagged for the role counts in full, an untagged one at
+       :data:`UNTAGGED`, one tagged for the other role at :data:`OTHER_ROLE`, an actor word before
+       the action word at :data:`BEFORE_ACTION`; one word fills one role.
+    4. **An interpretation** (a kind, an action, an actor type or none: the action at the level's
+       start) has the confidence ``(KIND_FLOOR + (1 − KIND_FLOOR)·p(kind)) · s(action) · s(actor)``,
+       where for no actor ``s`` is one minus the best actor similarity of any word (times
+       :data:`UNKNOWN_ACTOR` when the tagger marked an actor word the vocabulary does not know).
+
+    :meth:`read` returns each sentence's best interpretation and its runner-up (:class:`Reading`).
+    A sentence whose best is below :data:`CONFIDENCE`, or within :data:`MARGIN` of a reading with
+    another action or actor, is refused, naming its line and its two best guesses ("line 2: 'Kneel
+    at the shrine.': did you mean interact shrine (0.31) or interact switch (0.20)?"), unless
+    ``accept_best``: then the plan lists the lines it guessed (``Plan.accepted_guesses``). A rule
+    acts on an actor of its type within :data:`RULE_DISTANCE` steps.
+    """
 
     def __init__(self, path: Path = DATA):
         import spacy
@@ -176,25 +238,41 @@ class TextToPlan:
 
         where = _cache_dir(path)
         if (where / "meta.json").exists() and (where / "metrics.json").exists():
-            self.nlp, self.metrics = spacy.load(where), json.loads((where / "metrics.json").read_text())
+            self.nlp, self.metrics = (
+                spacy.load(where),
+                json.loads((where / "metrics.json").read_text()),
+            )
         else:
             self.nlp, self.metrics = train_pipeline(path)
             where.mkdir(parents=True, exist_ok=True)
             self.nlp.to_disk(where)
             write_json_atomically(where / "metrics.json", self.metrics)
         self._discourse = Matcher(self.nlp.vocab)
-        self._discourse.add("DISCOURSE", [[{"LOWER": word} for word in phrase.split()] + [{"ORTH": ",", "OP": "?"}] for phrase in DISCOURSE])
+        self._discourse.add(
+            "DISCOURSE",
+            [
+                [{"LOWER": word} for word in phrase.split()] + [{"ORTH": ",", "OP": "?"}]
+                for phrase in DISCOURSE
+            ],
+        )
 
     def strip_discourse(self, sentence: str) -> str:
-        """``sentence`` without its list marker and discourse words (module docstring), capitalised again."""
+        """``sentence`` without its list marker and discourse words (step 1 of :class:`TextToPlan`),
+        capitalised again."""
         doc = self.nlp.make_doc(_LIST_MARKER.sub("", sentence))
         gone = {i for _, start, end in self._discourse(doc) for i in range(start, end)}
-        kept = "".join(token.text_with_ws for token in doc if token.i not in gone).strip().lstrip(",").strip()
+        kept = (
+            "".join(token.text_with_ws for token in doc if token.i not in gone)
+            .strip()
+            .lstrip(",")
+            .strip()
+        )
         return kept[:1].upper() + kept[1:]
 
     def read(self, text: str, vocab) -> list[Reading]:
-        """Every sentence of ``text`` (one or more per line) read against ``vocab`` (a game's plan module); a
-        sentence of discourse words only ("Thanks.") says nothing to do and is passed over."""
+        """Every sentence of ``text`` (one or more per line) read against ``vocab`` (a game's plan
+        module); a sentence of discourse words only ("Thanks.") says nothing to do and is passed
+        over."""
         readings = []
         for number, line in enumerate(text.splitlines(), 1):
             for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip())):
@@ -203,11 +281,14 @@ class TextToPlan:
         return readings
 
     def plan(self, text: str, env, name: str = "", accept_best: bool = False) -> Plan:
-        """The plan of ``text`` for ``env``'s level (:meth:`read`, then :meth:`plan_from_readings`)."""
+        """The plan of ``text`` for ``env``'s level (:meth:`read`, then
+        :meth:`plan_from_readings`)."""
         return self.plan_from_readings(self.read(text, plan_game(env.name)), env, name, accept_best)
 
     @staticmethod
-    def plan_from_readings(readings: list[Reading], env, name: str = "", accept_best: bool = False) -> Plan:
+    def plan_from_readings(
+        readings: list[Reading], env, name: str = "", accept_best: bool = False
+    ) -> Plan:
         """The plan of ``readings`` (:meth:`read`'s) for ``env``'s level.
 
         Raises:
@@ -222,19 +303,36 @@ class TextToPlan:
                     raise PlanError(f"{reading.where}: {reading.guesses()}")
                 guessed.append(f"{reading.where}: took {best}")
             if best.kind == "rule":
-                rules.append(Rule((Precondition(actor_near=best.actor, distance=RULE_DISTANCE),), 1, best.action))
+                rules.append(
+                    Rule(
+                        (Precondition(actor_near=best.actor, distance=RULE_DISTANCE),),
+                        1,
+                        best.action,
+                    )
+                )
             elif best.actor is not None and len(env.actor_ids(vocab.ACTOR_TYPES.index(best.actor))):
-                nodes.append(Node(actor=best.actor, action=best.action, radius=0 if best.action is None and best.actor in vocab.WALK_ONTO else 1))
-            else:  # no instance of it in the level (or none named): the action at a fallback location, the start
-                nodes.append(Node(location=tuple(int(v) for v in env.default_params.start), action=best.action))
+                nodes.append(
+                    Node(
+                        actor=best.actor,
+                        action=best.action,
+                        radius=0 if best.action is None and best.actor in vocab.WALK_ONTO else 1,
+                    )
+                )
+            else:  # none in the level (or none named): the action at a fallback location, the start
+                nodes.append(
+                    Node(
+                        location=tuple(int(v) for v in env.default_params.start), action=best.action
+                    )
+                )
         if not nodes:
             raise PlanError("text: no step became a node (a plan needs at least one)")
         return Plan(env.name, tuple(nodes), tuple(rules), name, tuple(guessed))
 
     @staticmethod
     def _verb(token, known: bool) -> str:
-        """The token as a verb: with the particle after it where WordNet knows the phrasal verb ("turn on": ``turn_on``),
-        unless the word is ``known``, one of the vocabulary's own ("pick up" is "pick", a word for collecting)."""
+        """The token as a verb: with the particle after it where WordNet knows the phrasal verb
+        ("turn on": ``turn_on``), unless the word is ``known``, one of the vocabulary's own ("pick
+        up" is "pick", a word for collecting)."""
         after = token.nbor() if token.i + 1 < len(token.doc) else None
         if after is not None and after.lower_ in PARTICLES and not known:
             for lemma in lexicon.lemmas(token.lower_, lexicon.VERB):
@@ -246,23 +344,62 @@ class TextToPlan:
         doc = self.nlp(self.strip_discourse(sentence))
         words = [t for t in doc if t.is_alpha]
         tags = {t.i: ent.label_ for ent in doc.ents for t in ent}
-        role = lambda token, label: 1.0 if tags.get(token.i) == label else OTHER_ROLE if token.i in tags else UNTAGGED
+        role = lambda token, label: (
+            1.0 if tags.get(token.i) == label else OTHER_ROLE if token.i in tags else UNTAGGED
+        )
         own = {lemma for seeds in vocab.ACTION_WORDS.values() for lemma in seeds}
-        verbs = {t.i: self._verb(t, bool(own & set(lexicon.lemmas(t.lower_, lexicon.VERB)))) for t in words}
-        action = {entry: [lexicon.similarity(verbs[t.i], seeds, lexicon.VERB) * role(t, "ACTION") for t in words] for entry, seeds in vocab.ACTION_WORDS.items()}
-        actor = {entry: [lexicon.similarity(t.lower_, seeds, lexicon.NOUN) * role(t, "ACTOR") for t in words] for entry, seeds in vocab.ACTOR_WORDS.items()}
-        named = any(label == "ACTOR" for label in tags.values())  # an actor the vocabulary may not know
-        no_actor = (1.0 - max((s for scores in actor.values() for s in scores), default=0.0)) * (UNKNOWN_ACTOR if named else 1.0)
-        kinds = {"node": KIND_FLOOR + (1 - KIND_FLOOR) * doc.cats.get("NODE", 0.0), "rule": KIND_FLOOR + (1 - KIND_FLOOR) * doc.cats.get("RULE", 0.0)}
+        verbs = {
+            t.i: self._verb(t, bool(own & set(lexicon.lemmas(t.lower_, lexicon.VERB))))
+            for t in words
+        }
+        action = {
+            entry: [
+                lexicon.similarity(verbs[t.i], seeds, lexicon.VERB) * role(t, "ACTION")
+                for t in words
+            ]
+            for entry, seeds in vocab.ACTION_WORDS.items()
+        }
+        actor = {
+            entry: [
+                lexicon.similarity(t.lower_, seeds, lexicon.NOUN) * role(t, "ACTOR") for t in words
+            ]
+            for entry, seeds in vocab.ACTOR_WORDS.items()
+        }
+        named = any(
+            label == "ACTOR" for label in tags.values()
+        )  # an actor the vocabulary may not know
+        no_actor = (1.0 - max((s for scores in actor.values() for s in scores), default=0.0)) * (
+            UNKNOWN_ACTOR if named else 1.0
+        )
+        kinds = {
+            "node": KIND_FLOOR + (1 - KIND_FLOOR) * doc.cats.get("NODE", 0.0),
+            "rule": KIND_FLOOR + (1 - KIND_FLOOR) * doc.cats.get("RULE", 0.0),
+        }
         found = []
         for kind, p_kind in kinds.items():
             for act, act_scores in action.items():
                 for i, s_act in enumerate(act_scores):
-                    found.append(Interpretation(kind, act, None, p_kind * s_act * no_actor) if kind == "node" else None)
+                    found.append(
+                        Interpretation(kind, act, None, p_kind * s_act * no_actor)
+                        if kind == "node"
+                        else None
+                    )
                     for who, who_scores in actor.items():
-                        s_who = max((s * (1.0 if j > i else BEFORE_ACTION) for j, s in enumerate(who_scores) if j != i), default=0.0)
+                        s_who = max(
+                            (
+                                s * (1.0 if j > i else BEFORE_ACTION)
+                                for j, s in enumerate(who_scores)
+                                if j != i
+                            ),
+                            default=0.0,
+                        )
                         found.append(Interpretation(kind, act, who, p_kind * s_act * s_who))
-        ranked = sorted({(i.kind, i.action, i.actor): i for i in sorted((f for f in found if f), key=lambda i: i.confidence)}.values(),
-                        key=lambda i: -i.confidence)  # fmt: skip
+        ranked = sorted(
+            {
+                (i.kind, i.action, i.actor): i
+                for i in sorted((f for f in found if f), key=lambda i: i.confidence)
+            }.values(),
+            key=lambda i: -i.confidence,
+        )
         ranked = [dataclasses.replace(i, confidence=round(i.confidence, 4)) for i in ranked]
         return Reading(line, sentence, ranked[0], ranked[1] if len(ranked) > 1 else None)

@@ -1,15 +1,7 @@
-"""The report's first section, what is broken: every distinct bug of a run (:mod:`jgtest.report.distinct`)
-with its kind, where and when it fired, how many records it gathered, its reproducer's length
-before and after shrinking, the command that replays it, and a view of it.
-
-The view comes from the shortest reproducer (``trace_min``, else the trace), replayed:
-
-* a game that draws frames (the ``rgb_frames`` signal: ParkWorld on device; ViZDoom, Atari and
-  SuperTuxKart through their bridges) gets a **clip**, an animated PNG of the replay's last
-  :data:`CLIP_FRAMES` frames, up to the bug;
-* a twin without pixels gets a **drawn top view**: the player's path from the episode's start,
-  its start and the spot where the bug fired marked;
-* a bridged game that draws no frames is shown by the place its record names.
+"""The report's first section, what is broken: each distinct bug of a run
+(:mod:`jgtest.report.distinct`) with its kind, place, time, records, reproducer length before and
+after shrinking, replay command and a view replayed from its shortest reproducer
+(:func:`broken_section`).
 """
 
 from __future__ import annotations
@@ -20,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jgtest.records import located_records, replay_command
 from jgtest.report.distinct import DistinctBug, distinct_bugs
-from jgtest.report.records import located_records, replay_command
 
 #: Distinct bugs drawn at most (the table lists them all).
 MAX_VIEWS = 24
@@ -30,7 +22,11 @@ CLIP_FRAMES, CLIP_MS = 32, 120
 
 
 def broken_section(run_dir: str | Path) -> dict:
-    """The section's rows and views: ``{"header", "rows", "views", "records"}`` (module docstring)."""
+    """The section's rows and views: ``{"header", "rows", "views", "records"}``.
+
+    The first :data:`MAX_VIEWS` bugs get a view: a clip (:func:`bug_clip`) where the game draws
+    frames, else a drawn top view (:func:`bug_view`).
+    """
     located = located_records(run_dir)
     where = {id(r): (p, i) for r, p, i in located}
     bugs = distinct_bugs([r for r, _, _ in located])
@@ -38,19 +34,51 @@ def broken_section(run_dir: str | Path) -> dict:
     for n, bug in enumerate(bugs):
         record = bug.representative
         path, index = where[id(record)]
-        shrunk = f"{len(record.actions)} → {len(record.trace_min)}" if record.trace_min else f"{len(record.actions)} (not shrunk)"
-        rows.append([n + 1, record.kind, record.game, record.bug_id, _place(record.position), f"episode {record.episode}, step {record.step}",
-                     len(bug.records), shrunk, replay_command(record, path, index)])  # fmt: skip
+        shrunk = (
+            f"{len(record.actions)} → {len(record.trace_min)}"
+            if record.trace_min
+            else f"{len(record.actions)} (not shrunk)"
+        )
+        rows.append(
+            [
+                n + 1,
+                record.kind,
+                record.game,
+                record.bug_id,
+                _place(record.position),
+                f"episode {record.episode}, step {record.step}",
+                len(bug.records),
+                shrunk,
+                replay_command(record, path, index),
+            ]
+        )
         if n < MAX_VIEWS:
             image = bug_clip(bug) or bug_view(bug)
             if image is not None:
-                views.append({"uri": "data:image/png;base64," + base64.b64encode(image).decode(), "caption": f"bug {n + 1}: {record.kind} on {record.game}"})
-    header = ["#", "kind", "game", "bug", "where", "when", "records", "actions (before → after shrinking)", "replay"]
+                views.append(
+                    {
+                        "uri": "data:image/png;base64," + base64.b64encode(image).decode(),
+                        "caption": f"bug {n + 1}: {record.kind} on {record.game}",
+                    }
+                )
+    header = [
+        "#",
+        "kind",
+        "game",
+        "bug",
+        "where",
+        "when",
+        "records",
+        "actions (before → after shrinking)",
+        "replay",
+    ]
     return {"header": header, "rows": rows, "views": views, "records": len(located)}
 
 
 def bug_view(bug: DistinctBug) -> bytes | None:
-    """A PNG of the bug's reproducer (module docstring); ``None`` where the game cannot be replayed here."""
+    """A PNG of the bug's shortest reproducer seen from above: on a twin, the player's path from the
+    episode's start, its start and the spot where the bug fired marked; on a bridged game, the place
+    its record names. ``None`` where the game cannot be replayed here."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -62,12 +90,24 @@ def bug_view(bug: DistinctBug) -> bytes | None:
     if path is not None and len(path):
         ax.plot(path[:, 0], path[:, 1], color="#3b6ea5", linewidth=1.2)
         ax.scatter(path[:1, 0], path[:1, 1], color="#2a9d55", s=30, label="start", zorder=3)
-        ax.scatter(path[-1:, 0], path[-1:, 1], color="#c0392b", marker="X", s=70, label="bug", zorder=4)
+        ax.scatter(
+            path[-1:, 0], path[-1:, 1], color="#c0392b", marker="X", s=70, label="bug", zorder=4
+        )
     elif len(record.position) >= 2:
-        ax.scatter([record.position[0]], [record.position[1]], color="#c0392b", marker="X", s=70, label="bug")
+        ax.scatter(
+            [record.position[0]],
+            [record.position[1]],
+            color="#c0392b",
+            marker="X",
+            s=70,
+            label="bug",
+        )
     else:
         return None
-    ax.set_title(f"{record.kind} bug {record.bug_id}, {len(record.trace_min or record.actions)} actions", fontsize=8)
+    ax.set_title(
+        f"{record.kind} bug {record.bug_id}, {len(record.trace_min or record.actions)} actions",
+        fontsize=8,
+    )
     ax.legend(fontsize=7, loc="best")
     ax.tick_params(labelsize=6)
     buffer = io.BytesIO()
@@ -76,22 +116,32 @@ def bug_view(bug: DistinctBug) -> bytes | None:
 
 
 def bug_clip(bug: DistinctBug) -> bytes | None:
-    """An animated PNG of the bug's reproducer replayed (module docstring); ``None`` for a game that
-    draws no frames, or a record that cannot be replayed here."""
+    """An animated PNG of the bug's shortest reproducer replayed, its last :data:`CLIP_FRAMES`
+    frames up to the bug, for a game that draws frames (the ``rgb_frames`` signal: ParkWorld on
+    device; ViZDoom, Atari and SuperTuxKart through their bridges); ``None`` for a game that draws
+    no frames, or a record that cannot be replayed here."""
     from PIL import Image
 
     frames = replayed_frames(bug.representative)
     if frames is None or not len(frames):
         return None
-    images = [Image.fromarray(frame[..., :3]).resize((frame.shape[1] * 2, frame.shape[0] * 2), Image.NEAREST) for frame in frames[-CLIP_FRAMES:]]
+    images = [
+        Image.fromarray(frame[..., :3]).resize(
+            (frame.shape[1] * 2, frame.shape[0] * 2), Image.NEAREST
+        )
+        for frame in frames[-CLIP_FRAMES:]
+    ]
     buffer = io.BytesIO()
-    images[0].save(buffer, format="PNG", save_all=True, append_images=images[1:], duration=CLIP_MS, loop=0)
+    images[0].save(
+        buffer, format="PNG", save_all=True, append_images=images[1:], duration=CLIP_MS, loop=0
+    )
     return buffer.getvalue()
 
 
 def replayed_frames(record) -> np.ndarray | None:
-    """``uint8[T, H, W, C]``: the frames of the record's shortest reproducer, replayed on the bare twin
-    or a fresh bridged game; ``None`` where the game draws no frames or cannot replay it here."""
+    """``uint8[T, H, W, C]``: the frames of the record's shortest reproducer, replayed on the bare
+    twin or a fresh bridged game; ``None`` where the game draws no frames or cannot replay it
+    here."""
     from jgtest.errors import BadFile
     from jgtest.host_loop import host_game_signals, is_host_game, replay_host_frames
     from jgtest.report.replay import replay_frames
@@ -100,9 +150,17 @@ def replayed_frames(record) -> np.ndarray | None:
     shortest = minimal(record) if record.trace_min else record
     try:
         if is_host_game(record.game):
-            return replay_host_frames(shortest) if "rgb_frames" in host_game_signals(record.game, record.game_kwargs) else None
+            return (
+                replay_host_frames(shortest)
+                if "rgb_frames" in host_game_signals(record.game, record.game_kwargs)
+                else None
+            )
         return replay_frames(record)
-    except (BadFile, ValueError, RuntimeError):  # another game's record, a game that does not replay, one that cannot start here
+    except (
+        BadFile,
+        ValueError,
+        RuntimeError,
+    ):  # another game's record, a game that does not replay, one that cannot start here
         return None
 
 
@@ -119,9 +177,12 @@ def replayed_path(record) -> np.ndarray | None:
         positions = replay_positions(record)
     except BadFile:
         return None
-    return positions if positions.shape[-1] >= 2 else np.stack([positions[:, 0], np.arange(len(positions))], axis=1)
+    return (
+        positions
+        if positions.shape[-1] >= 2
+        else np.stack([positions[:, 0], np.arange(len(positions))], axis=1)
+    )
 
 
 def _place(position) -> str:
     return "(" + ", ".join(f"{p:.4g}" for p in position) + ")" if len(position) else "–"
-

@@ -1,25 +1,17 @@
-"""Records grouped into distinct bugs: one bug found many times is one bug to file.
+"""Records grouped into distinct bugs (:func:`distinct_bugs`): one bug found many times, by several
+runs, seeds or agents, is one bug to file.
 
-A campaign writes a record each time its oracles first see a bug (per run, per seed, per agent), so
-the same bug can have many records. :func:`distinct_bugs` groups them:
-
-* on a game whose bugs are injected and numbered (the twins, ``telemetry.bugs_fired``), by the
-  bug's id: the id names the bug;
-* on a bridged or adapted game (``vizdoom:``, ``gym:``, ``gymnax:``, ``craftax:``, …), where an id
-  names an oracle (a crash, stuck, an assertion) that can fire in many places, by the record's
-  kind, its oracle (the id) and its place: the position rounded to :data:`PLACE` units (a low-FPS
-  point's id is its cell already).
-
-Each group keeps its records in the order found; its representative is the one with the shortest
-reproducer (``trace_min`` when shrunk, else the trace), the one a report shows and a CI failure
-cites.
+chosen: a bridged game's bug is its kind, oracle and place rounded to :data:`PLACE` units, because
+there an id names an oracle that fires in many places.
+chosen: a group's representative is its shortest reproducer, because the report shows it and CI
+cites it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from jgtest.report.records import BugRecord
+from jgtest.records import BugRecord
 
 #: The place of a bridged game's bug: its position rounded to this many of the game's units.
 PLACE = 32.0
@@ -43,10 +35,16 @@ class DistinctBug:
 
 
 def bug_key(record: BugRecord) -> tuple:
-    """What makes a record's bug this bug (module docstring)."""
+    """What makes a record's bug this bug: on a game whose bugs are injected and numbered (the
+    twins, ``telemetry.bugs_fired``), the game, kind and id; on a bridged or adapted game
+    (``vizdoom:``, ``gym:``, ``gymnax:``, ``craftax:``, …), where an id names an oracle (a crash,
+    stuck, an assertion), also its position rounded to :data:`PLACE` units (a low-FPS point's id is
+    its cell already)."""
     from jgtest.host_loop import is_host_game
 
-    bridged = is_host_game(record.game) or ":" in record.game  # bridged, or adapted (gymnax:, craftax:)
+    bridged = (
+        is_host_game(record.game) or ":" in record.game
+    )  # bridged, or adapted (gymnax:, craftax:)
     if not bridged or record.kind == "low_fps":
         return (record.game, record.kind, record.bug_id)
     place = tuple(round(p / PLACE) for p in record.position)
@@ -54,7 +52,8 @@ def bug_key(record: BugRecord) -> tuple:
 
 
 def distinct_bugs(records: list[BugRecord]) -> list[DistinctBug]:
-    """The distinct bugs among ``records``, in the order each was first found."""
+    """The distinct bugs among ``records``, in the order each was first found, each keeping its
+    records in the order found."""
     groups: dict[tuple, list[BugRecord]] = {}
     for record in records:
         groups.setdefault(bug_key(record), []).append(record)

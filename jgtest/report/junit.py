@@ -1,19 +1,9 @@
 """JUnit XML, the results format CI servers read (Jenkins, GitLab, GitHub's test reporters), written
-with ``junitparser``.
-
-* A campaign (``jgtest run ... --junit PATH``, :func:`campaign_junit`): one test suite, one test
-  case per oracle the game has (a bug kind: ``crash``, ``stuck``, ``logical``, ``low_fps`` …),
-  and in it one ``<failure>`` per distinct bug of that kind (:mod:`jgtest.report.distinct`), whose
-  text is the command that replays it. A case without a failure passed: the oracle found nothing.
-* Plans (``jgtest plan run|suite ... --junit PATH``, :func:`plan_junit`): one test suite per plan,
-  one test case per validation the plan's runs made (its node or rule, action, actor and checked
-  variable) and one for the plan's outcome (a node never reached), a ``<failure>`` per distinct
-  failure with the command that runs the plan again.
-* ``jgtest verify --junit PATH`` (:func:`verify_junit`): one test case per stored bug, failing
-  while the bug is still present or has changed.
+with ``junitparser`` for a campaign (:func:`campaign_junit`), plan runs (:func:`plan_junit`) and
+``jgtest verify`` (:func:`verify_junit`).
 
 The files follow the Ant/Jenkins JUnit format (``testsuites`` › ``testsuite`` › ``testcase`` ›
-``failure``); ``tests/data/junit.xsd`` states it, and the tests validate every file against it.
+``failure``) that ``tests/data/junit.xsd`` states.
 """
 
 from __future__ import annotations
@@ -26,13 +16,18 @@ from pathlib import Path
 from junitparser import Failure, JUnitXml, TestCase, TestSuite
 
 from jgtest.files import write_atomically
+from jgtest.records import located_records, replay_command
 from jgtest.report.distinct import distinct_bugs
-from jgtest.report.records import located_records, replay_command
 
 
-def campaign_junit(run_dir: str | Path, path: str | Path, name: str, oracles: Sequence[str] = ()) -> int:
-    """Writes a campaign's JUnit file (module docstring); ``oracles``: the game's bug kinds (the kinds
-    found are added); the number of distinct bugs, each a failure."""
+def campaign_junit(
+    run_dir: str | Path, path: str | Path, name: str, oracles: Sequence[str] = ()
+) -> int:
+    """Writes a campaign's JUnit file (``jgtest run ... --junit PATH``): one test suite, one test
+    case per oracle (bug kind: ``crash``, ``stuck``, ``logical``, ``low_fps`` …) and in it one
+    ``<failure>`` per distinct bug of that kind (:mod:`jgtest.report.distinct`), its text the
+    command that replays it; a case without a failure passed. ``oracles``: the game's bug kinds (the
+    kinds found are added). Returns the number of distinct bugs, each a failure."""
     located = located_records(run_dir)
     where = {id(r): (p, i) for r, p, i in located}
     bugs = distinct_bugs([r for r, _, _ in located])
@@ -42,7 +37,11 @@ def campaign_junit(run_dir: str | Path, path: str | Path, name: str, oracles: Se
         failures = []
         for bug in (b for b in bugs if b.kind == kind):
             record = bug.representative
-            failure = Failure(f"{kind} bug {record.bug_id} of {record.game}: {record.detail or 'found'} ({len(bug.records)} record(s))", kind)
+            failure = Failure(
+                f"{kind} bug {record.bug_id} of {record.game}: "
+                f"{record.detail or 'found'} ({len(bug.records)} record(s))",
+                kind,
+            )
             failure.text = replay_command(record, *where[id(record)])
             failures.append(failure)
         case.result = failures
@@ -52,9 +51,12 @@ def campaign_junit(run_dir: str | Path, path: str | Path, name: str, oracles: Se
 
 
 def plan_junit(reports: dict[str, list[dict]], path: str | Path, command: Sequence[str]) -> int:
-    """Writes plan runs' JUnit file (module docstring): ``reports`` maps each plan file to its runs'
-    reports (:func:`jgtest.plans.report.run_report`); ``command``, the plan command's arguments
-    but the plan, to run one plan again. The number of distinct failures."""
+    """Writes plan runs' JUnit file (``jgtest plan run|suite ... --junit PATH``): one test suite per
+    plan, one test case per validation its runs made (node or rule, action, actor, checked variable)
+    and one for its outcome (a node never reached), a ``<failure>`` per distinct failure with the
+    command that runs the plan again. ``reports`` maps each plan file to its runs' reports
+    (:func:`jgtest.plans.report.run_report`); ``command``, the plan command's arguments but the
+    plan. Returns the number of distinct failures."""
     suites, failed = [], 0
     for plan_path, runs in reports.items():
         suite = TestSuite(f"plan {Path(plan_path).name}")
@@ -72,8 +74,16 @@ def plan_junit(reports: dict[str, list[dict]], path: str | Path, command: Sequen
             if not run["passed"] and not failed_check and run["failure"] not in outcome:
                 outcome.append(run["failure"])
         again = shlex.join([*command[:3], plan_path, *command[3:]])
-        for (source, action, actor, variable), failures in [*cases.items(), (("plan", "outcome", "", ""), outcome)]:
-            case = TestCase(f"{source}: {action} {actor} ({variable})".strip() if variable else f"{source} {action}", classname=f"jgtest.plan.{Path(plan_path).stem}")
+        for (source, action, actor, variable), failures in [
+            *cases.items(),
+            (("plan", "outcome", "", ""), outcome),
+        ]:
+            case = TestCase(
+                f"{source}: {action} {actor} ({variable})".strip()
+                if variable
+                else f"{source} {action}",
+                classname=f"jgtest.plan.{Path(plan_path).stem}",
+            )
             case.result = [_failure(message, "plan", again) for message in failures]
             failed += len(failures)
             suite.add_testcase(case)
@@ -83,13 +93,18 @@ def plan_junit(reports: dict[str, list[dict]], path: str | Path, command: Sequen
 
 
 def verify_junit(results: list, path: str | Path) -> None:
-    """Writes ``jgtest verify``'s JUnit file: a case per stored bug, failing when it is still present
-    or changed (:class:`jgtest.report.verify.Verdict`, :class:`jgtest.plans.verify.PlanVerdict`)."""
+    """Writes ``jgtest verify``'s JUnit file: a case per stored bug, failing when it is still
+    present or changed (:class:`jgtest.report.verify.Verdict`,
+    :class:`jgtest.plans.verify.PlanVerdict`)."""
     suite = TestSuite("jgtest verify")
     for verdict in results:
         case = TestCase(verdict.case_name, classname="jgtest.verify")
         if verdict.status != "fixed":
-            case.result = [_failure(f"{verdict.shown_status}: {verdict.describe()}", verdict.status, verdict.command)]
+            case.result = [
+                _failure(
+                    f"{verdict.shown_status}: {verdict.describe()}", verdict.status, verdict.command
+                )
+            ]
         suite.add_testcase(case)
     _write(path, [suite])
 

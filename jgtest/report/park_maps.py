@@ -1,11 +1,6 @@
-"""Bird's-eye maps of the park (PPGTA Fig. 7 and Fig. 9).
-
-* :func:`park_image` — the map as an RGB image: grass, pathways (white, as the paper's
-  figures), water, trees, crates; invisible walls in magenta (they are not drawn in the game).
-* :func:`traces_map` — the pathway the agents' traces covered, in red over the map (Fig. 7).
-* :func:`ooi_tested_plot` — OOIs tested per episode per agent (Fig. 8).
-* :func:`tests_map` — every object of interest as a dot: green tested with success, red
-  failed, grey missed; unreachable objects ringed (Fig. 9).
+"""Bird's-eye maps of the park, as PPGTA's Fig. 7-9: the map (:func:`park_image`), the pathway the
+traces covered (:func:`traces_map`), objects tested per episode (:func:`ooi_tested_plot`) and each
+object's test (:func:`tests_map`).
 """
 
 from __future__ import annotations
@@ -27,7 +22,9 @@ OUTCOME_COLOURS = {"success": "#2ca02c", "failed": "#d62728", "missed": "#9a9a9a
 
 
 def park_image(m: park_map.ParkMap) -> np.ndarray:
-    """``float[size, size, 3]`` in ``[0, 1]``, row = y, column = x."""
+    """The map as an RGB image, ``float[size, size, 3]`` in ``[0, 1]``, row = y, column = x: grass,
+    pathways (white, as the paper's figures), water, trees, crates; invisible walls in magenta (the
+    game does not draw them)."""
     image = np.zeros((*m.floor.shape, 3))
     image[m.floor == park_map.GRASS] = (0.72, 0.85, 0.66)
     image[m.floor == park_map.PATH] = (1.0, 1.0, 1.0)
@@ -48,11 +45,13 @@ def _axes(m: park_map.ParkMap, title: str):
     return fig, ax
 
 
-def traces_map(m: park_map.ParkMap, positions: np.ndarray, path: str | os.PathLike, title: str = "") -> Path:
-    """``positions [T, N, 2]`` ``(x, y)`` of ``N`` games over time: the cells their traces covered
-    (:func:`jgtest.envs.park.trace_cells`, the width the coverage counts: picture and number agree)
-    in red, and the traces' centre lines (a game's jumps between episodes are not drawn: steps
-    longer than 2 cells are cut)."""
+def traces_map(
+    m: park_map.ParkMap, positions: np.ndarray, path: str | os.PathLike, title: str = ""
+) -> Path:
+    """Fig. 7: ``positions [T, N, 2]`` ``(x, y)`` of ``N`` games over time: the cells their traces
+    covered (:func:`jgtest.envs.park.trace_cells`, the width the coverage counts: picture and number
+    agree) in red, and the traces' centre lines (a game's jumps between episodes are not drawn:
+    steps longer than 2 cells are cut)."""
     fig, ax = _axes(m, title)
     positions = np.asarray(positions, float)
     rows, cols, within = trace_cells(positions.reshape(-1, 2))
@@ -71,18 +70,50 @@ def traces_map(m: park_map.ParkMap, positions: np.ndarray, path: str | os.PathLi
     return save_figure(fig, path)
 
 
-def tests_map(m: park_map.ParkMap, ooi_pos: np.ndarray, outcomes, reachable: np.ndarray, path: str | os.PathLike,
-              title: str = "") -> Path:  # fmt: skip
-    """Objects at ``ooi_pos [K, 2]`` coloured by ``outcomes[k]`` (``"success"``, ``"failed"``,
-    ``"missed"``); ``~reachable`` objects ringed in black."""
+def tests_map(
+    m: park_map.ParkMap,
+    ooi_pos: np.ndarray,
+    outcomes,
+    reachable: np.ndarray,
+    path: str | os.PathLike,
+    title: str = "",
+) -> Path:
+    """Fig. 9: objects at ``ooi_pos [K, 2]`` coloured by ``outcomes[k]`` (``"success"`` green,
+    ``"failed"`` red, ``"missed"`` grey); ``~reachable`` objects ringed in black."""
     fig, ax = _axes(m, title)
-    pos, outcomes, reachable = np.asarray(ooi_pos), np.asarray(outcomes), np.asarray(reachable, bool)
+    pos, outcomes, reachable = (
+        np.asarray(ooi_pos),
+        np.asarray(outcomes),
+        np.asarray(reachable, bool),
+    )
     for outcome, colour in OUTCOME_COLOURS.items():
         sel = outcomes == outcome
-        ax.scatter(pos[sel, 0], pos[sel, 1], s=18, c=colour, edgecolors="none", label=f"{outcome} ({int(sel.sum())})")
-    ax.scatter(pos[~reachable, 0], pos[~reachable, 1], s=60, facecolors="none", edgecolors="black", linewidths=0.8)
+        ax.scatter(
+            pos[sel, 0],
+            pos[sel, 1],
+            s=18,
+            c=colour,
+            edgecolors="none",
+            label=f"{outcome} ({int(sel.sum())})",
+        )
+    ax.scatter(
+        pos[~reachable, 0],
+        pos[~reachable, 1],
+        s=60,
+        facecolors="none",
+        edgecolors="black",
+        linewidths=0.8,
+    )
     handles = ax.get_legend_handles_labels()[0] + [
-        Line2D([], [], marker="o", ls="", mfc="none", mec="black", label=f"unreachable ({int((~reachable).sum())})")
+        Line2D(
+            [],
+            [],
+            marker="o",
+            ls="",
+            mfc="none",
+            mec="black",
+            label=f"unreachable ({int((~reachable).sum())})",
+        )
     ]
     ax.legend(handles=handles, fontsize="small", loc="lower left")
     fig.tight_layout()
@@ -101,7 +132,13 @@ def ooi_tested_plot(curves: dict, path: str | os.PathLike, paper: dict | None = 
         for episode in (18, 45):
             value = (paper or {}).get(agent, {}).get(f"ooi_tested_{episode}")
             if value is not None:
-                ax.scatter([episode], [value], color=colour, marker="x", label=f"{agent}, paper" if episode == 18 else None)
+                ax.scatter(
+                    [episode],
+                    [value],
+                    color=colour,
+                    marker="x",
+                    label=f"{agent}, paper" if episode == 18 else None,
+                )
     ax.set_xlabel("episode")
     ax.set_ylabel("OOIs tested")
     ax.set_title("OOIs tested over episodes (PPGTA Fig. 8)")

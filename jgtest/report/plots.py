@@ -1,16 +1,9 @@
-"""Figures for RELINE's low-FPS analysis (Tufano et al., §4.2, Fig. 4).
+"""Figures for RELINE's low-FPS analysis (Tufano et al., §4.2): render times (:func:`violin_plot`,
+Fig. 4-(a)), where the low-FPS points lie (:func:`position_plot`, Fig. 4-(b)/(c)) and the replay
+check per track section (:func:`section_plot`, §4.1.3, Fig. 3).
 
-* :func:`violin_plot` — Fig. 4-(a): render-time distributions ("Regular FPS" points,
-  then each agent's low-FPS points) with the threshold ``t`` as a red line.
-* :func:`position_plot` — Fig. 4-(b)/(c) in one scatter: where along the lap
-  (``path_done``, 0..100) and how far from the track centre (``centering``) each
-  agent's low-FPS points lie.
-* :func:`section_plot` — the replay check of §4.1.3 (Fig. 3) per track section:
-  each replayed lap's mean render time per section, their median, and ``t``.
-
-All build a :class:`matplotlib.figure.Figure` drawn by ``FigureCanvasAgg`` directly —
-no pyplot, so no global figure state, no GUI window, safe from worker threads — and
-write a PNG.
+chosen: ``FigureCanvasAgg`` without pyplot, because it keeps no global figure state or GUI window
+and is safe from worker threads.
 """
 
 from __future__ import annotations
@@ -62,7 +55,9 @@ def violin_plot(
     """
     if not isinstance(groups, Mapping) or len(groups) == 0:
         raise ValueError("violin_plot needs at least one group")
-    data = [(str(name), as_sample(v, f"group {name!r}", allow_empty=True)) for name, v in groups.items()]
+    data = [
+        (str(name), as_sample(v, f"group {name!r}", allow_empty=True)) for name, v in groups.items()
+    ]
     if threshold_ms is not None and not np.isfinite(float(threshold_ms)):
         raise ValueError(f"threshold_ms must be finite, got {threshold_ms!r}")
 
@@ -70,7 +65,9 @@ def violin_plot(
     ax = fig.add_subplot()
     positions = np.arange(1, len(data) + 1)
     # Colour by slot (not by drawn violin) so a group keeps its colour when another is empty.
-    filled = [(slot, pos, vals) for slot, (pos, (_, vals)) in enumerate(zip(positions, data)) if vals.size]
+    filled = [
+        (slot, pos, vals) for slot, (pos, (_, vals)) in enumerate(zip(positions, data)) if vals.size
+    ]
     if filled:
         parts = ax.violinplot(
             [v for _, _, v in filled],
@@ -91,9 +88,19 @@ def violin_plot(
         for slot, pos, vals in filled:
             if vals.size <= 50:
                 jitter = np.linspace(-0.08, 0.08, vals.size) if vals.size > 1 else np.zeros(1)
-                ax.scatter(pos + jitter, vals, s=8, color=f"C{slot % 10}", edgecolors="black", linewidths=0.3, zorder=3)
+                ax.scatter(
+                    pos + jitter,
+                    vals,
+                    s=8,
+                    color=f"C{slot % 10}",
+                    edgecolors="black",
+                    linewidths=0.3,
+                    zorder=3,
+                )
     if threshold_ms is not None:
-        ax.axhline(float(threshold_ms), color="red", linewidth=1.5, label=f"t = {float(threshold_ms):g} ms")
+        ax.axhline(
+            float(threshold_ms), color="red", linewidth=1.5, label=f"t = {float(threshold_ms):g} ms"
+        )
         ax.legend(loc="upper right")
 
     labels = []
@@ -141,7 +148,11 @@ def position_plot(
     """
     if not isinstance(points, Mapping) or len(points) == 0:
         raise ValueError("position_plot needs at least one agent")
-    for name, value in (("theta", theta), ("road_half_width", road_half_width), ("path_length", path_length)):
+    for name, value in (
+        ("theta", theta),
+        ("road_half_width", road_half_width),
+        ("path_length", path_length),
+    ):
         if value is not None and not (np.isfinite(float(value)) and float(value) > 0):
             raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     series = []
@@ -159,13 +170,34 @@ def position_plot(
     fig = Figure(figsize=(9.0, 5.0))
     ax = fig.add_subplot()
     for i, (name, x, y) in enumerate(series):
-        ax.scatter(x, y, s=18, color=f"C{i % 10}", edgecolors="black", linewidths=0.3, alpha=0.8, label=f"{name} (n = {x.size})")
+        ax.scatter(
+            x,
+            y,
+            s=18,
+            color=f"C{i % 10}",
+            edgecolors="black",
+            linewidths=0.3,
+            alpha=0.8,
+            label=f"{name} (n = {x.size})",
+        )
     if theta is not None:
         for sign in (1.0, -1.0):
-            ax.axhline(sign * float(theta), color="gray", linestyle="--", linewidth=1.2, label="±θ" if sign > 0 else None)
+            ax.axhline(
+                sign * float(theta),
+                color="gray",
+                linestyle="--",
+                linewidth=1.2,
+                label="±θ" if sign > 0 else None,
+            )
     if road_half_width is not None:
         for sign in (1.0, -1.0):
-            ax.axhline(sign * float(road_half_width), color="black", linestyle="-", linewidth=1.2, label="track limits" if sign > 0 else None)
+            ax.axhline(
+                sign * float(road_half_width),
+                color="black",
+                linestyle="-",
+                linewidth=1.2,
+                label="track limits" if sign > 0 else None,
+            )
     ax.axhline(0.0, color="gray", linewidth=0.5, alpha=0.5)
     all_x = np.concatenate([x for _, x, _ in series])
     lo = min(0.0, float(all_x.min())) if all_x.size else 0.0
@@ -201,7 +233,10 @@ def section_plot(
     ms = np.asarray(section_ms, dtype=np.float64)
     start = np.asarray(section_start, dtype=np.float64)
     if ms.ndim != 2 or ms.shape[0] < 1 or ms.shape[1] != start.shape[0] or start.ndim != 1:
-        raise ValueError(f"section_ms must be [replays, sections] with one column per section start; got {ms.shape} and {start.shape}")
+        raise ValueError(
+            "section_ms must be [replays, sections] with one column per section "
+            f"start; got {ms.shape} and {start.shape}"
+        )
     if not (np.all(np.isfinite(ms)) and np.all(np.isfinite(start))):
         raise ValueError("section_ms and section_start must be finite")
     if threshold_ms is not None and not np.isfinite(float(threshold_ms)):
@@ -210,9 +245,22 @@ def section_plot(
     ax = fig.add_subplot()
     for row in ms:
         ax.plot(start, row, color="gray", linewidth=0.6, alpha=0.5)
-    ax.plot(start, np.median(ms, axis=0), color="C0", linewidth=2.0, marker="o", markersize=3, label=f"median of {ms.shape[0]} replays")
+    ax.plot(
+        start,
+        np.median(ms, axis=0),
+        color="C0",
+        linewidth=2.0,
+        marker="o",
+        markersize=3,
+        label=f"median of {ms.shape[0]} replays",
+    )
     if threshold_ms is not None:
-        ax.axhline(float(threshold_ms), color="red", linewidth=1.2, label=f"t = {float(threshold_ms):.2f} ms")
+        ax.axhline(
+            float(threshold_ms),
+            color="red",
+            linewidth=1.2,
+            label=f"t = {float(threshold_ms):.2f} ms",
+        )
     ax.set_xlabel(xlabel)
     ax.set_ylabel("mean ms to render the frames after an action")
     if title:

@@ -1,9 +1,8 @@
-"""Replaying a bug record: re-run its action trace with the campaign's keys.
+"""Replaying a bug record: re-run its action trace with the campaign's keys (:func:`replay`).
 
-The game a record names is built once per game and options, and its trace replays through one
-compiled function, traces padded to the episode cap (steps past the record's are dropped): a
-campaign's records, and a test's, share the game and the compile (each replay built and compiled
-its own, 3 to 4 s a record on 2 CPU cores).
+chosen: one game and one compiled replay per game and options, traces padded to the episode cap
+(steps past the record's dropped), because a campaign's records, and a test's, then share the game
+and the compile.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import numpy as np
 from jgtest.envs.base import check_recorded_bug
 from jgtest.envs.registration import hashable, make
 from jgtest.errors import BadFile
-from jgtest.report.records import BugRecord
+from jgtest.records import BugRecord
 from jgtest.rollout import replay_start, replay_step, replay_trace
 
 
@@ -32,10 +31,17 @@ class ReplayResult:
 
     def describe(self) -> str:
         r = self.record
-        where = f"{r.game} bug {r.bug_id} ({r.kind}), episode {r.episode} of slot {r.env_index}, seed {r.seed}"
+        where = (
+            f"{r.game} bug {r.bug_id} ({r.kind}), episode {r.episode} of slot "
+            f"{r.env_index}, seed {r.seed}"
+        )
         if self.reproduced:
             return f"reproduced: {where} fired at step {r.step} after {len(r.actions)} actions"
-        seen = f"it fired at steps {list(self.fired_at_steps)}" if self.fired_at_steps else "it never fired"
+        seen = (
+            f"it fired at steps {list(self.fired_at_steps)}"
+            if self.fired_at_steps
+            else "it never fired"
+        )
         return f"NOT reproduced: {where} expected at step {r.step}; {seen}"
 
 
@@ -55,10 +61,19 @@ def replay(record: BugRecord) -> ReplayResult:
         try:
             fired = replay_host_record(record)
         except ValueError as error:
-            raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
+            raise BadFile(
+                f"the record of {record.game} (bug {record.bug_id}, episode "
+                f"{record.episode}) cannot be replayed: {error}"
+            ) from None
         steps = tuple(int(s) for s in np.flatnonzero(fired))
-        return ReplayResult(reproduced=bool(record.step < len(fired) and fired[record.step]), fired_at_steps=steps, record=record)
-    env, params, run = replayable(record, lambda: _game(record.game, options_key(record.game_kwargs)))
+        return ReplayResult(
+            reproduced=bool(record.step < len(fired) and fired[record.step]),
+            fired_at_steps=steps,
+            record=record,
+        )
+    env, params, run = replayable(
+        record, lambda: _game(record.game, options_key(record.game_kwargs))
+    )
     actions = np.asarray(record.actions, np.int32)
     padded = np.zeros(max(len(actions), int(np.asarray(params.max_steps_in_episode))), np.int32)
     padded[: len(actions)] = actions
@@ -76,8 +91,10 @@ def replay_positions(record: BugRecord) -> np.ndarray:
       BadFile: the record cannot be replayed here (:func:`replayable`).
     """
     trace = np.asarray(record.trace_min or record.actions, np.int32)
-    env, params, run = replayable(dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
-                                  lambda: _game(record.game, options_key(record.game_kwargs)))  # fmt: skip
+    env, params, run = replayable(
+        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
+        lambda: _game(record.game, options_key(record.game_kwargs)),
+    )
     padded = np.zeros(max(len(trace), int(np.asarray(params.max_steps_in_episode))), np.int32)
     padded[: len(trace)] = trace
     telemetry = run(params, record.seed, record.env_index, record.episode, jnp.asarray(padded))
@@ -85,18 +102,29 @@ def replay_positions(record: BugRecord) -> np.ndarray:
 
 
 def replay_frames(record: BugRecord) -> np.ndarray:
-    """``uint8[T, H, W, C]``: the frame after each action of the record's shortest reproducer, replayed
-    on the bare game, for a game whose observation is its frames (the ``rgb_frames`` signal).
+    """``uint8[T, H, W, C]``: the frame after each action of the record's shortest reproducer,
+    replayed on the bare game, for a game whose observation is its frames (the ``rgb_frames``
+    signal).
 
     Raises:
       BadFile: the record cannot be replayed here (:func:`replayable`), or its game draws no frames.
     """
     trace = np.asarray(record.trace_min or record.actions, np.int32)
-    env, params, _ = replayable(dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
-                                lambda: _game(record.game, options_key(record.game_kwargs)))  # fmt: skip
+    env, params, _ = replayable(
+        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
+        lambda: _game(record.game, options_key(record.game_kwargs)),
+    )
     if "rgb_frames" not in env.signals:
         raise BadFile(f"{record.game} draws no frames")
-    frames = replay_trace(env, params, record.seed, record.env_index, record.episode, jnp.asarray(trace), observations=True)[3]
+    frames = replay_trace(
+        env,
+        params,
+        record.seed,
+        record.env_index,
+        record.episode,
+        jnp.asarray(trace),
+        observations=True,
+    )[3]
     return np.asarray(frames, np.uint8)
 
 
@@ -114,14 +142,20 @@ def replayable(record: BugRecord, build=None):
     try:
         game = build() if build is not None else _built(record.game, record.game_kwargs)
     except ValueError as error:
-        raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
+        raise BadFile(
+            f"the record of {record.game} (bug {record.bug_id}, episode "
+            f"{record.episode}) cannot be replayed: {error}"
+        ) from None
     env, params = game[:2]
     if record.kind != "texture":  # an object test's record names an object, not an injected bug
         _check_bug(record, env, params)
     try:
         env.check_action(np.asarray(record.actions), params)
     except ValueError as error:
-        raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) cannot be replayed: {error}") from None
+        raise BadFile(
+            f"the record of {record.game} (bug {record.bug_id}, episode "
+            f"{record.episode}) cannot be replayed: {error}"
+        ) from None
     return game
 
 
@@ -131,12 +165,16 @@ def _check_bug(record: BugRecord, env, params) -> None:
     check_recorded_bug(record.game, env.bug_kinds, record.bug_id, record.kind)
     cap = int(np.asarray(params.max_steps_in_episode))
     if len(record.actions) > cap:
-        raise BadFile(f"the record holds {len(record.actions):,} actions, but an episode of {record.game} ends by step {cap:,} (a damaged record?)")
+        raise BadFile(
+            f"the record holds {len(record.actions):,} actions, but an episode of "
+            f"{record.game} ends by step {cap:,} (a damaged record?)"
+        )
 
 
 def _built(name: str, options: dict):
-    """``make(name, **options)``, the same game object for the same options where they are hashable, so
-    that what a replay compiles for a game (jitted per game object) is compiled once for its records."""
+    """``make(name, **options)``, the same game object for the same options where they are hashable,
+    so that what a replay compiles for a game (jitted per game object) is compiled once for its
+    records."""
     try:
         return _game(name, tuple(sorted(options.items())))[:2]
     except TypeError:  # an unhashable option's value (a list): built afresh
@@ -145,10 +183,19 @@ def _built(name: str, options: dict):
 
 @functools.lru_cache(maxsize=16)
 def _game(name: str, options: tuple):
-    """``(env, params, replay)`` of the game ``name`` built with ``options`` (``(name, value)`` pairs),
-    ``replay(params, seed, slot, episode, actions)`` jitted: the stacked telemetry of the trace."""
+    """``(env, params, replay)`` of the game ``name`` built with ``options`` (``(name, value)``
+    pairs), ``replay(params, seed, slot, episode, actions)`` jitted: the stacked telemetry of the
+    trace."""
     env, params = make(name, **dict(options))
-    return env, params, jax.jit(lambda params, seed, slot, episode, actions: replay_trace(env, params, seed, slot, episode, actions)[0])
+    return (
+        env,
+        params,
+        jax.jit(
+            lambda params, seed, slot, episode, actions: replay_trace(
+                env, params, seed, slot, episode, actions
+            )[0]
+        ),
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -157,8 +204,8 @@ def batch_replayer(name: str, options: tuple):
     pairs): ``first_fires(params, seeds [B], slots [B], episodes [B], traces [B, T], lengths [B])``,
     jitted and vmapped over the traces, is ``int32[B, num_bugs]``: the first step at which each bug
     fires in each trace, within its length and before its episode ends (−1: it does not). What the
-    shrinker (:mod:`jgtest.report.shrink`) and ``jgtest verify`` (:mod:`jgtest.report.verify`) replay
-    their traces with, many in one call."""
+    shrinker (:mod:`jgtest.report.shrink`) and ``jgtest verify`` (:mod:`jgtest.report.verify`)
+    replay their traces with, many in one call."""
     env, params = make(name, **dict(options))
 
     def first_fires(params, seed, slot, episode, actions, length):
@@ -167,12 +214,20 @@ def batch_replayer(name: str, options: tuple):
         def body(carry, xs):  # reduced as it steps: memory of a trace's bugs, not of its steps
             state, first, ended = carry
             t = xs[0]
-            _, state, telemetry, terminated, truncated = replay_step(env, params, ep_key, state, *xs)
+            _, state, telemetry, terminated, truncated = replay_step(
+                env, params, ep_key, state, *xs
+            )
             hit = telemetry.bugs_fired & (t < length) & ~ended  # up to the episode's end
-            return (state, jnp.where((first < 0) & hit, t, first), ended | terminated | truncated), None
+            return (
+                state,
+                jnp.where((first < 0) & hit, t, first),
+                ended | terminated | truncated,
+            ), None
 
         first = jnp.full(env.num_bugs, -1, jnp.int32)
-        (_, first, _), _ = jax.lax.scan(body, (state, first, jnp.zeros((), bool)), (jnp.arange(actions.shape[0]), actions))
+        (_, first, _), _ = jax.lax.scan(
+            body, (state, first, jnp.zeros((), bool)), (jnp.arange(actions.shape[0]), actions)
+        )
         return first
 
     return env, params, jax.jit(jax.vmap(first_fires, in_axes=(None, 0, 0, 0, 0, 0)))

@@ -1,38 +1,14 @@
-"""Shrinking a bug record's action trace to a minimal reproducer: delta debugging with replay as the oracle.
+"""Shrinking a bug record's action trace to a minimal reproducer (:func:`shrink_record`; ``jgtest
+shrink``: :func:`shrink_file`): Zeller and Hildebrandt's delta debugging (IEEE TSE 28(2), 2002,
+Fig. 5; :func:`ddmin`) with replay as the oracle. The result is 1-minimal.
 
-A record's trace is every action of its episode up to the bug, often hundreds. :func:`ddmin` is
-Zeller and Hildebrandt's minimizing delta debugging ("Simplifying and Isolating
-Failure-Inducing Input", IEEE TSE 28(2), 2002, Fig. 5): split the trace into ``n`` chunks; if
-one chunk alone still reproduces the bug, keep it (``n = 2``); else if one chunk's complement does,
-keep that (``n = n − 1``); else double ``n``, until ``n`` exceeds the trace's length. The result is
-1-minimal: removing any single action loses the bug.
-
-ddmin alone leaves long traces on a game whose dynamics amplify every change (CartPole's pole:
-the rest of an open-loop trace derails once one action or an aligned chunk goes), where what can go
-is a whole loop of the trajectory: a stretch that ends about where it began, or two pushes, one each
-way, far apart. :func:`remove_window` tries every contiguous window of the trace, the longest
-first, all windows of one length in one batched call; where none can go, :func:`remove_pair` tries
-every pair of actions not next to each other, all in one batched call. :func:`shrink_indices`
-runs ddmin after each removal, until neither pass removes anything (our addition to Zeller's
-algorithm). The result is still 1-minimal, and no contiguous window and no pair of it can go
-either. Measured on RELINE's CartPole records (``benchmarks/shrink.py``, 9 records of six RELINE
-models, 289 actions on average): ddmin with the window pass kept 67 on average, with the pair pass
-too 63 (0.22 of their length together).
-
-The oracle (:class:`DeviceOracle`, :class:`HostOracle`) replays a candidate from the record's
-start, its seed, slot and episode (:func:`jgtest.rollout.replay_trace`): the reset is kept, only
-the actions shrink. A candidate reproduces the record when the same bug (its id, hence its kind)
-fires at one of its steps, before its episode ends. The shrunk trace stops at that first firing.
-
-* **On device** each round's candidates, all ``n`` chunks and all ``n`` complements (or all the
-  windows of one length), replay together in one jitted, vmapped call (up to :data:`CANDIDATES_PER_CALL` a call; :class:`DeviceOracle`).
-  ddmin takes the first that reproduces, in its order (chunks first), so the result is the
-  one-at-a-time algorithm's.
-* **Bridged games** replay their candidates one after another on one fresh game each, and stop
-  when a time limit runs out, keeping the smallest trace that reproduced so far.
-
-:func:`shrink_record` returns the record with ``trace_min`` set; :func:`shrink_file` shrinks a
-``bugs.jsonl`` in place (``jgtest shrink``).
+chosen: window and pair removals between ddmin rounds (:func:`shrink_indices`), because on a game
+that amplifies every change (CartPole's pole) what can go is a whole loop of the trajectory.
+chosen: a candidate replays from the record's start, reset kept, and reproduces when the same bug
+fires before its episode ends; the shrunk trace stops at that firing.
+chosen: a device round's candidates replay in one call (:class:`DeviceOracle`), ddmin taking the
+first in its order, so the result is the one-at-a-time algorithm's; bridged games, one at a time
+until a time limit (:class:`HostOracle`).
 """
 
 from __future__ import annotations
@@ -48,7 +24,7 @@ import numpy as np
 
 from jgtest.errors import BadFile, BadInput
 from jgtest.files import read_bytes, write_text
-from jgtest.report.records import BugRecord, parse_bug_record
+from jgtest.records import BugRecord, parse_bug_record
 from jgtest.report.replay import batch_replayer, options_key
 from jgtest.run_dir import holding_run_dir
 
@@ -56,9 +32,14 @@ from jgtest.run_dir import holding_run_dir
 CANDIDATES_PER_CALL = 64
 
 
-def ddmin(length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray:
+def ddmin(
+    length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True
+) -> np.ndarray:
     """The 1-minimal subset of ``range(length)`` (the kept actions' indices, ascending) that still
-    reproduces, by Zeller's ddmin (module docstring).
+    reproduces, by Zeller's ddmin: split the kept actions into ``n`` chunks; if one chunk alone
+    reproduces, keep it (``n = 2``); else if one chunk's complement does, keep that (``n = n − 1``);
+    else double ``n``, until ``n`` exceeds their number. Removing any single action then loses the
+    bug.
 
     Args:
       length: the trace's length; the whole trace must reproduce.
@@ -70,7 +51,11 @@ def ddmin(length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[boo
     n = 2
     while len(kept) >= 2:
         chunks = np.array_split(kept, min(n, len(kept)))
-        candidates = [*chunks, *(np.setdiff1d(kept, c, assume_unique=True) for c in chunks)] if len(chunks) > 2 else list(chunks)
+        candidates = (
+            [*chunks, *(np.setdiff1d(kept, c, assume_unique=True) for c in chunks)]
+            if len(chunks) > 2
+            else list(chunks)
+        )
         found = _first_reproducing(candidates, reproduces, batched)
         if found is not None:
             kept = candidates[found]
@@ -82,42 +67,70 @@ def ddmin(length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[boo
     return kept
 
 
-def remove_window(kept: np.ndarray, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray | None:
-    """``kept`` less one contiguous window of it that still reproduces, the longest window first (at the
-    earliest place among those of its length), or ``None`` when no window can go (module docstring).
-    The windows of one length go to ``reproduces`` together (``batched``) or one at a time."""
+def remove_window(
+    kept: np.ndarray,
+    reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]],
+    batched: bool = True,
+) -> np.ndarray | None:
+    """``kept`` less one contiguous window of it that still reproduces, the longest window first (at
+    the earliest place among those of its length), or ``None`` when no window can go: a stretch of
+    the trajectory that ends about where it began. The windows of one length go to ``reproduces``
+    together (``batched``) or one at a time."""
     size = len(kept)
     for width in range(size - 1, 0, -1):
-        candidates = [np.concatenate([kept[:start], kept[start + width :]]) for start in range(size - width + 1)]
+        candidates = [
+            np.concatenate([kept[:start], kept[start + width :]])
+            for start in range(size - width + 1)
+        ]
         found = _first_reproducing(candidates, reproduces, batched)
         if found is not None:
             return candidates[found]
     return None
 
 
-def remove_pair(kept: np.ndarray, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray | None:
-    """``kept`` less two of its actions, not next to each other, that still reproduces (the pairs in order of
-    their first action, then their second), or ``None`` when no pair can go: on CartPole a push each way,
-    far apart, cancel where either alone tips the pole (module docstring). All pairs go to
+def remove_pair(
+    kept: np.ndarray,
+    reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]],
+    batched: bool = True,
+) -> np.ndarray | None:
+    """``kept`` less two of its actions, not next to each other, that still reproduces (the pairs in
+    order of their first action, then their second), or ``None`` when no pair can go: on CartPole a
+    push each way, far apart, cancel where either alone tips the pole. All pairs go to
     ``reproduces`` at once (``batched``) or one at a time."""
     size = len(kept)
-    candidates = [np.delete(kept, [first, second]) for first in range(size) for second in range(first + 2, size)]
+    candidates = [
+        np.delete(kept, [first, second])
+        for first in range(size)
+        for second in range(first + 2, size)
+    ]
     found = _first_reproducing(candidates, reproduces, batched)
     return None if found is None else candidates[found]
 
 
-def shrink_indices(length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True) -> np.ndarray:
-    """The kept actions' indices (ascending) after :func:`ddmin`, then :func:`remove_window` or, where no
-    window can go, :func:`remove_pair`, each removal followed by ddmin, until nothing more goes:
-    1-minimal, with no contiguous window and no pair of actions removable (module docstring)."""
+def shrink_indices(
+    length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True
+) -> np.ndarray:
+    """The kept actions' indices (ascending) after :func:`ddmin`, then :func:`remove_window` or,
+    where no window can go, :func:`remove_pair`, each removal followed by ddmin, until nothing more
+    goes: 1-minimal, with no contiguous window and no pair of actions removable (our addition to
+    Zeller's algorithm: ddmin alone leaves long traces on a game whose dynamics amplify every
+    change, where the rest of an open-loop trace derails once one action or an aligned chunk
+    goes)."""
     kept = ddmin(length, reproduces, batched)
     while (shorter := _remove_window_or_pair(kept, reproduces, batched)) is not None:
-        kept = shorter[ddmin(len(shorter), lambda candidates, base=shorter: reproduces([base[c] for c in candidates]), batched)]
+        kept = shorter[
+            ddmin(
+                len(shorter),
+                lambda candidates, base=shorter: reproduces([base[c] for c in candidates]),
+                batched,
+            )
+        ]
     return kept
 
 
 def _remove_window_or_pair(kept: np.ndarray, reproduces, batched: bool) -> np.ndarray | None:
-    """:func:`remove_window`'s result, else :func:`remove_pair`'s (the window pass is cheaper and removes more)."""
+    """:func:`remove_window`'s result, else :func:`remove_pair`'s (the window pass is cheaper and
+    removes more)."""
     shorter = remove_window(kept, reproduces, batched)
     return shorter if shorter is not None else remove_pair(kept, reproduces, batched)
 
@@ -141,21 +154,25 @@ class DeviceOracle:
     candidate is longer, and steps past a candidate's own length do not count).
 
     ``__call__(candidates)`` (index arrays into the record's actions) says whether each reproduces
-    the record's bug; :meth:`first_fires` where each trace's bug first fires (``None``: it does not).
+    the record's bug; :meth:`first_fires` where each trace's bug first fires (``None``: it does
+    not).
     """
 
     def __init__(self, record: BugRecord, batch: int = CANDIDATES_PER_CALL):
         from jgtest.report.replay import replayable
 
         self.record, self.batch = record, int(batch)
-        _, params, self._replay = replayable(record, lambda: batch_replayer(record.game, options_key(record.game_kwargs)))
+        _, params, self._replay = replayable(
+            record, lambda: batch_replayer(record.game, options_key(record.game_kwargs))
+        )
         self._params = params
         self._length = _power_of_two(len(record.actions))  # no candidate is longer than the record
         self._actions = np.asarray(record.actions, np.int32)
         self.calls = 0
 
     def first_fires(self, traces: Sequence[np.ndarray]) -> list[int | None]:
-        """The first step at which the bug fires in each trace (its episode still running), or ``None``."""
+        """The first step at which the bug fires in each trace (its episode still running), or
+        ``None``."""
         out: list[int | None] = []
         for start in range(0, len(traces), self.batch):
             part = traces[start : start + self.batch]
@@ -165,8 +182,14 @@ class DeviceOracle:
             for i, trace in enumerate(part):
                 padded[i, : len(trace)], lengths[i] = trace, len(trace)
             r = self.record  # every candidate from the record's start
-            fired = self._replay(self._params, jnp.full(size, r.seed, jnp.uint32), jnp.full(size, r.env_index, jnp.int32),
-                                 jnp.full(size, r.episode, jnp.int32), jnp.asarray(padded), jnp.asarray(lengths))  # fmt: skip
+            fired = self._replay(
+                self._params,
+                jnp.full(size, r.seed, jnp.uint32),
+                jnp.full(size, r.env_index, jnp.int32),
+                jnp.full(size, r.episode, jnp.int32),
+                jnp.asarray(padded),
+                jnp.asarray(lengths),
+            )
             self.calls += 1
             out += [int(f) if f >= 0 else None for f in np.asarray(fired)[: len(part), r.bug_id]]
         return out
@@ -194,7 +217,11 @@ class HostOracle:
         from jgtest.host_loop import replay_host_record
 
         self.calls += 1
-        fired = replay_host_record(dataclasses.replace(self.record, actions=tuple(int(a) for a in trace), step=len(trace) - 1))
+        fired = replay_host_record(
+            dataclasses.replace(
+                self.record, actions=tuple(int(a) for a in trace), step=len(trace) - 1
+            )
+        )
         hits = np.flatnonzero(fired)
         return int(hits[0]) if len(hits) else None
 
@@ -207,9 +234,9 @@ class HostOracle:
 
 
 def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float = 60.0) -> BugRecord:
-    """``record`` with ``trace_min``: its actions shrunk by :func:`shrink_indices`, cut at the bug's first
-    firing (on a bridged game within ``time_limit_s``; ``batched``: a device round in one call per
-    :data:`CANDIDATES_PER_CALL` candidates, else one candidate a call).
+    """``record`` with ``trace_min``: its actions shrunk by :func:`shrink_indices`, cut at the bug's
+    first firing (on a bridged game within ``time_limit_s``; ``batched``: a device round in one call
+    per :data:`CANDIDATES_PER_CALL` candidates, else one candidate a call).
 
     Raises:
       BadFile: the record cannot be replayed here (:func:`jgtest.report.replay.replay`'s reasons),
@@ -218,15 +245,27 @@ def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float =
     from jgtest.host_loop import is_host_game
 
     if record.bug_id < 0 or record.kind == "texture":
-        raise BadFile("only records of a bug the game reports (bug_id >= 0; not an object test's texture bug) can be shrunk")
-    oracle = HostOracle(record, time_limit_s) if is_host_game(record.game) else DeviceOracle(record, CANDIDATES_PER_CALL if batched else 1)
+        raise BadFile(
+            "only records of a bug the game reports (bug_id >= 0; not an object "
+            "test's texture bug) can be shrunk"
+        )
+    oracle = (
+        HostOracle(record, time_limit_s)
+        if is_host_game(record.game)
+        else DeviceOracle(record, CANDIDATES_PER_CALL if batched else 1)
+    )
     actions = np.asarray(record.actions, np.int32)
     if oracle.first_fire(actions) is None:
-        raise BadFile(f"the record of {record.game} (bug {record.bug_id}, episode {record.episode}) does not reproduce: nothing to shrink")
+        raise BadFile(
+            f"the record of {record.game} (bug {record.bug_id}, episode "
+            f"{record.episode}) does not reproduce: nothing to shrink"
+        )
     kept = shrink_indices(len(actions), oracle, batched=batched and not is_host_game(record.game))
     trace = actions[kept]  # it reproduces: ddmin keeps only what did
     fire = oracle.first_fire(trace)
-    trace = trace[: fire + 1] if fire is not None else actions  # a game that does not replay the same twice: the original
+    trace = (
+        trace[: fire + 1] if fire is not None else actions
+    )  # a game that does not replay the same twice: the original
     return dataclasses.replace(record, trace_min=tuple(int(a) for a in trace))
 
 
@@ -257,19 +296,23 @@ class Shrunk:
         return len(self.record.actions), len(self.record.trace_min)
 
 
-def shrink_file(path, index: int | None = None, batched: bool = True, time_limit_s: float = 60.0) -> list[Shrunk]:
-    """Shrinks the records of the ``bugs.jsonl`` at ``path`` (only the ``index``-th, 0-based, negative
-    from the end, when given) and writes each back in its line, with ``trace_min``; the other lines,
-    damaged ones included, stay as they were. The file is replaced atomically.
+def shrink_file(
+    path, index: int | None = None, batched: bool = True, time_limit_s: float = 60.0
+) -> list[Shrunk]:
+    """Shrinks the records of the ``bugs.jsonl`` at ``path`` (only the ``index``-th, 0-based,
+    negative from the end, when given) and writes each back in its line, with ``trace_min``; the
+    other lines, damaged ones included, stay as they were. The file is replaced atomically.
 
     Raises:
       BadFile: the file cannot be read or holds no record, or the ``index``-th record cannot be
-        shrunk (the message names its line; without ``index``, such a record is left as it is, with a
-        warning naming its line).
+        shrunk (the message names its line; without ``index``, such a record is left as it is, with
+        a warning naming its line).
       BadInput: ``index`` is out of range.
     """
     read_bytes(path)  # a missing file refused before its folder is locked (and made)
-    with holding_run_dir(Path(path).parent):  # no campaign appends to the file while it is rewritten
+    with holding_run_dir(
+        Path(path).parent
+    ):  # no campaign appends to the file while it is rewritten
         return _shrink_file(path, index, batched, time_limit_s)
 
 
@@ -281,12 +324,17 @@ def _shrink_file(path, index: int | None, batched: bool, time_limit_s: float) ->
             try:
                 parsed.append((number, len(parsed), parse_bug_record(line.encode())))
             except BadInput as error:
-                warnings.warn(f"{path}:{number + 1}: left as it is, not a bug record: {error}", stacklevel=2)
+                warnings.warn(
+                    f"{path}:{number + 1}: left as it is, not a bug record: {error}", stacklevel=2
+                )
     if not parsed:
         raise BadFile(f"{path} holds no bug records")
     if index is not None:
         if not -len(parsed) <= index < len(parsed):
-            raise BadInput(f"--index {index} is out of range; {path} holds {len(parsed)} records (0..{len(parsed) - 1})")
+            raise BadInput(
+                f"--index {index} is out of range; {path} holds {len(parsed)} records "
+                f"(0..{len(parsed) - 1})"
+            )
         parsed = [parsed[index]]
     done = []
     for number, position, record in parsed:
@@ -306,4 +354,9 @@ def _shrink_file(path, index: int | None, batched: bool, time_limit_s: float) ->
 def shrink_run(run_dir, batched: bool = True, time_limit_s: float = 60.0) -> list[Shrunk]:
     """Shrinks every record of every ``bugs.jsonl`` in ``run_dir`` (a campaign's, or a comparison's
     runs below it): what ``jgtest run --shrink`` does after the campaign."""
-    return [s for path in sorted(Path(run_dir).rglob("bugs.jsonl")) if path.stat().st_size for s in shrink_file(path, None, batched, time_limit_s)]
+    return [
+        s
+        for path in sorted(Path(run_dir).rglob("bugs.jsonl"))
+        if path.stat().st_size
+        for s in shrink_file(path, None, batched, time_limit_s)
+    ]

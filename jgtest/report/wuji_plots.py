@@ -1,12 +1,6 @@
-"""Figures of a Wuji strategy comparison (Zheng et al., 2019, §V-B Fig. 7–8, §V-C, §V-D Fig. 9).
-
-* :func:`bugs_over_time_plot` — bugs found and states covered against time, one line per strategy
-  (the mean over seeds of each seed's step curve), as Fig. 7–8.
-* :func:`coverage_plot` — distinct states covered per strategy (mean ± sd over seeds).
-* :func:`population_plot` — final populations in the (exploration, winning)
-  plane, the first front outlined, as Fig. 9.
-
-Drawn with ``FigureCanvasAgg`` (no pyplot), written as PNG.
+"""Figures of a Wuji strategy comparison (Zheng et al., 2019): bugs and states over time
+(:func:`bugs_over_time_plot`, §V-B Fig. 7-8), states covered (:func:`coverage_plot`, §V-C) and the
+final populations (:func:`population_plot`, §V-D Fig. 9), drawn without pyplot.
 """
 
 from __future__ import annotations
@@ -23,10 +17,16 @@ from jgtest.report.plots import save_figure
 __all__ = ["bugs_over_time_plot", "coverage_plot", "population_plot"]
 
 
-def bugs_over_time_plot(timelines: Mapping[str, Sequence[np.ndarray]], path: str | os.PathLike, bugs_total: int, title: str = "") -> Path:
+def bugs_over_time_plot(
+    timelines: Mapping[str, Sequence[np.ndarray]],
+    path: str | os.PathLike,
+    bugs_total: int,
+    title: str = "",
+) -> Path:
     """Bugs found (left) and states covered (right) over time, mean over seeds per strategy.
 
-    ``timelines[strategy]``: per seed, ``[K, 4]`` rows ``(seconds, env steps, bugs found, states covered)``.
+    ``timelines[strategy]``: per seed, ``[K, 4]`` rows ``(seconds, env steps, bugs found, states
+    covered)``.
     """
     fig = Figure(figsize=(12.0, 4.5))
     end = max((float(t[-1, 0]) for runs in timelines.values() for t in runs if len(t)), default=1.0)
@@ -34,8 +34,17 @@ def bugs_over_time_plot(timelines: Mapping[str, Sequence[np.ndarray]], path: str
     for panel, (column, label) in enumerate(((2, "bugs found"), (3, "distinct states covered"))):
         ax = fig.add_subplot(1, 2, panel + 1)
         for i, (strategy, runs) in enumerate(timelines.items()):
-            curves = [_stairs(grid, t[:, 0], t[:, column]) if len(t) else np.zeros_like(grid) for t in runs]
-            ax.plot(grid, np.mean(curves, axis=0), drawstyle="steps-post", color=f"C{i % 10}", label=f"{strategy} ({len(runs)} seeds)")
+            curves = [
+                _stairs(grid, t[:, 0], t[:, column]) if len(t) else np.zeros_like(grid)
+                for t in runs
+            ]
+            ax.plot(
+                grid,
+                np.mean(curves, axis=0),
+                drawstyle="steps-post",
+                color=f"C{i % 10}",
+                label=f"{strategy} ({len(runs)} seeds)",
+            )
         ax.set_xlabel("seconds")
         ax.set_ylabel(f"{label} (mean over seeds)")
         if column == 2:
@@ -53,8 +62,11 @@ def _stairs(grid: np.ndarray, seconds: np.ndarray, values: np.ndarray) -> np.nda
     return np.where(index >= 0, values[np.maximum(index, 0)], 0.0)
 
 
-def coverage_plot(coverage: Mapping[str, Sequence[float]], path: str | os.PathLike, title: str = "") -> Path:
-    """``coverage[strategy]``: distinct states covered, one value per seed."""
+def coverage_plot(
+    coverage: Mapping[str, Sequence[float]], path: str | os.PathLike, title: str = ""
+) -> Path:
+    """Distinct states covered per strategy, mean ± sd over seeds (§V-C); ``coverage[strategy]``:
+    one value per seed."""
     fig = Figure(figsize=(8.0, 4.0))
     ax = fig.add_subplot()
     names = list(coverage)
@@ -68,8 +80,14 @@ def coverage_plot(coverage: Mapping[str, Sequence[float]], path: str | os.PathLi
     return save_figure(fig, path)
 
 
-def population_plot(populations: Mapping[str, Mapping[str, Sequence[float]]], path: str | os.PathLike, title: str = "") -> Path:
-    """``populations[strategy]``: ``{"exploration", "winning", "front"}`` lists (``population.json``)."""
+def population_plot(
+    populations: Mapping[str, Mapping[str, Sequence[float]]],
+    path: str | os.PathLike,
+    title: str = "",
+) -> Path:
+    """Final populations in the (exploration, winning) plane, the first front outlined (Fig. 9);
+    ``populations[strategy]``: ``{"exploration", "winning", "front"}`` lists
+    (``population.json``)."""
     fig = Figure(figsize=(7.0, 5.0))
     ax = fig.add_subplot()
     for i, (strategy, pop) in enumerate(populations.items()):

@@ -1,1 +1,2 @@
-"""Learned vision from pixels: the object detector of PPGTA's park (:mod:`jgtest.vision.detector`)."""
+"""Learned vision from pixels: the object detector of PPGTA's park
+(:mod:`jgtest.vision.detector`)."""

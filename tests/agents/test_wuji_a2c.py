@@ -1,4 +1,5 @@
-"""Wuji's A2C (§IV-D, §V-A4): floored policy, batch-normalised network, keyed rollouts, early stop."""
+"""Wuji's A2C (§IV-D, §V-A4): floored policy, batch-normalised network, keyed rollouts, early
+stop."""
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +13,14 @@ from jgtest.nets import BatchNormActorCritic, floored_log_probs
 from jgtest.rollout import replay_trace
 
 ENV, PARAMS = jgtest.make("CombatArena-v0")
-CONFIG = WujiA2CConfig(hidden_sizes=(16, 16, 16), num_envs=4, num_steps=5, updates_per_round=10, max_rounds=3, patience=2)
+CONFIG = WujiA2CConfig(
+    hidden_sizes=(16, 16, 16),
+    num_envs=4,
+    num_steps=5,
+    updates_per_round=10,
+    max_rounds=3,
+    patience=2,
+)
 A2C = WujiA2C(ENV, CONFIG, PARAMS.max_steps_in_episode)
 POP = 3
 SEEDS = jnp.arange(POP, dtype=jnp.int32) + 40
@@ -22,7 +30,9 @@ ROUND = jax.jit(jax.vmap(A2C.round, in_axes=(0, 0, None, 0)))
 @pytest.fixture(scope="module")
 def population():
     variables = jax.jit(jax.vmap(A2C.init_variables))(jax.random.split(jax.random.key(0), POP))
-    return jax.jit(jax.vmap(A2C.init_learner))(variables), jax.jit(jax.vmap(A2C.init_slots, in_axes=(None, 0)))(PARAMS, SEEDS)
+    return jax.jit(jax.vmap(A2C.init_learner))(variables), jax.jit(
+        jax.vmap(A2C.init_slots, in_axes=(None, 0))
+    )(PARAMS, SEEDS)
 
 
 def test_floored_policy_keeps_every_action_above_the_floor():
@@ -36,12 +46,17 @@ def test_floored_policy_keeps_every_action_above_the_floor():
 
 def test_batch_norm_network_updates_statistics_in_training_only():
     net = BatchNormActorCritic(num_actions=3, hidden_sizes=(8, 8, 8))
-    variables = net.init(jax.random.key(0), jnp.zeros((2, 5)))  # eager: jit would return the layers sorted by name
+    # eager: jit would return the layers sorted by name
+    variables = net.init(jax.random.key(0), jnp.zeros((2, 5)))
     assert set(variables) == {"params", "batch_stats"} and len(variables["batch_stats"]) == 3
-    assert net.layer_names() == tuple(variables["params"])  # the order init creates them in: hidden_0, norm_0, ..., actor, critic
-    assert net.momentum == 0.9  # PyTorch's default (momentum 0.1 there): the paper's network is PyTorch's
+    # the order init creates them in: hidden_0, norm_0, ..., actor, critic
+    assert net.layer_names() == tuple(variables["params"])
+    # PyTorch's default (momentum 0.1 there): the paper's network is PyTorch's
+    assert net.momentum == 0.9
     obs = jax.random.normal(jax.random.key(1), (32, 5)) * 3.0 + 1.0
-    (_, _), updates = jax.jit(lambda v, o: net.apply(v, o, train=True, mutable=["batch_stats"]))(variables, obs)
+    (_, _), updates = jax.jit(lambda v, o: net.apply(v, o, train=True, mutable=["batch_stats"]))(
+        variables, obs
+    )
     assert not np.allclose(updates["batch_stats"]["norm_0"]["mean"], 0.0)
     # acting uses the running averages: an observation's output does not depend on its batch
     act = jax.jit(net.apply)
@@ -59,8 +74,17 @@ def test_rounds_train_the_population_catch_replayable_bugs_and_stop(population):
         catch = jax.tree.map(np.asarray, catch)
         for i, k in zip(*np.nonzero(catch.found)):
             slot, episode, step = (int(v) for v in catch.where[i, k])
-            telemetry, _, _ = replay_trace(ENV, PARAMS, int(SEEDS[i]), slot, episode, jnp.asarray(catch.actions[i, k, : step + 1]))
-            assert bool(np.asarray(telemetry.bugs_fired)[step, k]), f"bug {k} of learner {i} did not replay"
+            telemetry, _, _ = replay_trace(
+                ENV,
+                PARAMS,
+                int(SEEDS[i]),
+                slot,
+                episode,
+                jnp.asarray(catch.actions[i, k, : step + 1]),
+            )
+            assert bool(np.asarray(telemetry.bugs_fired)[step, k]), (
+                f"bug {k} of learner {i} did not replay"
+            )
             caught += 1
         if r == 0:
             assert np.isfinite(np.asarray(mean)).all()
@@ -70,28 +94,48 @@ def test_rounds_train_the_population_catch_replayable_bugs_and_stop(population):
             assert len(A2C.cells.members(jax.tree.map(lambda x: x[0], cover.cells))) == sizes[0]
             # the round's states (hashed bucket tuples of every observation): one per step played
             states = np.asarray(cover.states)
-            assert states.shape == (len(SEEDS), CONFIG.updates_per_round, CONFIG.num_steps, CONFIG.num_envs, 2)
+            assert states.shape == (
+                len(SEEDS),
+                CONFIG.updates_per_round,
+                CONFIG.num_steps,
+                CONFIG.num_envs,
+                2,
+            )
             seen = DistinctStates()
             seen.add(states[0])
             assert 1 < len(seen) <= CONFIG.steps_per_round
-            changed = jax.tree.map(lambda a, b: not np.allclose(a, b), before, jax.tree.map(np.asarray, learners.variables))
-            assert all(jax.tree.leaves(changed["params"])) and all(jax.tree.leaves(changed["batch_stats"]))
+            changed = jax.tree.map(
+                lambda a, b: not np.allclose(a, b),
+                before,
+                jax.tree.map(np.asarray, learners.variables),
+            )
+            assert all(jax.tree.leaves(changed["params"])) and all(
+                jax.tree.leaves(changed["batch_stats"])
+            )
         if r == CONFIG.max_rounds - 1:
             frozen = jax.tree.map(np.asarray, learners.variables)
     assert caught > 0, "random-ish policies in CombatArena fire some bug in 600 steps each"
-    assert not np.asarray(learners.active).any() and (np.asarray(learners.rounds) <= CONFIG.max_rounds).all()
+    assert (
+        not np.asarray(learners.active).any()
+        and (np.asarray(learners.rounds) <= CONFIG.max_rounds).all()
+    )
     # stopped learners keep their weights
-    jax.tree.map(np.testing.assert_array_equal, frozen, jax.tree.map(np.asarray, learners.variables))
+    jax.tree.map(
+        np.testing.assert_array_equal, frozen, jax.tree.map(np.asarray, learners.variables)
+    )
 
 
 def test_a_round_in_which_no_episode_finished_does_not_count_toward_the_early_stop(population):
     """No finished episode, no measured return: neither an improvement nor a stale round."""
     learners, slots = population
-    calm = PARAMS.replace(boss_attack_prob=0.0)  # nobody dies, nobody wins in a round's 50 steps a game
+    # nobody dies, nobody wins in a round's 50 steps a game
+    calm = PARAMS.replace(boss_attack_prob=0.0)
     learners = learners.replace(stale=jnp.full_like(learners.stale, CONFIG.patience - 1))
     learners, _, _, _, mean = ROUND(learners, slots, calm, SEEDS)
     assert np.isnan(np.asarray(mean)).all()
-    assert (np.asarray(learners.stale) == CONFIG.patience - 1).all() and np.asarray(learners.active).all()
+    assert (np.asarray(learners.stale) == CONFIG.patience - 1).all() and np.asarray(
+        learners.active
+    ).all()
 
 
 def test_config_checks():

@@ -24,6 +24,14 @@ def test_tests_over_episodes_and_outcomes():
     np.testing.assert_array_equal(ooi_tested_curve(np.array([-1, 0, 2, 2, -1]), 4), [1, 1, 3, 3])
     with pytest.raises(ValueError, match="beyond"):
         ooi_tested_curve(np.array([5]), 4)
-    out = ooi_outcomes(np.array([1, 0, 0, 0], bool), np.array([1, 1, 0, 0], bool), np.array([1, 1, 1, 0], bool))
+    out = ooi_outcomes(
+        np.array([1, 0, 0, 0], bool), np.array([1, 1, 0, 0], bool), np.array([1, 1, 1, 0], bool)
+    )
     assert out["outcome"].tolist() == ["success", "failed", "missed", "missed"]
-    assert (out["success"], out["failed"], out["missed"], out["missed_unreachable"], out["unreachable"]) == (1, 1, 2, 1, 1)
+    assert (
+        out["success"],
+        out["failed"],
+        out["missed"],
+        out["missed_unreachable"],
+        out["unreachable"],
+    ) == (1, 1, 2, 1, 1)

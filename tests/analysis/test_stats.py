@@ -1,4 +1,5 @@
-"""RELINE statistics: Holm, Mann-Whitney, Cliff's delta, group comparison, replay reliability, Table 1."""
+"""RELINE statistics: Holm, Mann-Whitney, Cliff's delta, group comparison, replay reliability, Table
+1."""
 
 import numpy as np
 import pytest
@@ -152,7 +153,9 @@ def test_compare_groups_pairs_and_holm():
         assert r["median_a"] == pytest.approx(np.median(a))
         assert r["median_b"] == pytest.approx(np.median(b))
     first = rows[0]  # Regular FPS vs RELINE: almost completely separated
-    assert first["cliffs_delta"] < -0.99 and first["magnitude"] == "large" and first["p_holm"] < 1e-10
+    assert (
+        first["cliffs_delta"] < -0.99 and first["magnitude"] == "large" and first["p_holm"] < 1e-10
+    )
 
 
 def test_compare_groups_skips_empty_and_errors():
@@ -273,13 +276,25 @@ def test_at_least_n_table_errors():
 def test_compare_groups_against_one_group_tests_it_against_each_other():
     """Wuji's claim (§V-B), one strategy ahead of each other: the pairs ``(against, other)`` only,
     Holm over those, the statistics as in the all-pairs table."""
-    groups = {"random": [4, 5, 5, 6], "drl": [7, 8, 6, 9], "wuji": [8, 9, 9, 7], "ea_s+drl": [8, 8, 9, 7]}
+    groups = {
+        "random": [4, 5, 5, 6],
+        "drl": [7, 8, 6, 9],
+        "wuji": [8, 9, 9, 7],
+        "ea_s+drl": [8, 8, 9, 7],
+    }
     rows = compare_groups(groups, against="wuji")
-    assert [(r["a"], r["b"]) for r in rows] == [("wuji", "random"), ("wuji", "drl"), ("wuji", "ea_s+drl")]
+    assert [(r["a"], r["b"]) for r in rows] == [
+        ("wuji", "random"),
+        ("wuji", "drl"),
+        ("wuji", "ea_s+drl"),
+    ]
     np.testing.assert_allclose([r["p_holm"] for r in rows], holm([r["p"] for r in rows]))
     everything = {(r["a"], r["b"]): r for r in compare_groups({"wuji": groups["wuji"], **groups})}
     for r in rows:
-        assert r["cliffs_delta"] == pytest.approx(everything[("wuji", r["b"])]["cliffs_delta"]) and r["p"] == pytest.approx(everything[("wuji", r["b"])]["p"])
-    assert rows[0]["cliffs_delta"] == 1.0 and rows[0]["magnitude"] == "large"  # every wuji seed above every random one
+        assert r["cliffs_delta"] == pytest.approx(
+            everything[("wuji", r["b"])]["cliffs_delta"]
+        ) and r["p"] == pytest.approx(everything[("wuji", r["b"])]["p"])
+    # every wuji seed above every random one
+    assert rows[0]["cliffs_delta"] == 1.0 and rows[0]["magnitude"] == "large"
     with pytest.raises(ValueError, match="against='ea_m' is not a non-empty group"):
         compare_groups(groups, against="ea_m")

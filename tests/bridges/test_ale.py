@@ -1,4 +1,5 @@
-"""The real Ms. Pac-Man through envpool, its gate bugs, and the host loop driving jitted agents over it."""
+"""The real Ms. Pac-Man through envpool, its gate bugs, and the host loop driving jitted agents over
+it."""
 
 import ast
 import json
@@ -17,7 +18,9 @@ from jgtest.envs.wrappers import GrayscaleResize, ObservationPipeline
 from jgtest.nets.heads import NATURE_CNN
 from jgtest.rewards import bug_bonus_reward
 
-GATE_TRACES = json.loads((Path(__file__).parent / "data" / "mspacman_gates.json").read_text())["traces"]
+GATE_TRACES = json.loads((Path(__file__).parent / "data" / "mspacman_gates.json").read_text())[
+    "traces"
+]
 PIPELINE = ObservationPipeline(size=(84, 84), num_frames=4)
 RANDOM = lambda params, obs, key: jax.random.randint(key, (), 0, 5)
 LEFT = lambda params, obs, key: jnp.int32(3)
@@ -30,7 +33,8 @@ def game():
 
 
 def test_gate_geometry():
-    # Inside each tunnel mouth, on its row (±2): that gate only; the maze's edge columns are not gates.
+    # Inside each tunnel mouth, on its row (±2): that gate only; the maze's edge columns are not
+    # gates.
     x = np.array([16, 160, 12, 171, 18, 158, 16, 88])
     y = np.array([50, 51, 98, 96, 50, 98, 74, 98])
     inside = np.stack(gates_at(x, y), axis=-1)
@@ -41,7 +45,8 @@ def test_gate_geometry():
 
 @pytest.mark.parametrize("trace", GATE_TRACES, ids=[t["gate"] for t in GATE_TRACES])
 def test_recorded_trace_places_the_player_in_its_gate(trace):
-    # The trace was recorded with seed 0; the game is a function of its actions, so any seed replays it.
+    # The trace was recorded with seed 0; the game is a function of its actions, so any seed replays
+    # it.
     with MsPacmanEnv(num_envs=1, seed=11) as env:
         env.reset(11)
         fired = []
@@ -59,15 +64,21 @@ def test_recorded_trace_places_the_player_in_its_gate(trace):
 def test_contract_dots_and_autoreset(game):
     frames, info = game.reset(3)
     assert frames.shape == (2, 84, 84, 1) and frames.dtype == np.uint8
-    np.testing.assert_array_equal(info["telemetry"].position[0], [88, 98])  # the start, below the ghost house
+    # the start, below the ghost house
+    np.testing.assert_array_equal(info["telemetry"].position[0], [88, 98])
     rng = np.random.default_rng(0)
     dots, ended, after_end = np.zeros(2), 0, []
     while ended < 2:
         frames, reward, terminated, truncated, info = game.step(rng.integers(0, 5, 2))
         tel = info["telemetry"]
-        assert tel.position.dtype == np.float32 and tel.cell.dtype == np.int32 and tel.bugs_fired.shape == (2, 4)
+        assert (
+            tel.position.dtype == np.float32
+            and tel.cell.dtype == np.int32
+            and tel.bugs_fired.shape == (2, 4)
+        )
         np.testing.assert_array_equal(reward, tel.game_reward)
-        assert set(np.unique(reward)) <= {0.0, 1.0}  # +1 a dot (§3.1.2), never ALE's 10/50/200 points
+        # +1 a dot (§3.1.2), never ALE's 10/50/200 points
+        assert set(np.unique(reward)) <= {0.0, 1.0}
         dots += reward
         for i in np.flatnonzero(info["autoreset"]):
             after_end.append((reward[i], info["ram"][i, 119], tel.bugs_fired[i].any()))
@@ -99,7 +110,8 @@ def test_pipeline_matches_the_on_device_wrappers():
     close = lambda a, b: np.testing.assert_allclose(np.asarray(a, int), np.asarray(b, int), atol=1)
     close(nxt[0, ..., -1], one._convert(frames[2])[..., 0])
     np.testing.assert_array_equal(nxt[0, ..., :3], stack[0, ..., 1:])
-    close(nxt[1], jnp.repeat(one._convert(frames[1]), 4, axis=-1))  # a new episode refills the stack
+    # a new episode refills the stack
+    close(nxt[1], jnp.repeat(one._convert(frames[1]), 4, axis=-1))
 
 
 def test_the_frame_ring_reads_as_the_shifted_stack():
@@ -110,12 +122,16 @@ def test_the_frame_ring_reads_as_the_shifted_stack():
     np.testing.assert_array_equal(PIPELINE.ring_view(ring), stack)
     for t in range(1, 13):
         fresh = rng.random(3) < 0.25
-        stack, ring = PIPELINE.push(stack, frames[t], fresh), PIPELINE.ring_push(ring, frames[t], fresh)
+        stack, ring = (
+            PIPELINE.push(stack, frames[t], fresh),
+            PIPELINE.ring_push(ring, frames[t], fresh),
+        )
         np.testing.assert_array_equal(PIPELINE.ring_view(ring), stack)
 
 
 class _HostTelemetry:
-    """The game with its telemetry computed on the host (numpy), as a game without ``device_telemetry``."""
+    """The game with its telemetry computed on the host (numpy), as a game without
+    ``device_telemetry``."""
 
     device_telemetry = None
 
@@ -127,15 +143,22 @@ class _HostTelemetry:
 
 
 def test_telemetry_on_device_matches_the_host_path():
-    # The same episodes through step_raw + RamTelemetry in the jitted step and through step()'s numpy.
+    # The same episodes through step_raw + RamTelemetry in the jitted step and through step()'s
+    # numpy.
     outs = []
     for wrap in (lambda g: g, _HostTelemetry):
         with MsPacmanEnv(num_envs=2, seed=7) as env:
-            outs.append(host_loop.play(wrap(env), PIPELINE, RANDOM, None, 2, jax.random.key(4), seed=7))
+            outs.append(
+                host_loop.play(wrap(env), PIPELINE, RANDOM, None, 2, jax.random.key(4), seed=7)
+            )
     device, host = outs
-    assert device["telemetry"].game_reward.sum() > 20 and np.unique(device["telemetry"].cell).size > 10
+    assert (
+        device["telemetry"].game_reward.sum() > 20 and np.unique(device["telemetry"].cell).size > 10
+    )
     for field in ("position", "cell", "bugs_fired", "game_reward"):
-        np.testing.assert_array_equal(getattr(device["telemetry"], field), getattr(host["telemetry"], field), err_msg=field)
+        np.testing.assert_array_equal(
+            getattr(device["telemetry"], field), getattr(host["telemetry"], field), err_msg=field
+        )
     np.testing.assert_array_equal(device["actions"], host["actions"])
     np.testing.assert_array_equal(device["valid"], host["valid"])
 
@@ -172,23 +195,40 @@ def test_step_after_step_raw_needs_a_reset(game):
 
 def test_host_loop_trains_the_jitted_dqn_and_plays(game):
     config = dqn.lapan_config(
-        "ale:MsPacman", num_envs=2, torso="cnn", cnn_layers=((8, 8, 4),), cnn_dense=32, conv_impl="im2col",
-        learning_starts=40, batch_size=8, buffer_size=100, track_coverage=False,
-    )  # fmt: skip
+        "ale:MsPacman",
+        num_envs=2,
+        torso="cnn",
+        cnn_layers=((8, 8, 4),),
+        cnn_dense=32,
+        conv_impl="im2col",
+        learning_starts=40,
+        batch_size=8,
+        buffer_size=100,
+        track_coverage=False,
+    )
     agent = dqn.make_agent(config, host_loop.spec_game(game, PIPELINE))
-    reward = lambda r, terminated, info: bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)
-    state, stats = host_loop.train_dqn(agent, game, PIPELINE, dqn.LAPAN_HYPERPARAMS, jax.random.key(0), 80, reward, seed=3)
+    reward = lambda r, terminated, info: bug_bonus_reward(
+        info["telemetry"].game_reward, info["telemetry"].bugs_fired
+    )
+    state, stats = host_loop.train_dqn(
+        agent, game, PIPELINE, dqn.LAPAN_HYPERPARAMS, jax.random.key(0), 80, reward, seed=3
+    )
     assert int(state.timesteps) >= 80 and int(state.updates) == (int(state.timesteps) - 40) // 2 + 1
     assert state.obs.shape == (2, 84, 84, 4) and state.env_state is None
 
     bugs = []
-    out = host_loop.play(game, PIPELINE, RANDOM, None, 3, jax.random.key(1), seed=3, on_bug=bugs.append)
+    out = host_loop.play(
+        game, PIPELINE, RANDOM, None, 3, jax.random.key(1), seed=3, on_bug=bugs.append
+    )
     lengths = out["valid"].sum(axis=1)
     assert out["actions"].shape == out["valid"].shape == out["telemetry"].game_reward.shape
     assert len(lengths) == 3 and lengths.min() > 100  # three random lives take hundreds of steps
-    assert sorted(out["env_index"]) == [0, 0, 1]  # each game its share of the episodes, ⌊3/2⌋ + 1 and ⌊3/2⌋
+    # each game its share of the episodes, ⌊3/2⌋ + 1 and ⌊3/2⌋
+    assert sorted(out["env_index"]) == [0, 0, 1]
     for bug in bugs:  # every bug record's trace ends at the step its gate fired
-        e = np.flatnonzero((out["env_index"] == bug["env_index"]) & (out["episode"] == bug["episode"]))
+        e = np.flatnonzero(
+            (out["env_index"] == bug["env_index"]) & (out["episode"] == bug["episode"])
+        )
         if e.size:
             np.testing.assert_array_equal(out["actions"][e[0], : bug["step"] + 1], bug["actions"])
 
@@ -207,53 +247,98 @@ def test_only_the_host_loop_imports_envs_bridge():
     importers = []
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n == "envs_bridge" or n.startswith("envs_bridge.") for n in names):
                 importers.append(path.relative_to(root).as_posix())
     assert sorted(set(importers)) == ["host_loop.py"]
 
 
 def test_reline_learner_settings_on_the_real_game():
-    """By default the replication package's settings (jgtest.methods.reline.host's docstring): one game,
-    a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training episodes with the
-    last 1,000 counted (30 with --quick). Under the paper's text (frozen): 4 games a learner step, a
-    gradient step every 4 environment steps, --quick with Mnih 2013's network and 200k steps."""
+    """By default the replication package's settings (jgtest.methods.reline.host's docstring): one
+    game, a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training episodes
+    with the last 1,000 counted (30 with --quick). Under the paper's text (frozen): 4 games a
+    learner step, a gradient step every 4 environment steps, --quick with Mnih 2013's network and
+    200k steps."""
     from jgtest.methods import reline
     from jgtest.methods.reline import learners
 
-    package, quick = reline.RelineConfig(game="ale:MsPacman"), reline.RelineConfig(game="ale:MsPacman", quick=True)
-    assert package.evaluation == quick.evaluation == "training" and (package.models, quick.models) == (10, 1)
+    package, quick = (
+        reline.RelineConfig(game="ale:MsPacman"),
+        reline.RelineConfig(game="ale:MsPacman", quick=True),
+    )
+    assert package.evaluation == quick.evaluation == "training" and (
+        package.models,
+        quick.models,
+    ) == (10, 1)
     for cfg in (package, quick):
         learn = reline.learner(cfg)
         assert learn.config.cnn_layers == NATURE_CNN
-        assert (learn.config.num_envs, learn.config.train_interval, learn.config.batch_size, learn.config.buffer_size) == (1, 1, 32, 10_000)
-        assert (learn.config.learning_starts, learn.config.target_update_interval) == (10_000, 1_000)
-        assert (learn.hparams.epsilon_end, learn.hparams.epsilon_anneal_steps, learn.hparams.learning_rate) == (0.01, 150_000, 1e-4)
-    assert [learners.package_train_episodes(package, a) for a in ("reline", "rl-baseline")] == [1000, 2000]
-    assert [learners.package_train_episodes(quick, a) for a in ("reline", "rl-baseline")] == [30, 60]
+        assert (
+            learn.config.num_envs,
+            learn.config.train_interval,
+            learn.config.batch_size,
+            learn.config.buffer_size,
+        ) == (1, 1, 32, 10_000)
+        assert (learn.config.learning_starts, learn.config.target_update_interval) == (
+            10_000,
+            1_000,
+        )
+        assert (
+            learn.hparams.epsilon_end,
+            learn.hparams.epsilon_anneal_steps,
+            learn.hparams.learning_rate,
+        ) == (0.01, 150_000, 1e-4)
+    assert [learners.package_train_episodes(package, a) for a in ("reline", "rl-baseline")] == [
+        1000,
+        2000,
+    ]
+    assert [learners.package_train_episodes(quick, a) for a in ("reline", "rl-baseline")] == [
+        30,
+        60,
+    ]
     assert (learners.counted_episodes(package), learners.counted_episodes(quick)) == (1000, 30)
 
-    full, small = (reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", quick=q) for q in (False, True))
+    full, small = (
+        reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", quick=q)
+        for q in (False, True)
+    )
     paper, small = reline.learner(full).config, reline.learner(small).config
     assert paper.cnn_layers == NATURE_CNN and paper.total_timesteps == 700_000
     assert small.cnn_layers == learners.NIPS_CNN["cnn_layers"] and small.total_timesteps == 200_000
     for config in (paper, small):
-        assert (config.num_envs, config.train_interval, config.batch_size, config.buffer_size) == (4, 4, 32, 10_000)
-    farm = reline.learner(reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", actors=2)).config
+        assert (config.num_envs, config.train_interval, config.batch_size, config.buffer_size) == (
+            4,
+            4,
+            32,
+            10_000,
+        )
+    farm = reline.learner(
+        reline.RelineConfig(game="ale:MsPacman", evaluation="frozen", actors=2)
+    ).config
     assert farm.num_envs == 2 and farm.train_interval == 4
 
 
 def test_the_intro_takes_65_steps_as_the_package_waits():
-    # The package waits out the intro with 65 no-ops after each reset (msPacman_RELINE.py, Agent._reset):
-    # whatever the agent presses, Ms. Pac-Man first moves on step 66.
+    # The package waits out the intro with 65 no-ops after each reset (msPacman_RELINE.py,
+    # Agent._reset): whatever the agent presses, Ms. Pac-Man first moves on step 66.
     with MsPacmanEnv(num_envs=1, seed=0) as env:
         env.reset(0)
-        moved = [(env.step(np.array([3]))[4]["telemetry"].position[0] != [88, 98]).any() for _ in range(66)]
+        moved = [
+            (env.step(np.array([3]))[4]["telemetry"].position[0] != [88, 98]).any()
+            for _ in range(66)
+        ]
     assert not any(moved[:65]) and moved[65]
 
 
 def test_the_score_reward_pays_as_ale_does():
-    # reward="score" (the package's): ALE's 10 a dot and 50 an energizer where the paper's reward pays 1 a dot.
+    # reward="score" (the package's): ALE's 10 a dot and 50 an energizer where the paper's reward
+    # pays 1 a dot.
     actions = GATE_TRACES[0]["actions"]
     rewards = []
     for reward in ("dots", "score"):
@@ -261,40 +346,68 @@ def test_the_score_reward_pays_as_ale_does():
             env.reset(0)
             steps = [env.step(np.array([a])) for a in actions]
         rewards.append(np.array([s[1][0] for s in steps]))
-        np.testing.assert_array_equal(rewards[-1], [s[4]["telemetry"].game_reward[0] for s in steps])
+        np.testing.assert_array_equal(
+            rewards[-1], [s[4]["telemetry"].game_reward[0] for s in steps]
+        )
     dots, score = rewards
-    assert dots.sum() > 10 and set(np.unique(score[dots == 1])) <= {10.0, 50.0} and (score[dots == 0] == 0).all()
+    assert (
+        dots.sum() > 10
+        and set(np.unique(score[dots == 1])) <= {10.0, 50.0}
+        and (score[dots == 0] == 0).all()
+    )
     with MsPacmanEnv(num_envs=1, reward="score") as env:
-        assert env.device_telemetry is None  # RamTelemetry counts dots: the host computes the score's telemetry
+        # RamTelemetry counts dots: the host computes the score's telemetry
+        assert env.device_telemetry is None
     with pytest.raises(ValueError, match="'dots' or 'score'"):
         MsPacmanEnv(reward="points")
 
 
 @pytest.mark.slow
 def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
-    """RELINE under the package's protocol on the real game: the model trains a number of episodes and
-    Table 1 counts the last of them (no separate evaluation); records are written as bugs show."""
+    """RELINE under the package's protocol on the real game: the model trains a number of episodes
+    and Table 1 counts the last of them (no separate evaluation); records are written as bugs
+    show."""
     from jgtest.methods import reline
 
-    small = (("learning_starts", 64), ("buffer_size", 256), ("cnn_layers", ((8, 8, 4),)), ("cnn_dense", 32))
-    config = reline.RelineConfig(game="ale:MsPacman", models=1, eval_episodes=1, agents=("reline",), quick=True, learner_overrides=small)
+    small = (
+        ("learning_starts", 64),
+        ("buffer_size", 256),
+        ("cnn_layers", ((8, 8, 4),)),
+        ("cnn_dense", 32),
+    )
+    config = reline.RelineConfig(
+        game="ale:MsPacman",
+        models=1,
+        eval_episodes=1,
+        agents=("reline",),
+        quick=True,
+        learner_overrides=small,
+    )
     phases = []
     summary = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase))
     assert summary["protocol"] == {"evaluation": "training"} and summary["eval_episodes"] == 1
     assert not any(p.startswith("evaluate") for p in phases)
     books = json.loads((tmp_path / "models.json").read_text())["reline-0"]
-    assert books["training"]["episodes"] == 1 and len(books["bugs_found"]) == 1  # 1,000 × 1/1,000 episodes, counted
+    # 1,000 × 1/1,000 episodes, counted
+    assert books["training"]["episodes"] == 1 and len(books["bugs_found"]) == 1
     assert books["training"]["steps"] > 200  # a whole game of three lives
-    assert summary["table1"]["reline"]["1"]["counts"] == [int(np.asarray(books["bugs_found"]).any(axis=1).sum())]
-    cost = summary["full_table_budget"]["reline"]  # the package's 1,000 episodes at this run's speed
+    assert summary["table1"]["reline"]["1"]["counts"] == [
+        int(np.asarray(books["bugs_found"]).any(axis=1).sum())
+    ]
+    # the package's 1,000 episodes at this run's speed
+    cost = summary["full_table_budget"]["reline"]
     assert cost["updates_per_model"] == round(1000 * books["training"]["steps"] - 10_000)
-    assert cost["hours_10_models"] == pytest.approx(10 * cost["hours_per_model"], abs=0.1) and cost["seconds_per_update"] > 0
+    assert (
+        cost["hours_10_models"] == pytest.approx(10 * cost["hours_per_model"], abs=0.1)
+        and cost["seconds_per_update"] > 0
+    )
 
 
 def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
     """Under the paper's text, RELINE's game repeats the previous action with probability 0.25 (Gym
-    ``MsPacman-v0``, jgtest.methods.reline.host's docstring): the same actions then take two differently
-    seeded games apart, where the deterministic default (the package's ``NoFrameskip-v4``) keeps them together."""
+    ``MsPacman-v0``, jgtest.methods.reline.host's docstring): the same actions then take two
+    differently seeded games apart, where the deterministic default (the package's
+    ``NoFrameskip-v4``) keeps them together."""
     from jgtest.methods.reline import host
 
     assert host.ALE_OPTIONS == {"sticky_action_prob": 0.25}
@@ -322,8 +435,15 @@ def test_a_stopped_ms_pacman_run_resumes_without_training_again(tmp_path):
     resumed plays nothing."""
     from jgtest.methods import reline
 
-    config = reline.RelineConfig(game="ale:MsPacman", models=1, eval_episodes=1, agents=("rl-baseline",), train_steps=64, quick=True,
-                                 evaluation="frozen")  # fmt: skip
+    config = reline.RelineConfig(
+        game="ale:MsPacman",
+        models=1,
+        eval_episodes=1,
+        agents=("rl-baseline",),
+        train_steps=64,
+        quick=True,
+        evaluation="frozen",
+    )
 
     def stop_at_the_evaluation(phase, done, total):
         if phase.startswith("evaluate"):
@@ -333,11 +453,23 @@ def test_a_stopped_ms_pacman_run_resumes_without_training_again(tmp_path):
         reline.run(config, tmp_path, progress=stop_at_the_evaluation)
     assert "training" in json.loads((tmp_path / "models.json").read_text())["rl-baseline-0"]
     phases = []
-    summary = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True)
-    assert phases and not any(p.startswith("train") for p in phases) and summary["table1"]["rl-baseline"]["1"]["counts"]
+    summary = reline.run(
+        config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True
+    )
+    assert (
+        phases
+        and not any(p.startswith("train") for p in phases)
+        and summary["table1"]["rl-baseline"]["1"]["counts"]
+    )
     phases.clear()
-    again = reline.run(config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True)
-    assert phases == [] and again["table1"] == summary["table1"] and again["training"] == summary["training"]
+    again = reline.run(
+        config, tmp_path, progress=lambda phase, done, total: phases.append(phase), resume=True
+    )
+    assert (
+        phases == []
+        and again["table1"] == summary["table1"]
+        and again["training"] == summary["training"]
+    )
 
 
 #: Ms. Pac-Man's colour on ALE's RGB screen.
@@ -352,10 +484,12 @@ def _visits(flags: np.ndarray) -> list[tuple[int, int]]:
 
 @pytest.mark.slow
 def test_the_ram_and_the_screen_detectors_flag_the_same_gate_visits():
-    """The package's SSIM check (envs_bridge.ale_ssim), its references cut from two routes through the
-    tunnels and back, and the RAM gates agree visit by visit on the two other routes (other approaches,
-    so other animation phases and ghosts): every mouth passed both ways."""
-    references = ale_ssim.record_references([GATE_TRACES[0], GATE_TRACES[2]], throughs=(18, 22, 26, 30))
+    """The package's SSIM check (envs_bridge.ale_ssim), its references cut from two routes through
+    the tunnels and back, and the RAM gates agree visit by visit on the two other routes (other
+    approaches, so other animation phases and ghosts): every mouth passed both ways."""
+    references = ale_ssim.record_references(
+        [GATE_TRACES[0], GATE_TRACES[2]], throughs=(18, 22, 26, 30)
+    )
     detector = ale_ssim.SsimGates(references)
     visits, hidden = 0, 0
     for trace in (GATE_TRACES[1], GATE_TRACES[3]):
@@ -367,19 +501,32 @@ def test_the_ram_and_the_screen_detectors_flag_the_same_gate_visits():
                 assert not terminated[0]
                 ram.append(info["ram_gates"][0])
                 screen.append(detector(screens)[0])
-                drawn.append((ale_ssim.gate_crops(screens)[0] == MS_PACMAN_YELLOW).all(axis=-1).any(axis=(1, 2)))
+                drawn.append(
+                    (ale_ssim.gate_crops(screens)[0] == MS_PACMAN_YELLOW)
+                    .all(axis=-1)
+                    .any(axis=(1, 2))
+                )
         ram, screen, drawn = np.array(ram), np.array(screen), np.array(drawn)
         for g in range(4):
             overlaps = lambda a, b: a[0] <= b[1] + 1 and b[0] <= a[1] + 1  # noqa: E731 -- a step's slack (RAM and screen)
             by_screen = _visits(screen[:, g])
-            # A RAM visit in which she is never drawn in the crop (past the screen's edge in the tunnel)
-            # no screen check can see.
+            # A RAM visit in which she is never drawn in the crop (past the screen's edge in the
+            # tunnel) no screen check can see.
             by_ram = [v for v in _visits(ram[:, g]) if drawn[max(0, v[0] - 1) : v[1] + 2, g].any()]
             hidden += len(_visits(ram[:, g])) - len(by_ram)
-            assert all(any(overlaps(v, w) for w in by_screen) for v in by_ram), (GATE_NAMES[g], by_ram, by_screen)
-            assert all(any(overlaps(w, v) for v in by_ram) for w in by_screen), (GATE_NAMES[g], by_ram, by_screen)
+            assert all(any(overlaps(v, w) for w in by_screen) for v in by_ram), (
+                GATE_NAMES[g],
+                by_ram,
+                by_screen,
+            )
+            assert all(any(overlaps(w, v) for v in by_ram) for w in by_screen), (
+                GATE_NAMES[g],
+                by_ram,
+                by_screen,
+            )
             visits += len(by_ram)
-    assert visits >= 12 and hidden <= 2  # each route: into its gate, out of the far mouth, back in, out, in again, out
+    # each route: into its gate, out of the far mouth, back in, out, in again, out
+    assert visits >= 12 and hidden <= 2
 
 
 @pytest.mark.slow
@@ -391,6 +538,9 @@ def test_ms_pacman_reports_the_screen_detector_with_the_shipped_references():
         for action in route[: len(GATE_TRACES[0]["actions"])]:
             frames, _, _, _, info = env.step(np.full(2, action))
     np.testing.assert_array_equal(info["ssim_gates"], ale_ssim.SsimGates()(frames))
-    assert info["ssim_gates"][:, GATE_NAMES.index(GATE_TRACES[0]["gate"])].all() and info["ram_gates"].sum() == 2
+    assert (
+        info["ssim_gates"][:, GATE_NAMES.index(GATE_TRACES[0]["gate"])].all()
+        and info["ram_gates"].sum() == 2
+    )
     with pytest.raises(ValueError, match="screens=True"):
         MsPacmanEnv(ssim_gates=ale_ssim.SsimGates())

@@ -1,5 +1,5 @@
-"""Every Atari game through envpool (ale:GAME): cells from the annotated RAM position or a frame hash,
-unknown names refused with the known ones, and a random campaign from the command line."""
+"""Every Atari game through envpool (ale:GAME): cells from the annotated RAM position or a frame
+hash, unknown names refused with the known ones, and a random campaign from the command line."""
 
 import json
 
@@ -17,10 +17,15 @@ def test_pong_reads_its_position_from_the_ram():
         frames, info = game.reset(1)
         cells = set()
         for _ in range(60):
-            frames, reward, terminated, truncated, info = game.step(np.random.default_rng(0).integers(0, game.num_actions, 2))
+            frames, reward, terminated, truncated, info = game.step(
+                np.random.default_rng(0).integers(0, game.num_actions, 2)
+            )
             tel, ram = info["telemetry"], info["ram"]
-            np.testing.assert_array_equal(tel.position, ram[:, [46, 51]])  # AtariARI: player_x 46, player_y 51
-            np.testing.assert_array_equal(tel.cell, (ram[:, 51].astype(int) // 8) * 32 + ram[:, 46] // 8)
+            # AtariARI: player_x 46, player_y 51
+            np.testing.assert_array_equal(tel.position, ram[:, [46, 51]])
+            np.testing.assert_array_equal(
+                tel.cell, (ram[:, 51].astype(int) // 8) * 32 + ram[:, 46] // 8
+            )
             cells |= set(tel.cell.tolist())
         assert frames.shape == (2, 84, 84, 1) and game.num_cells == 1024 and len(cells) > 1
         assert (tel.frame_time_ms > 0).all() and game.bug_kinds == ()
@@ -37,13 +42,42 @@ def test_a_game_without_an_annotation_hashes_its_frames():
 
 
 def test_unknown_names_list_the_known_ones():
-    assert len(known_games()) > 100 and set(RAM_PLAYER) <= set(known_games()) and "Ant" not in known_games()
-    with pytest.raises(ValueError, match="unknown ALE game 'Pongg'; envpool ships: Adventure, AirRaid"):
+    assert (
+        len(known_games()) > 100
+        and set(RAM_PLAYER) <= set(known_games())
+        and "Ant" not in known_games()
+    )
+    with pytest.raises(
+        ValueError, match="unknown ALE game 'Pongg'; envpool ships: Adventure, AirRaid"
+    ):
         make("ale:Pongg")
 
 
 def test_random_campaign_on_an_atari_game(tmp_path):
     out = tmp_path / "pong"
-    assert main(["run", "random", "--game", "ale:Pong", "--episodes", "4", "--envs", "2", "--game-arg", "max_steps_in_episode=150", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "random",
+                "--game",
+                "ale:Pong",
+                "--episodes",
+                "4",
+                "--envs",
+                "2",
+                "--game-arg",
+                "max_steps_in_episode=150",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["episodes"] == 4 and summary["env_steps"] == 600 and 1 < summary["state_coverage"] <= 1024
+    assert (
+        summary["episodes"] == 4
+        and summary["env_steps"] == 600
+        and 1 < summary["state_coverage"] <= 1024
+    )

@@ -21,7 +21,7 @@ ray = pytest.importorskip("ray")
 
 from envs_bridge.pool import GameFarm  # noqa: E402
 from envs_bridge.protocol import GameCrashed  # noqa: E402
-from jgtest.report.records import BugRecordWriter, read_bug_records  # noqa: E402
+from jgtest.records import BugRecordWriter, read_bug_records  # noqa: E402
 from tests.bridges.toy_game import EPISODE, ToyGame, toy_value  # noqa: E402
 
 #: Faults of the farm's games by episode seed (each test resets with its own seeds).
@@ -37,7 +37,9 @@ def ray_session():
         # The toy game lives in tests/bridges/toy_game.py: actor processes must import it, and under
         # pytest-xdist no script directory puts the repository on their path, so PYTHONPATH does.
         root = str(Path(__file__).resolve().parents[2])
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (root, os.environ.get("PYTHONPATH")) if p
+        )
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"ray start-up: {time.monotonic() - start:.1f} s")
     yield
@@ -65,20 +67,35 @@ def farm(bugs_file, found):
             writer.write(record)
             found.append(record)
 
-        farm = GameFarm(functools.partial(ToyGame, faults=FAULTS), actors=2, seed=10, timeout_s=3, on_crash=on_crash)
+        farm = GameFarm(
+            functools.partial(ToyGame, faults=FAULTS),
+            actors=2,
+            seed=10,
+            timeout_s=3,
+            on_crash=on_crash,
+        )
         yield farm
         farm.close()
 
 
 def test_batched_shapes_per_slot_seeds_and_autoreset(farm, found):
-    assert (farm.name, farm.num_envs, farm.num_actions, farm.frame_shape) == ("toy", 2, 3, (8, 8, 1))
+    assert (farm.name, farm.num_envs, farm.num_actions, farm.frame_shape) == (
+        "toy",
+        2,
+        3,
+        (8, 8, 1),
+    )
     assert len(set(farm.pids())) == 2 and os.getpid() not in farm.pids()
     before = len(found)
     frames, info = farm.reset()  # the constructor's seed: game i gets 10 + i
     assert frames.shape == (2, 8, 8, 1) and frames.dtype == np.uint8
     assert frames[:, 0, 0, 0].tolist() == [10, 11]
     telemetry = info["telemetry"]
-    assert telemetry.position.shape == (2, 2) and telemetry.cell.shape == (2,) and telemetry.bugs_fired.shape == (2, 0)
+    assert (
+        telemetry.position.shape == (2, 2)
+        and telemetry.cell.shape == (2,)
+        and telemetry.bugs_fired.shape == (2, 0)
+    )
     assert not info["autoreset"].any() and not telemetry.crashed.any()
 
     frames, info = farm.reset(seed=100)
@@ -121,15 +138,30 @@ def test_game_crash_and_sigkill_become_records_and_the_games_restart(farm, found
     step([0, 1])
     step([1, 2])
     frames, reward, terminated, truncated, info = step([2, 2])
-    assert terminated.tolist() == [False, True] and info["telemetry"].crashed.tolist() == [False, True]
-    assert reward[1] == 0.0 and frames[1, 0, 0, 0] == toy_value(1, played[1][:-1])  # its last good frame
+    assert terminated.tolist() == [False, True] and info["telemetry"].crashed.tolist() == [
+        False,
+        True,
+    ]
+    # its last good frame
+    assert reward[1] == 0.0 and frames[1, 0, 0, 0] == toy_value(1, played[1][:-1])
     assert len(found) == before + 1
     first = found[-1]
-    assert (first.kind, first.game, first.env_index, first.episode, first.seed) == ("crash", "toy", 1, 0, 1)
-    assert first.step == 2 and first.actions == (1, 2, 2) and first.detail == "GameCrashed: toy: crashed at step 2"
+    assert (first.kind, first.game, first.env_index, first.episode, first.seed) == (
+        "crash",
+        "toy",
+        1,
+        0,
+        1,
+    )
+    assert (
+        first.step == 2
+        and first.actions == (1, 2, 2)
+        and first.detail == "GameCrashed: toy: crashed at step 2"
+    )
     assert farm.pids()[0] == pids[0] and farm.pids()[1] != pids[1]
 
-    # The trace replays on a fresh game: reset(record.seed), then the actions; it crashes at record.step.
+    # The trace replays on a fresh game: reset(record.seed), then the actions; it crashes at
+    # record.step.
     game = ToyGame(faults=FAULTS)
     game.reset(first.seed)
     for action in first.actions[: first.step]:
@@ -139,14 +171,19 @@ def test_game_crash_and_sigkill_become_records_and_the_games_restart(farm, found
 
     frames, _, terminated, _, info = step([0, 0])  # slot 1 auto-resets in its fresh process
     assert info["autoreset"].tolist() == [False, True] and not terminated.any()
-    assert frames[1, 0, 0, 0] == farm.episode_seed(1, 1) == 3 and not info["telemetry"].crashed.any()
+    assert (
+        frames[1, 0, 0, 0] == farm.episode_seed(1, 1) == 3 and not info["telemetry"].crashed.any()
+    )
     played[1] = []
     step([1, 1])
     step([2, 0])  # slot 0 is 6 actions into its episode
 
     os.kill(pids[0], signal.SIGKILL)
     frames, reward, terminated, _, info = step([1, 2])
-    assert terminated.tolist() == [True, False] and info["telemetry"].crashed.tolist() == [True, False]
+    assert terminated.tolist() == [True, False] and info["telemetry"].crashed.tolist() == [
+        True,
+        False,
+    ]
     assert frames[0, 0, 0, 0] == toy_value(0, played[0][:-1])
     assert len(found) == before + 2 and found[-2] is first
     killed = found[-1]
@@ -156,7 +193,10 @@ def test_game_crash_and_sigkill_become_records_and_the_games_restart(farm, found
     assert farm.pids()[0] not in pids
 
     frames, _, _, _, info = step([0, 0])
-    assert info["autoreset"].tolist() == [True, False] and frames[0, 0, 0, 0] == farm.episode_seed(0, 1) == 2
+    assert (
+        info["autoreset"].tolist() == [True, False]
+        and frames[0, 0, 0, 0] == farm.episode_seed(0, 1) == 2
+    )
     for _ in range(3):
         _, _, terminated, _, info = step([1, 1])
         assert not terminated.any() and not info["telemetry"].crashed.any()
@@ -174,7 +214,10 @@ def test_hang_and_nan_frame_become_records_and_the_games_restart(farm, found):
     # (a wall-clock bound this loose holds on a loaded 2-core machine; without the timeout the step
     # would never return).
     assert time.monotonic() - start < farm.timeout_s + farm.start_timeout_s
-    assert terminated.tolist() == [True, True] and info["telemetry"].crashed.tolist() == [True, True]
+    assert terminated.tolist() == [True, True] and info["telemetry"].crashed.tolist() == [
+        True,
+        True,
+    ]
     assert reward.tolist() == [0.0, 0.0]
     hang, nan = found[before:]
     assert (hang.env_index, hang.seed, hang.step, hang.actions) == (0, 1000, 1, (1, 2))
@@ -220,13 +263,17 @@ def test_ms_pacman_farm_matches_single_games_seeded_seed_plus_i():
     with pytest.raises(RuntimeError, match="reset"):
         farm.step(np.zeros(2, np.int32))
     frames, info = farm.reset(seed=7)
-    assert farm.name == "ale:MsPacman" and frames.shape == (2, 84, 84, 1) and frames.dtype == np.uint8
+    assert (
+        farm.name == "ale:MsPacman" and frames.shape == (2, 84, 84, 1) and frames.dtype == np.uint8
+    )
     actions = np.random.default_rng(0).integers(0, farm.num_actions, (40, 2)).astype(np.int32)
     farm_frames = [frames]
     for step_actions in actions:
         frames, reward, terminated, truncated, info = farm.step(step_actions)
         farm_frames.append(frames)
-        assert info["telemetry"].bugs_fired.shape == (2, 4) and info["telemetry"].position.shape == (2, 2)
+        assert info["telemetry"].bugs_fired.shape == (2, 4) and info[
+            "telemetry"
+        ].position.shape == (2, 2)
         assert not info["telemetry"].crashed.any() and not (terminated | truncated).any()
     farm.close()
     farm.close()

@@ -23,7 +23,8 @@ from envs_bridge.stk_assets import DEBIAN_DATA, prepare_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 needs_game = pytest.mark.skipif(
-    importlib.util.find_spec("pystk2") is None, reason="pysupertuxkart2 (jgtest[bridges]) is not installed"
+    importlib.util.find_spec("pystk2") is None,
+    reason="pysupertuxkart2 (jgtest[bridges]) is not installed",
 )
 
 
@@ -35,7 +36,9 @@ def test_data_dir_is_built_idempotently(tmp_path):
     assert prepare_data_dir(tmp_path / "stk") == root == (tmp_path / "stk").absolute()
     assert marker.stat().st_ino == first  # kept, not rewritten
     assert marker.read_bytes() == (DEBIAN_DATA / "supertuxkart.1.4").read_bytes()
-    assert (root / "data" / "skins" / "classic").resolve() == (DEBIAN_DATA / "skins" / "peach").resolve()
+    assert (root / "data" / "skins" / "classic").resolve() == (
+        DEBIAN_DATA / "skins" / "peach"
+    ).resolve()
     assert (root / "data" / "skins").is_dir() and not (root / "data" / "skins").is_symlink()
     for entry in DEBIAN_DATA.iterdir():
         if entry.name != "skins":
@@ -83,18 +86,22 @@ def test_bad_options(options, message):
 
 # ----- real races, in a subprocess -------------------------------------------------------------
 def _autopilot(state, nodes) -> int:
-    """Throttle towards the centre line three segments ahead (test-only driver, public pystk2 API)."""
+    """Throttle towards the centre line three segments ahead (test-only driver, public pystk2
+    API)."""
     state.update()
     kart = state.karts[0]
     here = np.asarray(kart.location)[[0, 2]]
     forward = np.asarray(kart.front)[[0, 2]] - here
     aim = nodes[(kart.node + 3) % len(nodes)].mean(axis=0) - here
-    side = float(aim @ np.array([forward[1], -forward[0]])) / (np.linalg.norm(aim) * np.linalg.norm(forward) + 1e-9)
+    side = float(aim @ np.array([forward[1], -forward[0]])) / (
+        np.linalg.norm(aim) * np.linalg.norm(forward) + 1e-9
+    )
     return 4 if side > 0.1 else 3 if side < -0.1 else 1  # throttle right / left / straight
 
 
 def _race_report(path: str) -> None:
-    """Plays short races and writes what the tests check to ``path``, as JSON (run in a subprocess)."""
+    """Plays short races and writes what the tests check to ``path``, as JSON (run in a
+    subprocess)."""
     import pystk2
 
     from envs_bridge.supertuxkart import SuperTuxKartEnv
@@ -106,16 +113,29 @@ def _race_report(path: str) -> None:
         for a in actions:
             frames, reward, term, trunc, info = env.step(np.array([a]))
             tel = info["telemetry"]
-            rows.append({
-                "frame_std": float(frames.std()), "frame_sum": int(frames.sum(dtype=np.int64)),
-                "frames": [list(frames.shape), str(frames.dtype)], "reward": float(reward[0]),
-                "terminated": bool(term[0]), "truncated": bool(trunc[0]), "autoreset": bool(info["autoreset"][0]),
-                "path_done": float(info["path_done"][0]), "delta": float(info["delta_path_done"][0]),
-                "centering": float(info["centering"][0]), "stuck": bool(info["stuck"][0]),
-                "frame_ms": float(tel.frame_time_ms[0]), "cell": int(tel.cell[0]),
-                "telemetry": {k: [list(v.shape), str(v.dtype)] for k, v in vars(tel).items()},
-                "info": {k: [list(v.shape), str(v.dtype)] for k, v in info.items() if k != "telemetry"},
-            })  # fmt: skip
+            rows.append(
+                {
+                    "frame_std": float(frames.std()),
+                    "frame_sum": int(frames.sum(dtype=np.int64)),
+                    "frames": [list(frames.shape), str(frames.dtype)],
+                    "reward": float(reward[0]),
+                    "terminated": bool(term[0]),
+                    "truncated": bool(trunc[0]),
+                    "autoreset": bool(info["autoreset"][0]),
+                    "path_done": float(info["path_done"][0]),
+                    "delta": float(info["delta_path_done"][0]),
+                    "centering": float(info["centering"][0]),
+                    "stuck": bool(info["stuck"][0]),
+                    "frame_ms": float(tel.frame_time_ms[0]),
+                    "cell": int(tel.cell[0]),
+                    "telemetry": {k: [list(v.shape), str(v.dtype)] for k, v in vars(tel).items()},
+                    "info": {
+                        k: [list(v.shape), str(v.dtype)]
+                        for k, v in info.items()
+                        if k != "telemetry"
+                    },
+                }
+            )
         return rows
 
     env = SuperTuxKartEnv("lighthouse", max_seconds=60.0, seed=0)
@@ -125,12 +145,19 @@ def _race_report(path: str) -> None:
         out["open_error"] = str(e)
     frames, info = env.reset(seed=0)
     out["meta"] = {
-        "name": env.name, "num_actions": env.num_actions, "num_cells": env.num_cells, "bugs": env.num_bugs,
-        "max_steps": env.max_steps_in_episode, "step_seconds": env.step_seconds, "length": env.track_length,
-        "reset": [list(frames.shape), str(frames.dtype)], "reset_path_done": float(info["path_done"][0]),
+        "name": env.name,
+        "num_actions": env.num_actions,
+        "num_cells": env.num_cells,
+        "bugs": env.num_bugs,
+        "max_steps": env.max_steps_in_episode,
+        "step_seconds": env.step_seconds,
+        "length": env.track_length,
+        "reset": [list(frames.shape), str(frames.dtype)],
+        "reset_path_done": float(info["path_done"][0]),
         "reset_autoreset": bool(info["autoreset"][0]),
-    }  # fmt: skip
-    out["throttle"] = steps(env, [1] * (env.max_steps_in_episode + 2))  # into a wall, truncated, autoreset
+    }
+    # into a wall, truncated, autoreset
+    out["throttle"] = steps(env, [1] * (env.max_steps_in_episode + 2))
     env.reset(seed=0)
     out["right"] = steps(env, [1] * 3 + [4] * 5)
     env.reset(seed=0)
@@ -141,7 +168,9 @@ def _race_report(path: str) -> None:
     track.update()
     nodes = np.asarray(track.path_nodes)[:, :, [0, 2]]
     lap = []
-    while len(lap) < env.max_steps_in_episode and not (lap and (lap[-1]["terminated"] or lap[-1]["truncated"])):
+    while len(lap) < env.max_steps_in_episode and not (
+        lap and (lap[-1]["terminated"] or lap[-1]["truncated"])
+    ):
         lap += steps(env, [_autopilot(state, nodes)])
     out["lap"] = lap
     out["after_lap"] = steps(env, [1, 1])
@@ -166,10 +195,15 @@ def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("stk")
     env = dict(os.environ, JGTEST_STK_DATA=str(folder / "assets"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    code = f"from tests.bridges.test_supertuxkart import _race_report; _race_report({str(folder / 'report.json')!r})"
+    code = (
+        "from tests.bridges.test_supertuxkart import _race_report; "
+        f"_race_report({str(folder / 'report.json')!r})"
+    )
     command = [sys.executable, "-X", "faulthandler", "-c", code]
     run = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, f"race subprocess exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    assert run.returncode == 0, (
+        f"race subprocess exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    )
     return json.loads((folder / "report.json").read_text())
 
 
@@ -184,14 +218,20 @@ def _episode(report):
 @needs_game
 def test_contract_metadata_and_reset(report):
     meta = report["meta"]
-    assert meta["name"] == "supertuxkart:lighthouse" and meta["num_actions"] == 7 and meta["bugs"] == 0
+    assert (
+        meta["name"] == "supertuxkart:lighthouse" and meta["num_actions"] == 7 and meta["bugs"] == 0
+    )
     assert meta["num_cells"] == 200 * 24
     assert meta["step_seconds"] == pytest.approx(0.4) and meta["max_steps"] == CAP
     assert 800 < meta["length"] < 1000  # lighthouse's lap, metres
     assert meta["reset"] == [[1, 96, 128, 3], "uint8"] and not meta["reset_autoreset"]
     assert -5.0 < meta["reset_path_done"] < 0.0  # the grid stands just behind the start line
     shape, path_done, delta = report["new_seed"]  # reset with another seed starts a new race
-    assert shape == [1, 96, 128, 3] and path_done == pytest.approx(meta["reset_path_done"], abs=0.5) and delta > 0
+    assert (
+        shape == [1, 96, 128, 3]
+        and path_done == pytest.approx(meta["reset_path_done"], abs=0.5)
+        and delta > 0
+    )
 
 
 @needs_game
@@ -204,13 +244,20 @@ def test_frames_and_frame_times(report):
     assert np.all(times > 0.0) and np.all(times < 1000.0), times
     telemetry = rows[0]["telemetry"]
     assert telemetry == {
-        "position": [[1, 2], "float32"], "cell": [[1], "int32"], "bugs_fired": [[1, 0], "bool"],
-        "game_reward": [[1], "float32"], "frame_time_ms": [[1], "float32"], "crashed": [[1], "bool"],
-    }  # fmt: skip
+        "position": [[1, 2], "float32"],
+        "cell": [[1], "int32"],
+        "bugs_fired": [[1, 0], "bool"],
+        "game_reward": [[1], "float32"],
+        "frame_time_ms": [[1], "float32"],
+        "crashed": [[1], "bool"],
+    }
     assert rows[0]["info"] == {
-        "autoreset": [[1], "bool"], "path_done": [[1], "float32"], "delta_path_done": [[1], "float32"],
-        "centering": [[1], "float32"], "stuck": [[1], "bool"],
-    }  # fmt: skip
+        "autoreset": [[1], "bool"],
+        "path_done": [[1], "float32"],
+        "delta_path_done": [[1], "float32"],
+        "centering": [[1], "float32"],
+        "stuck": [[1], "bool"],
+    }
     assert all(0 <= r["cell"] < 200 * 24 for r in rows)
 
 
@@ -227,7 +274,8 @@ def test_progress_centering_and_reward(report):
     for r in rows:  # r_g = -1 off the road beyond θ, else the progress clipped to [0, M]
         expected = -1.0 if abs(r["centering"]) > 20 else min(max(r["delta"], 0.0), 10.0)
         assert r["reward"] == pytest.approx(expected, abs=1e-4)
-    # Right of the driving direction is positive: steering right raises the centering, left lowers it.
+    # Right of the driving direction is positive: steering right raises the centering, left lowers
+    # it.
     right, left = report["right"], report["left"]
     assert right[-1]["centering"] > right[2]["centering"] + 2.0
     assert left[-1]["centering"] < left[2]["centering"] - 2.0
@@ -240,7 +288,8 @@ def test_stuck_flag_follows_the_window(report):
     for i, r in enumerate(rows):  # path[i + 1] is the path done after step i
         expected = i + 1 >= 10 and path[i + 1] - path[i + 1 - 10] < 1.0
         assert r["stuck"] == expected, i
-    assert rows[-1]["stuck"]  # driving straight, the kart ends against the wall of lighthouse's first bend
+    # driving straight, the kart ends against the wall of lighthouse's first bend
+    assert rows[-1]["stuck"]
 
 
 @needs_game
@@ -250,7 +299,9 @@ def test_truncation_at_the_cap_then_autoreset(report):
     assert [r["autoreset"] for r in rows] == [False] * CAP + [True, False]
     assert not any(r["terminated"] for r in rows)
     reset_step, next_step = rows[CAP:]
-    assert reset_step["reward"] == 0.0 and reset_step["frame_ms"] == 0.0 and reset_step["delta"] == 0.0
+    assert (
+        reset_step["reward"] == 0.0 and reset_step["frame_ms"] == 0.0 and reset_step["delta"] == 0.0
+    )
     assert reset_step["path_done"] == pytest.approx(report["meta"]["reset_path_done"], abs=0.5)
     assert next_step["delta"] > 0.0 and next_step["frame_ms"] > 0.0
 
@@ -262,7 +313,8 @@ def test_lap_terminates_with_the_finish_bonus_then_autoresets(report):
     assert last["terminated"] and not last["truncated"], f"no finish in {len(lap)} steps"
     assert not any(r["terminated"] or r["truncated"] for r in lap[:-1])
     assert last["reward"] == pytest.approx(1000.0 + min(max(last["delta"], 0.0), 10.0), abs=1e-3)
-    assert last["path_done"] == pytest.approx(report["meta"]["length"], abs=15.0)  # one lap from the line
+    # one lap from the line
+    assert last["path_done"] == pytest.approx(report["meta"]["length"], abs=15.0)
     reset_step, next_step = report["after_lap"]
     assert reset_step["autoreset"] and reset_step["reward"] == 0.0 and reset_step["frame_ms"] == 0.0
     assert not (reset_step["terminated"] or reset_step["truncated"])
@@ -284,5 +336,6 @@ def test_unknown_track_lists_the_race_tracks(tmp_path, monkeypatch):
     monkeypatch.delenv("MESA_EXTENSION_OVERRIDE", raising=False)
     with pytest.raises(ValueError, match="no_such_track.*lighthouse") as error:
         SuperTuxKartEnv("no_such_track", data_dir=tmp_path / "stk")  # refused before pystk2.init
-    assert "zengarden" in str(error.value) and "battleisland" not in str(error.value)  # arenas are not races
+    # arenas are not races
+    assert "zengarden" in str(error.value) and "battleisland" not in str(error.value)
     assert stk_assets.race_tracks(tmp_path / "stk")[:3] == ["abyss", "black_forest", "candela_city"]

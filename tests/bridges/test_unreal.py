@@ -1,5 +1,6 @@
-"""The Unreal bridge against the local UnrealCV protocol server, through the real ``unrealcv.Client``:
-the wire, every command, pixels equal to the on-device world's, and every fault of the wire."""
+"""The Unreal bridge against the local UnrealCV protocol server, through the real
+``unrealcv.Client``: the wire, every command, pixels equal to the on-device world's, and every fault
+of the wire."""
 
 import json
 import struct
@@ -33,14 +34,15 @@ RESET, STEP = jax.jit(ENV.reset_env), jax.jit(ENV.step_env)
 def models():
     """PPGTA's models at their initialisation: the bridge's wiring is under test, not the learning
     (an untrained oracle flags what it reads)."""
-    from tests.methods.test_ppgta import TINY, _untrained
+    from tests.methods.park.test_ppgta import TINY, _untrained
 
     return _untrained(TINY)
 
 
 def _on_device(seed: int, actions, with_objects: bool = False):
-    """The frames the on-device world renders (jitted, as the game behind the server) from the start of
-    ``seed`` under ``actions``; with ``with_objects``, also each step's objects in view ``{id: pixels}``."""
+    """The frames the on-device world renders (jitted, as the game behind the server) from the start
+    of ``seed`` under ``actions``; with ``with_objects``, also each step's objects in view ``{id:
+    pixels}``."""
     frame, state = RESET(reset_key(episode_key(seed, 0, 0)), PARAMS)
     frames, shown = [np.asarray(frame)], []
     for t, a in enumerate(actions):
@@ -51,7 +53,9 @@ def _on_device(seed: int, actions, with_objects: bool = False):
 
 
 def _in_view(objects) -> dict:
-    return {int(i): int(p) for i, p, v in zip(objects["id"], objects["pixels"], objects["visible"]) if v}
+    return {
+        int(i): int(p) for i, p, v in zip(objects["id"], objects["pixels"], objects["visible"]) if v
+    }
 
 
 def test_the_real_client_speaks_the_wire_protocol(server):
@@ -63,14 +67,22 @@ def test_the_real_client_speaks_the_wire_protocol(server):
         assert client.request("vrun RestartLevel 3", timeout=5) == "ok"
         lit = client.request("vget /camera/0/lit png", timeout=5)
         assert isinstance(lit, bytes) and lit[:8] == b"\x89PNG\r\n\x1a\n"
-        assert client.request("vget /unrealcv/commands", timeout=5).startswith("error No handler found for URI")
-        assert client.request("vget /no/such/thing", timeout=5) == "error No handler found for URI 'vget /no/such/thing'"
+        assert client.request("vget /unrealcv/commands", timeout=5).startswith(
+            "error No handler found for URI"
+        )
+        assert (
+            client.request("vget /no/such/thing", timeout=5)
+            == "error No handler found for URI 'vget /no/such/thing'"
+        )
         names = client.request("vget /objects", timeout=5).split()
         assert len(names) == GAME["num_oois"] and names[0].endswith("_000")
         assert client.request(f"vget /object/{names[0]}/color", timeout=5).startswith("(R=")
         assert len(client.request(f"vget /object/{names[0]}/bounds", timeout=5).split()) == 6
         assert len(client.request("vget /camera/0/rotation", timeout=5).split()) == 3
-        assert client.request("vset /action/game/pause", timeout=5) == "ok" and client.request("vget /action/game/is_paused", timeout=5) == "true"
+        assert (
+            client.request("vset /action/game/pause", timeout=5) == "ok"
+            and client.request("vget /action/game/is_paused", timeout=5) == "true"
+        )
         assert client.request("vset /action/game/resume", timeout=5) == "ok"
         bmp = client.request("vget /camera/0/lit bmp", timeout=5)
         assert isinstance(bmp, bytes) and bmp[:2] == b"BM"
@@ -79,9 +91,11 @@ def test_the_real_client_speaks_the_wire_protocol(server):
 
 
 def test_bridge_frames_equal_the_on_device_world(server):
-    """``lit`` pixels (PNG and BMP) and the objects read from ``object_mask`` equal the on-device world's."""
+    """``lit`` pixels (PNG and BMP) and the objects read from ``object_mask`` equal the on-device
+    world's."""
     actions = [0, 0, 4, 0, 5, 3, 7, 0, 0, 0]
-    seed = next(s for s in range(20) if any(_on_device(s, actions, with_objects=True)[1]))  # a start with objects in view
+    # a start with objects in view
+    seed = next(s for s in range(20) if any(_on_device(s, actions, with_objects=True)[1]))
     expected, shown = _on_device(seed, actions, with_objects=True)
     with UnrealEnv([server.address], timeout_s=5) as env:
         frames, info = env.reset(seed)
@@ -89,10 +103,13 @@ def test_bridge_frames_equal_the_on_device_world(server):
         for t, a in enumerate(actions):
             frames, _, _, truncated, info = env.step(np.array([a]))
             np.testing.assert_array_equal(frames[0], expected[t + 1])
-            assert _in_view({k: v[0] for k, v in info["objects"].items()}) == shown[t]  # ids and pixels from the mask's colours
+            # ids and pixels from the mask's colours
+            assert _in_view({k: v[0] for k, v in info["objects"].items()}) == shown[t]
             assert not truncated[0]
         assert sum(len(s) for s in shown) > 0
-        np.testing.assert_array_equal(env.connections[0].image("vget /camera/0/lit bmp")[..., :3], expected[-1])
+        np.testing.assert_array_equal(
+            env.connections[0].image("vget /camera/0/lit bmp")[..., :3], expected[-1]
+        )
         assert info["telemetry"].frame_time_ms[0] > 0
         assert env.faults == []
 
@@ -135,12 +152,17 @@ def test_the_bridge_survives_each_fault_and_reconnects(server, fault, message):
         server.inject(fault)
         frames, _, _, truncated, info = env.step(np.array([0]))
         assert truncated[0], "the faulty step ends the episode cleanly"
-        assert info["telemetry"].crashed[0] and not info["objects"]["visible"].any()  # no stale objects from the last good step
-        assert len(env.faults) == 1 and ("vget /camera/0/" in env.faults[0] or "vset /action/keyboard" in env.faults[0])
+        # no stale objects from the last good step
+        assert info["telemetry"].crashed[0] and not info["objects"]["visible"].any()
+        assert len(env.faults) == 1 and (
+            "vget /camera/0/" in env.faults[0] or "vset /action/keyboard" in env.faults[0]
+        )
         assert message in env.faults[0]
-        frames, _, _, truncated, info = env.step(np.array([0]))  # auto-reset: a fresh episode over the wire again
+        # auto-reset: a fresh episode over the wire again
+        frames, _, _, truncated, info = env.step(np.array([0]))
         assert info["autoreset"][0] and not truncated[0]
-        expected = _on_device(1 + 1, [])[0]  # the next episode of game 0: seed + episodes * num_envs
+        # the next episode of game 0: seed + episodes * num_envs
+        expected = _on_device(1 + 1, [])[0]
         np.testing.assert_array_equal(frames[0], expected)
         if fault not in ("error", "dark_text_image"):
             assert env.connections[0].connects == before + 1  # the broken wire was replaced
@@ -153,16 +175,25 @@ def random_agent(models):
     return BridgedAgent(models, "random", trigger_pixels=40)  # compiled once for the fault suite
 
 
-#: The campaign's paths through a fault, one fault each in the default run: a broken wire replaced (delay),
-#: an error answered on a sound wire (error), a replacement that is never greeted (no_greeting). The
-#: other faults take the first two paths (the bridge-level test above holds each of them) and run with -m slow.
+#: The campaign's paths through a fault, one fault each in the default run: a broken wire replaced
+#: (delay), an error answered on a sound wire (error), a replacement that is never greeted
+#: (no_greeting). The other faults take the first two paths (the bridge-level test above holds each
+#: of them) and run with -m slow.
 CAMPAIGN_PATHS = ("delay", "error", "no_greeting")
 
 
-@pytest.mark.parametrize("fault", [f if f in CAMPAIGN_PATHS else pytest.param(f, marks=pytest.mark.slow) for f in [f for f, _ in FAULTS] + ["no_greeting"]])
-def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_agent, fault, tmp_path):
+@pytest.mark.parametrize(
+    "fault",
+    [
+        f if f in CAMPAIGN_PATHS else pytest.param(f, marks=pytest.mark.slow)
+        for f in [f for f, _ in FAULTS] + ["no_greeting"]
+    ],
+)
+def test_a_bridged_campaign_keeps_its_records_through_each_fault(
+    server, random_agent, fault, tmp_path
+):
     from jgtest.methods.park.bridged import run_bridged
-    from jgtest.report.records import read_bug_records
+    from jgtest.records import read_bug_records
 
     with UnrealEnv([server.address], timeout_s=1.0, connect_timeout_s=1.0) as env:
         env.reset(0)  # reads the objects' catalogue
@@ -172,21 +203,31 @@ def test_a_bridged_campaign_keeps_its_records_through_each_fault(server, random_
         else:
             server.inject(fault, after=5 + 5 * 30)  # the reset, then 30 steps of 5 requests
         summary = run_bridged(env, random_agent, tmp_path, episodes=3, episode_steps=40, seed=6)
-    assert summary["faults"] and summary["steps_played"][0] == 30  # the fault ended episode 0 at its 31st step
+    # the fault ended episode 0 at its 31st step
+    assert summary["faults"] and summary["steps_played"][0] == 30
     assert summary["steps_played"][-1] == 40  # and a later episode played in full
-    records = read_bug_records(tmp_path / "bugs.jsonl") if (tmp_path / "bugs.jsonl").exists() else []
-    assert {r.bug_id for r in records} == {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
+    records = (
+        read_bug_records(tmp_path / "bugs.jsonl") if (tmp_path / "bugs.jsonl").exists() else []
+    )
+    assert {r.bug_id for r in records} == {
+        int(k) for k, v in summary["outcomes"].items() if v["flagged"]
+    }
 
 
 @pytest.mark.slow
-def test_a_bridged_campaign_killed_mid_episode_resumes_to_the_uninterrupted_result(server, random_agent, tmp_path, monkeypatch):
+def test_a_bridged_campaign_killed_mid_episode_resumes_to_the_uninterrupted_result(
+    server, random_agent, tmp_path, monkeypatch
+):
     from jgtest.methods.park.bridged import run_bridged
-    from jgtest.report.records import read_bug_records
+    from jgtest.records import read_bug_records
 
-    run = lambda out, **kw: run_bridged(env, random_agent, tmp_path / out, episodes=3, episode_steps=100, seed=3, **kw)
+    run = lambda out, **kw: run_bridged(
+        env, random_agent, tmp_path / out, episodes=3, episode_steps=100, seed=3, **kw
+    )
     with UnrealEnv([server.address], timeout_s=1.0) as env:
         whole = run("whole")
-        # Killed 5 steps after the last bug found in a later episode: the kill cuts that episode short.
+        # Killed 5 steps after the last bug found in a later episode: the kill cuts that episode
+        # short.
         found = read_bug_records(tmp_path / "whole" / "bugs.jsonl")
         last = max((r for r in found if r.episode >= 1 and r.step < 95), key=lambda r: r.episode)
         kill_after, steps, step = last.episode * 100 + last.step + 5, [0], env.step
@@ -202,13 +243,19 @@ def test_a_bridged_campaign_killed_mid_episode_resumes_to_the_uninterrupted_resu
             run("killed")
         monkeypatch.undo()
         progress = json.loads((tmp_path / "killed" / "progress.json").read_text())
-        assert progress["episodes_done"] == last.episode and progress["steps_played"] == [100] * last.episode
+        assert (
+            progress["episodes_done"] == last.episode
+            and progress["steps_played"] == [100] * last.episode
+        )
         resumed = run("killed", resume=True)
-    records = {name: read_bug_records(tmp_path / name / "bugs.jsonl") for name in ("whole", "killed")}
+    records = {
+        name: read_bug_records(tmp_path / name / "bugs.jsonl") for name in ("whole", "killed")
+    }
     for key in ("steps_played", "outcomes", "ooi_tested", "texture_flagged"):
         assert resumed[key] == whole[key], key
     strip = lambda r: (r.bug_id, r.episode, r.step, r.actions)
-    assert sorted(map(strip, records["killed"])) == sorted(map(strip, records["whole"]))  # each written once
+    # each written once
+    assert sorted(map(strip, records["killed"])) == sorted(map(strip, records["whole"]))
 
 
 def test_a_greeting_that_never_comes_is_a_timeout(server):
@@ -234,15 +281,30 @@ def test_wire_frames_are_little_endian_with_the_magic():
 
 @pytest.mark.parametrize("behaviour", [pytest.param("learned", marks=pytest.mark.slow), "scripted"])
 def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(server, behaviour):
-    """PPGTA's learned test (here the explorer's own actions, judged by JS) and Inspector's scripted walk
-    (steered by the bridge's location and yaw) test the same objects as on device."""
+    """PPGTA's learned test (here the explorer's own actions, judged by JS) and Inspector's scripted
+    walk (steered by the bridge's location and yaw) test the same objects as on device."""
     learned = behaviour == "learned"
     settings = OOITestSettings(trigger_pixels=60, test_steps=8 if learned else 0)
     judge = (jnp.full(9, 1 / 9), 0.35) if learned else None
-    # walks that meet three objects from seed 4's start, and one that walks all round an object from seed 0's
+    # walks that meet three objects from seed 4's start, and one that walks all round an object from
+    # seed 0's
     seed, walk, steps, tests = (4, 10, 160, 3) if learned else (0, 10, 300, 1)
-    actions = np.random.default_rng(walk).choice(9, size=steps, p=[0.5, 0.05, 0.05, 0.05, 0.15, 0.15, 0.0, 0.0, 0.05])
-    step = jax.jit(lambda tester, state, a, key: ooi_step(ENV, settings, PARAMS, tester, state, a, key, test_action=a if learned else None, judge=judge))
+    actions = np.random.default_rng(walk).choice(
+        9, size=steps, p=[0.5, 0.05, 0.05, 0.05, 0.15, 0.15, 0.0, 0.0, 0.05]
+    )
+    step = jax.jit(
+        lambda tester, state, a, key: ooi_step(
+            ENV,
+            settings,
+            PARAMS,
+            tester,
+            state,
+            a,
+            key,
+            test_action=a if learned else None,
+            judge=judge,
+        )
+    )
     _, state = RESET(reset_key(episode_key(seed, 0, 0)), PARAMS)
     tester, on_device = init_tester(ENV.num_oois), []
     for t, a in enumerate(actions):
@@ -251,33 +313,54 @@ def test_an_episode_through_the_bridge_tests_the_same_objects_as_on_device(serve
     with UnrealEnv([server.address]) as env:
         env.reset(seed)
         ooi_pos = env.objects[0]["location"][:, :2] / env.units_per_cell
-        bridged = host_episode(env, seed, actions, settings, ooi_pos, judge, walk_turn_deg=None if learned else float(PARAMS.turn_deg))
-    ends = lambda events: [(t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0]
-    assert len(ends(on_device)) >= tests and ends(bridged) == ends(on_device)  # same objects tested, at the same steps, same verdicts
+        bridged = host_episode(
+            env,
+            seed,
+            actions,
+            settings,
+            ooi_pos,
+            judge,
+            walk_turn_deg=None if learned else float(PARAMS.turn_deg),
+        )
+    ends = lambda events: [
+        (t, int(e["done"]), bool(e["success"])) for t, e in enumerate(events) if e["done"] >= 0
+    ]
+    # same objects tested, at the same steps, same verdicts
+    assert len(ends(on_device)) >= tests and ends(bridged) == ends(on_device)
     assert [int(e["target"]) for e in bridged] == [int(e["target"]) for e in on_device]
     assert [int(e["executed"]) for e in bridged] == [int(e["executed"]) for e in on_device]
     if not learned:
         assert any(success for _, _, success in ends(on_device))  # a walk went all the way round
 
 
-def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(server, models, tmp_path):
+def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(
+    server, models, tmp_path
+):
     from jgtest.methods.park import inspector
     from jgtest.methods.park.bridged import BridgedAgent, run_bridged
-    from jgtest.report.records import read_bug_records
+    from jgtest.records import read_bug_records
 
-    campaign = inspector.InspectorCampaign(inspector.InspectorConfig(episodes=1, num_envs=1, tests=OOITestSettings(trigger_pixels=40), **GAME))
-    trained = (campaign, jax.jit(campaign.init)(jax.random.key(0)))  # what device_run(RUN) returns, at the policy's initialisation
+    campaign = inspector.InspectorCampaign(
+        inspector.InspectorConfig(
+            episodes=1, num_envs=1, tests=OOITestSettings(trigger_pixels=40), **GAME
+        )
+    )
+    # what device_run(RUN) returns, at the policy's initialisation
+    trained = (campaign, jax.jit(campaign.init)(jax.random.key(0)))
     with UnrealEnv([server.address], timeout_s=1.0) as env:
         env.reset(0)  # reads the objects' catalogue
-        server.inject("drop", after=2 * 5 + 5 * (300 + 20))  # two resets (5 requests each), 300 steps of episode 0 and 20 of episode 1
+        # two resets (5 requests each), 300 steps of episode 0 and 20 of episode 1
+        server.inject("drop", after=2 * 5 + 5 * (300 + 20))
         agent = BridgedAgent(models, "inspector", trained)
         assert agent.settings.trigger_pixels == 40  # the run's test settings, not the defaults
-        summary = run_bridged(env, agent, tmp_path, episodes=2, episode_steps=300, seed=4)  # a start with objects near
+        # a start with objects near
+        summary = run_bridged(env, agent, tmp_path, episodes=2, episode_steps=300, seed=4)
     assert len(summary["faults"]) == 1 and "the connection broke" in summary["faults"][0]
     assert summary["steps_played"] == [300, 20]  # the fault ended episode 1
     records = read_bug_records(tmp_path / "bugs.jsonl")
     flagged = {int(k) for k, v in summary["outcomes"].items() if v["flagged"]}
-    assert summary["ooi_tested"] >= 1 and {r.bug_id for r in records} == flagged  # every verdict written as it came
+    # every verdict written as it came
+    assert summary["ooi_tested"] >= 1 and {r.bug_id for r in records} == flagged
     assert all(r.kind == "texture" and "inspector over the bridge" in r.detail for r in records)
     with pytest.raises(ValueError, match="a device campaign trained"):
         BridgedAgent(models, "inspector")
@@ -285,17 +368,33 @@ def test_a_bridged_inspector_campaign_survives_a_fault_and_keeps_its_records(ser
         BridgedAgent(models, "random", trained)
 
 
-@pytest.mark.parametrize("detector", [pytest.param(d, marks=pytest.mark.slow) for d in ("ground-truth", "learned")])
+@pytest.mark.parametrize(
+    "detector", [pytest.param(d, marks=pytest.mark.slow) for d in ("ground-truth", "learned")]
+)
 def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tmp_path, capsys):
     from jgtest.cli import main
     from jgtest.methods.park import models as ppgta_models
 
     ppgta_models.save_models(models, tmp_path / "models")
     game = f"unreal:{server.address[0]}:{server.address[1]}"
-    argv = ["run", "ppgta", "--game", game, "--ppgta-models", str(tmp_path / "models"), "--episodes", "1", "--quick", "--seed", "3"]
+    argv = [
+        "run",
+        "ppgta",
+        "--game",
+        game,
+        "--ppgta-models",
+        str(tmp_path / "models"),
+        "--episodes",
+        "1",
+        "--quick",
+        "--seed",
+        "3",
+    ]
     assert main([*argv, "--detector", detector, "--out", str(tmp_path / "run")]) == 0
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["agent"] == "ppgta" and summary["detector"] == detector and not summary["trained"]
+    assert (
+        summary["agent"] == "ppgta" and summary["detector"] == detector and not summary["trained"]
+    )
     assert summary["steps_played"] == [200] and summary["faults"] == []
     assert "ppgta over unreal:" in capsys.readouterr().out
 
@@ -304,35 +403,82 @@ def test_jgtest_run_drives_ppgta_through_the_bridge(server, models, detector, tm
         assert main(argv) == 2
         return capsys.readouterr().err
 
-    if detector == "ground-truth":  # --resume: a finished campaign plays nothing more; other settings are refused
-        assert main([*argv, "--detector", detector, "--out", str(tmp_path / "run"), "--resume"]) == 0
-        assert json.loads((tmp_path / "run" / "summary.json").read_text())["outcomes"] == summary["outcomes"]
-        assert "holds another campaign (seed " in refused([*argv[:-1], "4", "--detector", detector, "--out", str(tmp_path / "run"), "--resume"])
+    # --resume: a finished campaign plays nothing more; other settings are refused
+    if detector == "ground-truth":
+        assert (
+            main([*argv, "--detector", detector, "--out", str(tmp_path / "run"), "--resume"]) == 0
+        )
+        assert (
+            json.loads((tmp_path / "run" / "summary.json").read_text())["outcomes"]
+            == summary["outcomes"]
+        )
+        assert "holds another campaign (seed " in refused(
+            [*argv[:-1], "4", "--detector", detector, "--out", str(tmp_path / "run"), "--resume"]
+        )
     if detector == "learned":
-        assert "needs --explorer-from RUN" in refused(["run", "inspector", *argv[2:], "--out", str(tmp_path / "inspector")])
-        assert "the learned detector is PPGTA's" in refused(["run", "random", *argv[2:], "--detector", "learned", "--out", str(tmp_path / "random")])
+        assert "needs --explorer-from RUN" in refused(
+            ["run", "inspector", *argv[2:], "--out", str(tmp_path / "inspector")]
+        )
+        assert "the learned detector is PPGTA's" in refused(
+            ["run", "random", *argv[2:], "--detector", "learned", "--out", str(tmp_path / "random")]
+        )
 
 
 @pytest.mark.slow
 def test_agents_trained_on_device_drive_the_bridged_game(server, models, tmp_path):
-    """Inspector's and PPGTA's explorers, trained by short device campaigns, restored from their runs'
-    checkpoints and driving the game through the bridge from the command line."""
+    """Inspector's and PPGTA's explorers, trained by short device campaigns, restored from their
+    runs' checkpoints and driving the game through the bridge from the command line."""
     from jgtest.cli import main
     from jgtest.methods.park import inspector, ppgta
     from jgtest.methods.park import models as ppgta_models
     from jgtest.methods.park.campaign import run_campaign
-    from tests.methods.test_ppgta import TINY
+    from tests.methods.park.test_ppgta import TINY
 
     ppgta_models.save_models(models, tmp_path / "models")
-    inspector.run(inspector.InspectorConfig(episodes=1, num_envs=1, episode_steps=40, rollout_steps=20, **GAME), tmp_path / "inspector")
-    config = ppgta.PPGTAConfig(episodes=1, num_envs=1, episode_steps=40, rollout_steps=20, models=TINY, test_steps=12)
+    inspector.run(
+        inspector.InspectorConfig(
+            episodes=1, num_envs=1, episode_steps=40, rollout_steps=20, **GAME
+        ),
+        tmp_path / "inspector",
+    )
+    config = ppgta.PPGTAConfig(
+        episodes=1, num_envs=1, episode_steps=40, rollout_steps=20, models=TINY, test_steps=12
+    )
     run_campaign(ppgta.PPGTACampaign(config, models), "ppgta", tmp_path / "ppgta", models.oracle)
     game = f"unreal:{server.address[0]}:{server.address[1]}"
     for agent in ("inspector", "ppgta"):
-        argv = ["run", agent, "--game", game, "--ppgta-models", str(tmp_path / "models"), "--explorer-from", str(tmp_path / agent)]
-        assert main([*argv, "--episodes", "1", "--quick", "--seed", "6", "--out", str(tmp_path / f"{agent}_bridged")]) == 0
+        argv = [
+            "run",
+            agent,
+            "--game",
+            game,
+            "--ppgta-models",
+            str(tmp_path / "models"),
+            "--explorer-from",
+            str(tmp_path / agent),
+        ]
+        assert (
+            main(
+                [
+                    *argv,
+                    "--episodes",
+                    "1",
+                    "--quick",
+                    "--seed",
+                    "6",
+                    "--out",
+                    str(tmp_path / f"{agent}_bridged"),
+                ]
+            )
+            == 0
+        )
         summary = json.loads((tmp_path / f"{agent}_bridged" / "summary.json").read_text())
-        assert summary["agent"] == agent and summary["trained"] and summary["steps_played"] == [200] and summary["faults"] == []
+        assert (
+            summary["agent"] == agent
+            and summary["trained"]
+            and summary["steps_played"] == [200]
+            and summary["faults"] == []
+        )
 
 
 def test_a_unix_socket_game_and_no_binary_is_ever_launched(tmp_path, monkeypatch):
@@ -341,9 +487,13 @@ def test_a_unix_socket_game_and_no_binary_is_ever_launched(tmp_path, monkeypatch
     def refuse(*args, **kwargs):
         raise AssertionError(f"the bridge tried to launch something: {args[:1]}")
 
-    monkeypatch.setattr(subprocess, "Popen", refuse)  # unrealcv.launcher starts binaries and docker through it
+    # unrealcv.launcher starts binaries and docker through it
+    monkeypatch.setattr(subprocess, "Popen", refuse)
     path = str(tmp_path / "unrealcv.sock")
-    with server_module.UnrealCVServer(unix_path=path, size=32, num_oois=8) as unix_server, UnrealEnv([unix_server.address]) as env:
+    with (
+        server_module.UnrealCVServer(unix_path=path, size=32, num_oois=8) as unix_server,
+        UnrealEnv([unix_server.address]) as env,
+    ):
         frames, info = env.reset(0)
         assert frames.shape == (1, 64, 64, 3) and env.connections[0].kind == "unix"
         frames, _, _, truncated, _ = env.step(np.array([0]))

@@ -18,7 +18,8 @@ from envs_bridge import unrealcv_server as server_module
 from envs_bridge.unrealcv_server import MAGIC, UnrealCVServer, frame_bytes
 from jgtest.rollout import episode_key, reset_key
 
-GAME = {"size": 64, "num_oois": 40}  # as tests/bridges/test_unreal.py: the compiled game is shared through the cache
+# as tests/bridges/test_unreal.py: the compiled game is shared through the cache
+GAME = {"size": 64, "num_oois": 40}
 ENV, PARAMS = jgtest.make("ParkWorld-v0", **GAME)
 GREETING = b"connected to ParkWorld"
 
@@ -91,12 +92,15 @@ def test_an_idle_client_holds_up_no_other(server):
         with Wire(server.address, timeout_s=2.0) as busy:
             assert busy.frame() == GREETING
             assert busy.text("vrun RestartLevel 3") == "ok"
-            np.testing.assert_allclose(busy.floats("vget /camera/0/location")[:2], np.asarray(state.pos) * 100, atol=1e-3)
+            np.testing.assert_allclose(
+                busy.floats("vget /camera/0/location")[:2], np.asarray(state.pos) * 100, atol=1e-3
+            )
             np.testing.assert_array_equal(_rgb(busy.request("vget /camera/0/lit png")), frame)
             assert busy.text("vset /action/keyboard W 0.1") == "ok"
             assert busy.text("vget /unrealcv/version") == "v1.0.0"
         assert time.monotonic() - started < 2.0
-        assert idle.text("vget /unrealcv/version") == "v1.0.0"  # and the idle client is still served
+        # and the idle client is still served
+        assert idle.text("vget /unrealcv/version") == "v1.0.0"
 
 
 def test_each_connection_plays_its_own_world(server):
@@ -106,20 +110,33 @@ def test_each_connection_plays_its_own_world(server):
     with Wire(server.address) as a, Wire(server.address) as b:
         assert a.frame() == GREETING and b.frame() == GREETING
         assert a.text("vrun RestartLevel 3") == "ok" and b.text("vrun RestartLevel 3") == "ok"
-        b_location, b_rotation = b.floats("vget /camera/0/location"), b.floats("vget /camera/0/rotation")
+        b_location, b_rotation = (
+            b.floats("vget /camera/0/location"),
+            b.floats("vget /camera/0/rotation"),
+        )
         x, y, z = a.floats("vget /camera/0/location")
         assert a.text(f"vset /camera/0/location {x + 300} {y} {z}") == "ok"
         assert a.text("vset /camera/0/rotation 0 90 0") == "ok"
         assert a.text("vset /action/keyboard W 0.3") == "ok"
         assert a.text("vset /action/game/pause") == "ok"
         assert a.floats("vget /camera/0/location")[:2] != b_location[:2]
-        assert b.floats("vget /camera/0/location") == b_location and b.floats("vget /camera/0/rotation") == b_rotation
+        assert (
+            b.floats("vget /camera/0/location") == b_location
+            and b.floats("vget /camera/0/rotation") == b_rotation
+        )
         assert b.text("vget /action/game/is_paused") == "false"
         np.testing.assert_array_equal(_rgb(b.request("vget /camera/0/lit png")), frame)
         a_location = a.floats("vget /camera/0/location")
-        assert b.text("vrun RestartLevel 5") == "ok" and b.text("vset /action/keyboard W 0.5") == "ok"
+        assert (
+            b.text("vrun RestartLevel 5") == "ok" and b.text("vset /action/keyboard W 0.5") == "ok"
+        )
         assert a.floats("vget /camera/0/location") == a_location
-    assert server.game.reset._cache_size() == server.game.step._cache_size() == server.game.view._cache_size() == 1
+    assert (
+        server.game.reset._cache_size()
+        == server.game.step._cache_size()
+        == server.game.view._cache_size()
+        == 1
+    )
 
 
 def _until_taken(server, timeout_s: float = 2.0) -> None:
@@ -148,18 +165,25 @@ def test_stop_closes_every_connection_promptly():
     for wire in (idle, delayed, ungreeted):
         with wire:
             assert wire.sock.recv(1) == b""  # closed, with no reply
-    assert not [t for t in threading.enumerate() if t not in before and t.name.startswith("unrealcv")]
+    assert not [
+        t for t in threading.enumerate() if t not in before and t.name.startswith("unrealcv")
+    ]
 
 
 def test_an_oversized_frame_an_idle_client_and_one_client_too_many_are_dropped(caplog):
-    """The server's bounds: a header claiming 4 GiB is answered with a protocol error and closed before
-    any payload is buffered, a silent connection is closed after the idle timeout, and a client over
-    the limit is refused in place of its greeting; each is logged."""
-    with caplog.at_level(logging.WARNING, logger="envs_bridge.unrealcv_server"), UnrealCVServer(max_frame_bytes=1024, idle_timeout_s=1.0, max_clients=2, **GAME) as bounded:
+    """The server's bounds: a header claiming 4 GiB is answered with a protocol error and closed
+    before any payload is buffered, a silent connection is closed after the idle timeout, and a
+    client over the limit is refused in place of its greeting; each is logged."""
+    with (
+        caplog.at_level(logging.WARNING, logger="envs_bridge.unrealcv_server"),
+        UnrealCVServer(max_frame_bytes=1024, idle_timeout_s=1.0, max_clients=2, **GAME) as bounded,
+    ):
         with Wire(bounded.address) as big:
             assert big.frame() == GREETING
             big.sock.sendall(struct.pack("<II", MAGIC, 2**32 - 1))
-            assert big.frame() == b"error frame of 4294967295 bytes is over the server's limit of 1024"
+            assert (
+                big.frame() == b"error frame of 4294967295 bytes is over the server's limit of 1024"
+            )
             assert big.sock.recv(1) == b""
         with Wire(bounded.address) as idle:
             assert idle.frame() == GREETING
@@ -196,11 +220,20 @@ NON_FINITE = [  # a command, and how its refusal names the bad value
 def test_a_number_that_is_not_finite_is_refused_and_changes_nothing(server, command, named):
     with Wire(server.address) as wire:
         assert wire.frame() == GREETING
-        assert wire.text("vrun RestartLevel 3") == "ok" and wire.text("vset /action/keyboard W 0.5") == "ok"
-        location, rotation = wire.floats("vget /camera/0/location"), wire.floats("vget /camera/0/rotation")
+        assert (
+            wire.text("vrun RestartLevel 3") == "ok"
+            and wire.text("vset /action/keyboard W 0.5") == "ok"
+        )
+        location, rotation = (
+            wire.floats("vget /camera/0/location"),
+            wire.floats("vget /camera/0/rotation"),
+        )
         reply = wire.text(command)
         assert reply.startswith("error") and named in reply, reply
-        assert wire.floats("vget /camera/0/location") == location and wire.floats("vget /camera/0/rotation") == rotation
+        assert (
+            wire.floats("vget /camera/0/location") == location
+            and wire.floats("vget /camera/0/rotation") == rotation
+        )
         assert np.isfinite(location + rotation).all()
 
 
@@ -208,10 +241,15 @@ def test_finite_numbers_are_taken(server):
     with Wire(server.address) as wire:
         assert wire.frame() == GREETING
         assert wire.text("vset /camera/0/location 1234.5 2.345e3 50") == "ok"
-        assert wire.floats("vget /camera/0/location")[:2] == pytest.approx([1234.5, 2345.0], abs=0.01)
+        assert wire.floats("vget /camera/0/location")[:2] == pytest.approx(
+            [1234.5, 2345.0], abs=0.01
+        )
         assert wire.text("vset /camera/0/rotation 0 -90 0") == "ok"
         assert wire.floats("vget /camera/0/rotation")[1] == pytest.approx(-90.0, abs=0.01)
-        assert wire.text("vset /action/keyboard W 0") == "ok" and wire.text("vrun RestartLevel 4294967295") == "ok"
+        assert (
+            wire.text("vset /action/keyboard W 0") == "ok"
+            and wire.text("vrun RestartLevel 4294967295") == "ok"
+        )
 
 
 BAD_ARGV = [
@@ -222,7 +260,8 @@ BAD_ARGV = [
     ["--host", "0.0.0.0"],
     ["--host", "192.168.1.1", "--port", "0"],
     ["--host", "not a host"],
-    ["--host", "::1", "--port", "0", "--size", "32", "--num-oois", "8"],  # loopback, but the client and server speak IPv4
+    # loopback, but the client and server speak IPv4
+    ["--host", "::1", "--port", "0", "--size", "32", "--num-oois", "8"],
     ["--unix", ""],
     ["--unix", "/no/such/dir/unrealcv.sock", "--size", "32", "--num-oois", "8"],
     ["--port", "0", "--size", "8"],
@@ -263,7 +302,13 @@ def test_a_port_or_socket_path_in_use_is_one_line_and_status_2(tmp_path, capsys)
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert _refused(["--port", str(port), "--size", "32", "--num-oois", "8"], capsys) == f"error: port {port} on 127.0.0.1 is in use"
+        assert (
+            _refused(["--port", str(port), "--size", "32", "--num-oois", "8"], capsys)
+            == f"error: port {port} on 127.0.0.1 is in use"
+        )
     path = tmp_path / "unrealcv.sock"
     path.touch()
-    assert _refused(["--unix", str(path), "--size", "32", "--num-oois", "8"], capsys) == f"error: {path} is in use"
+    assert (
+        _refused(["--unix", str(path), "--size", "32", "--num-oois", "8"], capsys)
+        == f"error: {path} is in use"
+    )

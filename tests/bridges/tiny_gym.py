@@ -28,7 +28,13 @@ class Corridor(gymnasium.Env):
         if self.x == CRASH_CELL and action == 2:
             raise RuntimeError("the corridor's fifth tile has no floor")
         self.x = int(np.clip(self.x + int(action) - 1, 0, LENGTH - 1))
-        return np.array([self.x], np.float32), 1.0 if self.x == LENGTH - 1 else 0.0, self.x == LENGTH - 1, False, {"x": self.x}
+        return (
+            np.array([self.x], np.float32),
+            1.0 if self.x == LENGTH - 1 else 0.0,
+            self.x == LENGTH - 1,
+            False,
+            {"x": self.x},
+        )
 
     def render(self):
         frame = np.zeros((16, 48, 3), np.uint8)
@@ -57,10 +63,15 @@ LATE_NAN = {"broken": True, "calls": 0}
 
 
 def telemetry_late_nan(obs, info, env):
-    """:func:`telemetry`, failing mid-campaign while ``LATE_NAN["broken"]`` (a bug its author then fixes)."""
+    """:func:`telemetry`, failing mid-campaign while ``LATE_NAN["broken"]`` (a bug its author then
+    fixes)."""
     LATE_NAN["calls"] += 1
     fields = telemetry(obs, info, env)
-    return {**fields, "position": (float("nan"), 0.0)} if LATE_NAN["broken"] and LATE_NAN["calls"] >= 150 else fields
+    return (
+        {**fields, "position": (float("nan"), 0.0)}
+        if LATE_NAN["broken"] and LATE_NAN["calls"] >= 150
+        else fields
+    )
 
 
 def telemetry_bad_cell(obs, info, env):
@@ -68,8 +79,8 @@ def telemetry_bad_cell(obs, info, env):
 
 
 class BrokenScreen(Corridor):
-    """The corridor whose screen breaks: from cell 3 on, ``render()`` returns NaN pixels (a game fault
-    the bridge cannot turn into a bug record)."""
+    """The corridor whose screen breaks: from cell 3 on, ``render()`` returns NaN pixels (a game
+    fault the bridge cannot turn into a bug record)."""
 
     def render(self):
         frame = super().render().astype(np.float32)

@@ -1,9 +1,9 @@
 """A tiny first-person Gymnasium game the project does not ship, for Inspector on a ``gym:`` game: a
 square room of 24 × 24 units with four things in it, seen through a 90° view drawn column by column
-(walls by ray casting, things as boxes). Its actions are named as a level's
-(``ACTION_NAMES``: forward, turn left and right by 10°, strafe left and right by half a unit), and its
-telemetry function reports the player's position, cell (2-unit squares, 144 cells), heading and the
-things in view with their screen boxes, as ViZDoom's labels buffer gives them."""
+(walls by ray casting, things as boxes). Its actions are named as a level's (``ACTION_NAMES``:
+forward, turn left and right by 10°, strafe left and right by half a unit), and its telemetry
+function reports the player's position, cell (2-unit squares, 144 cells), heading and the things in
+view with their screen boxes, as ViZDoom's labels buffer gives them."""
 
 import gymnasium
 import numpy as np
@@ -12,9 +12,14 @@ from gymnasium import spaces
 SIZE, CELL, HEIGHT, WIDTH, FOV = 24.0, 2.0, 120, 160, 90.0
 ACTION_NAMES = "MOVE_FORWARD,TURN_LEFT,TURN_RIGHT,MOVE_LEFT,MOVE_RIGHT"
 #: The things: name, id, (x, y), colour.
-THINGS = (("Barrel", 1, (6.0, 6.0), (200, 40, 40)), ("Lamp", 2, (18.0, 6.0), (230, 210, 60)),
-          ("Crate", 3, (6.0, 18.0), (150, 100, 40)), ("Statue", 4, (18.0, 18.0), (90, 200, 220)))  # fmt: skip
-WALL_COLOURS = np.array([(120, 120, 140), (90, 140, 90), (140, 90, 90), (100, 100, 160)], np.uint8)  # east, north, west, south
+THINGS = (
+    ("Barrel", 1, (6.0, 6.0), (200, 40, 40)),
+    ("Lamp", 2, (18.0, 6.0), (230, 210, 60)),
+    ("Crate", 3, (6.0, 18.0), (150, 100, 40)),
+    ("Statue", 4, (18.0, 18.0), (90, 200, 220)),
+)
+# east, north, west, south
+WALL_COLOURS = np.array([(120, 120, 140), (90, 140, 90), (140, 90, 90), (100, 100, 160)], np.uint8)
 NUM_CELLS = int(SIZE / CELL) ** 2
 
 
@@ -44,15 +49,30 @@ class Room(gymnasium.Env):
         return self.render(), 0.0, False, False, {}
 
     def things_in_view(self) -> list[tuple]:
-        """``[(name, id, x, y, width, height)]``: each thing in the view with its screen box (the farthest first)."""
+        """``[(name, id, x, y, width, height)]``: each thing in the view with its screen box (the
+        farthest first)."""
         seen = []
         for name, oid, (tx, ty), _ in THINGS:
             distance = float(np.hypot(tx - self.x, ty - self.y))
-            bearing = (np.degrees(np.arctan2(ty - self.y, tx - self.x)) - self.heading + 180.0) % 360.0 - 180.0
+            bearing = (
+                np.degrees(np.arctan2(ty - self.y, tx - self.x)) - self.heading + 180.0
+            ) % 360.0 - 180.0
             if abs(bearing) < FOV / 2 and distance > 0.3:
                 height = min(float(HEIGHT), HEIGHT / distance)
                 width, centre = 0.6 * height, WIDTH / 2 - bearing / (FOV / 2) * WIDTH / 2
-                seen.append((distance, (name, oid, round(centre - width / 2), round(HEIGHT / 2 - height / 2), round(width), round(height))))
+                seen.append(
+                    (
+                        distance,
+                        (
+                            name,
+                            oid,
+                            round(centre - width / 2),
+                            round(HEIGHT / 2 - height / 2),
+                            round(width),
+                            round(height),
+                        ),
+                    )
+                )
         return [box for _, box in sorted(seen, reverse=True)]
 
     def render(self):
@@ -61,7 +81,9 @@ class Room(gymnasium.Env):
         angles = np.radians(self.heading + np.linspace(FOV / 2, -FOV / 2, WIDTH))
         dx, dy = np.cos(angles), np.sin(angles)
         with np.errstate(divide="ignore"):  # each column's ray to the four walls: the nearest ahead
-            hits = np.stack([(SIZE - self.x) / dx, (SIZE - self.y) / dy, -self.x / dx, -self.y / dy])
+            hits = np.stack(
+                [(SIZE - self.x) / dx, (SIZE - self.y) / dy, -self.x / dx, -self.y / dy]
+            )
         hits = np.where(hits > 0, hits, np.inf)
         wall, distance = hits.argmin(axis=0), hits.min(axis=0)
         half = np.minimum(HEIGHT / 2, 0.5 * HEIGHT / np.maximum(distance, 1e-3)).astype(int)
@@ -81,7 +103,12 @@ def telemetry(obs, info, env):
     """Position, cell, heading and the things in view, from the game's state."""
     room = env.unwrapped
     cell = int(room.y // CELL) * int(SIZE / CELL) + int(room.x // CELL)
-    return {"position": (room.x, room.y), "cell": min(cell, NUM_CELLS - 1), "angle": room.heading, "objects": room.things_in_view()}
+    return {
+        "position": (room.x, room.y),
+        "cell": min(cell, NUM_CELLS - 1),
+        "angle": room.heading,
+        "objects": room.things_in_view(),
+    }
 
 
 telemetry.provides = ("position", "angle", "objects")

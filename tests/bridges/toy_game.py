@@ -32,12 +32,19 @@ class ToyGame(HostEnv):
         self.num_envs, self.faults, self.hang_s = num_envs, dict(faults or {}), hang_s
 
     def _observe(self, reward: float, autoreset: bool):
-        frames = np.full((self.num_envs, *self.frame_shape), (self.seed + 3 * self.t + self.total) % 256, np.uint8)
+        frames = np.full(
+            (self.num_envs, *self.frame_shape),
+            (self.seed + 3 * self.t + self.total) % 256,
+            np.uint8,
+        )
         telemetry = host_telemetry(
-            position=[[self.t, self.total]] * self.num_envs, cell=[self.t] * self.num_envs,
-            bugs_fired=np.zeros((self.num_envs, 0)), game_reward=[reward] * self.num_envs,
-            frame_time_ms=[0.0] * self.num_envs, crashed=[False] * self.num_envs,
-        )  # fmt: skip
+            position=[[self.t, self.total]] * self.num_envs,
+            cell=[self.t] * self.num_envs,
+            bugs_fired=np.zeros((self.num_envs, 0)),
+            game_reward=[reward] * self.num_envs,
+            frame_time_ms=[0.0] * self.num_envs,
+            crashed=[False] * self.num_envs,
+        )
         return frames, {"telemetry": telemetry, "autoreset": np.full(self.num_envs, autoreset)}
 
     def reset(self, seed: int):
@@ -60,7 +67,13 @@ class ToyGame(HostEnv):
         frames, info = self._observe(reward, False)
         if self.t - 1 == at and kind == "nan":
             frames = np.full(frames.shape, np.nan, np.float32)
-        return frames, np.full(1, reward, np.float32), np.full(1, self.t == EPISODE), np.zeros(1, bool), info
+        return (
+            frames,
+            np.full(1, reward, np.float32),
+            np.full(1, self.t == EPISODE),
+            np.zeros(1, bool),
+            info,
+        )
 
 
 def toy_value(seed: int, actions) -> int:

@@ -15,16 +15,30 @@ import pytest
 
 from jgtest.cli import main
 from jgtest.methods.random_testing import RandomCampaignConfig
-from jgtest.report.records import BugRecord
+from jgtest.records import BugRecord
 
-_RECORD = BugRecord(kind="logical", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
+_RECORD = BugRecord(
+    kind="logical",
+    game="BlockMaze-v0",
+    bug_id=3,
+    step=2,
+    episode=0,
+    seed=0,
+    env_index=0,
+    actions=(0, 1, 1),
+)
 
 
 def _files(tmp_path) -> dict[str, str]:
     """The paths the table's rows name, each made as its row needs it."""
     (tmp_path / "file.txt").write_text("x")
-    write = lambda name, *records: (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
-    as_dict = lambda **changes: dataclasses.asdict(dataclasses.replace(_RECORD, **changes)) | {k: v for k, v in changes.items() if k == "game"}
+    write = lambda name, *records: (tmp_path / name).write_text(
+        "".join(json.dumps(r) + "\n" for r in records)
+    )
+    as_dict = lambda **changes: (
+        dataclasses.asdict(dataclasses.replace(_RECORD, **changes))
+        | {k: v for k, v in changes.items() if k == "game"}
+    )
     write("records.jsonl", as_dict())
     write("other_game.jsonl", as_dict(game="NoSuchGame-v0"))
     write("bad_action.jsonl", as_dict(actions=(0, 1, 99)))
@@ -35,14 +49,22 @@ def _files(tmp_path) -> dict[str, str]:
     for name, summary in (("list_summary", "[1, 2]"), ("broken_summary", "{not json")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(summary)
-    killed = tmp_path / "killed"  # a BlockMaze campaign of seed 3 killed before its first checkpoint: its config.json alone
+    # a BlockMaze campaign of seed 3 killed before its first checkpoint: its config.json alone
+    killed = tmp_path / "killed"
     killed.mkdir()
-    (killed / "config.json").write_text(json.dumps({"method": "random", **dataclasses.asdict(RandomCampaignConfig(seed=3))}))
+    (killed / "config.json").write_text(
+        json.dumps({"method": "random", **dataclasses.asdict(RandomCampaignConfig(seed=3))})
+    )
     done = tmp_path / "done"
     done.mkdir()
     (done / "bugs.jsonl").write_text("")
     (done / "config.json").write_text("{}")
-    return {"tmp": str(tmp_path), "file": str(tmp_path / "file.txt"), "killed": str(killed), "done": str(done)}
+    return {
+        "tmp": str(tmp_path),
+        "file": str(tmp_path / "file.txt"),
+        "killed": str(killed),
+        "done": str(done),
+    }
 
 
 BAD_INVOCATIONS = [
@@ -51,66 +73,288 @@ BAD_INVOCATIONS = [
     (["run", "random", "--out", "{file}"], "is a file, not a directory"),
     (["run", "random", "--out", "{file}/sub"], "cannot create --out directory"),
     (["run", "random", "--envs", "0", "--out", "{tmp}/a"], "argument --envs: 0 is below 1"),
-    (["run", "random", "--steps", "ten", "--out", "{tmp}/a"], "argument --steps: 'ten' is not an integer"),
-    (["run", "random", "--steps", "250", "--chunk", "200", "--out", "{tmp}/a"], "steps_per_env 250 is not a multiple of chunk_steps 200"),
+    (
+        ["run", "random", "--steps", "ten", "--out", "{tmp}/a"],
+        "argument --steps: 'ten' is not an integer",
+    ),
+    (
+        ["run", "random", "--steps", "250", "--chunk", "200", "--out", "{tmp}/a"],
+        "steps_per_env 250 is not a multiple of chunk_steps 200",
+    ),
     (["run", "random", "--seed", "4294967296", "--out", "{tmp}/a"], "seeds are 32-bit"),
-    (["run", "random", "--seed", "99999999999999999999999", "--out", "{tmp}/a"], "seeds are 32-bit"),
+    (
+        ["run", "random", "--seed", "99999999999999999999999", "--out", "{tmp}/a"],
+        "seeds are 32-bit",
+    ),
     (["run", "random", "--seed", "-1", "--out", "{tmp}/a"], "argument --seed: -1 is below 0"),
     (["run", "random", "--out", "{tmp}/bad\udcffname"], "holds a byte that is not UTF-8"),
     # run random: game arguments, each error naming its key
     (["run", "random", "--game-arg", "gold=[30, 1]", "--out", "{tmp}/a"], "outside the 16x16 map"),
-    (["run", "random", "--game-arg", "num_bugs=2.5", "--out", "{tmp}/a"], "option num_bugs takes a whole number, got 2.5"),
-    (["run", "random", "--game-arg", "num_bugs=abc", "--out", "{tmp}/a"], "option num_bugs takes a whole number, got 'abc'"),
-    (["run", "random", "--game-arg", "gold_reward=NaN", "--out", "{tmp}/a"], "option gold_reward takes finite numbers, got nan"),
-    (["run", "random", "--game-arg", "gold_reward=-Infinity", "--out", "{tmp}/a"], "option gold_reward takes finite numbers, got -inf"),
-    (["run", "random", "--game-arg", "num_bugs", "--out", "{tmp}/a"], "--game-arg expects KEY=VALUE, got 'num_bugs'"),
-    (["run", "random", "--game-arg", "num_bugs=3", "--game-arg", "num_bugs=4", "--out", "{tmp}/a"], "--game-arg num_bugs is given twice"),
+    (
+        ["run", "random", "--game-arg", "num_bugs=2.5", "--out", "{tmp}/a"],
+        "option num_bugs takes a whole number, got 2.5",
+    ),
+    (
+        ["run", "random", "--game-arg", "num_bugs=abc", "--out", "{tmp}/a"],
+        "option num_bugs takes a whole number, got 'abc'",
+    ),
+    (
+        ["run", "random", "--game-arg", "gold_reward=NaN", "--out", "{tmp}/a"],
+        "option gold_reward takes finite numbers, got nan",
+    ),
+    (
+        ["run", "random", "--game-arg", "gold_reward=-Infinity", "--out", "{tmp}/a"],
+        "option gold_reward takes finite numbers, got -inf",
+    ),
+    (
+        ["run", "random", "--game-arg", "num_bugs", "--out", "{tmp}/a"],
+        "--game-arg expects KEY=VALUE, got 'num_bugs'",
+    ),
+    (
+        [
+            "run",
+            "random",
+            "--game-arg",
+            "num_bugs=3",
+            "--game-arg",
+            "num_bugs=4",
+            "--out",
+            "{tmp}/a",
+        ],
+        "--game-arg num_bugs is given twice",
+    ),
     # run random: the run directory
     (["run", "random", "--out", "{tmp}/empty_run", "--resume"], "holds no campaign to resume"),
-    (["run", "random", "--out", "{tmp}/j1", "--junit", "{tmp}/j1/bugs.jsonl"], "--junit '{tmp}/j1/bugs.jsonl' would replace the run directory's own bugs.jsonl"),
-    (["run", "random", "--out", "{tmp}/j1", "--junit", "{tmp}/j1/checkpoints/x.xml"], "would replace the run directory's own checkpoints/x.xml"),
+    (
+        ["run", "random", "--out", "{tmp}/j1", "--junit", "{tmp}/j1/bugs.jsonl"],
+        "--junit '{tmp}/j1/bugs.jsonl' would replace the run directory's own bugs.jsonl",
+    ),
+    (
+        ["run", "random", "--out", "{tmp}/j1", "--junit", "{tmp}/j1/checkpoints/x.xml"],
+        "would replace the run directory's own checkpoints/x.xml",
+    ),
     (["run", "random", "--out", "{tmp}/a", "--junit", "{tmp}"], "is a directory; name a file"),
-    (["run", "random", "--out", "{tmp}/a", "--junit", "{file}/junit.xml"], "'{file}' is a file, not a folder"),
-    (["run", "random", "--game", "gym:nosuchmodule:Tiny-v0", "--out", "{tmp}/a"], "cannot import module 'nosuchmodule', which should register the game"),
+    (
+        ["run", "random", "--out", "{tmp}/a", "--junit", "{file}/junit.xml"],
+        "'{file}' is a file, not a folder",
+    ),
+    (
+        ["run", "random", "--game", "gym:nosuchmodule:Tiny-v0", "--out", "{tmp}/a"],
+        "cannot import module 'nosuchmodule', which should register the game",
+    ),
     (["run", "random", "--out", "{done}"], "already holds a campaign"),
-    (["run", "random", "--game", "CombatArena-v0", "--seed", "4", "--out", "{killed}", "--resume"],
-     "holds another campaign (game 'BlockMaze-v0' there, 'CombatArena-v0' here; seed 3 there, 4 here)"),
+    (
+        [
+            "run",
+            "random",
+            "--game",
+            "CombatArena-v0",
+            "--seed",
+            "4",
+            "--out",
+            "{killed}",
+            "--resume",
+        ],
+        "holds another campaign (game 'BlockMaze-v0' there, 'CombatArena-v0' here; seed 3 there, 4 "
+        "here)",
+    ),
     # run wuji, reline, the park's agents
     (["run", "wuji", "--strategy", "monkey", "--out", "{tmp}/a"], "strategy must be one of"),
     (["run", "wuji", "--seeds", "0", "--out", "{tmp}/a"], "argument --seeds: 0 is below 1"),
     (["run", "wuji", "--population", "1", "--out", "{tmp}/a"], "population must be at least 2"),
-    (["run", "wuji", "--budget-s", "nan", "--out", "{tmp}/a"], "argument --budget-s: nan is not a finite number above 0"),
-    (["run", "wuji", "--game", "CombatArena-v0", "--game-arg", "boss_hp=300", "--out", "{tmp}/a"], "unknown option(s) boss_hp"),
-    (["run", "wuji", "--game", "CombatArena-v0", "--game-arg", "stuck_buff=1", "--out", "{tmp}/a"], "stuck_buff is re-drawn for each run"),
-    (["run", "wuji", "--budget-steps", "0", "--out", "{tmp}/a"], "argument --budget-steps: 0 is below 1"),
-    (["run", "wuji", "--seed", "4294967295", "--seeds", "2", "--out", "{tmp}/a"], "the last seed (--seed 4294967295 + --seeds 2 - 1) must be in [0, 2**32)"),
+    (
+        ["run", "wuji", "--budget-s", "nan", "--out", "{tmp}/a"],
+        "argument --budget-s: nan is not a finite number above 0",
+    ),
+    (
+        [
+            "run",
+            "wuji",
+            "--game",
+            "CombatArena-v0",
+            "--game-arg",
+            "boss_hp=300",
+            "--out",
+            "{tmp}/a",
+        ],
+        "unknown option(s) boss_hp",
+    ),
+    (
+        [
+            "run",
+            "wuji",
+            "--game",
+            "CombatArena-v0",
+            "--game-arg",
+            "stuck_buff=1",
+            "--out",
+            "{tmp}/a",
+        ],
+        "stuck_buff is re-drawn for each run",
+    ),
+    (
+        ["run", "wuji", "--budget-steps", "0", "--out", "{tmp}/a"],
+        "argument --budget-steps: 0 is below 1",
+    ),
+    (
+        ["run", "wuji", "--seed", "4294967295", "--seeds", "2", "--out", "{tmp}/a"],
+        "the last seed (--seed 4294967295 + --seeds 2 - 1) must be in [0, 2**32)",
+    ),
     (["run", "reline", "--models", "0", "--out", "{tmp}/a"], "argument --models: 0 is below 1"),
-    (["run", "reline", "--agents", "reline,monkey", "--out", "{tmp}/a"], "unknown RELINE agent(s) ['monkey']"),
-    (["run", "reline", "--game", "BlockMaze-v0", "--out", "{tmp}/a"], "reline reads frame_time, which BlockMaze-v0 does not provide. To provide it: frame_time: report telemetry.frame_time_ms"),
-    (["run", "reline", "--game", "unreal:127.0.0.1:9000", "--out", "{tmp}/a"], "RELINE's per-game settings (reward, threshold, training budget) exist for CartPoleBugs-v0"),
-    (["run", "wuji", "--game", "ParkWorld-v0", "--out", "{tmp}/a"], "wuji reads state_features, game_reward, oracle_inputs, which ParkWorld-v0 does not provide"),
-    (["run", "wuji", "--game", "ale:MsPacman", "--out", "{tmp}/a"], "wuji reads state_features, which ale:MsPacman does not provide"),
-    (["run", "random", "--game", "supertuxkart:lighthouse", "--out", "{tmp}/a"], "random runs on device games; supertuxkart:lighthouse steps on the host"),
-    (["run", "reline", "--elites", "top", "--out", "{tmp}/a"], "argument --elites: invalid choice: 'top'"),
-    (["run", "reline", "--elite-percentile", "100", "--out", "{tmp}/a"], "elite_percentile must be in (0, 100), got 100.0"),
-    (["run", "reline", "--game", "supertuxkart:lighthouse", "--evaluation", "frozen", "--out", "{tmp}/a"], "evaluation='frozen' is not available"),
-    (["run", "reline", "--game", "PacMaze-v0", "--game-arg", "ghost_speed=2", "--out", "{tmp}/a"], "unknown option"),
-    (["run", "ppgta", "--game", "BlockMaze-v0", "--out", "{tmp}/a"], "ppgta reads rgb_frames, objects, which BlockMaze-v0 does not provide"),
-    (["run", "compare-explorers", "--episodes", "0", "--out", "{tmp}/a"], "argument --episodes: 0 is below 1"),
-    (["run", "inspector", "--models-seed", "1", "--out", "{tmp}/a"], "--models-seed sets the models ppgta and compare-explorers train"),
-    (["run", "ppgta", "--models-seed", "-1", "--out", "{tmp}/a"], "--models-seed must be in [0, 2**32), got -1"),
-    (["run", "inspector", "--dagger-rounds", "1", "--out", "{tmp}/a"], "--dagger-rounds sets the models ppgta and compare-explorers train"),
-    (["run", "ppgta", "--dagger-rounds", "-1", "--out", "{tmp}/a"], "dagger_rounds must be non-negative, got -1"),
-    (["run", "random", "--game", "BlockMaze-v0", "--models-seed", "1", "--quick", "--out", "{tmp}/a"],
-     "--quick, --models-seed: the park's options (ParkWorld-v0, unreal:…, vizdoom:WAD/MAP), not the random agent's on --game BlockMaze-v0"),
-    (["run", "random", "--game", "gym:CartPole-v1", "--episodes", "2", "--detector", "learned", "--out", "{tmp}/a"], "--detector: the park's options"),
+    (
+        ["run", "reline", "--agents", "reline,monkey", "--out", "{tmp}/a"],
+        "unknown RELINE agent(s) ['monkey']",
+    ),
+    (
+        ["run", "reline", "--game", "BlockMaze-v0", "--out", "{tmp}/a"],
+        "reline reads frame_time, which BlockMaze-v0 does not provide. To provide it: frame_time: "
+        "report telemetry.frame_time_ms",
+    ),
+    (
+        ["run", "reline", "--game", "unreal:127.0.0.1:9000", "--out", "{tmp}/a"],
+        "RELINE's per-game settings (reward, threshold, training budget) exist for CartPoleBugs-v0",
+    ),
+    (
+        ["run", "wuji", "--game", "ParkWorld-v0", "--out", "{tmp}/a"],
+        "wuji reads state_features, game_reward, oracle_inputs, which ParkWorld-v0 does not "
+        "provide",
+    ),
+    (
+        ["run", "wuji", "--game", "ale:MsPacman", "--out", "{tmp}/a"],
+        "wuji reads state_features, which ale:MsPacman does not provide",
+    ),
+    (
+        ["run", "random", "--game", "supertuxkart:lighthouse", "--out", "{tmp}/a"],
+        "random runs on device games; supertuxkart:lighthouse steps on the host",
+    ),
+    (
+        ["run", "reline", "--elites", "top", "--out", "{tmp}/a"],
+        "argument --elites: invalid choice: 'top'",
+    ),
+    (
+        ["run", "reline", "--elite-percentile", "100", "--out", "{tmp}/a"],
+        "elite_percentile must be in (0, 100), got 100.0",
+    ),
+    (
+        [
+            "run",
+            "reline",
+            "--game",
+            "supertuxkart:lighthouse",
+            "--evaluation",
+            "frozen",
+            "--out",
+            "{tmp}/a",
+        ],
+        "evaluation='frozen' is not available",
+    ),
+    (
+        [
+            "run",
+            "reline",
+            "--game",
+            "PacMaze-v0",
+            "--game-arg",
+            "ghost_speed=2",
+            "--out",
+            "{tmp}/a",
+        ],
+        "unknown option",
+    ),
+    (
+        ["run", "ppgta", "--game", "BlockMaze-v0", "--out", "{tmp}/a"],
+        "ppgta reads rgb_frames, objects, which BlockMaze-v0 does not provide",
+    ),
+    (
+        ["run", "compare-explorers", "--episodes", "0", "--out", "{tmp}/a"],
+        "argument --episodes: 0 is below 1",
+    ),
+    (
+        ["run", "inspector", "--models-seed", "1", "--out", "{tmp}/a"],
+        "--models-seed sets the models ppgta and compare-explorers train",
+    ),
+    (
+        ["run", "ppgta", "--models-seed", "-1", "--out", "{tmp}/a"],
+        "--models-seed must be in [0, 2**32), got -1",
+    ),
+    (
+        ["run", "inspector", "--dagger-rounds", "1", "--out", "{tmp}/a"],
+        "--dagger-rounds sets the models ppgta and compare-explorers train",
+    ),
+    (
+        ["run", "ppgta", "--dagger-rounds", "-1", "--out", "{tmp}/a"],
+        "dagger_rounds must be non-negative, got -1",
+    ),
+    (
+        [
+            "run",
+            "random",
+            "--game",
+            "BlockMaze-v0",
+            "--models-seed",
+            "1",
+            "--quick",
+            "--out",
+            "{tmp}/a",
+        ],
+        "--quick, --models-seed: the park's options (ParkWorld-v0, unreal:…, vizdoom:WAD/MAP), not "
+        "the random agent's on --game BlockMaze-v0",
+    ),
+    (
+        [
+            "run",
+            "random",
+            "--game",
+            "gym:CartPole-v1",
+            "--episodes",
+            "2",
+            "--detector",
+            "learned",
+            "--out",
+            "{tmp}/a",
+        ],
+        "--detector: the park's options",
+    ),
     (["run", "inspector", "--episodes", "7", "--out", "{tmp}/a"], "multiple of num_envs"),
-    (["run", "ppgta", "--game-arg", "colour=3", "--out", "{tmp}/a"], "unexpected keyword argument 'colour'"),
+    (
+        ["run", "ppgta", "--game-arg", "colour=3", "--out", "{tmp}/a"],
+        "unexpected keyword argument 'colour'",
+    ),
     (["run", "ppgta", "--resume", "--out", "{tmp}/a"], "holds no campaign to resume"),
-    (["run", "ppgta", "--game", "unreal:nohost", "--out", "{tmp}/a"], "unreal:HOST:PORT or unreal:/path/to/socket"),
-    (["run", "ppgta", "--game", "unreal:127.0.0.1:9000", "--out", "{tmp}/a"], "pass --ppgta-models DIR"),
-    (["run", "ppgta", "--game", "unreal:127.0.0.1:9000", "--game-arg", "camra=1", "--out", "{tmp}/a"], "unexpected keyword argument 'camra'"),
-    (["run", "random", "--game", "unreal:127.0.0.1:9000", "--ppgta-models", "nowhere", "--out", "{tmp}/a"], "--ppgta-models: no PPGTA models in nowhere"),
+    (
+        ["run", "ppgta", "--game", "unreal:nohost", "--out", "{tmp}/a"],
+        "unreal:HOST:PORT or unreal:/path/to/socket",
+    ),
+    (
+        ["run", "ppgta", "--game", "unreal:127.0.0.1:9000", "--out", "{tmp}/a"],
+        "pass --ppgta-models DIR",
+    ),
+    (
+        [
+            "run",
+            "ppgta",
+            "--game",
+            "unreal:127.0.0.1:9000",
+            "--game-arg",
+            "camra=1",
+            "--out",
+            "{tmp}/a",
+        ],
+        "unexpected keyword argument 'camra'",
+    ),
+    (
+        [
+            "run",
+            "random",
+            "--game",
+            "unreal:127.0.0.1:9000",
+            "--ppgta-models",
+            "nowhere",
+            "--out",
+            "{tmp}/a",
+        ],
+        "--ppgta-models: no PPGTA models in nowhere",
+    ),
     (["run", "monkey", "--out", "{tmp}/a"], "invalid choice: 'monkey'"),
     # replay
     (["replay", "{tmp}/nope.jsonl"], "nope.jsonl: no such file"),
@@ -120,9 +364,18 @@ BAD_INVOCATIONS = [
     (["replay", "{tmp}/other_game.jsonl"], "unknown game 'NoSuchGame-v0'"),
     (["replay", "{tmp}/bad_action.jsonl"], "action 99 is out of range"),
     (["replay", "{tmp}/bad_bug.jsonl"], "names bug 50 but BlockMaze-v0 has 10 bugs"),
-    (["replay", "{tmp}/forged.jsonl"], "the record says bug 3 is a crash bug, but BlockMaze-v0's bug 3 is a logical bug"),
-    (["verify", "{tmp}/forged.jsonl"], "the record says bug 3 is a crash bug, but BlockMaze-v0's bug 3 is a logical bug"),
-    (["verify", "{tmp}/records.jsonl", "--junit", "{tmp}/records.jsonl"], "--junit '{tmp}/records.jsonl' would replace the records it verifies"),
+    (
+        ["replay", "{tmp}/forged.jsonl"],
+        "the record says bug 3 is a crash bug, but BlockMaze-v0's bug 3 is a logical bug",
+    ),
+    (
+        ["verify", "{tmp}/forged.jsonl"],
+        "the record says bug 3 is a crash bug, but BlockMaze-v0's bug 3 is a logical bug",
+    ),
+    (
+        ["verify", "{tmp}/records.jsonl", "--junit", "{tmp}/records.jsonl"],
+        "--junit '{tmp}/records.jsonl' would replace the records it verifies",
+    ),
     (["verify", "{tmp}/records.jsonl", "--junit", "{tmp}"], "is a directory; name a file"),
     # report
     (["report", "{tmp}/nowhere"], "no run directory"),
@@ -134,21 +387,34 @@ BAD_INVOCATIONS = [
     # plan (the plan commands' whole table: tests/plans/test_plan_errors.py)
     (["plan", "run", "{tmp}/missing.json"], "missing.json: no such file"),
     (["plan", "run", "{tmp}"], "a directory, not a file"),
-    (["plan", "run", "{tmp}/\x1b[2J\x1b[31mred.json"], "\\x1b[2J\\x1b[31mred.json: no such file"),  # escape codes shown, not obeyed
-    (["plan", "run", "{tmp}/plan.json", "--out", "{tmp}/p", "--junit", "{tmp}/p/report.json"], "would replace the run directory's own report.json"),
+    # escape codes shown, not obeyed
+    (["plan", "run", "{tmp}/\x1b[2J\x1b[31mred.json"], "\\x1b[2J\\x1b[31mred.json: no such file"),
+    (
+        ["plan", "run", "{tmp}/plan.json", "--out", "{tmp}/p", "--junit", "{tmp}/p/report.json"],
+        "would replace the run directory's own report.json",
+    ),
     (["plan", "suite", "{tmp}/nowhere"], "nowhere: no such folder"),
-    (["plan", "from-text", "{tmp}/missing.txt", "-o", "{tmp}/plan.json"], "missing.txt: no such file"),
+    (
+        ["plan", "from-text", "{tmp}/missing.txt", "-o", "{tmp}/plan.json"],
+        "missing.txt: no such file",
+    ),
     # train
     (["train", "ppo", "--steps", "-1", "--out", "{tmp}/t"], "argument --steps: -1 is below 1"),
     (["train", "ppo", "--game", "Nope-v0", "--out", "{tmp}/t"], "unknown game"),
-    (["train", "ppo", "--set", "num_minibatches=3", "--out", "{tmp}/t"], "does not divide the batch"),
+    (
+        ["train", "ppo", "--set", "num_minibatches=3", "--out", "{tmp}/t"],
+        "does not divide the batch",
+    ),
     (["train", "sac", "--out", "{tmp}/t"], "invalid choice: 'sac'"),
-    (["train", "ppo", "--hp", "lr=0.1", "--out", "{tmp}/t"], "unknown hyperparameter(s) lr; hyperparameters: clip_eps"),
+    (
+        ["train", "ppo", "--hp", "lr=0.1", "--out", "{tmp}/t"],
+        "unknown hyperparameter(s) lr; hyperparameters: clip_eps",
+    ),
     (["train", "ppo", "--hp", "gamma=high", "--out", "{tmp}/t"], "gamma must be a number"),
     (["train", "ppo", "--hp", "gamma", "--out", "{tmp}/t"], "--hp expects KEY=VALUE"),
     (["train", "ppo", "--seed", "4294967296", "--out", "{tmp}/t"], "seeds are 32-bit"),
     (["train", "ppo", "--out", "{file}"], "is a file, not a directory"),
-]  # fmt: skip
+]
 
 
 def _one_error_line(capsys) -> str:
@@ -156,12 +422,20 @@ def _one_error_line(capsys) -> str:
     line a transient progress bar leaves where stderr is not a terminal, aside)."""
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
-    lines = [line for line in captured.err.splitlines() if line.strip() and not line.startswith("warning: ")]
+    lines = [
+        line
+        for line in captured.err.splitlines()
+        if line.strip() and not line.startswith("warning: ")
+    ]
     assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
     return lines[0]
 
 
-@pytest.mark.parametrize("argv, message", BAD_INVOCATIONS, ids=[" ".join(a[:3]) + f" #{i}" for i, (a, _) in enumerate(BAD_INVOCATIONS)])
+@pytest.mark.parametrize(
+    "argv, message",
+    BAD_INVOCATIONS,
+    ids=[" ".join(a[:3]) + f" #{i}" for i, (a, _) in enumerate(BAD_INVOCATIONS)],
+)
 def test_a_user_mistake_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     files = _files(tmp_path)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
@@ -193,7 +467,11 @@ def test_an_unexpected_fault_keeps_a_short_traceback_and_debug_the_whole(monkeyp
     monkeypatch.setattr(jgtest, "registered_games", broken)
     assert main(["games"]) == 1
     err = capsys.readouterr().err
-    assert "Traceback" in err and "RuntimeError: a fault inside jgtest" in err and "jgtest --debug" in err
+    assert (
+        "Traceback" in err
+        and "RuntimeError: a fault inside jgtest" in err
+        and "jgtest --debug" in err
+    )
     assert err.count('File "') <= 3  # the innermost frames only
     with pytest.raises(RuntimeError, match="a fault inside jgtest"):
         main(["--debug", "games"])

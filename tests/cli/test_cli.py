@@ -10,14 +10,31 @@ import time
 import pytest
 
 from jgtest.cli import main
-from jgtest.report.records import read_bug_records
+from jgtest.records import read_bug_records
 from jgtest.report.replay import replay
 
 
 @pytest.fixture(scope="module")
 def maze_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    assert main(["run", "random", "--game", "BlockMaze-v0", "--out", str(out), "--envs", "64", "--steps", "400", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "random",
+                "--game",
+                "BlockMaze-v0",
+                "--out",
+                str(out),
+                "--envs",
+                "64",
+                "--steps",
+                "400",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -44,7 +61,8 @@ def test_a_tampered_trace_does_not_reproduce(maze_run, tmp_path):
     record = read_bug_records(maze_run / "bugs.jsonl")[0]
     from dataclasses import replace
 
-    bad = replace(record, episode=record.episode + 1000)  # other keys, but BlockMaze is deterministic
+    # other keys, but BlockMaze is deterministic
+    bad = replace(record, episode=record.episode + 1000)
     moved = replace(record, bug_id=(record.bug_id + 1) % 10)
     assert replay(bad).reproduced  # the maze has no randomness: same actions, same bug
     assert not replay(moved).reproduced
@@ -53,7 +71,8 @@ def test_a_tampered_trace_does_not_reproduce(maze_run, tmp_path):
 def test_replay_cli_exit_codes(maze_run, capsys):
     assert main(["replay", str(maze_run / "bugs.jsonl"), "--index", "0"]) == 0
     assert "reproduced" in capsys.readouterr().out
-    assert main(["replay", str(maze_run / "bugs.jsonl"), "--index", "99"]) == 2  # the others: tests/test_bad_invocations.py
+    # the others: tests/cli/test_bad_invocations.py
+    assert main(["replay", str(maze_run / "bugs.jsonl"), "--index", "99"]) == 2
     assert "out of range" in capsys.readouterr().err
 
 
@@ -64,8 +83,24 @@ def test_existing_campaign_is_not_overwritten_silently(maze_run, capsys):
 
 def test_killed_campaign_keeps_every_record_written(tmp_path):
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "jgtest.cli", "run", "random", "--game", "BlockMaze-v0", "--out", str(out),
-           "--envs", "8", "--steps", "10000000", "--chunk", "50", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jgtest.cli",
+        "run",
+        "random",
+        "--game",
+        "BlockMaze-v0",
+        "--out",
+        str(out),
+        "--envs",
+        "8",
+        "--steps",
+        "10000000",
+        "--chunk",
+        "50",
+        "--quiet",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
@@ -93,8 +128,22 @@ class _Killed(Exception):
 
 
 def test_a_stopped_campaign_resumes_to_the_uninterrupted_result(tmp_path):
-    """The random campaign is checkpointed after every chunk; ``--resume`` ends where a whole run ends."""
-    argv = ["run", "random", "--game", "BlockMaze-v0", "--envs", "16", "--steps", "240", "--chunk", "60", "--quiet", "--out"]
+    """The random campaign is checkpointed after every chunk; ``--resume`` ends where a whole run
+    ends."""
+    argv = [
+        "run",
+        "random",
+        "--game",
+        "BlockMaze-v0",
+        "--envs",
+        "16",
+        "--steps",
+        "240",
+        "--chunk",
+        "60",
+        "--quiet",
+        "--out",
+    ]
     assert main(argv + [str(tmp_path / "whole")]) == 0
     from jgtest.methods import random_testing
 
@@ -102,28 +151,44 @@ def test_a_stopped_campaign_resumes_to_the_uninterrupted_result(tmp_path):
         if done == 2 * 16 * 60:
             raise _Killed
 
-    config = random_testing.RandomCampaignConfig(game="BlockMaze-v0", num_envs=16, steps_per_env=240, chunk_steps=60)
+    config = random_testing.RandomCampaignConfig(
+        game="BlockMaze-v0", num_envs=16, steps_per_env=240, chunk_steps=60
+    )
     (tmp_path / "killed").mkdir()
     with pytest.raises(_Killed):
-        random_testing.run(config, tmp_path / "killed", on_chunk=stop_after_two_chunks)
+        random_testing.run(config, tmp_path / "killed", on_progress=stop_after_two_chunks)
     assert main(argv + [str(tmp_path / "killed")]) == 2  # refused without --resume
     assert main(argv + [str(tmp_path / "killed"), "--resume"]) == 0
-    whole, resumed = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "killed"))
+    whole, resumed = (
+        json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "killed")
+    )
     for field in ("bugs_found", "bugs_by_kind", "state_coverage", "episodes", "env_steps"):
         assert resumed[field] == whole[field], field
-    strip = lambda d: [(r.bug_id, r.episode, r.step, r.env_index, r.actions) for r in read_bug_records(tmp_path / d / "bugs.jsonl")]
+    strip = lambda d: [
+        (r.bug_id, r.episode, r.step, r.env_index, r.actions)
+        for r in read_bug_records(tmp_path / d / "bugs.jsonl")
+    ]
     assert strip("killed") == strip("whole") and len(strip("whole")) > 0
 
 
-#: The games whose command-line campaign the default run plays (the quickest to compile); the others' run with ``-m slow``.
+#: The games whose command-line campaign the default run plays (the quickest to compile); the
+#: others' run with ``-m slow``.
 QUICK_GAMES = ("BlockMaze-v0", "CartPoleBugs-v0", "Dungeon-v0", "PacMaze-v0")
 
 
-@pytest.mark.parametrize("game", [g if g in QUICK_GAMES else pytest.param(g, marks=pytest.mark.slow) for g in __import__("jgtest").registered_games()])
+@pytest.mark.parametrize(
+    "game",
+    [
+        g if g in QUICK_GAMES else pytest.param(g, marks=pytest.mark.slow)
+        for g in __import__("jgtest").registered_games()
+    ],
+)
 def test_every_game_runs_a_campaign_whose_records_replay(game, tmp_path):
     from jgtest.methods.random_testing import RandomCampaignConfig, run
 
-    summary = run(RandomCampaignConfig(game=game, num_envs=16, steps_per_env=120, chunk_steps=60), tmp_path)
+    summary = run(
+        RandomCampaignConfig(game=game, num_envs=16, steps_per_env=120, chunk_steps=60), tmp_path
+    )
     env, _ = __import__("jgtest").make(game)
     assert summary["bugs_total"] == env.num_bugs and summary["env_steps"] == 16 * 120
     assert 0 < summary["state_coverage"] <= env.num_cells
@@ -136,11 +201,27 @@ def test_every_game_runs_a_campaign_whose_records_replay(game, tmp_path):
 
 def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path, capsys):
     out = tmp_path / "wuji"
-    argv = ["run", "wuji", "--game", "BlockMaze-v0", "--strategy", "ea_m", "--population", "4", "--generations", "1", "--out", str(out), "--quiet"]
+    argv = [
+        "run",
+        "wuji",
+        "--game",
+        "BlockMaze-v0",
+        "--strategy",
+        "ea_m",
+        "--population",
+        "4",
+        "--generations",
+        "1",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["strategies"] == ["ea_m"] and summary["bugs_found"]["ea_m"]["per_seed"][0] >= 1
-    assert (out / "bugs_over_time.png").stat().st_size > 0 and (out / "population.png").stat().st_size > 0
+    assert (out / "bugs_over_time.png").stat().st_size > 0 and (
+        out / "population.png"
+    ).stat().st_size > 0
     assert main(["replay", str(out / "ea_m" / "seed-0" / "bugs.jsonl"), "--index", "-1"]) == 0
     assert main(argv) == 2
     assert "already holds a campaign (ea_m/); pass --resume" in capsys.readouterr().err
@@ -152,14 +233,30 @@ def test_the_train_command_offers_every_registered_algorithm():
     from jgtest.agents import ALGORITHMS
     from jgtest.cli import train
 
-    assert sorted(train.ALGORITHMS) == sorted(ALGORITHMS)  # named in the CLI so that --help needs no JAX
+    # named in the CLI so that --help needs no JAX
+    assert sorted(train.ALGORITHMS) == sorted(ALGORITHMS)
 
 
 def test_a_methods_help_lists_its_options_and_the_shared_ones_only(capsys):
-    for method, own, foreign in (("wuji", "--population", "--eval-episodes"), ("reline", "--eval-episodes", "--population"),
-                                 ("inspector", "--explorer-from", "--strategy"), ("random", "--envs", "--threshold-episodes")):  # fmt: skip
+    for method, own, foreign in (
+        ("wuji", "--population", "--eval-episodes"),
+        ("reline", "--eval-episodes", "--population"),
+        ("inspector", "--explorer-from", "--strategy"),
+        ("random", "--envs", "--threshold-episodes"),
+    ):
         with pytest.raises(SystemExit):
             main(["run", method, "--help"])
         text = capsys.readouterr().out
         assert own in text and foreign not in text
-        assert all(flag in text for flag in ("--game", "--out", "--seed", "--resume", "--overwrite", "--quiet", "--game-arg"))
+        assert all(
+            flag in text
+            for flag in (
+                "--game",
+                "--out",
+                "--seed",
+                "--resume",
+                "--overwrite",
+                "--quiet",
+                "--game-arg",
+            )
+        )

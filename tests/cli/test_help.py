@@ -27,7 +27,8 @@ def test_help_loads_no_jax_numpy_or_method():
         "    except SystemExit as done:\n"
         "        assert done.code == 0, (argv, done.code)\n"
         "heavy = ('jax', 'jaxlib', 'numpy', 'jgtest.methods', 'jgtest.envs')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy[:3] or m.startswith(heavy[3:])))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy[:3] or "
+        "m.startswith(heavy[3:])))\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr

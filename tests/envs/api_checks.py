@@ -13,8 +13,8 @@ STEPS = 8
 
 
 def make_rollout(env, params, num_envs: int = BATCH, steps: int = STEPS):
-    """``key -> (obs0, (obs, reward, term, trunc, telemetry))``: jit(vmap) reset + scan of random steps,
-    compiled once for every key it is called with."""
+    """``key -> (obs0, (obs, reward, term, trunc, telemetry))``: jit(vmap) reset + scan of random
+    steps, compiled once for every key it is called with."""
 
     def one_env(k):
         k_reset, k_run = jax.random.split(k)
@@ -49,17 +49,25 @@ def check_env_api(env, params) -> None:
     assert tel.position.shape == (BATCH, STEPS, 2)
     assert tel.bugs_fired.shape == (BATCH, STEPS, env.num_bugs)
     assert tel.bugs_fired.dtype == jnp.bool_
-    assert bool(((tel.cell >= 0) & (tel.cell < env.num_cells)).all()), "cell id outside [0, num_cells)"
+    assert bool(((tel.cell >= 0) & (tel.cell < env.num_cells)).all()), (
+        "cell id outside [0, num_cells)"
+    )
     assert np.isfinite(np.asarray(reward)).all()
     # Same key, same result; another key, another result.
     again = rollout(jax.random.key(0))
-    for a, b in zip(jax.tree.leaves((obs0, obs, reward, tel)), jax.tree.leaves((again[0], *again[1][:2], again[1][4]))):
+    for a, b in zip(
+        jax.tree.leaves((obs0, obs, reward, tel)),
+        jax.tree.leaves((again[0], *again[1][:2], again[1][4])),
+    ):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     other = rollout(jax.random.key(1))
-    assert not np.array_equal(np.asarray(other[1][0]), np.asarray(obs)), "different keys gave identical runs"
+    assert not np.array_equal(np.asarray(other[1][0]), np.asarray(obs)), (
+        "different keys gave identical runs"
+    )
     # Eager single step equals the jitted one.
     obs_e, state_e = env.reset(jax.random.key(5), params)
     jit_reset = jax.jit(env.reset)(jax.random.key(5), params)
     np.testing.assert_array_equal(np.asarray(obs_e), np.asarray(jit_reset[0]))
     assert len(env.bug_kinds) == env.num_bugs
-    assert (env.num_bugs > 0) != env.bugs_found_by_tests  # oracle bugs, or bugs found by testing the game
+    # oracle bugs, or bugs found by testing the game
+    assert (env.num_bugs > 0) != env.bugs_found_by_tests

@@ -13,7 +13,10 @@ from tests.envs.api_checks import check_env_api
 GAMES = jgtest.registered_games()
 
 
-@pytest.mark.parametrize("name", [pytest.param(g, marks=pytest.mark.slow) if g == "DungeonNav-v0" else g for g in GAMES])  # DungeonNav: the Dungeon's engine
+# DungeonNav: the Dungeon's engine
+@pytest.mark.parametrize(
+    "name", [pytest.param(g, marks=pytest.mark.slow) if g == "DungeonNav-v0" else g for g in GAMES]
+)
 def test_api_contract(name):
     env, params = jgtest.make(name)
     check_env_api(env, params)

@@ -58,7 +58,10 @@ def test_randomize_draws_bugs_uniformly_over_reachable_cells_including_the_missi
     keys = jax.random.split(jax.random.key(3), 200)
     drawn = jax.jit(jax.vmap(ENV.randomize, in_axes=(0, None)))(keys, PARAMS)
     d_start = np.asarray(grid_distances(PARAMS.walls, PARAMS.start))
-    d_golds = np.asarray(jax.jit(jax.vmap(grid_distances, in_axes=(None, 0)))(PARAMS.walls, drawn.gold))  # one call, not 200
+    # one call, not 200
+    d_golds = np.asarray(
+        jax.jit(jax.vmap(grid_distances, in_axes=(None, 0)))(PARAMS.walls, drawn.gold)
+    )
     counts = np.zeros(PARAMS.walls.shape)
     on_path_far = 0
     for i in range(200):
@@ -68,11 +71,15 @@ def test_randomize_draws_bugs_uniformly_over_reachable_cells_including_the_missi
         assert len(set(bugs)) == 10 and gold not in bugs and (1, 1) not in bugs
         assert all(d_start[b] < UNREACHABLE for b in bugs)
         d_gold = d_golds[i]
-        on_path_far += sum(d_start[b] + d_gold[b] == d_start[gold] and d_start[b] > ENV.near_radius for b in bugs)
+        on_path_far += sum(
+            d_start[b] + d_gold[b] == d_start[gold] and d_start[b] > ENV.near_radius for b in bugs
+        )
         for b in bugs:
             counts[b] += 1
     free = (d_start < UNREACHABLE) & (d_start > 0)
-    assert on_path_far > 50, "bugs must also lie on the shortest path to the gold, far from the start"
+    assert on_path_far > 50, (
+        "bugs must also lie on the shortest path to the gold, far from the start"
+    )
     # every free cell drawn, each about 200 · 10 / (free cells − 1) times (the gold takes one)
     expected = 200 * 10 / (free.sum() - 1)
     assert counts[free].min() > 0 and 0.5 * expected < np.median(counts[free]) < 1.5 * expected
@@ -109,7 +116,9 @@ def test_bad_bug_placements_are_refused():
         jgtest.make("BlockMaze-v0", bug_pos=[[0, 0]] + [[1, 3]] * 9)
     with pytest.raises(ValueError, match="bug_pos must have shape \\(10, 2\\)"):
         jgtest.make("BlockMaze-v0", bug_pos=[[1, 3]])
-    with pytest.raises(ValueError, match="placement must be one of \\('uniform', 'near_far'\\), got 'ring'"):
+    with pytest.raises(
+        ValueError, match="placement must be one of \\('uniform', 'near_far'\\), got 'ring'"
+    ):
         jgtest.make("BlockMaze-v0", placement="ring")
     with pytest.raises(ValueError, match="exactly one 'G'"):
         jgtest.make("BlockMaze-v0", layout="#####\n#S..#\n#####")

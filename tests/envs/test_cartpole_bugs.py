@@ -36,7 +36,13 @@ def gymnasium_episodes(num_episodes=NUM_EPISODES, horizon=HORIZON):
             else:
                 a = int(env.state[2] + 0.5 * env.state[3] > 0)
             o, r, term, _, _ = env.step(a)
-            actions[ep, t], obs[ep, t], states[ep, t], rewards[ep, t], terms[ep, t] = a, o, env.state, r, term
+            actions[ep, t], obs[ep, t], states[ep, t], rewards[ep, t], terms[ep, t] = (
+                a,
+                o,
+                env.state,
+                r,
+                term,
+            )
             lengths[ep] = t + 1
             if term:
                 break
@@ -54,13 +60,18 @@ def _rollout_fn(env):
         _, state = env.reset(jax.random.key(0), params)
         dtype = state.x.dtype
         state = state.replace(
-            x=start[0].astype(dtype), x_dot=start[1].astype(dtype), theta=start[2].astype(dtype), theta_dot=start[3].astype(dtype)
+            x=start[0].astype(dtype),
+            x_dot=start[1].astype(dtype),
+            theta=start[2].astype(dtype),
+            theta_dot=start[3].astype(dtype),
         )
 
         def body(state, xs):
             t, a = xs
             _, next_state, reward, term, _, info = env.step(jax.random.key(t), state, a, params)
-            pre_reset = jnp.stack([next_state.x, next_state.x_dot, next_state.theta, next_state.theta_dot])
+            pre_reset = jnp.stack(
+                [next_state.x, next_state.x_dot, next_state.theta, next_state.theta_dot]
+            )
             return next_state, (info["final_observation"], reward, term, pre_reset)
 
         _, out = jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))
@@ -73,7 +84,9 @@ def _compare(reference, exact: bool):
     starts, actions, lengths, obs, states, rewards, terms = reference
     env, params = jgtest.make("CartPoleBugs-v0")
     params = jax.tree.map(jnp.asarray, params)
-    j_obs, j_rew, j_term, j_state = jax.device_get(_rollout_fn(env)(jnp.asarray(starts), jnp.asarray(actions), params))
+    j_obs, j_rew, j_term, j_state = jax.device_get(
+        _rollout_fn(env)(jnp.asarray(starts), jnp.asarray(actions), params)
+    )
     assert lengths.max() > 150, "the controller episodes should be long"
     for ep, n in enumerate(lengths):
         if not exact:
@@ -106,7 +119,12 @@ STEP = jax.jit(ENV.step)
 
 def _place(x, x_dot=0.0):
     _, state = ENV.reset(jax.random.key(0), PARAMS)
-    return state.replace(x=jnp.float32(x), x_dot=jnp.float32(x_dot), theta=jnp.float32(0.0), theta_dot=jnp.float32(0.0))
+    return state.replace(
+        x=jnp.float32(x),
+        x_dot=jnp.float32(x_dot),
+        theta=jnp.float32(0.0),
+        theta_dot=jnp.float32(0.0),
+    )
 
 
 @pytest.mark.parametrize("bug, x", [(0, -0.47), (1, 0.47)])
@@ -121,7 +139,9 @@ def test_bug_fires_inside_its_interval_once_per_episode(bug, x):
     # Still inside the interval on the next step: no second firing in the episode.
     _, state, _, _, _, info = STEP(jax.random.key(2), state, 0, PARAMS)
     assert not np.asarray(info["telemetry"].bugs_fired).any()
-    assert float(info["telemetry"].frame_time_ms) < float(PARAMS.base_frame_ms) + 0.5 * float(PARAMS.bug_delay_ms)
+    assert float(info["telemetry"].frame_time_ms) < float(PARAMS.base_frame_ms) + 0.5 * float(
+        PARAMS.bug_delay_ms
+    )
 
 
 @pytest.mark.parametrize("x", [-0.52, -0.44, 0.0, 0.44, 0.52])

@@ -69,10 +69,14 @@ def test_skill_at_distance_zero_with_a_buff_crashes():
 
 def test_skill_at_distance_zero_without_a_buff_does_not_crash():
     for timers in ([0, 0, 0], [1, 0, 0]):  # a timer of 1 runs out at the step's countdown
-        state = _state(player_pos=_pos(4, 4), boss_pos=_pos(4, 4), buff_timer=jnp.asarray(timers, jnp.int32))
+        state = _state(
+            player_pos=_pos(4, 4), boss_pos=_pos(4, 4), buff_timer=jnp.asarray(timers, jnp.int32)
+        )
         _, s2, reward, term, info = STEP(KEY, state, SKILL, CALM)
         assert not bool(term) and not bool(info["telemetry"].crashed)
-        assert not bool(info["telemetry"].bugs_fired.any()) and int(s2.boss_hp) == PARAMS.boss_max_hp
+        assert (
+            not bool(info["telemetry"].bugs_fired.any()) and int(s2.boss_hp) == PARAMS.boss_max_hp
+        )
 
 
 def test_skill_at_positive_distance_damages_without_crash():
@@ -98,11 +102,16 @@ def test_buff_then_dash_onto_the_boss_then_skill_crashes():
 
 
 def test_the_coverage_cell_sees_distance_and_which_buffs_are_active():
-    """§V-D: "distance is a feature in the state, new states will be covered when distance changes"."""
+    """§V-D: "distance is a feature in the state, new states will be covered when distance
+    changes"."""
     cells = set()
     for boss_row in (0, 1, 2):
         for timers in ([0, 0, 0], [3, 0, 0], [0, 3, 0], [0, 0, 3], [3, 3, 0]):
-            state = _state(player_pos=_pos(4, 4), boss_pos=_pos(boss_row, 4), buff_timer=jnp.asarray(timers, jnp.int32))
+            state = _state(
+                player_pos=_pos(4, 4),
+                boss_pos=_pos(boss_row, 4),
+                buff_timer=jnp.asarray(timers, jnp.int32),
+            )
             cells.add(int(ENV.cell_id(state, PARAMS)))
     assert len(cells) == 15 and all(0 <= c < ENV.num_cells for c in cells)
 
@@ -144,7 +153,9 @@ def test_entering_stuck_cell_without_buff_is_harmless():
 
 def test_other_buff_does_not_trigger_stuck():
     params = _params(stuck_cell=_pos(3, 6), stuck_buff=1)
-    state = _state(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([3, 0, 3], jnp.int32))
+    state = _state(
+        player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([3, 0, 3], jnp.int32)
+    )
     _, s2, _, _, info = STEP(KEY, state, N, params)
     assert not bool(s2.frozen) and not bool(info["telemetry"].bugs_fired.any())
 
@@ -179,7 +190,14 @@ def test_logical_bug_fires_once_per_episode():
 
 
 def test_two_buffs_or_high_attack_do_not_heal():
-    cases = [([3, 3, 0], 8), ([3, 0, 3], 8), ([0, 3, 3], 8), ([3, 3, 3], 10), ([3, 3, 3], 16), ([0, 0, 0], 12)]
+    cases = [
+        ([3, 3, 0], 8),
+        ([3, 0, 3], 8),
+        ([0, 3, 3], 8),
+        ([3, 3, 3], 10),
+        ([3, 3, 3], 16),
+        ([0, 0, 0], 12),
+    ]
     for timers, atk in cases:
         before, after, tel = _hit(timers, atk)
         assert int(after.player_hp) <= 50, (timers, atk)
@@ -199,7 +217,9 @@ def test_buff_stacking_reaches_the_logical_bug():
     # A B C in a row, boss adjacent and always hitting with atk 8.
     params = _params(boss_attack_prob=1.0, boss_atk_min=8, boss_atk_max=8)
     state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), player_hp=jnp.int32(80))
-    final, (_, _, _, fired) = SCAN(state, jnp.array([BUFF_A, BUFF_B, BUFF_C, MELEE, MELEE], jnp.int32), params)
+    final, (_, _, _, fired) = SCAN(
+        state, jnp.array([BUFF_A, BUFF_B, BUFF_C, MELEE, MELEE], jnp.int32), params
+    )
     np.testing.assert_array_equal(np.asarray(fired[:, 2]), [False, False, True, False, False])
     # hits: 8-3, 8-6, 8-10, 8-10, 8-7 (A expired on the last step)
     assert int(final.player_hp) == 80 - 5 - 2 + 2 + 2 - 1
@@ -218,17 +238,35 @@ def test_killing_the_boss_wins():
 def test_killing_the_boss_with_both_death_crash_buffs_up_crashes_the_game():
     """NSH's crash (§V-D): "only when the boss is dead with multiple specific buffs"."""
     params = _params(death_crash_buffs=jnp.array([0, 2], jnp.int32))
-    for timers, crash in (([2, 0, 2], True), ([2, 2, 2], True), ([2, 2, 0], False), ([0, 2, 2], False), ([0, 0, 0], False)):
-        state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), boss_hp=jnp.int32(4), buff_timer=jnp.array(timers, jnp.int32))
+    for timers, crash in (
+        ([2, 0, 2], True),
+        ([2, 2, 2], True),
+        ([2, 2, 0], False),
+        ([0, 2, 2], False),
+        ([0, 0, 0], False),
+    ):
+        state = _state(
+            player_pos=_pos(5, 4),
+            boss_pos=_pos(4, 4),
+            boss_hp=jnp.int32(4),
+            buff_timer=jnp.array(timers, jnp.int32),
+        )
         _, s2, reward, term, info = STEP(KEY, state, MELEE, params)
         tel = info["telemetry"]
         assert bool(term) and int(s2.boss_hp) <= 0, timers
         np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, False, crash])
         assert bool(tel.crashed) == crash, timers
         # The crash comes before the win is recorded: the kill's damage, no win bonus.
-        assert float(tel.game_reward) == pytest.approx(4 / PARAMS.boss_max_hp + (0.0 if crash else 1.0)), timers
+        assert float(tel.game_reward) == pytest.approx(
+            4 / PARAMS.boss_max_hp + (0.0 if crash else 1.0)
+        ), timers
     # The same buffs without the kill are harmless.
-    state = _state(player_pos=_pos(5, 4), boss_pos=_pos(4, 4), boss_hp=jnp.int32(40), buff_timer=jnp.array([2, 0, 2], jnp.int32))
+    state = _state(
+        player_pos=_pos(5, 4),
+        boss_pos=_pos(4, 4),
+        boss_hp=jnp.int32(40),
+        buff_timer=jnp.array([2, 0, 2], jnp.int32),
+    )
     _, s2, _, term, info = STEP(KEY, state, MELEE, params)
     assert not bool(term) and not bool(info["telemetry"].bugs_fired.any())
 
@@ -303,12 +341,20 @@ def test_late_stuck_bugs_are_placed_apart_from_the_starts():
 
 def test_a_late_stuck_bug_fires_only_once_the_boss_is_worn_down():
     params = LATE.default_params.replace(
-        late_cells=LATE.default_params.late_cells.at[0].set(jnp.array([3, 6])), late_buffs=LATE.default_params.late_buffs.at[0].set(1),
-        late_phase=LATE.default_params.late_phase.at[0].set(0.5), boss_move_prob=0.0, boss_attack_prob=0.0,
-    )  # fmt: skip
+        late_cells=LATE.default_params.late_cells.at[0].set(jnp.array([3, 6])),
+        late_buffs=LATE.default_params.late_buffs.at[0].set(1),
+        late_phase=LATE.default_params.late_phase.at[0].set(0.5),
+        boss_move_prob=0.0,
+        boss_attack_prob=0.0,
+    )
     _, state = LATE.reset_env(KEY, params)
     for boss_hp, fires in ((126, False), (125, True)):  # 250 max: 125 is 50%
-        start = state.replace(player_pos=_pos(4, 6), boss_pos=_pos(8, 0), buff_timer=jnp.array([0, 3, 0], jnp.int32), boss_hp=jnp.int32(boss_hp))
+        start = state.replace(
+            player_pos=_pos(4, 6),
+            boss_pos=_pos(8, 0),
+            buff_timer=jnp.array([0, 3, 0], jnp.int32),
+            boss_hp=jnp.int32(boss_hp),
+        )
         _, after, _, _, info = LATE_STEP(KEY, start, N, params)
         fired = np.asarray(info["telemetry"].bugs_fired)
         assert bool(fired[4]) == fires and bool(after.frozen) == fires and fired.sum() == int(fires)
@@ -316,7 +362,11 @@ def test_a_late_stuck_bug_fires_only_once_the_boss_is_worn_down():
 
 def test_bad_late_stuck_bugs_are_refused():
     with pytest.raises(ValueError, match="late stuck bug 0 at \\(9, 0\\) is outside the 9x9 arena"):
-        LATE.validate_params(LATE.default_params.replace(late_cells=LATE.default_params.late_cells.at[0].set(jnp.array([9, 0]))))
+        LATE.validate_params(
+            LATE.default_params.replace(
+                late_cells=LATE.default_params.late_cells.at[0].set(jnp.array([9, 0]))
+            )
+        )
     with pytest.raises(ValueError, match="late_phase must be 6 hp fractions"):
         LATE.validate_params(LATE.default_params.replace(late_phase=jnp.zeros(6)))
     with pytest.raises(ValueError, match="num_late_stuck must be in"):
@@ -332,16 +382,31 @@ def _fighter(_, obs, key):
     active, else melee; heals below half hp; a random action 10% of the time."""
     dist, cooldowns, buffs, hp = obs[15] * 16, obs[9:15], obs[6:9], obs[4]
     gap = (obs[2:4] - obs[0:2]) * 8
-    move = jnp.where(jnp.abs(gap[0]) >= jnp.abs(gap[1]), jnp.where(gap[0] < 0, N, S), jnp.where(gap[1] > 0, E, W))
+    move = jnp.where(
+        jnp.abs(gap[0]) >= jnp.abs(gap[1]), jnp.where(gap[0] < 0, N, S), jnp.where(gap[1] > 0, E, W)
+    )
     buff_ready = cooldowns[2:5] == 0
     action = jnp.where(
-        dist > 1.5, move,
-        jnp.where((hp < 0.5) & (cooldowns[5] == 0), HEAL,
-        jnp.where(cooldowns[0] == 0, SKILL,
-        jnp.where(jnp.all(buffs == 0) & jnp.any(buff_ready), BUFF_A + jnp.argmax(buff_ready), MELEE))),
-    )  # fmt: skip
+        dist > 1.5,
+        move,
+        jnp.where(
+            (hp < 0.5) & (cooldowns[5] == 0),
+            HEAL,
+            jnp.where(
+                cooldowns[0] == 0,
+                SKILL,
+                jnp.where(
+                    jnp.all(buffs == 0) & jnp.any(buff_ready),
+                    BUFF_A + jnp.argmax(buff_ready),
+                    MELEE,
+                ),
+            ),
+        ),
+    )
     k_explore, k_action = jax.random.split(key)
-    return jnp.where(jax.random.uniform(k_explore) < 0.1, jax.random.randint(k_action, (), 0, 11), action)
+    return jnp.where(
+        jax.random.uniform(k_explore) < 0.1, jax.random.randint(k_action, (), 0, 11), action
+    )
 
 
 @pytest.mark.slow
@@ -355,14 +420,25 @@ def test_the_fight_has_depth():
     random_policy = lambda _, obs, key: jax.random.randint(key, (), 0, env.num_actions)
     reached, death_crashes = {}, {}
     for name, policy in (("random", random_policy), ("fighter", _fighter)):
-        out = jax.jit(lambda p=policy: play_episodes(env, params, p, None, 0, 2000, 200, info_keys=("final_observation",)))()
-        boss = np.where(np.asarray(out["valid"]), np.asarray(out["final_observation"])[..., 5], 1.0).min(axis=1)
+        out = jax.jit(
+            lambda p=policy: play_episodes(
+                env, params, p, None, 0, 2000, 200, info_keys=("final_observation",)
+            )
+        )()
+        boss = np.where(
+            np.asarray(out["valid"]), np.asarray(out["final_observation"])[..., 5], 1.0
+        ).min(axis=1)
         reached[name] = [(boss <= phase).mean() for phase in (0.5, 0.3, 0.15, 0.0)]
         fired = np.asarray(out["telemetry"].bugs_fired) & np.asarray(out["valid"])[..., None]
         death_crashes[name] = fired[..., BUG_DEATH_CRASH].any(axis=1).mean()
-    assert reached["random"][0] < 0.05 and reached["random"][1] < 0.005 and reached["random"][2] == 0.0
-    assert reached["fighter"][0] > 0.95 and reached["fighter"][2] > 0.6 and reached["fighter"][3] > 0.4
-    # NSH's crash is a corner case of winning: never for random, rare for the fighter who wins (0.25% of fights)
+    assert (
+        reached["random"][0] < 0.05 and reached["random"][1] < 0.005 and reached["random"][2] == 0.0
+    )
+    assert (
+        reached["fighter"][0] > 0.95 and reached["fighter"][2] > 0.6 and reached["fighter"][3] > 0.4
+    )
+    # NSH's crash is a corner case of winning: never for random, rare for the fighter who wins
+    # (0.25% of fights)
     assert death_crashes["random"] == 0.0 and 0.0 < death_crashes["fighter"] < 0.01
 
 
@@ -381,8 +457,17 @@ def test_regeneration_stops_at_the_phase_boundary_the_boss_has_fallen_past():
     """Phases (``late_phases``, 50/30/15% of 250 hp: 125, 75, 37) lock in: resting lifts the boss to
     the boundary above it, never past it; without ``boss_phase_lock`` up to its maximum."""
     calm = _state(player_pos=jnp.array([7, 4]), boss_pos=jnp.array([1, 4]))
-    rest = lambda hp, params=PARAMS: int(STEP(KEY, calm.replace(boss_hp=jnp.int32(hp)), HEAL, params)[1].boss_hp)
-    assert [rest(124), rest(125), rest(126), rest(74), rest(36), rest(100)] == [125, 125, 128, 75, 37, 102]
+    rest = lambda hp, params=PARAMS: int(
+        STEP(KEY, calm.replace(boss_hp=jnp.int32(hp)), HEAL, params)[1].boss_hp
+    )
+    assert [rest(124), rest(125), rest(126), rest(74), rest(36), rest(100)] == [
+        125,
+        125,
+        128,
+        75,
+        37,
+        102,
+    ]
     assert rest(124, PARAMS.replace(boss_phase_lock=False)) == 126
 
 
@@ -401,6 +486,7 @@ def test_wujis_state_sees_buffs_on_or_off_not_their_timers_and_cooldowns():
         "boss hp": base.replace(boss_hp=jnp.int32(100)),
         "cell": base.replace(player_pos=jnp.array([6, 4])),
     }
-    same = lambda s: bool(jnp.all(states.hashes(ENV.get_obs(s, PARAMS)) == states.hashes(ENV.get_obs(base, PARAMS))))
+    same = lambda s: bool(
+        jnp.all(states.hashes(ENV.get_obs(s, PARAMS)) == states.hashes(ENV.get_obs(base, PARAMS)))
+    )
     assert [name for name, s in variants.items() if same(s)] == ["timer", "cooldown", "facing"]
-

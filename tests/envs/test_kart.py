@@ -32,7 +32,8 @@ def _controller(obs):
 
 @jax.jit
 def _drive(params, key, mode):
-    """Scans STEPS steps of ``step_env`` from reset; ``mode`` < 0: controller, else that constant action."""
+    """Scans STEPS steps of ``step_env`` from reset; ``mode`` < 0: controller, else that constant
+    action."""
     obs, state = ENV.reset_env(key, params)
 
     def body(carry, k):
@@ -59,9 +60,13 @@ def test_coordinates_on_a_hand_made_circle():
     assert float(c) == pytest.approx(10.0, abs=1e-2) and min(float(arc), length - float(arc)) < 1e-2
     # A quarter lap, 10 to the left (the polygon's half-vertex angle moves the foot by ~0.04).
     arc, c = track_coordinates(track, jnp.array([0.0, 90.0]))
-    assert float(c) == pytest.approx(-10.0, abs=1e-2) and float(arc) == pytest.approx(length / 4, abs=0.1)
+    assert float(c) == pytest.approx(-10.0, abs=1e-2) and float(arc) == pytest.approx(
+        length / 4, abs=0.1
+    )
     arc, c = track_coordinates(track, jnp.array([-100.0, 0.0]))
-    assert float(c) == pytest.approx(0.0, abs=1e-2) and float(arc) == pytest.approx(length / 2, abs=0.1)
+    assert float(c) == pytest.approx(0.0, abs=1e-2) and float(arc) == pytest.approx(
+        length / 2, abs=0.1
+    )
 
 
 def test_centreline_has_zero_centering_and_offsets_are_signed():
@@ -80,7 +85,9 @@ def test_centreline_has_zero_centering_and_offsets_are_signed():
         for offset in (7.0, -12.0):
             arc, c = track_coordinates(track, jnp.asarray(mid + offset * right))
             assert float(c) == pytest.approx(offset, abs=1e-2)
-            assert float(arc) == pytest.approx(float(track.cum[i]) + 0.5 * np.linalg.norm(d), abs=1e-2)
+            assert float(arc) == pytest.approx(
+                float(track.cum[i]) + 0.5 * np.linalg.norm(d), abs=1e-2
+            )
 
 
 def test_a_lap_adds_the_track_length(lap):
@@ -103,7 +110,9 @@ def test_a_lap_adds_the_track_length(lap):
     # (the cap binds on the straights, as in the paper: §4.1.1), plus the bonus.
     delta = np.diff(np.concatenate([[0.0], path]))
     assert (delta > PARAMS.progress_cap).mean() > 0.2
-    np.testing.assert_allclose(np.sum(rewards[: end + 1]), 1000.0 + np.minimum(delta, 10.0).sum(), rtol=1e-4)
+    np.testing.assert_allclose(
+        np.sum(rewards[: end + 1]), 1000.0 + np.minimum(delta, 10.0).sum(), rtol=1e-4
+    )
     np.testing.assert_array_equal(tel.game_reward[: end + 1], rewards[: end + 1])
     np.testing.assert_allclose(tel.position[: end + 1], states.xy[: end + 1])
     assert np.all((tel.cell >= 0) & (tel.cell < ENV.num_cells))
@@ -158,7 +167,9 @@ def test_frame_time_is_higher_at_heavy_spots():
     scenery = lambda s: float(scenery_cost(p, s))
     assert float(render_cost(p, *far)) == pytest.approx(p.base_ms + scenery(far[0]), abs=1e-3)
     for k in range(ENV.num_bugs):
-        assert float(render_cost(p, pos[k, 0], pos[k, 1])) == pytest.approx(p.base_ms + scenery(pos[k, 0]) + extra[k], abs=1e-3)
+        assert float(render_cost(p, pos[k, 0], pos[k, 1])) == pytest.approx(
+            p.base_ms + scenery(pos[k, 0]) + extra[k], abs=1e-3
+        )
     # The scenery: a smooth trend along the lap within ±scenery_ms, the same every lap.
     lap = np.asarray(jax.vmap(lambda s: scenery_cost(p, s))(jnp.linspace(0.0, L, 400)))
     assert np.abs(lap).max() <= p.scenery_ms and lap.max() - lap.min() > p.scenery_ms
@@ -175,7 +186,9 @@ def test_frame_time_is_higher_at_heavy_spots():
     assert base.std() == pytest.approx(p.noise_ms, rel=0.1)
     for k in (0, 1):
         at = np.asarray(frame_times(ENV.state_at(p, pos[k, 0], pos[k, 1]), keys))
-        assert at.mean() - base.mean() == pytest.approx(extra[k] + scenery(pos[k, 0]) - scenery(far[0]), abs=0.05)
+        assert at.mean() - base.mean() == pytest.approx(
+            extra[k] + scenery(pos[k, 0]) - scenery(far[0]), abs=0.05
+        )
 
 
 def test_edge_areas_are_slow_only_off_the_racing_line():
@@ -198,15 +211,24 @@ def test_the_observation_shows_the_nearest_heavy_spot_ahead():
     p = PARAMS
     pos, radius, theta = np.asarray(p.heavy_pos), np.asarray(p.heavy_radius), float(p.theta)
     view = lambda s, c: np.asarray(spot_in_view(p, jnp.float32(s), jnp.float32(c)))
-    # 30 units before spot 1 (centering -15; spot 0 is 33 units behind, beyond its radius): ahead 30, offset -15.
-    np.testing.assert_allclose(view(pos[1, 0] - 30.0, 0.0), [1.0, 30.0 / VIEW_RANGE, -15.0 / theta], atol=1e-5)
+    # 30 units before spot 1 (centering -15; spot 0 is 33 units behind, beyond its radius): ahead
+    # 30, offset -15.
+    np.testing.assert_allclose(
+        view(pos[1, 0] - 30.0, 0.0), [1.0, 30.0 / VIEW_RANGE, -15.0 / theta], atol=1e-5
+    )
     # Inside spot 0, past its centre but within its radius: still in view (negative distance).
-    np.testing.assert_allclose(view(pos[0, 0] + 0.5 * radius[0], 3.0), [1.0, -0.5 * radius[0] / VIEW_RANGE, -3.0 / theta], atol=1e-5)
+    np.testing.assert_allclose(
+        view(pos[0, 0] + 0.5 * radius[0], 3.0),
+        [1.0, -0.5 * radius[0] / VIEW_RANGE, -3.0 / theta],
+        atol=1e-5,
+    )
     # Farther than VIEW_RANGE from every spot: none in view.
     np.testing.assert_allclose(view(0.5 * (pos[1, 0] + pos[2, 0]), 0.0), [0.0, 1.0, 0.0])
     # The lap wraps: before the start line, spot 0 (2.5% of the lap) is ahead.
     ahead = pos[0, 0] + 20.0
-    np.testing.assert_allclose(view(L - 20.0, 0.0), [1.0, ahead / VIEW_RANGE, pos[0, 1] / theta], atol=1e-4)
+    np.testing.assert_allclose(
+        view(L - 20.0, 0.0), [1.0, ahead / VIEW_RANGE, pos[0, 1] / theta], atol=1e-4
+    )
     # The game's observation carries it in its last three entries.
     obs = np.asarray(ENV.get_obs(ENV.state_at(p, pos[1, 0] - 30.0, 0.0), p))
     assert obs.shape == ENV.observation_space(p).shape == (14,)
@@ -214,7 +236,8 @@ def test_the_observation_shows_the_nearest_heavy_spot_ahead():
 
 
 def test_bug_fires_on_the_first_slow_step_in_a_spot_per_episode():
-    """``bugs_fired`` is the low-FPS oracle inside a spot: frame time above the threshold in force."""
+    """``bugs_fired`` is the low-FPS oracle inside a spot: frame time above the threshold in
+    force."""
     p = PARAMS
     key = jax.random.key(0)
     pos, radius = np.asarray(p.heavy_pos), np.asarray(p.heavy_radius)
@@ -243,7 +266,9 @@ def test_bug_fires_on_the_first_slow_step_in_a_spot_per_episode():
     assert float(info["telemetry"].frame_time_ms) < p.threshold_ms
     assert not np.asarray(info["telemetry"].bugs_fired).any() and not bool(s.bugs_seen[k])
     # A threshold above the spot's peak: the centre never fires.
-    _, _, _, _, info = STEP(key, inside.replace(bugs_seen=fresh.bugs_seen), 0, p.replace(threshold_ms=p.base_ms + 50.0))
+    _, _, _, _, info = STEP(
+        key, inside.replace(bugs_seen=fresh.bugs_seen), 0, p.replace(threshold_ms=p.base_ms + 50.0)
+    )
     assert not np.asarray(info["telemetry"].bugs_fired).any()
 
 
@@ -269,13 +294,17 @@ def test_bugs_fire_where_a_lap_renders_slowly_in_the_spots(lap):
     assert fired.sum() >= 3, "the lap should fire the three spots on the racing line"
     for k in range(ENV.num_bugs):
         ds = (arc - pos[k, 0] + L / 2) % L - L / 2
-        slow = (np.hypot(ds, c - pos[k, 1]) <= radius[k]) & (tel.frame_time_ms[:end] > PARAMS.threshold_ms)
+        slow = (np.hypot(ds, c - pos[k, 1]) <= radius[k]) & (
+            tel.frame_time_ms[:end] > PARAMS.threshold_ms
+        )
         if slow.any():
             assert fired[:, k].any() and int(np.argmax(fired[:, k])) == int(np.argmax(slow))
         else:
             assert not fired[:, k].any()
     # Frame time = the hidden render-cost field at the kart's place + noise of sd noise_ms.
-    residual = tel.frame_time_ms[:end] - np.asarray(jax.vmap(lambda s, x: render_cost(PARAMS, s, x))(arc, c))
+    residual = tel.frame_time_ms[:end] - np.asarray(
+        jax.vmap(lambda s, x: render_cost(PARAMS, s, x))(arc, c)
+    )
     assert abs(residual.mean()) < 0.08 and residual.std() == pytest.approx(PARAMS.noise_ms, rel=0.2)
 
 
@@ -284,7 +313,8 @@ def test_throttle_only_moves_forward_and_the_barrier_holds():
     path = states.path_done[:50]
     assert path[-1] > 100.0 and np.all(np.diff(path) >= -1e-3)
     assert states.speed[20] > 5.0
-    # Holding throttle + right: the kart leaves the road, is penalised beyond θ and stopped by the barrier.
+    # Holding throttle + right: the kart leaves the road, is penalised beyond θ and stopped by the
+    # barrier.
     states, rewards, _, _ = jax.tree.map(np.asarray, _drive(PARAMS, jax.random.key(1), 4))
     assert np.abs(states.centering).max() <= PARAMS.wall_offset + 1e-3
     beyond = np.abs(states.centering) > PARAMS.theta
@@ -294,7 +324,10 @@ def test_throttle_only_moves_forward_and_the_barrier_holds():
         s0 = ENV.state_at(PARAMS, start, centering=29.5, speed=20.0, heading_error=-np.pi / 2)
         _, s1, _, _, _ = STEP(jax.random.key(0), s0, 0, PARAMS)
         assert float(jnp.abs(s1.centering)) == pytest.approx(PARAMS.wall_offset, abs=1e-3)
-        assert float(jnp.linalg.norm(s1.xy - s0.xy)) < 2.0 and abs(float(s1.path_done - s0.path_done)) < 2.0
+        assert (
+            float(jnp.linalg.norm(s1.xy - s0.xy)) < 2.0
+            and abs(float(s1.path_done - s0.path_done)) < 2.0
+        )
         assert float(s1.speed) < 11.0
 
 

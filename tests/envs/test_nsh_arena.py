@@ -6,8 +6,26 @@ import numpy as np
 import pytest
 
 import jgtest
-from jgtest.envs.nsh_arena import AWAY, BURST, DART, DASH, DROP, FLICK, FULL_BUDGET_STEPS, FURY, GUARD, IRON, LEAP, REACH_CLASSES, STRIKE, SWEEP, THRUST, WARD, NSHArena
-from jgtest.envs.nsh_probes import make_fighter, probe_run, random_policy
+from jgtest.envs.nsh_arena import (
+    AWAY,
+    BURST,
+    DART,
+    DASH,
+    DROP,
+    FLICK,
+    FULL_BUDGET_STEPS,
+    FURY,
+    GUARD,
+    IRON,
+    LEAP,
+    REACH_CLASSES,
+    STRIKE,
+    SWEEP,
+    THRUST,
+    WARD,
+    NSHArena,
+)
+from jgtest.methods.wuji.probes import make_fighter, probe_run, random_policy
 
 ENV, PARAMS = jgtest.make("NSHArena-v0")
 STEP = jax.jit(ENV.step_env)
@@ -19,14 +37,22 @@ def _state(floor=0, cell=(6, 5), boss=(5, 5), boss_hp=400, buffs=(), **kw):
     timers = np.zeros(5, np.int32)
     timers[list(buffs)] = 3
     return state.replace(
-        pos=jnp.array([floor, *cell], jnp.int32), boss_pos=jnp.array(boss, jnp.int32), boss_hp=jnp.int32(boss_hp),
-        buff_timer=jnp.asarray(timers), **kw,
-    )  # fmt: skip
+        pos=jnp.array([floor, *cell], jnp.int32),
+        boss_pos=jnp.array(boss, jnp.int32),
+        boss_hp=jnp.int32(boss_hp),
+        buff_timer=jnp.asarray(timers),
+        **kw,
+    )
 
 
 def _step(state, action, params=CALM):
     obs, state, reward, terminated, info = STEP(jax.random.key(1), state, jnp.int32(action), params)
-    return state, float(reward), bool(terminated), np.flatnonzero(np.asarray(info["telemetry"].bugs_fired)).tolist()
+    return (
+        state,
+        float(reward),
+        bool(terminated),
+        np.flatnonzero(np.asarray(info["telemetry"].bugs_fired)).tolist(),
+    )
 
 
 def test_the_combo_is_the_strongest_line():
@@ -67,13 +93,17 @@ def test_l10s_crash_needs_distance_zero_and_a_buff():
 
 def test_l10s_logical_bug_needs_three_specific_buffs_and_a_low_roll():
     low = PARAMS.replace(boss_attack_prob=1.0, boss_move_prob=0.0, boss_atk_min=6, boss_atk_max=6)
-    state, _, _, bugs = _step(_state(buffs=(IRON, WARD, GUARD), player_hp=jnp.int32(100)), STRIKE, low)
+    state, _, _, bugs = _step(
+        _state(buffs=(IRON, WARD, GUARD), player_hp=jnp.int32(100)), STRIKE, low
+    )
     assert bugs == [1] and int(state.player_hp) == 102
-    for two in ((IRON, WARD), (IRON, GUARD), (WARD, GUARD)):  # no two of them turn the lowest roll into a heal
+    # no two of them turn the lowest roll into a heal
+    for two in ((IRON, WARD), (IRON, GUARD), (WARD, GUARD)):
         state, _, _, bugs = _step(_state(buffs=(*two, FURY), player_hp=jnp.int32(100)), STRIKE, low)
         assert bugs == [] and int(state.player_hp) <= 100, two
     high = low.replace(boss_atk_min=8, boss_atk_max=8)
-    assert _step(_state(buffs=(IRON, WARD, GUARD)), STRIKE, high)[3] == []  # a roll out of the range
+    # a roll out of the range
+    assert _step(_state(buffs=(IRON, WARD, GUARD)), STRIKE, high)[3] == []
 
 
 def test_nshs_crash_is_the_boss_dying_under_fury_and_guard():
@@ -85,21 +115,25 @@ def test_nshs_crash_is_the_boss_dying_under_fury_and_guard():
 
 def test_damage_path_bugs_are_gated_on_the_phase():
     staggered = dict(stagger=jnp.int32(3))
-    assert _step(_state(boss_hp=250, buffs=(FURY,), **staggered), SWEEP)[3] == [9]  # 250 - 30 breaks 60%
+    # 250 - 30 breaks 60%
+    assert _step(_state(boss_hp=250, buffs=(FURY,), **staggered), SWEEP)[3] == [9]
     assert _step(_state(boss_hp=300, buffs=(FURY,), **staggered), SWEEP)[3] == []
     assert _step(_state(boss_hp=200, **staggered), THRUST)[3] == [11]
     assert _step(_state(boss_hp=300, **staggered), THRUST)[3] == []
     overflow = _state(boss_hp=100, buffs=(FURY,), exposed=jnp.int32(2))
     state, reward, _, bugs = _step(overflow, BURST)
-    assert bugs == [8] and int(state.boss_hp) == 120 and reward == pytest.approx(-20 / 400)  # healed, up to phase 3's top
-    # the boss entering phase 3 with the player on its cell traps the player, unless the hit kills it
+    # healed, up to phase 3's top
+    assert bugs == [8] and int(state.boss_hp) == 120 and reward == pytest.approx(-20 / 400)
+    # the boss entering phase 3 with the player on its cell traps the player, unless the hit kills
+    # it
     assert _step(_state(cell=(5, 5), boss_hp=125), STRIKE)[3] == [10]
     assert _step(_state(cell=(5, 5), boss_hp=5), STRIKE)[3] == []
 
 
 def test_off_path_bugs_need_a_run_of_choices_away_from_the_fight():
     late = dict(boss_hp=100)
-    assert _step(_state(cell=(0, 0), **late), FLICK)[3] == [15]  # the weak skill from distance 10, phase 3
+    # the weak skill from distance 10, phase 3
+    assert _step(_state(cell=(0, 0), **late), FLICK)[3] == [15]
     assert _step(_state(cell=(0, 0), boss_hp=200), FLICK)[3] == []  # phase 2
     assert _step(_state(cell=(1, 0), boss=(5, 2), **late), FLICK)[3] == []  # distance 6
     assert _step(_state(floor=1, away=jnp.int32(AWAY), **late), LEAP)[3] == [17]
@@ -109,7 +143,10 @@ def test_off_path_bugs_need_a_run_of_choices_away_from_the_fight():
     state = _state(floor=1)
     for _ in range(3):
         state, *_ = _step(state, STRIKE)
-    assert int(state.away) == 3 and int(_step(state.replace(pos=jnp.array([0, 9, 9], jnp.int32)), STRIKE)[0].away) == 0
+    assert (
+        int(state.away) == 3
+        and int(_step(state.replace(pos=jnp.array([0, 9, 9], jnp.int32)), STRIKE)[0].away) == 0
+    )
 
 
 def test_a_stuck_player_stays_stuck():
@@ -118,11 +155,19 @@ def test_a_stuck_player_stays_stuck():
     state, _, terminated, bugs = _step(state, DASH)
     assert bugs == [4] and bool(state.frozen) and not terminated
     later, reward, _, bugs = _step(state, 0)
-    assert bugs == [] and reward == 0.0 and np.array_equal(np.asarray(later.pos), np.asarray(state.pos))
+    assert (
+        bugs == []
+        and reward == 0.0
+        and np.array_equal(np.asarray(later.pos), np.asarray(state.pos))
+    )
 
 
 def test_reach_classes_and_kinds():
-    assert len(ENV.bug_kinds) == ENV.num_bugs == 21 and set(ENV.bug_kinds) == {"crash", "stuck", "logical"}
+    assert len(ENV.bug_kinds) == ENV.num_bugs == 21 and set(ENV.bug_kinds) == {
+        "crash",
+        "stuck",
+        "logical",
+    }
     assert [REACH_CLASSES.count(c) for c in ("start", "path", "off")] == [7, 7, 7]
 
 
@@ -132,21 +177,34 @@ def test_bugs_stay_where_injected_unless_randomized():
     moved = NSHArena(randomize_bugs=True).randomize(key, PARAMS)
     NSHArena(randomize_bugs=True).validate_params(moved)
     assert not np.array_equal(np.asarray(moved.bug_cells), np.asarray(PARAMS.bug_cells))
-    assert np.array_equal(np.asarray(moved.bug_cells)[:, 0], np.asarray(PARAMS.bug_cells)[:, 0])  # floors kept
+    # floors kept
+    assert np.array_equal(np.asarray(moved.bug_cells)[:, 0], np.asarray(PARAMS.bug_cells)[:, 0])
 
 
 @pytest.mark.parametrize(
     "override, match",
     [
-        ({"bug_cells": PARAMS.bug_cells.at[1].set(jnp.array([0, 11, 3]))}, "bug cell 1 at \\(floor 0, 11, 3\\) is outside the 3x11x11 arena"),
-        ({"bug_cells": PARAMS.bug_cells.at[0].set(jnp.array([3, 1, 1]))}, "bug cell 0 at \\(floor 3, 1, 1\\) is outside"),
+        (
+            {"bug_cells": PARAMS.bug_cells.at[1].set(jnp.array([0, 11, 3]))},
+            "bug cell 1 at \\(floor 0, 11, 3\\) is outside the 3x11x11 arena",
+        ),
+        (
+            {"bug_cells": PARAMS.bug_cells.at[0].set(jnp.array([3, 1, 1]))},
+            "bug cell 0 at \\(floor 3, 1, 1\\) is outside",
+        ),
         ({"bug_buffs": PARAMS.bug_buffs.at[2].set(5)}, "bug_buffs must be 5 buff indices in 0..4"),
         ({"death_buffs": jnp.array([-1, 2])}, "death_buffs must be 2 buff indices in 0..4"),
-        ({"phase_thresholds": jnp.array([1.0, 0.3])}, "phase_thresholds must be two boss hp fractions in \\(0, 1\\)"),
+        (
+            {"phase_thresholds": jnp.array([1.0, 0.3])},
+            "phase_thresholds must be two boss hp fractions in \\(0, 1\\)",
+        ),
         ({"phase_thresholds": jnp.array([0.3, 0.6])}, "the first the larger"),
         ({"phase_thresholds": jnp.array([0.6, 0.001])}, "leave a phase without hp"),
         ({"death_buffs": jnp.array([3, 3])}, "death_buffs must be two different buffs"),
-        ({"bug_cells": PARAMS.bug_cells.at[1].set(jnp.array([2, 5, 5]))}, "bug cell 1 \\(bug 3\\) must be on floor 0"),
+        (
+            {"bug_cells": PARAMS.bug_cells.at[1].set(jnp.array([2, 5, 5]))},
+            "bug cell 1 \\(bug 3\\) must be on floor 0",
+        ),
         ({"player_start": jnp.array([0, 1, 5])}, "player_start and boss_start are the same cell"),
         ({"boss_attack_prob": 1.5}, "boss_attack_prob must be a probability"),
     ],
@@ -165,10 +223,16 @@ def test_bad_shapes_are_refused():
 
 def _calibrate(budget):
     gated = np.array([c != "start" for c in REACH_CLASSES])
-    probes = {"random": random_policy, "fighter": make_fighter(ENV), "fighter30": make_fighter(ENV, 0.3)}
+    probes = {
+        "random": random_policy,
+        "fighter": make_fighter(ENV),
+        "fighter30": make_fighter(ENV, 0.3),
+    }
     out = {name: probe_run(ENV, PARAMS, policy, budget) for name, policy in probes.items()}
     found = {name: np.array(o["first_found"]) >= 0 for name, o in out.items()}
-    assert all(int(np.sum(f & gated)) <= 7 for f in found.values()), {n: int(np.sum(f & gated)) for n, f in found.items()}
+    assert all(int(np.sum(f & gated)) <= 7 for f in found.values()), {
+        n: int(np.sum(f & gated)) for n, f in found.items()
+    }
     assert out["fighter"]["win_rate"] > 0.6 and out["fighter"]["reached_phase3"] > 0.95
     assert out["random"]["win_rate"] == 0.0 and out["random"]["reached_phase2"] < 5e-4
     assert int(np.sum(found["fighter30"] & np.array([c == "off" for c in REACH_CLASSES]))) == 0
@@ -182,7 +246,8 @@ def test_probe_calibration():
     phase, and the noisy fighter finds no off-path bug."""
     found, gated = _calibrate(FULL_BUDGET_STEPS)
     assert found["random"][~gated].all()  # the near-start bugs are within anyone's reach
-    assert int(np.sum(found["fighter30"] & gated)) == 7  # ... and the damage path within a noisy fighter's
+    # ... and the damage path within a noisy fighter's
+    assert int(np.sum(found["fighter30"] & gated)) == 7
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jgtest.envs.pacmaze import DOT_RGB, FLOOR_RGB, GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
-from jgtest.envs.wrappers import grayscale
+from jgtest.frames import grayscale
 
 UP, RIGHT, DOWN, LEFT, NOOP = range(5)
 
@@ -81,14 +81,15 @@ def test_the_player_keeps_its_heading_until_a_wall_stops_it(state0):
     assert int(state0.heading) == LEFT
     steps = play(state0, [NOOP, UP, DOWN, NOOP, UP])
     cells = [tuple(np.asarray(s.pos)) for _, s, *_ in steps]
-    assert cells == [(19, 9), (19, 8), (19, 7), (19, 6), (19, 5)]  # up is open at (19, 7), but noop goes on
+    # up is open at (19, 7), but noop goes on
+    assert cells == [(19, 9), (19, 8), (19, 7), (19, 6), (19, 5)]
     assert [int(s.heading) for _, s, *_ in steps] == [LEFT] * 5
     (_, s, *_), (_, s2, *_) = play(state0, [RIGHT, NOOP])
     assert tuple(np.asarray(s2.pos)) == (19, 12) and int(s2.heading) == RIGHT
     corner = state0.replace(pos=at(1, 1))
     (_, s, *_), (_, s2, *_) = play(corner, [UP, NOOP])  # walls up and left: it stops
     assert tuple(np.asarray(s.pos)) == (1, 1) and tuple(np.asarray(s2.pos)) == (1, 1)
-    (_, s, *_), = play(corner, [DOWN])
+    ((_, s, *_),) = play(corner, [DOWN])
     assert tuple(np.asarray(s.pos)) == (2, 1) and int(s.heading) == DOWN
 
 
@@ -104,13 +105,13 @@ def test_eating_a_dot_gives_one_and_removes_it(state0):
 
 def test_eating_the_last_dot_terminates(state0):
     only = jnp.zeros_like(state0.dots).at[19, 11].set(True)
-    (_, _, reward, term, _), = play(state0.replace(dots=only), [RIGHT])
+    ((_, _, reward, term, _),) = play(state0.replace(dots=only), [RIGHT])
     assert reward == 1.0 and term
 
 
 def test_ghost_collision_costs_a_life_and_resets_positions(state0):
     state = state0.replace(pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)))
-    (_, s, _, term, tel), = play(state, [RIGHT])
+    ((_, s, _, term, tel),) = play(state, [RIGHT])
     assert int(s.lives) == 2 and not term
     assert tuple(np.asarray(s.pos)) == START and int(s.heading) == LEFT
     np.testing.assert_array_equal(np.asarray(s.ghosts), np.asarray(QUIET.ghost_start))
@@ -125,13 +126,15 @@ def test_swapping_cells_with_a_ghost_is_a_collision(state0):
         ghosts=state0.ghosts.at[0].set(at(7, 2)),
         ghost_dir=state0.ghost_dir.at[0].set(LEFT),
     )
-    (_, s, *_), = play(state, [RIGHT], params)
+    ((_, s, *_),) = play(state, [RIGHT], params)
     assert int(s.lives) == 2 and tuple(np.asarray(s.pos)) == START
 
 
 def test_episode_terminates_at_zero_lives(state0):
-    state = state0.replace(pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)), lives=jnp.int32(1))
-    (_, s, _, term, _), = play(state, [RIGHT])
+    state = state0.replace(
+        pos=at(15, 11), ghosts=state0.ghosts.at[0].set(at(15, 12)), lives=jnp.int32(1)
+    )
+    ((_, s, _, term, _),) = play(state, [RIGHT])
     assert term
     assert int(s.lives) == 3 and int(s.time) == 0  # gymnax auto-reset
 
@@ -147,10 +150,14 @@ def test_pixels_show_player_ghosts_and_walls():
     assert (cell(obs, *START) == PLAYER_RGB).all()
     assert (cell(obs, 0, 0) == WALL_RGB).all()
     dot = obs[4 * 15 : 4 * 16, 4 * 11 : 4 * 12]  # a dot: centre 2x2 pixels on the floor
-    assert (dot[1:3, 1:3] == DOT_RGB).all() and (dot[0] == FLOOR_RGB).all() and (dot[:, 3] == FLOOR_RGB).all()
+    assert (
+        (dot[1:3, 1:3] == DOT_RGB).all()
+        and (dot[0] == FLOOR_RGB).all()
+        and (dot[:, 3] == FLOOR_RGB).all()
+    )
     for g, (r, c) in enumerate(np.asarray(QUIET.ghost_start)):
         assert (cell(obs, r, c) == GHOST_RGB[g % 4]).all()
-    (obs2, s, *_), = play(state, [RIGHT])
+    ((obs2, s, *_),) = play(state, [RIGHT])
     obs2 = np.asarray(obs2)
     assert (cell(obs2, 19, 11) == PLAYER_RGB).all()
     assert not (cell(obs2, *START) == PLAYER_RGB).all(axis=-1).any()
@@ -161,10 +168,21 @@ def test_grayscale_keeps_the_classes_apart():
     # RELINE's agents see grayscale frames at one pixel a cell: only brightness tells
     # floor < wall < dot < ghosts < player apart, each class at least 24 levels from the next.
     luma = lambda rgb: int(grayscale(jnp.asarray([rgb], jnp.uint8))[0])
-    levels = [luma(FLOOR_RGB), luma(WALL_RGB), luma(DOT_RGB), *sorted(map(luma, GHOST_RGB)), luma(PLAYER_RGB)]
+    levels = [
+        luma(FLOOR_RGB),
+        luma(WALL_RGB),
+        luma(DOT_RGB),
+        *sorted(map(luma, GHOST_RGB)),
+        luma(PLAYER_RGB),
+    ]
     assert levels == sorted(levels)
     ghosts = [luma(g) for g in GHOST_RGB]
-    steps = [luma(WALL_RGB) - luma(FLOOR_RGB), luma(DOT_RGB) - luma(WALL_RGB), min(ghosts) - luma(DOT_RGB), luma(PLAYER_RGB) - max(ghosts)]
+    steps = [
+        luma(WALL_RGB) - luma(FLOOR_RGB),
+        luma(DOT_RGB) - luma(WALL_RGB),
+        min(ghosts) - luma(DOT_RGB),
+        luma(PLAYER_RGB) - max(ghosts),
+    ]
     assert min(steps) >= 24, steps
 
 
@@ -181,7 +199,7 @@ def test_validate_params_refuses_bad_bug_positions():
 
 def test_moved_bug_fires_at_its_new_cell(state0):
     params = QUIET.replace(bug_pos=QUIET.bug_pos.at[3].set(at(19, 11)))
-    (_, _, _, _, tel), = play(state0, [RIGHT], params)
+    ((_, _, _, _, tel),) = play(state0, [RIGHT], params)
     np.testing.assert_array_equal(np.asarray(tel.bugs_fired), [False, False, False, True])
     assert float(tel.frame_time_ms) == pytest.approx(56.7)
 
@@ -190,7 +208,8 @@ def test_traced_out_of_range_action_is_clipped_to_noop(state0):
     step = jax.jit(ENV.step_env)
     _, s, *_ = step(KEY, state0, jnp.int32(9), QUIET)  # noop: on ahead (left)
     assert tuple(np.asarray(s.pos)) == (19, 9)
-    _, s, *_ = step(KEY, state0.replace(heading=jnp.int32(RIGHT)), jnp.int32(-3), QUIET)  # up: a wall, on ahead
+    # up: a wall, on ahead
+    _, s, *_ = step(KEY, state0.replace(heading=jnp.int32(RIGHT)), jnp.int32(-3), QUIET)
     assert tuple(np.asarray(s.pos)) == (19, 11) and int(s.heading) == RIGHT
     with pytest.raises(ValueError, match="out of range"):
         ENV.step(KEY, state0, 5, QUIET)
@@ -230,7 +249,9 @@ def test_random_agent_rarely_reaches_a_gate_like_relines():
             return (state, alive & ~(term | trunc), found, length, died), None
 
         init = (state, jnp.bool_(True), jnp.zeros(4, bool), jnp.int32(0), jnp.bool_(False))
-        (_, alive, found, length, died), _ = jax.lax.scan(body, init, jax.random.split(k_run, horizon))
+        (_, alive, found, length, died), _ = jax.lax.scan(
+            body, init, jax.random.split(k_run, horizon)
+        )
         return found.sum(), length, died, alive
 
     n_found, length, died, alive = jax.device_get(

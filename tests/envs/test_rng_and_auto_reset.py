@@ -14,14 +14,22 @@ def test_threefry_counters_are_as_the_auto_reset_key_assumes():
     ``i``-th value of a draw (its two words xor-ed). If JAX changes this, AUTO_RESET_COUNTER's
     argument and ``random_words`` must be revisited."""
     key = jax.random.key(7)
-    folded = np.stack([np.asarray(jax.random.key_data(jax.random.fold_in(key, i))) for i in range(4)])
+    folded = np.stack(
+        [np.asarray(jax.random.key_data(jax.random.fold_in(key, i))) for i in range(4)]
+    )
     np.testing.assert_array_equal(np.asarray(jax.random.key_data(jax.random.split(key, 4))), folded)
-    np.testing.assert_array_equal(np.asarray(jax.random.bits(key, (4,))), folded[:, 0] ^ folded[:, 1])
+    np.testing.assert_array_equal(
+        np.asarray(jax.random.bits(key, (4,))), folded[:, 0] ^ folded[:, 1]
+    )
     np.testing.assert_array_equal(np.asarray(random_words(key, 7)), folded.reshape(-1)[:7])
 
 
 def test_uniform_float32_matches_jax_uniform_in_law():
-    values = np.asarray(jax.vmap(lambda k: uniform(k, (3,), -0.05, 0.05))(jax.random.split(jax.random.key(0), 20_000)))
+    values = np.asarray(
+        jax.vmap(lambda k: uniform(k, (3,), -0.05, 0.05))(
+            jax.random.split(jax.random.key(0), 20_000)
+        )
+    )
     assert values.dtype == np.float32 and values.shape == (20_000, 3)
     assert values.min() >= -0.05 and values.max() < 0.05
     # Mean and variance of U(-0.05, 0.05): 0 and 0.1**2 / 12, to 5 standard errors.
@@ -36,7 +44,8 @@ def test_uniform_float64_is_jax_uniform_unchanged():
     with jax.enable_x64(True):
         key = jax.random.key(3)
         np.testing.assert_array_equal(
-            np.asarray(uniform(key, (4,), -0.05, 0.05)), np.asarray(jax.random.uniform(key, (4,), float, -0.05, 0.05))
+            np.asarray(uniform(key, (4,), -0.05, 0.05)),
+            np.asarray(jax.random.uniform(key, (4,), float, -0.05, 0.05)),
         )
 
 
@@ -54,6 +63,8 @@ def test_step_resets_with_the_folded_key_when_an_episode_ends(name):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         state = state_next
     assert bool(truncated | terminated)
-    reset_obs, _ = jax.jit(env.reset_env)(jax.random.fold_in(jax.random.fold_in(key, 2), AUTO_RESET_COUNTER), params)
+    reset_obs, _ = jax.jit(env.reset_env)(
+        jax.random.fold_in(jax.random.fold_in(key, 2), AUTO_RESET_COUNTER), params
+    )
     np.testing.assert_array_equal(np.asarray(obs), np.asarray(reset_obs))
     assert not np.array_equal(np.asarray(info["final_observation"]), np.asarray(obs))

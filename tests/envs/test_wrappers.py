@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import jgtest
-from jgtest.envs.wrappers import EpisodeStatistics, FrameStack, GrayscaleResize, ODMask, grayscale, od_mask, resize
+from jgtest.envs.wrappers import EpisodeStatistics, FrameStack, GrayscaleResize, ODMask
+from jgtest.frames import grayscale, od_mask, resize
 
 MAZE, MAZE_PARAMS = jgtest.make("BlockMaze-v0", max_steps_in_episode=6)
 
@@ -34,10 +35,16 @@ def test_episode_statistics_counts_return_length_bugs_and_cells():
     np.testing.assert_array_equal(np.asarray(info["episode_bugs"][:6]), [0, 1, 1, 1, 1, 1])
     # Cells: (2,1), (3,1), (3,2), (3,3), (3,2), (3,1) -> 4 distinct.
     np.testing.assert_array_equal(np.asarray(info["episode_cells"][:6]), [1, 2, 3, 4, 4, 4])
-    assert bool(trunc[5]) and bool(info["returned_episode"][5]) and not bool(info["returned_episode"][4])
+    assert (
+        bool(trunc[5])
+        and bool(info["returned_episode"][5])
+        and not bool(info["returned_episode"][4])
+    )
     np.testing.assert_allclose(float(info["returned_episode_return"][5]), -0.06, rtol=1e-5)
     assert int(info["returned_episode_length"][5]) == 6
-    assert int(info["returned_episode_bugs"][5]) == 1 and int(info["returned_episode_cells"][5]) == 4
+    assert (
+        int(info["returned_episode_bugs"][5]) == 1 and int(info["returned_episode_cells"][5]) == 4
+    )
     # The next episode starts from zero.
     assert int(info["episode_length"][6]) == 1 and int(info["episode_bugs"][6]) == 0
 
@@ -52,17 +59,23 @@ def test_frame_stack_shifts_and_refills_after_reset():
     stacked = FrameStack(env, num_frames=3)
     assert stacked.observation_space(params).shape == (12,)
     obs0, state = stacked.reset(jax.random.key(0), params)
-    np.testing.assert_array_equal(np.asarray(obs0).reshape(3, 4), np.tile(np.asarray(obs0[:4]), (3, 1)))
+    np.testing.assert_array_equal(
+        np.asarray(obs0).reshape(3, 4), np.tile(np.asarray(obs0[:4]), (3, 1))
+    )
     _, (obs, _, term, trunc, info) = _run(stacked, params, [1, 1, 0, 0, 1], state)
     frames = np.asarray(obs).reshape(5, 3, 4)
     np.testing.assert_array_equal(frames[1, 1], frames[0, 2])  # previous newest is now middle
     np.testing.assert_array_equal(frames[2, 0], frames[0, 2])
     np.testing.assert_array_equal(frames[2], np.asarray(info["final_observation"][2]).reshape(3, 4))
     # An ending step refills with the reset frame.
-    state = state.replace(env_state=state.env_state.replace(x=jnp.float32(2.39), x_dot=jnp.float32(3.0)))
+    state = state.replace(
+        env_state=state.env_state.replace(x=jnp.float32(2.39), x_dot=jnp.float32(3.0))
+    )
     obs, _, _, term, _, _ = jax.jit(stacked.step)(jax.random.key(3), state, 1, params)
     assert bool(term)
-    np.testing.assert_array_equal(np.asarray(obs).reshape(3, 4)[0], np.asarray(obs).reshape(3, 4)[2])
+    np.testing.assert_array_equal(
+        np.asarray(obs).reshape(3, 4)[0], np.asarray(obs).reshape(3, 4)[2]
+    )
 
 
 def test_frame_stack_rejects_bad_count():
@@ -72,7 +85,9 @@ def test_frame_stack_rejects_bad_count():
 
 def test_grayscale_uses_bt601_luma():
     frame = jnp.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [10, 20, 30]]], jnp.uint8)
-    np.testing.assert_array_equal(np.asarray(grayscale(frame)), [[76, 150, 29, round(0.299 * 10 + 0.587 * 20 + 0.114 * 30)]])
+    np.testing.assert_array_equal(
+        np.asarray(grayscale(frame)), [[76, 150, 29, round(0.299 * 10 + 0.587 * 20 + 0.114 * 30)]]
+    )
 
 
 def test_resize_keeps_constant_images_and_dtype():
@@ -110,7 +125,9 @@ def test_grayscale_resize_and_od_mask_wrappers_on_pacmaze_pixels():
     masked = ODMask(PAC, box=(0, 0, 20, 20))
     obs, _ = masked.reset(jax.random.key(0), PAC_PARAMS)
     np.testing.assert_array_equal(np.asarray(obs[:20, :20]), np.asarray(full[:20, :20]))
-    np.testing.assert_array_equal(np.asarray(obs[40:, 40:, 0]), np.asarray(grayscale(full)[40:, 40:]))
+    np.testing.assert_array_equal(
+        np.asarray(obs[40:, 40:, 0]), np.asarray(grayscale(full)[40:, 40:])
+    )
     with pytest.raises(ValueError, match="not inside"):
         ODMask(PAC, box=(0, 0, 90, 8))
 
@@ -126,10 +143,16 @@ def test_observation_wrappers_transform_the_final_observation():
     masked = ODMask(PIXELS, (2, 2, 10, 10))
     _, state = PIXELS.reset(jax.random.key(0), PIXEL_PARAMS)
     _, (raw_obs, _, _, _, raw_info) = _run(PIXELS, PIXEL_PARAMS, [3, 3, 3], state)
-    for env, transform in ((gray, gray._convert), (masked, lambda f: od_mask(f, jnp.asarray(masked.box)))):
+    for env, transform in (
+        (gray, gray._convert),
+        (masked, lambda f: od_mask(f, jnp.asarray(masked.box))),
+    ):
         _, (obs, _, _, trunc, info) = _run(env, PIXEL_PARAMS, [3, 3, 3], state)
         assert bool(trunc[2])
-        np.testing.assert_array_equal(np.asarray(info["final_observation"][2]), np.asarray(transform(raw_info["final_observation"][2])))
+        np.testing.assert_array_equal(
+            np.asarray(info["final_observation"][2]),
+            np.asarray(transform(raw_info["final_observation"][2])),
+        )
         assert info["final_observation"].shape == obs.shape
     _, fs_state = stacked.reset(jax.random.key(0), PIXEL_PARAMS)
     fs_state = fs_state.replace(env_state=state)  # same start as the raw run
@@ -139,7 +162,14 @@ def test_observation_wrappers_transform_the_final_observation():
     final = np.asarray(info["final_observation"][2])
     assert final.shape == (21, 21, 4) and bool(trunc[2])
     gray_frames = [np.asarray(gray._convert(raw_obs[t]))[..., 0] for t in range(2)]
-    expected = np.stack([frames0[..., 0], *gray_frames, np.asarray(gray._convert(raw_info["final_observation"][2]))[..., 0]], -1)
+    expected = np.stack(
+        [
+            frames0[..., 0],
+            *gray_frames,
+            np.asarray(gray._convert(raw_info["final_observation"][2]))[..., 0],
+        ],
+        -1,
+    )
     np.testing.assert_array_equal(final, expected)
     # The observation after the auto-reset is the new episode's first frame, repeated.
     assert (np.asarray(obs[2]) == np.asarray(obs[2])[..., :1]).all()
@@ -150,13 +180,25 @@ def test_dqn_on_a_stacked_pixel_game_bootstraps_truncation_from_the_stacked_fina
 
     game = (FrameStack(GrayscaleResize(PIXELS), 4), PIXEL_PARAMS)
     config = dqn.DQNConfig(
-        game="PacMaze-v0", num_envs=1, total_timesteps=12, buffer_size=16, batch_size=4, learning_starts=4,
-        train_interval=1, target_update_interval=4, num_evals=1, eval_episodes=1, torso="cnn",
-        cnn_layers=((4, 3, 2),), cnn_dense=8, cnn_padding="SAME",
-    )  # fmt: skip
+        game="PacMaze-v0",
+        num_envs=1,
+        total_timesteps=12,
+        buffer_size=16,
+        batch_size=4,
+        learning_starts=4,
+        train_interval=1,
+        target_update_interval=4,
+        num_evals=1,
+        eval_episodes=1,
+        torso="cnn",
+        cnn_layers=((4, 3, 2),),
+        cnn_dense=8,
+        cnn_padding="SAME",
+    )
     state, metrics = jax.jit(dqn.make_train(config, game))(jax.random.key(0))
     exp = jax.device_get(state.buffer.experience)
-    obs, next_obs = exp["obs"][0, :12], exp["next_obs"][0, :12]  # 12 transitions, episodes of 3 steps
+    # 12 transitions, episodes of 3 steps
+    obs, next_obs = exp["obs"][0, :12], exp["next_obs"][0, :12]
     assert next_obs.shape == (12, 21, 21, 4)
     for t in range(11):
         if (t + 1) % 3:  # inside an episode: next_obs is the next step's obs

@@ -5,7 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.evo import VariationParams, breed, gaussian_mutation, ravel_population, single_point_crossover
+from jgtest.evo import (
+    VariationParams,
+    breed,
+    gaussian_mutation,
+    ravel_population,
+    single_point_crossover,
+)
 
 
 def test_ravel_population_round_trips_a_stacked_pytree():
@@ -37,7 +43,8 @@ def test_gaussian_mutation_touches_about_the_rate_with_sigma():
 
 def test_breed_children_come_from_tournament_winners():
     flat = jnp.stack([jnp.full(6, float(i)) for i in range(4)])
-    objectives = jnp.array([[3.0, 3.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # member 0 dominates all
+    # member 0 dominates all
+    objectives = jnp.array([[3.0, 3.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
     no_change = VariationParams(crossover_rate=0.0, mutation_rate=0.0, sigma=0.1)
     children, first = breed(jax.random.key(2), flat, objectives, 400, no_change)
     np.testing.assert_array_equal(children[:, 0], first.astype(float))
@@ -64,5 +71,12 @@ def test_breed_refuses_bad_input_before_compiling():
 def test_breed_mutates_only_the_entries_marked_mutable():
     flat = jnp.zeros((3, 8))
     mutable = jnp.arange(8) < 5
-    children, _ = breed(jax.random.key(4), flat, jnp.zeros((3, 1)), 50, VariationParams(0.0, 1.0, 0.5), mutable=mutable)
+    children, _ = breed(
+        jax.random.key(4),
+        flat,
+        jnp.zeros((3, 1)),
+        50,
+        VariationParams(0.0, 1.0, 0.5),
+        mutable=mutable,
+    )
     assert bool(jnp.all(children[:, :5] != 0)) and bool(jnp.all(children[:, 5:] == 0))

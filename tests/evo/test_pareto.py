@@ -4,7 +4,13 @@ import jax
 import numpy as np
 import pytest
 
-from jgtest.evo.pareto import binary_tournament, crowding_distance, dominates, non_dominated_rank, select
+from jgtest.evo.pareto import (
+    binary_tournament,
+    crowding_distance,
+    dominates,
+    non_dominated_rank,
+    select,
+)
 
 
 def reference_fronts(points, maximize=True):
@@ -62,12 +68,15 @@ def test_ranks_and_crowding_equal_the_reference(name, points, maximize):
     ranks = np.asarray(non_dominated_rank(points, maximize=maximize))
     np.testing.assert_array_equal(ranks, reference_fronts(points.tolist(), maximize))
     crowding = np.asarray(crowding_distance(points, ranks))
-    np.testing.assert_allclose(crowding, reference_crowding(points.tolist(), ranks.tolist()), rtol=1e-5)
+    np.testing.assert_allclose(
+        crowding, reference_crowding(points.tolist(), ranks.tolist()), rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("name,points", list(point_sets()), ids=[n for n, _ in point_sets()])
 def test_front_properties(name, points):
-    """Front k: dominated by a point of a front < k, by none of its own front; boundary points inf."""
+    """Front k: dominated by a point of a front < k, by none of its own front; boundary points
+    inf."""
     ranks = np.asarray(non_dominated_rank(points))
     dom = np.asarray(dominates(points[:, None, :], points[None, :, :]))  # dom[j, i]: j ≻ i
     for i, k in enumerate(ranks):
@@ -83,8 +92,11 @@ def test_front_properties(name, points):
 
 
 def test_select_keeps_whole_fronts_then_the_most_crowded():
-    points = np.array([[4, 0], [0, 4], [3, 3], [2, 2], [1, 1], [2, 1.5], [1.5, 2], [0, 0]], np.float32)
-    # fronts: {0,1,2}, {3}, {4,5,6}? (5 and 6 are dominated by 3, dominate 4) -> ranks 0,0,0,1,3,2,2,4
+    points = np.array(
+        [[4, 0], [0, 4], [3, 3], [2, 2], [1, 1], [2, 1.5], [1.5, 2], [0, 0]], np.float32
+    )
+    # fronts: {0,1,2}, {3}, {4,5,6}? (5 and 6 are dominated by 3, dominate 4)
+    # -> ranks 0,0,0,1,3,2,2,4
     np.testing.assert_array_equal(non_dominated_rank(points), [0, 0, 0, 1, 3, 2, 2, 4])
     for k in range(1, 9):
         kept = np.asarray(select(points, k))
@@ -115,7 +127,11 @@ def test_binary_tournament_prefers_the_dominating_point():
     winners = np.asarray(binary_tournament(jax.random.key(1), points, 400))
     # a tournament is lost by point 0 only when both draws are point 1 (probability 1/4)
     assert winners.shape == (400,) and 0.65 < (winners == 0).mean() < 0.85
-    assert set(np.asarray(binary_tournament(jax.random.key(2), np.ones((3, 2)), 300)).tolist()) == {0, 1, 2}
+    assert set(np.asarray(binary_tournament(jax.random.key(2), np.ones((3, 2)), 300)).tolist()) == {
+        0,
+        1,
+        2,
+    }
 
 
 def test_binary_tournament_flips_a_coin_when_neither_point_dominates():
@@ -133,11 +149,17 @@ def test_binary_tournament_flips_a_coin_when_neither_point_dominates():
     [
         (lambda: non_dominated_rank(np.zeros(5)), "must be \\(N, M\\)"),
         (lambda: non_dominated_rank(np.zeros((0, 2))), "at least one point"),
-        (lambda: non_dominated_rank(np.array([[1.0, np.nan], [0.0, 0.0]])), "NaN at point\\(s\\) \\[0\\]"),
+        (
+            lambda: non_dominated_rank(np.array([[1.0, np.nan], [0.0, 0.0]])),
+            "NaN at point\\(s\\) \\[0\\]",
+        ),
         (lambda: select(np.zeros((4, 2)), 5), "k must be between 1 and the population size 4"),
         (lambda: select(np.zeros((4, 2)), 0), "k must be between"),
         (lambda: crowding_distance(np.zeros((4, 2)), np.zeros(3)), "ranks must be \\(4,\\)"),
-        (lambda: binary_tournament(jax.random.key(0), np.zeros((4, 2)), 0), "num must be at least 1"),
+        (
+            lambda: binary_tournament(jax.random.key(0), np.zeros((4, 2)), 0),
+            "num must be at least 1",
+        ),
     ],
 )
 def test_bad_input_is_refused_by_name(call, message):

@@ -34,7 +34,9 @@ def test_two_steps_by_hand():
     loss, _ = a2c_jit(*_two_steps(), vf_coef=1.0, ent_coef=0.0)
     np.testing.assert_allclose(loss, math.log(3.0) / 2 + 0.5, rtol=1e-6)
     # jit agrees with eager
-    np.testing.assert_allclose(a2c_jit(*_two_steps())[0], math.log(3.0) / 2 + 0.25 - 0.01 * entropy, rtol=1e-6)
+    np.testing.assert_allclose(
+        a2c_jit(*_two_steps())[0], math.log(3.0) / 2 + 0.25 - 0.01 * entropy, rtol=1e-6
+    )
 
 
 def test_gradient_step_raises_log_prob_of_positive_advantage_action_and_lowers_negative():
@@ -59,6 +61,7 @@ def test_gradient_step_raises_log_prob_of_positive_advantage_action_and_lowers_n
 def test_entropy_bonus_pushes_towards_uniform_and_masked_actions_stay_finite():
     logits = jnp.array([[2.0, 0.0, -jnp.inf]])  # third action masked out
     zeros = jnp.zeros(1)
+
     def loss_fn(lg):
         return a2c_loss(lg, zeros, jnp.array([0]), zeros, zeros, ent_coef=1.0)[0]
 

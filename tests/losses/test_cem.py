@@ -12,12 +12,15 @@ from jgtest.losses import cem_elite_mask, cem_loss
 cem_loss_jit = jax.jit(cem_loss)
 elite_jit = jax.jit(cem_elite_mask)
 
-RETURNS = jnp.array([12.0, 3.0, 45.0, 7.0, 30.0, 22.0, 9.0, 60.0, 15.0, 41.0, 5.0, 28.0, 33.0, 18.0, 50.0, 25.0])
+RETURNS = jnp.array(
+    [12.0, 3.0, 45.0, 7.0, 30.0, 22.0, 9.0, 60.0, 15.0, 41.0, 5.0, 28.0, 33.0, 18.0, 50.0, 25.0]
+)
 # sorted: 3 5 7 9 12 15 18 22 25 28 30 33 41 45 50 60
 
 
 def test_elite_mask_on_sixteen_returns_by_hand():
-    # 70th percentile (Lapan's default): position 0.7·15 = 10.5 → (30 + 33)/2 = 31.5; keep 33 41 45 50 60
+    # 70th percentile (Lapan's default): position 0.7·15 = 10.5 → (30 + 33)/2 = 31.5;
+    # keep 33 41 45 50 60
     elite = cem_elite_mask(RETURNS)
     np.testing.assert_array_equal(np.flatnonzero(np.asarray(elite)), [2, 7, 9, 12, 14])
     # RELINE's "m = 11 (70%) episodes having the highest score" is percentile 30:
@@ -25,7 +28,9 @@ def test_elite_mask_on_sixteen_returns_by_hand():
     elite30 = elite_jit(RETURNS, 30.0)
     assert int(elite30.sum()) == 11
     np.testing.assert_array_equal(np.asarray(elite30), np.asarray(RETURNS) >= 13.5)
-    np.testing.assert_array_equal(np.asarray(elite30), np.asarray(RETURNS) >= np.percentile(np.asarray(RETURNS), 30))
+    np.testing.assert_array_equal(
+        np.asarray(elite30), np.asarray(RETURNS) >= np.percentile(np.asarray(RETURNS), 30)
+    )
 
 
 def test_elite_mask_keeps_ties_and_never_keeps_nobody():
@@ -43,7 +48,8 @@ def test_elite_mask_vmaps_over_batches_and_percentiles():
 
 
 def test_loss_is_the_weighted_mean_cross_entropy_by_hand():
-    logits = jnp.array([[0.0, 0.0], [0.0, math.log(3.0)], [5.0, 0.0]])  # π = (.5, .5), (.25, .75), …
+    # π = (.5, .5), (.25, .75), …
+    logits = jnp.array([[0.0, 0.0], [0.0, math.log(3.0)], [5.0, 0.0]])
     a = jnp.array([0, 1, 1])
     weight = jnp.array([1.0, 1.0, 0.0])  # third step: a non-elite episode (or padding)
     loss, m = cem_loss(logits, a, weight)
@@ -62,7 +68,9 @@ def test_loss_is_the_weighted_mean_cross_entropy_by_hand():
 
 def test_no_elite_step_gives_zero_loss_and_zero_finite_gradient():
     logits = jnp.array([[1.0, -1.0], [0.0, 2.0]])
-    loss, g = jax.jit(jax.value_and_grad(lambda lg: cem_loss(lg, jnp.array([0, 1]), jnp.zeros(2))[0]))(logits)
+    loss, g = jax.jit(
+        jax.value_and_grad(lambda lg: cem_loss(lg, jnp.array([0, 1]), jnp.zeros(2))[0])
+    )(logits)
     assert float(loss) == 0.0
     np.testing.assert_array_equal(g, 0.0)
 
@@ -83,7 +91,9 @@ def test_vmap_equals_single_calls():
     w = jnp.asarray(rng.random((N, T)) > 0.4, jnp.float32)
     batched, _ = jax.jit(jax.vmap(cem_loss))(logits, a, w)
     for i in range(N):
-        np.testing.assert_allclose(batched[i], cem_loss_jit(logits[i], a[i], w[i])[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            batched[i], cem_loss_jit(logits[i], a[i], w[i])[0], rtol=1e-5, atol=1e-6
+        )
 
 
 def test_bad_ranks_and_dtypes_raise():

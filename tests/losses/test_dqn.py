@@ -16,7 +16,8 @@ def _batch():
     r_t = jnp.array([1.0, 0.0])
     discount_t = jnp.array([0.9, 0.0])  # second transition terminated
     q_t_target = jnp.array([[1.0, 3.0, 2.0], [5.0, 0.0, 0.0]])
-    q_t_online = jnp.array([[0.0, 1.0, 4.0], [0.0, 9.0, 0.0]])  # online prefers action 2, target action 1
+    # online prefers action 2, target action 1
+    q_t_online = jnp.array([[0.0, 1.0, 4.0], [0.0, 9.0, 0.0]])
     return q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online
 
 
@@ -39,7 +40,8 @@ def test_dqn_by_hand():
 def test_double_dqn_selects_with_online_and_evaluates_with_target():
     q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online = _batch()
     loss, m = dqn_jit(q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online)
-    # b=0: a* = argmax online = 2 (DQN would take 1), y = 1 + 0.9·target[0, 2] = 2.8, δ = 0.8 → 0.5·0.64 = 0.32
+    # b=0: a* = argmax online = 2 (DQN would take 1), y = 1 + 0.9·target[0, 2] = 2.8,
+    #      δ = 0.8 → 0.5·0.64 = 0.32
     # b=1: terminated, y = 0, δ = −1 → 0.5
     np.testing.assert_allclose(loss, (0.32 + 0.5) / 2, rtol=1e-6)
     np.testing.assert_allclose(m["td_error"], (0.8 + 1.0) / 2, rtol=1e-6)
@@ -47,6 +49,7 @@ def test_double_dqn_selects_with_online_and_evaluates_with_target():
 
 def test_gradient_only_reaches_the_taken_online_q_values():
     q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online = _batch()
+
     def loss_fn(q_tm1, q_t_target, q_t_online):
         return dqn_loss(q_tm1, a_tm1, r_t, discount_t, q_t_target, q_t_online)[0]
 
@@ -60,14 +63,25 @@ def test_gradient_only_reaches_the_taken_online_q_values():
 def test_vmap_equals_single_calls_and_jit_equals_eager():
     rng = np.random.default_rng(0)
     N, B, A = 3, 5, 4
-    q_tm1, q_t_target, q_t_online = (jnp.asarray(rng.normal(size=(N, B, A)), jnp.float32) for _ in range(3))
+    q_tm1, q_t_target, q_t_online = (
+        jnp.asarray(rng.normal(size=(N, B, A)), jnp.float32) for _ in range(3)
+    )
     a_tm1 = jnp.asarray(rng.integers(0, A, size=(N, B)), jnp.int32)
     r_t = jnp.asarray(rng.normal(size=(N, B)), jnp.float32)
     discount_t = jnp.asarray(0.99 * (rng.random((N, B)) > 0.2), jnp.float32)
     for online in (None, q_t_online):
-        batched_loss, batched_m = jax.jit(jax.vmap(dqn_loss))(q_tm1, a_tm1, r_t, discount_t, q_t_target, online)
+        batched_loss, batched_m = jax.jit(jax.vmap(dqn_loss))(
+            q_tm1, a_tm1, r_t, discount_t, q_t_target, online
+        )
         for i in range(N):
-            args = (q_tm1[i], a_tm1[i], r_t[i], discount_t[i], q_t_target[i], None if online is None else online[i])
+            args = (
+                q_tm1[i],
+                a_tm1[i],
+                r_t[i],
+                discount_t[i],
+                q_t_target[i],
+                None if online is None else online[i],
+            )
             jit_loss, jit_m = dqn_jit(*args)
             np.testing.assert_allclose(batched_loss[i], jit_loss, rtol=1e-5, atol=1e-6)
             for k in jit_m:

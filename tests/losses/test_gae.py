@@ -1,4 +1,5 @@
-"""GAE: hand-computed values, terminated ≠ truncated, a plain-Python reference, skipped steps, vmap and jit."""
+"""GAE: hand-computed values, terminated ≠ truncated, a plain-Python reference, skipped steps, vmap
+and jit."""
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +23,8 @@ def gae_reference(r, v, v_next, term, trunc, gamma, lam):
 
 def _stream():
     # step 0: mid-episode, s_1 has V = 1.0 (= v_t[1]);
-    # step 1: truncated (time limit), final observation has V = 4.0; the next row starts a new episode;
+    # step 1: truncated (time limit), final observation has V = 4.0; the next row starts a new
+    #         episode;
     # step 2: terminated, so its v_tp1 (5.0) must be ignored.
     r = jnp.array([1.0, 2.0, 3.0])
     v = jnp.array([0.5, 1.0, 2.0])
@@ -46,7 +48,9 @@ def test_three_steps_with_a_truncation_and_a_termination_by_hand():
     # A_0 = 1.4 + 0.9·0.8·4.6 = 4.712
     np.testing.assert_allclose(adv, [4.712, 4.6, 1.0], rtol=1e-6)
     np.testing.assert_allclose(ret, [4.712 + 0.5, 4.6 + 1.0, 1.0 + 2.0], rtol=1e-6)
-    np.testing.assert_allclose(adv, gae_reference(*map(np.asarray, _stream()), gamma, lam)[0], rtol=1e-6)
+    np.testing.assert_allclose(
+        adv, gae_reference(*map(np.asarray, _stream()), gamma, lam)[0], rtol=1e-6
+    )
 
 
 def test_terminated_and_truncated_differ_only_by_the_bootstrap():
@@ -90,7 +94,9 @@ def test_vmap_over_streams_and_hyperparameters_equals_single_calls():
     r, v, v_next = (jnp.asarray(rng.normal(size=(N, T)), jnp.float32) for _ in range(3))
     term, trunc = jnp.asarray(rng.random((N, T)) < 0.3), jnp.asarray(rng.random((N, T)) < 0.3)
     gammas = jnp.array([0.9, 0.95, 0.99])
-    batched = jax.jit(jax.vmap(gae, in_axes=(0, 0, 0, 0, 0, 0, None)))(r, v, v_next, term, trunc, gammas, 0.9)
+    batched = jax.jit(jax.vmap(gae, in_axes=(0, 0, 0, 0, 0, 0, None)))(
+        r, v, v_next, term, trunc, gammas, 0.9
+    )
     for i in range(N):
         jitted = gae_jit(r[i], v[i], v_next[i], term[i], trunc[i], gammas[i], 0.9)
         for b, j in zip(batched, jitted):
@@ -112,8 +118,9 @@ def test_gradients_flow_to_values_and_are_finite():
 
 
 def test_invalid_steps_are_skipped_as_if_the_stream_held_only_the_valid_ones():
-    # Steps 1–2 and 5 were driven by something else (a test): each valid step bootstraps from the next
-    # valid one, as the stream of steps 0, 3, 4, 6 would. Step 4 truncates an episode; 5 is in the next.
+    # Steps 1–2 and 5 were driven by something else (a test): each valid step bootstraps from the
+    # next valid one, as the stream of steps 0, 3, 4, 6 would. Step 4 truncates an episode; 5 is in
+    # the next.
     rng = np.random.default_rng(2)
     r, v = (rng.normal(size=7).astype(np.float32) for _ in range(2))
     v_next = np.append(v[1:], rng.normal()).astype(np.float32)
@@ -123,7 +130,8 @@ def test_invalid_steps_are_skipped_as_if_the_stream_held_only_the_valid_ones():
     valid = np.array([True, False, False, True, True, False, True])
     adv, ret = gae_jit(r, v, v_next, term, trunc, 0.9, 0.8, valid)
     keep = np.flatnonzero(valid)
-    kept_next = np.array([v[3], v[4], v_next[4], v_next[6]], np.float32)  # each kept step's next kept state (or the final observation)
+    # each kept step's next kept state (or the final observation)
+    kept_next = np.array([v[3], v[4], v_next[4], v_next[6]], np.float32)
     ref_adv, ref_ret = gae_reference(r[keep], v[keep], kept_next, term[keep], trunc[keep], 0.9, 0.8)
     np.testing.assert_allclose(np.asarray(adv)[keep], ref_adv, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(ret)[keep], ref_ret, rtol=1e-5, atol=1e-6)
@@ -132,10 +140,19 @@ def test_invalid_steps_are_skipped_as_if_the_stream_held_only_the_valid_ones():
     every = gae_jit(r, v, v_next, term, trunc, 0.9, 0.8, np.ones(7, bool))
     for a, b in zip(every, gae_jit(r, v, v_next, term, trunc, 0.9, 0.8)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    # A skipped step that ends the episode passes its bootstrap back: step 0's next state is the final one
+    # A skipped step that ends the episode passes its bootstrap back: step 0's next state is the
+    # final one
     valid_end = np.array([True, False])
-    adv_end, _ = gae_jit(np.ones(2, np.float32), np.zeros(2, np.float32), np.array([7.0, 2.0], np.float32),
-                         np.zeros(2, bool), np.array([False, True]), 0.5, 1.0, valid_end)  # fmt: skip
+    adv_end, _ = gae_jit(
+        np.ones(2, np.float32),
+        np.zeros(2, np.float32),
+        np.array([7.0, 2.0], np.float32),
+        np.zeros(2, bool),
+        np.array([False, True]),
+        0.5,
+        1.0,
+        valid_end,
+    )
     np.testing.assert_allclose(adv_end, [1.0 + 0.5 * 2.0, 0.0])
 
 

@@ -30,7 +30,9 @@ def test_masked_cross_entropy_and_accuracy_by_hand():
     np.testing.assert_allclose(loss, (ce0 + ce1 + ce2) / 3, rtol=1e-6)
     np.testing.assert_allclose(m["accuracy"], 2 / 3, rtol=1e-6)
     # float weights work as a mask; jit agrees with eager
-    np.testing.assert_allclose(bc_jit(logits, a, mask.astype(jnp.float32))[0], (ce0 + ce1) / 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        bc_jit(logits, a, mask.astype(jnp.float32))[0], (ce0 + ce1) / 2, rtol=1e-6
+    )
     np.testing.assert_allclose(bc_jit(logits, a, mask)[0], (ce0 + ce1) / 2, rtol=1e-6)
     np.testing.assert_allclose(bc_jit(logits, a, None)[0], (ce0 + ce1 + ce2) / 3, rtol=1e-6)
 
@@ -44,7 +46,9 @@ def test_gradient_step_raises_the_demonstrated_actions_log_prob():
         return jnp.take_along_axis(jax.nn.log_softmax(lg), a[:, None], axis=-1)[:2, 0]
 
     assert bool(jnp.all(log_pi(logits - 0.5 * g) > log_pi(logits)))
-    _, g_empty = jax.jit(jax.value_and_grad(lambda lg: bc_loss(lg, a, jnp.zeros(3, bool))[0]))(logits)
+    _, g_empty = jax.jit(jax.value_and_grad(lambda lg: bc_loss(lg, a, jnp.zeros(3, bool))[0]))(
+        logits
+    )
     np.testing.assert_array_equal(g_empty, 0.0)
 
 

@@ -5,7 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jgtest.losses.ppgta import consistency_loss, ema_update, imitation_loss, inverse_dynamics_loss, od_mask_one_of_pair
+from jgtest.losses.ppgta import (
+    consistency_loss,
+    ema_update,
+    imitation_loss,
+    inverse_dynamics_loss,
+    od_mask_one_of_pair,
+)
 
 
 def test_one_frame_of_each_pair_is_masked():
@@ -16,14 +22,23 @@ def test_one_frame_of_each_pair_is_masked():
     masked_a, masked_b = grey(a), grey(b)
     assert np.all(masked_a ^ masked_b)  # exactly one of the two
     assert 16 < masked_a.sum() < 48  # a fair coin per pair
-    assert np.all(np.asarray(a[:, 0, 0, 0]) == 200) and np.all(np.asarray(b[:, 0, 0, 0]) == 200)  # the box keeps its colour
+    # the box keeps its colour
+    assert np.all(np.asarray(a[:, 0, 0, 0]) == 200) and np.all(np.asarray(b[:, 0, 0, 0]) == 200)
 
 
 def test_inverse_dynamics_loss_is_the_cross_entropy_of_the_action():
     logits = jnp.array([[2.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
     apply_fn = lambda params, f_tm1, f_t: logits * params
     frames = jnp.zeros((2, 4, 4, 3), jnp.uint8)
-    loss, metrics = inverse_dynamics_loss(apply_fn, 1.0, frames, frames, jnp.array([0, 2]), jnp.zeros((2, 4), jnp.int32), jax.random.key(0))
+    loss, metrics = inverse_dynamics_loss(
+        apply_fn,
+        1.0,
+        frames,
+        frames,
+        jnp.array([0, 2]),
+        jnp.zeros((2, 4), jnp.int32),
+        jax.random.key(0),
+    )
     by_hand = -0.5 * (np.log(np.exp(2) / (np.exp(2) + 1 + np.exp(-1))) + np.log(1 / (2 + np.e)))
     np.testing.assert_allclose(float(loss), by_hand, rtol=1e-6)
     assert float(metrics["accuracy"]) == 0.5
@@ -31,7 +46,8 @@ def test_inverse_dynamics_loss_is_the_cross_entropy_of_the_action():
 
 def test_ema_update():
     teacher, student = {"w": jnp.array([1.0, 2.0])}, {"w": jnp.array([3.0, 6.0])}
-    np.testing.assert_allclose(ema_update(teacher, student, 0.75)["w"], [1.5, 3.0])  # 0.75·t + 0.25·s
+    # 0.75·t + 0.25·s
+    np.testing.assert_allclose(ema_update(teacher, student, 0.75)["w"], [1.5, 3.0])
     np.testing.assert_allclose(ema_update(teacher, student, 1.0)["w"], teacher["w"])
     with pytest.raises(ValueError, match="decay must be in"):
         ema_update(teacher, student, 1.5)
@@ -54,6 +70,8 @@ def test_imitation_loss_adds_lambda_times_consistency_and_refuses_negative_lambd
     logits, a = jnp.array([[1.0, 0.0], [0.0, 1.0]]), jnp.array([0, 0])
     h_s, h_t = jnp.ones((2, 4)), jnp.zeros((2, 4))
     loss, m = imitation_loss(logits, a, h_s, h_t, lam=0.5)
-    np.testing.assert_allclose(float(loss), float(m["cross_entropy"] + 0.5 * m["consistency"]), rtol=1e-6)
+    np.testing.assert_allclose(
+        float(loss), float(m["cross_entropy"] + 0.5 * m["consistency"]), rtol=1e-6
+    )
     with pytest.raises(ValueError, match="λ must be non-negative"):
         imitation_loss(logits, a, h_s, h_t, lam=-0.1)

@@ -33,18 +33,25 @@ def test_leading_dims_are_merged_and_restored(encoder_and_params):
     apply = jax.jit(enc.apply)
     frames = jax.random.uniform(jax.random.key(5), (2, 3, H, W, 4))
     np.testing.assert_allclose(
-        apply(params, frames), apply(params, frames.reshape(6, H, W, 4)).reshape(2, 3, 32), rtol=1e-5, atol=1e-6
+        apply(params, frames),
+        apply(params, frames.reshape(6, H, W, 4)).reshape(2, 3, 32),
+        rtol=1e-5,
+        atol=1e-6,
     )
 
 
 def test_nature_dqn_layers_on_84x84():
     enc = CNNEncoder()
-    shapes = jax.eval_shape(enc.init, jax.random.key(0), jnp.zeros((84, 84, 4), jnp.uint8))["params"]
+    shapes = jax.eval_shape(enc.init, jax.random.key(0), jnp.zeros((84, 84, 4), jnp.uint8))[
+        "params"
+    ]
     assert shapes["conv_0"]["kernel"].shape == (8, 8, 4, 32)
     assert shapes["conv_1"]["kernel"].shape == (4, 4, 32, 64)
     assert shapes["conv_2"]["kernel"].shape == (3, 3, 64, 64)
     assert shapes["dense"]["kernel"].shape == (7 * 7 * 64, 512)  # 84 -> 20 -> 9 -> 7
-    out = jax.eval_shape(lambda p, x: enc.apply({"params": p}, x), shapes, jnp.zeros((5, 84, 84, 4), jnp.uint8))
+    out = jax.eval_shape(
+        lambda p, x: enc.apply({"params": p}, x), shapes, jnp.zeros((5, 84, 84, 4), jnp.uint8)
+    )
     assert out.shape == (5, 512) and out.dtype == jnp.float32
 
 
@@ -57,7 +64,9 @@ def test_uint8_frames_are_scaled_by_1_over_255(encoder_and_params):
     # float frames are used as they are, not rescaled
     raw = frames.astype(jnp.float32)
     assert not np.allclose(apply(params, raw), apply(params, scaled))
-    np.testing.assert_allclose(frames_to_float(jnp.array([0, 51, 255], jnp.uint8)), [0.0, 0.2, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(
+        frames_to_float(jnp.array([0, 51, 255], jnp.uint8)), [0.0, 0.2, 1.0], rtol=1e-6
+    )
 
 
 def test_init_is_deterministic_and_jit_matches_eager(encoder_and_params):
@@ -65,9 +74,13 @@ def test_init_is_deterministic_and_jit_matches_eager(encoder_and_params):
     again = enc.init(jax.random.key(0), jnp.zeros((H, W, 4), jnp.uint8))
     jax.tree.map(np.testing.assert_array_equal, params, again)
     other = enc.init(jax.random.key(1), jnp.zeros((H, W, 4), jnp.uint8))
-    assert not np.allclose(params["params"]["conv_0"]["kernel"], other["params"]["conv_0"]["kernel"])
+    assert not np.allclose(
+        params["params"]["conv_0"]["kernel"], other["params"]["conv_0"]["kernel"]
+    )
     frames = jax.random.uniform(jax.random.key(2), (3, H, W, 4))
-    np.testing.assert_allclose(jax.jit(enc.apply)(params, frames), enc.apply(params, frames), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        jax.jit(enc.apply)(params, frames), enc.apply(params, frames), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_small_frames_need_same_padding():
@@ -82,7 +95,12 @@ def test_small_frames_need_same_padding():
 
 @pytest.mark.parametrize(
     "shape, kernel, stride, padding",
-    [((21, 21, 4), 3, 2, "SAME"), ((21, 21, 4), 3, 2, "VALID"), ((10, 12, 3), 4, 3, "SAME"), ((36, 36, 2), 8, 4, "VALID")],
+    [
+        ((21, 21, 4), 3, 2, "SAME"),
+        ((21, 21, 4), 3, 2, "VALID"),
+        ((10, 12, 3), 4, 3, "SAME"),
+        ((36, 36, 2), 8, 4, "VALID"),
+    ],
 )
 def test_patch_conv_is_flax_conv(shape, kernel, stride, padding):
     x = jax.random.normal(jax.random.key(3), (2, *shape))
@@ -91,7 +109,9 @@ def test_patch_conv_is_flax_conv(shape, kernel, stride, padding):
     patch = PatchConv(5, kernel, stride, padding)
     # same parameter tree and initialization, same outputs
     jax.tree.map(np.testing.assert_array_equal, jax.jit(patch.init)(jax.random.key(4), x), params)
-    np.testing.assert_allclose(jax.jit(patch.apply)(params, x), jax.jit(conv.apply)(params, x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        jax.jit(patch.apply)(params, x), jax.jit(conv.apply)(params, x), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_image_patches_layout():
@@ -106,6 +126,11 @@ def test_im2col_encoder_equals_lax_encoder(encoder_and_params):
     enc, params = encoder_and_params
     fast = CNNEncoder(dense=32, orthogonal_init=False, conv_impl="im2col")
     frames = jax.random.uniform(jax.random.key(6), (3, H, W, 4))
-    np.testing.assert_allclose(jax.jit(fast.apply)(params, frames), jax.jit(enc.apply)(params, frames), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        jax.jit(fast.apply)(params, frames),
+        jax.jit(enc.apply)(params, frames),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     with pytest.raises(ValueError, match="conv_impl"):
         CNNEncoder(conv_impl="fft").init(jax.random.key(0), jnp.zeros((H, W, 4)))

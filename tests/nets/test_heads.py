@@ -37,7 +37,9 @@ def _shapes(net, obs_shape, lead, dtype=jnp.float32):
 def test_actor_critic_shapes(lead):
     _, out = _shapes(ActorCritic(num_actions=3), (4,), lead)
     assert out == ((*lead, 3), lead)
-    _, out = _shapes(ActorCritic(num_actions=5, torso="cnn", obs_ndim=3), (84, 84, 4), lead, jnp.uint8)
+    _, out = _shapes(
+        ActorCritic(num_actions=5, torso="cnn", obs_ndim=3), (84, 84, 4), lead, jnp.uint8
+    )
     assert out == ((*lead, 5), lead)
 
 
@@ -53,7 +55,9 @@ def test_actor_critic_mlp_torsos_are_separate_with_ppo_init(mlp_ac):
     net, params = mlp_ac
     p = params["params"]
     assert set(p) == {"actor", "critic"}
-    assert p["actor"]["hidden_0"]["kernel"].shape == (4, 64) and p["actor"]["hidden_1"]["kernel"].shape == (64, 64)
+    assert p["actor"]["hidden_0"]["kernel"].shape == (4, 64) and p["actor"]["hidden_1"][
+        "kernel"
+    ].shape == (64, 64)
     w = np.asarray(p["actor"]["hidden_1"]["kernel"])
     np.testing.assert_allclose(w.T @ w, 2.0 * np.eye(64), atol=1e-4)  # gain sqrt(2)
     w = np.asarray(p["actor"]["out"]["kernel"])
@@ -74,7 +78,8 @@ def test_initial_policy_is_near_uniform(mlp_ac, cnn_ac):
     assert float(jnp.abs(logits).max()) <= 0.08
     probs = jax.nn.softmax(logits)
     np.testing.assert_allclose(probs, 1.0 / 3.0, atol=0.03)
-    # CNN torso: an orthogonal policy head of gain 0.01 and zero bias, so |logits| <= 0.01 * |features|
+    # CNN torso: an orthogonal policy head of gain 0.01 and zero bias, so |logits| <= 0.01 *
+    # |features|
     _, params = cnn_ac
     head = params["params"]["actor_head"]
     w = np.asarray(head["kernel"])
@@ -89,11 +94,16 @@ def test_initial_policy_is_near_uniform(mlp_ac, cnn_ac):
 def test_q_network_shapes_and_sizes(lead):
     p, out = _shapes(QNetwork(num_actions=2), (4,), lead)
     assert out == (*lead, 2)
-    assert p["mlp"]["hidden_0"]["kernel"].shape == (4, 120) and p["mlp"]["hidden_1"]["kernel"].shape == (120, 84)
+    assert p["mlp"]["hidden_0"]["kernel"].shape == (4, 120) and p["mlp"]["hidden_1"][
+        "kernel"
+    ].shape == (120, 84)
     assert p["mlp"]["out"]["kernel"].shape == (84, 2)
     p, out = _shapes(QNetwork(num_actions=5, torso="cnn", obs_ndim=3), (84, 84, 4), lead, jnp.uint8)
     assert out == (*lead, 5)
-    assert p["encoder"]["dense"]["kernel"].shape == (3136, 512) and p["q_head"]["kernel"].shape == (512, 5)
+    assert p["encoder"]["dense"]["kernel"].shape == (3136, 512) and p["q_head"]["kernel"].shape == (
+        512,
+        5,
+    )
 
 
 def test_cnn_torso_accepts_single_channel_frames():

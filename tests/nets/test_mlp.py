@@ -44,13 +44,18 @@ def test_orthogonal_init_gains_and_zero_bias():
 
 def test_torch_init_draws_weights_and_biases_uniform_in_one_over_root_fan_in():
     # PyTorch's nn.Linear: U(±1/√fan_in) for both (RELINE's package's CEM network starts there).
-    p = MLP((128,), "relu", out_size=2, torch_init=True).init(jax.random.key(2), jnp.zeros(4))["params"]
+    p = MLP((128,), "relu", out_size=2, torch_init=True).init(jax.random.key(2), jnp.zeros(4))[
+        "params"
+    ]
     for name, fan_in in (("hidden_0", 4), ("out", 128)):
         for leaf in ("kernel", "bias"):
             values, bound = np.asarray(p[name][leaf]), 1 / np.sqrt(fan_in)
             assert np.abs(values).max() <= bound and (values != 0).all(), (name, leaf)
             if values.size >= 100:  # a uniform's spread: near the bound, sd bound/√3
-                assert np.abs(values).max() > 0.9 * bound and abs(values.std() - bound / np.sqrt(3)) < 0.15 * bound, (name, leaf)
+                assert (
+                    np.abs(values).max() > 0.9 * bound
+                    and abs(values.std() - bound / np.sqrt(3)) < 0.15 * bound
+                ), (name, leaf)
 
 
 def test_init_is_deterministic_in_the_key():
@@ -66,7 +71,9 @@ def test_jit_matches_eager():
     mlp = MLP((16, 16), "relu", out_size=2)
     params = mlp.init(jax.random.key(0), jnp.zeros(4))
     x = jax.random.normal(jax.random.key(1), (6, 4))
-    np.testing.assert_allclose(jax.jit(mlp.apply)(params, x), mlp.apply(params, x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        jax.jit(mlp.apply)(params, x), mlp.apply(params, x), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_activations_by_name():
@@ -94,4 +101,5 @@ def test_flatten_obs():
 def test_flatten_obs_scales_uint8_pixels_to_unit_range():
     pixels = jnp.array([[[0, 51], [204, 255]]], jnp.uint8)
     np.testing.assert_allclose(flatten_obs(pixels, 2), [[0.0, 0.2, 0.8, 1.0]], rtol=1e-6)
-    np.testing.assert_array_equal(flatten_obs(jnp.array([[0, 51]], jnp.int32), 1), [[0.0, 51.0]])  # only uint8 is pixels
+    # only uint8 is pixels
+    np.testing.assert_array_equal(flatten_obs(jnp.array([[0, 51]], jnp.int32), 1), [[0.0, 51.0]])

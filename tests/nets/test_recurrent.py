@@ -10,14 +10,18 @@ from jgtest.nets.recurrent import ImitationPolicy
 
 @pytest.fixture(scope="module")
 def policy():
-    net = ImitationPolicy(num_actions=9, local_hidden=8, global_hidden=16, mlp=(32, 16), cnn_dense=32)
+    net = ImitationPolicy(
+        num_actions=9, local_hidden=8, global_hidden=16, mlp=(32, 16), cnn_dense=32
+    )
     frames = jax.random.randint(jax.random.key(0), (3, 4, 64, 64, 3), 0, 256).astype(jnp.uint8)
-    params = jax.jit(net.init)(jax.random.key(1), frames, net.initial_carry(3))  # compiled: eager convolutions dispatch op by op
+    # compiled: eager convolutions dispatch op by op
+    params = jax.jit(net.init)(jax.random.key(1), frames, net.initial_carry(3))
     return _Jitted(net), params, frames
 
 
 class _Jitted:
-    """The policy with its ``apply`` compiled (once per argument structure), ``initial_carry`` as it is."""
+    """The policy with its ``apply`` compiled (once per argument structure), ``initial_carry`` as it
+    is."""
 
     def __init__(self, net):
         self.initial_carry = net.initial_carry
@@ -34,10 +38,15 @@ def test_shapes_and_the_concatenated_state(policy):
 def test_both_directions_of_the_local_state_read_the_whole_window(policy):
     net, params, frames = policy
     _, h_c, _ = net.apply(params, frames, net.initial_carry(3))
-    _, oldest_changed, _ = net.apply(params, frames.at[:, 0].set(255 - frames[:, 0]), net.initial_carry(3))
+    _, oldest_changed, _ = net.apply(
+        params, frames.at[:, 0].set(255 - frames[:, 0]), net.initial_carry(3)
+    )
     forward, backward, global_ = slice(0, 8), slice(8, 16), slice(16, None)
-    assert not np.allclose(h_c[:, forward], oldest_changed[:, forward]) and not np.allclose(h_c[:, backward], oldest_changed[:, backward])
-    np.testing.assert_array_equal(h_c[:, global_], oldest_changed[:, global_])  # the global GRU reads frame t only
+    assert not np.allclose(h_c[:, forward], oldest_changed[:, forward]) and not np.allclose(
+        h_c[:, backward], oldest_changed[:, backward]
+    )
+    # the global GRU reads frame t only
+    np.testing.assert_array_equal(h_c[:, global_], oldest_changed[:, global_])
 
 
 def test_the_global_memory_carries_the_past(policy):
@@ -45,7 +54,8 @@ def test_the_global_memory_carries_the_past(policy):
     _, _, carry = net.apply(params, frames, net.initial_carry(3))
     fresh, _, _ = net.apply(params, frames, net.initial_carry(3))
     remembered, _, _ = net.apply(params, frames, carry)
-    assert not np.allclose(fresh, remembered)  # same frames, another past: another action distribution
+    # same frames, another past: another action distribution
+    assert not np.allclose(fresh, remembered)
 
 
 def test_dropout_acts_only_when_training(policy):
@@ -53,7 +63,9 @@ def test_dropout_acts_only_when_training(policy):
     a, _, _ = net.apply(params, frames, net.initial_carry(3))
     b, _, _ = net.apply(params, frames, net.initial_carry(3))
     np.testing.assert_array_equal(a, b)
-    c, _, _ = net.apply(params, frames, net.initial_carry(3), train=True, rngs={"dropout": jax.random.key(2)})
+    c, _, _ = net.apply(
+        params, frames, net.initial_carry(3), train=True, rngs={"dropout": jax.random.key(2)}
+    )
     assert not np.allclose(a, c)
 
 

@@ -13,7 +13,9 @@ def test_stuck_uses_distance_to_moving_average():
     history = jnp.array([[0.0, 0.0], [2.0, 0.0], [1.0, 3.0]])  # mean (1, 1)
     assert bool(oracles.stuck(history, jnp.array([1.0, 1.5]), 0.6))
     assert not bool(oracles.stuck(history, jnp.array([1.0, 1.5]), 0.4))
-    batch = jax.jit(jax.vmap(oracles.stuck, in_axes=(None, 0, None)))(history, jnp.array([[1.0, 1.0], [5.0, 5.0]]), 0.1)
+    batch = jax.jit(jax.vmap(oracles.stuck, in_axes=(None, 0, None)))(
+        history, jnp.array([[1.0, 1.0], [5.0, 5.0]]), 0.1
+    )
     np.testing.assert_array_equal(np.asarray(batch), [True, False])
 
 
@@ -39,10 +41,14 @@ def test_logical_reports_each_violated_assertion():
 
 
 def test_balance_and_crash_and_low_fps():
-    np.testing.assert_array_equal(np.asarray(oracles.balance(jnp.array([0.1, 0.5, 0.95]), 0.2, 0.9)), [True, False, True])
+    np.testing.assert_array_equal(
+        np.asarray(oracles.balance(jnp.array([0.1, 0.5, 0.95]), 0.2, 0.9)), [True, False, True]
+    )
     tel = Telemetry.make(position=[0, 0], cell=0, bugs_fired=[False], game_reward=0.0, crashed=True)
     assert bool(oracles.crash(tel))
-    np.testing.assert_array_equal(np.asarray(oracles.low_fps(jnp.array([10.0, 20.0]), 18.36)), [False, True])
+    np.testing.assert_array_equal(
+        np.asarray(oracles.low_fps(jnp.array([10.0, 20.0]), 18.36)), [False, True]
+    )
 
 
 def test_reline_threshold_five_sigma_plus_delta():
@@ -60,7 +66,8 @@ def test_low_fps_points_need_more_than_half_of_visits():
     times = jnp.array([20, 20, 5, 20, 5, 20, 20, 5, 5], jnp.float32)
     is_low, visits, confidence = oracles.low_fps_points(cells, times, 18.0, 4)
     np.testing.assert_array_equal(np.asarray(visits), [3, 2, 4, 0])
-    np.testing.assert_array_equal(np.asarray(is_low), [True, False, False, False])  # 2/3; 1/2 and 2/4 are not > 50%
+    # 2/3; 1/2 and 2/4 are not > 50%
+    np.testing.assert_array_equal(np.asarray(is_low), [True, False, False, False])
     np.testing.assert_allclose(np.asarray(confidence), [2 / 3, 0.5, 0.5, 0.0], rtol=1e-6)
     mask = jnp.array([True] * 8 + [False])
     is_low, visits, _ = oracles.low_fps_points(cells, times, 18.0, 4, mask)

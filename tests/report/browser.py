@@ -1,4 +1,5 @@
-"""A report opened in a real headless browser (Debian's chromium through selenium), as a user opens it."""
+"""A report opened in a real headless browser (Debian's chromium through selenium), as a user opens
+it."""
 
 import shutil
 from pathlib import Path
@@ -12,20 +13,30 @@ def _browser():
     from selenium.webdriver.chrome.service import Service
 
     binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert binary and driver, "chromium and chromedriver come from scripts/install_system_packages.sh (Debian's chromium, chromium-driver)"
+    assert binary and driver, (
+        "chromium and chromedriver come from scripts/install_system_packages.sh (Debian's "
+        "chromium, chromium-driver)"
+    )
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,2000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,2000",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(driver))
 
 
-def check_report_in_browser(report: Path, screenshot: Path, empty: set[str], budgets: int | None = None, min_images: int = 1) -> None:
-    """The page loads with no console errors; each section is there with its heading, empty exactly where
-    ``empty`` says; the budgets table has ``budgets`` rows beside the paper's (when given); the page opens
-    on what is broken, each distinct bug with its replay command and a view (up to ``MAX_VIEWS``); every
-    image (at least ``min_images``) decodes; a screenshot is taken."""
+def check_report_in_browser(
+    report: Path, screenshot: Path, empty: set[str], budgets: int | None = None, min_images: int = 1
+) -> None:
+    """The page loads with no console errors; each section is there with its heading, empty exactly
+    where ``empty`` says; the budgets table has ``budgets`` rows beside the paper's (when given);
+    the page opens on what is broken, each distinct bug with its replay command and a view (up to
+    ``MAX_VIEWS``); every image (at least ``min_images``) decodes; a screenshot is taken."""
     from selenium.webdriver.common.by import By
 
     browser = _browser()
@@ -36,16 +47,31 @@ def check_report_in_browser(report: Path, screenshot: Path, empty: set[str], bud
             element = browser.find_element(By.ID, section)
             assert element.find_element(By.TAG_NAME, "h2").text == heading
             is_empty = 'class="empty"' in element.get_attribute("innerHTML")
-            assert is_empty == (section in empty), f"the report left section {section} {'empty' if is_empty else 'filled'}"
+            assert is_empty == (section in empty), (
+                f"the report left section {section} {'empty' if is_empty else 'filled'}"
+            )
         if budgets is not None:
             rows = browser.find_element(By.ID, "config").find_elements(By.CSS_SELECTOR, "table tr")
-            assert len(rows) == 1 + budgets and "247 objects" in rows[3].text  # each budget beside the paper's
-        broken = browser.find_elements(By.TAG_NAME, "section")[0]  # the page opens on what is broken
+            # each budget beside the paper's
+            assert len(rows) == 1 + budgets and "247 objects" in rows[3].text
+        # the page opens on what is broken
+        broken = browser.find_elements(By.TAG_NAME, "section")[0]
         assert broken.get_attribute("id") == "broken"
-        rows, views = broken.find_elements(By.CSS_SELECTOR, "table tr")[1:], broken.find_elements(By.TAG_NAME, "img")
-        assert rows and all("jgtest replay " in row.text for row in rows) and len(views) == min(len(rows), MAX_VIEWS)  # a view per distinct bug
+        rows, views = (
+            broken.find_elements(By.CSS_SELECTOR, "table tr")[1:],
+            broken.find_elements(By.TAG_NAME, "img"),
+        )
+        # a view per distinct bug
+        assert (
+            rows
+            and all("jgtest replay " in row.text for row in rows)
+            and len(views) == min(len(rows), MAX_VIEWS)
+        )
         images = browser.find_elements(By.TAG_NAME, "img")
-        assert len(images) >= min_images and all(browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in images)  # all decode
+        # all decode
+        assert len(images) >= min_images and all(
+            browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in images
+        )
         assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
     finally:
         browser.quit()

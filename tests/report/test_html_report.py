@@ -1,4 +1,5 @@
-"""The HTML report: sections from a run directory's files, escaping, errors, and the page in a real browser."""
+"""The HTML report: sections from a run directory's files, escaping, errors, and the page in a real
+browser."""
 
 import json
 from pathlib import Path
@@ -8,8 +9,8 @@ from matplotlib.figure import Figure
 
 from jgtest.analysis import compare_groups
 from jgtest.errors import BadFile
+from jgtest.records import BugRecord, BugRecordWriter
 from jgtest.report.html import SECTIONS, WUJI_PAPER_ORDER, render_report, write_report
-from jgtest.report.records import BugRecord, BugRecordWriter
 from tests.report.browser import check_report_in_browser
 
 
@@ -27,15 +28,38 @@ def wuji_like_run(tmp_path):
     seed_dir.mkdir(parents=True)
     means = {name: float(i) for i, name in enumerate(WUJI_PAPER_ORDER)}
     stat = lambda m: {"mean": m, "sd": 0.5, "per_seed": [m, m]}
-    summary = {"method": "wuji", "game": "BlockMaze-v0", "seeds": 2, "bugs_total": 10, "strategies": list(WUJI_PAPER_ORDER),
-               "bugs_found": {k: stat(v) for k, v in means.items()}, "state_coverage": {k: stat(10 - v) for k, v in means.items()}}  # fmt: skip
-    summary["wuji_against_each"] = {m: compare_groups({k: summary[m][k]["per_seed"] for k in WUJI_PAPER_ORDER}, against="wuji") for m in ("bugs_found", "state_coverage")}
+    summary = {
+        "method": "wuji",
+        "game": "BlockMaze-v0",
+        "seeds": 2,
+        "bugs_total": 10,
+        "strategies": list(WUJI_PAPER_ORDER),
+        "bugs_found": {k: stat(v) for k, v in means.items()},
+        "state_coverage": {k: stat(10 - v) for k, v in means.items()},
+    }
+    summary["wuji_against_each"] = {
+        m: compare_groups({k: summary[m][k]["per_seed"] for k in WUJI_PAPER_ORDER}, against="wuji")
+        for m in ("bugs_found", "state_coverage")
+    }
     (run / "summary.json").write_text(json.dumps(summary))
-    (seed_dir / "config.json").write_text(json.dumps({"strategy": "wuji", "note": "<script>alert(1)</script>"}))
+    (seed_dir / "config.json").write_text(
+        json.dumps({"strategy": "wuji", "note": "<script>alert(1)</script>"})
+    )
     (seed_dir / "summary.json").write_text(json.dumps({"bugs_found": 2, "state_coverage": 17}))
     with BugRecordWriter(seed_dir / "bugs.jsonl") as writer:
         for bug in (3, 5, 3):
-            writer.write(BugRecord(kind="logical", game="BlockMaze-v0", bug_id=bug, step=4, episode=0, seed=0, env_index=0, actions=(0, 1, 2, 3, 0)))
+            writer.write(
+                BugRecord(
+                    kind="logical",
+                    game="BlockMaze-v0",
+                    bug_id=bug,
+                    step=4,
+                    episode=0,
+                    seed=0,
+                    env_index=0,
+                    actions=(0, 1, 2, 3, 0),
+                )
+            )
     for name in ("bugs_over_time", "coverage", "population"):
         _png(run / f"{name}.png")
     return run
@@ -45,38 +69,67 @@ def test_the_report_has_every_section_filled_from_the_run(wuji_like_run):
     page = render_report(wuji_like_run)
     for section, _ in SECTIONS:
         assert f'<section id="{section}">' in page
-    assert page.count("data:image/png;base64,") == 3 + 2  # the three plots and a view of each distinct bug, inlined
-    assert page.index('<section id="broken">') < page.index('<section id="config">') and "<details open" not in page  # what is broken first, configs collapsed
+    # the three plots and a view of each distinct bug, inlined
+    assert page.count("data:image/png;base64,") == 3 + 2
+    # what is broken first, configs collapsed
+    assert (
+        page.index('<section id="broken">') < page.index('<section id="config">')
+        and "<details open" not in page
+    )
     assert "2 distinct bug(s) from 3 record(s)" in page and "<td>5 (not shrunk)</td>" in page
-    assert "src=\"http" not in page and "<script" not in page  # self-contained, no scripts
+    assert 'src="http' not in page and "<script" not in page  # self-contained, no scripts
     assert "\\u003cscript\\u003ealert(1)" in page  # config values are escaped
     # bugs by kind: 3 records of 2 distinct bugs, each with its replay command
-    assert "<td>logical</td><td class=\"num\">3</td><td class=\"num\">2</td>" in page
-    assert page.count("jgtest replay ") == 3 + 2 and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
+    assert '<td>logical</td><td class="num">3</td><td class="num">2</td>' in page
+    assert (
+        page.count("jgtest replay ") == 3 + 2
+        and f"{wuji_like_run}/wuji/seed-0/bugs.jsonl --index 2" in page
+    )
     # the comparison and the paper's ordering next to ours (the same ordering here, by construction)
-    assert "<td>ea_s+drl</td><td class=\"num\">4</td>" in page
-    # Wuji's seeds against each strategy's: Cliff's delta (Holm-corrected Mann-Whitney p), + where Wuji is higher
-    against = {r["b"]: r for r in json.loads((wuji_like_run / "summary.json").read_text())["wuji_against_each"]["bugs_found"]}
+    assert '<td>ea_s+drl</td><td class="num">4</td>' in page
+    # Wuji's seeds against each strategy's: Cliff's delta (Holm-corrected Mann-Whitney p), + where
+    # Wuji is higher
+    against = {
+        r["b"]: r
+        for r in json.loads((wuji_like_run / "summary.json").read_text())["wuji_against_each"][
+            "bugs_found"
+        ]
+    }
     assert against["ea_s+drl"]["cliffs_delta"] == 1.0 and "Wuji vs it, bugs: Cliff" in page
-    assert f"<td>+1.00 ({against['ea_s+drl']['p_holm']:.2g})</td><td>-1.00 (" in page  # bugs: Wuji above; states: below
+    # bugs: Wuji above; states: below
+    assert f"<td>+1.00 ({against['ea_s+drl']['p_holm']:.2g})</td><td>-1.00 (" in page
     ordering = " &lt; ".join(WUJI_PAPER_ORDER)
-    assert f"<td>ordering by bugs_found (lowest first)</td><td>{ordering}</td><td>{ordering}</td>" in page
-    assert f"<td>ordering by state_coverage (lowest first)</td><td>{' &lt; '.join(reversed(WUJI_PAPER_ORDER))}</td>" in page
+    assert (
+        f"<td>ordering by bugs_found (lowest first)</td><td>{ordering}</td><td>{ordering}</td>"
+        in page
+    )
+    assert (
+        "<td>ordering by state_coverage (lowest first)</td>"
+        f"<td>{' &lt; '.join(reversed(WUJI_PAPER_ORDER))}</td>" in page
+    )
     assert write_report(wuji_like_run) == wuji_like_run / "report.html"
 
 
 def test_a_missing_or_empty_run_directory_is_a_clear_error(tmp_path):
     with pytest.raises(BadFile, match="no run directory"):
         render_report(tmp_path / "nowhere")
-    with pytest.raises(BadFile, match="no finished campaign in it.*run one with `jgtest run METHOD --out"):
+    with pytest.raises(
+        BadFile, match="no finished campaign in it.*run one with `jgtest run METHOD --out"
+    ):
         render_report(tmp_path)
     (tmp_path / "config.json").write_text('{"method": "wuji", "game": "CombatArena-v0", "seed": 7}')
-    with pytest.raises(BadFile, match="continue it with `jgtest run wuji --game CombatArena-v0 --seed 7 --out .* --resume`"):
+    with pytest.raises(
+        BadFile,
+        match="continue it with `jgtest run wuji --game CombatArena-v0 --seed 7 --out .* --resume`",
+    ):
         render_report(tmp_path)  # a campaign killed before its summary
 
 
 def test_the_report_opens_in_a_browser_on_what_is_broken(wuji_like_run, tmp_path):
-    # Chromium loads the page with no console errors; it opens on the distinct bugs, each with a drawn view and its
-    # replay command; every image decodes. (The main job's page, every campaign's sections filled: tests/test_main_job.py.)
+    # Chromium loads the page with no console errors; it opens on the distinct bugs, each with a
+    # drawn view and its replay command; every image decodes. (The main job's page, every campaign's
+    # sections filled: tests/test_main_job.py.)
     empty = {"fps", "maps", "plans"}
-    check_report_in_browser(write_report(wuji_like_run), tmp_path / "report.png", empty=empty, min_images=5)
+    check_report_in_browser(
+        write_report(wuji_like_run), tmp_path / "report.png", empty=empty, min_images=5
+    )

@@ -23,7 +23,9 @@ def test_violin_plot_writes_png_with_empty_group(tmp_path):
         "random": list(rng.normal(19.4, 2.0, 3)),
         "one point": [20.0],
     }
-    out = violin_plot(groups, tmp_path / "nested" / "dir" / "violin.png", threshold_ms=18.36, title="Fig. 4-(a)")
+    out = violin_plot(
+        groups, tmp_path / "nested" / "dir" / "violin.png", threshold_ms=18.36, title="Fig. 4-(a)"
+    )
     assert out == tmp_path / "nested" / "dir" / "violin.png"
     _assert_png(out)
 
@@ -50,7 +52,9 @@ def test_position_plot_writes_png(tmp_path):
         "random": (rng.uniform(0, 40, 90), rng.uniform(-60, 60, 90)),
         "nobody": ([], []),
     }
-    out = position_plot(points, tmp_path / "sub" / "pos.png", theta=20.0, road_half_width=10.0, path_length=length)
+    out = position_plot(
+        points, tmp_path / "sub" / "pos.png", theta=20.0, road_half_width=10.0, path_length=length
+    )
     assert out == tmp_path / "sub" / "pos.png"
     _assert_png(out)
 

@@ -1,5 +1,6 @@
-"""Run by tests/scale/test_sharding.py in a process with 4 CPU devices: each batch axis (training seeds, a
-campaign's games, Wuji's population) sharded over the 4 devices, then committed to one device; prints JSON."""
+"""Run by tests/scale/test_sharding.py in a process with 4 CPU devices: each batch axis (training
+seeds, a campaign's games, Wuji's population) sharded over the 4 devices, then committed to one
+device; prints JSON."""
 
 import contextlib
 import json
@@ -20,16 +21,36 @@ from jgtest.methods import random_testing, wuji
 
 def _runs(one_device: bool) -> dict:
     """The three runs; with ``one_device`` every batch stays on device 0."""
-    patch = mock.patch.object(sharding, "batch_mesh", lambda devices=None: sharding.Mesh(np.asarray(jax.devices()[:1]), (sharding.BATCH_AXIS,)))
+    patch = mock.patch.object(
+        sharding,
+        "batch_mesh",
+        lambda devices=None: sharding.Mesh(np.asarray(jax.devices()[:1]), (sharding.BATCH_AXIS,)),
+    )
     out = Path(tempfile.mkdtemp())
     for part in ("train", "random", "wuji"):
         (out / part).mkdir()
     with patch if one_device else contextlib.nullcontext():
-        config = ppo.PPOConfig(game="CartPoleBugs-v0", num_envs=4, num_steps=8, total_timesteps=4 * 8 * 4, hidden_sizes=(8,), num_evals=2, eval_episodes=2)
+        config = ppo.PPOConfig(
+            game="CartPoleBugs-v0",
+            num_envs=4,
+            num_steps=8,
+            total_timesteps=4 * 8 * 4,
+            hidden_sizes=(8,),
+            num_evals=2,
+            eval_episodes=2,
+        )
         trained = run_training("ppo", config, out / "train", num_seeds=4)
-        campaign = random_testing.run(random_testing.RandomCampaignConfig(game="BlockMaze-v0", num_envs=8, steps_per_env=40, chunk_steps=20), out / "random")
+        campaign = random_testing.run(
+            random_testing.RandomCampaignConfig(
+                game="BlockMaze-v0", num_envs=8, steps_per_env=40, chunk_steps=20
+            ),
+            out / "random",
+        )
         tiny = WujiA2CConfig(hidden_sizes=(8, 8, 8), num_envs=4, updates_per_round=2, max_rounds=1)
-        searched = wuji.run(wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=1, a2c=tiny), out / "wuji")
+        searched = wuji.device.run_on_device(
+            wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=1, a2c=tiny),
+            out / "wuji",
+        )
     shards = {len(leaf.sharding.device_set) for leaf in jax.tree.leaves(trained["state"].params)}
     return {
         "devices_used_by_training": sorted(shards),

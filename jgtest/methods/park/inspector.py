@@ -1,62 +1,14 @@
-"""Inspector (Liu et al., CoG 2022), PPGTA's baseline, and the random agent, in ``ParkWorld-v0``.
+"""Inspector (Liu et al., CoG 2022), PPGTA's baseline (§VI-A), and the random agent, in the park.
 
-PPGTA (§I, §VI-A) compares against Inspector, a pixel-based testing agent that
-"follows visual novelty for exploration": PPO on frames with the original
-single-predictor RND novelty (:class:`jgtest.novelty.RND`, ``reward="error"``)
-and no preference term; when an object of interest comes into view it runs its
-test behaviour (here the scripted 360° walk of :mod:`jgtest.methods.park.ooi_testing`).
-The random agent plays uniform actions with the same tests; the follower, the scripted path follower
-of :mod:`jgtest.envs.park_experts` with a memory, is the park's calibration probe. The comparison of
-§V-C and §VI-A: 45 episodes of 2,000 steps each from uniform starts, pathway coverage
-(Inspector 16% after 45 episodes, Fig. 7) and OOIs tested over episodes
-(Inspector 19 after 18 episodes and 40 after 45; random 9 and 17; Fig. 8).
+Inspector "follows visual novelty for exploration" (§I): PPO on the original one-predictor RND
+novelty of its frames; an object in view starts the scripted 360° walk
+(:mod:`jgtest.methods.park.ooi_testing`). The random agent and the probes play uniform or scripted
+actions with the same tests. Details: :class:`InspectorCampaign`.
 
-One campaign: ``num_envs`` games play their episodes side by side, episode
-``e`` of game ``i`` starting from ``reset_key(episode_key(seed, i, e))``
-(uniform over the park); ``episodes / num_envs`` rounds of ``episode_steps``
-steps. Inspector learns as it goes: every ``rollout_steps`` steps one PPO
-update on the intrinsic rewards (RND error of the next frame, as the game
-draws it: PPGTA's downsizing and OD masking, §IV-C, are its own extensions;
-scaled by the error's running standard deviation; the episode's last step is a truncation, bootstrapped;
-the steps a test drove are not the explorer's, so PPO skips them, :func:`jgtest.losses.gae`'s ``valid_t``), then
-``rnd_updates`` AdamW steps of the predictor on its buffer of the last 1,024
-frames. The games share the campaign's memory of tested objects: an object one
-game tested is not triggered in another. The paper played its 45 episodes one
-after another; here ``num_envs`` play at once, and the per-episode curves count
-episodes in the order (round, game), so a game's count can benefit from a game
-beside it in the same round.
-
-PPO settings: the paper "follow[s] its [Inspector's] original configuration";
-that configuration is not in PPGTA's text, so PureJaxRL's Atari PPO values
-(:class:`jgtest.agents.ppo.PPOHyperparams`: lr 2.5e-4, γ 0.99, λ 0.95, clip
-0.2, entropy 0.01, 4 epochs × 4 minibatches) with a smaller CNN for CPU, and AdamW
-as PPGTA trains. The update count: a 45-episode campaign is 90,000 steps, all the
-data the paper's agents had; ours updates every 200 steps of its 5 games (1,000
-steps an update, as PureJaxRL's Atari PPO's 8 games × 128; 90 updates, 1,440
-minibatch steps a campaign). Twice as many updates (every 100 steps) did not help
-PPGTA: on seed 0 it covered 18.0% of the reachable pathway by episode 25, against
-33.0% with 90 (its FE frozen in both; a one-seed ablation).
-
-RND settings: the original RND's (Burda et al., 2019) as far as the CPU allows: one predictor's squared
-error to a fixed random target, both Nature-DQN-shaped CNNs with an MLP of 512 and 256 (§V-D's sizes), AdamW
-at 1e-4, and after each rollout :data:`INSPECTOR_RND_UPDATES` = 16 steps of 64 frames from the buffer of the
-last 1,024: one pass over the rollout's 1,000 frames, the original's share (it trains the predictor on 25% of
-each rollout's frames for 4 epochs). Its per-pixel observation whitening is left out: it did not help here
-(with 4 predictor steps, on campaign seeds 0 and 2, Inspector covered 6.3% and 7.4% of the reachable pathway
-with it, 11.7% and 2.9% without). In the 3-seed comparison (``benchmarks/results/ppgta_compare_45.json``)
-Inspector covers 11.0% of the reachable pathway (9.3%, 9.9%, 13.6%; paper 16%) and tests 14.0 objects by
-episode 18 (12, 12, 18; paper 19) and 34.7 by episode 45 (paper 40), ahead of random on coverage and on the
-objects after 45 episodes on every seed, level with it by episode 18 on seed 0 (12 each). With 4 predictor
-steps a rollout (before) it covered 7.3% (11.7%, 7.3%, 2.9%) and tested 9.3 and 24.3. Its novelty tells
-an unvisited place from a visited one barely better than chance on this park
-(``benchmarks/rnd_place_novelty.py``: the chance that an unvisited frame is more novel, 0.51 with 4 steps a
-rollout and 0.54 with 16, means of 3 seeds), so its PPO learns little about where to go: with 16 steps, on
-campaign seed 1, it pressed forward on 6–14% of its steps in every round, strafed left on up to 42% (round 5)
-and looked up on 31% by the last.
-
-The host loop, its files (``bugs.jsonl`` records with the episode's executed actions,
-:func:`replay_record` checks them; ``summary.json``; ``traces.png`` and ``tests.png``,
-Fig. 7 and 9) and its checkpoints are :mod:`jgtest.methods.park.campaign`'s.
+* chosen: PureJaxRL's Atari PPO, AdamW (:data:`PAPER_PPO`), as Inspector's is not in the text;
+* chosen: 5 games, an update per 200 steps of each, as PureJaxRL's Atari PPO's 8 × 128 steps;
+* chosen: 16 predictor steps a rollout (one pass over its frames), the original RND's share;
+* chosen: no per-pixel observation whitening, because it did not help here.
 """
 
 from __future__ import annotations
@@ -74,28 +26,36 @@ from jgtest.checkpoint import strongly_typed
 from jgtest.envs import park, park_experts
 from jgtest.envs.registration import make
 from jgtest.methods.park.campaign import oracle_outputs, run_campaign
-from jgtest.methods.park.ooi_testing import OOITestSettings, init_tester, ooi_step, replay_seen, replay_test
+from jgtest.methods.park.ooi_testing import (
+    OOITestSettings,
+    init_tester,
+    ooi_step,
+    replay_seen,
+    replay_test,
+)
 from jgtest.novelty import RND, RNDConfig
-from jgtest.report.records import BugRecord
+from jgtest.records import BugRecord
 from jgtest.report.replay import replayable
 from jgtest.rollout import episode_key, reset_key
 from jgtest.seeds import check_seed
 from jgtest.types import Transition
 
 AGENTS = ("inspector", "random", "follower", "walker", "demonstrator")
-#: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01 (PyTorch's
-#: default; the paper gives none); the rest PureJaxRL's Atari values (Inspector's own are not in the text).
+#: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01
+#: (PyTorch's default; the paper gives none); the rest PureJaxRL's Atari values (Inspector's own are
+#: not in the text).
 PAPER_PPO = ppo.PPOHyperparams(weight_decay=0.01)
 #: Inspector's novelty: the original RND, one predictor, its error (the policy's reward).
 INSPECTOR_RND = RNDConfig(members=1, reward="error", shared_backbone=False)
-#: Inspector's predictor steps after each rollout: one pass over the rollout's frames (1,000 frames, minibatches of
-#: 64), the original RND's share (Burda et al. train the predictor on 25% of each rollout's frames for 4 epochs);
-#: module docstring.
+#: Inspector's predictor steps after each rollout: one pass over the rollout's frames (1,000 frames,
+#: minibatches of 64), the original RND's share (Burda et al. train the predictor on 25% of each
+#: rollout's frames for 4 epochs).
 INSPECTOR_RND_UPDATES = 16
 #: Inspector's policy CNN: Nature-DQN's shape at half the filters, for CPU.
 INSPECTOR_CNN = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
-#: The walker probe's share of forward steps (the rest uniform over the 9 actions): the least a learned
-#: explorer must beat to show it has learned to walk (PPGTA's issue with Inspector, which "barely moves").
+#: The walker probe's share of forward steps (the rest uniform over the 9 actions): the least a
+#: learned explorer must beat to show it has learned to walk (PPGTA's issue with Inspector, which
+#: "barely moves").
 WALKER_FORWARD = 0.6
 #: Steps between refreshes of the follower's guide to unwalked pathway (a flood fill of the park).
 GUIDE_EVERY = 25
@@ -103,14 +63,15 @@ GUIDE_EVERY = 25
 
 @dataclasses.dataclass(frozen=True)
 class InspectorConfig:
-    """One campaign (module docstring).
+    """One campaign (:class:`InspectorCampaign`).
 
     Attributes:
-      agent: ``"inspector"``, ``"random"``, ``"walker"`` (forward :data:`WALKER_FORWARD` of the steps, else
-        uniform: a probe) or ``"follower"`` (the scripted path follower with the
-        campaign's memory of the pathway walked, its guide refreshed every :data:`GUIDE_EVERY` steps:
-        a calibration probe, :mod:`jgtest.methods.park.probes`) or ``"demonstrator"`` (the same follower
-        without a memory, with the demonstrations' noise: what PPGTA's path demonstrations show).
+      agent: ``"inspector"``, ``"random"``, ``"walker"`` (forward :data:`WALKER_FORWARD` of the
+        steps, else uniform: a probe) or ``"follower"`` (the scripted path follower with the
+        campaign's memory of the pathway walked, its guide refreshed every :data:`GUIDE_EVERY`
+        steps: a calibration probe, :mod:`jgtest.methods.park.probes`) or ``"demonstrator"`` (the
+        same follower without a memory, with the demonstrations' noise: what PPGTA's path
+        demonstrations show).
       episodes: episodes in all (the paper's 45); a multiple of ``num_envs``.
       num_envs: games played side by side.
       episode_steps: steps per episode (the paper's 2,000).
@@ -147,9 +108,14 @@ class InspectorConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.episodes % self.num_envs:
-            raise ValueError(f"episodes ({self.episodes}) must be a multiple of num_envs ({self.num_envs})")
+            raise ValueError(
+                f"episodes ({self.episodes}) must be a multiple of num_envs ({self.num_envs})"
+            )
         if self.episode_steps % self.rollout_steps:
-            raise ValueError(f"rollout_steps ({self.rollout_steps}) must divide episode_steps ({self.episode_steps})")
+            raise ValueError(
+                f"rollout_steps ({self.rollout_steps}) must divide episode_steps "
+                f"({self.episode_steps})"
+            )
 
     @property
     def rounds(self) -> int:
@@ -161,46 +127,91 @@ class InspectorConfig:
 
 
 class InspectorCampaign:
-    """The jitted pieces of a campaign (:mod:`jgtest.methods.park.campaign`): start a round, play (and learn
-    from) one rollout; with a texture ``oracle``, its evidence from each step's frames."""
+    """The jitted pieces of a campaign (:mod:`jgtest.methods.park.campaign`): start a round, play
+    (and learn from) one rollout; with a texture ``oracle``, its evidence from each step's frames.
+
+    ``num_envs`` games play side by side, episode ``e`` of game ``i`` from
+    ``reset_key(episode_key(seed, i, e))`` (uniform over the park), sharing the campaign's memory of
+    tested objects (an object one game tested is not triggered in another; the per-episode curves
+    count episodes in the order (round, game)). Inspector learns as it goes: every ``rollout_steps``
+    steps one PPO update on the intrinsic rewards (the RND error of the next frame as the game draws
+    it, over the error's running standard deviation; the episode's last step a truncation,
+    bootstrapped; a test's steps skipped, :func:`jgtest.losses.gae`'s ``valid_t``), then
+    ``rnd_updates`` predictor steps on its buffer of the last 1,024 frames.
+    """
 
     def __init__(self, config: InspectorConfig, oracle=None):
         self.config = c = config
         self.oracle = oracle
-        self.env, self.params = make("ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps)
+        self.env, self.params = make(
+            "ParkWorld-v0", **c.game_kwargs, max_steps_in_episode=c.episode_steps
+        )
         self.rnd = RND(c.rnd)
-        self.to_path = park_experts.nearest_path_heading(self.env) if c.agent in ("follower", "demonstrator") else None
-        self.ppo = None if c.agent != "inspector" else ppo.make_agent(ppo.PPOConfig(
-            game="ParkWorld-v0", game_kwargs=tuple(c.game_kwargs.items()), num_envs=c.num_envs, num_steps=c.rollout_steps,
-            total_timesteps=c.episodes * c.episode_steps, torso="cnn", cnn_layers=c.cnn_layers, cnn_dense=c.cnn_dense,
-            conv_impl="im2col", num_evals=1, track_coverage=False,
-        ))  # fmt: skip
-        self.init = jax.jit(self._init)  # compiled: eager initialisation dispatches op by op (seconds on CPU)
-        self.start_round = jax.jit(lambda carry, round_index: strongly_typed(self._start_round(carry, round_index)))  # typed as a restored round
+        self.to_path = (
+            park_experts.nearest_path_heading(self.env)
+            if c.agent in ("follower", "demonstrator")
+            else None
+        )
+        self.ppo = (
+            None
+            if c.agent != "inspector"
+            else ppo.make_agent(
+                ppo.PPOConfig(
+                    game="ParkWorld-v0",
+                    game_kwargs=tuple(c.game_kwargs.items()),
+                    num_envs=c.num_envs,
+                    num_steps=c.rollout_steps,
+                    total_timesteps=c.episodes * c.episode_steps,
+                    torso="cnn",
+                    cnn_layers=c.cnn_layers,
+                    cnn_dense=c.cnn_dense,
+                    conv_impl="im2col",
+                    num_evals=1,
+                    track_coverage=False,
+                )
+            )
+        )
+        self.init = jax.jit(
+            self._init
+        )  # compiled: eager initialisation dispatches op by op (seconds on CPU)
+        self.start_round = jax.jit(
+            lambda carry, round_index: strongly_typed(self._start_round(carry, round_index))
+        )  # typed as a restored round
         self.rollout = jax.jit(self._rollout)
 
     def _init(self, key) -> dict:
-        testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(jnp.arange(self.config.num_envs))
+        testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(
+            jnp.arange(self.config.num_envs)
+        )
         if self.config.agent == "follower":
             return {"testers": testers, "memory": park_experts.new_memory(self.env)}
         if self.ppo is None:
             return {"testers": testers}
         k_ppo, k_rnd = jax.random.split(key)
         frame = jnp.zeros((1, *self.env.observation_space(self.params).shape), jnp.uint8)
-        learner = self.ppo.init_learner(k_ppo, frame, self.config.hparams).replace(obs=None)  # the rounds keep the frames
+        learner = self.ppo.init_learner(k_ppo, frame, self.config.hparams).replace(
+            obs=None
+        )  # the rounds keep the frames
         return {"ppo": learner, "rnd": self.rnd.init(k_rnd), "testers": testers}
 
     def _start_round(self, carry: dict, round_index) -> dict:
         slots = jnp.arange(self.config.num_envs)
         keys = jax.vmap(lambda i: reset_key(episode_key(self.config.seed, i, round_index)))(slots)
         frames, states = jax.vmap(self.env.reset_env, in_axes=(0, None))(keys, self.params)
-        testers = carry["testers"].replace(mode=jnp.zeros_like(carry["testers"].mode), target=jnp.full_like(carry["testers"].target, -1))
+        testers = carry["testers"].replace(
+            mode=jnp.zeros_like(carry["testers"].mode),
+            target=jnp.full_like(carry["testers"].target, -1),
+        )
         return {**carry, "frames": frames, "states": states, "testers": testers, "t": jnp.int32(0)}
 
     def _rollout(self, carry: dict, key) -> tuple[dict, dict]:
         c, env, params = self.config, self.env, self.params
         learns = self.ppo is not None
-        step_all = jax.vmap(lambda tester, state, action, k: ooi_step(env, c.tests, params, tester, state, action, k))
+        step_all = jax.vmap(
+            lambda tester, state, action, k: ooi_step(
+                env, c.tests, params, tester, state, action, k
+            )
+        )
 
         def body(loop, k):
             frames, states, testers, t, memory = loop
@@ -210,24 +221,47 @@ class InspectorCampaign:
                 action, log_prob, value = self.ppo.act(carry["ppo"].params, frames, k_act)
             elif self.to_path is not None:
                 epsilon = park_experts.DEMONSTRATION_EPSILON if c.agent == "demonstrator" else 0.0
-                follow = lambda state, kk: park_experts.path_action(env, params, state, kk, self.to_path, epsilon=epsilon, memory=memory)
+                follow = lambda state, kk: park_experts.path_action(
+                    env, params, state, kk, self.to_path, epsilon=epsilon, memory=memory
+                )
                 action = jax.vmap(follow)(states, jax.random.split(k_act, c.num_envs))
             else:
                 action = jax.random.randint(k_act, (c.num_envs,), 0, env.num_actions)
                 if c.agent == "walker":
-                    forward = jax.random.uniform(jax.random.fold_in(k_act, 1), (c.num_envs,)) < WALKER_FORWARD
+                    forward = (
+                        jax.random.uniform(jax.random.fold_in(k_act, 1), (c.num_envs,))
+                        < WALKER_FORWARD
+                    )
                     action = jnp.where(forward, park.FORWARD, action)
-            testers, next_frames, states, info, executed, event = step_all(testers, states, action, jax.random.split(k_step, c.num_envs))
-            testers = testers.replace(tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape))  # shared memory
+            testers, next_frames, states, info, executed, event = step_all(
+                testers, states, action, jax.random.split(k_step, c.num_envs)
+            )
+            testers = testers.replace(
+                tested=jnp.broadcast_to(testers.tested.any(axis=0), testers.tested.shape)
+            )  # shared memory
             if memory is not None:
                 memory = park_experts.remember(memory, info["telemetry"].position)  # shared too
             last = t + 1 == c.episode_steps
             out = {
-                "transition": Transition(frames, action, jnp.zeros(c.num_envs), jnp.zeros(c.num_envs, bool),
-                                         jnp.full(c.num_envs, last), next_frames, value, log_prob),  # fmt: skip
-                "position": info["telemetry"].position, "executed": executed, **event,
-                **(oracle_outputs(self.oracle, next_frames, event) if self.oracle is not None else {}),
-            }  # fmt: skip
+                "transition": Transition(
+                    frames,
+                    action,
+                    jnp.zeros(c.num_envs),
+                    jnp.zeros(c.num_envs, bool),
+                    jnp.full(c.num_envs, last),
+                    next_frames,
+                    value,
+                    log_prob,
+                ),
+                "position": info["telemetry"].position,
+                "executed": executed,
+                **event,
+                **(
+                    oracle_outputs(self.oracle, next_frames, event)
+                    if self.oracle is not None
+                    else {}
+                ),
+            }
             return (next_frames, states, testers, t + 1, memory), out
 
         def chunk(loop, keys):  # the follower's guide is refreshed before each chunk of steps
@@ -237,7 +271,11 @@ class InspectorCampaign:
             return jax.lax.scan(body, (*loop[:-1], memory), keys)
 
         k_run, k_ppo, k_rnd = jax.random.split(key, 3)
-        every = GUIDE_EVERY if c.agent == "follower" and c.rollout_steps % GUIDE_EVERY == 0 else c.rollout_steps
+        every = (
+            GUIDE_EVERY
+            if c.agent == "follower" and c.rollout_steps % GUIDE_EVERY == 0
+            else c.rollout_steps
+        )
         loop = (carry["frames"], carry["states"], carry["testers"], carry["t"], carry.get("memory"))
         keys = jax.random.split(k_run, c.rollout_steps).reshape(c.rollout_steps // every, every)
         (frames, states, testers, t, memory), out = jax.lax.scan(chunk, loop, keys)
@@ -246,32 +284,61 @@ class InspectorCampaign:
             carry = {**carry, "memory": memory}
         traj = out.pop("transition")
         if learns:
-            # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are PPGTA's extensions (§IV-C)
+            # Inspector's RND sees the frames as they are (64x64); downsizing and OD masking are
+            # PPGTA's extensions (§IV-C)
             inputs = self.rnd.preprocess(traj.next_obs)  # [T, N, 64, 64, 3]
             intrinsic = self.rnd.reward(carry["rnd"], inputs)
-            learner, _ = self.ppo.update(carry["ppo"], traj.replace(reward=intrinsic), k_ppo, c.hparams, valid=~out["testing"])
+            learner, _ = self.ppo.update(
+                carry["ppo"],
+                traj.replace(reward=intrinsic),
+                k_ppo,
+                c.hparams,
+                valid=~out["testing"],
+            )
             rnd_state = self.rnd.observe(carry["rnd"], inputs)
-            rnd_state, _ = jax.lax.scan(lambda s, k: self.rnd.update(s, k), rnd_state, jax.random.split(k_rnd, c.rnd_updates))
+            rnd_state, _ = jax.lax.scan(
+                lambda s, k: self.rnd.update(s, k),
+                rnd_state,
+                jax.random.split(k_rnd, c.rnd_updates),
+            )
             carry = {**carry, "ppo": learner, "rnd": rnd_state}
         carry = {**carry, "frames": frames, "states": states, "testers": testers, "t": t}
         return carry, out
 
 
-def run(config: InspectorConfig, out_dir: str | Path, on_episode: Callable[[int, int, int], None] | None = None,
-        resume: bool = False, oracle=None) -> dict:  # fmt: skip
-    """Runs a campaign in ``out_dir`` (files: :mod:`jgtest.methods.park.campaign`); ``on_episode(done,
-    episodes, tested)`` after each round; ``resume`` from its last checkpoint; ``oracle`` a texture oracle
-    judging the tests' frames (:mod:`jgtest.oracles.texture`)."""
-    return run_campaign(InspectorCampaign(config, oracle), config.agent, out_dir, oracle, on_episode, resume)
+def run(
+    config: InspectorConfig,
+    out_dir: str | Path,
+    on_episode: Callable[[int, int, int], None] | None = None,
+    resume: bool = False,
+    oracle=None,
+) -> dict:
+    """Runs a campaign in ``out_dir`` (files: :mod:`jgtest.methods.park.campaign`);
+    ``on_episode(done, episodes, tested)`` after each round; ``resume`` from its last checkpoint;
+    ``oracle`` a texture oracle judging the tests' frames (:mod:`jgtest.oracles.texture`)."""
+    return run_campaign(
+        InspectorCampaign(config, oracle), config.agent, out_dir, oracle, on_episode, resume
+    )
 
 
 def replay_record(record: BugRecord) -> bool:
-    """Re-runs a texture record's executed actions from its episode's start on the bare game and checks
-    the test again: a completed 360° walk around its object (:func:`ooi_testing.replay_test`) for a
-    record of a completed scripted walk; for one a texture oracle flagged (its test's frames judged),
-    the same trace up to the test's frames showing the object (:func:`ooi_testing.replay_seen`)."""
+    """Re-runs a texture record's executed actions from its episode's start on the bare game and
+    checks the test again: a completed 360° walk around its object (:func:`ooi_testing.replay_test`)
+    for a record of a completed scripted walk; for one a texture oracle flagged (its test's frames
+    judged), the same trace up to the test's frames showing the object
+    (:func:`ooi_testing.replay_seen`)."""
     env, params = replayable(record)
-    _, state = env.reset(reset_key(episode_key(record.seed, record.env_index, record.episode)), params)  # gymnax's reset: jitted
+    _, state = env.reset(
+        reset_key(episode_key(record.seed, record.env_index, record.episode)), params
+    )  # gymnax's reset: jitted
     if "texture oracle" in record.detail:
-        return replay_seen(env, params, state, np.asarray(record.actions), record.bug_id, record.position, OOITestSettings())
+        return replay_seen(
+            env,
+            params,
+            state,
+            np.asarray(record.actions),
+            record.bug_id,
+            record.position,
+            OOITestSettings(),
+        )
     return replay_test(env, params, state, np.asarray(record.actions), record.bug_id)

@@ -1,26 +1,11 @@
-"""The 360° object test on a real level, steered by the labels buffer (PPGTA §V-B; Inspector's investigation).
+"""The 360° object test on a real level, steered by the labels buffer (PPGTA §V-B).
 
-On the park the scripted walk is steered by the object's position (:mod:`jgtest.methods.park.ooi_testing`);
-a real level gives no object positions but the labels buffer: every thing in view with its id and
-its box on the screen (:mod:`envs_bridge.vizdoom`). The walk here reads only that and the player's
-angle, as a tester looking at the screen would:
+A level gives no object positions, only each thing's box on the screen and the player's angle:
+:class:`LabelWalk` reads those, as a tester at the screen would.
 
-* **trigger**: while exploring, a thing of interest not tested yet whose box covers at least
-  ``trigger_pixels`` pixels (close enough to walk around; transient effects such as blood and
-  bullet puffs are not things of interest, :data:`NOT_OBJECTS`) starts its test;
-* **walk**: keep the thing's box centred (turn toward it when its centre is more than an eighth of
-  the screen off), come closer while its box is lower than ``near_height`` pixels, then strafe
-  sideways: strafing moves the thing off centre, turning brings it back, and the player circles it;
-* **outcome**: success once the player's angle has swept a full turn (circling a thing while
-  facing it turns the player through 360°); failure when ``test_budget`` steps pass first or the
-  thing stays out of view for ``lost_steps`` steps (behind a wall, or a monster that moved off) or
-  the player strafes that many steps without turning (held by a wall: it cannot circle the thing).
-  Either way the thing counts as tested and is not triggered again.
-
-Our choices where the papers are silent for a real level: the trigger of 400 pixels (a thing
-about 20 × 20 on the 160 × 120 screen, a few metres away), the near height of 40 pixels, the budget
-of 150 steps (a full circle at Doom's turning and strafing speeds takes 60–100 steps) and 15 lost
-steps.
+* chosen: trigger at 400 pixels, a thing about 20 × 20 of the 160 × 120 screen, a few metres off;
+* chosen: close in to a box 40 pixels high; give up after 15 steps out of view;
+* chosen: a budget of 150 steps, above a full circle's length at Doom's speeds.
 """
 
 from __future__ import annotations
@@ -30,7 +15,9 @@ import dataclasses
 import numpy as np
 
 #: Labels that are not things a tester walks around: transient effects of the game.
-NOT_OBJECTS = frozenset({"Blood", "BulletPuff", "TeleportFog", "ItemFog", "DoomUnusedStates", "RocketSmokeTrail"})
+NOT_OBJECTS = frozenset(
+    {"Blood", "BulletPuff", "TeleportFog", "ItemFog", "DoomUnusedStates", "RocketSmokeTrail"}
+)
 #: The buttons the walk presses (a level's, :data:`envs_bridge.vizdoom.LEVEL_BUTTONS`).
 WALK_BUTTONS = ("MOVE_FORWARD", "TURN_LEFT", "TURN_RIGHT", "MOVE_LEFT")
 EXPLORING, TESTING = 0, 1
@@ -38,7 +25,10 @@ EXPLORING, TESTING = 0, 1
 
 @dataclasses.dataclass(frozen=True)
 class LabelWalkSettings:
-    """When a test starts, how the walk steers, and when it ends (module docstring)."""
+    """When a test starts, how the walk steers, and when it ends (:class:`LabelWalk`):
+    ``trigger_pixels`` of a thing's box to start, ``near_height`` pixels of box height to stop
+    closing in, ``test_budget`` steps at most, ``lost_steps`` steps out of view (or strafing without
+    turning) before giving up."""
 
     trigger_pixels: int = 400
     near_height: int = 40
@@ -52,7 +42,20 @@ class LabelWalkSettings:
 
 
 class LabelWalk:
-    """The tests of ``num_envs`` games (module docstring), sharing the campaign's memory of things tested.
+    """The tests of ``num_envs`` games, sharing the campaign's memory of things tested.
+
+    * **trigger**: while exploring, a thing of interest not tested yet whose box covers at least
+      ``trigger_pixels`` pixels (transient effects such as blood and bullet puffs are not things of
+      interest, :data:`NOT_OBJECTS`) starts its test;
+    * **walk**: keep the thing's box centred (turn toward it when its centre is more than an eighth
+      of the screen off), come closer while its box is lower than ``near_height`` pixels, then
+      strafe: strafing moves the thing off centre, turning brings it back, and the player circles
+      it;
+    * **outcome**: success once the player's angle has swept a full turn (circling a thing while
+      facing it turns the player through 360°); failure when ``test_budget`` steps pass first, or
+      the thing stays out of view for ``lost_steps`` steps (behind a wall, or a monster that moved
+      off), or the player strafes that many steps without turning (held by a wall). Either way the
+      thing counts as tested and is not triggered again.
 
     Args:
       action_names: the game's buttons, one an action; the walk needs :data:`WALK_BUTTONS`.
@@ -63,12 +66,24 @@ class LabelWalk:
       ValueError: a game without the buttons the walk presses.
     """
 
-    def __init__(self, num_envs: int, action_names: tuple[str, ...], screen_width: int, settings: LabelWalkSettings = LabelWalkSettings()):
+    def __init__(
+        self,
+        num_envs: int,
+        action_names: tuple[str, ...],
+        screen_width: int,
+        settings: LabelWalkSettings = LabelWalkSettings(),
+    ):
         missing = [b for b in WALK_BUTTONS if b not in action_names]
         if missing:
-            raise ValueError(f"the 360° walk presses {', '.join(WALK_BUTTONS)}; this game has no {', '.join(missing)} (a full level, "
-                             "vizdoom:WAD/MAP, has them; a Gymnasium game names its actions with --game-arg action_names=A,B,…)")  # fmt: skip
-        self.forward, self.left, self.right, self.strafe = (action_names.index(b) for b in WALK_BUTTONS)
+            raise ValueError(
+                f"the 360° walk presses {', '.join(WALK_BUTTONS)}; this game has no "
+                f"{', '.join(missing)} (a full level, "
+                "vizdoom:WAD/MAP, has them; a Gymnasium game names its actions with --game-arg "
+                "action_names=A,B,…)"
+            )
+        self.forward, self.left, self.right, self.strafe = (
+            action_names.index(b) for b in WALK_BUTTONS
+        )
         self.width, self.settings = int(screen_width), settings
         self.mode = np.zeros(num_envs, np.int32)
         self.target = np.full(num_envs, -1, np.int64)
@@ -78,17 +93,21 @@ class LabelWalk:
         self.last_angle = np.zeros(num_envs, np.float64)
         self.turn_side = np.zeros(num_envs, np.int32)  # the side the target was last seen on
         self.strafing = np.zeros(num_envs, bool)  # the walk's last action strafed
-        self.stalled = np.zeros(num_envs, np.int32)  # strafing steps in a row that turned the player less than a degree
+        self.stalled = np.zeros(
+            num_envs, np.int32
+        )  # strafing steps in a row that turned the player less than a degree
         #: Each thing tested: its id → ``(name, succeeded)``.
         self.outcomes: dict[int, tuple[str, bool]] = {}
 
     def testing(self) -> np.ndarray:
         return self.mode == TESTING
 
-    def actions(self, chosen: np.ndarray, objects: list[list[tuple]], angle: np.ndarray) -> np.ndarray:
+    def actions(
+        self, chosen: np.ndarray, objects: list[list[tuple]], angle: np.ndarray
+    ) -> np.ndarray:
         """The actions to play: the explorer's ``chosen`` ones, the walk's where a test runs (the
-        frame's ``objects``, per game ``(name, id, x, y, width, height)``, and the player's ``angle``
-        are what the last step showed); starts the tests this frame triggers first."""
+        frame's ``objects``, per game ``(name, id, x, y, width, height)``, and the player's
+        ``angle`` are what the last step showed); starts the tests this frame triggers first."""
         out = np.asarray(chosen).copy()
         for i, seen in enumerate(objects):
             if self.mode[i] == EXPLORING:
@@ -97,7 +116,9 @@ class LabelWalk:
                 out[i] = self._walk(i, seen)
         return out
 
-    def observe(self, objects: list[list[tuple]], angle: np.ndarray, autoreset: np.ndarray) -> list[tuple[int, int, bool]]:
+    def observe(
+        self, objects: list[list[tuple]], angle: np.ndarray, autoreset: np.ndarray
+    ) -> list[tuple[int, int, bool]]:
         """Advances the running tests after a step: ``[(game, thing id, succeeded)]`` for the tests
         that ended. An episode that ended mid-test ends its test as failed."""
         ended = []
@@ -114,17 +135,32 @@ class LabelWalk:
             self.stalled[i] = self.stalled[i] + 1 if self.strafing[i] and abs(delta) < 1.0 else 0
             if abs(self.swept[i]) >= 360.0:
                 ended.append(self._end(i, True))
-            elif self.steps[i] >= self.settings.test_budget or max(self.lost[i], self.stalled[i]) >= self.settings.lost_steps:
+            elif (
+                self.steps[i] >= self.settings.test_budget
+                or max(self.lost[i], self.stalled[i]) >= self.settings.lost_steps
+            ):
                 ended.append(self._end(i, False))
         return ended
 
     def _trigger(self, i: int, seen: list[tuple], angle: float) -> None:
-        candidates = [(w * h, oid, name) for name, oid, _, _, w, h in seen
-                      if name not in NOT_OBJECTS and oid not in self.outcomes and w * h >= self.settings.trigger_pixels
-                      and oid not in self.target[self.mode == TESTING]]  # fmt: skip
+        candidates = [
+            (w * h, oid, name)
+            for name, oid, _, _, w, h in seen
+            if name not in NOT_OBJECTS
+            and oid not in self.outcomes
+            and w * h >= self.settings.trigger_pixels
+            and oid not in self.target[self.mode == TESTING]
+        ]
         if candidates:
             _, oid, name = max(candidates)
-            self.mode[i], self.target[i], self.steps[i], self.lost[i], self.stalled[i], self.swept[i] = TESTING, oid, 0, 0, 0, 0.0
+            (
+                self.mode[i],
+                self.target[i],
+                self.steps[i],
+                self.lost[i],
+                self.stalled[i],
+                self.swept[i],
+            ) = TESTING, oid, 0, 0, 0, 0.0
             self.last_angle[i] = angle
             self.outcomes[oid] = (name, False)  # pending: claimed, so no other game triggers it
 

@@ -1,23 +1,9 @@
-"""The park's calibration probes: the random agent and the scripted path follower against PPGTA's numbers.
+"""The park's calibration probes: scripted and random players held to PPGTA's figures (§V-C, §VI-A).
 
-``ParkWorld-v0``'s free parameters (movement per step, turning, the pathway network's
-density, the test trigger and budget; :mod:`jgtest.envs.park`) were chosen with two probe
-policies before any learned agent was compared on the park (PPGTA §V-C, §VI-A):
-
-* **random** (uniform over the 9 actions, the scripted 360° test when an object shows
-  enough pixels): the paper's random agent tested 9 objects after 18 episodes and 17 after 45;
-* **follower** (:func:`jgtest.envs.park_experts.path_action` with the campaign's memory of
-  the pathway walked, the same tests): the behaviour PPGTA imitates must be able to do what
-  PPGTA did, 80% of the pathway covered and 192 objects tested by episode 18;
-* **walker** (forward 60% of the steps, else uniform, the same tests): no paper figure and
-  no target, the bar a learned explorer passes once it has learned to walk rather than
-  wander (:data:`jgtest.methods.park.inspector.WALKER_FORWARD`);
-* **demonstrator** (the follower without a memory, with the demonstrations' noise): no target,
-  what PPGTA's path demonstrations show, so the most its imitation policy starts from.
-
-All four play :mod:`jgtest.methods.park.inspector`'s campaign (45 episodes of 2,000 steps, 5
-games a round, shared memory of tested objects) from the same starts as the learned agents.
-:func:`probe_table` runs them over seeds; ``benchmarks/park_probes.py`` writes the table.
+``ParkWorld-v0``'s free parameters (:mod:`jgtest.envs.park`) were set with probes playing
+:mod:`jgtest.methods.park.inspector`'s campaign: random (held to the paper's random agent,
+:data:`TARGETS`), the path follower (to PPGTA's), the walker (the bar of a learned explorer that
+walks) and the demonstrator (what PPGTA's demonstrations show). :func:`probe_table` runs them.
 """
 
 from __future__ import annotations
@@ -36,8 +22,14 @@ TARGETS = {
     "walker": {},
     "demonstrator": {},
 }
-#: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 0 to 13 by episode 18).
-SEEDS = {"random": tuple(range(10)), "follower": (0, 1, 2), "walker": (0, 1, 2), "demonstrator": (0, 1, 2)}
+#: The seeds each probe's mean is taken over (the random agent's count varies with its starts: 0 to
+#: 13 by episode 18).
+SEEDS = {
+    "random": tuple(range(10)),
+    "follower": (0, 1, 2),
+    "walker": (0, 1, 2),
+    "demonstrator": (0, 1, 2),
+}
 
 
 def probe_run(agent: str, seed: int, episodes: int = 45, out_dir: str | Path | None = None) -> dict:
@@ -46,14 +38,24 @@ def probe_run(agent: str, seed: int, episodes: int = 45, out_dir: str | Path | N
     config = inspector.InspectorConfig(agent=agent, episodes=episodes, seed=seed)
     with tempfile.TemporaryDirectory() as scratch:
         summary = inspector.run(config, out_dir or scratch)
-    tested, reachable = summary["curves"]["ooi_tested"], summary["curves"]["pathway_coverage_of_reachable"]
+    tested, reachable = (
+        summary["curves"]["ooi_tested"],
+        summary["curves"]["pathway_coverage_of_reachable"],
+    )
     at = lambda curve, n: curve[min(n, episodes) - 1]
     return {
-        "seed": seed, "episodes": episodes, "ooi_tested_18": int(at(tested, 18)), "ooi_tested_45": int(at(tested, 45)),
-        "pathway_coverage_45": float(summary["pathway_coverage"]), "pathway_coverage_of_reachable_18": float(at(reachable, 18)),
-        "pathway_coverage_of_reachable_45": float(at(reachable, 45)), "ooi_success": summary["ooi_success"],
-        "ooi_unreachable": summary["ooi_unreachable"], "steps_on_pathway": summary["steps_on_pathway"], "wall_s": summary["wall_s"],
-    }  # fmt: skip
+        "seed": seed,
+        "episodes": episodes,
+        "ooi_tested_18": int(at(tested, 18)),
+        "ooi_tested_45": int(at(tested, 45)),
+        "pathway_coverage_45": float(summary["pathway_coverage"]),
+        "pathway_coverage_of_reachable_18": float(at(reachable, 18)),
+        "pathway_coverage_of_reachable_45": float(at(reachable, 45)),
+        "ooi_success": summary["ooi_success"],
+        "ooi_unreachable": summary["ooi_unreachable"],
+        "steps_on_pathway": summary["steps_on_pathway"],
+        "wall_s": summary["wall_s"],
+    }
 
 
 def probe_table(seeds: dict[str, tuple[int, ...]] = SEEDS, episodes: int = 45, log=print) -> dict:
@@ -64,8 +66,17 @@ def probe_table(seeds: dict[str, tuple[int, ...]] = SEEDS, episodes: int = 45, l
         for seed in agent_seeds:
             runs.append(probe_run(agent, seed, episodes))
             log(f"{agent} seed {seed}: {runs[-1]}")
-        mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0] if k not in ("seed", "episodes")}
-        out[agent] = {"runs": runs, "mean": mean, "targets": TARGETS[agent], "holds": holds(agent, mean)}
+        mean = {
+            k: float(np.mean([r[k] for r in runs]))
+            for k in runs[0]
+            if k not in ("seed", "episodes")
+        }
+        out[agent] = {
+            "runs": runs,
+            "mean": mean,
+            "targets": TARGETS[agent],
+            "holds": holds(agent, mean),
+        }
     return out
 
 
@@ -78,5 +89,6 @@ def holds(agent: str, mean: dict) -> dict[str, bool]:
         return {k: abs(mean[k] - centre) <= tolerance for k, (centre, tolerance) in t.items()}
     return {
         "ooi_tested_18_at_least": mean["ooi_tested_18"] >= t["ooi_tested_18_at_least"],
-        "pathway_coverage_of_reachable_45_at_least": mean["pathway_coverage_of_reachable_45"] >= t["pathway_coverage_of_reachable_45_at_least"],
-    }  # fmt: skip
+        "pathway_coverage_of_reachable_45_at_least": mean["pathway_coverage_of_reachable_45"]
+        >= t["pathway_coverage_of_reachable_45_at_least"],
+    }

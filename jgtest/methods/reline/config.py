@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from jgtest.errors import BadInput
+from jgtest.losses.cem import ELITE_PERCENTILE
 from jgtest.seeds import check_seed
 
 GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
@@ -33,12 +34,14 @@ def is_bridged(game: str) -> bool:
 
 
 def calibrates(game: str) -> bool:
-    """Whether RELINE's campaign on ``game`` calibrates ``t`` and finds low-FPS points (the karts and the levels)."""
+    """Whether RELINE's campaign on ``game`` calibrates ``t`` and finds low-FPS points (the karts
+    and the levels)."""
     return game in KART_GAMES or uses_generic_terms(game)
 
 
 AGENTS = ("reline", "rl-baseline", "random")
-#: CEM's elite rule (CartPole): the replication package's percentile cut, or the paper's rank (:class:`RelineConfig`).
+#: CEM's elite rule (CartPole): the replication package's percentile cut, or the paper's rank
+#: (:class:`RelineConfig`).
 ELITES = ("percentile", "rank")
 #: How the trained models play their evaluation episodes: still learning (the package), or frozen.
 EVALUATIONS = ("training", "frozen")
@@ -59,20 +62,29 @@ PAPER_TABLE1 = {
         "random": {1: (24, 23, 5), 2: (17, 16, 3), 3: (1, 1, 1), 4: (1, 1, 1)},
     },
 }
-PAPER_TABLE1["ale:MsPacman"] = PAPER_TABLE1["PacMaze-v0"]  # the paper's MsPacman row, twin and real game
+PAPER_TABLE1["ale:MsPacman"] = PAPER_TABLE1[
+    "PacMaze-v0"
+]  # the paper's MsPacman row, twin and real game
 #: The paper's kart figures: the calibration and the replay check (§4.1.3); low-FPS points,
 #: their mean visits per 1,000 episodes and median confidence, render-time medians, Cliff's
 #: delta (Table 2) and shared points (§4.2, Fig. 4).
 PAPER_KART = {
-    "threshold_ms": 18.36, "baseline_render_times": 48_825, "threshold_episodes": 300, "warmup_episodes": 100,
+    "threshold_ms": 18.36,
+    "baseline_render_times": 48_825,
+    "threshold_episodes": 300,
+    "warmup_episodes": 100,
     "points": {"reline": 173, "rl-baseline": 33, "random": 90},
     "confidence_median": {"reline": 0.99, "rl-baseline": 0.94, "random": 0.76},
     "visits_per_point": {"reline": 89, "rl-baseline": 210, "random": 829},
-    "cliffs_delta": {"reline vs rl-baseline": 0.34, "reline vs random": 0.36, "rl-baseline vs random": 0.16},
+    "cliffs_delta": {
+        "reline vs rl-baseline": 0.34,
+        "reline vs random": 0.36,
+        "rl-baseline vs random": 0.16,
+    },
     "overlap": {"reline&rl-baseline": 14, "reline&random": 11, "rl-baseline&random": 10},
     "median_ms_at_points": {"reline": 24.54, "rl-baseline": 21.69, "random": 19.39},
     "replay": {"replays": 300, "rho_min": 0.77, "rho_median": 0.91},
-}  # fmt: skip
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +127,9 @@ class RelineConfig:
         the batch's ``elite_percentile``-th percentile of returns, about the best
         30%, ties included. ``"rank"``, the paper's sentence (§3.1.2: "selects
         the m = 11 (70%) episodes having the highest score"): exactly 11 of 16.
-      elite_percentile: the percentile cut of ``elites="percentile"``, in (0, 100).
+      elite_percentile: the percentile of the batch's returns an episode must reach to be an
+        elite under ``elites="percentile"``, in (0, 100)
+        (:data:`jgtest.losses.cem.ELITE_PERCENTILE`).
       evaluation: how the trained models play their ``eval_episodes``.
         ``"training"`` (default), the package's evaluation scripts
         (``CartPole/CartPole_RELINE_1k_episodes.py``, line 7: "Play 1000 episodes
@@ -152,45 +166,84 @@ class RelineConfig:
     actors: int = 0
     ray_address: str | None = None
     elites: str = "percentile"
-    elite_percentile: float = 70.0
+    elite_percentile: float = ELITE_PERCENTILE
     evaluation: str = "training"
 
     def __post_init__(self):
         check_seed(self.seed)
         if self.elites not in ELITES:
-            raise BadInput(f"RelineConfig.elites must be one of {', '.join(ELITES)}, got {self.elites!r}")
-        if not (isinstance(self.elite_percentile, (int, float)) and 0 < self.elite_percentile < 100):
-            raise BadInput(f"RelineConfig.elite_percentile must be in (0, 100), got {self.elite_percentile!r}")
+            raise BadInput(
+                f"RelineConfig.elites must be one of {', '.join(ELITES)}, got {self.elites!r}"
+            )
+        if not (
+            isinstance(self.elite_percentile, (int, float)) and 0 < self.elite_percentile < 100
+        ):
+            raise BadInput(
+                f"RelineConfig.elite_percentile must be in (0, 100), got {self.elite_percentile!r}"
+            )
         if self.evaluation not in EVALUATIONS:
-            raise BadInput(f"RelineConfig.evaluation must be one of {', '.join(EVALUATIONS)}, got {self.evaluation!r}")
-        if self.evaluation == "frozen" and (self.game in TRAINING_ONLY_GAMES or uses_generic_terms(self.game)):
-            raise BadInput(f"{self.game}'s campaign evaluates while it trains (§4.1.3): evaluation='frozen' is not available there")
+            raise BadInput(
+                f"RelineConfig.evaluation must be one of {', '.join(EVALUATIONS)}, got "
+                f"{self.evaluation!r}"
+            )
+        if self.evaluation == "frozen" and (
+            self.game in TRAINING_ONLY_GAMES or uses_generic_terms(self.game)
+        ):
+            raise BadInput(
+                f"{self.game}'s campaign evaluates while it trains (§4.1.3): evaluation='frozen' "
+                "is not available there"
+            )
         if self.game not in GAMES + HOST_GAMES and not uses_generic_terms(self.game):
-            raise ValueError(f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} and {', '.join(p + '…' for p in GENERIC_PREFIXES)}; got game {self.game!r}")
+            raise ValueError(
+                f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} and "
+                f"{', '.join(p + '…' for p in GENERIC_PREFIXES)}; got game {self.game!r}"
+            )
         if self.actors < 0 or (self.actors and self.game in GAMES):
-            raise ValueError(f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on {self.game}")
+            raise ValueError(
+                f"RelineConfig.actors is for bridged games, a count >= 0; got {self.actors} on "
+                f"{self.game}"
+            )
         if self.ray_address is not None and not self.actors:
-            raise ValueError(f"RelineConfig.ray_address joins a Ray cluster for a game farm: set actors too (got {self.actors})")
+            raise ValueError(
+                "RelineConfig.ray_address joins a Ray cluster for a game farm: set actors too "
+                f"(got {self.actors})"
+            )
         if self.actors and calibrates(self.game):
             raise ValueError(
-                f"{self.game}'s campaign runs its game in this process (actors=0): RELINE's reward and the calibration's stuck rule read the game's own info, which a game farm does not carry"
+                f"{self.game}'s campaign runs its game in this process (actors=0): RELINE's "
+                "reward and the calibration's stuck rule read the game's own info, which a game "
+                "farm does not carry"
             )
-        if self.models is None:  # the paper's (10 models, 1 on the kart and the levels); a quick real game: 1
+        if (
+            self.models is None
+        ):  # the paper's (10 models, 1 on the kart and the levels); a quick real game: 1
             quick_real = self.quick and is_bridged(self.game)
             object.__setattr__(self, "models", 1 if calibrates(self.game) or quick_real else 10)
         unknown = [a for a in self.agents if a not in AGENTS]
         if unknown or not self.agents:
-            raise ValueError(f"unknown RELINE agent(s) {unknown or list(self.agents)}; choose from {', '.join(AGENTS)}")
+            raise ValueError(
+                f"unknown RELINE agent(s) {unknown or list(self.agents)}; choose from "
+                f"{', '.join(AGENTS)}"
+            )
         for name in ("models", "eval_episodes", "threshold_episodes", "warmup_episodes"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"RelineConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"RelineConfig.{name} must be a positive integer, got {getattr(self, name)!r}"
+                )
         if self.replays < 2:
-            raise ValueError(f"RelineConfig.replays must be at least 2 (pairwise correlations), got {self.replays}")
+            raise ValueError(
+                "RelineConfig.replays must be at least 2 (pairwise correlations), got "
+                f"{self.replays}"
+            )
         for name in ("theta", "progress_cap"):
             if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
-                raise ValueError(f"RelineConfig.{name} must be a non-negative number, got {getattr(self, name)}")
+                raise ValueError(
+                    f"RelineConfig.{name} must be a non-negative number, got {getattr(self, name)}"
+                )
         if self.train_load_scale <= 0:
-            raise ValueError(f"RelineConfig.train_load_scale must be positive, got {self.train_load_scale}")
+            raise ValueError(
+                f"RelineConfig.train_load_scale must be positive, got {self.train_load_scale}"
+            )
         if self.train_steps is not None and self.train_steps < 1:
             raise ValueError(f"RelineConfig.train_steps must be positive, got {self.train_steps}")
         if self.game in HOST_GAMES and self.game in KART_GAMES:
@@ -199,11 +252,16 @@ class RelineConfig:
             fixed = {name: getattr(KartParams, name) for name in ("theta", "progress_cap")}
             if any(getattr(self, name) != value for name, value in fixed.items()):
                 raise ValueError(
-                    f"{self.game}'s bridge pays rl-baseline r_g with θ = {fixed['theta']} and M = {fixed['progress_cap']} "
-                    f"(KartTrack's); RELINE must use the same, got theta={self.theta}, progress_cap={self.progress_cap}"
+                    f"{self.game}'s bridge pays rl-baseline r_g with θ = {fixed['theta']} and M = "
+                    f"{fixed['progress_cap']} "
+                    f"(KartTrack's); RELINE must use the same, got theta={self.theta}, "
+                    f"progress_cap={self.progress_cap}"
                 )
         if calibrates(self.game) and "reline" in self.agents and "rl-baseline" not in self.agents:
-            raise ValueError(f"RELINE on {self.game} needs rl-baseline: its threshold comes from the trained rl-baseline (§4.1.3)")
+            raise ValueError(
+                f"RELINE on {self.game} needs rl-baseline: its threshold comes from the trained "
+                "rl-baseline (§4.1.3)"
+            )
 
 
 #: PacMaze as RELINE plays it: one pixel a maze cell (:mod:`jgtest.methods.reline.learners`).
@@ -219,9 +277,13 @@ def game_options(config: RelineConfig, **params) -> dict[str, Any]:
 
 
 def protocol(config: RelineConfig) -> dict:
-    """The protocol a run followed, as its ``summary.json`` and ``table1.json`` name it: CEM's elite rule
-    (on CartPole) and whether the models learned through their evaluation episodes."""
-    elites = {"elites": config.elites, "elite_percentile": config.elite_percentile} if config.game == "CartPoleBugs-v0" else {}
+    """The protocol a run followed, as its ``summary.json`` and ``table1.json`` name it: CEM's elite
+    rule (on CartPole) and whether the models learned through their evaluation episodes."""
+    elites = (
+        {"elites": config.elites, "elite_percentile": config.elite_percentile}
+        if config.game == "CartPoleBugs-v0"
+        else {}
+    )
     return {**elites, "evaluation": config.evaluation}
 
 

@@ -18,7 +18,8 @@ from jgtest.nets.heads import NATURE_CNN
 
 @dataclasses.dataclass(frozen=True)
 class Learner:
-    """A learning agent's algorithm on a game: config, hyperparameters, how it sees the game and acts."""
+    """A learning agent's algorithm on a game: config, hyperparameters, how it sees the game and
+    acts."""
 
     module: Any  # jgtest.agents.cem or jgtest.agents.dqn
     config: Any
@@ -53,10 +54,17 @@ DQN_STEPS = {"PacMaze-v0": (300_000, 120_000), "KartTrack-v0": (400_000, 150_000
 #: over the 21×21×4 frames, computed as patches × kernel (a training step costs ~1.8 ms a model
 #: on 2 CPU cores, 3 models vmapped, where XLA's convolution cost ~12; an MLP over the frames,
 #: as cheap, did not learn the gates).
-PACMAZE_NETWORK = dict(torso="cnn", cnn_layers=((16, 3, 2), (32, 3, 2)), cnn_dense=128, cnn_padding="SAME", conv_impl="im2col")
+PACMAZE_NETWORK = dict(
+    torso="cnn",
+    cnn_layers=((16, 3, 2), (32, 3, 2)),
+    cnn_dense=128,
+    cnn_padding="SAME",
+    conv_impl="im2col",
+)
 
 
-#: The paper's elite size on CartPole (§3.1.2: "the m = 11 (70%) episodes having the highest score" of n = 16).
+#: The paper's elite size on CartPole (§3.1.2: "the m = 11 (70%) episodes having the highest score"
+#: of n = 16).
 PAPER_ELITE_EPISODES = 11
 
 
@@ -71,38 +79,75 @@ def learner(config: RelineConfig) -> Learner:
     fields = {f.name for f in dataclasses.fields(learn.config)}
     unknown = sorted(set(dict(config.learner_overrides)) - fields)
     if unknown:
-        raise ValueError(f"learner_overrides: {type(learn.config).__name__} has no field(s) {', '.join(unknown)}")
-    return dataclasses.replace(learn, config=dataclasses.replace(learn.config, **dict(config.learner_overrides)))
+        raise ValueError(
+            f"learner_overrides: {type(learn.config).__name__} has no field(s) {', '.join(unknown)}"
+        )
+    return dataclasses.replace(
+        learn, config=dataclasses.replace(learn.config, **dict(config.learner_overrides))
+    )
 
 
 def _paper_learner(config: RelineConfig) -> Learner:
     if is_bridged(config.game):
         dqn_config, hparams = bridged_dqn(config)
-        return Learner(dqn, dqn_config, hparams, lambda env: env, epsilon_greedy(float(hparams.epsilon_end)))
-    if config.game == "CartPoleBugs-v0":  # the elite rule: RelineConfig.elites (package: percentile 70; paper: m = 11)
+        return Learner(
+            dqn, dqn_config, hparams, lambda env: env, epsilon_greedy(float(hparams.epsilon_end))
+        )
+    if (
+        config.game == "CartPoleBugs-v0"
+    ):  # the elite rule: RelineConfig.elites (package: percentile 70; paper: m = 11)
         elite_episodes = PAPER_ELITE_EPISODES if config.elites == "rank" else None
-        # PyTorch's initialization, under both protocols: the paper is silent, and the package's network
-        # (CartPole_RELINE_train.py and CartPole_RL-baseline_train.py, lines 26–36: nn.Linear → ReLU →
-        # nn.Linear) starts from nn.Linear's default, biases included; flax's zero biases and LeCun normal
-        # weights left rl-baseline finding both bugs in 58 of 1,000 episodes (paper: 5), PyTorch's in 9.
-        cem_config = cem.CEMConfig(game=config.game, elite_episodes=elite_episodes, num_evals=10, eval_episodes=4, torch_init=True)
-        return Learner(cem, cem_config, cem.CEMHyperparams(percentile=config.elite_percentile), lambda env: env, sampled_policy)
+        # PyTorch's initialization, under both protocols: the paper is silent, and the package's
+        # network (CartPole_RELINE_train.py and CartPole_RL-baseline_train.py, lines 26–36:
+        # nn.Linear → ReLU → nn.Linear) starts from nn.Linear's default, biases included; flax's
+        # zero biases and LeCun normal weights left rl-baseline finding both bugs in 58 of 1,000
+        # episodes (paper: 5), PyTorch's in 9.
+        cem_config = cem.CEMConfig(
+            game=config.game,
+            elite_episodes=elite_episodes,
+            num_evals=10,
+            eval_episodes=4,
+            torch_init=True,
+        )
+        return Learner(
+            cem,
+            cem_config,
+            cem.CEMHyperparams(percentile=config.elite_percentile),
+            lambda env: env,
+            sampled_policy,
+        )
     full, quick = DQN_STEPS[config.game]
     steps = config.train_steps or (quick if config.quick else full)
     # Lapan anneals ε over 100k steps; a budget under 200k steps anneals over its first half.
     hparams = dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
-    if config.evaluation == "training":  # the package's ε (Ms. Pac-Man's and the kart's), over at most half the budget
-        hparams = PACKAGE_ALE_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(PACKAGE_ALE_HYPERPARAMS.epsilon_anneal_steps, steps // 2)))
+    if (
+        config.evaluation == "training"
+    ):  # the package's ε (Ms. Pac-Man's and the kart's), over at most half the budget
+        hparams = PACKAGE_ALE_HYPERPARAMS.replace(
+            epsilon_anneal_steps=float(
+                min(PACKAGE_ALE_HYPERPARAMS.epsilon_anneal_steps, steps // 2)
+            )
+        )
     if config.game == "PacMaze-v0":
         dqn_config = dqn.lapan_config(
-            config.game, game_kwargs=PACMAZE_OPTIONS, total_timesteps=steps, num_evals=10, eval_episodes=2,
-            track_coverage=False, **PACMAZE_NETWORK,
-        )  # fmt: skip
+            config.game,
+            game_kwargs=PACMAZE_OPTIONS,
+            total_timesteps=steps,
+            num_evals=10,
+            eval_episodes=2,
+            track_coverage=False,
+            **PACMAZE_NETWORK,
+        )
         wrap = lambda env: FrameStack(GrayscaleResize(env), 4)
     else:
         dqn_config = dqn.lapan_config(
-            config.game, hidden_sizes=(128, 128), total_timesteps=steps, num_evals=10, eval_episodes=2, track_coverage=False
-        )  # fmt: skip
+            config.game,
+            hidden_sizes=(128, 128),
+            total_timesteps=steps,
+            num_evals=10,
+            eval_episodes=2,
+            track_coverage=False,
+        )
         wrap = lambda env: FrameStack(env, 4)
     return Learner(dqn, dqn_config, hparams, wrap, epsilon_greedy(float(hparams.epsilon_end)))
 
@@ -115,16 +160,20 @@ TRAIN_GAMES = 4
 TRAIN_INTERVAL = 4
 #: Mnih et al.'s (2013) network: 16 8×8 stride-4 and 32 4×4 stride-2 filters, 256 units (--quick).
 NIPS_CNN = dict(cnn_layers=((16, 8, 4), (32, 4, 2)), cnn_dense=256)
-#: SuperTuxKart (:mod:`jgtest.methods.reline.stk`) and the levels (:mod:`jgtest.methods.reline.level`): (the
-#: paper's 2,300 training episodes, §4.1.3, at ≈ 163 steps each, the lap our trained kart twin drives, --quick).
+#: SuperTuxKart (:mod:`jgtest.methods.reline.stk`) and the levels
+#: (:mod:`jgtest.methods.reline.level`): (the paper's 2,300 training episodes, §4.1.3, at ≈ 163
+#: steps each, the lap our trained kart twin drives, --quick).
 STK_STEPS = (375_000, 1_500)
 
 #: The replication package's Ms. Pac-Man DQN (``rlgameauthors/rlgameauthors``,
 #: ``MsPacman/msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``, lines 33–42): γ 0.99, batch 32,
-#: replay 10,000 filled before learning starts, learning rate 1e-4, target synced every 1,000 frames,
-#: ε from 1.0 to 0.01 over 150,000 frames (a frame there is one wrapped step of 4 emulator frames),
-#: and one gradient step a step of its one game (the training loop, lines 289–344; the step, 339–344).
-PACKAGE_ALE_HYPERPARAMS = dqn.LAPAN_HYPERPARAMS.replace(epsilon_end=0.01, epsilon_anneal_steps=150_000.0)
+#: replay 10,000 filled before learning starts, learning rate 1e-4, target synced every 1,000
+#: frames, ε from 1.0 to 0.01 over 150,000 frames (a frame there is one wrapped step of 4 emulator
+#: frames), and one gradient step a step of its one game (the training loop, lines 289–344; the
+#: step, 339–344).
+PACKAGE_ALE_HYPERPARAMS = dqn.LAPAN_HYPERPARAMS.replace(
+    epsilon_end=0.01, epsilon_anneal_steps=150_000.0
+)
 #: Episodes each learning agent trains on Ms. Pac-Man in the package (``MAX_ITERATIONS``, line 31 of
 #: each script: 1,000 for RELINE, 2,000 for rl-baseline); Table 1 counts the last 1,000 of them
 #: (``lines[-1000:]`` of the bug log, line 349), scaled here with ``eval_episodes``.
@@ -137,7 +186,8 @@ QUICK_COUNTED_EPISODES = 30
 PACKAGE_MAX_STEPS = 5_000_000
 
 
-#: Steps before the package's DQN learns (``REPLAY_START_SIZE``), and the models of a full table (§3.1.4).
+#: Steps before the package's DQN learns (``REPLAY_START_SIZE``), and the models of a full table
+#: (§3.1.4).
 PACKAGE_LEARNING_STARTS, TABLE_MODELS = 10_000, 10
 
 
@@ -149,22 +199,33 @@ def package_table_cost(agent: str, steps_per_episode: float, seconds_per_update:
     updates = max(0.0, PACKAGE_TRAIN_EPISODES[agent] * steps_per_episode - PACKAGE_LEARNING_STARTS)
     hours = updates * seconds_per_update / 3600
     return {
-        "steps_per_episode": round(steps_per_episode, 1), "seconds_per_update": round(seconds_per_update, 5),
-        "updates_per_model": round(updates), "hours_per_model": round(hours, 2), "hours_10_models": round(TABLE_MODELS * hours, 1),
-    }  # fmt: skip
+        "steps_per_episode": round(steps_per_episode, 1),
+        "seconds_per_update": round(seconds_per_update, 5),
+        "updates_per_model": round(updates),
+        "hours_per_model": round(hours, 2),
+        "hours_10_models": round(TABLE_MODELS * hours, 1),
+    }
 
 
 def package_train_episodes(config: RelineConfig, agent: str) -> int:
-    """Training episodes of ``agent``'s models under the package's protocol on Ms. Pac-Man: the package's
-    ``MAX_ITERATIONS`` scaled by the episodes Table 1 counts (:func:`counted_episodes`) over 1,000."""
+    """Training episodes of ``agent``'s models under the package's protocol on Ms. Pac-Man: the
+    package's ``MAX_ITERATIONS`` scaled by the episodes Table 1 counts (:func:`counted_episodes`)
+    over 1,000."""
     return PACKAGE_TRAIN_EPISODES[agent] * counted_episodes(config) // 1000
 
 
 def counted_episodes(config: RelineConfig) -> int:
-    """The episodes Table 1 counts per model: ``eval_episodes``, or :data:`QUICK_COUNTED_EPISODES` on a
-    ``--quick`` Ms. Pac-Man run under the package's protocol that left ``eval_episodes`` at its default."""
-    package_quick = config.quick and config.game == "ale:MsPacman" and config.evaluation == "training"
-    return QUICK_COUNTED_EPISODES if package_quick and config.eval_episodes == 1000 else config.eval_episodes
+    """The episodes Table 1 counts per model: ``eval_episodes``, or :data:`QUICK_COUNTED_EPISODES`
+    on a ``--quick`` Ms. Pac-Man run under the package's protocol that left ``eval_episodes`` at its
+    default."""
+    package_quick = (
+        config.quick and config.game == "ale:MsPacman" and config.evaluation == "training"
+    )
+    return (
+        QUICK_COUNTED_EPISODES
+        if package_quick and config.eval_episodes == 1000
+        else config.eval_episodes
+    )
 
 
 def bridged_dqn(config: RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams]:
@@ -178,14 +239,22 @@ def bridged_dqn(config: RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams
     training (:func:`package_train_episodes`; ``train_steps`` caps the steps). Under the paper's
     text (``evaluation="frozen"``) it steps :data:`TRAIN_GAMES` games a learner step with a
     gradient step every :data:`TRAIN_INTERVAL` environment steps, and ``--quick`` uses
-    :data:`NIPS_CNN` (module docstring of :mod:`jgtest.methods.reline.host`); :func:`learner`
+    :data:`NIPS_CNN` (``docs/methods/reline.md``, Ms. Pac-Man); :func:`learner`
     applies ``learner_overrides``."""
-    in_process = calibrates(config.game)  # the real kart and the levels: one game in this process, the kart's budget
+    in_process = calibrates(
+        config.game
+    )  # the real kart and the levels: one game in this process, the kart's budget
     if config.game == "ale:MsPacman" and config.evaluation == "training":  # the package's settings
         dqn_config = dqn.lapan_config(
-            config.game, total_timesteps=config.train_steps or PACKAGE_MAX_STEPS, torso="cnn", conv_impl="im2col",
-            track_coverage=False, num_evals=1, num_envs=max(1, config.actors), cnn_layers=NATURE_CNN,
-        )  # fmt: skip
+            config.game,
+            total_timesteps=config.train_steps or PACKAGE_MAX_STEPS,
+            torso="cnn",
+            conv_impl="im2col",
+            track_coverage=False,
+            num_evals=1,
+            num_envs=max(1, config.actors),
+            cnn_layers=NATURE_CNN,
+        )
         return dqn_config, PACKAGE_ALE_HYPERPARAMS
     full, quick = STK_STEPS if in_process else ALE_STEPS
     steps = config.train_steps or (quick if config.quick else full)
@@ -195,10 +264,19 @@ def bridged_dqn(config: RelineConfig) -> tuple[dqn.DQNConfig, dqn.DQNHyperparams
         games = {"num_envs": config.actors or TRAIN_GAMES, "train_interval": TRAIN_INTERVAL}
     network = NIPS_CNN if config.quick and not in_process else {"cnn_layers": NATURE_CNN}
     dqn_config = dqn.lapan_config(
-        config.game, total_timesteps=steps, torso="cnn", conv_impl="im2col", track_coverage=False,
-        learning_starts=min(10_000, steps // 2), num_evals=1, **games, **network,
-    )  # fmt: skip
-    return dqn_config, dqn.LAPAN_HYPERPARAMS.replace(epsilon_anneal_steps=float(min(100_000, steps // 2)))
+        config.game,
+        total_timesteps=steps,
+        torso="cnn",
+        conv_impl="im2col",
+        track_coverage=False,
+        learning_starts=min(10_000, steps // 2),
+        num_evals=1,
+        **games,
+        **network,
+    )
+    return dqn_config, dqn.LAPAN_HYPERPARAMS.replace(
+        epsilon_anneal_steps=float(min(100_000, steps // 2))
+    )
 
 
 def random_policy(num_actions: int):

@@ -1,49 +1,13 @@
-"""RELINE on a real level: ViZDoom's scenarios and the Freedoom WADs' maps, and any Gymnasium game with a
-position (Tufano et al., 2022, §3, §4).
+"""RELINE on a real level (ViZDoom, Freedoom's maps) or a Gymnasium game with a position (§2, §4).
 
-The kart campaign's phases (:mod:`jgtest.methods.reline.real_game`: rl-baseline, the calibration
-of ``t``, RELINE, the evaluation under training load, low-FPS points and the replay check) on a
-level of the real Doom engine (:mod:`envs_bridge.vizdoom`, each step's render time measured around
-the engine's step), with a level's terms (:class:`LevelTerms`). The paper load-tested one racing
-game and says how to carry RELINE to another (§2): the game reward follows "what the goal of the
-game is" and "which information the game provides about the successful behavior of the player",
-and the performance reward needs "minor changes ... (i.e., tuning of the thresholds)". Our choices
-for a level, where the paper is silent:
+:func:`run_level`: the phases of :mod:`jgtest.methods.reline.real_game` with a level's terms
+(:class:`LevelTerms`; :class:`PositionTerms` on a Gymnasium game). The paper says how to carry
+RELINE to another game (§2); where it is silent:
 
-* **r_g**: the engine's reward (none on a WAD's map; a scenario's own) plus 1 for each coverage
-  cell entered for the first time in the episode. A level's goal is to get through it; the
-  engine reports no progress along a level as the kart's ``path_done``, and first visits are the
-  progress a player makes through the map (the kart's ``r_g`` pays distance along the lap).
-* **r_p**: 10 when the step's render time exceeds ``t``, the kart's value (§4.1.2) without its
-  ``|centering| ≤ θ`` condition: that condition keeps the kart on the road, and a level's every
-  walkable place is one a player goes.
-* **the finish bonus**: ``10 · Σ r_p`` when the level's exit is reached (``info["level_finished"]``),
-  as the kart's on the finish line.
-* **the calibration's cut** (footnote 2, "we stopped an episode if the agent got stuck"): each
-  episode ends before the bridge's stuck oracle first fires (:mod:`envs_bridge.vizdoom`: Wuji's,
-  over the position).
-* **the replay check**: rl-baseline's evaluation episode that reached the exit, else its longest,
-  replayed from its seed and actions (the engine is deterministic given both); its sections are
-  the cells the episode passed through, in the order it first entered them.
-* **the DQN**: the kart's (Lapan's settings, the Nature CNN, the kart's budgets), on 4 stacked
-  grayscale frames of 60 × 80, half the engine's 120 × 160 in each direction (:data:`PIPELINE`;
-  the kart's network reads 96 × 128).
-* **episodes**: 90 s of game time, the paper's kart episode (§4.1.3): 788 steps at the bridge's
-  4 tics a step of Doom's 35 a second (:data:`EPISODE_STEPS`); ``--quick`` plays 225, the quick
-  kart's episode length, unless ``max_steps_in_episode`` is given as a game option.
-* **the screen**: 640 × 480 (:data:`RESOLUTION`, unless ``resolution`` is given), what a player
-  sees; the agents read it downscaled.
-
-On a Gymnasium game (``gym:ENV_ID`` with a telemetry function that gives the position,
-:mod:`envs_bridge.gym`) the same terms apply (:class:`PositionTerms`): its cells are the telemetry's
-(or the frame hash's), its game reward its own; it has no stuck oracle, so the calibration keeps
-every step, no exit, and no map: a point's place is the mean position of its cell's visits.
-
-A low-FPS point on a level is a cell (64 map units square by default) where the render time exceeded ``t``
-in more than half its visits; ``low_fps.json`` gives its centre in map units, and
-``low_fps_points.png`` draws the points, coloured by confidence, over the level's bird's-eye map
-(:func:`jgtest.report.level_maps.level_map`). Each point is a ``low_fps`` bug record whose seed
-and actions replay it (``jgtest replay``).
+* chosen: ``r_g`` = the engine's reward + 1 a cell first entered, because that is progress.
+* chosen: ``r_p`` = 10 a frame over ``t`` anywhere, because a player goes everywhere walkable.
+* chosen: the finish bonus at the level's exit; the calibration cut at the stuck oracle.
+* chosen: episodes of 90 s of game time, the kart's (§4.1.3), on a player's 640 × 480 screen.
 """
 
 from __future__ import annotations
@@ -60,21 +24,22 @@ from jgtest.rewards import SLOW_FRAME_REWARD
 
 #: 4 stacked grayscale frames of 60 × 80 (height, width): half the engine's screen each way.
 PIPELINE = ObservationPipeline(size=(60, 80), num_frames=4)
-#: Steps of an episode: 90 s of game time (the paper's kart episode, §4.1.3) at 35 tics a second, 4 a step;
-#: ``--quick``: the quick kart's 225.
+#: Steps of an episode: 90 s of game time (the paper's kart episode, §4.1.3) at 35 tics a second, 4
+#: a step; ``--quick``: the quick kart's 225.
 EPISODE_STEPS = {"full": 788, "quick": 225}
 #: The screen the load test renders: a player's 640 × 480, where drawing is most of a step's time
-#: (on MAP01, a median step of 5.6 ms there against 0.9 ms at the agents' 160 × 120, where the game's
-#: logic is, and every place costs about the same).
+#: (at the agents' 160 × 120 the game's logic is, and every place costs about the same).
 RESOLUTION = "640x480"
 #: What a first visit to a cell pays in ``r_g``.
 NEW_CELL_REWARD = 1.0
 
 
 class LevelRelineReward(real_game.HostRelineReward):
-    """RELINE's reward on a level (module docstring): ``r_g`` = the engine's reward +
-    :data:`NEW_CELL_REWARD` a cell first entered in the episode, ``r_p`` = 10 a frame over ``t``,
-    finished on reaching the exit."""
+    """RELINE's reward on a level: ``r_g`` = the engine's reward + :data:`NEW_CELL_REWARD` a cell
+    first entered in the episode (the engine reports no progress along a level, and first visits
+    are the progress a player makes through the map), ``r_p`` = 10 a frame over ``t`` (the kart's
+    value, §4.1.2, without its ``|centering| ≤ θ`` condition: a level's every walkable place is one
+    a player goes), finished on reaching the exit (``info["level_finished"]``)."""
 
     def __init__(self, num_envs: int, num_cells: int, threshold_ms: float):
         super().__init__(num_envs, threshold_ms)
@@ -135,29 +100,50 @@ class PositionTerms(real_game.GameTerms):
         return int(np.argmax(out["valid"].sum(axis=1))), False
 
     def sections(self, values):
-        order = list(dict.fromkeys(int(c) for c in values[0]))  # the cells in the order the first replay entered them
+        order = list(
+            dict.fromkeys(int(c) for c in values[0])
+        )  # the cells in the order the first replay entered them
         index = {c: i for i, c in enumerate(order)}
         section = np.vectorize(lambda c: index.get(int(c), -1))(values)
-        return section, np.arange(len(order), dtype=float), "area (the episode's cells, in the order it entered them)"
+        return (
+            section,
+            np.arange(len(order), dtype=float),
+            "area (the episode's cells, in the order it entered them)",
+        )
 
     def plot_points(self, points, path: Path, outs) -> Path:
-        found = {a: (np.array([(p["x"], p["y"]) for p in ps]).reshape(-1, 2), np.array([p["confidence"] for p in ps])) for a, ps in points.items()}
+        found = {
+            a: (
+                np.array([(p["x"], p["y"]) for p in ps]).reshape(-1, 2),
+                np.array([p["confidence"] for p in ps]),
+            )
+            for a, ps in points.items()
+        }
         traces = {a: out["telemetry"].position[out["valid"]] for a, out in outs.items()}
-        return level_map(getattr(self.game, "walls", ()), path, points=found, traces=traces,
-                         title=f"{self.config.game}: low-FPS points over the evaluation's traces")  # fmt: skip
+        return level_map(
+            getattr(self.game, "walls", ()),
+            path,
+            points=found,
+            traces=traces,
+            title=f"{self.config.game}: low-FPS points over the evaluation's traces",
+        )
 
 
 class LevelTerms(PositionTerms):
-    """What RELINE reads of a level (module docstring); the game is a :class:`envs_bridge.vizdoom.VizDoomEnv`:
-    a point's place is its cell's centre on the level's map, and the replay check prefers an episode
-    that reached the exit."""
+    """What RELINE reads of a level; the game is a :class:`envs_bridge.vizdoom.VizDoomEnv`: a
+    point's place is its cell's centre on the level's map, and the replay check prefers an episode
+    that reached the exit (the engine is deterministic given its seed and actions); its sections are
+    the cells the episode passed through, in the order it first entered them."""
 
     info_keys = ("level_finished",)
 
     def coordinates(self, cells):
         rows, cols = np.divmod(np.asarray(cells), self.game.map_shape[1])
         size = self.game.cell_size
-        return {"x": self.game.bounds[0] + (cols + 0.5) * size, "y": self.game.bounds[1] + (rows + 0.5) * size}
+        return {
+            "x": self.game.bounds[0] + (cols + 0.5) * size,
+            "y": self.game.bounds[1] + (rows + 0.5) * size,
+        }
 
     def describe(self, where):
         return f"x {where['x']:.0f}, y {where['y']:.0f} (the {self.game.cell_size}-unit cell there)"
@@ -168,21 +154,35 @@ class LevelTerms(PositionTerms):
 
     def extra(self):
         game = self.game
-        return {"level": {"bounds": [float(b) for b in game.bounds], "cell_size": game.cell_size, "map_shape": list(game.map_shape),
-                          "walkable_cells": int(game.walkable.sum())}}  # fmt: skip
+        return {
+            "level": {
+                "bounds": [float(b) for b in game.bounds],
+                "cell_size": game.cell_size,
+                "map_shape": list(game.map_shape),
+                "walkable_cells": int(game.walkable.sum()),
+            }
+        }
 
 
 def episode_options(config: RelineConfig) -> dict:
-    """A level's episode length (:data:`EPISODE_STEPS`) and :data:`RESOLUTION`, unless the run gives its own."""
+    """A level's episode length (:data:`EPISODE_STEPS`) and :data:`RESOLUTION`, unless the run gives
+    its own."""
     if not config.game.startswith("vizdoom:"):
         return {}
     given = dict(config.game_kwargs)
-    options = {"max_steps_in_episode": EPISODE_STEPS["quick" if config.quick else "full"], "resolution": RESOLUTION}
+    options = {
+        "max_steps_in_episode": EPISODE_STEPS["quick" if config.quick else "full"],
+        "resolution": RESOLUTION,
+    }
     return {k: v for k, v in options.items() if k not in given}
 
 
-def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
-    """Runs the campaign (:func:`jgtest.methods.reline.real_game.run` with :class:`LevelTerms` on a level,
-    :class:`PositionTerms` on a Gymnasium game)."""
+def run_level(
+    config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False
+) -> dict:
+    """Runs the campaign (:func:`jgtest.methods.reline.real_game.run_real_game` with
+    :class:`LevelTerms` on a level, :class:`PositionTerms` on a Gymnasium game)."""
     terms = LevelTerms if config.game.startswith("vizdoom:") else PositionTerms
-    return real_game.run(config, terms, out_dir, progress, resume, game_options=episode_options(config))
+    return real_game.run_real_game(
+        config, terms, out_dir, progress, resume, game_options=episode_options(config)
+    )

@@ -1,32 +1,11 @@
 """RELINE on the real SuperTuxKart (pystk2 through the host loop; Tufano et al., 2022, §4).
 
-The kart experiment of :mod:`jgtest.methods.reline.device` (on the twin) on the real game, one
-race in this process (:mod:`envs_bridge.supertuxkart`, real render times measured around the four
-frames of a step), through the phases of :mod:`jgtest.methods.reline.real_game` with the kart's
-terms (:class:`KartTerms`):
+:func:`run_supertuxkart`: the phases of :mod:`jgtest.methods.reline.real_game` on one race in
+this process (:mod:`envs_bridge.supertuxkart`) with the kart's terms (:class:`KartTerms`): the
+reward of §4.1.2, the calibration cut where the kart got stuck (§4.1.3, footnote 2), the replay
+check by :data:`SECTIONS` stretches of the lap.
 
-* **the DQN** of :func:`jgtest.methods.reline.learners.bridged_dqn` (Lapan's settings, the Nature
-  CNN) on 4 stacked grayscale frames at the game's render size, 96 × 128 (:data:`PIPELINE`; the
-  paper fed 4 × 200 × 150, §4.1.1);
-* **the reward** (§4.1.2, :class:`KartRelineReward`): ``r_g`` the bridge's progress along the
-  lap (``-1`` beyond ``θ`` of the centre line), ``r_p = 10`` a frame over ``t`` within ``θ``, and
-  ``10 · Σ r_p`` when the lap is done;
-* **the calibration's cut** where the kart got stuck (footnote 2,
-  :func:`jgtest.oracles.kart_stuck.until_stuck`);
-* **the replay check** replays an rl-baseline evaluation episode that completed the lap (else its
-  longest), its sections :data:`SECTIONS` stretches of ``path_done``; the race is deterministic,
-  so a restart with the same seed and actions drives the same lap.
-
-Budget: the paper trained each agent 2,300 episodes (§4.1.3), ≈ 375k steps at
-the ≈ 163 steps a lap of the trained twin takes (:data:`~jgtest.methods.reline.learners.STK_STEPS`);
-one gradient step of this network costs ≈ 0.1 s on 2 CPU cores, so a model at
-that budget is ≈ 10 hours there (the paper: 3 hours for rl-baseline, 30 for
-RELINE, on a GPU). ``--quick`` trains 1,500 steps a model and caps the episode
-counts at :data:`~jgtest.methods.reline.real_game.QUICK_EPISODES`: a campaign of minutes that
-runs every phase, not a reproduction.
-
-The cells are the bridge's: 200 buckets of ``path_done`` along the lap × 24 of
-``centering`` over ``±1.5 θ``; a point's coordinates are its cell's centre.
+* chosen: frames at the bridge's render size, 96 × 128 (:data:`PIPELINE`; the paper: 200 × 150).
 """
 
 from __future__ import annotations
@@ -49,7 +28,8 @@ SECTIONS = 20
 
 
 class KartRelineReward(real_game.HostRelineReward):
-    """RELINE's kart reward over a host game's steps (§4.1.2), as ``RelineReward(env, "kart")`` on device.
+    """RELINE's kart reward over a host game's steps (§4.1.2), as ``RelineReward(env, "kart")`` on
+    device.
 
     ``r_g`` = :func:`jgtest.rewards.kart_progress_reward` and ``r_p`` =
     :func:`jgtest.rewards.kart_performance_reward` (10 when the step's render time exceeds
@@ -62,8 +42,16 @@ class KartRelineReward(real_game.HostRelineReward):
 
     def terms(self, game_reward, terminated, info):
         centering = info["centering"]
-        r_g = kart_progress_reward(centering, info["delta_path_done"], self.theta, self.progress_cap)
-        return r_g, kart_performance_reward(centering, info["telemetry"].frame_time_ms, self.threshold_ms, self.theta), terminated
+        r_g = kart_progress_reward(
+            centering, info["delta_path_done"], self.theta, self.progress_cap
+        )
+        return (
+            r_g,
+            kart_performance_reward(
+                centering, info["telemetry"].frame_time_ms, self.threshold_ms, self.theta
+            ),
+            terminated,
+        )
 
 
 def cell_centres(game, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +63,13 @@ def cell_centres(game, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class KartTerms(real_game.GameTerms):
-    """What RELINE reads of the real kart's race (module docstring)."""
+    """What RELINE reads of the real kart's race: the reward of §4.1.2 (:class:`KartRelineReward`),
+    the calibration cut where the kart got stuck (:func:`jgtest.oracles.kart_stuck.until_stuck`),
+    and the replay check on an rl-baseline evaluation episode that completed the lap (else its
+    longest) by :data:`SECTIONS` stretches of ``path_done``: the race is deterministic, so a
+    restart with the same seed and actions drives the same lap. The cells are the bridge's: 200
+    buckets of ``path_done`` along the lap × 24 of ``centering`` over ``±1.5 θ``; a point's
+    coordinates are its cell's centre (:func:`cell_centres`)."""
 
     pipeline = PIPELINE
     info_keys = ("delta_path_done", "path_done")
@@ -88,7 +82,9 @@ class KartTerms(real_game.GameTerms):
             game.reset(config.seed * 100_000 + 50_000)
 
     def reward(self, threshold_ms):
-        return KartRelineReward(self.game.num_envs, threshold_ms, self.config.theta, self.config.progress_cap)
+        return KartRelineReward(
+            self.game.num_envs, threshold_ms, self.config.theta, self.config.progress_cap
+        )
 
     def calibration_steps(self, out):
         return until_stuck(out["delta_path_done"], out["valid"])
@@ -101,18 +97,31 @@ class KartTerms(real_game.GameTerms):
         return f"path_done {where['path_done']:.0f} m, centering {where['centering']:+.1f}"
 
     def replay_episode(self, out):
-        laps = np.flatnonzero(out["valid"].sum(axis=1) < self.game.max_steps_in_episode)  # ended before the cap: the lap is done
-        return (int(laps[0]), True) if laps.size else (int(np.argmax(out["valid"].sum(axis=1))), False)
+        laps = np.flatnonzero(
+            out["valid"].sum(axis=1) < self.game.max_steps_in_episode
+        )  # ended before the cap: the lap is done
+        return (
+            (int(laps[0]), True) if laps.size else (int(np.argmax(out["valid"].sum(axis=1))), False)
+        )
 
     def sections(self, values):
         edges = np.linspace(0.0, self.game.track_length, SECTIONS + 1)
-        section = np.clip(np.searchsorted(edges, np.mod(values, self.game.track_length), side="right") - 1, 0, SECTIONS - 1)
+        section = np.clip(
+            np.searchsorted(edges, np.mod(values, self.game.track_length), side="right") - 1,
+            0,
+            SECTIONS - 1,
+        )
         return section, edges[:-1], "section start (path_done, m)"
 
     def plot_points(self, points, path: Path, outs) -> Path:
-        return track_points_plot(self.config.theta, self.game.road_half_width, self.game.track_length)(points, path)
+        return track_points_plot(
+            self.config.theta, self.game.road_half_width, self.game.track_length
+        )(points, path)
 
 
-def run(config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False) -> dict:
-    """Runs the campaign (:func:`jgtest.methods.reline.real_game.run` with :class:`KartTerms`)."""
-    return real_game.run(config, KartTerms, out_dir, progress, resume)
+def run_supertuxkart(
+    config: RelineConfig, out_dir: str | Path, progress=None, resume: bool = False
+) -> dict:
+    """Runs the campaign (:func:`jgtest.methods.reline.real_game.run_real_game` with
+    :class:`KartTerms`)."""
+    return real_game.run_real_game(config, KartTerms, out_dir, progress, resume)

@@ -1,6 +1,6 @@
-"""What a Wuji run keeps as it goes, on device or with a bridged game's games on the host: bug records
-the moment they are seen, coverage, the env-step clock and budget (:class:`Bookkeeper`); and the
-generation (:func:`next_generation`) and summary both kinds of run share."""
+"""What a Wuji run keeps as it goes, on device or with a bridged game's games on the host: bug
+records the moment they are seen, coverage, the env-step clock and budget (:class:`Bookkeeper`); and
+the generation (:func:`next_generation`) and summary both kinds of run share."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from jgtest.coverage import DistinctStates
 from jgtest.evo import non_dominated_rank
 from jgtest.files import write_text
 from jgtest.methods.wuji.config import MULTI, TRAINS, WujiConfig
-from jgtest.report.records import BugRecord, BugRecordWriter
+from jgtest.records import BugRecord, BugRecordWriter
 
 
 class Bookkeeper:
-    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states), bugs
-    over time, and the run's env-step clock.
+    """Bug records the moment the host sees them, coverage (the game's cells and Wuji's states),
+    bugs over time, and the run's env-step clock.
 
     **The clock and the budget cut.** Each device call steps its games in lockstep: a row of the
     call is one step of every game still playing (an evaluation's policies × runs, a round's
@@ -33,19 +33,37 @@ class Bookkeeper:
     cells (``cells_covered``) are an exception: an A2C round reports them for the whole round.
     """
 
-    def __init__(self, env, config: WujiConfig, game_kwargs: dict, writer: BugRecordWriter, start: float, progress: dict,
-                 timeline_path: Path, states: DistinctStates):  # fmt: skip
-        self.env, self.config, self.game_kwargs, self.writer, self.start = env, config, game_kwargs, writer, start
+    def __init__(
+        self,
+        env,
+        config: WujiConfig,
+        game_kwargs: dict,
+        writer: BugRecordWriter,
+        start: float,
+        progress: dict,
+        timeline_path: Path,
+        states: DistinctStates,
+    ):
+        self.env, self.config, self.game_kwargs, self.writer, self.start = (
+            env,
+            config,
+            game_kwargs,
+            writer,
+            start,
+        )
         self.found_at = np.array(progress["found_at"], np.float64)
         self.found_step = np.array(progress["found_step"], np.int64)
         self.visited = np.array(progress["visited"], bool)
         self.states = states
         self.env_steps = int(progress["env_steps"])
         self.budget_reached = bool(progress["budget_reached"])
-        # (seconds, env steps, bugs found, states covered) after each device call, also appended to timeline.jsonl;
-        # rows past the checkpoint (work a kill lost, to be done again) are dropped
-        lines = timeline_path.read_text().splitlines(keepends=True) if timeline_path.exists() else []
-        rows = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line: a kill mid-write
+        # (seconds, env steps, bugs found, states covered) after each device call, also appended to
+        # timeline.jsonl; rows past the checkpoint (work a kill lost, to be done again) are dropped
+        lines = (
+            timeline_path.read_text().splitlines(keepends=True) if timeline_path.exists() else []
+        )
+        # a torn last line: a kill mid-write
+        rows = [json.loads(line) for line in lines if line.endswith("\n")]
         self.timeline = [tuple(row) for row in rows if row[1] <= self.env_steps]
         write_text(timeline_path, "".join(json.dumps(row) + "\n" for row in self.timeline))
         self._timeline_path = timeline_path
@@ -57,13 +75,17 @@ class Bookkeeper:
         """How many of a call's rows (``steps_per_row``, in order) end within the budget."""
         if self.config.budget_steps is None:
             return len(steps_per_row)
-        rows = int(np.searchsorted(np.cumsum(steps_per_row), self.config.budget_steps - self.env_steps, side="right"))
+        rows = int(
+            np.searchsorted(
+                np.cumsum(steps_per_row), self.config.budget_steps - self.env_steps, side="right"
+            )
+        )
         self.budget_reached |= rows < len(steps_per_row)
         return rows
 
     def played(self, out: dict, seeds: np.ndarray, phase: str) -> None:
-        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``); row ``t`` of the
-        call is step ``t`` of every episode still running."""
+        """Episodes ``out`` (``[P, m, T]``, slot ``b`` episode 0 of run ``seeds[p]``); row ``t`` of
+        the call is step ``t`` of every episode still running."""
         out = jax.device_get(out)
         per_row = out["valid"].sum(axis=(0, 1))
         valid = out["valid"] & (np.arange(per_row.size) < self._rows_within_budget(per_row))
@@ -74,14 +96,24 @@ class Bookkeeper:
         new = out["fired"] & valid[..., None] & np.isnan(self.found_at)
         for p, b, t, bug in zip(*np.nonzero(new)):
             if np.isnan(self.found_at[bug]):
-                self._record(bug, int(seeds[p]), int(b), 0, int(t), out["actions"][p, b, : t + 1], out["position"][p, b, t], phase, int(clock[t]))
+                self._record(
+                    bug,
+                    int(seeds[p]),
+                    int(b),
+                    0,
+                    int(t),
+                    out["actions"][p, b, : t + 1],
+                    out["position"][p, b, t],
+                    phase,
+                    int(clock[t]),
+                )
         self.tick()
 
     def caught(self, catch, cover, cells, seeds: np.ndarray, games: int, phase: str) -> None:
         """Bugs a round of slot games caught (:class:`jgtest.rollout.BugCatch` per learner, or per
         group of random slots) and what it covered (``cover``, a stacked
-        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``); ``games``: the slot games
-        of the call, which all step every row."""
+        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``); ``games``: the slot
+        games of the call, which all step every row."""
         catch, cover = jax.device_get((catch, cover))
         states = cover.states.reshape(len(seeds), -1, *cover.states.shape[-2:])  # [P, rows, B, 2]
         rows = self._rows_within_budget(np.full(states.shape[1], games))
@@ -90,28 +122,51 @@ class Bookkeeper:
         for p in range(len(seeds)):
             self.visited[cells.members(jax.tree.map(itemgetter(p), cover.cells))] = True
         self.states.add(states[:, :rows])
-        for p, bug in zip(*np.nonzero(catch.found & (catch.tick < rows) & np.isnan(self.found_at)[None])):
+        for p, bug in zip(
+            *np.nonzero(catch.found & (catch.tick < rows) & np.isnan(self.found_at)[None])
+        ):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
                 step = before + (int(catch.tick[p, bug]) + 1) * games
-                self._record(bug, int(seeds[p]), slot, episode, t, catch.actions[p, bug, : t + 1], (), phase, step)
+                self._record(
+                    bug,
+                    int(seeds[p]),
+                    slot,
+                    episode,
+                    t,
+                    catch.actions[p, bug, : t + 1],
+                    (),
+                    phase,
+                    step,
+                )
         self.tick()
 
     def _record(self, bug, seed, slot, episode, t, actions, position, phase, env_step) -> None:
         self.found_at[bug] = time.perf_counter() - self.start
         self.found_step[bug] = env_step
-        self.writer.write(BugRecord(
-            kind=self.env.bug_kinds[bug], game=self.config.game, bug_id=int(bug), step=t, episode=episode, seed=seed,
-            env_index=slot, actions=tuple(int(a) for a in actions), game_kwargs=self.game_kwargs,
-            position=tuple(float(v) for v in position), wall_s=round(float(self.found_at[bug]), 3),
-            detail=f"{self.config.strategy} ({phase}): {self._bug_name(bug)} fired", env_step=env_step,
-        ))  # fmt: skip
+        self.writer.write(
+            BugRecord(
+                kind=self.env.bug_kinds[bug],
+                game=self.config.game,
+                bug_id=int(bug),
+                step=t,
+                episode=episode,
+                seed=seed,
+                env_index=slot,
+                actions=tuple(int(a) for a in actions),
+                game_kwargs=self.game_kwargs,
+                position=tuple(float(v) for v in position),
+                wall_s=round(float(self.found_at[bug]), 3),
+                detail=f"{self.config.strategy} ({phase}): {self._bug_name(bug)} fired",
+                env_step=env_step,
+            )
+        )
 
     def stepped(self, telemetry, live: np.ndarray, hashes: np.ndarray, games, phase: str) -> None:
         """One lockstep row of a bridged game's games (:mod:`jgtest.methods.wuji.host`): their
-        ``telemetry`` (``[G, ...]``), ``live`` (``bool[G]``) the games whose step is one of an episode
-        (not an autoreset's restart, nor an evaluated episode's after its end), ``hashes`` their states
-        (``uint32[G, 2]``), ``games`` each game's seed, episode and actions
+        ``telemetry`` (``[G, ...]``), ``live`` (``bool[G]``) the games whose step is one of an
+        episode (not an autoreset's restart, nor an evaluated episode's after its end), ``hashes``
+        their states (``uint32[G, 2]``), ``games`` each game's seed, episode and actions
         (:class:`jgtest.methods.wuji.host.HostGames`). A row past the budget is not counted."""
         if not self._rows_within_budget(np.array([live.sum()])):
             return
@@ -122,18 +177,33 @@ class Bookkeeper:
         for g, bug in zip(*np.nonzero(new)):
             if np.isnan(self.found_at[bug]):
                 actions = games.traces[g]
-                self._record(bug, games.seed, int(g), int(games.episode[g]), len(actions) - 1, actions, telemetry.position[g], phase, self.env_steps)
+                self._record(
+                    bug,
+                    games.seed,
+                    int(g),
+                    int(games.episode[g]),
+                    len(actions) - 1,
+                    actions,
+                    telemetry.position[g],
+                    phase,
+                    self.env_steps,
+                )
 
     def _bug_name(self, bug: int) -> str:
         names = getattr(self.env, "bug_names", None)  # a bridged game's names its bugs
         return f"injected bug {bug}" if names is None else f"bug {bug} ({names[bug]})"
 
     def tick(self) -> None:
-        """Appends a timeline row. A bug counts from its env step on: a resumed run replays the steps
-        after its checkpoint, and a bug whose record it kept from before the kill counts where the
-        replay reaches it again, as in the uninterrupted run (its step unknown, -1: at once)."""
+        """Appends a timeline row. A bug counts from its env step on: a resumed run replays the
+        steps after its checkpoint, and a bug whose record it kept from before the kill counts where
+        the replay reaches it again, as in the uninterrupted run (its step unknown, -1: at once)."""
         found = ~np.isnan(self.found_at) & (self.found_step <= self.env_steps)
-        row = (round(time.perf_counter() - self.start, 3), self.env_steps, int(found.sum()), len(self.states))
+        row = (
+            round(time.perf_counter() - self.start, 3),
+            self.env_steps,
+            int(found.sum()),
+            len(self.states),
+        )
         self.timeline.append(row)
         with self._timeline_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -145,12 +215,21 @@ def members(config: WujiConfig) -> int:
 
 
 def budget_spent(config: WujiConfig, book: Bookkeeper) -> bool:
-    """The wall-clock or env-step budget is spent (checked between device calls, or a host run's rows)."""
-    out_of_time = config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
-    return out_of_time or book.budget_reached or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
+    """The wall-clock or env-step budget is spent (checked between device calls, or a host run's
+    rows)."""
+    out_of_time = (
+        config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
+    )
+    return (
+        out_of_time
+        or book.budget_reached
+        or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
+    )
 
 
-def next_generation(config: WujiConfig, population, objectives, key, breed, select, evaluate, fine_tune, spent):
+def next_generation(
+    config: WujiConfig, population, objectives, key, breed, select, evaluate, fine_tune, spent
+):
     """Algorithms 1–3: breed, (train,) evaluate, select, the games played by ``evaluate(policies) ->
     scores`` and ``fine_tune(policies) -> trained`` (a device run's calls or a host run's games);
     ``breed(key, population, fitness)`` and ``select(candidates, scores, multi)`` are
@@ -175,14 +254,25 @@ def _by_reach_class(env, found_step: np.ndarray) -> dict:
     if classes is None:
         return {}
     found = found_step >= 0
-    return {"bugs_by_reach_class": {c: {"found": int(sum(found[i] for i, k in enumerate(classes) if k == c)), "of": classes.count(c)}
-                                    for c in dict.fromkeys(classes)}}  # fmt: skip
+    return {
+        "bugs_by_reach_class": {
+            c: {
+                "found": int(sum(found[i] for i, k in enumerate(classes) if k == c)),
+                "of": classes.count(c),
+            }
+            for c in dict.fromkeys(classes)
+        }
+    }
 
 
 def front_json(objectives: np.ndarray) -> dict:
     """``population.json``: each policy's two scores and its Pareto front (0 the first)."""
     ranks = np.asarray(non_dominated_rank(objectives))
-    return {"exploration": objectives[:, 0].tolist(), "winning": objectives[:, 1].tolist(), "front": ranks.tolist()}
+    return {
+        "exploration": objectives[:, 0].tolist(),
+        "winning": objectives[:, 1].tolist(),
+        "front": ranks.tolist(),
+    }
 
 
 def run_summary(config: WujiConfig, env, book: Bookkeeper, generations: int, wall_s: float) -> dict:
@@ -190,12 +280,23 @@ def run_summary(config: WujiConfig, env, book: Bookkeeper, generations: int, wal
     found = ~np.isnan(book.found_at)
     kinds = [env.bug_kinds[i] for i in np.flatnonzero(found)]
     return {
-        "method": "wuji", "strategy": config.strategy, "game": config.game, "seed": config.seed,
-        "generations": generations, "bugs_found": int(found.sum()), "bugs_total": env.num_bugs, "bug_kinds": list(env.bug_kinds),
+        "method": "wuji",
+        "strategy": config.strategy,
+        "game": config.game,
+        "seed": config.seed,
+        "generations": generations,
+        "bugs_found": int(found.sum()),
+        "bugs_total": env.num_bugs,
+        "bug_kinds": list(env.bug_kinds),
         "bugs_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
         "first_found_s": [None if np.isnan(v) else round(float(v), 3) for v in book.found_at],
-        "first_found_step": [None if v < 0 else int(v) for v in book.found_step], "budget_steps": config.budget_steps,
+        "first_found_step": [None if v < 0 else int(v) for v in book.found_step],
+        "budget_steps": config.budget_steps,
         **_by_reach_class(env, book.found_step),
-        "state_coverage": len(book.states), "cells_covered": int(book.visited.sum()), "cells_covered_fraction": float(book.visited.mean()),
-        "env_steps": book.env_steps, "timeline": book.timeline, "wall_s": round(wall_s, 3),
-    }  # fmt: skip
+        "state_coverage": len(book.states),
+        "cells_covered": int(book.visited.sum()),
+        "cells_covered_fraction": float(book.visited.mean()),
+        "env_steps": book.env_steps,
+        "timeline": book.timeline,
+        "wall_s": round(wall_s, 3),
+    }

@@ -1,4 +1,5 @@
-"""Wuji's settings: the paper's six strategies (§V-A3) and :class:`WujiConfig` (Zheng et al., ASE 2019)."""
+"""Wuji's settings: the paper's six strategies (§V-A3) and :class:`WujiConfig` (Zheng et al., ASE
+2019)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ MULTI = {"ea_m", "wuji"}
 
 @dataclasses.dataclass(frozen=True)
 class WujiConfig:
-    """One Wuji campaign (one strategy, one run seed).
+    """One Wuji run's settings (one strategy, one seed); :func:`jgtest.methods.wuji.run` runs
+    them for several strategies and seeds.
 
     Attributes:
       game: ``"BlockMaze-v0"`` or ``"CombatArena-v0"`` (any game with ``randomize``).
@@ -32,17 +34,18 @@ class WujiConfig:
         ...); a param that ``randomize`` re-draws per run is refused (:func:`check_game_kwargs`).
       strategy: one of :data:`STRATEGIES`.
       population: population and offspring size (the paper's 30); ``drl`` trains one learner on
-        ``population`` times ``a2c.num_envs`` games at once (:func:`jgtest.methods.wuji.device.members`).
+        ``population`` times ``a2c.num_envs`` games at once
+        (:func:`jgtest.methods.wuji.bookkeeping.members`).
       generations: generations to run (a budget may stop it sooner); ``None``: until
         a budget runs out.
       budget_s: wall-clock budget in seconds, checked between device calls.
       budget_steps: env-step budget: game steps played (every evaluation run, A2C rollout and
-        random game; ``env_steps``), checked between device calls, so a run goes past it by
-        less than a generation (a DRL generation: its last A2C round and evaluation). Equal step budgets compare strategies as
-        the paper's did: its budgets were hours of a game server's time (§V-A4), each step
-        costing the game, not the policy; on device the learner's compute sets the pace
-        instead, and an equal wall-clock budget gives random about 2.5 times the learners'
-        steps. Machine-independent, unlike ``budget_s``.
+        random game; ``env_steps``), checked between device calls; a run's results are cut at
+        it (of the call that crosses it, only the rows within it count). Equal step budgets
+        compare strategies as the paper's did: its budgets were hours of a game server's time
+        (§V-A4), each step costing the game, not the policy; on device the learner's compute sets
+        the pace instead, and an equal wall-clock budget gives random many more steps than the
+        learners. Machine-independent, unlike ``budget_s``.
       runs_per_eval: ``m``, runs behind each policy's ES and RS (paper: not given; 3, the authors'
         code's: ``NeteaseFuxiRL/wuji`` ``config.ini`` ``[sample] eval = 3``).
       num_buckets: intervals per state feature for ES (paper: lost; 10).
@@ -66,7 +69,11 @@ class WujiConfig:
 
     def __post_init__(self):
         check_seed(self.seed)
-        object.__setattr__(self, "game_kwargs", tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())))
+        object.__setattr__(
+            self,
+            "game_kwargs",
+            tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())),
+        )
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if self.generations is None and self.budget_s is None and self.budget_steps is None:
@@ -75,6 +82,9 @@ class WujiConfig:
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.population < 2:
-            raise ValueError(f"population must be at least 2 (crossover needs two parents), got {self.population}")
+            raise ValueError(
+                "population must be at least 2 (crossover needs two parents), got "
+                f"{self.population}"
+            )
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"budget_s must be positive, got {self.budget_s}")

@@ -1,5 +1,5 @@
-"""One Wuji run on device (one strategy, one seed): the generations of Algorithms 1–4 under a budget,
-bug records the moment the host sees them, coverage, and orbax checkpoints (every 30 s of generations)."""
+"""One Wuji run on device (one strategy, one seed, :func:`run_on_device`): the generations of
+Algorithms 1–4 under a budget, bug records as the host sees them, coverage, orbax checkpoints."""
 
 from __future__ import annotations
 
@@ -18,31 +18,42 @@ from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import DistinctStates
 from jgtest.files import jsonable, write_json_atomically
-from jgtest.methods.wuji.bookkeeping import Bookkeeper, budget_spent, front_json, members, next_generation, run_summary
+from jgtest.methods.wuji.bookkeeping import (
+    Bookkeeper,
+    budget_spent,
+    front_json,
+    members,
+    next_generation,
+    run_summary,
+)
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.placements import run_params
 from jgtest.methods.wuji.search import Search, shared_search
-from jgtest.report.records import BugRecordWriter, records_to_resume
+from jgtest.records import BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
 
-#: The states a run has covered (their hashes, :class:`jgtest.coverage.DistinctStates`), kept with its checkpoints.
+#: The states a run has covered (their hashes, :class:`jgtest.coverage.DistinctStates`), kept with
+#: its checkpoints.
 _STATES_FILE = "states.npy"
-#: Seconds between checkpoints (and after the last generation). A checkpoint costs about 0.1 s and
-#: the states file grows with the run, while a generation of a strategy without DRL takes about as
-#: long on NSHArena-v0 (1,100 generations in a 10M-step run): a checkpoint every generation more
-#: than doubled those runs. A killed run repeats at most this much work.
+#: Seconds between checkpoints (and after the last generation): a checkpoint every generation cost
+#: as much as a short generation (``findings_wuji.json``). A killed run repeats at most this much
+#: work.
 CHECKPOINT_EVERY_S = 30.0
 
 
-def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None,
-        resume: bool = False) -> dict:  # fmt: skip
-    """Runs one campaign in ``out_dir``: ``bugs.jsonl`` (each bug as it is found), ``config.json``,
-    ``summary.json``, ``population.json`` (the final population's scores and fronts),
-    ``timeline.jsonl`` (seconds, env steps, bugs found, states covered after each device call, as they
-    come) and
-    ``checkpoints/`` (orbax, after the initial evaluation, then after a generation every
-    :data:`CHECKPOINT_EVERY_S` seconds and after the last).
+def run_on_device(
+    config: WujiConfig,
+    out_dir: str | Path,
+    on_generation: Callable[[int, int, int], None] | None = None,
+    resume: bool = False,
+) -> dict:
+    """Runs one strategy and seed of a Wuji campaign on device in ``out_dir``: ``bugs.jsonl`` (each
+    bug as it is found), ``config.json``, ``summary.json``, ``population.json`` (the final
+    population's scores and fronts), ``timeline.jsonl`` (seconds, env steps, bugs found, states
+    covered after each device call, as they come) and ``checkpoints/`` (orbax, after the initial
+    evaluation, then after a generation every :data:`CHECKPOINT_EVERY_S` seconds and after the
+    last).
 
     Args:
       config: the campaign.
@@ -57,32 +68,67 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    search = shared_search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, _learner_config(config))
+    search = shared_search(
+        config.game,
+        config.game_kwargs,
+        config.runs_per_eval,
+        config.num_buckets,
+        _learner_config(config),
+    )
     env = search.env
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
-    begin_campaign(out_dir, {"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs}, config_fingerprint(config), resume)
+    begin_campaign(
+        out_dir,
+        {"method": "wuji", **jsonable(dataclasses.asdict(config)), "game_kwargs": game_kwargs},
+        config_fingerprint(config),
+        resume,
+    )
     search.warm_up(config.strategy, members(config), params, config.variation)
-    progress = strongly_typed(_fresh_progress(search, config, params))  # typed as restored progress: a resumed run reuses the compiled steps
-    with Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt, BugRecordWriter(out_dir / "bugs.jsonl") as writer:
+    # typed as restored progress: a resumed run reuses the compiled steps
+    progress = strongly_typed(_fresh_progress(search, config, params))
+    with (
+        Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt,
+        BugRecordWriter(out_dir / "bugs.jsonl") as writer,
+    ):
         kept = records_to_resume(out_dir, resume)  # read once the writer has cut a torn last line
         resumed = resume and ckpt.latest_step() is not None
         if resumed:
             progress = ckpt.restore(progress)
         start = time.perf_counter() - float(progress["elapsed_s"])
-        states = DistinctStates(np.load(out_dir / _STATES_FILE) if resumed and (out_dir / _STATES_FILE).exists() else None)
-        book = Bookkeeper(env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states)
-        for record in kept:  # records written after the last checkpoint stay, and are not written twice
+        states = DistinctStates(
+            np.load(out_dir / _STATES_FILE)
+            if resumed and (out_dir / _STATES_FILE).exists()
+            else None
+        )
+        book = Bookkeeper(
+            env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states
+        )
+        # records written after the last checkpoint stay, and are not written twice
+        for record in kept:
             if not book.seen(record.bug_id):
                 book.found_at[record.bug_id] = record.wall_s
                 book.found_step[record.bug_id] = -1 if record.env_step is None else record.env_step
-        if lost := sorted(set(np.flatnonzero(~np.isnan(book.found_at)).tolist()) - {r.bug_id for r in kept}):
-            warnings.warn(f"{writer.path}: bug(s) {lost}, found before the last checkpoint, have no record (a damaged log); a Wuji "
-                          "campaign cannot re-derive one (its traces come from the population's policies): they count in the summary only",
-                          stacklevel=2)  # fmt: skip
+        if lost := sorted(
+            set(np.flatnonzero(~np.isnan(book.found_at)).tolist()) - {r.bug_id for r in kept}
+        ):
+            warnings.warn(
+                f"{writer.path}: bug(s) {lost}, found before the last checkpoint, have no record "
+                "(a damaged log); a Wuji "
+                "campaign cannot re-derive one (its traces come from the population's "
+                "policies): they count in the summary only",
+                stacklevel=2,
+            )
         seeds = _SeedCounter(progress)
         if not resumed:
             if config.strategy != "random":
-                progress["objectives"] = _evaluate(search, book, progress["population"], params, seeds.take(members(config)), "evaluation")
+                progress["objectives"] = _evaluate(
+                    search,
+                    book,
+                    progress["population"],
+                    params,
+                    seeds.take(members(config)),
+                    "evaluation",
+                )
             _save(ckpt, 0, progress, book, seeds, out_dir)
         saved_at = time.perf_counter()
         for generation in itertools.count(int(progress["generation"]) + 1):
@@ -91,35 +137,61 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
             if budget_spent(config, book):
                 break
             key, k_gen = jax.random.split(progress["key"])
-            population, objectives, strategy, pop = progress["population"], progress["objectives"], config.strategy, members(config)
+            population, objectives, strategy, pop = (
+                progress["population"],
+                progress["objectives"],
+                config.strategy,
+                members(config),
+            )
             if strategy == "random":
                 population = _play_random(search, book, population, params, config)
             elif strategy in ("drl", "drl_30"):
                 population = _fine_tune(search, book, population, params, seeds.take(pop), config)
-                objectives = _evaluate(search, book, population, params, seeds.take(pop), "evaluation")
+                objectives = _evaluate(
+                    search, book, population, params, seeds.take(pop), "evaluation"
+                )
             else:
                 population, objectives = next_generation(
-                    config, population, objectives, k_gen, lambda k, p, f: search.offspring(k, p, f, config.variation), search.survivors,
-                    lambda policies: _evaluate(search, book, policies, params, seeds.take(config.population), "evaluation"),
-                    lambda policies: _fine_tune(search, book, policies, params, seeds.take(config.population), config), lambda: budget_spent(config, book),
-                )  # fmt: skip
-            progress.update(population=population, objectives=objectives, key=key, generation=generation)
-            last = (config.generations is not None and generation >= config.generations) or budget_spent(config, book)
+                    config,
+                    population,
+                    objectives,
+                    k_gen,
+                    lambda k, p, f: search.offspring(k, p, f, config.variation),
+                    search.survivors,
+                    lambda policies: _evaluate(
+                        search, book, policies, params, seeds.take(config.population), "evaluation"
+                    ),
+                    lambda policies: _fine_tune(
+                        search, book, policies, params, seeds.take(config.population), config
+                    ),
+                    lambda: budget_spent(config, book),
+                )
+            progress.update(
+                population=population, objectives=objectives, key=key, generation=generation
+            )
+            last = (
+                config.generations is not None and generation >= config.generations
+            ) or budget_spent(config, book)
             if last or time.perf_counter() - saved_at >= CHECKPOINT_EVERY_S:
                 _save(ckpt, generation, progress, book, seeds, out_dir)
                 saved_at = time.perf_counter()
             if on_generation is not None:
                 on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
-    summary = run_summary(config, env, book, int(progress["generation"]), time.perf_counter() - start)
+    summary = run_summary(
+        config, env, book, int(progress["generation"]), time.perf_counter() - start
+    )
     write_json_atomically(out_dir / "summary.json", summary)
     if config.strategy != "random":
-        write_json_atomically(out_dir / "population.json", front_json(np.asarray(progress["objectives"])))
+        write_json_atomically(
+            out_dir / "population.json", front_json(np.asarray(progress["objectives"]))
+        )
     return summary
 
 
 def _learner_config(config: WujiConfig) -> WujiA2CConfig:
-    """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for a
-    population, ``population`` times the games (a round plays the steps of a population's round)."""
+    """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for
+    a population, ``population`` times the games (a round plays the steps of a population's
+    round)."""
     if config.strategy != "drl":
         return config.a2c
     return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * config.population)
@@ -136,16 +208,27 @@ def _fresh_progress(search: Search, config: WujiConfig, params) -> dict:
     key, k_init = jax.random.split(key)
     pop, next_seed = members(config), config.seed * 1_000_003 % 2**30
     if config.strategy == "random":
-        random_seeds = shard_batch(jnp.arange(next_seed, next_seed + pop, dtype=jnp.int32))  # over every device
-        population, next_seed = {"seeds": random_seeds, "slots": search.init_random(params, random_seeds)}, next_seed + pop
+        # over every device
+        random_seeds = shard_batch(jnp.arange(next_seed, next_seed + pop, dtype=jnp.int32))
+        population, next_seed = (
+            {"seeds": random_seeds, "slots": search.init_random(params, random_seeds)},
+            next_seed + pop,
+        )
     else:
         population = search.init_variables(shard_batch(jax.random.split(k_init, pop)))
     return {
-        "population": population, "objectives": jnp.zeros((pop, 2), jnp.float32), "key": key, "generation": 0,
-        "next_seed": next_seed, "elapsed_s": 0.0,
-        "found_at": np.full(search.env.num_bugs, np.nan), "found_step": np.full(search.env.num_bugs, -1, np.int64),
-        "visited": np.zeros(search.env.num_cells, bool), "env_steps": 0, "budget_reached": False,
-    }  # fmt: skip
+        "population": population,
+        "objectives": jnp.zeros((pop, 2), jnp.float32),
+        "key": key,
+        "generation": 0,
+        "next_seed": next_seed,
+        "elapsed_s": 0.0,
+        "found_at": np.full(search.env.num_bugs, np.nan),
+        "found_step": np.full(search.env.num_bugs, -1, np.int64),
+        "visited": np.zeros(search.env.num_cells, bool),
+        "env_steps": 0,
+        "budget_reached": False,
+    }
 
 
 class _SeedCounter:
@@ -161,7 +244,14 @@ class _SeedCounter:
         return seeds
 
 
-def _save(ckpt: Checkpointer, step: int, progress: dict, book: Bookkeeper, seeds: _SeedCounter, out_dir: Path) -> None:
+def _save(
+    ckpt: Checkpointer,
+    step: int,
+    progress: dict,
+    book: Bookkeeper,
+    seeds: _SeedCounter,
+    out_dir: Path,
+) -> None:
     """Checkpoints ``progress`` with the bookkeeping and the seed counter as they are now.
 
     The states covered, a set that grows without bound, go to ``states.npy`` (replaced atomically)
@@ -169,9 +259,14 @@ def _save(ckpt: Checkpointer, step: int, progress: dict, book: Bookkeeper, seeds
     the generation a resumed run plays again adds the same states to it.
     """
     progress.update(
-        next_seed=seeds.next, elapsed_s=time.perf_counter() - book.start, found_at=book.found_at.copy(),
-        visited=book.visited.copy(), env_steps=book.env_steps, found_step=book.found_step.copy(), budget_reached=book.budget_reached,
-    )  # fmt: skip
+        next_seed=seeds.next,
+        elapsed_s=time.perf_counter() - book.start,
+        found_at=book.found_at.copy(),
+        visited=book.visited.copy(),
+        env_steps=book.env_steps,
+        found_step=book.found_step.copy(),
+        budget_reached=book.budget_reached,
+    )
     partial = out_dir / (_STATES_FILE + ".partial")
     with partial.open("wb") as f:
         np.save(f, book.states.hashes)
@@ -182,9 +277,13 @@ def _save(ckpt: Checkpointer, step: int, progress: dict, book: Bookkeeper, seeds
 def _evaluate(search, book, population, params, seeds, phase):
     scores, out = search.evaluate(population, params, jnp.asarray(seeds))
     book.played(out, seeds, phase)
-    if book.config.strategy in EVOLVES and np.isnan(np.asarray(scores)).any():  # NSGA-II's selection, compiled, would not say so
+    # NSGA-II's selection, compiled, would not say so
+    if book.config.strategy in EVOLVES and np.isnan(np.asarray(scores)).any():
         rows = np.flatnonzero(np.isnan(np.asarray(scores)).any(axis=1))
-        raise FloatingPointError(f"{book.config.strategy}: policies {rows[:10].tolist()} scored NaN, which NSGA-II cannot rank (a NaN game reward?)")
+        raise FloatingPointError(
+            f"{book.config.strategy}: policies {rows[:10].tolist()} scored NaN, which NSGA-II "
+            "cannot rank (a NaN game reward?)"
+        )
     return scores
 
 
@@ -192,8 +291,12 @@ def _fine_tune(search, book, population, params, seeds, config):
     """A2C on every member at once until each stops (or the budget ends); the trained population."""
     learners, slots = search.init_training(population, params, jnp.asarray(seeds))
     for _ in range(config.a2c.max_rounds):
-        learners, slots, catch, cover, _ = search.train_round(learners, slots, params, jnp.asarray(seeds))
-        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "a2c")
+        learners, slots, catch, cover, _ = search.train_round(
+            learners, slots, params, jnp.asarray(seeds)
+        )
+        book.caught(
+            catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "a2c"
+        )
         if not bool(np.asarray(learners.active).any()):
             break
         if budget_spent(config, book):
@@ -203,14 +306,15 @@ def _fine_tune(search, book, population, params, seeds, config):
 
 def _play_random(search, book, population, params, config):
     """A generation of the ``random`` strategy: as many rounds of its slot games as a DRL generation
-    trains at most (``a2c.max_rounds``; the budget is checked between rounds); the slots after them."""
+    trains at most (``a2c.max_rounds``; the budget is checked between rounds); the slots after
+    them."""
     seeds = np.asarray(population["seeds"])
     for _ in range(config.a2c.max_rounds):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
-        book.caught(catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "random")
+        book.caught(
+            catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "random"
+        )
         if budget_spent(config, book):
             break
     return population
-
-

@@ -1,36 +1,10 @@
-"""Wuji on a bridged game (``vizdoom:SCENARIO``): the device run's generations with the games played
-on the host.
+"""Wuji on a bridged game (``vizdoom:SCENARIO``, :func:`run_on_host`): the device run's jitted
+search (:mod:`jgtest.methods.wuji.search`) with the games stepped on the host (:class:`HostGames`).
 
-The policies, their A2C, breeding and NSGA-II are the device run's jitted pieces
-(:class:`jgtest.agents.wuji_a2c.WujiA2C`, :func:`jgtest.methods.wuji.search.offspring` and
-:func:`~jgtest.methods.wuji.search.survivors`, :func:`jgtest.methods.wuji.bookkeeping.next_generation`);
-the games are a bridge's, stepped in lockstep by the host (:class:`HostGames`). Where the host
-run differs from the device run, and why:
-
-* **The policy's input and Wuji's state** are the game's state features (``info["features"]``;
-  ViZDoom's game variables: position, angle, health, ammunition, kills, items), each scaled to
-  [0, 1] by its range (``feature_bounds``): the paper's policies read "a fixed-length vector" of
-  the game's state, the GUI stripped (§V-A4), and the same vector cut into ``num_buckets``
-  intervals is its state (Def. 3, :class:`FeatureSpec`).
-* **Games.** A run plays ``population × runs_per_eval`` games, one engine each. A policy's
-  evaluation plays one episode on each of its ``runs_per_eval`` games, every game from a fresh
-  episode of the run (their numbers count up over the run, so that each record replays on the bare
-  game: :func:`jgtest.host_loop.replay_host_record`); ``drl``'s one policy is scored on all of them.
-  A2C trains each learner on its ``runs_per_eval`` games, not the device's ``a2c.num_envs`` (8 each
-  would be 240 engines for a population of 30); ``drl``'s one learner trains on all of them. Their
-  episodes go on from round to round, as on device; a step that only restarts a game
-  (``autoreset``) is not a transition (:meth:`jgtest.agents.wuji_a2c.WujiA2C.update`'s ``valid``).
-  The ``random`` strategy plays uniform actions on all the games, a generation as many steps as an
-  A2C phase's most.
-* **Budgets** (``budget_steps``, ``budget_s``) are checked after every lockstep row while training
-  or playing at random; an evaluation plays its episodes to their ends and counts only the rows
-  within the budget, as a device call does.
-* **No resume.** The engines' state is in this process: a killed campaign keeps the records it
-  wrote (each the moment it was found) and is run again.
-
-The bugs are the bridge's oracles' (ViZDoom's: a crash, stuck, the assertions over the game
-variables); ``bugs.jsonl``, ``summary.json``, ``population.json`` and ``timeline.jsonl`` are the
-device run's files.
+* chosen: policies read the game's state features scaled to [0, 1], and that vector bucketed is
+  Wuji's state, because the paper's policies read "a fixed-length vector" (§V-A4, Def. 3);
+* chosen: A2C trains a learner on its ``runs_per_eval`` games, because 8 each would be 240 engines;
+* chosen: no resume, because the engines' state lives in this process.
 """
 
 from __future__ import annotations
@@ -52,18 +26,25 @@ from jgtest.checkpoint import config_fingerprint
 from jgtest.coverage import DistinctStates
 from jgtest.errors import BadInput, ResumeRefused
 from jgtest.files import jsonable, write_json_atomically
-from jgtest.methods.wuji.bookkeeping import Bookkeeper, budget_spent, front_json, members, next_generation, run_summary
+from jgtest.methods.wuji.bookkeeping import (
+    Bookkeeper,
+    budget_spent,
+    front_json,
+    members,
+    next_generation,
+    run_summary,
+)
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.search import offspring, survivors
 from jgtest.nets import floored_log_probs
-from jgtest.report.records import BugRecordWriter
+from jgtest.records import BugRecordWriter
 from jgtest.run_dir import begin_campaign
 from jgtest.types import Transition
 
 
 class FeatureSpec(host_loop.HostGameSpec):
-    """A bridged game's state features, scaled to [0, 1], as a gymnax environment's observation: what
-    sizes :class:`jgtest.agents.wuji_a2c.WujiA2C`'s network and Wuji's states for it. Only the
+    """A bridged game's state features, scaled to [0, 1], as a gymnax environment's observation:
+    what sizes :class:`jgtest.agents.wuji_a2c.WujiA2C`'s network and Wuji's states for it. Only the
     spaces and the metadata are real; the host plays the game."""
 
     def __init__(self, game):
@@ -80,7 +61,8 @@ class FeatureSpec(host_loop.HostGameSpec):
 
 @dataclasses.dataclass
 class Row:
-    """One lockstep step of the games: scaled features after it, reward, ends, restarts, telemetry."""
+    """One lockstep step of the games: scaled features after it, reward, ends, restarts,
+    telemetry."""
 
     obs: np.ndarray
     reward: np.ndarray
@@ -103,7 +85,9 @@ class HostGames:
         self._next_episode = 0
 
     def scaled(self, info: dict) -> np.ndarray:
-        return np.clip((np.asarray(info["features"], np.float32) - self._low) / self._span, 0.0, 1.0)
+        return np.clip(
+            (np.asarray(info["features"], np.float32) - self._low) / self._span, 0.0, 1.0
+        )
 
     def start(self) -> np.ndarray:
         """Every game at a fresh episode of the run: the scaled features."""
@@ -123,7 +107,14 @@ class HostGames:
             else:
                 self.traces[g].append(action)
         self._next_episode = max(self._next_episode, int(self.episode.max()) + 1)
-        return Row(self.scaled(info), np.asarray(reward, np.float32), terminated, truncated, autoreset, info["telemetry"])
+        return Row(
+            self.scaled(info),
+            np.asarray(reward, np.float32),
+            terminated,
+            truncated,
+            autoreset,
+            info["telemetry"],
+        )
 
 
 class HostSearch:
@@ -133,24 +124,37 @@ class HostSearch:
 
     def __init__(self, spec: FeatureSpec, config: WujiConfig, games_per_member: int):
         a2c_config = dataclasses.replace(config.a2c, num_envs=games_per_member)
-        self.a2c = a2c = WujiA2C(spec, a2c_config, spec.default_params.max_steps_in_episode, config.num_buckets)
+        self.a2c = a2c = WujiA2C(
+            spec, a2c_config, spec.default_params.max_steps_in_episode, config.num_buckets
+        )
         self.hparams = hparams = WujiA2CHyperparams()
 
         def act(variables, obs, key):
-            """One policy's actions for its games' observations ``[k, F]``: ``(action, value, log π(action))``."""
+            """One policy's actions for its games' observations ``[k, F]``: ``(action, value, log
+            π(action))``."""
             logits, value = a2c.network.apply(variables, obs)
             log_p = floored_log_probs(logits, hparams.min_action_prob)
             action = jax.random.categorical(key, log_p)
             return action, value, jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0]
 
-        self.act = jax.jit(lambda variables, obs, key: jax.vmap(act)(variables, obs, jax.random.split(key, obs.shape[0])))
-        self.update = jax.jit(jax.vmap(lambda learner, traj, valid: a2c.update(learner, traj, hparams, valid)))
+        self.act = jax.jit(
+            lambda variables, obs, key: jax.vmap(act)(
+                variables, obs, jax.random.split(key, obs.shape[0])
+            )
+        )
+        self.update = jax.jit(
+            jax.vmap(lambda learner, traj, valid: a2c.update(learner, traj, hparams, valid))
+        )
         self.end_round = jax.jit(jax.vmap(a2c.end_round))
         self.init_variables = jax.jit(jax.vmap(a2c.init_variables))
         self.init_learner = jax.jit(jax.vmap(a2c.init_learner))
         self.hashes = jax.jit(a2c.states.hashes)
         layers = a2c.network.layer_names()
-        self.offspring = jax.jit(lambda key, population, fitness: offspring(key, population, fitness, config.variation, layers))
+        self.offspring = jax.jit(
+            lambda key, population, fitness: offspring(
+                key, population, fitness, config.variation, layers
+            )
+        )
         self.survivors = jax.jit(survivors, static_argnames="multi")
 
 
@@ -158,7 +162,14 @@ class HostPlayer:
     """Plays a run's phases on its games: evaluations, A2C fine-tuning and random play, each step
     counted by the run's :class:`jgtest.methods.wuji.bookkeeping.Bookkeeper`."""
 
-    def __init__(self, search: HostSearch, games: HostGames, book: Bookkeeper, config: WujiConfig, key: jax.Array):
+    def __init__(
+        self,
+        search: HostSearch,
+        games: HostGames,
+        book: Bookkeeper,
+        config: WujiConfig,
+        key: jax.Array,
+    ):
         self.search, self.games, self.book, self.config, self.key = search, games, book, config, key
         self.members = members(config)
         self.per_member = games.game.num_envs // self.members
@@ -169,13 +180,17 @@ class HostPlayer:
         return budget_spent(self.config, self.book)
 
     def _act(self, variables, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each game's action from its member's policy, with its value and ``log π(action)``, ``[G]`` each."""
+        """Each game's action from its member's policy, with its value and ``log π(action)``,
+        ``[G]`` each."""
         self.key, key = jax.random.split(self.key)
         out = self.search.act(variables, obs.reshape(self.members, self.per_member, -1), key)
         return tuple(np.asarray(x).reshape(-1) for x in out)
 
-    def _step(self, actions: np.ndarray, live: np.ndarray | None, phase: str) -> tuple[Row, np.ndarray]:
-        """Steps the games and counts the step of each ``live`` game (default: those not restarting); ``(row, live)``."""
+    def _step(
+        self, actions: np.ndarray, live: np.ndarray | None, phase: str
+    ) -> tuple[Row, np.ndarray]:
+        """Steps the games and counts the step of each ``live`` game (default: those not
+        restarting); ``(row, live)``."""
         row = self.games.step(actions)
         live = ~row.autoreset if live is None else live
         hashes = np.asarray(self.search.hashes(row.obs))
@@ -183,8 +198,8 @@ class HostPlayer:
         return row, hashes
 
     def evaluate(self, policies) -> jax.Array:
-        """Each policy's (ES, RS), ``float32[P, 2]``: the distinct states (Def. 3) and discounted return
-        (Def. 1) of one episode on each of its games, averaged over them."""
+        """Each policy's (ES, RS), ``float32[P, 2]``: the distinct states (Def. 3) and discounted
+        return (Def. 1) of one episode on each of its games, averaged over them."""
         obs = self.games.start()
         ended = np.zeros(len(obs), bool)
         returns = np.zeros(len(obs))
@@ -199,21 +214,36 @@ class HostPlayer:
             if ended.all():
                 break
         self.book.tick()
-        distinct = np.array([len(s) for s in seen], np.float32).reshape(self.members, self.per_member)
-        scores = np.stack([distinct.mean(axis=1), returns.reshape(self.members, self.per_member).mean(axis=1)], axis=1).astype(np.float32)
-        if self.config.strategy in EVOLVES and np.isnan(scores).any():  # NSGA-II's selection, compiled, would not say so
-            raise FloatingPointError(f"{self.config.strategy}: policies {np.flatnonzero(np.isnan(scores).any(axis=1))[:10].tolist()} scored NaN (a NaN game reward?)")
+        distinct = np.array([len(s) for s in seen], np.float32).reshape(
+            self.members, self.per_member
+        )
+        scores = np.stack(
+            [distinct.mean(axis=1), returns.reshape(self.members, self.per_member).mean(axis=1)],
+            axis=1,
+        ).astype(np.float32)
+        # NSGA-II's selection, compiled, would not say so
+        if self.config.strategy in EVOLVES and np.isnan(scores).any():
+            raise FloatingPointError(
+                f"{self.config.strategy}: policies "
+                f"{np.flatnonzero(np.isnan(scores).any(axis=1))[:10].tolist()} scored NaN (a NaN "
+                "game reward?)"
+            )
         return jnp.asarray(scores)
 
     def fine_tune(self, policies):
         """A2C on every member at once, each on its games, until each stops or the budget ends (the
-        device run's rounds and early stop, :meth:`jgtest.agents.wuji_a2c.WujiA2C.round`); the trained policies."""
+        device run's rounds and early stop, :meth:`jgtest.agents.wuji_a2c.WujiA2C.round`); the
+        trained policies."""
         settings, search = self.config.a2c, self.search
         learners = search.init_learner(policies)
         obs = self.games.start()
         running = np.zeros(len(obs))
         for _ in range(settings.max_rounds):
-            before, ret_sum, ret_count = learners, np.zeros(self.members, np.float32), np.zeros(self.members, np.int32)
+            before, ret_sum, ret_count = (
+                learners,
+                np.zeros(self.members, np.float32),
+                np.zeros(self.members, np.int32),
+            )
             for _ in range(settings.updates_per_round):
                 steps = []
                 for _ in range(settings.num_steps):
@@ -225,22 +255,36 @@ class HostPlayer:
                     np.add.at(ret_sum, ended // self.per_member, running[ended])
                     np.add.at(ret_count, ended // self.per_member, 1)
                     running[ended] = 0.0
-                    steps.append((obs, actions, row.reward, row.terminated, row.truncated, row.obs, value, log_p, live))
+                    steps.append(
+                        (
+                            obs,
+                            actions,
+                            row.reward,
+                            row.terminated,
+                            row.truncated,
+                            row.obs,
+                            value,
+                            log_p,
+                            live,
+                        )
+                    )
                     obs = row.obs
                     if self.spent():
                         break
                 if self.spent():  # a partial rollout is not learned from: the run ends here
                     break
                 learners = search.update(learners, *self._trajectory(steps))
-            learners, _ = search.end_round(before, learners, jnp.asarray(ret_sum), jnp.asarray(ret_count))
+            learners, _ = search.end_round(
+                before, learners, jnp.asarray(ret_sum), jnp.asarray(ret_count)
+            )
             self.book.tick()
             if self.spent() or not bool(np.asarray(learners.active).any()):
                 break
         return learners.variables
 
     def _trajectory(self, steps: list[tuple]) -> tuple[Transition, jax.Array]:
-        """The rollout's rows (``[G, ...]`` each) as each learner's ``Transition [T, k]``, stacked over
-        the learners, and its valid rows."""
+        """The rollout's rows (``[G, ...]`` each) as each learner's ``Transition [T, k]``, stacked
+        over the learners, and its valid rows."""
 
         def column(values, dtype):
             rows = np.stack(values)  # [T, G, ...]
@@ -248,19 +292,30 @@ class HostPlayer:
             return jnp.asarray(np.swapaxes(rows, 0, 1), dtype)
 
         obs, actions, reward, terminated, truncated, next_obs, value, log_p, live = zip(*steps)
-        traj = Transition(column(obs, jnp.float32), column(actions, jnp.int32), column(reward, jnp.float32), column(terminated, bool),
-                          column(truncated, bool), column(next_obs, jnp.float32), column(value, jnp.float32), column(log_p, jnp.float32))  # fmt: skip
+        traj = Transition(
+            column(obs, jnp.float32),
+            column(actions, jnp.int32),
+            column(reward, jnp.float32),
+            column(terminated, bool),
+            column(truncated, bool),
+            column(next_obs, jnp.float32),
+            column(value, jnp.float32),
+            column(log_p, jnp.float32),
+        )
         return traj, column(live, bool)
 
     def play_random(self) -> None:
-        """A generation of the ``random`` strategy: uniform actions on every game for as many steps as
-        an A2C phase's most, the games' episodes going on from one generation to the next."""
+        """A generation of the ``random`` strategy: uniform actions on every game for as many steps
+        as an A2C phase's most, the games' episodes going on from one generation to the next."""
         if self._random_obs is None:
             self._random_obs = self.games.start()
         settings, num_games = self.config.a2c, self.games.game.num_envs
-        for _ in range(settings.max_rounds):  # a round's steps, then a row of the timeline, as on device
+        # a round's steps, then a row of the timeline, as on device
+        for _ in range(settings.max_rounds):
             for _ in range(settings.updates_per_round * settings.num_steps):
-                self._step(self._random.integers(0, self.games.game.num_actions, num_games), None, "random")
+                self._step(
+                    self._random.integers(0, self.games.game.num_actions, num_games), None, "random"
+                )
                 if self.spent():
                     break
             self.book.tick()
@@ -268,44 +323,107 @@ class HostPlayer:
                 break
 
 
-def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, int, int], None] | None = None, resume: bool = False) -> dict:
-    """Runs one campaign on a bridged game in ``out_dir``: the device run's files
-    (:func:`jgtest.methods.wuji.device.run`) but ``checkpoints/`` (module docstring).
+def run_on_host(
+    config: WujiConfig,
+    out_dir: str | Path,
+    on_generation: Callable[[int, int, int], None] | None = None,
+    resume: bool = False,
+) -> dict:
+    """Runs one strategy and seed of a Wuji campaign on a bridged game in ``out_dir``: the device
+    run's files (:func:`jgtest.methods.wuji.device.run_on_device`) but ``checkpoints/``.
+
+    The policies' input and Wuji's state are the game's state features (``info["features"]``;
+    ViZDoom's game variables: position, angle, health, ammunition, kills, items), each scaled to
+    [0, 1] by its range (``feature_bounds``, :class:`FeatureSpec`). A run plays
+    ``population × runs_per_eval`` games, one engine each. A policy's evaluation plays one episode
+    on each of its ``runs_per_eval`` games, every game from a fresh episode of the run (numbered up
+    over the run, so each record replays on the bare game:
+    :func:`jgtest.host_loop.replay_host_record`); ``drl``'s one policy is scored, and its one
+    learner trained, on all of them. A2C's episodes go on from round to round, as on device; a step
+    that only restarts a game (``autoreset``) is not a transition
+    (:meth:`jgtest.agents.wuji_a2c.WujiA2C.update`'s ``valid``). The ``random`` strategy plays
+    uniform actions on all the games, a generation as many steps as an A2C phase's most. Budgets are
+    checked after every lockstep row while training or playing at random; an evaluation plays its
+    episodes to their ends and counts only the rows within the budget, as a device call does. The
+    bugs are the bridge's oracles' (ViZDoom's: a crash, stuck, the assertions over the game
+    variables).
+
+    Args:
+      config: the run: its ``strategy`` and ``seed``.
+      out_dir: the run directory (created if missing).
+      on_generation: called after each generation with ``(generation, generations, bugs found)``.
+      resume: refused: a killed run keeps the records it wrote (each the moment it was found) and
+        is run again.
 
     Raises:
       ResumeRefused: ``resume`` (the engines' state is in this process).
       BadInput: the game cannot be made with the config's options, or reports no state features.
     """
     if resume:
-        raise ResumeRefused(f"a Wuji campaign on {config.game} cannot resume (the games' state is in their process): run it again")
+        raise ResumeRefused(
+            f"a Wuji campaign on {config.game} cannot resume (the games' state is in their "
+            "process): run it again"
+        )
     out_dir = Path(out_dir)
     num_members = members(config)
     per_member = config.runs_per_eval * (config.population if config.strategy == "drl" else 1)
     try:
-        game = host_loop.host_game(config.game, num_envs=num_members * per_member, seed=config.seed, **dict(config.game_kwargs))
-    except (ValueError, TypeError) as error:  # an unknown game or option: before anything is written
+        game = host_loop.host_game(
+            config.game,
+            num_envs=num_members * per_member,
+            seed=config.seed,
+            **dict(config.game_kwargs),
+        )
+    # an unknown game or option: before anything is written
+    except (ValueError, TypeError) as error:
         raise BadInput(str(error)) from None
     with game:
         if game.feature_bounds is None:
-            raise BadInput(f"{config.game} reports no state features (info['features'] and feature_bounds), which Wuji's policies read")
+            raise BadInput(
+                f"{config.game} reports no state features (info['features'] and feature_bounds), "
+                "which Wuji's policies read"
+            )
         spec = FeatureSpec(game)
         search = HostSearch(spec, config, per_member)
         out_dir.mkdir(parents=True, exist_ok=True)
-        begin_campaign(out_dir, {"method": "wuji", **jsonable(dataclasses.asdict(config)), "games": game.num_envs}, config_fingerprint(config), False)
+        begin_campaign(
+            out_dir,
+            {"method": "wuji", **jsonable(dataclasses.asdict(config)), "games": game.num_envs},
+            config_fingerprint(config),
+            False,
+        )
         with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
             start = time.perf_counter()
-            progress = {"found_at": np.full(spec.num_bugs, np.nan), "found_step": np.full(spec.num_bugs, -1, np.int64),
-                        "visited": np.zeros(spec.num_cells, bool), "env_steps": 0, "budget_reached": False}  # fmt: skip
-            book = Bookkeeper(spec, config, dict(config.game_kwargs), writer, start, progress, out_dir / "timeline.jsonl", DistinctStates())
+            progress = {
+                "found_at": np.full(spec.num_bugs, np.nan),
+                "found_step": np.full(spec.num_bugs, -1, np.int64),
+                "visited": np.zeros(spec.num_cells, bool),
+                "env_steps": 0,
+                "budget_reached": False,
+            }
+            book = Bookkeeper(
+                spec,
+                config,
+                dict(config.game_kwargs),
+                writer,
+                start,
+                progress,
+                out_dir / "timeline.jsonl",
+                DistinctStates(),
+            )
             key, k_init = jax.random.split(jax.random.fold_in(jax.random.key(config.seed), 1))
-            player = HostPlayer(search, HostGames(game, config.seed), book, config, jax.random.fold_in(key, 2))
+            player = HostPlayer(
+                search, HostGames(game, config.seed), book, config, jax.random.fold_in(key, 2)
+            )
             population = objectives = None
             if config.strategy != "random":
                 population = search.init_variables(jax.random.split(k_init, num_members))
                 objectives = player.evaluate(population)
             generations = 0
             for generation in itertools.count(1):
-                if (config.generations is not None and generation > config.generations) or player.spent():
+                if (
+                    config.generations is not None and generation > config.generations
+                ) or player.spent():
                     break
                 key, k_gen = jax.random.split(key)
                 if config.strategy == "random":
@@ -314,12 +432,26 @@ def run(config: WujiConfig, out_dir: str | Path, on_generation: Callable[[int, i
                     population = player.fine_tune(population)
                     objectives = player.evaluate(population)
                 else:
-                    population, objectives = next_generation(config, population, objectives, k_gen, search.offspring, search.survivors,
-                                                             player.evaluate, player.fine_tune, player.spent)  # fmt: skip
+                    population, objectives = next_generation(
+                        config,
+                        population,
+                        objectives,
+                        k_gen,
+                        search.offspring,
+                        search.survivors,
+                        player.evaluate,
+                        player.fine_tune,
+                        player.spent,
+                    )
                 generations = generation
                 if on_generation is not None:
-                    on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
-    summary = {**run_summary(config, spec, book, generations, time.perf_counter() - start), "games": game.num_envs}
+                    on_generation(
+                        generation, config.generations, int((~np.isnan(book.found_at)).sum())
+                    )
+    summary = {
+        **run_summary(config, spec, book, generations, time.perf_counter() - start),
+        "games": game.num_envs,
+    }
     write_json_atomically(out_dir / "summary.json", summary)
     if config.strategy != "random":
         write_json_atomically(out_dir / "population.json", front_json(np.asarray(objectives)))

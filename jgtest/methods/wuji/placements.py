@@ -56,10 +56,19 @@ def check_game_kwargs(env, params, game_kwargs) -> None:
     options = set(dict(game_kwargs)) & {field.name for field in dataclasses.fields(params)}
     if not options:
         return
-    probes = jax.jit(jax.vmap(env.randomize, in_axes=(0, None)))(jax.random.split(jax.random.key(0), 8), params)
-    redrawn = sorted(name for name in options if not all(_same(getattr(params, name), v) for v in getattr(probes, name)))
+    probes = jax.jit(jax.vmap(env.randomize, in_axes=(0, None)))(
+        jax.random.split(jax.random.key(0), 8), params
+    )
+    redrawn = sorted(
+        name
+        for name in options
+        if not all(_same(getattr(params, name), v) for v in getattr(probes, name))
+    )
     if redrawn:
-        raise ValueError(f"{env.name}: {', '.join(redrawn)} is re-drawn for each run (its bugs are placed per seed); a campaign cannot set it")
+        raise ValueError(
+            f"{env.name}: {', '.join(redrawn)} is re-drawn for each run (its bugs are placed per "
+            "seed); a campaign cannot set it"
+        )
 
 
 def _same(a, b) -> bool:

@@ -19,7 +19,9 @@ from jgtest.rollout import play_episodes
 
 
 @functools.lru_cache(maxsize=8)
-def shared_search(game: str, game_kwargs: tuple, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig) -> Search:
+def shared_search(
+    game: str, game_kwargs: tuple, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig
+) -> Search:
     """The search's jitted functions for a game, shared by every run (strategy, seed) that uses
     the same settings: a run's game params and seeds are arguments, so nothing recompiles."""
     env, params = make(game, **dict(game_kwargs))
@@ -31,7 +33,8 @@ class Search:
     breeding and NSGA-II survival."""
 
     def __init__(self, env, params, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig):
-        self.env, self.params = env, params  # the game as configured, before a run re-draws its bugs
+        # the game as configured, before a run re-draws its bugs
+        self.env, self.params = (env, params)
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
         self.a2c = WujiA2C(env, a2c, self.max_steps, num_buckets)
         self.hparams = WujiA2CHyperparams()
@@ -42,14 +45,31 @@ class Search:
         def trace_out(out: dict) -> dict:
             """What the host needs from played episodes to write bug records and coverage."""
             tel = out["telemetry"]
-            return {"actions": out["actions"], "valid": out["valid"], "fired": tel.bugs_fired, "cell": tel.cell, "position": tel.position,
-                    "states": states.hashes(out["final_observation"])}  # fmt: skip
+            return {
+                "actions": out["actions"],
+                "valid": out["valid"],
+                "fired": tel.bugs_fired,
+                "cell": tel.cell,
+                "position": tel.position,
+                "states": states.hashes(out["final_observation"]),
+            }
 
         def evaluate_one(variables, params, seed):
             policy = lambda v, obs, key: self.a2c.policy(v, obs, key, self.hparams)
-            out = play_episodes(env, params, policy, variables, seed, m, self.max_steps, info_keys=("final_observation",))
+            out = play_episodes(
+                env,
+                params,
+                policy,
+                variables,
+                seed,
+                m,
+                self.max_steps,
+                info_keys=("final_observation",),
+            )
             distinct = jax.vmap(states.count_distinct)(out["final_observation"], out["valid"])
-            rs = jnp.sum(jnp.where(out["valid"], out["telemetry"].game_reward, 0.0) * discount, axis=1)
+            rs = jnp.sum(
+                jnp.where(out["valid"], out["telemetry"].game_reward, 0.0) * discount, axis=1
+            )
             scores = jnp.stack([jnp.mean(distinct.astype(jnp.float32)), jnp.mean(rs)])
             return scores, trace_out(out)
 
@@ -57,11 +77,19 @@ class Search:
         self.init_variables = jax.jit(jax.vmap(self.a2c.init_variables))
         self.init_training = jax.jit(
             lambda variables, params, seeds: (
-                jax.vmap(self.a2c.init_learner)(variables), jax.vmap(self.a2c.init_slots, in_axes=(None, 0))(params, seeds)
+                jax.vmap(self.a2c.init_learner)(variables),
+                jax.vmap(self.a2c.init_slots, in_axes=(None, 0))(params, seeds),
             )
-        )  # fmt: skip
-        self.train_round = jax.jit(jax.vmap(lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams), in_axes=(0, 0, None, 0)))
-        self.offspring = jax.jit(functools.partial(offspring, layers=self.a2c.network.layer_names()))
+        )
+        self.train_round = jax.jit(
+            jax.vmap(
+                lambda l, s, p, seed: self.a2c.round(l, s, p, seed, self.hparams),
+                in_axes=(0, 0, None, 0),
+            )
+        )
+        self.offspring = jax.jit(
+            functools.partial(offspring, layers=self.a2c.network.layer_names())
+        )
         self.survivors = jax.jit(survivors, static_argnames="multi")
         self.init_random = jax.jit(jax.vmap(self.a2c.init_slots, in_axes=(None, 0)))
         self.random_round = jax.jit(jax.vmap(self.a2c.random_round, in_axes=(0, None, 0)))
@@ -85,10 +113,17 @@ class Search:
                 jax.block_until_ready(self.train_round(learners, slots, params, seeds))
             if strategy in EVOLVES:
                 multi = strategy in MULTI
-                children = self.offspring(jax.random.key(0), variables, scores if multi else scores[:, 1:], variation)
+                children = self.offspring(
+                    jax.random.key(0), variables, scores if multi else scores[:, 1:], variation
+                )
                 candidates = 3 if strategy in TRAINS else 2
-                jax.block_until_ready(self.survivors((variables, children, variables)[:candidates], (scores,) * candidates, multi))
+                jax.block_until_ready(
+                    self.survivors(
+                        (variables, children, variables)[:candidates], (scores,) * candidates, multi
+                    )
+                )
         self._warm.add((strategy, population))
+
 
 def offspring(key, population, fitness, variation, layers):
     """Algorithm 1 on a stacked population: the children bred from ``fitness [P, M]``
@@ -98,12 +133,28 @@ def offspring(key, population, fitness, variation, layers):
     and the other's last ones, statistics included, and mutation changes weights only. Jitted by
     :class:`Search`: a generation's glue runs as one compiled call, not op by op."""
     parts = ("params", "batch_stats")
-    genome = [{part: population[part][name] for part in parts if name in population[part]} for name in layers]
-    weights = [{part: member_filled(tree, part == "params") for part, tree in layer.items()} for layer in genome]
+    genome = [
+        {part: population[part][name] for part in parts if name in population[part]}
+        for name in layers
+    ]
+    weights = [
+        {part: member_filled(tree, part == "params") for part, tree in layer.items()}
+        for layer in genome
+    ]
     flat, unravel = ravel_population(genome)
-    children, _ = breed(key, flat, fitness, flat.shape[0], variation, mutable=jax.flatten_util.ravel_pytree(weights)[0])
+    children, _ = breed(
+        key,
+        flat,
+        fitness,
+        flat.shape[0],
+        variation,
+        mutable=jax.flatten_util.ravel_pytree(weights)[0],
+    )
     bred = unravel(children)
-    return {part: {name: layer[part] for name, layer in zip(layers, bred) if part in layer} for part in parts}
+    return {
+        part: {name: layer[part] for name, layer in zip(layers, bred) if part in layer}
+        for part in parts
+    }
 
 
 def member_filled(stacked, value: bool):

@@ -1,4 +1,5 @@
-"""Wuji campaigns: every strategy runs, records are written as found and replay, bad configs refused."""
+"""Wuji campaigns: every strategy runs, records are written as found and replay, bad configs
+refused."""
 
 import json
 
@@ -7,10 +8,11 @@ import pytest
 
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.methods import wuji
+from jgtest.methods.wuji.device import run_on_device
 from jgtest.methods.wuji.placements import jitted_randomize
 from jgtest.methods.wuji.search import offspring, shared_search
+from jgtest.records import read_bug_records
 from jgtest.report import replay as replay_module
-from jgtest.report.records import read_bug_records
 from jgtest.report.replay import replay
 
 TINY_A2C = WujiA2CConfig(hidden_sizes=(16, 16, 16), num_envs=4, updates_per_round=5, max_rounds=2)
@@ -20,32 +22,61 @@ TINY_A2C = WujiA2CConfig(hidden_sizes=(16, 16, 16), num_envs=4, updates_per_roun
 ARENA_VARIANT = (("boss_max_hp", 120), ("late_phases", (0.9,)))
 
 
-@pytest.mark.parametrize("game, game_kwargs", [("BlockMaze-v0", ()), pytest.param("CombatArena-v0", ARENA_VARIANT, marks=pytest.mark.slow),
-                                               pytest.param("NSHArena-v0", (), marks=pytest.mark.slow)])  # fmt: skip
+@pytest.mark.parametrize(
+    "game, game_kwargs",
+    [
+        ("BlockMaze-v0", ()),
+        pytest.param("CombatArena-v0", ARENA_VARIANT, marks=pytest.mark.slow),
+        pytest.param("NSHArena-v0", (), marks=pytest.mark.slow),
+    ],
+)
 def test_a_wuji_campaign_records_replayable_bugs_and_its_population(game, game_kwargs, tmp_path):
-    config = wuji.WujiConfig(game=game, game_kwargs=game_kwargs, population=4, generations=2, seed=3, a2c=TINY_A2C)
-    summary = wuji.run(config, tmp_path)
+    config = wuji.WujiConfig(
+        game=game, game_kwargs=game_kwargs, population=4, generations=2, seed=3, a2c=TINY_A2C
+    )
+    summary = run_on_device(config, tmp_path)
     records = read_bug_records(tmp_path / "bugs.jsonl")
     assert summary["bugs_found"] == len(records) == len({r.bug_id for r in records}) > 0
     replay_module._game.cache_clear()
     assert all(replay(r).reproduced for r in records)
-    assert replay_module._game.cache_info().misses == 1  # the campaign's records share one game and one compiled replay
+    # the campaign's records share one game and one compiled replay
+    assert replay_module._game.cache_info().misses == 1
     # each record carries the env step at which its bug was first found, as the summary does
-    assert {r.bug_id: r.env_step for r in records} == {k: v for k, v in enumerate(summary["first_found_step"]) if v is not None}
+    assert {r.bug_id: r.env_step for r in records} == {
+        k: v for k, v in enumerate(summary["first_found_step"]) if v is not None
+    }
     assert all(0 < r.env_step <= summary["env_steps"] for r in records)
     if game == "NSHArena-v0":  # bugs fixed where injected, counted by reach class
-        assert records[0].game_kwargs == {} and sum(c["of"] for c in summary["bugs_by_reach_class"].values()) == 21
+        assert (
+            records[0].game_kwargs == {}
+            and sum(c["of"] for c in summary["bugs_by_reach_class"].values()) == 21
+        )
         return
-    # the run's bugs were re-drawn: the records carry the placement (and the campaign's options) that rebuild the game
-    assert records[0].game_kwargs and json.loads((tmp_path / "config.json").read_text())["game_kwargs"] == records[0].game_kwargs
+    # the run's bugs were re-drawn: the records carry the placement (and the campaign's options)
+    # that rebuild the game
+    assert (
+        records[0].game_kwargs
+        and json.loads((tmp_path / "config.json").read_text())["game_kwargs"]
+        == records[0].game_kwargs
+    )
     for name, value in game_kwargs:
         assert records[0].game_kwargs[name] == (list(value) if isinstance(value, tuple) else value)
     assert summary["generations"] == 2 and 0 < summary["state_coverage"] <= summary["env_steps"]
     population = json.loads((tmp_path / "population.json").read_text())
-    assert len(population["exploration"]) == len(population["winning"]) == 4 and min(population["front"]) == 0
+    assert (
+        len(population["exploration"]) == len(population["winning"]) == 4
+        and min(population["front"]) == 0
+    )
     # timeline: steps and bugs never go down
-    steps, bugs = np.asarray([t[1] for t in summary["timeline"]]), np.asarray([t[2] for t in summary["timeline"]])
-    assert (np.diff(steps) > 0).all() and (np.diff(bugs) >= 0).all() and bugs[-1] == summary["bugs_found"]
+    steps, bugs = (
+        np.asarray([t[1] for t in summary["timeline"]]),
+        np.asarray([t[2] for t in summary["timeline"]]),
+    )
+    assert (
+        (np.diff(steps) > 0).all()
+        and (np.diff(bugs) >= 0).all()
+        and bugs[-1] == summary["bugs_found"]
+    )
     written = [json.loads(line) for line in (tmp_path / "timeline.jsonl").read_text().splitlines()]
     assert written == [list(row) for row in summary["timeline"]]  # the curve is on disk as it grows
 
@@ -60,23 +91,54 @@ def test_offspring_cross_whole_layers_in_compute_order_and_mutate_weights_only()
     net = BatchNormActorCritic(num_actions=3, hidden_sizes=(4, 4, 4))
     member = net.init(jax.random.key(0), jnp.zeros((1, 2)))
     # member i: every weight i, every running statistic 10 + i
-    population = {part: jax.tree.map(lambda x, part=part: jnp.stack([jnp.full_like(x, i + 10 * (part == "batch_stats")) for i in range(4)]), member[part])
-                  for part in ("params", "batch_stats")}  # fmt: skip
-    children = offspring(jax.random.key(1), population, jnp.zeros((4, 1)), VariationParams(1.0, 0.0, 0.1), net.layer_names())
+    population = {
+        part: jax.tree.map(
+            lambda x, part=part: jnp.stack(
+                [jnp.full_like(x, i + 10 * (part == "batch_stats")) for i in range(4)]
+            ),
+            member[part],
+        )
+        for part in ("params", "batch_stats")
+    }
+    children = offspring(
+        jax.random.key(1),
+        population,
+        jnp.zeros((4, 1)),
+        VariationParams(1.0, 0.0, 0.1),
+        net.layer_names(),
+    )
     mixed = 0
     for c in range(4):
-        parent = []  # which member each leaf came from, in the network's order; a batch-norm layer's statistics before its weights
+        # which member each leaf came from, in the network's order; a batch-norm layer's statistics
+        # before its weights
+        parent = []
         for name in net.layer_names():
-            leaves = [children["batch_stats"][name][k][c] - 10 for k in ("mean", "var")] if name in children["batch_stats"] else []
+            leaves = (
+                [children["batch_stats"][name][k][c] - 10 for k in ("mean", "var")]
+                if name in children["batch_stats"]
+                else []
+            )
             leaves += [leaf[c] for leaf in jax.tree.leaves(children["params"][name])]
             parent += [np.asarray(leaf).ravel().tolist() for leaf in leaves]
         flat = [p for leaf in parent for p in leaf]
-        assert flat == sorted(flat) or flat == sorted(flat, reverse=True)  # one cut: one member's first layers, the other's last
+        # one cut: one member's first layers, the other's last
+        assert flat == sorted(flat) or flat == sorted(flat, reverse=True)
         mixed += len(set(flat)) == 2
     assert mixed  # with crossover always on, a child of two different parents mixes them
-    mutated = offspring(jax.random.key(2), population, jnp.zeros((4, 1)), VariationParams(0.0, 1.0, 0.1), net.layer_names())
-    assert all(set(np.unique(leaf)) <= {10.0, 11.0, 12.0, 13.0} for leaf in jax.tree.leaves(mutated["batch_stats"]))  # statistics are copied, not mutated
-    assert all(np.all(np.asarray(leaf) % 1 != 0) for leaf in jax.tree.leaves(mutated["params"]))  # every weight moved off its integer
+    mutated = offspring(
+        jax.random.key(2),
+        population,
+        jnp.zeros((4, 1)),
+        VariationParams(0.0, 1.0, 0.1),
+        net.layer_names(),
+    )
+    # statistics are copied, not mutated
+    assert all(
+        set(np.unique(leaf)) <= {10.0, 11.0, 12.0, 13.0}
+        for leaf in jax.tree.leaves(mutated["batch_stats"])
+    )
+    # every weight moved off its integer
+    assert all(np.all(np.asarray(leaf) % 1 != 0) for leaf in jax.tree.leaves(mutated["params"]))
 
 
 def test_run_params_redraws_bugs_per_seed():
@@ -95,14 +157,23 @@ def test_a_campaign_keeps_its_game_options_and_refuses_one_its_runs_redraw(tmp_p
     options = (("boss_max_hp", 300), ("late_phases", (0.3, 0.05)))
     env, params = make("CombatArena-v0", **dict(options))
     drawn, overrides = wuji.run_params(env, params, 4, options)
-    assert int(drawn.boss_max_hp) == overrides["boss_max_hp"] == 300 and overrides["late_phases"] == (0.3, 0.05)
+    assert int(drawn.boss_max_hp) == overrides["boss_max_hp"] == 300 and overrides[
+        "late_phases"
+    ] == (0.3, 0.05)
     assert np.isclose(np.asarray(drawn.late_phase)[:, None], [0.3, 0.05]).any(axis=1).all()
     with pytest.raises(ValueError, match="stuck_buff is re-drawn for each run"):
         wuji.run_params(env, params.replace(stuck_buff=2), 4, (("stuck_buff", 2),))
     with pytest.raises(ValueError, match="re-drawn for each run"):  # refused before any run starts
-        wuji.campaign(wuji.WujiConfig(game="CombatArena-v0", game_kwargs=(("stuck_buff", 2),)), tmp_path, seeds=3)
+        wuji.run(
+            wuji.WujiConfig(game="CombatArena-v0", game_kwargs=(("stuck_buff", 2),)),
+            tmp_path,
+            seeds=3,
+        )
     assert not any(tmp_path.iterdir())
-    assert wuji.WujiConfig(game_kwargs={"late_phases": [0.3]}).game_kwargs == (("late_phases", (0.3,)),)  # hashable
+    # hashable
+    assert wuji.WujiConfig(game_kwargs={"late_phases": [0.3]}).game_kwargs == (
+        ("late_phases", (0.3,)),
+    )
 
 
 @pytest.mark.parametrize(
@@ -126,19 +197,36 @@ def test_an_env_step_budget_is_equal_across_strategies_and_cuts_their_results(tm
     """Every strategy plays the budget to within one row of lockstep steps (one step of each of the
     call's games: here 16), never past it, and counts bugs and states only up to it."""
     budget, row = 3_333, 4 * TINY_A2C.num_envs
-    config = wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=None, budget_steps=budget, seed=3, a2c=TINY_A2C)
-    summary = wuji.campaign(config, tmp_path, ("random", "drl", "wuji"))
+    config = wuji.WujiConfig(
+        game="BlockMaze-v0",
+        population=4,
+        generations=None,
+        budget_steps=budget,
+        seed=3,
+        a2c=TINY_A2C,
+    )
+    summary = wuji.run(config, tmp_path, ("random", "drl", "wuji"))
     for strategy in ("random", "drl", "wuji"):
         run = json.loads((tmp_path / strategy / "seed-3" / "summary.json").read_text())
         assert budget - row < run["env_steps"] <= budget, strategy
-        assert run["timeline"][-1][1] == run["env_steps"] and all(r[1] <= budget for r in run["timeline"])
+        assert run["timeline"][-1][1] == run["env_steps"] and all(
+            r[1] <= budget for r in run["timeline"]
+        )
         found = [s for s in run["first_found_step"] if s is not None]
         assert len(found) == run["bugs_found"] and all(0 < s <= run["env_steps"] for s in found)
         records = read_bug_records(tmp_path / strategy / "seed-3" / "bugs.jsonl")
         assert sorted(r.env_step for r in records) == sorted(found)
-    assert summary["budget_steps"] == budget and list(summary["by_steps"]) == ["833", "1666", "3333"]
-    assert summary["by_steps"]["3333"]["drl"]["bugs_found"]["mean"] <= summary["bugs_found"]["drl"]["mean"]
-    # drl is one learner (its population.json one policy) playing a population's games: a round, 4 x 4 games x 5 updates x 5 steps
+    assert summary["budget_steps"] == budget and list(summary["by_steps"]) == [
+        "833",
+        "1666",
+        "3333",
+    ]
+    assert (
+        summary["by_steps"]["3333"]["drl"]["bugs_found"]["mean"]
+        <= summary["bugs_found"]["drl"]["mean"]
+    )
+    # drl is one learner (its population.json one policy) playing a population's games: a round, 4 x
+    # 4 games x 5 updates x 5 steps
     drl = tmp_path / "drl" / "seed-3"
     assert len(json.loads((drl / "population.json").read_text())["exploration"]) == 1
     timeline = json.loads((drl / "summary.json").read_text())["timeline"]
@@ -147,8 +235,10 @@ def test_an_env_step_budget_is_equal_across_strategies_and_cuts_their_results(tm
 
 
 def test_drl_as_30_learners_keeps_a_population_of_trained_policies(tmp_path):
-    config = wuji.WujiConfig(game="BlockMaze-v0", strategy="drl_30", population=4, generations=1, seed=3, a2c=TINY_A2C)
-    summary = wuji.run(config, tmp_path)
+    config = wuji.WujiConfig(
+        game="BlockMaze-v0", strategy="drl_30", population=4, generations=1, seed=3, a2c=TINY_A2C
+    )
+    summary = run_on_device(config, tmp_path)
     assert len(json.loads((tmp_path / "population.json").read_text())["exploration"]) == 4
     # a generation: each learner's rounds (4 learners x 4 games), then the population's evaluation
     rounds = [b[1] - a[1] for a, b in zip(summary["timeline"], summary["timeline"][1:])]
@@ -161,36 +251,51 @@ class _Killed(Exception):
 
 def _kill_after_first_generation(generation, generations, bugs):
     if generation == 1:
-        raise _Killed  # after generation 1 (whose records are written; its checkpoint is not: the last is the initial one)
+        # after generation 1 (whose records are written; its checkpoint is not: the last is the
+        # initial one)
+        raise _Killed
 
 
-@pytest.mark.parametrize("strategy", ["ea_m", pytest.param("random", marks=pytest.mark.slow)])  # random: its slot games' episodes go on across the kill
+# random: its slot games' episodes go on across the kill
+@pytest.mark.parametrize("strategy", ["ea_m", pytest.param("random", marks=pytest.mark.slow)])
 def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_path):
-    config = wuji.WujiConfig(game="BlockMaze-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C)  # the game of the tests above: compiled once
-    whole = wuji.run(config, tmp_path / "whole")
+    # the game of the tests above: compiled once
+    config = wuji.WujiConfig(
+        game="BlockMaze-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C
+    )
+    whole = run_on_device(config, tmp_path / "whole")
     killed = tmp_path / "killed"
     with pytest.raises(_Killed):
-        wuji.run(config, killed, on_generation=_kill_after_first_generation)
+        run_on_device(config, killed, on_generation=_kill_after_first_generation)
     before = read_bug_records(killed / "bugs.jsonl")
-    resumed = wuji.run(config, killed, resume=True)
+    resumed = run_on_device(config, killed, resume=True)
     after = read_bug_records(killed / "bugs.jsonl")
     assert after[: len(before)] == before  # nothing written before the kill is lost
     for field in ("bugs_found", "state_coverage", "env_steps", "generations"):
         assert resumed[field] == whole[field], field
-    assert {r.bug_id: r.actions for r in after} == {r.bug_id: r.actions for r in read_bug_records(tmp_path / "whole" / "bugs.jsonl")}
+    assert {r.bug_id: r.actions for r in after} == {
+        r.bug_id: r.actions for r in read_bug_records(tmp_path / "whole" / "bugs.jsonl")
+    }
     assert after and all(replay(r).reproduced for r in after)
     if strategy != "random":
-        assert json.loads((killed / "population.json").read_text()) == json.loads((tmp_path / "whole" / "population.json").read_text())
+        assert json.loads((killed / "population.json").read_text()) == json.loads(
+            (tmp_path / "whole" / "population.json").read_text()
+        )
     # the resumed curve drops what the kill lost and reaches the same steps and bugs
     assert [row[1:] for row in resumed["timeline"]] == [row[1:] for row in whole["timeline"]]
 
 
 def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
-    """NSGA-II's selection runs compiled and cannot refuse NaN objectives itself: each evaluation's scores are checked."""
+    """NSGA-II's selection runs compiled and cannot refuse NaN objectives itself: each evaluation's
+    scores are checked."""
     import jax.numpy as jnp
 
-    config = wuji.WujiConfig(game="BlockMaze-v0", strategy="ea_m", population=4, generations=1, seed=3, a2c=TINY_A2C)
-    search = shared_search(config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c)
+    config = wuji.WujiConfig(
+        game="BlockMaze-v0", strategy="ea_m", population=4, generations=1, seed=3, a2c=TINY_A2C
+    )
+    search = shared_search(
+        config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c
+    )
     evaluate = search.evaluate
 
     def second_policy_nan(population, params, seeds):
@@ -199,4 +304,4 @@ def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
 
     monkeypatch.setattr(search, "evaluate", second_policy_nan)
     with pytest.raises(FloatingPointError, match=r"ea_m: policies \[1\] scored NaN"):
-        wuji.run(config, tmp_path)
+        run_on_device(config, tmp_path)

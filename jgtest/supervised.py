@@ -1,6 +1,6 @@
-"""The supervised training loop PPGTA's learned parts share: epochs of shuffled minibatches, validation
-after each epoch, early stopping that keeps the best epoch (§V-D: "a total of 40 epochs with early
-stopping").
+"""The supervised training loop PPGTA's learned parts share: epochs of shuffled minibatches,
+validation after each epoch, early stopping that keeps the best epoch (§V-D: "a total of 40 epochs
+with early stopping").
 
 The inverse-dynamics encoder (:mod:`jgtest.agents.inverse_dynamics`), the imitation policies
 (:mod:`jgtest.agents.imitation`), the object detector and the texture oracle
@@ -18,8 +18,17 @@ import numpy as np
 import optax
 
 
-def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx: np.ndarray, batch_size: int,
-        epochs: int, patience: int, seed: int = 0, min_epochs: int = 0) -> dict:  # fmt: skip
+def fit(
+    state: Any,
+    step: Callable,
+    validate: Callable[[Any], float],
+    train_idx: np.ndarray,
+    batch_size: int,
+    epochs: int,
+    patience: int,
+    seed: int = 0,
+    min_epochs: int = 0,
+) -> dict:
     """Trains ``state`` (any pytree: parameters, optimiser state, ...).
 
     Args:
@@ -31,8 +40,8 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
       epochs: at most this many epochs.
       patience: stop after this many epochs without a better validation.
       min_epochs: the warm-up (e.g. a learning rate's, in which the loss may rise while the rate
-        does): no stop and no kept weights before this many epochs; the best epoch is the best after it
-        (capped at ``epochs``).
+        does): no stop and no kept weights before this many epochs; the best epoch is the best after
+        it (capped at ``epochs``).
 
     Returns:
       dict: ``state`` (the best epoch's), ``last_state``, ``history`` (per epoch ``train_loss`` and
@@ -41,16 +50,23 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
     if len(train_idx) == 0:
         raise ValueError("no training examples")
     if batch_size < 1 or epochs < 1 or patience < 1:
-        raise ValueError(f"batch_size, epochs and patience must be at least 1, got {batch_size}, {epochs}, {patience}")
+        raise ValueError(
+            f"batch_size, epochs and patience must be at least 1, got {batch_size}, {epochs}, "
+            f"{patience}"
+        )
     rng = np.random.default_rng(seed)
     batches = max(1, len(train_idx) // batch_size)
     history, best, best_state, waited = [], np.inf, state, 0
-    warmup = min(max(min_epochs, 1), epochs)  # the first epoch whose weights may be kept is warmup - 1
+    warmup = min(
+        max(min_epochs, 1), epochs
+    )  # the first epoch whose weights may be kept is warmup - 1
     for epoch in range(epochs):
         order = rng.permutation(train_idx)
         losses = []
         for b in range(batches):
-            state, loss = step(state, order[b * batch_size : (b + 1) * batch_size], epoch * batches + b)
+            state, loss = step(
+                state, order[b * batch_size : (b + 1) * batch_size], epoch * batches + b
+            )
             losses.append(float(loss))
         val = float(validate(state))
         history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val": val})
@@ -63,19 +79,31 @@ def fit(state: Any, step: Callable, validate: Callable[[Any], float], train_idx:
             if waited >= patience:
                 break
     best_epoch = warmup - 1 + int(np.argmin([h["val"] for h in history[warmup - 1 :]]))
-    return {"state": best_state, "last_state": state, "history": history, "best_epoch": best_epoch,
-            "stopped_early": len(history) < epochs}  # fmt: skip
+    return {
+        "state": best_state,
+        "last_state": state,
+        "history": history,
+        "best_epoch": best_epoch,
+        "stopped_early": len(history) < epochs,
+    }
 
 
-def split_indices(n: int, fractions=(0.7, 0.1, 0.2), seed: int = 0, strata: np.ndarray | None = None):
-    """A random train / validation / test split of ``n`` examples (PPGTA §V-B: 70/10/20), each part at
-    least one when ``n >= 3``: ``(train_idx, val_idx, test_idx)``. With ``strata`` (a label per example)
-    the split is stratified: each label is split in the same fractions (§V-B's detector data)."""
+def split_indices(
+    n: int, fractions=(0.7, 0.1, 0.2), seed: int = 0, strata: np.ndarray | None = None
+):
+    """A random train / validation / test split of ``n`` examples (PPGTA §V-B: 70/10/20), each part
+    at least one when ``n >= 3``: ``(train_idx, val_idx, test_idx)``. With ``strata`` (a label per
+    example) the split is stratified: each label is split in the same fractions (§V-B's detector
+    data)."""
     if strata is not None:
         strata = np.asarray(strata)
         if strata.shape != (n,):
-            raise ValueError(f"strata must give one label per example ({n}), got shape {strata.shape}")
-        parts = [split_indices(int((strata == s).sum()), fractions, seed) for s in np.unique(strata)]
+            raise ValueError(
+                f"strata must give one label per example ({n}), got shape {strata.shape}"
+            )
+        parts = [
+            split_indices(int((strata == s).sum()), fractions, seed) for s in np.unique(strata)
+        ]
         members = [np.flatnonzero(strata == s) for s in np.unique(strata)]
         return tuple(np.concatenate([m[p[i]] for m, p in zip(members, parts)]) for i in range(3))
     if n < 3:
@@ -94,10 +122,12 @@ def batches_per_epoch(num_train: int, batch_size: int) -> int:
     return max(1, num_train // batch_size)
 
 
-def make_step(loss_fn: Callable, tx: optax.GradientTransformation, has_aux: bool = False) -> Callable:
-    """A jitted minibatch step for :func:`fit`: ``step((params, opt_state), *batch) -> ((params, opt_state),
-    loss)``, the gradient of ``loss_fn(params, *batch)`` (which returns ``(loss, aux)`` with ``has_aux``)
-    through ``tx``."""
+def make_step(
+    loss_fn: Callable, tx: optax.GradientTransformation, has_aux: bool = False
+) -> Callable:
+    """A jitted minibatch step for :func:`fit`: ``step((params, opt_state), *batch) -> ((params,
+    opt_state), loss)``, the gradient of ``loss_fn(params, *batch)`` (which returns ``(loss, aux)``
+    with ``has_aux``) through ``tx``."""
 
     @jax.jit
     def step(state, *batch):

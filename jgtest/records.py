@@ -41,7 +41,8 @@ class BugRecord:
       kind: oracle kind, one of ``BUG_KINDS``.
       game: registered game id.
       bug_id: index of the injected bug in ``telemetry.bugs_fired`` (-1 for
-        bugs found by an oracle alone; a bridged game's ``low_fps`` record: RELINE's point, its cell).
+        bugs found by an oracle alone; a bridged game's ``low_fps`` record: RELINE's point, its
+        cell).
       step: step within the episode at which it fired (0-based: the index of
         the last action of ``actions``).
       episode: episode index of that environment slot.
@@ -83,22 +84,34 @@ class BugRecord:
         for name, low in (("bug_id", -1), ("step", 0), ("episode", 0), ("env_index", 0)):
             value = getattr(self, name)
             if not _is_int(value) or value < low:
-                raise BadInput(f"bug record {name} must be an integer of at least {low}, got {value!r}")
+                raise BadInput(
+                    f"bug record {name} must be an integer of at least {low}, got {value!r}"
+                )
         check_seed(self.seed, "bug record seed")
         if not all(_is_int(a) for a in self.actions):
             raise BadInput("bug record actions must be integers")
         if len(self.actions) != self.step + 1:
-            raise BadInput(f"bug record has {len(self.actions)} actions for step {self.step}; expected step + 1")
+            raise BadInput(
+                f"bug record has {len(self.actions)} actions for step {self.step}; expected step + "
+                "1"
+            )
         if not all(_is_number(p) and math.isfinite(p) for p in self.position):
             raise BadInput(f"bug record position must be finite numbers, got {self.position!r}")
         if not _is_number(self.wall_s) or not math.isfinite(self.wall_s):
             raise BadInput(f"bug record wall_s must be a finite number, got {self.wall_s!r}")
         if not isinstance(self.game_kwargs, dict):
             raise BadInput(f"bug record game_kwargs must be an object, got {self.game_kwargs!r}")
-        if self.trace_min is not None and not (self.trace_min and all(_is_int(a) for a in self.trace_min)):
-            raise BadInput(f"bug record trace_min must be a non-empty list of integers or null, got {self.trace_min!r}")
+        if self.trace_min is not None and not (
+            self.trace_min and all(_is_int(a) for a in self.trace_min)
+        ):
+            raise BadInput(
+                "bug record trace_min must be a non-empty list of integers or null, got "
+                f"{self.trace_min!r}"
+            )
         if self.env_step is not None and (not _is_int(self.env_step) or self.env_step < 1):
-            raise BadInput(f"bug record env_step must be a positive integer or null, got {self.env_step!r}")
+            raise BadInput(
+                f"bug record env_step must be a positive integer or null, got {self.env_step!r}"
+            )
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), separators=(",", ":"), allow_nan=False)
@@ -116,7 +129,11 @@ class BugRecord:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         if unknown := sorted(set(data) - set(fields)):
             raise BadInput(f"bug record has unknown field(s) {', '.join(map(str, unknown))}")
-        required = [n for n, f in fields.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        required = [
+            n
+            for n, f in fields.items()
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
         if missing := [n for n in required if n not in data]:
             raise BadInput(f"bug record lacks field(s) {', '.join(missing)}")
         data = dict(data)
@@ -124,7 +141,9 @@ class BugRecord:
             if not isinstance(data.get(name, []), list):
                 raise BadInput(f"bug record {name} must be a list, got {data[name]!r}")
         if not isinstance(data.get("trace_min") or [], list):
-            raise BadInput(f"bug record trace_min must be a list or null, got {data['trace_min']!r}")
+            raise BadInput(
+                f"bug record trace_min must be a list or null, got {data['trace_min']!r}"
+            )
         data["actions"] = tuple(data["actions"])
         if data.get("trace_min") is not None:
             data["trace_min"] = tuple(data["trace_min"])
@@ -145,9 +164,10 @@ class BugRecordWriter:
 
     Example:
       >>> import tempfile, pathlib
-      >>> from jgtest.report.records import BugRecord, BugRecordWriter, read_bug_records
+      >>> from jgtest.records import BugRecord, BugRecordWriter, read_bug_records
       >>> run_dir = pathlib.Path(tempfile.mkdtemp())
-      >>> record = BugRecord(kind="logical", game="BlockMaze-v0", bug_id=3, step=2, episode=0, seed=0, env_index=0, actions=(0, 1, 1))
+      >>> record = BugRecord(kind="logical", game="BlockMaze-v0", bug_id=3, step=2, episode=0,
+      seed=0, env_index=0, actions=(0, 1, 1))
       >>> with BugRecordWriter(run_dir / "bugs.jsonl") as writer:
       ...     writer.write(record)
       >>> read_bug_records(run_dir / "bugs.jsonl") == [record]
@@ -163,7 +183,8 @@ class BugRecordWriter:
         """Appends ``record``; it is on disk when this returns.
 
         Raises:
-          BadFile: it cannot be written (a full disk: the bytes it needed); the records before it are kept.
+          BadFile: it cannot be written (a full disk: the bytes it needed); the records before it
+            are kept.
         """
         line = record.to_json() + "\n"
         try:
@@ -171,8 +192,11 @@ class BugRecordWriter:
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as error:
-            raise BadFile(f"{self.path}: cannot write a bug record ({write_failure(error, len(line))}); the records before it are kept, "
-                          "and --resume continues the campaign once it can be written") from None  # fmt: skip
+            raise BadFile(
+                f"{self.path}: cannot write a bug record ({write_failure(error, len(line))}); the "
+                "records before it are kept, "
+                "and --resume continues the campaign once it can be written"
+            ) from None
 
     def close(self) -> None:
         self._file.close()
@@ -194,7 +218,11 @@ def truncate_torn_line(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         offset = data.rfind(b"\n") + 1
-        warnings.warn(f"{path}: truncating a torn last line at byte {offset} ({len(data) - offset} bytes, a write cut short)", stacklevel=3)
+        warnings.warn(
+            f"{path}: truncating a torn last line at byte {offset} ({len(data) - offset} bytes, a "
+            "write cut short)",
+            stacklevel=3,
+        )
         file.truncate(offset)
         file.flush()
         os.fsync(file.fileno())
@@ -222,7 +250,8 @@ def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
     a damaged one) is skipped with a warning naming its line number, and the others stay usable.
 
     Raises:
-      BadFile: no such file, or the path is a directory or cannot be read (:func:`jgtest.files.read_bytes`).
+      BadFile: no such file, or the path is a directory or cannot be read
+        (:func:`jgtest.files.read_bytes`).
     """
     lines = read_bytes(path).split(b"\n")
     records = []
@@ -233,24 +262,40 @@ def read_bug_records(path: str | os.PathLike) -> list[BugRecord]:
             records.append(parse_bug_record(line))
         except BadInput as error:
             torn = " (a torn last line)" if number == len(lines) else ""
-            warnings.warn(f"{path}:{number}: skipping a line that is not a bug record{torn}: {error}", stacklevel=2)
+            warnings.warn(
+                f"{path}:{number}: skipping a line that is not a bug record{torn}: {error}",
+                stacklevel=2,
+            )
     return records
 
 
 def located_records(run_dir: str | Path) -> list[tuple[BugRecord, Path, int]]:
     """Every record of every ``bugs.jsonl`` in ``run_dir``, with its file and index (what ``jgtest
     replay --index`` takes)."""
-    return [(r, path, i) for path in sorted(Path(run_dir).rglob("bugs.jsonl")) for i, r in enumerate(read_bug_records(path))]
+    return [
+        (r, path, i)
+        for path in sorted(Path(run_dir).rglob("bugs.jsonl"))
+        for i, r in enumerate(read_bug_records(path))
+    ]
 
 
 def replay_command(record: BugRecord, path: Path, index: int) -> str:
-    """The shell command that replays record ``index`` of ``path``, its shrunk trace when it has one,
-    each argument quoted (``shlex``): safe to paste whatever the run directory's name holds."""
-    return shlex.join(["jgtest", "replay", str(path), "--index", str(index), *(["--min"] if record.trace_min else [])])
+    """The shell command that replays record ``index`` of ``path``, its shrunk trace when it has
+    one, each argument quoted (``shlex``): safe to paste whatever the run directory's name holds."""
+    return shlex.join(
+        [
+            "jgtest",
+            "replay",
+            str(path),
+            "--index",
+            str(index),
+            *(["--min"] if record.trace_min else []),
+        ]
+    )
 
 
 def records_to_resume(out_dir: str | os.PathLike, resume: bool) -> list[BugRecord]:
-    """The records a stopped campaign in ``out_dir`` wrote (its ``bugs.jsonl``), for a resumed run to
-    keep and not write again; none when the run does not resume or wrote nothing."""
+    """The records a stopped campaign in ``out_dir`` wrote (its ``bugs.jsonl``), for a resumed run
+    to keep and not write again; none when the run does not resume or wrote nothing."""
     path = Path(out_dir) / "bugs.jsonl"
     return read_bug_records(path) if resume and path.exists() else []

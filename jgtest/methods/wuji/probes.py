@@ -1,8 +1,8 @@
 """Probe policies that calibrate ``NSHArena-v0`` (:mod:`jgtest.envs.nsh_arena`), and the probe run.
 
 A twin's free parameters are set with probes, never with the methods it compares: random, a
-scripted fighter, and the fighter with 30% random actions (the noisy play a game's human testers
-and scripts produce). :func:`probe_run` plays a probe for an env-step budget, every game in
+scripted fighter, and the fighter with a share of random actions (the noisy play a game's human
+testers and scripts produce). :func:`probe_run` plays a probe for an env-step budget, every game in
 parallel, and reports the step at which each bug was first found, the wins and how far the
 fights went.
 """
@@ -16,7 +16,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.envs.base import step_with_reset
-from jgtest.envs.nsh_arena import BUFF0, BUFF_TIME, BURST, COOLDOWN, COOLDOWN_ACTIONS, DROP, EXPOSE, HEAL, STAGGER, STRIKE, SWEEP, THRUST, NSHArena
+from jgtest.envs.nsh_arena import (
+    BUFF0,
+    BUFF_TIME,
+    BURST,
+    COOLDOWN,
+    COOLDOWN_ACTIONS,
+    DROP,
+    EXPOSE,
+    HEAL,
+    STAGGER,
+    STRIKE,
+    SWEEP,
+    THRUST,
+    NSHArena,
+)
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
 
 #: The observation's cooldown slots (``NSHArena`` obs ``[12:25]``) of the actions the fighter uses.
@@ -43,20 +57,45 @@ def make_fighter(env: NSHArena, explore: float = 0.0):
         dist = jnp.sum(jnp.abs(gap))
         ready = jnp.round(obs[12:25] * lengths) <= 1
         staggered, exposed = jnp.round(obs[25] * STAGGER) > 1, jnp.round(obs[26] * EXPOSE) > 1
-        move = jnp.where(jnp.abs(gap[0]) >= jnp.abs(gap[1]), jnp.where(gap[0] < 0, 0, 1), jnp.where(gap[1] > 0, 2, 3))
+        move = jnp.where(
+            jnp.abs(gap[0]) >= jnp.abs(gap[1]),
+            jnp.where(gap[0] < 0, 0, 1),
+            jnp.where(gap[1] > 0, 2, 3),
+        )
         reduction_up = jnp.any(jnp.round(obs[7:10] * BUFF_TIME) > 1)
         buff_ready = ready[_CD_BUFF - 12 : _CD_BUFF - 12 + 3]
-        can_drop = ready[_CD_DROP - 12] & ~((dist == 0) & (obs[29] > 0))  # not onto the boss in phase 1
+        can_drop = ready[_CD_DROP - 12] & ~(
+            (dist == 0) & (obs[29] > 0)
+        )  # not onto the boss in phase 1
         action = jnp.select(
-            [(floor > 0) & can_drop, floor > 0, (dist == 2) & exposed & ready[_CD_BURST - 12], dist > 1,
-             (obs[5] < 0.4) & ready[_CD_HEAL - 12], staggered & ready[_CD_SWEEP - 12],
-             exposed & ready[_CD_BURST - 12], ~staggered & ready[_CD_THRUST - 12],
-             ~reduction_up & jnp.any(buff_ready)],
-            [DROP, jnp.where(dist == 0, 1, move), BURST, move, HEAL, SWEEP, BURST, THRUST, BUFF0 + jnp.argmax(buff_ready)],
+            [
+                (floor > 0) & can_drop,
+                floor > 0,
+                (dist == 2) & exposed & ready[_CD_BURST - 12],
+                dist > 1,
+                (obs[5] < 0.4) & ready[_CD_HEAL - 12],
+                staggered & ready[_CD_SWEEP - 12],
+                exposed & ready[_CD_BURST - 12],
+                ~staggered & ready[_CD_THRUST - 12],
+                ~reduction_up & jnp.any(buff_ready),
+            ],
+            [
+                DROP,
+                jnp.where(dist == 0, 1, move),
+                BURST,
+                move,
+                HEAL,
+                SWEEP,
+                BURST,
+                THRUST,
+                BUFF0 + jnp.argmax(buff_ready),
+            ],
             STRIKE,
-        )  # fmt: skip
+        )
         k_explore, k_action = jax.random.split(key)
-        return jnp.where(jax.random.uniform(k_explore) < explore, jax.random.randint(k_action, (), 0, 19), action)
+        return jnp.where(
+            jax.random.uniform(k_explore) < explore, jax.random.randint(k_action, (), 0, 19), action
+        )
 
     return policy
 
@@ -79,27 +118,53 @@ def _probe(env, params, policy, seed, num_envs: int, num_steps: int):
         def one(b, o, s, e, k):
             ep = episode_key(seed, b, e)
             a = policy(None, o, action_key(ep, k))
-            return step_with_reset(env, params, s, a, step_key(ep, k), reset_key(episode_key(seed, b, e + 1)))
+            return step_with_reset(
+                env, params, s, a, step_key(ep, k), reset_key(episode_key(seed, b, e + 1))
+            )
 
-        obs, state_next, reward, terminated, truncated, info = jax.vmap(one)(slots, obs, state, episode, step)
+        obs, state_next, reward, terminated, truncated, info = jax.vmap(one)(
+            slots, obs, state, episode, step
+        )
         fired = jnp.any(info["telemetry"].bugs_fired, axis=0)
         first = jnp.where(fired & (first < 0), (t + 1) * num_envs, first)
         final = info["final_observation"]
-        deepest = jnp.maximum(deepest, jax.vmap(env.phase, in_axes=(0, None))(jnp.round(final[:, 6] * params.boss_max_hp), params))
+        deepest = jnp.maximum(
+            deepest,
+            jax.vmap(env.phase, in_axes=(0, None))(
+                jnp.round(final[:, 6] * params.boss_max_hp), params
+            ),
+        )
         done = terminated | truncated
         won = terminated & (final[:, 6] <= 0) & ~info["telemetry"].crashed
-        tallies = tallies + jnp.stack([jnp.sum(done), jnp.sum(won), jnp.sum(done & (deepest >= 2)), jnp.sum(done & (deepest >= 3))]).astype(jnp.int32)
+        tallies = tallies + jnp.stack(
+            [
+                jnp.sum(done),
+                jnp.sum(won),
+                jnp.sum(done & (deepest >= 2)),
+                jnp.sum(done & (deepest >= 3)),
+            ]
+        ).astype(jnp.int32)
         deepest = jnp.where(done, 1, deepest)
-        return (obs, state_next, episode + done, jnp.where(done, 0, step + 1), deepest, first, tallies), None
+        return (
+            obs,
+            state_next,
+            episode + done,
+            jnp.where(done, 0, step + 1),
+            deepest,
+            first,
+            tallies,
+        ), None
 
     carry = (obs, state, zeros, zeros, jnp.ones(num_envs, jnp.int32), first, tallies)
     (_, _, _, _, _, first, tallies), _ = jax.lax.scan(body, carry, jnp.arange(num_steps))
     return first, tallies
 
 
-def probe_run(env: NSHArena, params, policy, budget_steps: int, num_envs: int = 1000, seed: int = 0) -> dict:
-    """``policy`` on ``num_envs`` games in parallel for ``budget_steps`` env steps (rounded down to a
-    multiple of ``num_envs``), keyed as a campaign's episodes.
+def probe_run(
+    env: NSHArena, params, policy, budget_steps: int, num_envs: int = 1000, seed: int = 0
+) -> dict:
+    """``policy`` on ``num_envs`` games in parallel for ``budget_steps`` env steps (rounded down to
+    a multiple of ``num_envs``), keyed as a campaign's episodes.
 
     Returns ``first_found`` (the env step at which each bug first fired, ``-1``: never), the
     episodes, the win rate and the share of fights that reached phase 2 and phase 3 (of the
@@ -108,6 +173,9 @@ def probe_run(env: NSHArena, params, policy, budget_steps: int, num_envs: int = 
     first, tallies = _probe(env, params, policy, seed, num_envs, budget_steps // num_envs)
     first, (episodes, wins, phase2, phase3) = np.asarray(first), np.asarray(tallies).tolist()
     return {
-        "first_found": first.tolist(), "episodes": episodes, "win_rate": wins / max(episodes, 1),
-        "reached_phase2": phase2 / max(episodes, 1), "reached_phase3": phase3 / max(episodes, 1),
-    }  # fmt: skip
+        "first_found": first.tolist(),
+        "episodes": episodes,
+        "win_rate": wins / max(episodes, 1),
+        "reached_phase2": phase2 / max(episodes, 1),
+        "reached_phase3": phase3 / max(episodes, 1),
+    }

@@ -1,0 +1,578 @@
+"""The Wuji page (Zheng et al., ASE 2019): the paper's claims (§V-B, §V-C) against our comparisons
+on NSHArena, CombatArena, Block Maze and ViZDoom."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+from jgtest.report.reproductions.common import (
+    Page,
+    Results,
+    bold_best,
+    label,
+    listing,
+    named,
+    num,
+    provenance,
+    pvalue,
+    section,
+    signed,
+    steps_label,
+    table,
+)
+
+#: The claims of Wuji's evaluation (§V-B bugs, Fig. 4-5; §V-C states, Table V) as (claim, section,
+#: metric, strategies said to be ahead, strategies said to be behind). Its figures are plots and
+#: tables whose orderings the text states; a claim holds on ours when every strategy said to be
+#: ahead has a higher mean.
+WUJI_COMBAT_CLAIMS = (
+    (
+        "random finds the fewest bugs on the combat games",
+        "§V-B",
+        "bugs_found",
+        ("ea_s", "ea_m", "drl", "ea_s+drl", "wuji"),
+        ("random",),
+    ),
+    ("EA_m finds more bugs than EA_s", "§V-B", "bugs_found", ("ea_m",), ("ea_s",)),
+    (
+        "the strategies that train with DRL find more bugs than those that do not",
+        "§V-B",
+        "bugs_found",
+        ("drl", "ea_s+drl", "wuji"),
+        ("random", "ea_s", "ea_m"),
+    ),
+    (
+        "Wuji finds the most bugs",
+        "§V-B, Table III",
+        "bugs_found",
+        ("wuji",),
+        ("random", "ea_s", "ea_m", "drl", "ea_s+drl"),
+    ),
+    (
+        "Wuji covers the most states",
+        "§V-C, Table V",
+        "state_coverage",
+        ("wuji",),
+        ("random", "ea_s", "ea_m", "drl", "ea_s+drl"),
+    ),
+    (
+        "random covers the fewest states on the large games",
+        "§V-C",
+        "state_coverage",
+        ("ea_s", "ea_m", "drl", "ea_s+drl", "wuji"),
+        ("random",),
+    ),
+)
+WUJI_MAZE_CLAIMS = (
+    (
+        "on the small maze random finds more bugs than EA_s and DRL",
+        "§V-B",
+        "bugs_found",
+        ("random",),
+        ("ea_s", "drl"),
+    ),
+    (
+        "Wuji covers the most states in each game",
+        "§V-C, Table V",
+        "state_coverage",
+        ("wuji",),
+        ("random", "ea_s", "ea_m", "drl", "ea_s+drl"),
+    ),
+)
+
+
+def claim_rows(
+    summary: dict, claims: Sequence[tuple[str, str, str, tuple[str, ...], tuple[str, ...]]]
+) -> list[list[str]]:
+    """Each claim against our means: the strategies said to be ahead, those said to be behind, and
+    whether it holds."""
+    rows = []
+    for claim, where, metric, ahead, behind in claims:
+        digits = 1 if metric == "bugs_found" else 0
+        means = {s: summary[metric][s]["mean"] for s in ahead + behind}
+        low, high = min(means[s] for s in ahead), max(means[s] for s in behind)
+        holds = "yes" if low > high else ("tied" if low == high else "no")
+        ours = " against ".join(
+            named({s: num(means[s], digits) for s in group}) for group in (ahead, behind)
+        )
+        rows.append([claim, where, f"{'bugs' if digits else 'states'}: {ours}", holds])
+    return rows
+
+
+def claims_section(title: str, summary: dict, claims: Sequence, intro: str) -> str:
+    """The paper's claims on one game, our means and whether each holds, with a sentence counting
+    those that do."""
+    rows = claim_rows(summary, claims)
+    held = [r[0] for r in rows if r[3] == "yes"]
+    tally = (
+        f"{len(held)} of the {len(rows)} claims {'holds' if len(held) == 1 else 'hold'} on ours"
+        + (f" ({listing(held, '; ')})." if held else ".")
+    )
+    return section(
+        title,
+        f"{intro} {tally}",
+        table(
+            [
+                "the paper",
+                "section",
+                f"ours, {summary['game']}, means of {summary['seeds']} seeds",
+                "holds",
+            ],
+            rows,
+        ),
+    )
+
+
+def progress_table(summary: dict, checkpoints: str, column: Callable[[str], str]) -> str:
+    """Bugs and states per strategy at each checkpoint of the budget (``by_steps`` or ``by_time``),
+    the best of each column in bold."""
+    marks, strategies = sorted(summary[checkpoints], key=float), summary["strategies"]
+    columns = [
+        bold_best(
+            [summary[checkpoints][m][s][metric]["mean"] for s in strategies],
+            lambda v, d=digits: num(v, d),
+        )
+        for metric, digits in (("bugs_found", 1), ("state_coverage", 0))
+        for m in marks
+    ]
+    columns.append(
+        [num(summary[checkpoints][marks[-1]][s]["bugs_found"]["sd"], 1) for s in strategies]
+    )
+    columns.append(bold_best([summary["cells_covered"][s]["mean"] for s in strategies], num))
+    columns.append([num(summary["env_steps"][s]["mean"]) for s in strategies])
+    header = [
+        "strategy",
+        *[f"bugs, {column(m)}" for m in marks],
+        *[f"states, {column(m)}" for m in marks],
+        f"sd of bugs, {column(marks[-1])}",
+        "cells covered",
+        "env steps",
+    ]
+    return table(header, [[label(s), *[c[i] for c in columns]] for i, s in enumerate(strategies)])
+
+
+def against_table(tests: dict) -> str:
+    """Wuji's seeds against each other strategy's: Cliff's delta and Holm-corrected Mann-Whitney p,
+    on bugs and on states."""
+    rows = [
+        [
+            label(b["b"]),
+            signed(b["cliffs_delta"]),
+            pvalue(b["p_holm"]),
+            signed(s["cliffs_delta"]),
+            pvalue(s["p_holm"]),
+        ]
+        for b, s in zip(tests["bugs_found"], tests["state_coverage"])
+    ]
+    return table(
+        ["Wuji against", "bugs: Cliff's δ", "bugs: Holm p", "states: Cliff's δ", "states: Holm p"],
+        rows,
+    )
+
+
+def mean_sd(values: Sequence[float], digits: int) -> str:
+    """The mean of per-seed values and their (population) sd, as the summaries give them:
+    "7.27 (1.49)"."""
+    return f"{num(statistics.mean(values), digits)} ({num(statistics.pstdev(values), digits)})"
+
+
+def bugs_states(bugs: dict, states: dict) -> str:
+    """Each strategy's mean bugs / states: "random 4.7 / 96,967, EA_s 5.4 / 99,360"."""
+    return named({s: f"{num(bugs[s]['mean'], 1)} / {num(states[s]['mean'])}" for s in bugs})
+
+
+def wuji_combat_sections(results: Results) -> list[str]:
+    name, name30 = (
+        "wuji_combat_compare_10seeds_1.5Msteps.json",
+        "wuji_combat_2strategies_30seeds_1.5Msteps.json",
+    )
+    combat, thirty = results[name], results[name30]
+    whole = bugs_states(combat["bugs_found"], combat["state_coverage"])
+    rows30 = [
+        [
+            label(s),
+            str(len(v["bugs_found"])),
+            mean_sd(v["bugs_found"], 2),
+            mean_sd(v["state_coverage"], 0),
+            mean_sd(v["cells_covered"], 0),
+        ]
+        for s, v in thirty["per_seed"].items()
+    ]
+    bugs30, states30 = (
+        thirty["wuji_against_each"]["bugs_found"][0],
+        thirty["wuji_against_each"]["state_coverage"][0],
+    )
+    return [
+        claims_section(
+            "CombatArena against the paper's claims, earlier protocol",
+            combat,
+            WUJI_COMBAT_CLAIMS,
+            "The paper's combat games (L10, NSH) are commercial; ours is "
+            "CombatArena-v0, a player with skills and buffs against a boss, "
+            f"with {combat['bugs_total']} injected bugs, most of them reached only "
+            f"by fighting well. Whole runs, {steps_label(combat['budget_steps'])} env steps each.",
+        ),
+        section(
+            f"CombatArena, {combat['seeds']} seeds, "
+            f"{steps_label(combat['budget_steps'])} env steps, earlier protocol",
+            f"Bugs found (of {combat['bugs_total']}) and distinct states covered, "
+            "means at each quarter of the budget; the budget's "
+            "column counts steps up to it, the best of each column in bold. A "
+            "run's last generation goes a little past the budget: "
+            f"the whole runs found (bugs / states) {whole}. Below, Wuji's seeds "
+            "against each other strategy's.",
+            progress_table(combat, "by_steps", steps_label),
+            against_table(combat["wuji_against_each"]),
+            provenance(name, combat),
+        ),
+        section(
+            f"CombatArena, {len(thirty['per_seed']['wuji']['bugs_found'])} seeds of "
+            "EA_s+DRL and Wuji, earlier protocol",
+            "The ten seeds above and more of the two strategies. Wuji against "
+            f"EA_s+DRL: bugs Cliff's δ {signed(bugs30['cliffs_delta'])} "
+            f"(p {pvalue(bugs30['p_holm'])}), states δ "
+            f"{signed(states30['cliffs_delta'])} (p {pvalue(states30['p_holm'])}).",
+            table(
+                [
+                    "strategy",
+                    "seeds",
+                    "bugs, mean (sd)",
+                    "states, mean (sd)",
+                    "cells covered, mean (sd)",
+                ],
+                rows30,
+            ),
+            provenance(name30, thirty, Code=thirty["code"]),
+        ),
+    ]
+
+
+def wuji_maze_sections(results: Results) -> list[str]:
+    name = "wuji_blockmaze_compare_10seeds_5s.json"
+    maze = results[name]
+    return [
+        claims_section(
+            "Block Maze against the paper's claims, earlier protocol",
+            maze,
+            WUJI_MAZE_CLAIMS,
+            "The paper's small game, its bugs and gold re-drawn per run. The paper "
+            "found random competitive there, its small state "
+            "space letting random play cover it (§V-B), and Wuji covering the most "
+            "states in every game (§V-C).",
+        ),
+        section(
+            f"Block Maze, {maze['seeds']} seeds, {maze['budget_s']:g} s, earlier protocol",
+            "Means at each quarter and half of the wall-clock budget and at its "
+            "end, the best of each column in bold. Under a "
+            "wall-clock budget the strategies play different numbers of steps "
+            "(last column), and the figures move a little with "
+            "the machine's load. Below, Wuji's seeds against each other strategy's.",
+            progress_table(maze, "by_time", lambda m: f"{float(m):g} s"),
+            against_table(maze["wuji_against_each"]),
+            provenance(name, maze),
+        ),
+    ]
+
+
+#: NSHArena-v0's comparison: every strategy, 10 seeds; then Wuji and the two strategies that found
+#: the most bugs in it, 30 seeds.
+NSH_COMPARE, NSH_THIRTY = (
+    "wuji_nsh_compare_10seeds_10Msteps.json",
+    "wuji_nsh_3strategies_30seeds_10Msteps.json",
+)
+
+
+def reach_class_table(summary: dict) -> str:
+    """Bugs of each reach class found by each strategy at each checkpoint of the budget (means), the
+    best of each column in bold."""
+    by_class, strategies = summary["by_reach_class"], summary["strategies"]
+    marks = sorted(by_class, key=int)
+    classes = list(by_class[marks[-1]][strategies[0]])
+    columns = [
+        bold_best([by_class[m][s][c]["mean"] for s in strategies], lambda v: num(v, 1))
+        for c in classes
+        for m in marks
+    ]
+    return table(
+        ["strategy", *[f"{c}, {steps_label(m)}" for c in classes for m in marks]],
+        [[label(s), *[col[i] for col in columns]] for i, s in enumerate(strategies)],
+    )
+
+
+def first_found_table(summary: dict) -> str:
+    """Each bug: its kind and reach class (where the game has them), in how many seeds each strategy
+    found it and the median env step at which it did, and the strategies that reach it first (the
+    lowest median first-found step, a seed that never found it counting as never; ties all named:
+    strategies that start from the same policies find the early bugs at the same step)."""
+    strategies, steps, kinds = (
+        summary["strategies"],
+        summary["first_found_step"],
+        summary["bug_kinds"],
+    )
+    rows = []
+    for bug, (kind, reach) in enumerate(
+        zip(kinds, summary.get("reach_classes", ["–"] * len(kinds)))
+    ):
+        cells, medians = [], {}
+        for s in strategies:
+            found = [run[bug] for run in steps[s] if run[bug] is not None]
+            medians[s] = statistics.median([*found, *[float("inf")] * (len(steps[s]) - len(found))])
+            cells.append(
+                f"{len(found)}/{len(steps[s])}"
+                + (f", {steps_label(int(statistics.median(found)))}" if found else "")
+            )
+        best = min(medians.values())
+        first = (
+            listing(label(s) for s in strategies if medians[s] == best)
+            if best != float("inf")
+            else "none in most seeds"
+        )
+        rows.append([str(bug), kind, reach, *cells, first])
+    return table(["bug", "kind", "reach", *[label(s) for s in strategies], "first there"], rows)
+
+
+def wuji_nsh_sections(results: Results) -> list[str]:
+    nsh, thirty = results[NSH_COMPARE], results[NSH_THIRTY]
+    per_run = {s: nsh["wall_s"][s] / nsh["seeds"] for s in nsh["strategies"]}
+    others = [s for s in thirty["strategies"] if s != "wuji"]
+    tests = {t["b"]: t for t in thirty["wuji_against_each"]["bugs_found"]}
+    states = {t["b"]: t for t in thirty["wuji_against_each"]["state_coverage"]}
+    rows30 = [
+        [
+            label(s),
+            num(thirty["bugs_found"][s]["mean"], 2),
+            num(thirty["bugs_found"][s]["sd"], 2),
+            num(thirty["state_coverage"][s]["mean"]),
+            num(thirty["wall_s"][s] / thirty["seeds"]),
+        ]
+        for s in thirty["strategies"]
+    ]
+    return [
+        claims_section(
+            "NSHArena against the paper's claims",
+            nsh,
+            WUJI_COMBAT_CLAIMS,
+            "NSHArena-v0 is our NSH-sized combat scenario: three floors, 19 "
+            "actions with setup → follow-up combos, five timed buffs, "
+            f"a boss with three phases and {nsh['bugs_total']} bugs fixed where "
+            "they were injected, a third near the start, a third on the "
+            "damage path and a third off it, both gated on the boss's phase (its "
+            "calibration with probe policies, fixed before any "
+            "strategy ran, is in jgtest/envs/nsh_arena.py). Whole runs of "
+            f"{steps_label(nsh['budget_steps'])} env steps, every game "
+            "counted and the results cut at the budget; DRL is one learner, DRL "
+            "×30 thirty learners side by side (the paper does not "
+            "say how it ran DRL; the claims read DRL as one learner).",
+        ),
+        section(
+            f"NSHArena, {nsh['seeds']} seeds, {steps_label(nsh['budget_steps'])} env steps",
+            "Bugs found and distinct states covered, means at each quarter of the "
+            "budget, the best of each column in bold; then the "
+            "bugs of each reach class found by a quarter, half and all of the "
+            "budget; then each bug: in how many seeds each strategy "
+            "found it and the median env step of its first finding, and which "
+            "strategy gets there first. Time a run took on 2 CPU "
+            "cores (seconds, mean of the seeds): "
+            f"{named({s: num(v) for s, v in per_run.items()})}. Below the tables, "
+            "Wuji's seeds against each other strategy's.",
+            progress_table(nsh, "by_steps", steps_label),
+            reach_class_table(nsh),
+            first_found_table(nsh),
+            against_table(nsh["wuji_against_each"]),
+            provenance(NSH_COMPARE, nsh),
+        ),
+        section(
+            f"NSHArena, {thirty['seeds']} seeds of Wuji and the two that found the "
+            "most bugs in ten",
+            f"Wuji against {listing(label(s) for s in others)}, bugs found "
+            "(Holm-corrected Mann–Whitney p over the two pairs, Cliff's δ "
+            "positive where Wuji tends higher): "
+            + "; ".join(
+                f"{label(s)} δ {signed(tests[s]['cliffs_delta'])} (p "
+                f"{pvalue(tests[s]['p_holm'])}), "
+                f"states δ {signed(states[s]['cliffs_delta'])} (p {pvalue(states[s]['p_holm'])})"
+                for s in others
+            )
+            + ".",
+            table(["strategy", "bugs, mean", "bugs, sd", "states, mean", "s a run"], rows30),
+            reach_class_table(thirty),
+            provenance(NSH_THIRTY, thirty),
+        ),
+    ]
+
+
+#: CombatArena-v0 and Block Maze rerun under the fair protocol (every strategy, equal env steps,
+#: results cut at the budget).
+COMBAT_FAIR, MAZE_FAIR = (
+    "wuji_combat_7strategies_10seeds_1.5Msteps.json",
+    "wuji_blockmaze_7strategies_10seeds_1Msteps.json",
+)
+
+
+def wuji_fair_rerun_sections(results: Results) -> list[str]:
+    sections = []
+    for name, claims, what in (
+        (
+            COMBAT_FAIR,
+            WUJI_COMBAT_CLAIMS,
+            "the L10-sized arena, at the budget of the earlier comparison below",
+        ),
+        (
+            MAZE_FAIR,
+            WUJI_MAZE_CLAIMS,
+            "a tenth of NSHArena's budget, as the paper gave Block Maze 1 hour "
+            "against 10 for each combat game",
+        ),
+    ):
+        data = results[name]
+        held = [r[0] for r in claim_rows(data, claims) if r[3] == "yes"]
+        sections.append(
+            section(
+                f"{data['game'].removesuffix('-v0')} under the same protocol, "
+                f"{data['seeds']} seeds, {steps_label(data['budget_steps'])} env steps",
+                "All seven strategies with equal env steps and results cut at the "
+                f"budget, as on NSHArena: {what}. Of the paper's claims "
+                f"on this game, {len(held)} of {len(claims)} hold"
+                + (f" ({listing(held, '; ')})." if held else ".")
+                + " Means at each quarter "
+                "of the budget, the best of each column in bold; then each bug: in how "
+                "many seeds each strategy found it, the median env "
+                "step of its first finding and which strategy gets there first; below, "
+                "Wuji's seeds against each other strategy's.",
+                progress_table(data, "by_steps", steps_label),
+                first_found_table(data),
+                against_table(data["wuji_against_each"]),
+                provenance(name, data),
+            )
+        )
+    return sections
+
+
+#: Wuji on a real engine: ViZDoom's ``deadly_corridor`` scenario, its games on the host
+#: (:mod:`jgtest.methods.wuji.host`).
+DOOM_CORRIDOR = "wuji_vizdoom_deadly_corridor_3strategies_3seeds_30ksteps.json"
+
+
+def wuji_doom_sections(results: Results) -> list[str]:
+    data = results[DOOM_CORRIDOR]
+    per_run = {s: data["wall_s"][s] / data["seeds"] for s in data["strategies"]}
+    cells = named({label(s): num(v["mean"], 1) for s, v in data["cells_covered"].items()})
+    return [
+        section(
+            f"A real engine: ViZDoom's deadly corridor, {data['seeds']} seeds, "
+            f"{steps_label(data['budget_steps'])} env steps",
+            "Not a game of the paper: the method on the real Doom engine through "
+            "the ViZDoom bridge. The scenario is a corridor "
+            "with six monsters on the hardest skill and a vest at its end; seven "
+            "buttons; the engine's reward is the progress towards "
+            "the vest, −100 at death. The policies read the game variables "
+            "(position, angle, health, ammunition, kills, items, each "
+            "scaled to its range) and Wuji's states are those cut into 10 "
+            "intervals; the bugs are the bridge's oracles (a crash, "
+            "stuck, Doom's two assertions). A population of 8 on 3 games each (24 "
+            "engines). Means at each quarter of the budget, the "
+            "best of each column in bold. The level's 64-unit cells each "
+            f"strategy's games entered (means): {cells}: Wuji's "
+            "policies, pulled by the winning score, walk further down the "
+            "corridor; EA_m's and random's games stay near the start "
+            "and cover more states there. Time a run took on 2 CPU cores (seconds, "
+            "mean of the seeds): "
+            f"{named({s: num(v) for s, v in per_run.items()})}. Below, Wuji's seeds "
+            "against each other strategy's.",
+            progress_table(data, "by_steps", steps_label),
+            against_table(data["wuji_against_each"]),
+            provenance(DOOM_CORRIDOR, data),
+        )
+    ]
+
+
+def by_steps_listing(data: dict) -> str:
+    """The seeds, then bugs / states of each strategy at each checkpoint of a ``by_steps`` table."""
+    marks = sorted(data["by_steps"], key=int)
+    seeds = {len(v["bugs_found"]["per_seed"]) for v in data["by_steps"][marks[-1]].values()}
+    at = []
+    for mark in marks:
+        by_strategy = data["by_steps"][mark]
+        bugs, states = (
+            {s: v[metric] for s, v in by_strategy.items()}
+            for metric in ("bugs_found", "state_coverage")
+        )
+        at.append(f"at {steps_label(mark)} steps {bugs_states(bugs, states)}")
+    return f"{listing(seeds)} seeds, bugs / states " + "; ".join(at)
+
+
+def wuji_page(results: Results) -> Page:
+    combat, nsh = results["wuji_combat_compare_10seeds_1.5Msteps.json"], results[NSH_COMPARE]
+    intro = (
+        "Wuji (Zheng et al., ASE 2019) tests games by evolving a population of "
+        "policies with NSGA-II on two objectives, winning "
+        "and exploring, and fine-tuning each generation's children with A2C. "
+        "The paper compares it with random play and with its "
+        "parts (EA_s: evolution on winning alone; EA_m: evolution on both "
+        "objectives; DRL; EA_s+DRL) on Block Maze and two "
+        "commercial combat games, each strategy run 10 times, for 1 hour on "
+        "Block Maze and 10 hours on each combat game (§V-A), "
+        "by bugs found (§V-B) and states covered (§V-C). Its figures are plots "
+        "and tables whose orderings its text states: "
+        "those orderings are the paper's column below. Our twins are "
+        "BlockMaze-v0, CombatArena-v0 (L10's size) and NSHArena-v0 "
+        "(NSH's); each run gets a budget of env steps (every evaluation game, "
+        "A2C rollout and random game counts) in place of the paper's hours."
+    )
+    early, arena = (
+        "wuji_combat_3strategies_10seeds_3Msteps.json",
+        "wuji_combat_4strategies_10seeds_6Msteps.json",
+    )
+    variants = [
+        (
+            "Before the layer-order crossover and PyTorch's batch-norm momentum "
+            "(weights crossed in the order of their names, each child "
+            "keeping its first parent's batch-norm statistics, Flax's default "
+            f"batch-norm momentum): {by_steps_listing(results[early])}",
+            early,
+        ),
+        (
+            "An earlier arena and search (no death crash, no phase-locked boss, "
+            "DRL as independent learners, NSGA-II's crowded-comparison "
+            f"tournament): {by_steps_listing(results[arena])}",
+            arena,
+        ),
+    ]
+    earlier = (
+        "The sections marked earlier protocol come from the code before the "
+        "protocol above: a run's last generation went past the "
+        "budget by up to a generation, each policy was scored on m = 4 runs, "
+        "and DRL ran only as one learner."
+    )
+    body = "\n\n".join(
+        [
+            intro,
+            *wuji_nsh_sections(results),
+            *wuji_fair_rerun_sections(results),
+            earlier,
+            *wuji_combat_sections(results),
+            *wuji_maze_sections(results),
+            *wuji_doom_sections(results),
+        ]
+    )
+    most = [
+        claim_rows(data, [c for c in WUJI_COMBAT_CLAIMS if c[0] == "Wuji finds the most bugs"])[0][
+            3
+        ]
+        for data in (nsh, combat)
+    ]
+    summary = (
+        "; ".join(
+            f"{data['game'].removesuffix('-v0')}, bugs found of "
+            f"{data['bugs_total']} in {steps_label(data['budget_steps'])} env "
+            f"steps, {data['seeds']} seeds: "
+            f"{named({s: num(v['mean'], 1) for s, v in data['bugs_found'].items()})}"
+            for data in (nsh, combat)
+        )
+        + ". The paper's Wuji finds the most bugs (§V-B), here: "
+        f"{listing('holds' if m == 'yes' else 'not reproduced' for m in most)}."
+    )
+    return Page(
+        "wuji", "Wuji: evolutionary multi-objective search with DRL", summary, body, tuple(variants)
+    )
