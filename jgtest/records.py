@@ -167,7 +167,7 @@ class BugRecordWriter:
       >>> from jgtest.records import BugRecord, BugRecordWriter, read_bug_records
       >>> run_dir = pathlib.Path(tempfile.mkdtemp())
       >>> record = BugRecord(kind="logical", game="BlockMaze-v0", bug_id=3, step=2, episode=0,
-      seed=0, env_index=0, actions=(0, 1, 1))
+      ...                    seed=0, env_index=0, actions=(0, 1, 1))
       >>> with BugRecordWriter(run_dir / "bugs.jsonl") as writer:
       ...     writer.write(record)
       >>> read_bug_records(run_dir / "bugs.jsonl") == [record]
