@@ -29,6 +29,7 @@ from envs_bridge.protocol import (
     load_named,
 )
 from jgtest.errors import BadInput
+from jgtest.types import check_telemetry_fields
 
 #: The telemetry fields a user's function may return, with the shape each must have (``objects``: a
 #: list of boxes).
@@ -337,16 +338,7 @@ class GymnasiumEnv(HostEnv):
         """The telemetry function's output checked field by field (:class:`TelemetryError` names the
         one at fault)."""
         where = f"{self.name}: telemetry function"
-        if not isinstance(out, dict):
-            raise TelemetryError(
-                f"{where} must return a dict of telemetry fields, got {type(out).__name__}"
-            )
-        unknown = sorted(set(out) - set(TELEMETRY_FIELDS))
-        if unknown:
-            raise TelemetryError(
-                f"{where} returned unknown field(s) {', '.join(unknown)}; fields: "
-                f"{', '.join(TELEMETRY_FIELDS)}"
-            )
+        check_telemetry_fields(out, TELEMETRY_FIELDS, where, TelemetryError)
         fields = {}
         for key, value in out.items():
             if key == "objects":

@@ -75,14 +75,7 @@ def episode_seed(seed: int, game: int, episode: int) -> int:
 def host_telemetry(position, cell, bugs_fired, game_reward, frame_time_ms, crashed) -> Telemetry:
     """A batched :class:`Telemetry` of numpy arrays with the on-device dtypes
     (``float32`` position, reward and frame time, ``int32`` cell, ``bool`` flags)."""
-    return Telemetry(
-        position=np.asarray(position, np.float32),
-        cell=np.asarray(cell, np.int32),
-        bugs_fired=np.asarray(bugs_fired, bool),
-        game_reward=np.asarray(game_reward, np.float32),
-        frame_time_ms=np.asarray(frame_time_ms, np.float32),
-        crashed=np.asarray(crashed, bool),
-    )
+    return Telemetry.make(position, cell, bugs_fired, game_reward, frame_time_ms, crashed, xp=np)
 
 
 def check_frames(frames: Any, shape: tuple[int, ...], game: str) -> np.ndarray:

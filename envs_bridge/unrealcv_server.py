@@ -57,6 +57,8 @@ FAULTS = (
     "no_greeting",
     "dark_text_image",
 )
+#: The faults a request can meet: all but ``no_greeting``, which a new connection meets.
+REQUEST_FAULTS = tuple(fault for fault in FAULTS if fault != "no_greeting")
 UNITS_PER_CELL = 100.0
 PITCH_DEG_PER_STEP = 10.0
 #: ``vrun RestartLevel SEED`` takes ``0 <= SEED < SEED_LIMIT`` (``jax.random.key`` keeps 32 bits of
@@ -518,16 +520,7 @@ class UnrealCVServer:
         request_id, command = int(match.group(1)), match.group(2).decode("utf-8", "replace")
         self.requests.append(command)
         image_request = re.search(r"/(lit|object_mask)\b", command) is not None
-        fault = self._take(
-            "delay",
-            "drop",
-            "wrong_magic",
-            "truncated",
-            "out_of_order",
-            "error",
-            "dark_text_image",
-            image_request=image_request,
-        )
+        fault = self._take(*REQUEST_FAULTS, image_request=image_request)
         body = (
             b"error injected fault"
             if fault == "error"

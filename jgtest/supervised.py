@@ -3,9 +3,9 @@ validation after each epoch, early stopping that keeps the best epoch (§V-D: "a
 with early stopping").
 
 The inverse-dynamics encoder (:mod:`jgtest.agents.inverse_dynamics`), the imitation policies
-(:mod:`jgtest.agents.imitation`), the object detector and the texture oracle
-(:mod:`jgtest.agents.park_vision`) each give a jitted ``step`` and ``validate`` and train with
-:func:`fit`.
+(:mod:`jgtest.agents.imitation`), the object detector (:mod:`jgtest.vision.detector`) and the
+texture oracle (:mod:`jgtest.oracles.texture`) each give a jitted ``step`` and ``validate`` and
+train with :func:`fit` (the last three through :func:`fit_adamw`).
 """
 
 from __future__ import annotations
@@ -137,3 +137,50 @@ def make_step(
         return (optax.apply_updates(params, updates), opt_state), (out[0] if has_aux else out)
 
     return step
+
+
+def fit_adamw(
+    loss_fn: Callable,
+    params: Any,
+    batch: Callable,
+    validate: Callable[[Any], float],
+    train_idx: np.ndarray,
+    settings: Any,
+    seed: int = 0,
+    has_aux: bool = False,
+) -> dict:
+    """:func:`fit` of ``params`` by AdamW steps (:func:`make_step`) on
+    ``loss_fn(params, *batch(idx, step_index))``, validated by ``validate(params)``.
+
+    ``settings`` (a model's config) gives AdamW's ``learning_rate`` and ``weight_decay``, and
+    :func:`fit`'s ``batch_size``, ``epochs`` and ``patience``. The returned ``state`` is
+    ``(params, opt_state)``.
+    """
+    tx = optax.adamw(settings.learning_rate, weight_decay=settings.weight_decay)
+    step = make_step(loss_fn, tx, has_aux)
+    return fit(
+        (params, tx.init(params)),
+        lambda state, idx, i: step(state, *batch(idx, i)),
+        lambda state: validate(state[0]),
+        train_idx,
+        settings.batch_size,
+        settings.epochs,
+        settings.patience,
+        seed,
+    )
+
+
+def fit_examples(
+    loss_fn: Callable,
+    params: Any,
+    take: Callable,
+    train_idx: np.ndarray,
+    val_idx: np.ndarray,
+    settings: Any,
+    seed: int = 0,
+) -> dict:
+    """:func:`fit_adamw` of ``loss_fn(params, *take(idx))`` over indexed examples, validated by
+    the loss of the examples ``val_idx``."""
+    val_loss = jax.jit(loss_fn)
+    validate = lambda params: val_loss(params, *take(val_idx))
+    return fit_adamw(loss_fn, params, lambda idx, i: take(idx), validate, train_idx, settings, seed)

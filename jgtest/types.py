@@ -46,15 +46,30 @@ class Telemetry:
         game_reward,
         frame_time_ms=0.0,
         crashed=False,
+        *,
+        xp=jnp,
     ) -> Telemetry:
-        """Builds a record with the canonical dtypes."""
+        """Builds a record with the canonical dtypes, of ``xp`` arrays (``jax.numpy`` on device,
+        ``numpy`` on the host)."""
         return cls(
-            position=jnp.asarray(position, jnp.float32),
-            cell=jnp.asarray(cell, jnp.int32),
-            bugs_fired=jnp.asarray(bugs_fired, bool),
-            game_reward=jnp.asarray(game_reward, jnp.float32),
-            frame_time_ms=jnp.asarray(frame_time_ms, jnp.float32),
-            crashed=jnp.asarray(crashed, bool),
+            position=xp.asarray(position, xp.float32),
+            cell=xp.asarray(cell, xp.int32),
+            bugs_fired=xp.asarray(bugs_fired, bool),
+            game_reward=xp.asarray(game_reward, xp.float32),
+            frame_time_ms=xp.asarray(frame_time_ms, xp.float32),
+            crashed=xp.asarray(crashed, bool),
+        )
+
+
+def check_telemetry_fields(out, fields, where: str, error: type[Exception]) -> None:
+    """Raises ``error`` unless ``out``, what the telemetry function ``where`` names returned, is a
+    dict whose keys are all among ``fields``."""
+    if not isinstance(out, dict):
+        raise error(f"{where} must return a dict of telemetry fields, got {type(out).__name__}")
+    unknown = sorted(set(out) - set(fields))
+    if unknown:
+        raise error(
+            f"{where} returned unknown field(s) {', '.join(unknown)}; fields: {', '.join(fields)}"
         )
 
 

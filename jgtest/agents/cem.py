@@ -18,7 +18,15 @@ from flax import struct
 
 from jgtest.agents import base
 from jgtest.agents.base import ActOutput, Agent
-from jgtest.agents.common import batched, check_positive, make_game
+from jgtest.agents.common import (
+    GameSettings,
+    batched,
+    check_positive,
+    game_spaces,
+    initializers,
+    make_game,
+    sample_action,
+)
 from jgtest.losses import cem_elite_mask, cem_loss, cem_top_m_mask
 from jgtest.losses.cem import ELITE_PERCENTILE
 from jgtest.nets import PolicyNetwork
@@ -31,8 +39,7 @@ class CEMHyperparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class CEMConfig:
-    game: str = "CartPoleBugs-v0"
+class CEMConfig(GameSettings):
     game_kwargs: tuple[tuple[str, Any], ...] = ()
     episodes_per_iter: int = 16
     num_iterations: int = 200
@@ -96,8 +103,7 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
     CEM has no critic); ``update(state, episodes, key, hparams)`` fits the policy to the elites of
     :class:`Episodes`."""
     env, env_params, max_steps = make_game(config, game)
-    num_actions = env.action_space(env_params).n
-    obs_ndim = len(env.observation_space(env_params).shape)
+    num_actions, obs_ndim = game_spaces(env, env_params)
     network = PolicyNetwork(
         num_actions,
         hidden_sizes=config.hidden_sizes,
@@ -109,10 +115,7 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
     n = config.episodes_per_iter
 
     def act(params, obs, key, hparams=None, timesteps=0):
-        logits = network.apply(params, obs)
-        action = jax.random.categorical(key, logits)
-        log_probs = jax.nn.log_softmax(logits)
-        log_prob = jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
+        action, log_prob = sample_action(key, network.apply(params, obs))
         return ActOutput(action, log_prob, jnp.zeros(action.shape))
 
     def play(params, key) -> Episodes:
@@ -164,21 +167,16 @@ def make_agent(config: CEMConfig, game=None) -> Agent:
             jnp.mean, metrics
         )
 
-    def initial_state(k_net, k_run, obs, hparams):
+    def initial_state(k_net, k_run, obs, env_state, hparams):
+        del env_state  # each iteration plays from fresh resets
         params = network.init(k_net, obs[0])
         opt_state = optax.adam(base.or_default(hparams, CEMHyperparams()).learning_rate).init(
             params
         )
         return CEMState(params=params, opt_state=opt_state, key=k_run, env_steps=jnp.int32(0))
 
-    def init(key, hparams=None):
-        k_net, k_obs, k_run = jax.random.split(key, 3)
-        obs, _ = reset(jax.random.split(k_obs, 1))
-        return initial_state(k_net, k_run, obs, hparams)
-
-    def init_learner(key, obs, hparams=None):
-        k_net, k_run = jax.random.split(key)
-        return initial_state(k_net, k_run, obs, hparams)
+    # one game reset gives the observation the network is initialised on
+    init, init_learner = initializers(initial_state, reset, 1)
 
     def iteration(state: CEMState, hparams):
         key, k_play = jax.random.split(state.key)

@@ -29,6 +29,14 @@ def check_positive(config, *names: str) -> None:
             )
 
 
+@dataclasses.dataclass(frozen=True)
+class GameSettings:
+    """The game an agent's config names (:func:`make_game`): its first fields."""
+
+    game: str = "CartPoleBugs-v0"
+    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
+
+
 def make_game(config, game=None):
     """The game of ``config`` (or ``game``), its params, and the concrete episode cap.
 
@@ -42,6 +50,12 @@ def make_game(config, game=None):
     """
     env, params = make(config.game, **dict(config.game_kwargs)) if game is None else game
     return env, params, int(np.asarray(params.max_steps_in_episode))
+
+
+def game_spaces(env, env_params) -> tuple[int, int]:
+    """``(num_actions, obs_ndim)``: the game's discrete actions, and how many trailing dims form one
+    observation."""
+    return env.action_space(env_params).n, len(env.observation_space(env_params).shape)
 
 
 def training_game(env, config) -> EpisodeStatistics:
@@ -110,6 +124,31 @@ def evaluate(
     init = (obs, state, jnp.zeros(num_episodes), jnp.ones(num_episodes))
     (_, _, returns, _), _ = jax.lax.scan(body, init, jax.random.split(k_run, max_steps))
     return jnp.mean(returns), jnp.std(returns)
+
+
+def sample_action(key: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(action, log_prob)``: an action sampled from ``logits [..., A]`` and its
+    log-probability."""
+    action = jax.random.categorical(key, logits)
+    log_probs = jax.nn.log_softmax(logits)
+    return action, jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
+
+
+def initializers(initial_state: Callable, reset: Callable, num_envs: int):
+    """An agent's ``(init, init_learner)`` from its
+    ``initial_state(k_net, k_run, obs, env_state, hparams)``: ``init`` resets ``num_envs`` games
+    with :func:`batched`'s ``reset``, ``init_learner`` takes their first ``obs`` (no game state)."""
+
+    def init(key, hparams=None):
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = reset(jax.random.split(k_env, num_envs))
+        return initial_state(k_net, k_run, obs, env_state, hparams)
+
+    def init_learner(key, obs, hparams=None):
+        k_net, k_run = jax.random.split(key)
+        return initial_state(k_net, k_run, obs, None, hparams)
+
+    return init, init_learner
 
 
 def run_periods(period: Callable, state, num_periods: int):

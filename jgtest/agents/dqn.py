@@ -18,17 +18,20 @@ from flax import struct
 from jgtest.agents import base
 from jgtest.agents.base import ActOutput, Agent
 from jgtest.agents.common import (
+    GameSettings,
     batched,
     check_positive,
     episode_means,
     finished_episodes,
+    game_spaces,
+    initializers,
     make_game,
     training_game,
     true_next_obs,
 )
 from jgtest.losses import dqn_loss
 from jgtest.nets import QNetwork
-from jgtest.nets.heads import NATURE_CNN
+from jgtest.nets.heads import NATURE_CNN, torso_settings
 
 
 @struct.dataclass
@@ -42,14 +45,12 @@ class DQNHyperparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig:
+class DQNConfig(GameSettings):
     """Static DQN settings: PureJaxRL's / CleanRL's CartPole-v1 ones by default
     (:func:`lapan_config` for RELINE's). Each iteration steps ``num_envs`` games once; once
     ``learning_starts`` steps are in, one gradient step every ``train_interval`` env steps; the
     target network is copied every ``target_update_interval`` env steps."""
 
-    game: str = "CartPoleBugs-v0"
-    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
     num_envs: int = 10
     total_timesteps: int = 500_000
     buffer_size: int = 10_000
@@ -163,18 +164,9 @@ def make_agent(config: DQNConfig, game=None) -> Agent:
     function steps the on-device iteration and the host loop (:mod:`jgtest.host_loop`).
     """
     game, env_params, max_steps = make_game(config, game)
-    num_actions = game.action_space(env_params).n
-    obs_ndim = len(game.observation_space(env_params).shape)
+    num_actions, obs_ndim = game_spaces(game, env_params)
     network = QNetwork(
-        num_actions,
-        torso=config.torso,
-        hidden_sizes=config.hidden_sizes,
-        activation=config.activation,
-        obs_ndim=obs_ndim,
-        cnn_layers=config.cnn_layers,
-        cnn_dense=config.cnn_dense,
-        cnn_padding=config.cnn_padding,
-        conv_impl=config.conv_impl,
+        num_actions, obs_ndim=obs_ndim, cnn_padding=config.cnn_padding, **torso_settings(config)
     )
     reset, step = batched(training_game(game, config), env_params)
     buffer = fbx.make_item_buffer(
@@ -240,14 +232,7 @@ def make_agent(config: DQNConfig, game=None) -> Agent:
             updates=jnp.int32(0),
         )
 
-    def init(key, hparams=None):
-        k_net, k_env, k_run = jax.random.split(key, 3)
-        obs, env_state = reset(jax.random.split(k_env, config.num_envs))
-        return initial_state(k_net, k_run, obs, env_state, hparams)
-
-    def init_learner(key, obs, hparams=None):
-        k_net, k_run = jax.random.split(key)
-        return initial_state(k_net, k_run, obs, None, hparams)
+    init, init_learner = initializers(initial_state, reset, config.num_envs)
 
     def update(state: DQNState, items: dict, key, hparams=None):
         hparams = base.or_default(hparams, DQNHyperparams())

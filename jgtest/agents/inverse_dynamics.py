@@ -14,11 +14,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jgtest.losses.ppgta import inverse_dynamics_loss
 from jgtest.nets.cnn import CNNEncoder
-from jgtest.supervised import fit, make_step, split_indices
+from jgtest.supervised import fit_adamw, split_indices
 
 
 class InverseDynamics(nn.Module):
@@ -105,15 +104,12 @@ def train(
     train_idx, val_idx, test_idx = (np.arange(bounds[i], bounds[i + 1]) for i in range(3))
 
     network = config.network
-    tx = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
     k_init, k_run, k_eval = jax.random.split(key, 3)
     params = network.init(k_init, flat["tm1"][:1], flat["t"][:1])
     loss_of = lambda p, b, k: inverse_dynamics_loss(
         network.apply, p, b["tm1"], b["t"], b["a"], b["box"], k
     )
     take = lambda idx: {k: v[idx] for k, v in flat.items()}
-
-    step = make_step(loss_of, tx, has_aux=True)
     evaluate = jax.jit(loss_of)
 
     def mean_over(params, idx, key):
@@ -124,16 +120,9 @@ def train(
             np.dot(weights, [o[1]["accuracy"] for o in out])
         )
 
-    out = fit(
-        (params, tx.init(params)),
-        lambda state, idx, i: step(state, take(idx), jax.random.fold_in(k_run, i)),
-        lambda state: mean_over(state[0], val_idx, k_eval)[0],
-        train_idx,
-        config.batch_size,
-        config.epochs,
-        config.patience,
-        seed,
-    )
+    batch = lambda idx, i: (take(idx), jax.random.fold_in(k_run, i))
+    validate = lambda params: mean_over(params, val_idx, k_eval)[0]
+    out = fit_adamw(loss_of, params, batch, validate, train_idx, config, seed, has_aux=True)
     params = out["state"][0]
     test_actions = np.asarray(flat["a"])[test_idx]
     return {

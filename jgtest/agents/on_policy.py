@@ -15,25 +15,27 @@ from flax import struct
 from jgtest.agents import base
 from jgtest.agents.base import ActOutput, Agent
 from jgtest.agents.common import (
+    GameSettings,
     batched,
     check_positive,
     collect_rollout,
     episode_means,
+    game_spaces,
+    initializers,
     make_game,
+    sample_action,
     training_game,
 )
 from jgtest.losses import gae
 from jgtest.nets import ActorCritic
-from jgtest.nets.heads import NATURE_CNN
+from jgtest.nets.heads import NATURE_CNN, torso_settings
 from jgtest.types import Transition
 
 
 @dataclasses.dataclass(frozen=True)
-class OnPolicyConfig:
+class OnPolicyConfig(GameSettings):
     """Static settings every on-policy agent has: game, rollout shape, network, budget."""
 
-    game: str = "CartPoleBugs-v0"
-    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
     num_envs: int = 4
     num_steps: int = 128
     total_timesteps: int = 500_000
@@ -132,27 +134,14 @@ def build(
         (:func:`jgtest.agents.common.make_game`).
     """
     game, env_params, max_steps = make_game(config, game)
-    num_actions = game.action_space(env_params).n
-    obs_ndim = len(game.observation_space(env_params).shape)
-    network = ActorCritic(
-        num_actions,
-        torso=config.torso,
-        hidden_sizes=config.hidden_sizes,
-        activation=config.activation,
-        obs_ndim=obs_ndim,
-        cnn_layers=config.cnn_layers,
-        cnn_dense=config.cnn_dense,
-        conv_impl=config.conv_impl,
-    )
+    num_actions, obs_ndim = game_spaces(game, env_params)
+    network = ActorCritic(num_actions, obs_ndim=obs_ndim, **torso_settings(config))
     reset, step = batched(training_game(game, config), env_params)
     learn = make_update(network)
 
     def act(params, obs, key, hparams=None, timesteps=0):
         logits, value = network.apply(params, obs)
-        action = jax.random.categorical(key, logits)
-        log_probs = jax.nn.log_softmax(logits)
-        log_prob = jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
-        return ActOutput(action, log_prob, value)
+        return ActOutput(*sample_action(key, logits), value)
 
     def initial_state(k_net, k_run, obs, env_state, hparams):
         params = network.init(k_net, obs[0])
@@ -166,14 +155,7 @@ def build(
             update=jnp.int32(0),
         )
 
-    def init(key, hparams=None):
-        k_net, k_env, k_run = jax.random.split(key, 3)
-        obs, env_state = reset(jax.random.split(k_env, config.num_envs))
-        return initial_state(k_net, k_run, obs, env_state, hparams)
-
-    def init_learner(key, obs, hparams=None):
-        k_net, k_run = jax.random.split(key)
-        return initial_state(k_net, k_run, obs, None, hparams)
+    init, init_learner = initializers(initial_state, reset, config.num_envs)
 
     def update(state: OnPolicyState, traj: Transition, key, hparams=None, valid=None):
         learner = (state.params, state.opt_state, state.update)

@@ -13,7 +13,7 @@ from flax import struct
 
 from jgtest.agents import base
 from jgtest.agents.base import ActOutput, Agent
-from jgtest.agents.common import check_positive, evaluate, make_game
+from jgtest.agents.common import GameSettings, check_positive, evaluate, game_spaces, make_game
 
 
 @struct.dataclass
@@ -22,9 +22,7 @@ class RandomHyperparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class RandomConfig:
-    game: str = "CartPoleBugs-v0"
-    game_kwargs: tuple[tuple[str, Any], ...] = (("max_steps_in_episode", 500),)
+class RandomConfig(GameSettings):
     num_evals: int = 1
     eval_episodes: int = 16
 
@@ -44,8 +42,7 @@ def make_agent(config: RandomConfig) -> Agent:
     ``-log n``, value 0), ``update`` learns nothing, and each period's step plays ``eval_episodes``
     random episodes (``train_return_mean``) before the evaluation plays as many again."""
     env, env_params, max_steps = make_game(config)
-    num_actions = env.action_space(env_params).n
-    obs_ndim = len(env.observation_space(env_params).shape)
+    num_actions, obs_ndim = game_spaces(env, env_params)
 
     def act(params, obs, key, hparams=None, timesteps=0):
         action = jax.random.randint(key, obs.shape[: obs.ndim - obs_ndim], 0, num_actions)

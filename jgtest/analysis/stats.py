@@ -12,15 +12,22 @@ import numpy as np
 from scipy import stats as _sp
 
 
-def as_sample(x: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
-    """1-D finite float array from ``x``; ``name`` is used in error messages (also for the
-    plots)."""
+def _float_array(x: Any, name: str, ndim: int, kind: str, dims: str) -> np.ndarray:
+    """``x`` as a float array of ``ndim`` dims, or a ``ValueError`` naming ``name``: "must be a
+    ``kind`` of numbers" when ``x`` is not numbers, "must be ``dims``" when it has other dims."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D sequence of numbers ({exc})") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+        raise ValueError(f"{name} must be a {kind} of numbers ({exc})") from None
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {dims}, got shape {arr.shape}")
+    return arr
+
+
+def as_sample(x: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
+    """1-D finite float array from ``x``; ``name`` is used in error messages (also for the
+    plots)."""
+    arr = _float_array(x, name, 1, "1-D sequence", "1-D")
     if arr.size == 0 and not allow_empty:
         raise ValueError(f"{name} is empty")
     if not np.all(np.isfinite(arr)):
@@ -248,12 +255,7 @@ def replay_reliability(
         ValueError: if the array is not 2-D, ``R < 2``, ``T < 3``, a value is NaN or
             infinite, a replay is constant (rho undefined), or ``alpha`` is not in (0, 1).
     """
-    try:
-        x = np.asarray(render_ms, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"render_ms must be a [replays, steps] array of numbers ({exc})") from None
-    if x.ndim != 2:
-        raise ValueError(f"render_ms must be 2-D [replays, steps], got shape {x.shape}")
+    x = _float_array(render_ms, "render_ms", 2, "[replays, steps] array", "2-D [replays, steps]")
     r, t = x.shape
     if r < 2:
         raise ValueError(f"replay_reliability needs at least 2 replays, got {r}")

@@ -5,7 +5,7 @@ unreal:HOST:PORT``).
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int
+from jgtest.cli.shared import fail, game_kwargs, method_parser, positive_int
 from jgtest.seeds import check_seed
 
 #: Games the park's agents play: the device twin, and Unreal games through UnrealCV.
@@ -121,9 +121,7 @@ def add_parsers(methods) -> None:
             {"explorer": False},
         ),
     ):
-        parser = methods.add_parser(
-            method, parents=[game_options(PARK_GAME), common_options()], help=help_text
-        )
+        parser = method_parser(methods, method, PARK_GAME, help_text)
         add_park_options(parser, f"{method} options", **options)
         parser.set_defaults(func=run)
 

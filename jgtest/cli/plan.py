@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jgtest.cli.shared import fail
+from jgtest.cli.shared import add_junit_option, fail
 from jgtest.errors import BadFile, BadInput
 from jgtest.files import write_json_atomically, write_text
 
@@ -77,12 +77,7 @@ def add_parser(sub) -> None:
         cmd.add_argument(
             "--out", default=None, help="where to write report.json (default: no file)"
         )
-        cmd.add_argument(
-            "--junit",
-            default=None,
-            metavar="PATH",
-            help="write JUnit XML: a test case per validation, a failure per distinct failure",
-        )
+        add_junit_option(cmd, "a test case per validation, a failure per distinct failure")
         cmd.set_defaults(func=_run_plans)
     text = commands.add_parser(
         "from-text", help="a plan from QA-style instructions (one or more sentences per line)"

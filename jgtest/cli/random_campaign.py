@@ -6,7 +6,7 @@ park (:mod:`jgtest.cli.park`) or on a bridged game through the host loop
 from __future__ import annotations
 
 from jgtest.cli import park
-from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int, run_dir
+from jgtest.cli.shared import fail, game_kwargs, method_parser, positive_int, run_dir
 
 #: The longest device call when ``--chunk`` is not given: the largest divisor of ``--steps`` up to
 #: this.
@@ -14,13 +14,12 @@ DEFAULT_CHUNK = 200
 
 
 def add_parser(methods) -> None:
-    parser = methods.add_parser(
+    parser = method_parser(
+        methods,
         "random",
-        parents=[game_options("BlockMaze-v0"), common_options()],
-        help=(
-            "the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object "
-            "tests)"
-        ),
+        "BlockMaze-v0",
+        "the random agent (on ParkWorld-v0 and unreal:…, the park's random agent with object "
+        "tests)",
     )
     group = parser.add_argument_group("random options (on-device games)")
     group.add_argument(

@@ -5,7 +5,7 @@ directory's HTML report.
 
 from __future__ import annotations
 
-from jgtest.cli.shared import say_report
+from jgtest.cli.shared import add_junit_option, say_report
 from jgtest.errors import BadFile, BadInput
 
 
@@ -69,12 +69,7 @@ def add_parsers(sub) -> None:
         metavar="KEY=VALUE",
         help="the changed game's option (JSON value), repeatable",
     )
-    verify.add_argument(
-        "--junit",
-        default=None,
-        metavar="PATH",
-        help="write JUnit XML: a test case per stored bug, failing unless fixed",
-    )
+    add_junit_option(verify, "a test case per stored bug, failing unless fixed")
     verify.set_defaults(func=verify_command)
 
 

@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-from jgtest.cli.shared import common_options, fail, game_kwargs, game_options, positive_int, run_dir
+from jgtest.cli.shared import fail, game_kwargs, method_parser, positive_int, run_dir
 
 
 def add_parser(methods) -> None:
-    parser = methods.add_parser(
+    parser = method_parser(
+        methods,
         "reline",
-        parents=[game_options("CartPoleBugs-v0"), common_options()],
-        help=(
-            "RELINE load testing: Table 1 on the toy games, low-FPS points on the karts and the "
-            "levels"
-        ),
+        "CartPoleBugs-v0",
+        "RELINE load testing: Table 1 on the toy games, low-FPS points on the karts and the levels",
     )
     group = parser.add_argument_group("reline options")
     group.add_argument(

@@ -62,6 +62,12 @@ def common_options() -> argparse.ArgumentParser:
     return parser
 
 
+def add_junit_option(parser, cases: str) -> None:
+    """``--junit PATH`` of ``jgtest plan`` and ``jgtest verify``: where to write JUnit XML,
+    ``cases`` saying what its test cases and failures are."""
+    parser.add_argument("--junit", default=None, metavar="PATH", help=f"write JUnit XML: {cases}")
+
+
 def game_options(default_game: str) -> argparse.ArgumentParser:
     """The shared game options of a ``jgtest run`` method: ``--game`` (``default_game`` by default)
     and ``--game-arg``."""
@@ -89,6 +95,14 @@ def game_options(default_game: str) -> argparse.ArgumentParser:
         ),
     )
     return parser
+
+
+def method_parser(methods, name: str, default_game: str, help_text: str):
+    """The parser of ``jgtest run NAME``, a subparser of ``methods`` with :func:`game_options`
+    (``default_game`` by default) and :func:`common_options`."""
+    return methods.add_parser(
+        name, parents=[game_options(default_game), common_options()], help=help_text
+    )
 
 
 def game_kwargs(args) -> dict:

@@ -4,21 +4,15 @@ compared (:mod:`jgtest.methods.wuji`), on device or on a ViZDoom scenario.
 
 from __future__ import annotations
 
-from jgtest.cli.shared import (
-    common_options,
-    fail,
-    game_kwargs,
-    game_options,
-    positive_float,
-    positive_int,
-)
+from jgtest.cli.shared import fail, game_kwargs, method_parser, positive_float, positive_int
 
 
 def add_parser(methods) -> None:
-    parser = methods.add_parser(
+    parser = method_parser(
+        methods,
         "wuji",
-        parents=[game_options("BlockMaze-v0"), common_options()],
-        help="Wuji: evolutionary multi-objective search with A2C, or its strategies compared",
+        "BlockMaze-v0",
+        "Wuji: evolutionary multi-objective search with A2C, or its strategies compared",
     )
     group = parser.add_argument_group("wuji options")
     group.add_argument(

@@ -26,7 +26,7 @@ from gymnax.environments import environment, spaces
 from jgtest.envs.base import TestingEnv
 from jgtest.errors import BadInput
 from jgtest.signals import DEVICE_DEFAULT
-from jgtest.types import Telemetry
+from jgtest.types import Telemetry, check_telemetry_fields
 
 #: The telemetry fields a user's function may return, with the shape each must have.
 TELEMETRY_FIELDS = {"position": (2,), "cell": (), "frame_time_ms": (), "crashed": ()}
@@ -191,16 +191,7 @@ class AdaptedGame(TestingEnv):
         obs, state = jax.eval_shape(self.inner.reset_env, jax.random.key(0), params.inner)
         if self._telemetry is not None:
             out = jax.eval_shape(self._telemetry, obs, state, params.inner)
-            if not isinstance(out, dict):
-                raise AdapterError(
-                    f"{where} must return a dict of telemetry fields, got {type(out).__name__}"
-                )
-            unknown = sorted(set(out) - set(TELEMETRY_FIELDS))
-            if unknown:
-                raise AdapterError(
-                    f"{where} returned unknown field(s) {', '.join(unknown)}; fields: "
-                    f"{', '.join(TELEMETRY_FIELDS)}"
-                )
+            check_telemetry_fields(out, TELEMETRY_FIELDS, where, AdapterError)
             if "cell" not in out:
                 raise AdapterError(f"{where} must return cell, an int in [0, num_cells)")
             for key, value in out.items():

@@ -47,6 +47,15 @@ def check_recorded_bug(game: str, bug_kinds: tuple[str, ...], bug_id: int, kind:
         )
 
 
+def check_shape(game: str, what: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` as a numpy array, or ``ValueError`` naming ``game``'s ``what`` unless it has
+    ``shape``."""
+    array = np.asarray(value)
+    if array.shape != shape:
+        raise ValueError(f"{game}: {what} must have shape {shape}, got {array.shape}")
+    return array
+
+
 #: Folded into a step's key to make its auto-reset key. A draw of ``n`` values
 #: from a key uses the threefry blocks at counters ``0 .. n-1``, and
 #: ``fold_in(key, i)`` is the block at counter ``i``; this last counter is
@@ -142,6 +151,16 @@ class TestingEnv(environment.Environment):
         max_steps = int(np.asarray(params.max_steps_in_episode))
         if max_steps <= 0:
             raise ValueError(f"{self.name}: max_steps_in_episode must be positive, got {max_steps}")
+
+    def check_map_shape(self, what: str, value) -> np.ndarray:
+        """``value`` (a params array, ``what``) as a numpy array, or ``ValueError`` unless it has
+        :attr:`map_shape`."""
+        array = np.asarray(value)
+        if array.shape != self.map_shape:
+            raise ValueError(
+                f"{self.name}: {what} shape {array.shape} differs from the map's {self.map_shape}"
+            )
+        return array
 
     def randomize(self, key: jax.Array, params):
         """New injected-bug placements drawn with ``key`` (jittable).

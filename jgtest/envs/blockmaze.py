@@ -18,7 +18,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jgtest.envs.base import TestingEnv
+from jgtest.envs.base import TestingEnv, check_shape
 from jgtest.envs.grid import (
     NSEW,
     UNREACHABLE,
@@ -255,16 +255,8 @@ class BlockMaze(TestingEnv):
 
     def validate_params(self, params: EnvParams) -> None:
         super().validate_params(params)
-        walls = np.asarray(params.walls)
-        if walls.shape != self.map_shape:
-            raise ValueError(
-                f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}"
-            )
-        bugs = np.asarray(params.bug_pos)
-        if bugs.shape != (self._num_bugs, 2):
-            raise ValueError(
-                f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}"
-            )
+        walls = self.check_map_shape("walls", params.walls)
+        bugs = check_shape(self.name, "bug_pos", params.bug_pos, (self._num_bugs, 2))
         named = {"start": params.start, "gold": params.gold}
         named.update({f"bug {i}": b for i, b in enumerate(bugs)})
         check_cells(self.name, named, walls, wall_word="block")

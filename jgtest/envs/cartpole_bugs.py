@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.coverage import bucket_id
-from jgtest.envs.base import TestingEnv
+from jgtest.envs.base import TestingEnv, check_shape
 from jgtest.envs.rng import uniform
 from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
@@ -201,11 +200,7 @@ class CartPoleBugs(TestingEnv):
 
     def validate_params(self, params: EnvParams) -> None:
         super().validate_params(params)
-        intervals = np.asarray(params.bug_intervals)
-        if intervals.shape != (2, 2):
-            raise ValueError(
-                f"{self.name}: bug_intervals must have shape (2, 2), got {intervals.shape}"
-            )
+        intervals = check_shape(self.name, "bug_intervals", params.bug_intervals, (2, 2))
         limit = float(params.x_threshold)
         for i, (lo, hi) in enumerate(intervals):
             if not lo <= hi:

@@ -31,6 +31,7 @@ from jgtest.envs.arena import (
     phase_bounds,
     regen_cap,
 )
+from jgtest.envs.base import check_shape
 from jgtest.envs.grid import NSEW, clip_pos, distance, inside
 
 NUM_ACTIONS = 11
@@ -533,11 +534,7 @@ class CombatArena(ArenaGame):
             raise ValueError(
                 f"{name}: player_start and boss_start are the same cell {cells['boss_start']}"
             )
-        late = np.asarray(params.late_cells)
-        if late.shape != (self.num_late_stuck, 2):
-            raise ValueError(
-                f"{name}: late_cells must have shape ({self.num_late_stuck}, 2), got {late.shape}"
-            )
+        late = check_shape(name, "late_cells", params.late_cells, (self.num_late_stuck, 2))
         for k, (r, c) in enumerate(late.tolist()):
             if not (0 <= r < rows and 0 <= c < cols):
                 raise ValueError(
@@ -564,11 +561,7 @@ class CombatArena(ArenaGame):
                 f"{name}: death_crash_buffs must be two different buffs in 0..2, "
                 f"got {death.tolist()}"
             )
-        red = np.asarray(params.buff_reduction)
-        if red.shape != (NUM_BUFFS,):
-            raise ValueError(
-                f"{name}: buff_reduction must have shape ({NUM_BUFFS},), got {red.shape}"
-            )
+        red = check_shape(name, "buff_reduction", params.buff_reduction, (NUM_BUFFS,))
         if np.any(red < 0):
             raise ValueError(
                 f"{name}: buff_reduction values must be non-negative, got {red.tolist()}"

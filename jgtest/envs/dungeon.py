@@ -23,7 +23,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jgtest.envs.base import TestingEnv
+from jgtest.envs.base import TestingEnv, check_shape
 from jgtest.envs.grid import NSEW, UNREACHABLE, check_cells, grid_distances, parse_layout
 from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
@@ -480,16 +480,12 @@ class Dungeon(TestingEnv):
             raise ValueError(
                 f"{self.name}: walls and lava must have the map's shape {self.map_shape}"
             )
-        if np.asarray(params.actor_pos).shape != (self.num_actors, 2):
-            raise ValueError(
-                f"{self.name}: actor_pos must have shape ({self.num_actors}, 2), "
-                f"got {np.asarray(params.actor_pos).shape}"
-            )
+        actors = check_shape(self.name, "actor_pos", params.actor_pos, (self.num_actors, 2))
         named = {"start": params.start}
         named.update(
             {
                 f"actor {i} ({ACTOR_TYPES[t]})": p
-                for i, (t, p) in enumerate(zip(self.actor_types, np.asarray(params.actor_pos)))
+                for i, (t, p) in enumerate(zip(self.actor_types, actors))
             }
         )
         check_cells(self.name, named, walls)

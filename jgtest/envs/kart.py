@@ -20,6 +20,8 @@ Rules: :class:`KartTrack`; notes: ``docs/twins/kart-track.md``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -789,29 +791,10 @@ class KartTrack(TestingEnv):
             )
 
 
-#: :meth:`KartTrack.validate_params`' scalar params: all finite, some positive, some >= 0.
-_SCALARS = (
-    "half_width",
-    "theta",
-    "progress_cap",
-    "finish_bonus",
-    "wall_offset",
-    "wall_speed_factor",
-    "dt",
-    "max_speed",
-    "accel",
-    "brake_decel",
-    "drag",
-    "offtrack_max_speed",
-    "offtrack_decel",
-    "max_curvature",
-    "max_yaw_rate",
-    "base_ms",
-    "scenery_ms",
-    "noise_ms",
-    "load_scale",
-    "load_offset_ms",
-    "threshold_ms",
+#: :meth:`KartTrack.validate_params`' scalar params (those with a float default): all finite, some
+#: positive, some >= 0.
+_SCALARS = tuple(
+    field.name for field in dataclasses.fields(EnvParams) if isinstance(field.default, float)
 )
 _POSITIVE = ("half_width", "theta", "wall_offset", "dt", "max_speed", "load_scale")
 _NON_NEGATIVE = (

@@ -22,7 +22,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jgtest.envs.base import TestingEnv
+from jgtest.envs.base import TestingEnv, check_shape
 from jgtest.envs.grid import check_cells, parse_layout
 from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
@@ -352,27 +352,10 @@ class PacMaze(TestingEnv):
         checked here.
         """
         super().validate_params(params)
-        walls = np.asarray(params.walls)
-        if walls.shape != self.map_shape:
-            raise ValueError(
-                f"{self.name}: walls shape {walls.shape} differs from the map's {self.map_shape}"
-            )
-        dots = np.asarray(params.dots)
-        if dots.shape != self.map_shape:
-            raise ValueError(
-                f"{self.name}: dots shape {dots.shape} differs from the map's {self.map_shape}"
-            )
-        ghosts = np.asarray(params.ghost_start)
-        if ghosts.shape != (self._num_ghosts, 2):
-            raise ValueError(
-                f"{self.name}: ghost_start must have shape ({self._num_ghosts}, 2), "
-                f"got {ghosts.shape}"
-            )
-        bugs = np.asarray(params.bug_pos)
-        if bugs.shape != (self._num_bugs, 2):
-            raise ValueError(
-                f"{self.name}: bug_pos must have shape ({self._num_bugs}, 2), got {bugs.shape}"
-            )
+        walls = self.check_map_shape("walls", params.walls)
+        self.check_map_shape("dots", params.dots)
+        ghosts = check_shape(self.name, "ghost_start", params.ghost_start, (self._num_ghosts, 2))
+        bugs = check_shape(self.name, "bug_pos", params.bug_pos, (self._num_bugs, 2))
         named = {"start": params.start}
         named.update({f"ghost {i} start": g for i, g in enumerate(ghosts)})
         named.update({f"bug {i} (gate)": b for i, b in enumerate(bugs)})

@@ -30,7 +30,59 @@ def _frames(obs: jax.Array, obs_ndim: int) -> jax.Array:
     return obs[..., None] if obs_ndim == 2 else obs
 
 
-class ActorCritic(nn.Module):
+def _plain_mlp(net: nn.Module, obs: jax.Array, torch_init: bool = False) -> jax.Array:
+    """The MLP torso of :class:`QNetwork` and :class:`PolicyNetwork`: ``obs`` (its ``obs_ndim``
+    trailing dims flattened) through an :class:`MLP` named ``mlp`` of ``net``'s ``hidden_sizes`` and
+    ``activation`` to ``[..., num_actions]``, flax's initialization (PyTorch's with
+    ``torch_init``)."""
+    x = flatten_obs(obs, net.obs_ndim)
+    return MLP(
+        net.hidden_sizes,
+        net.activation,
+        net.num_actions,
+        orthogonal_init=False,
+        torch_init=torch_init,
+        name="mlp",
+    )(x)
+
+
+#: The fields of :class:`ActorCritic` and :class:`QNetwork` an agent's config names alike.
+TORSO_SETTINGS = ("torso", "hidden_sizes", "activation", "cnn_layers", "cnn_dense", "conv_impl")
+
+
+def torso_settings(config) -> dict:
+    """The :data:`TORSO_SETTINGS` of an agent's ``config``, as keyword arguments of its network."""
+    return {name: getattr(config, name) for name in TORSO_SETTINGS}
+
+
+class TorsoNetwork(nn.Module):
+    """The attributes :class:`ActorCritic` and :class:`QNetwork` share (documented there; each
+    declares its ``conv_impl`` after its own fields), and their CNN torso, :meth:`cnn_features`."""
+
+    num_actions: int
+    torso: str = "mlp"
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    obs_ndim: int = 1
+    cnn_layers: Sequence[tuple[int, int, int]] = NATURE_CNN
+    cnn_dense: int = 512
+
+    def cnn_features(self, obs: jax.Array, **encoder_options) -> jax.Array:
+        """``obs`` through a :class:`CNNEncoder` named ``encoder`` with ``cnn_layers``,
+        ``cnn_dense`` and ``encoder_options``."""
+        channels, kernels, strides = zip(*self.cnn_layers)
+        encoder = CNNEncoder(
+            channels,
+            kernels,
+            strides,
+            dense=self.cnn_dense,
+            name="encoder",
+            **encoder_options,
+        )
+        return encoder(_frames(obs, self.obs_ndim))
+
+
+class ActorCritic(TorsoNetwork):
     """Separate-torso actor-critic of PPO / A2C.
 
     ``torso="mlp"``: two MLPs, one for the policy and one for the value, as in
@@ -66,13 +118,6 @@ class ActorCritic(nn.Module):
         logits, value = net.apply(params, obs)        # obs [T, B, 4]
     """
 
-    num_actions: int
-    torso: str = "mlp"
-    hidden_sizes: Sequence[int] = (64, 64)
-    activation: str = "tanh"
-    obs_ndim: int = 1
-    cnn_layers: Sequence[tuple[int, int, int]] = NATURE_CNN
-    cnn_dense: int = 512
     conv_impl: str = "lax"
 
     @nn.compact
@@ -85,16 +130,7 @@ class ActorCritic(nn.Module):
             )(x)
             value = MLP(self.hidden_sizes, self.activation, 1, out_gain=1.0, name="critic")(x)
         else:
-            channels, kernels, strides = zip(*self.cnn_layers)
-            encoder = CNNEncoder(
-                channels,
-                kernels,
-                strides,
-                dense=self.cnn_dense,
-                conv_impl=self.conv_impl,
-                name="encoder",
-            )
-            features = encoder(_frames(obs, self.obs_ndim))
+            features = self.cnn_features(obs, conv_impl=self.conv_impl)
             logits = nn.Dense(self.num_actions, name="actor_head", **dense_init(True, 0.01))(
                 features
             )
@@ -102,7 +138,7 @@ class ActorCritic(nn.Module):
         return logits, jnp.squeeze(value, -1)
 
 
-class QNetwork(nn.Module):
+class QNetwork(TorsoNetwork):
     """Action-value network of DQN (Mnih et al., 2015).
 
     ``torso="mlp"``: an MLP with ReLU hidden layers of 120 and 84 units and a
@@ -134,13 +170,8 @@ class QNetwork(nn.Module):
         q = net.apply(params, obs)                    # obs [B, 4] -> q [B, 2]
     """
 
-    num_actions: int
-    torso: str = "mlp"
     hidden_sizes: Sequence[int] = (120, 84)
     activation: str = "relu"
-    obs_ndim: int = 1
-    cnn_layers: Sequence[tuple[int, int, int]] = NATURE_CNN
-    cnn_dense: int = 512
     cnn_padding: str = "VALID"
     conv_impl: str = "lax"
 
@@ -148,26 +179,10 @@ class QNetwork(nn.Module):
     def __call__(self, obs: jax.Array) -> jax.Array:
         _check_torso("QNetwork", self.torso)
         if self.torso == "mlp":
-            x = flatten_obs(obs, self.obs_ndim)
-            return MLP(
-                self.hidden_sizes,
-                self.activation,
-                self.num_actions,
-                orthogonal_init=False,
-                name="mlp",
-            )(x)
-        channels, kernels, strides = zip(*self.cnn_layers)
-        encoder = CNNEncoder(
-            channels,
-            kernels,
-            strides,
-            self.cnn_dense,
-            self.cnn_padding,
-            orthogonal_init=False,
-            conv_impl=self.conv_impl,
-            name="encoder",
+            return _plain_mlp(self, obs)
+        features = self.cnn_features(
+            obs, padding=self.cnn_padding, orthogonal_init=False, conv_impl=self.conv_impl
         )
-        features = encoder(_frames(obs, self.obs_ndim))
         return nn.Dense(self.num_actions, name="q_head")(features)
 
 
@@ -208,15 +223,7 @@ class PolicyNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        x = flatten_obs(obs, self.obs_ndim)
-        return MLP(
-            self.hidden_sizes,
-            self.activation,
-            self.num_actions,
-            orthogonal_init=False,
-            torch_init=self.torch_init,
-            name="mlp",
-        )(x)
+        return _plain_mlp(self, obs, self.torch_init)
 
 
 __all__ = ["ActorCritic", "PolicyNetwork", "QNetwork", "TORSOS"]

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.supervised import fit, make_step, split_indices
+from jgtest.supervised import fit_examples, split_indices
 
 
 class TextureNet(nn.Module):
@@ -132,26 +132,14 @@ def train(config: TextureOracleConfig, data: dict, key: jax.Array, seed: int = 0
     )
     network = TextureNet(config.width)
     params = network.init(key, samples["crops"][:1])
-    tx = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
 
     def loss_fn(params, crops, labels):
         return optax.softmax_cross_entropy_with_integer_labels(
             network.apply(params, crops), labels
         ).mean()
 
-    step = make_step(loss_fn, tx)
     take = lambda idx: (samples["crops"][idx], samples["label"][idx])
-    val_loss = jax.jit(loss_fn)
-    out = fit(
-        (params, tx.init(params)),
-        lambda state, idx, i: step(state, *take(idx)),
-        lambda state: val_loss(state[0], *take(val_idx)),
-        train_idx,
-        config.batch_size,
-        config.epochs,
-        config.patience,
-        seed,
-    )
+    out = fit_examples(loss_fn, params, take, train_idx, val_idx, config, seed)
     params = out["state"][0]
     crops, labels = take(test_idx)
     accuracy = float(jnp.mean(jnp.argmax(network.apply(params, crops), -1) == labels))

@@ -128,10 +128,8 @@ def plan_schema(vocabulary) -> dict:
     actions, types = list(vocabulary.ACTIONS), list(vocabulary.ACTOR_TYPES)
     action = {"enum": [*actions, None]}
     integer = lambda minimum: {"type": "integer", "minimum": minimum, "maximum": PLAN_INT_MAX}
-    node = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
+    node = _closed_object(
+        {
             "actor": {"enum": types},
             "instance": integer(0),
             "location": {"type": "array", "items": integer(0), "minItems": 2, "maxItems": 2},
@@ -140,31 +138,23 @@ def plan_schema(vocabulary) -> dict:
             "movement": {"enum": list(MOVEMENTS)},
             "wait": integer(0),
         },
-        "oneOf": [
+        one_of=[
             {"required": ["actor"], "not": {"required": ["location"]}},
             {"required": ["location"], "not": {"required": ["actor"]}},
         ],
-    }
-    precondition = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "actor_near": {"enum": types},
-            "distance": integer(1),
-            "health_below": integer(1),
-        },
-        "oneOf": [{"required": ["actor_near"]}, {"required": ["health_below"]}],
-    }
-    rule = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["preconditions", "action"],
-        "properties": {
+    )
+    precondition = _closed_object(
+        {"actor_near": {"enum": types}, "distance": integer(1), "health_below": integer(1)},
+        one_of=[{"required": ["actor_near"]}, {"required": ["health_below"]}],
+    )
+    rule = _closed_object(
+        {
             "preconditions": {"type": "array", "items": precondition, "minItems": 1},
             "priority": integer(-PLAN_INT_MAX),
             "action": action,
         },
-    }
+        required=["preconditions", "action"],
+    )
     if not getattr(vocabulary, "LOCATIONS", True):
         del node["properties"]["location"], node["oneOf"]
         node["required"] = ["actor"]
@@ -175,17 +165,31 @@ def plan_schema(vocabulary) -> dict:
     )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["game", "nodes"],
-        "properties": {
-            "game": {"type": "string"},
-            "name": {"type": "string"},
-            "nodes": {"type": "array", "items": node, "minItems": 1},
-            "rules": rules,
-            "accepted_guesses": {"type": "array", "items": {"type": "string"}},
-        },
+        **_closed_object(
+            {
+                "game": {"type": "string"},
+                "name": {"type": "string"},
+                "nodes": {"type": "array", "items": node, "minItems": 1},
+                "rules": rules,
+                "accepted_guesses": {"type": "array", "items": {"type": "string"}},
+            },
+            required=["game", "nodes"],
+        ),
     }
+
+
+def _closed_object(
+    properties: dict, required: list[str] | None = None, one_of: list[dict] | None = None
+) -> dict:
+    """The JSON Schema of an object with ``properties`` and no others, its ``required`` ones and its
+    ``oneOf`` alternatives where given."""
+    schema = {"type": "object", "additionalProperties": False}
+    if required is not None:
+        schema["required"] = required
+    schema["properties"] = properties
+    if one_of is not None:
+        schema["oneOf"] = one_of
+    return schema
 
 
 def _where(path) -> str:

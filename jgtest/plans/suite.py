@@ -208,18 +208,19 @@ def run_suite(
             "jgtest",
             "plan",
             "run",
-            "--game",
-            game,
-            "--variant",
-            variant,
-            "--seeds",
-            str(seeds),
+            *plan_run_options(game, variant, seeds),
             "--max-steps",
             str(max_steps),
         ]
         plan_junit(reports, junit, again)
         print(f"wrote {junit}")
     return all(r["passed"] for runs in reports.values() for r in runs)
+
+
+def plan_run_options(game: str, variant: str, seeds: int) -> list[str]:
+    """The options of ``jgtest plan run`` that run a plan again on ``game``'s ``variant`` under
+    seeds ``0..seeds-1``."""
+    return ["--game", game, "--variant", variant, "--seeds", str(seeds)]
 
 
 def suite_table(reports: dict, plans: int, seeds: int, game: str, variant: str):

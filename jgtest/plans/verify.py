@@ -54,7 +54,7 @@ def verify_plan_report(path: str | Path, game_args: dict | None = None) -> list[
     import json
 
     from jgtest.files import read_bytes
-    from jgtest.plans.suite import plan_reports
+    from jgtest.plans.suite import plan_reports, plan_run_options
 
     try:
         report = json.loads(read_bytes(path))
@@ -97,18 +97,7 @@ def verify_plan_report(path: str | Path, game_args: dict | None = None) -> list[
             else "changed"
         )
         command = shlex.join(
-            [
-                "jgtest",
-                "plan",
-                "run",
-                plan,
-                "--game",
-                game,
-                "--variant",
-                variant,
-                "--seeds",
-                str(seeds),
-            ]
+            ["jgtest", "plan", "run", plan, *plan_run_options(game, variant, seeds)]
         )
         verdicts.append(
             PlanVerdict(plan, run["seed"], status, run["failure"], again["failure"], command)

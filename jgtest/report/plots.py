@@ -180,24 +180,19 @@ def position_plot(
             alpha=0.8,
             label=f"{name} (n = {x.size})",
         )
-    if theta is not None:
-        for sign in (1.0, -1.0):
-            ax.axhline(
-                sign * float(theta),
-                color="gray",
-                linestyle="--",
-                linewidth=1.2,
-                label="±θ" if sign > 0 else None,
-            )
-    if road_half_width is not None:
-        for sign in (1.0, -1.0):
-            ax.axhline(
-                sign * float(road_half_width),
-                color="black",
-                linestyle="-",
-                linewidth=1.2,
-                label="track limits" if sign > 0 else None,
-            )
+    for level, color, linestyle, label in (
+        (theta, "gray", "--", "±θ"),
+        (road_half_width, "black", "-", "track limits"),
+    ):
+        if level is not None:
+            for sign in (1.0, -1.0):
+                ax.axhline(
+                    sign * float(level),
+                    color=color,
+                    linestyle=linestyle,
+                    linewidth=1.2,
+                    label=label if sign > 0 else None,
+                )
     ax.axhline(0.0, color="gray", linewidth=0.5, alpha=0.5)
     all_x = np.concatenate([x for _, x, _ in series])
     lo = min(0.0, float(all_x.min())) if all_x.size else 0.0

@@ -31,10 +31,12 @@ from jgtest.run_dir import holding_run_dir
 #: Candidates one device call replays (the last call of a round is padded to it).
 CANDIDATES_PER_CALL = 64
 
+#: The oracle of every shrinking pass: whether each candidate (a list of kept actions' indices)
+#: still reproduces the bug.
+Reproduces = Callable[[Sequence[np.ndarray]], Sequence[bool]]
 
-def ddmin(
-    length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True
-) -> np.ndarray:
+
+def ddmin(length: int, reproduces: Reproduces, batched: bool = True) -> np.ndarray:
     """The 1-minimal subset of ``range(length)`` (the kept actions' indices, ascending) that still
     reproduces, by Zeller's ddmin: split the kept actions into ``n`` chunks; if one chunk alone
     reproduces, keep it (``n = 2``); else if one chunk's complement does, keep that (``n = n − 1``);
@@ -68,9 +70,7 @@ def ddmin(
 
 
 def remove_window(
-    kept: np.ndarray,
-    reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]],
-    batched: bool = True,
+    kept: np.ndarray, reproduces: Reproduces, batched: bool = True
 ) -> np.ndarray | None:
     """``kept`` less one contiguous window of it that still reproduces, the longest window first (at
     the earliest place among those of its length), or ``None`` when no window can go: a stretch of
@@ -89,9 +89,7 @@ def remove_window(
 
 
 def remove_pair(
-    kept: np.ndarray,
-    reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]],
-    batched: bool = True,
+    kept: np.ndarray, reproduces: Reproduces, batched: bool = True
 ) -> np.ndarray | None:
     """``kept`` less two of its actions, not next to each other, that still reproduces (the pairs in
     order of their first action, then their second), or ``None`` when no pair can go: on CartPole a
@@ -107,9 +105,7 @@ def remove_pair(
     return None if found is None else candidates[found]
 
 
-def shrink_indices(
-    length: int, reproduces: Callable[[Sequence[np.ndarray]], Sequence[bool]], batched: bool = True
-) -> np.ndarray:
+def shrink_indices(length: int, reproduces: Reproduces, batched: bool = True) -> np.ndarray:
     """The kept actions' indices (ascending) after :func:`ddmin`, then :func:`remove_window` or,
     where no window can go, :func:`remove_pair`, each removal followed by ddmin, until nothing more
     goes: 1-minimal, with no contiguous window and no pair of actions removable (our addition to

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.supervised import fit, make_step, split_indices
+from jgtest.supervised import fit_examples, split_indices
 
 STRIDE = 4
 
@@ -234,24 +234,9 @@ def train(config: DetectorConfig, data: dict, key: jax.Array, seed: int = 0) -> 
     train_idx, val_idx, test_idx = split_indices(
         int(frames.shape[0]), config.split, seed, strata=np.asarray(data["aimed_type"])
     )
-    network = config.network
-    params = network.init(key, frames[:1])
-    tx = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
-    loss_fn = make_loss(config, res)
+    params = config.network.init(key, frames[:1])
     take = lambda idx: (frames[idx], jax.tree.map(lambda v: jnp.asarray(v)[idx], objects))
-
-    step = make_step(loss_fn, tx)
-    val_loss = jax.jit(loss_fn)
-    out = fit(
-        (params, tx.init(params)),
-        lambda state, idx, i: step(state, *take(idx)),
-        lambda state: val_loss(state[0], *take(val_idx)),
-        train_idx,
-        config.batch_size,
-        config.epochs,
-        config.patience,
-        seed,
-    )
+    out = fit_examples(make_loss(config, res), params, take, train_idx, val_idx, config, seed)
     detector = Detector(config, out["state"][0], res)
     test_frames, test_objects = take(test_idx)
     test = precision_recall(jax.jit(detector.detect)(test_frames), test_objects, config.min_pixels)

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from jgtest.analysis.exploration import ooi_outcomes, ooi_tested_curve, pathway_coverage_curve
-from jgtest.checkpoint import Checkpointer, config_fingerprint
+from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.envs.park import TRACE_RADIUS, trace_cells
 from jgtest.envs.park_render import OOI_TYPES, TEXTURE_BUGS
 from jgtest.files import jsonable, write_json_atomically
@@ -46,6 +46,39 @@ def oracle_outputs(oracle, next_frames: jax.Array, event: dict) -> dict:
         "bug_prob": oracle.probabilities(next_frames, event["target_box"]),
         "shown": (event["target"] >= 0) & (event["target_pixels"] >= oracle.config.min_pixels),
     }
+
+
+def check_rounds(config) -> None:
+    """Checks that a campaign's ``episodes`` make whole rounds of its ``num_envs`` games and that
+    its ``rollout_steps`` divide ``episode_steps``.
+
+    Raises:
+      ValueError: they do not.
+    """
+    if config.episodes % config.num_envs:
+        raise ValueError(
+            f"episodes ({config.episodes}) must be a multiple of num_envs ({config.num_envs})"
+        )
+    if config.episode_steps % config.rollout_steps:
+        raise ValueError(
+            f"rollout_steps ({config.rollout_steps}) must divide episode_steps "
+            f"({config.episode_steps})"
+        )
+
+
+class CampaignPieces:
+    """A campaign's jitted pieces as :func:`run_campaign` plays them, compiled (:meth:`compile`)
+    from a subclass's ``_init(key)``, ``_start_round(carry, round_index)`` and
+    ``_rollout(carry, key)``."""
+
+    def compile(self) -> None:
+        """Sets ``init``, ``start_round`` (its carry typed as a restored round's) and ``rollout``,
+        each compiled: eager initialisation dispatches op by op (seconds on CPU)."""
+        self.init = jax.jit(self._init)
+        self.start_round = jax.jit(
+            lambda carry, round_index: strongly_typed(self._start_round(carry, round_index))
+        )
+        self.rollout = jax.jit(self._rollout)
 
 
 def _fresh_books(c, env) -> dict:

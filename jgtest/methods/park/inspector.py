@@ -22,10 +22,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jgtest.agents import ppo
-from jgtest.checkpoint import strongly_typed
 from jgtest.envs import park, park_experts
 from jgtest.envs.registration import make
-from jgtest.methods.park.campaign import oracle_outputs, run_campaign
+from jgtest.methods.park.campaign import (
+    CampaignPieces,
+    check_rounds,
+    oracle_outputs,
+    run_campaign,
+)
 from jgtest.methods.park.ooi_testing import (
     OOITestSettings,
     init_tester,
@@ -107,15 +111,7 @@ class InspectorConfig:
         for name in ("episodes", "num_envs", "episode_steps", "rollout_steps", "rnd_updates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.episodes % self.num_envs:
-            raise ValueError(
-                f"episodes ({self.episodes}) must be a multiple of num_envs ({self.num_envs})"
-            )
-        if self.episode_steps % self.rollout_steps:
-            raise ValueError(
-                f"rollout_steps ({self.rollout_steps}) must divide episode_steps "
-                f"({self.episode_steps})"
-            )
+        check_rounds(self)
 
     @property
     def rounds(self) -> int:
@@ -126,7 +122,27 @@ class InspectorConfig:
         return {"size": self.size, "num_oois": self.num_oois}
 
 
-class InspectorCampaign:
+def inspector_ppo(config, game: str, total_timesteps: int, **options) -> ppo.PPOConfig:
+    """Inspector's PPO on ``game`` for ``config`` (an :class:`InspectorConfig`, or a level's with
+    the same learner fields): its CNN (``cnn_layers``, ``cnn_dense``), an update every
+    ``rollout_steps`` steps of its ``num_envs`` games, no evaluations or coverage of its own;
+    ``options``, more of :class:`jgtest.agents.ppo.PPOConfig`'s fields."""
+    return ppo.PPOConfig(
+        game=game,
+        num_envs=config.num_envs,
+        num_steps=config.rollout_steps,
+        total_timesteps=total_timesteps,
+        torso="cnn",
+        cnn_layers=config.cnn_layers,
+        cnn_dense=config.cnn_dense,
+        conv_impl="im2col",
+        num_evals=1,
+        track_coverage=False,
+        **options,
+    )
+
+
+class InspectorCampaign(CampaignPieces):
     """The jitted pieces of a campaign (:mod:`jgtest.methods.park.campaign`): start a round, play
     (and learn from) one rollout; with a texture ``oracle``, its evidence from each step's frames.
 
@@ -156,28 +172,15 @@ class InspectorCampaign:
             None
             if c.agent != "inspector"
             else ppo.make_agent(
-                ppo.PPOConfig(
-                    game="ParkWorld-v0",
+                inspector_ppo(
+                    c,
+                    "ParkWorld-v0",
+                    c.episodes * c.episode_steps,
                     game_kwargs=tuple(c.game_kwargs.items()),
-                    num_envs=c.num_envs,
-                    num_steps=c.rollout_steps,
-                    total_timesteps=c.episodes * c.episode_steps,
-                    torso="cnn",
-                    cnn_layers=c.cnn_layers,
-                    cnn_dense=c.cnn_dense,
-                    conv_impl="im2col",
-                    num_evals=1,
-                    track_coverage=False,
                 )
             )
         )
-        self.init = jax.jit(
-            self._init
-        )  # compiled: eager initialisation dispatches op by op (seconds on CPU)
-        self.start_round = jax.jit(
-            lambda carry, round_index: strongly_typed(self._start_round(carry, round_index))
-        )  # typed as a restored round
-        self.rollout = jax.jit(self._rollout)
+        self.compile()
 
     def _init(self, key) -> dict:
         testers = jax.vmap(lambda _: init_tester(self.env.num_oois))(

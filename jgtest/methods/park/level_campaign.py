@@ -31,6 +31,7 @@ from jgtest.methods.park.inspector import (
     INSPECTOR_RND,
     INSPECTOR_RND_UPDATES,
     PAPER_PPO,
+    inspector_ppo,
 )
 from jgtest.methods.park.level_walk import LabelWalk, LabelWalkSettings
 from jgtest.novelty import RND, RNDConfig
@@ -100,17 +101,8 @@ class _Inspector:
         c = self.config = config
         self.rnd = RND(c.rnd)
         self.ppo = ppo.make_agent(
-            ppo.PPOConfig(
-                game=c.game,
-                num_envs=c.num_envs,
-                num_steps=c.rollout_steps,
-                total_timesteps=max(c.episodes * c.episode_steps, c.num_envs * c.rollout_steps),
-                torso="cnn",
-                cnn_layers=c.cnn_layers,
-                cnn_dense=c.cnn_dense,
-                conv_impl="im2col",
-                num_evals=1,
-                track_coverage=False,
+            inspector_ppo(
+                c, c.game, max(c.episodes * c.episode_steps, c.num_envs * c.rollout_steps)
             ),
             game=host_loop.spec_game(game, PIPELINE),
         )

@@ -27,10 +27,14 @@ import jax
 import jax.numpy as jnp
 
 from jgtest.agents import ppo
-from jgtest.checkpoint import strongly_typed
 from jgtest.envs.registration import make
 from jgtest.frames import od_mask
-from jgtest.methods.park.campaign import oracle_outputs, run_campaign
+from jgtest.methods.park.campaign import (
+    CampaignPieces,
+    check_rounds,
+    oracle_outputs,
+    run_campaign,
+)
 from jgtest.methods.park.inspector import PAPER_PPO
 from jgtest.methods.park.models import PPGTAModels, PPGTAModelsConfig, load_or_train
 from jgtest.methods.park.ooi_testing import TESTING, OOITestSettings, init_tester, ooi_step
@@ -114,15 +118,7 @@ class PPGTAConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.test_steps < 0:
             raise ValueError(f"test_steps must be non-negative, got {self.test_steps}")
-        if self.episodes % self.num_envs:
-            raise ValueError(
-                f"episodes ({self.episodes}) must be a multiple of num_envs ({self.num_envs})"
-            )
-        if self.episode_steps % self.rollout_steps:
-            raise ValueError(
-                f"rollout_steps ({self.rollout_steps}) must divide episode_steps "
-                f"({self.episode_steps})"
-            )
+        check_rounds(self)
         if self.rnd.reward != "variance" or not self.rnd.shared_backbone:
             raise ValueError(
                 "PPGTA's novelty is the ensemble variance over the FE backbone "
@@ -221,7 +217,7 @@ def explorer_params(path_policy: dict, critic: ImitationPolicy, key, fine_tune_f
     return {"actor": actor, "critic": {"params": {**actor["params"], "head": head}}}
 
 
-class PPGTACampaign:
+class PPGTACampaign(CampaignPieces):
     """The jitted pieces of a PPGTA campaign (:mod:`jgtest.methods.park.campaign`).
 
     Each step the actor and the critic (:class:`ExplorerNetwork`) read the last K frames, OD-masked
@@ -265,13 +261,7 @@ class PPGTACampaign:
             num_evals=1,
         )
         self.update = ppo.make_update(self.ppo_config, self.network)
-        self.init = jax.jit(
-            self._init
-        )  # compiled: eager initialisation dispatches op by op (seconds on CPU)
-        self.start_round = jax.jit(
-            lambda carry, round_index: strongly_typed(self._start_round(carry, round_index))
-        )  # typed as a restored round
-        self.rollout = jax.jit(self._rollout)
+        self.compile()
 
     # ----- pieces ------------------------------------------------------------
     def encode(self, behaviour: str, masked):

@@ -228,12 +228,16 @@ def run_on_device(
     }
     trained, learners, curves, outs = {}, {}, {}, {}
 
+    def agent_checkpoints(phase: str, agent: str) -> Checkpointer:
+        """``agent``'s models' checkpoints of ``phase`` (``checkpoints/PHASE-AGENT``)."""
+        return Checkpointer(
+            out_dir / "checkpoints" / f"{phase}-{agent}",
+            config_fingerprint({"reline": config, "agent": agent}),
+        )
+
     def train(agent, train_params):
         def go(report):
-            where = out_dir / "checkpoints" / f"train-{agent}"
-            with Checkpointer(
-                where, config_fingerprint({"reline": config, "agent": agent})
-            ) as checkpoints:
+            with agent_checkpoints("train", agent) as checkpoints:
                 return train_models(
                     learn, env, train_params, agent, keys[agent], report, checkpoints
                 )
@@ -284,10 +288,7 @@ def run_on_device(
         trainer = learn.module.make_agent(learn.config, (game, run_params))
 
         def go(report):
-            where = out_dir / "checkpoints" / f"learn-{agent}"
-            with Checkpointer(
-                where, config_fingerprint({"reline": config, "agent": agent})
-            ) as checkpoints:
+            with agent_checkpoints("learn", agent) as checkpoints:
                 return learn_and_count(
                     trainer,
                     game,

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,16 @@ def run_host_game(
                     key = jax.random.fold_in(
                         jax.random.fold_in(jax.random.key(config.seed), AGENTS.index(agent)), m
                     )
-                    seed = eval_seed(config, agent, m)
-                    on_bug = _record_writer(config, agent, m, writer, start, written)
+                    model_run = _ModelRun(
+                        config,
+                        agent,
+                        m,
+                        key,
+                        eval_seed(config, agent, m),
+                        game_options,
+                        phases,
+                        _record_writer(config, agent, m, writer, start, written),
+                    )
                     policy, policy_params, counted_found = random_policy(5), None, None
                     if agent != "random":
                         with Checkpointer(
@@ -129,19 +138,8 @@ def run_host_game(
                             config_fingerprint({"reline": config, "model": unit}),
                             loop=False,
                         ) as ckpt:
-                            network, policy_params, stats, counted_found = _train(
-                                config,
-                                agent,
-                                m,
-                                dqn_config,
-                                hparams,
-                                key,
-                                seed,
-                                phases,
-                                game_options,
-                                ckpt,
-                                books.get(unit, {}).get("training"),
-                                on_bug,
+                            network, policy_params, stats, counted_found = model_run.train(
+                                dqn_config, hparams, ckpt, books.get(unit, {}).get("training")
                             )
                         policy = learn.policy(network)
                         books[unit] = {"training": stats}
@@ -152,19 +150,7 @@ def run_host_game(
                     if (
                         counted_found is None
                     ):  # frozen weights, or the random agent: play the counted episodes
-                        out = _evaluate(
-                            config,
-                            agent,
-                            m,
-                            policy,
-                            policy_params,
-                            key,
-                            seed,
-                            phases,
-                            on_bug,
-                            game_options,
-                            counted,
-                        )
+                        out = model_run.evaluate(policy, policy_params, counted)
                         one_model = {
                             "telemetry": jax.tree.map(lambda x: x[None], out["telemetry"]),
                             "valid": out["valid"][None],
@@ -224,89 +210,120 @@ def full_table_budget(config: RelineConfig, books: dict) -> dict:
     return budget
 
 
-def _train(
-    config,
-    agent,
-    model,
-    dqn_config,
-    hparams,
-    key,
-    seed,
-    phases,
-    game_options,
-    ckpt: Checkpointer,
-    stats=None,
-    on_bug=None,
-):
-    """Trains one model through the host loop, or restores it from ``ckpt`` when it was trained
-    (``stats``: its training figures then): ``(network, params, training figures, counted)``.
+@dataclasses.dataclass(frozen=True)
+class _ModelRun:
+    """One model's games in :func:`run_host_game`: its agent and index, its key and seed, the
+    games' options, the run's phases, and ``on_bug`` writing its bugs' records
+    (:func:`_record_writer`)."""
 
-    Under the package's protocol (``evaluation="training"``) the model trains for
-    :func:`~jgtest.methods.reline.learners.package_train_episodes` episodes and ``counted`` is
-    which gates showed in each of the last :func:`~jgtest.methods.reline.learners.counted_episodes`
-    (Table 1's episodes; ``on_bug`` writes each bug's first showing as found); else ``None``.
-    """
-    with host_loop.host_game(
-        config.game,
-        num_envs=dqn_config.num_envs,
-        seed=seed + 50_000,
-        actors=config.actors,
-        **game_options,
-    ) as game:
-        spec, spec_params = host_loop.spec_game(game, PIPELINE)
-        trainer = dqn.make_agent(dqn_config, (spec, spec_params))
-        if ckpt.latest_step() is not None and stats is not None:
-            obs = jax.ShapeDtypeStruct(spec.observation_space(spec_params).shape, np.float32)
-            return (
-                trainer.network,
-                ckpt.restore(jax.eval_shape(trainer.network.init, key, obs)),
-                stats,
-                None,
-            )
-        reward = (
-            None
-            if agent == "rl-baseline"
-            else (
-                lambda r, terminated, info: np.asarray(
-                    bug_bonus_reward(info["telemetry"].game_reward, info["telemetry"].bugs_fired)
+    config: RelineConfig
+    agent: str
+    model: int
+    key: jax.Array
+    seed: int
+    game_options: dict
+    phases: Phases
+    on_bug: Callable
+
+    def host_game(self, num_envs: int, seed: int):
+        """The model's bridged games (:func:`jgtest.host_loop.host_game`)."""
+        return host_loop.host_game(
+            self.config.game,
+            num_envs=num_envs,
+            seed=seed,
+            actors=self.config.actors,
+            **self.game_options,
+        )
+
+    def train(self, dqn_config, hparams, ckpt: Checkpointer, stats=None):
+        """Trains the model through the host loop, or restores it from ``ckpt`` when it was trained
+        (``stats``: its training figures then): ``(network, params, training figures, counted)``.
+
+        Under the package's protocol (``evaluation="training"``) the model trains for
+        :func:`~jgtest.methods.reline.learners.package_train_episodes` episodes and ``counted`` is
+        which gates showed in each of the last
+        :func:`~jgtest.methods.reline.learners.counted_episodes` (Table 1's episodes; ``on_bug``
+        writes each bug's first showing as found); else ``None``.
+        """
+        config, agent, model, key, seed = self.config, self.agent, self.model, self.key, self.seed
+        with self.host_game(dqn_config.num_envs, seed + 50_000) as game:
+            spec, spec_params = host_loop.spec_game(game, PIPELINE)
+            trainer = dqn.make_agent(dqn_config, (spec, spec_params))
+            if ckpt.latest_step() is not None and stats is not None:
+                obs = jax.ShapeDtypeStruct(spec.observation_space(spec_params).shape, np.float32)
+                return (
+                    trainer.network,
+                    ckpt.restore(jax.eval_shape(trainer.network.init, key, obs)),
+                    stats,
+                    None,
+                )
+            reward = (
+                None
+                if agent == "rl-baseline"
+                else (
+                    lambda r, terminated, info: np.asarray(
+                        bug_bonus_reward(
+                            info["telemetry"].game_reward, info["telemetry"].bugs_fired
+                        )
+                    )
                 )
             )
-        )
-        learning = config.evaluation == "training"
-        episodes = package_train_episodes(config, agent) if learning else None
-        state, stats = phases.run(
-            f"train {agent} {model}",
-            lambda report: host_loop.train_dqn(
-                trainer,
-                game,
-                PIPELINE,
-                hparams,
-                key,
-                dqn_config.total_timesteps,
-                reward,
-                seed=seed + 50_000,
-                on_progress=report,
-                max_episodes=episodes,
-                on_bug=on_bug if learning else None,
-            ),
-        )
-    returns = stats["episode_return"]
-    counted = stats["episode_bugs_found"][-counted_episodes(config) :] if learning else None
-    summary = {
-        "episodes": int(returns.size),
-        "steps": int(state.timesteps),
-        "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None,
-        "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean()) if returns.size else None,
-        **{k: stats[k] for k in ("learning_s", "learning_steps") if k in stats},
-    }
-    if learning and returns.size < episodes:
-        raise RuntimeError(
-            f"{agent} model {model} ended {returns.size} of its {episodes} training episodes "
-            "within "
-            f"train_steps={dqn_config.total_timesteps}: raise train_steps"
-        )
-    ckpt.save(1, state.params)
-    return trainer.network, state.params, summary, counted
+            learning = config.evaluation == "training"
+            episodes = package_train_episodes(config, agent) if learning else None
+            state, stats = self.phases.run(
+                f"train {agent} {model}",
+                lambda report: host_loop.train_dqn(
+                    trainer,
+                    game,
+                    PIPELINE,
+                    hparams,
+                    key,
+                    dqn_config.total_timesteps,
+                    reward,
+                    seed=seed + 50_000,
+                    on_progress=report,
+                    max_episodes=episodes,
+                    on_bug=self.on_bug if learning else None,
+                ),
+            )
+        returns = stats["episode_return"]
+        counted = stats["episode_bugs_found"][-counted_episodes(config) :] if learning else None
+        summary = {
+            "episodes": int(returns.size),
+            "steps": int(state.timesteps),
+            "return_last_10_mean": float(returns[-10:].mean()) if returns.size else None,
+            "bugs_last_10_mean": float(stats["episode_bugs"][-10:].mean())
+            if returns.size
+            else None,
+            **{k: stats[k] for k in ("learning_s", "learning_steps") if k in stats},
+        }
+        if learning and returns.size < episodes:
+            raise RuntimeError(
+                f"{agent} model {model} ended {returns.size} of its {episodes} training episodes "
+                "within "
+                f"train_steps={dqn_config.total_timesteps}: raise train_steps"
+            )
+        ckpt.save(1, state.params)
+        return trainer.network, state.params, summary, counted
+
+    def evaluate(self, policy, policy_params, num_episodes):
+        """Plays ``num_episodes`` episodes of the policy, its bugs reported to ``on_bug`` as they
+        first show."""
+        with self.host_game(self.config.actors or EVAL_GAMES, self.seed) as game:
+            return self.phases.run(
+                f"evaluate {self.agent} {self.model}",
+                lambda report: host_loop.play(
+                    game,
+                    PIPELINE,
+                    policy,
+                    policy_params,
+                    num_episodes,
+                    jax.random.fold_in(self.key, 1),
+                    seed=self.seed,
+                    on_bug=self.on_bug,
+                    on_progress=report,
+                ),
+            )
 
 
 def _record_writer(config, agent, model, writer, start, written=frozenset()):
@@ -335,38 +352,3 @@ def _record_writer(config, agent, model, writer, start, written=frozenset()):
         )
 
     return on_bug
-
-
-def _evaluate(
-    config,
-    agent,
-    model,
-    policy,
-    policy_params,
-    key,
-    seed,
-    phases,
-    on_bug,
-    game_options,
-    num_episodes,
-):
-    """Plays ``num_episodes`` episodes of the policy, its bugs reported to ``on_bug`` as they first
-    show."""
-    num_envs = config.actors or EVAL_GAMES
-    with host_loop.host_game(
-        config.game, num_envs=num_envs, seed=seed, actors=config.actors, **game_options
-    ) as game:
-        return phases.run(
-            f"evaluate {agent} {model}",
-            lambda report: host_loop.play(
-                game,
-                PIPELINE,
-                policy,
-                policy_params,
-                num_episodes,
-                jax.random.fold_in(key, 1),
-                seed=seed,
-                on_bug=on_bug,
-                on_progress=report,
-            ),
-        )

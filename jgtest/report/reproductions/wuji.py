@@ -171,6 +171,27 @@ def against_table(tests: dict) -> str:
     )
 
 
+def comparison_section(
+    title: str,
+    text: str,
+    data: dict,
+    name: str,
+    *tables: str,
+    checkpoints: str = "by_steps",
+    column: Callable[[str], str] = steps_label,
+) -> str:
+    """A comparison's section: ``text``, its :func:`progress_table`, the ``tables`` given, Wuji's
+    seeds against each other strategy's (:func:`against_table`) and the results file ``name``."""
+    return section(
+        title,
+        text,
+        progress_table(data, checkpoints, column),
+        *tables,
+        against_table(data["wuji_against_each"]),
+        provenance(name, data),
+    )
+
+
 def mean_sd(values: Sequence[float], digits: int) -> str:
     """The mean of per-seed values and their (population) sd, as the summaries give them:
     "7.27 (1.49)"."""
@@ -213,7 +234,7 @@ def wuji_combat_sections(results: Results) -> list[str]:
             f"with {combat['bugs_total']} injected bugs, most of them reached only "
             f"by fighting well. Whole runs, {steps_label(combat['budget_steps'])} env steps each.",
         ),
-        section(
+        comparison_section(
             f"CombatArena, {combat['seeds']} seeds, "
             f"{steps_label(combat['budget_steps'])} env steps, earlier protocol",
             f"Bugs found (of {combat['bugs_total']}) and distinct states covered, "
@@ -222,9 +243,8 @@ def wuji_combat_sections(results: Results) -> list[str]:
             "run's last generation goes a little past the budget: "
             f"the whole runs found (bugs / states) {whole}. Below, Wuji's seeds "
             "against each other strategy's.",
-            progress_table(combat, "by_steps", steps_label),
-            against_table(combat["wuji_against_each"]),
-            provenance(name, combat),
+            combat,
+            name,
         ),
         section(
             f"CombatArena, {len(thirty['per_seed']['wuji']['bugs_found'])} seeds of "
@@ -261,16 +281,17 @@ def wuji_maze_sections(results: Results) -> list[str]:
             "space letting random play cover it (§V-B), and Wuji covering the most "
             "states in every game (§V-C).",
         ),
-        section(
+        comparison_section(
             f"Block Maze, {maze['seeds']} seeds, {maze['budget_s']:g} s, earlier protocol",
             "Means at each quarter and half of the wall-clock budget and at its "
             "end, the best of each column in bold. Under a "
             "wall-clock budget the strategies play different numbers of steps "
             "(last column), and the figures move a little with "
             "the machine's load. Below, Wuji's seeds against each other strategy's.",
-            progress_table(maze, "by_time", lambda m: f"{float(m):g} s"),
-            against_table(maze["wuji_against_each"]),
-            provenance(name, maze),
+            maze,
+            name,
+            checkpoints="by_time",
+            column=lambda m: f"{float(m):g} s",
         ),
     ]
 
@@ -365,7 +386,7 @@ def wuji_nsh_sections(results: Results) -> list[str]:
             "×30 thirty learners side by side (the paper does not "
             "say how it ran DRL; the claims read DRL as one learner).",
         ),
-        section(
+        comparison_section(
             f"NSHArena, {nsh['seeds']} seeds, {steps_label(nsh['budget_steps'])} env steps",
             "Bugs found and distinct states covered, means at each quarter of the "
             "budget, the best of each column in bold; then the "
@@ -376,11 +397,10 @@ def wuji_nsh_sections(results: Results) -> list[str]:
             "cores (seconds, mean of the seeds): "
             f"{named({s: num(v) for s, v in per_run.items()})}. Below the tables, "
             "Wuji's seeds against each other strategy's.",
-            progress_table(nsh, "by_steps", steps_label),
+            nsh,
+            NSH_COMPARE,
             reach_class_table(nsh),
             first_found_table(nsh),
-            against_table(nsh["wuji_against_each"]),
-            provenance(NSH_COMPARE, nsh),
         ),
         section(
             f"NSHArena, {thirty['seeds']} seeds of Wuji and the two that found the "
@@ -428,7 +448,7 @@ def wuji_fair_rerun_sections(results: Results) -> list[str]:
         data = results[name]
         held = [r[0] for r in claim_rows(data, claims) if r[3] == "yes"]
         sections.append(
-            section(
+            comparison_section(
                 f"{data['game'].removesuffix('-v0')} under the same protocol, "
                 f"{data['seeds']} seeds, {steps_label(data['budget_steps'])} env steps",
                 "All seven strategies with equal env steps and results cut at the "
@@ -440,10 +460,9 @@ def wuji_fair_rerun_sections(results: Results) -> list[str]:
                 "many seeds each strategy found it, the median env "
                 "step of its first finding and which strategy gets there first; below, "
                 "Wuji's seeds against each other strategy's.",
-                progress_table(data, "by_steps", steps_label),
+                data,
+                name,
                 first_found_table(data),
-                against_table(data["wuji_against_each"]),
-                provenance(name, data),
             )
         )
     return sections
@@ -459,7 +478,7 @@ def wuji_doom_sections(results: Results) -> list[str]:
     per_run = {s: data["wall_s"][s] / data["seeds"] for s in data["strategies"]}
     cells = named({label(s): num(v["mean"], 1) for s, v in data["cells_covered"].items()})
     return [
-        section(
+        comparison_section(
             f"A real engine: ViZDoom's deadly corridor, {data['seeds']} seeds, "
             f"{steps_label(data['budget_steps'])} env steps",
             "Not a game of the paper: the method on the real Doom engine through "
@@ -480,9 +499,8 @@ def wuji_doom_sections(results: Results) -> list[str]:
             "mean of the seeds): "
             f"{named({s: num(v) for s, v in per_run.items()})}. Below, Wuji's seeds "
             "against each other strategy's.",
-            progress_table(data, "by_steps", steps_label),
-            against_table(data["wuji_against_each"]),
-            provenance(DOOM_CORRIDOR, data),
+            data,
+            DOOM_CORRIDOR,
         )
     ]
 
