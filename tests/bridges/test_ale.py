@@ -260,11 +260,11 @@ def test_only_the_host_loop_imports_envs_bridge():
 
 
 def test_reline_learner_settings_on_the_real_game():
-    """By default the replication package's settings (jgtest.methods.reline.host's docstring): one
-    game, a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training episodes
-    with the last 1,000 counted (30 with --quick). Under the paper's text (frozen): 4 games a
-    learner step, a gradient step every 4 environment steps, --quick with Mnih 2013's network and
-    200k steps."""
+    """By default the replication package's settings (``reline.host.run_host_game``'s docstring):
+    one game, a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training
+    episodes with the last 1,000 counted (30 with --quick). Under the paper's text (frozen): 4
+    games a learner step, a gradient step every 4 environment steps, --quick with Mnih 2013's
+    network and 200k steps."""
     from jgtest.methods import reline
     from jgtest.methods.reline import learners
 
@@ -405,7 +405,7 @@ def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
 
 def test_reline_plays_a_stochastic_ms_pacman_as_gym_v0():
     """Under the paper's text, RELINE's game repeats the previous action with probability 0.25 (Gym
-    ``MsPacman-v0``, jgtest.methods.reline.host's docstring): the same actions then take two
+    ``MsPacman-v0``, ``reline.host.run_host_game``'s docstring): the same actions then take two
     differently seeded games apart, where the deterministic default (the package's
     ``NoFrameskip-v4``) keeps them together."""
     from jgtest.methods.reline import host
