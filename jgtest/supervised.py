@@ -10,12 +10,40 @@ train with :func:`fit` (the last three through :func:`fit_adamw`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 import optax
+
+
+@dataclasses.dataclass(frozen=True)
+class FitSettings:
+    """How :func:`fit_adamw` fits a model: AdamW at ``learning_rate`` with ``weight_decay``,
+    minibatches of ``batch_size``, at most ``epochs`` epochs, stopping after ``patience`` epochs
+    without a better validation loss, on a train/validation/test ``split`` (§V-B's 70/10/20).
+
+    Each model's config holds one (``config.fit``) with the defaults it chose::
+
+        TextureOracleConfig(fit=FitSettings(learning_rate=2e-3, epochs=30))
+    """
+
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    batch_size: int = 64
+    epochs: int = 40
+    patience: int = 5
+    split: tuple[float, float, float] = (0.7, 0.1, 0.2)
+
+    def __post_init__(self):
+        if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
+            raise ValueError("epochs, batch_size and patience must be at least 1")
+        if len(self.split) != 3 or min(self.split) < 0 or abs(sum(self.split) - 1) > 1e-6:
+            raise ValueError(
+                f"split must be three non-negative fractions summing to 1, got {self.split}"
+            )
 
 
 def fit(
@@ -145,15 +173,15 @@ def fit_adamw(
     batch: Callable,
     validate: Callable[[Any], float],
     train_idx: np.ndarray,
-    settings: Any,
+    settings: FitSettings,
     seed: int = 0,
     has_aux: bool = False,
 ) -> dict:
     """:func:`fit` of ``params`` by AdamW steps (:func:`make_step`) on
     ``loss_fn(params, *batch(idx, step_index))``, validated by ``validate(params)``.
 
-    ``settings`` (a model's config) gives AdamW's ``learning_rate`` and ``weight_decay``, and
-    :func:`fit`'s ``batch_size``, ``epochs`` and ``patience``. The returned ``state`` is
+    ``settings`` gives AdamW's ``learning_rate`` and ``weight_decay``, and :func:`fit`'s
+    ``batch_size``, ``epochs`` and ``patience``. The returned ``state`` is
     ``(params, opt_state)``.
     """
     tx = optax.adamw(settings.learning_rate, weight_decay=settings.weight_decay)
@@ -176,7 +204,7 @@ def fit_examples(
     take: Callable,
     train_idx: np.ndarray,
     val_idx: np.ndarray,
-    settings: Any,
+    settings: FitSettings,
     seed: int = 0,
 ) -> dict:
     """:func:`fit_adamw` of ``loss_fn(params, *take(idx))`` over indexed examples, validated by

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -12,6 +13,12 @@ from flax import struct
 
 PRNGKey = jax.Array
 PyTree = Any
+#: A campaign's progress callback, ``progress(done, total, found)``: after each unit of work
+#: (device call, episode, round, generation), the units done, their total and the bugs or objects
+#: found so far.
+Progress = Callable[[int, int, int], None]
+#: RELINE's progress callback, ``progress(phase, done, total)``: a named phase's periods done.
+PhaseProgress = Callable[[str, int, int], None]
 
 
 @struct.dataclass

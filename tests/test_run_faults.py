@@ -56,7 +56,7 @@ def runs(tmp_path_factory):
 
     (root / "killed").mkdir()
     with pytest.raises(_Killed):
-        random_testing.run(CONFIG, root / "killed", on_progress=stop_after_two_chunks)
+        random_testing.run(CONFIG, root / "killed", progress=stop_after_two_chunks)
     # as the killed process's end would: its copies hold no lock file
     unlock_run_dir(root / "killed")
     return root

@@ -20,7 +20,7 @@ from jgtest.frames import od_mask
 from jgtest.losses.ppgta import ema_update, imitation_loss
 from jgtest.nets.recurrent import ImitationPolicy
 from jgtest.novelty.preference import action_distribution, js_divergence
-from jgtest.supervised import batches_per_epoch, fit, split_indices
+from jgtest.supervised import FitSettings, batches_per_epoch, fit, split_indices
 
 #: What the policy learns from a demonstration's steps (:attr:`ImitationConfig.labels`; the first is
 #: the default).
@@ -41,14 +41,12 @@ class ImitationConfig:
     Attributes:
       num_actions: the game's actions.
       k: frames the policy sees at each step (the paper's stack of 4).
-      batch_size: trajectories per minibatch.
-      epochs, warmup_epochs: the schedule's length and warm-up (40 and 10).
-      lr_start, lr_peak: the warm-up's start and peak (2e-3 and 1e-2), then cosine decay to 0.
-      weight_decay: AdamW's.
+      fit: AdamW, minibatches (of trajectories), epochs, patience and the split of the
+        trajectories; ``fit.learning_rate`` is the schedule's peak (1e-2), cosine-decayed to 0.
+      warmup_epochs: the schedule's warm-up (10).
+      lr_start: the warm-up's start (2e-3).
       lam: Eq. 4's λ.
       ema_decay: the teacher's momentum.
-      patience: epochs without a better validation loss before stopping.
-      split: train / validation / test fractions of the trajectories.
       policy: the network's sizes (``ImitationPolicy`` fields other than ``num_actions``).
       freeze_encoder: keep the FE as given (from inverse dynamics) instead of fine-tuning it.
       labels: ``"intended"`` (the demonstrations' ``intended`` actions, where they have them; else
@@ -57,16 +55,11 @@ class ImitationConfig:
 
     num_actions: int = 9
     k: int = 4
-    batch_size: int = 8
-    epochs: int = 40
+    fit: FitSettings = FitSettings(learning_rate=1e-2, batch_size=8)
     warmup_epochs: int = 10
     lr_start: float = 2e-3
-    lr_peak: float = 1e-2
-    weight_decay: float = 1e-4
     lam: float = 1.0
     ema_decay: float = 0.996
-    patience: int = 5
-    split: tuple[float, float, float] = (0.7, 0.1, 0.2)
     policy: tuple[tuple[str, object], ...] = ()
     freeze_encoder: bool = False
     labels: str = "intended"
@@ -80,12 +73,6 @@ class ImitationConfig:
             raise ValueError(f"the consistency weight λ must be non-negative, got {self.lam}")
         if not 0 <= self.ema_decay <= 1:
             raise ValueError(f"ema_decay must be in [0, 1], got {self.ema_decay}")
-        if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
-            raise ValueError("epochs, batch_size and patience must be at least 1")
-        if len(self.split) != 3 or min(self.split) < 0 or abs(sum(self.split) - 1) > 1e-6:
-            raise ValueError(
-                f"split must be three non-negative fractions summing to 1, got {self.split}"
-            )
 
     @property
     def network(self) -> ImitationPolicy:
@@ -221,7 +208,7 @@ def train(
     frames = demos.get("frames")
     if frames is None or frames.shape[0] == 0 or frames.shape[1] == 0:
         raise ValueError("the demonstration set is empty")
-    train_idx, val_idx, test_idx = split_indices(int(frames.shape[0]), config.split, seed)
+    train_idx, val_idx, test_idx = split_indices(int(frames.shape[0]), config.fit.split, seed)
     if extra is not None:
         keys = [k for k in ("frames", "od_box", "od_visible", "actions", "intended") if k in demos]
         if missing := [k for k in keys if k not in extra]:
@@ -238,14 +225,14 @@ def train(
         train_idx = np.concatenate(
             [train_idx, frames.shape[0] + np.arange(extra["frames"].shape[0])]
         )
-    per_epoch = batches_per_epoch(len(train_idx), config.batch_size)
+    per_epoch = batches_per_epoch(len(train_idx), config.fit.batch_size)
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=config.lr_start,
-        peak_value=config.lr_peak,
+        peak_value=config.fit.learning_rate,
         warmup_steps=config.warmup_epochs * per_epoch,
-        decay_steps=max(config.epochs * per_epoch, config.warmup_epochs * per_epoch + 1),
+        decay_steps=max(config.fit.epochs * per_epoch, config.warmup_epochs * per_epoch + 1),
     )
-    tx = optax.adamw(schedule, weight_decay=config.weight_decay)
+    tx = optax.adamw(schedule, weight_decay=config.fit.weight_decay)
     if config.freeze_encoder:
         tx = optax.multi_transform({"train": tx, "frozen": optax.set_to_zero()}, _encoder_labels)
     k_init, k_run = jax.random.split(key)
@@ -292,9 +279,9 @@ def train(
         lambda state, idx, i: step(state, take(idx), jax.random.fold_in(k_run, i)),
         lambda state: validation_ce(state[0], take(val_idx)),
         train_idx,
-        config.batch_size,
-        config.epochs,
-        config.patience,
+        config.fit.batch_size,
+        config.fit.epochs,
+        config.fit.patience,
         seed,
         min_epochs=config.warmup_epochs,
     )

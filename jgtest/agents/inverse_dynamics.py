@@ -17,7 +17,7 @@ import numpy as np
 
 from jgtest.losses.ppgta import inverse_dynamics_loss
 from jgtest.nets.cnn import CNNEncoder
-from jgtest.supervised import fit_adamw, split_indices
+from jgtest.supervised import FitSettings, fit_adamw, split_indices
 
 
 class InverseDynamics(nn.Module):
@@ -49,12 +49,7 @@ class InverseDynamicsConfig:
     num_actions: int = 9
     cnn_layers: tuple[tuple[int, int, int], ...] = ((16, 8, 4), (32, 4, 2), (32, 3, 1))
     cnn_dense: int = 128
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 128
-    epochs: int = 10
-    patience: int = 3
-    split: tuple[float, float, float] = (0.7, 0.1, 0.2)
+    fit: FitSettings = FitSettings(batch_size=128, epochs=10, patience=3)
 
     @property
     def network(self) -> InverseDynamics:
@@ -96,7 +91,7 @@ def train(
     parts = [[], [], []]  # train / validation / test pairs, each behaviour split by trajectory
     for d in sets:
         d = {k: np.asarray(d[k]) for k in ("frames", "actions", "od_box", "od_visible")}
-        for part, idx in zip(parts, split_indices(d["frames"].shape[0], config.split, seed)):
+        for part, idx in zip(parts, split_indices(d["frames"].shape[0], config.fit.split, seed)):
             part.append(_pairs(d, idx))
     parts = [{k: np.concatenate([p[k] for p in part]) for k in part[0]} for part in parts]
     flat = {k: jnp.asarray(np.concatenate([p[k] for p in parts])) for k in parts[0]}
@@ -122,7 +117,7 @@ def train(
 
     batch = lambda idx, i: (take(idx), jax.random.fold_in(k_run, i))
     validate = lambda params: mean_over(params, val_idx, k_eval)[0]
-    out = fit_adamw(loss_of, params, batch, validate, train_idx, config, seed, has_aux=True)
+    out = fit_adamw(loss_of, params, batch, validate, train_idx, config.fit, seed, has_aux=True)
     params = out["state"][0]
     test_actions = np.asarray(flat["a"])[test_idx]
     return {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from jgtest.files import write_json_atomically
 from jgtest.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed
+from jgtest.types import Progress
 
 #: What the random agent's frame ring holds: it reads no frame, so the smallest one.
 _PIPELINE = ObservationPipeline(size=(8, 8), num_frames=1)
@@ -67,8 +67,8 @@ def _random_policy(num_actions: int):
 def run_on_host(
     config: HostRandomConfig,
     out_dir: str | Path,
+    progress: Progress | None = None,
     resume: bool = False,
-    on_episode: Callable[[int, int, int], None] | None = None,
 ) -> dict:
     """Runs the campaign on a bridged game, writing ``bugs.jsonl``, ``config.json`` and
     ``summary.json`` in ``out_dir``: each bug the game reports (a Gymnasium game's crash:
@@ -78,10 +78,10 @@ def run_on_host(
     Args:
       config: the campaign.
       out_dir: an existing, writable run directory.
+      progress: called as episodes end with ``(episodes_done, episodes_total, bugs_found)``.
       resume: play the campaign in ``out_dir`` again from its start, keeping its records and writing
         only bugs not among them. What stopped it (a kill, a signal, a telemetry function that
         failed and has been fixed) costs the replayed episodes' time, never a record.
-      on_episode: called as episodes end with ``(episodes_done, episodes_total, bugs_found)``.
 
     Raises:
       ResumeRefused: ``resume`` and ``out_dir`` holds another campaign, or none.
@@ -140,8 +140,8 @@ def run_on_host(
                     seed=config.seed,
                     on_bug=on_bug,
                     on_progress=None
-                    if on_episode is None
-                    else lambda done, total: on_episode(done, total, len(found)),
+                    if progress is None
+                    else lambda done, total: progress(done, total, len(found)),
                 )
             # the telemetry function failed mid-campaign: say what is kept
             except BadInput as error:
@@ -193,8 +193,8 @@ def run_in_console(
         summary = run_on_host(
             config,
             out_dir,
+            lambda done, total, bugs: bars.update(task, completed=done, total=total),
             resume,
-            on_episode=lambda done, total, bugs: bars.update(task, completed=done, total=total),
         )
     table = Table(title=f"random testing of {config.game}")
     for column in (

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from jgtest.rollout import action_key, episode_key, replay_trace, reset_key, ste
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed
 from jgtest.sharding import shard_batch
+from jgtest.types import Progress
 
 if TYPE_CHECKING:
     from jgtest.methods.host_random import HostRandomConfig
@@ -214,7 +214,7 @@ def rederived_record(
 def run(
     config: RandomCampaignConfig | HostRandomConfig,
     out_dir: str | Path,
-    on_progress: Callable[[int, int, int], None] | None = None,
+    progress: Progress | None = None,
     resume: bool = False,
 ) -> dict[str, Any]:
     """Runs the campaign, writing ``bugs.jsonl``, ``config.json``, ``checkpoints/`` and
@@ -232,7 +232,7 @@ def run(
     Args:
       config: the campaign.
       out_dir: an existing, writable run directory.
-      on_progress: called with ``(done, total, bugs_found)``: env steps after each device call
+      progress: called with ``(done, total, bugs_found)``: env steps after each device call
         (on a bridged game: episodes, as they end).
       resume: continue the campaign in ``out_dir`` from its last checkpoint (on a bridged game:
         play it again, writing only bugs not already recorded).
@@ -243,7 +243,7 @@ def run(
     if not isinstance(config, RandomCampaignConfig):
         from jgtest.methods.host_random import run_on_host
 
-        return run_on_host(config, out_dir, resume, on_episode=on_progress)
+        return run_on_host(config, out_dir, progress, resume)
     out_dir = Path(out_dir)
     env, params = make(config.game, **config.game_kwargs)
     begin_campaign(
@@ -315,8 +315,8 @@ def run(
             episodes += int(done.sum())
             books = _books(c + 1, episodes, time.perf_counter() - start, found_at, found_where)
             ckpt.save(c + 1, (carry, books, (traces.actions, traces.length)))
-            if on_progress is not None:
-                on_progress(
+            if progress is not None:
+                progress(
                     (c + 1) * config.chunk_steps * config.num_envs,
                     num_chunks * config.chunk_steps * config.num_envs,
                     int((~np.isnan(found_at)).sum()),
@@ -362,7 +362,7 @@ def run_in_console(
         def on_chunk(done, total, bugs):
             bars.update(task, completed=min(done, total), total=total, bugs=bugs)
 
-        summary = run(config, out_dir, on_progress=on_chunk, resume=resume)
+        summary = run(config, out_dir, progress=on_chunk, resume=resume)
     table = Table(title=f"random testing of {config.game}")
     for column in ("bugs found", "state coverage", "episodes", "env steps", "steps/s", "wall s"):
         table.add_column(column, justify="right")

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.supervised import fit_examples, split_indices
+from jgtest.supervised import FitSettings, fit_examples, split_indices
 
 
 class TextureNet(nn.Module):
@@ -44,12 +44,7 @@ class TextureOracleConfig:
     width: int = 32
     min_pixels: int = 80
     flag_threshold: float = 0.5
-    learning_rate: float = 2e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 64
-    epochs: int = 30
-    patience: int = 5
-    split: tuple[float, float, float] = (0.7, 0.1, 0.2)
+    fit: FitSettings = FitSettings(learning_rate=2e-3, epochs=30)
 
 
 def crop(frame: jax.Array, box: jax.Array, size: int) -> jax.Array:
@@ -126,7 +121,7 @@ def train(config: TextureOracleConfig, data: dict, key: jax.Array, seed: int = 0
             "texture oracle on"
         )
     shots = np.unique(samples["shot"])
-    parts = split_indices(len(shots), config.split, seed)
+    parts = split_indices(len(shots), config.fit.split, seed)
     train_idx, val_idx, test_idx = (
         np.flatnonzero(np.isin(samples["shot"], shots[p])) for p in parts
     )
@@ -139,7 +134,7 @@ def train(config: TextureOracleConfig, data: dict, key: jax.Array, seed: int = 0
         ).mean()
 
     take = lambda idx: (samples["crops"][idx], samples["label"][idx])
-    out = fit_examples(loss_fn, params, take, train_idx, val_idx, config, seed)
+    out = fit_examples(loss_fn, params, take, train_idx, val_idx, config.fit, seed)
     params = out["state"][0]
     crops, labels = take(test_idx)
     accuracy = float(jnp.mean(jnp.argmax(network.apply(params, crops), -1) == labels))

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jgtest.supervised import fit_examples, split_indices
+from jgtest.supervised import FitSettings, fit_examples, split_indices
 
 STRIDE = 4
 
@@ -52,14 +52,9 @@ class DetectorConfig:
     num_classes: int = 4
     width: int = 32
     min_pixels: int = 30
-    learning_rate: float = 3e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 64
-    epochs: int = 40
-    patience: int = 5
     threshold: float = 0.3
     max_detections: int = 8
-    split: tuple[float, float, float] = (0.7, 0.1, 0.2)
+    fit: FitSettings = FitSettings(learning_rate=3e-3)
 
     @property
     def network(self) -> CenterNet:
@@ -232,11 +227,11 @@ def train(config: DetectorConfig, data: dict, key: jax.Array, seed: int = 0) -> 
         raise ValueError("the detector's dataset is empty")
     res = int(frames.shape[1])
     train_idx, val_idx, test_idx = split_indices(
-        int(frames.shape[0]), config.split, seed, strata=np.asarray(data["aimed_type"])
+        int(frames.shape[0]), config.fit.split, seed, strata=np.asarray(data["aimed_type"])
     )
     params = config.network.init(key, frames[:1])
     take = lambda idx: (frames[idx], jax.tree.map(lambda v: jnp.asarray(v)[idx], objects))
-    out = fit_examples(make_loss(config, res), params, take, train_idx, val_idx, config, seed)
+    out = fit_examples(make_loss(config, res), params, take, train_idx, val_idx, config.fit, seed)
     detector = Detector(config, out["state"][0], res)
     test_frames, test_objects = take(test_idx)
     test = precision_recall(jax.jit(detector.detect)(test_frames), test_objects, config.min_pixels)

@@ -17,7 +17,7 @@ from jgtest.agents.imitation import (
     train,
 )
 from jgtest.novelty import action_distribution, js_divergence
-from jgtest.supervised import fit, split_indices
+from jgtest.supervised import FitSettings, fit, split_indices
 
 SMALL = (
     ("local_hidden", 8),
@@ -57,7 +57,11 @@ def test_split_is_70_10_20_and_disjoint():
 @pytest.mark.slow
 def test_the_student_learns_the_demonstrated_actions():
     config = ImitationConfig(
-        num_actions=3, k=1, batch_size=4, epochs=12, warmup_epochs=2, policy=SMALL, patience=12
+        num_actions=3,
+        k=1,
+        fit=FitSettings(learning_rate=1e-2, batch_size=4, epochs=12, patience=12),
+        warmup_epochs=2,
+        policy=SMALL,
     )
     demos = _demos()
     out = train(config, demos, jax.random.key(0))
@@ -100,12 +104,9 @@ def test_early_stopping_keeps_the_best_epoch():
     config = ImitationConfig(
         num_actions=3,
         k=2,
-        batch_size=4,
-        epochs=30,
+        fit=FitSettings(learning_rate=0.5, batch_size=4, epochs=30, patience=2),
         warmup_epochs=1,
-        lr_peak=0.5,
         lr_start=0.5,
-        patience=2,
         policy=SMALL,
     )
     out = train(config, _demos(), jax.random.key(1))
@@ -146,10 +147,14 @@ def test_the_labels_are_the_demonstrators_intended_actions_where_it_recorded_the
 
 def test_extra_trajectories_join_the_training_split_only():
     config = ImitationConfig(
-        num_actions=3, k=1, batch_size=4, epochs=1, warmup_epochs=1, policy=SMALL
+        num_actions=3,
+        k=1,
+        fit=FitSettings(learning_rate=1e-2, batch_size=4, epochs=1),
+        warmup_epochs=1,
+        policy=SMALL,
     )
     demos, extra = _demos(), _demos(n=3, seed=1)
-    plain = split_indices(10, config.split, 0)
+    plain = split_indices(10, config.fit.split, 0)
     out = train(config, demos, jax.random.key(0), extra={**extra, "intended": extra["actions"]})
     # after the demonstrations
     np.testing.assert_array_equal(out["train_idx"], np.concatenate([plain[0], [10, 11, 12]]))
@@ -187,13 +192,14 @@ def test_the_driver_plays_the_policy_as_it_runs_over_a_trajectory():
     [
         ({"k": 0}, "k .frames per step."),
         ({"lam": -1.0}, "λ must be non-negative"),
-        ({"split": (0.5, 0.5, 0.5)}, "split must be"),
+        ({"fit": {"split": (0.5, 0.5, 0.5)}}, "split must be"),
+        ({"fit": {"epochs": 0}}, "epochs, batch_size and patience"),
         ({"labels": "noisy"}, "labels must be one of"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        ImitationConfig(**kwargs)
+        ImitationConfig(**{k: FitSettings(**v) if k == "fit" else v for k, v in kwargs.items()})
 
 
 def test_an_empty_demonstration_set_is_refused():
@@ -217,9 +223,7 @@ def test_masked_inverse_dynamics_learns_the_action_between_two_frames():
         num_actions=3,
         cnn_layers=((8, 4, 4), (8, 3, 2)),
         cnn_dense=32,
-        batch_size=16,
-        epochs=15,
-        patience=15,
+        fit=FitSettings(batch_size=16, epochs=15, patience=15),
     )
     out = inverse_dynamics.train(config, [shifted], jax.random.key(0))
     assert out["test_accuracy"] > 0.9 > out["chance"]
@@ -240,12 +244,10 @@ def test_a_frozen_encoder_stays_as_given():
     config = ImitationConfig(
         num_actions=3,
         k=1,
-        batch_size=4,
-        epochs=4,
+        fit=FitSettings(learning_rate=1e-2, batch_size=4, epochs=4, patience=4),
         warmup_epochs=1,
         policy=SMALL,
         freeze_encoder=True,
-        patience=4,
     )
     demos = _demos()
     net = config.network

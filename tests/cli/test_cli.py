@@ -156,7 +156,7 @@ def test_a_stopped_campaign_resumes_to_the_uninterrupted_result(tmp_path):
     )
     (tmp_path / "killed").mkdir()
     with pytest.raises(_Killed):
-        random_testing.run(config, tmp_path / "killed", on_progress=stop_after_two_chunks)
+        random_testing.run(config, tmp_path / "killed", progress=stop_after_two_chunks)
     assert main(argv + [str(tmp_path / "killed")]) == 2  # refused without --resume
     assert main(argv + [str(tmp_path / "killed"), "--resume"]) == 0
     whole, resumed = (

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -22,6 +21,7 @@ from jgtest.files import jsonable, write_json_atomically
 from jgtest.oracles.texture import walk_precision_recall
 from jgtest.records import BugRecord, BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
+from jgtest.types import Progress
 
 #: PPGTA §VI-A–B, Fig. 7–9: pathway coverage after 45 episodes; OOIs tested after 18 and 45
 #: episodes; test success rate (successful tests over all objects).
@@ -103,7 +103,7 @@ def run_campaign(
     method: str,
     out_dir: str | Path,
     oracle=None,
-    on_episode: Callable[[int, int, int], None] | None = None,
+    progress: Progress | None = None,
     resume: bool = False,
     extra_config: dict | None = None,
 ) -> dict:
@@ -126,7 +126,7 @@ def run_campaign(
     Args:
       method: the agent's name in the files (``"inspector"``, ``"random"``, ``"ppgta"``).
       oracle: the campaign's texture oracle (:class:`jgtest.oracles.texture.TextureOracle`), if any.
-      on_episode: called after each round with ``(episodes done, episodes, objects tested)``.
+      progress: called after each round with ``(episodes done, episodes, objects tested)``.
       resume: continue from the latest checkpoint in ``out_dir``, keeping the records already
         written and writing none twice.
     """
@@ -227,8 +227,8 @@ def run_campaign(
                 np.float64(time.perf_counter() - start),
             )
             ckpt.save(r + 1, (carry, books))
-            if on_episode is not None:
-                on_episode((r + 1) * c.num_envs, c.episodes, int((books["tested_in"] >= 0).sum()))
+            if progress is not None:
+                progress((r + 1) * c.num_envs, c.episodes, int((books["tested_in"] >= 0).sum()))
     summary = summarise(
         method, c, env, params, books, oracle is not None, time.perf_counter() - start
     )

@@ -69,13 +69,13 @@ def _play(agent: str, config, out: Path, models, bars, resume: bool) -> dict:
     from jgtest.methods.park import inspector, ppgta
 
     task = bars.add_task(f"{agent} × ParkWorld-v0 (episodes)", total=config.episodes, tested=0)
-    on_episode = lambda done, total, tested: bars.update(task, completed=done, tested=tested)
+    progress = lambda done, total, tested: bars.update(task, completed=done, tested=tested)
     if agent == "ppgta":
-        return ppgta.run_with_models(config, models, out, on_episode=on_episode, resume=resume)
+        return ppgta.run_with_models(config, models, out, progress=progress, resume=resume)
     return inspector.run(
         config,
         out,
-        on_episode=on_episode,
+        progress=progress,
         resume=resume,
         oracle=models.oracle if models is not None else None,
     )
@@ -297,7 +297,7 @@ def run_level_in_console(
         summary = run(
             config,
             out,
-            on_episode=lambda done, total, tested: bars.update(
+            progress=lambda done, total, tested: bars.update(
                 task, completed=done, description=f"{method}: {tested} tested"
             ),
         )

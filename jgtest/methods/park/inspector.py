@@ -14,7 +14,6 @@ actions with the same tests. Details: :class:`InspectorCampaign`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -42,7 +41,7 @@ from jgtest.records import BugRecord
 from jgtest.report.replay import replayable
 from jgtest.rollout import episode_key, reset_key
 from jgtest.seeds import check_seed
-from jgtest.types import Transition
+from jgtest.types import Progress, Transition
 
 AGENTS = ("inspector", "random", "follower", "walker", "demonstrator")
 #: PPO as PPGTA trains it: AdamW "for all optimization objectives" (§V-D), weight decay 0.01
@@ -312,15 +311,15 @@ class InspectorCampaign(CampaignPieces):
 def run(
     config: InspectorConfig,
     out_dir: str | Path,
-    on_episode: Callable[[int, int, int], None] | None = None,
+    progress: Progress | None = None,
     resume: bool = False,
     oracle=None,
 ) -> dict:
     """Runs a campaign in ``out_dir`` (files: :mod:`jgtest.methods.park.campaign`);
-    ``on_episode(done, episodes, tested)`` after each round; ``resume`` from its last checkpoint;
+    ``progress(done, episodes, tested)`` after each round; ``resume`` from its last checkpoint;
     ``oracle`` a texture oracle judging the tests' frames (:mod:`jgtest.oracles.texture`)."""
     return run_campaign(
-        InspectorCampaign(config, oracle), config.agent, out_dir, oracle, on_episode, resume
+        InspectorCampaign(config, oracle), config.agent, out_dir, oracle, progress, resume
     )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from jgtest.records import BugRecord, BugRecordWriter
 from jgtest.report.level_maps import level_map
 from jgtest.run_dir import begin_campaign
 from jgtest.seeds import check_seed
-from jgtest.types import Transition
+from jgtest.types import Progress, Transition
 
 AGENTS = ("inspector", "random")
 #: Inspector's view of the level: 4 stacked grayscale frames of 60 × 80 (the level RELINE's DQN's).
@@ -137,11 +136,11 @@ class _Inspector:
 def run(
     config: LevelExplorationConfig,
     out_dir: str | Path,
-    on_episode: Callable[[int, int, int], None] | None = None,
+    progress: Progress | None = None,
     resume: bool = False,
 ) -> dict:
     """Runs the campaign, writing ``config.json``, ``bugs.jsonl``, ``summary.json`` and
-    ``coverage.png`` in ``out_dir``; ``on_episode(done, episodes, tested)`` as episodes end.
+    ``coverage.png`` in ``out_dir``; ``progress(done, episodes, tested)`` as episodes end.
 
     Inspector learns as on the park: PPO on the frames (:data:`PIPELINE`) with the RND error of the
     RGB screen resized to 64 × 64 as its only reward (over the error's running standard deviation);
@@ -181,7 +180,7 @@ def run(
             out_dir, {"method": config.agent, **jsonable(dataclasses.asdict(config))}, None, False
         )
         with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
-            played = _play(config, game, walk, options, writer, start, on_episode)
+            played = _play(config, game, walk, options, writer, start, progress)
         summary = _summary(config, game, walk, played, time.perf_counter() - start)
         has_map = getattr(game, "walkable", None) is not None
         covered = (
@@ -207,7 +206,7 @@ def run(
     return summary
 
 
-def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> dict:
+def _play(config, game, walk: LabelWalk, options, writer, start, progress) -> dict:
     """The campaign's loop (:func:`run`): curves per ended episode, the cells visited, a trace."""
     n = config.num_envs
     k_init, k_act, k_learn = jax.random.split(jax.random.key(config.seed), 3)
@@ -295,8 +294,8 @@ def _play(config, game, walk: LabelWalk, options, writer, start, on_episode) -> 
                     sum(1 for oid in walk.outcomes if oid not in walk.target[walk.testing()])
                 )
                 curves["tested_succeeded"].append(sum(ok for _, ok in outcomes))
-                if on_episode is not None:
-                    on_episode(min(ended, config.episodes), config.episodes, curves["tested"][-1])
+                if progress is not None:
+                    progress(min(ended, config.episodes), config.episodes, curves["tested"][-1])
             if ended >= config.episodes:
                 break
         if inspector and len(steps) == config.rollout_steps:

@@ -142,8 +142,11 @@ class PPGTAModelsConfig:
         return imitation.ImitationConfig(
             num_actions=num_actions,
             k=self.k,
-            batch_size=self.imitation_batch,
-            epochs=self.imitation_epochs,
+            fit=dataclasses.replace(
+                imitation.ImitationConfig.fit,
+                batch_size=self.imitation_batch,
+                epochs=self.imitation_epochs,
+            ),
             warmup_epochs=min(self.imitation_warmup, self.imitation_epochs),
             freeze_encoder=self.freeze_encoder,
             labels=self.imitation_labels,
@@ -152,16 +155,25 @@ class PPGTAModelsConfig:
 
     def inverse(self, num_actions: int) -> inverse_dynamics.InverseDynamicsConfig:
         return inverse_dynamics.InverseDynamicsConfig(
-            num_actions, self.cnn_layers, self.cnn_dense, epochs=self.inverse_epochs
+            num_actions,
+            self.cnn_layers,
+            self.cnn_dense,
+            dataclasses.replace(
+                inverse_dynamics.InverseDynamicsConfig.fit, epochs=self.inverse_epochs
+            ),
         )
 
     @property
     def detector(self) -> detection.DetectorConfig:
-        return detection.DetectorConfig(epochs=self.detector_epochs)
+        return detection.DetectorConfig(
+            fit=dataclasses.replace(detection.DetectorConfig.fit, epochs=self.detector_epochs)
+        )
 
     @property
     def oracle(self) -> texture.TextureOracleConfig:
-        return texture.TextureOracleConfig(epochs=self.oracle_epochs)
+        return texture.TextureOracleConfig(
+            fit=dataclasses.replace(texture.TextureOracleConfig.fit, epochs=self.oracle_epochs)
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,6 @@ Why, and what was tried: ``docs/methods/park.md``. Usage::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -50,7 +49,7 @@ from jgtest.novelty import (
 )
 from jgtest.rollout import episode_key, reset_key
 from jgtest.seeds import check_seed
-from jgtest.types import Transition
+from jgtest.types import Progress, Transition
 from jgtest.vision.detector import detected_objects
 
 DETECTORS = ("ground-truth", "learned")
@@ -518,7 +517,7 @@ class PPGTACampaign(CampaignPieces):
 def run(
     config: PPGTAConfig,
     out_dir: str | Path,
-    on_episode: Callable[[int, int, int], None] | None = None,
+    progress: Progress | None = None,
     resume: bool = False,
     models_dir: str | Path | None = None,
     log=print,
@@ -529,7 +528,7 @@ def run(
     (:func:`run_with_models`); the summary."""
     where = Path(models_dir) if models_dir is not None else Path(out_dir) / "models"
     return run_with_models(
-        config, load_or_train(config.models, where, log), out_dir, on_episode, resume
+        config, load_or_train(config.models, where, log), out_dir, progress, resume
     )
 
 
@@ -537,7 +536,7 @@ def run_with_models(
     config: PPGTAConfig,
     models: PPGTAModels,
     out_dir: str | Path,
-    on_episode: Callable[[int, int, int], None] | None = None,
+    progress: Progress | None = None,
     resume: bool = False,
 ) -> dict:
     """Runs a PPGTA campaign in ``out_dir`` with trained ``models``
@@ -547,7 +546,7 @@ def run_with_models(
         "ppgta",
         out_dir,
         models.oracle,
-        on_episode,
+        progress,
         resume,
         extra_config={
             "models_metrics": {k: v for k, v in models.metrics.items() if k in ("detector",)}

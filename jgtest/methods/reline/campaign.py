@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig, uses_generic_terms
+from jgtest.types import PhaseProgress
 
 
 def run(
     config: RelineConfig,
     out_dir: str | Path,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: PhaseProgress | None = None,
     resume: bool = False,
 ) -> dict:
     """Runs the experiment, writing in ``out_dir``: ``config.json``, ``bugs.jsonl`` (a record

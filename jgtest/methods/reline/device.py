@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,17 +21,7 @@ from jgtest.analysis import replay_reliability
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.envs.registration import make
 from jgtest.files import jsonable, write_json_atomically
-from jgtest.methods.reline.analysis import (
-    bugs_found,
-    caught_records,
-    cell_centres,
-    first_records,
-    heavy_spots_found,
-    low_fps_analysis,
-    table1,
-    track_points_plot,
-    write_low_fps,
-)
+from jgtest.methods.reline import analysis
 from jgtest.methods.reline.config import (
     AGENTS,
     PAPER_KART,
@@ -50,6 +39,7 @@ from jgtest.records import BugRecordWriter, records_to_resume
 from jgtest.rewards import RelineReward
 from jgtest.rollout import play_episodes, replay_trace
 from jgtest.run_dir import begin_campaign
+from jgtest.types import PhaseProgress
 
 #: The per-step values a learning run keeps of its counted episodes, per game: the kart's low-FPS
 #: analysis reads their cells and frame times
@@ -185,7 +175,7 @@ def evaluate_models(env, params, policy, policy_params, seeds, num_episodes: int
 def run_on_device(
     config: RelineConfig,
     out_dir: str | Path,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: PhaseProgress | None = None,
     resume: bool = False,
 ) -> dict:
     """:func:`jgtest.methods.reline.run` on an on-device game (its docstring: the files written,
@@ -277,7 +267,7 @@ def run_on_device(
                     eval_env, eval_params, policy, pp, seeds(agent), config.eval_episodes
                 ),
             )
-        for record in first_records(config, env, outs[agent], agent, options, start):
+        for record in analysis.first_records(config, env, outs[agent], agent, options, start):
             if record.detail not in written:  # written before a resumed run was stopped
                 writer.write(record)
 
@@ -320,7 +310,9 @@ def run_on_device(
             "episodes": run["episodes"].tolist(),
             "steps": run["steps"].tolist(),
         }
-        for record in caught_records(config, env, run_params, run["catch"], agent, options, start):
+        for record in analysis.caught_records(
+            config, env, run_params, run["catch"], agent, options, start
+        ):
             if record.detail not in written:
                 writer.write(record)
 
@@ -346,8 +338,8 @@ def run_on_device(
                     learn_agent(agent, params, writer, options)
                 if agent not in found:
                     evaluate(agent, params, writer, options)
-                    found[agent] = bugs_found(outs[agent])
-            rows = table1(config, found)
+                    found[agent] = analysis.bugs_found(outs[agent])
+            rows = analysis.table1(config, found)
             write_json_atomically(
                 out_dir / "table1.json", {"protocol": protocol(config), "table1": rows}
             )
@@ -445,14 +437,14 @@ def _kart(
     for agent in config.agents:
         if agent not in outs:  # learned through its counted episodes, or to be evaluated now
             evaluate(agent, in_force, writer, options)
-    analysis = phases.run(
+    low_fps_points = phases.run(
         "low-FPS analysis",
-        lambda _: low_fps_analysis(
+        lambda _: analysis.low_fps_analysis(
             env.num_cells,
-            lambda cells: cell_centres(env, params, cells),
+            lambda cells: analysis.cell_centres(env, params, cells),
             threshold,
             outs,
-            lambda path_done, centering: heavy_spots_found(params, path_done, centering),
+            lambda path_done, centering: analysis.heavy_spots_found(params, path_done, centering),
         ),
     )
     if "rl-baseline" in outs:
@@ -471,12 +463,14 @@ def _kart(
         }
         for k, p in enumerate(np.asarray(params.heavy_pos))
     ]
-    low_fps = write_low_fps(
+    low_fps = analysis.write_low_fps(
         config,
-        analysis,
+        low_fps_points,
         threshold,
         out_dir,
-        track_points_plot(config.theta, float(params.half_width), float(params.track.length)),
+        analysis.track_points_plot(
+            config.theta, float(params.half_width), float(params.track.length)
+        ),
         heavy_spots=heavy_spots,
         replay_reliability=result.get("replay_reliability"),
     )

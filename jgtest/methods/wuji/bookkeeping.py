@@ -40,7 +40,7 @@ class Bookkeeper:
         game_kwargs: dict,
         writer: BugRecordWriter,
         start: float,
-        progress: dict,
+        run_state: dict,
         timeline_path: Path,
         states: DistinctStates,
     ):
@@ -51,12 +51,12 @@ class Bookkeeper:
             writer,
             start,
         )
-        self.found_at = np.array(progress["found_at"], np.float64)
-        self.found_step = np.array(progress["found_step"], np.int64)
-        self.visited = np.array(progress["visited"], bool)
+        self.found_at = np.array(run_state["found_at"], np.float64)
+        self.found_step = np.array(run_state["found_step"], np.int64)
+        self.visited = np.array(run_state["visited"], bool)
         self.states = states
-        self.env_steps = int(progress["env_steps"])
-        self.budget_reached = bool(progress["budget_reached"])
+        self.env_steps = int(run_state["env_steps"])
+        self.budget_reached = bool(run_state["budget_reached"])
         # (seconds, env steps, bugs found, states covered) after each device call, also appended to
         # timeline.jsonl; rows past the checkpoint (work a kill lost, to be done again) are dropped
         lines = (

@@ -78,7 +78,7 @@ def run(
                 else (lambda g, n, b, s=strategy, k=seed: on_run(s, k, g, n, b))
             )
             summary = run_one(
-                run_config, out_dir / strategy / f"seed-{seed}", on_generation=report, resume=resume
+                run_config, out_dir / strategy / f"seed-{seed}", progress=report, resume=resume
             )
             results.setdefault(strategy, []).append(summary)
     first = next(iter(results.values()))[0]

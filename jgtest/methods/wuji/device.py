@@ -7,7 +7,6 @@ import dataclasses
 import itertools
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -18,20 +17,14 @@ from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import DistinctStates
 from jgtest.files import jsonable, write_json_atomically
-from jgtest.methods.wuji.bookkeeping import (
-    Bookkeeper,
-    budget_spent,
-    front_json,
-    members,
-    next_generation,
-    run_summary,
-)
+from jgtest.methods.wuji import bookkeeping
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.placements import run_params
 from jgtest.methods.wuji.search import Search, shared_search
 from jgtest.records import BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
+from jgtest.types import Progress
 
 #: The states a run has covered (their hashes, :class:`jgtest.coverage.DistinctStates`), kept with
 #: its checkpoints.
@@ -43,10 +36,7 @@ CHECKPOINT_EVERY_S = 30.0
 
 
 def run_on_device(
-    config: WujiConfig,
-    out_dir: str | Path,
-    on_generation: Callable[[int, int, int], None] | None = None,
-    resume: bool = False,
+    config: WujiConfig, out_dir: str | Path, progress: Progress | None = None, resume: bool = False
 ) -> dict:
     """Runs one strategy and seed of a Wuji campaign on device in ``out_dir``: ``bugs.jsonl`` (each
     bug as it is found), ``config.json``, ``summary.json``, ``population.json`` (the final
@@ -58,7 +48,7 @@ def run_on_device(
     Args:
       config: the campaign.
       out_dir: the run directory (created if missing).
-      on_generation: called after each generation with ``(generation, generations, bugs found)``.
+      progress: called after each generation with ``(generation, generations, bugs found)``.
       resume: continue from the latest checkpoint in ``out_dir`` (a killed campaign): the records
         already written stay, and the run ends where an uninterrupted one ends (with a
         ``generations`` budget; wall-clock times differ).
@@ -83,9 +73,9 @@ def run_on_device(
         config_fingerprint(config),
         resume,
     )
-    search.warm_up(config.strategy, members(config), params, config.variation)
-    # typed as restored progress: a resumed run reuses the compiled steps
-    progress = strongly_typed(_fresh_progress(search, config, params))
+    search.warm_up(config.strategy, bookkeeping.members(config), params, config.variation)
+    # typed as restored run_state: a resumed run reuses the compiled steps
+    run_state = strongly_typed(_fresh_progress(search, config, params))
     with (
         Checkpointer(out_dir / "checkpoints", config_fingerprint(config)) as ckpt,
         BugRecordWriter(out_dir / "bugs.jsonl") as writer,
@@ -93,15 +83,15 @@ def run_on_device(
         kept = records_to_resume(out_dir, resume)  # read once the writer has cut a torn last line
         resumed = resume and ckpt.latest_step() is not None
         if resumed:
-            progress = ckpt.restore(progress)
-        start = time.perf_counter() - float(progress["elapsed_s"])
+            run_state = ckpt.restore(run_state)
+        start = time.perf_counter() - float(run_state["elapsed_s"])
         states = DistinctStates(
             np.load(out_dir / _STATES_FILE)
             if resumed and (out_dir / _STATES_FILE).exists()
             else None
         )
-        book = Bookkeeper(
-            env, config, game_kwargs, writer, start, progress, out_dir / "timeline.jsonl", states
+        book = bookkeeping.Bookkeeper(
+            env, config, game_kwargs, writer, start, run_state, out_dir / "timeline.jsonl", states
         )
         # records written after the last checkpoint stay, and are not written twice
         for record in kept:
@@ -118,30 +108,30 @@ def run_on_device(
                 "policies): they count in the summary only",
                 stacklevel=2,
             )
-        seeds = _SeedCounter(progress)
+        seeds = _SeedCounter(run_state)
         if not resumed:
             if config.strategy != "random":
-                progress["objectives"] = _evaluate(
+                run_state["objectives"] = _evaluate(
                     search,
                     book,
-                    progress["population"],
+                    run_state["population"],
                     params,
-                    seeds.take(members(config)),
+                    seeds.take(bookkeeping.members(config)),
                     "evaluation",
                 )
-            _save(ckpt, 0, progress, book, seeds, out_dir)
+            _save(ckpt, 0, run_state, book, seeds, out_dir)
         saved_at = time.perf_counter()
-        for generation in itertools.count(int(progress["generation"]) + 1):
+        for generation in itertools.count(int(run_state["generation"]) + 1):
             if config.generations is not None and generation > config.generations:
                 break
-            if budget_spent(config, book):
+            if bookkeeping.budget_spent(config, book):
                 break
-            key, k_gen = jax.random.split(progress["key"])
+            key, k_gen = jax.random.split(run_state["key"])
             population, objectives, strategy, pop = (
-                progress["population"],
-                progress["objectives"],
+                run_state["population"],
+                run_state["objectives"],
                 config.strategy,
-                members(config),
+                bookkeeping.members(config),
             )
             if strategy == "random":
                 population = _play_random(search, book, population, params, config)
@@ -151,7 +141,7 @@ def run_on_device(
                     search, book, population, params, seeds.take(pop), "evaluation"
                 )
             else:
-                population, objectives = next_generation(
+                population, objectives = bookkeeping.next_generation(
                     config,
                     population,
                     objectives,
@@ -164,26 +154,26 @@ def run_on_device(
                     lambda policies: _fine_tune(
                         search, book, policies, params, seeds.take(config.population), config
                     ),
-                    lambda: budget_spent(config, book),
+                    lambda: bookkeeping.budget_spent(config, book),
                 )
-            progress.update(
+            run_state.update(
                 population=population, objectives=objectives, key=key, generation=generation
             )
             last = (
                 config.generations is not None and generation >= config.generations
-            ) or budget_spent(config, book)
+            ) or bookkeeping.budget_spent(config, book)
             if last or time.perf_counter() - saved_at >= CHECKPOINT_EVERY_S:
-                _save(ckpt, generation, progress, book, seeds, out_dir)
+                _save(ckpt, generation, run_state, book, seeds, out_dir)
                 saved_at = time.perf_counter()
-            if on_generation is not None:
-                on_generation(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
-    summary = run_summary(
-        config, env, book, int(progress["generation"]), time.perf_counter() - start
+            if progress is not None:
+                progress(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
+    summary = bookkeeping.run_summary(
+        config, env, book, int(run_state["generation"]), time.perf_counter() - start
     )
     write_json_atomically(out_dir / "summary.json", summary)
     if config.strategy != "random":
         write_json_atomically(
-            out_dir / "population.json", front_json(np.asarray(progress["objectives"]))
+            out_dir / "population.json", bookkeeping.front_json(np.asarray(run_state["objectives"]))
         )
     return summary
 
@@ -206,7 +196,7 @@ def _fresh_progress(search: Search, config: WujiConfig, params) -> dict:
     """
     key = jax.random.fold_in(jax.random.key(config.seed), 1)
     key, k_init = jax.random.split(key)
-    pop, next_seed = members(config), config.seed * 1_000_003 % 2**30
+    pop, next_seed = bookkeeping.members(config), config.seed * 1_000_003 % 2**30
     if config.strategy == "random":
         # over every device
         random_seeds = shard_batch(jnp.arange(next_seed, next_seed + pop, dtype=jnp.int32))
@@ -235,8 +225,8 @@ class _SeedCounter:
     """Run seeds of the episodes played (one per policy evaluated or trained), in order (the random
     strategy's slot groups take theirs once, in :func:`_fresh_progress`)."""
 
-    def __init__(self, progress: dict):
-        self.next = int(progress["next_seed"])
+    def __init__(self, run_state: dict):
+        self.next = int(run_state["next_seed"])
 
     def take(self, n: int) -> np.ndarray:
         seeds = np.arange(self.next, self.next + n, dtype=np.int32)
@@ -247,18 +237,18 @@ class _SeedCounter:
 def _save(
     ckpt: Checkpointer,
     step: int,
-    progress: dict,
-    book: Bookkeeper,
+    run_state: dict,
+    book: bookkeeping.Bookkeeper,
     seeds: _SeedCounter,
     out_dir: Path,
 ) -> None:
-    """Checkpoints ``progress`` with the bookkeeping and the seed counter as they are now.
+    """Checkpoints ``run_state`` with the bookkeeping and the seed counter as they are now.
 
     The states covered, a set that grows without bound, go to ``states.npy`` (replaced atomically)
     just before the checkpoint: a kill between the two leaves the file one generation ahead, and
     the generation a resumed run plays again adds the same states to it.
     """
-    progress.update(
+    run_state.update(
         next_seed=seeds.next,
         elapsed_s=time.perf_counter() - book.start,
         found_at=book.found_at.copy(),
@@ -271,7 +261,7 @@ def _save(
     with partial.open("wb") as f:
         np.save(f, book.states.hashes)
     partial.replace(out_dir / _STATES_FILE)
-    ckpt.save(step, progress)
+    ckpt.save(step, run_state)
 
 
 def _evaluate(search, book, population, params, seeds, phase):
@@ -299,7 +289,7 @@ def _fine_tune(search, book, population, params, seeds, config):
         )
         if not bool(np.asarray(learners.active).any()):
             break
-        if budget_spent(config, book):
+        if bookkeeping.budget_spent(config, book):
             break  # "maximum training time": the campaign's budget
     return learners.variables
 
@@ -315,6 +305,6 @@ def _play_random(search, book, population, params, config):
         book.caught(
             catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "random"
         )
-        if budget_spent(config, book):
+        if bookkeeping.budget_spent(config, book):
             break
     return population

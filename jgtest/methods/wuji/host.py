@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -39,7 +38,7 @@ from jgtest.methods.wuji.search import offspring, survivors
 from jgtest.nets import floored_log_probs
 from jgtest.records import BugRecordWriter
 from jgtest.run_dir import begin_campaign
-from jgtest.types import Transition
+from jgtest.types import Progress, Transition
 
 
 class FeatureSpec(host_loop.HostGameSpec):
@@ -324,10 +323,7 @@ class HostPlayer:
 
 
 def run_on_host(
-    config: WujiConfig,
-    out_dir: str | Path,
-    on_generation: Callable[[int, int, int], None] | None = None,
-    resume: bool = False,
+    config: WujiConfig, out_dir: str | Path, progress: Progress | None = None, resume: bool = False
 ) -> dict:
     """Runs one strategy and seed of a Wuji campaign on a bridged game in ``out_dir``: the device
     run's files (:func:`jgtest.methods.wuji.device.run_on_device`) but ``checkpoints/``.
@@ -351,7 +347,7 @@ def run_on_host(
     Args:
       config: the run: its ``strategy`` and ``seed``.
       out_dir: the run directory (created if missing).
-      on_generation: called after each generation with ``(generation, generations, bugs found)``.
+      progress: called after each generation with ``(generation, generations, bugs found)``.
       resume: refused: a killed run keeps the records it wrote (each the moment it was found) and
         is run again.
 
@@ -394,7 +390,7 @@ def run_on_host(
         )
         with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
             start = time.perf_counter()
-            progress = {
+            run_state = {
                 "found_at": np.full(spec.num_bugs, np.nan),
                 "found_step": np.full(spec.num_bugs, -1, np.int64),
                 "visited": np.zeros(spec.num_cells, bool),
@@ -407,7 +403,7 @@ def run_on_host(
                 dict(config.game_kwargs),
                 writer,
                 start,
-                progress,
+                run_state,
                 out_dir / "timeline.jsonl",
                 DistinctStates(),
             )
@@ -444,10 +440,8 @@ def run_on_host(
                         player.spent,
                     )
                 generations = generation
-                if on_generation is not None:
-                    on_generation(
-                        generation, config.generations, int((~np.isnan(book.found_at)).sum())
-                    )
+                if progress is not None:
+                    progress(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
     summary = {
         **run_summary(config, spec, book, generations, time.perf_counter() - start),
         "games": game.num_envs,

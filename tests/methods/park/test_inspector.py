@@ -179,7 +179,7 @@ def test_a_killed_campaign_resumes_to_the_whole_run_whose_directory_records_repl
         raise KeyboardInterrupt  # after the first round's checkpoint
 
     with pytest.raises(KeyboardInterrupt):
-        run_campaign(campaign, "random", tmp_path / "killed", on_episode=killed)
+        run_campaign(campaign, "random", tmp_path / "killed", progress=killed)
     assert (tmp_path / "killed" / "checkpoints").is_dir()
     resumed = run_campaign(campaign, "random", tmp_path / "killed", resume=True)
     # what inspector.run(config, ...) runs

@@ -266,7 +266,7 @@ def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_pat
     whole = run_on_device(config, tmp_path / "whole")
     killed = tmp_path / "killed"
     with pytest.raises(_Killed):
-        run_on_device(config, killed, on_generation=_kill_after_first_generation)
+        run_on_device(config, killed, progress=_kill_after_first_generation)
     before = read_bug_records(killed / "bugs.jsonl")
     resumed = run_on_device(config, killed, resume=True)
     after = read_bug_records(killed / "bugs.jsonl")
