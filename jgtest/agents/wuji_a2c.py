@@ -154,6 +154,13 @@ class WujiA2C:
         """An action for one observation, sampled from the floored policy."""
         return jax.random.categorical(key, self.log_probs(variables, obs[None], hparams)[0])
 
+    def greedy_policy(self, variables, obs, key) -> jax.Array:
+        """The action of highest probability for one observation (``key`` unused): how the authors
+        evaluate a policy (``NeteaseFuxiRL/wuji`` ``wuji/rl/pth/dqn/agent.py:33-34``)."""
+        del key
+        logits, _ = self.network.apply(variables, obs[None])
+        return jnp.argmax(logits[0])
+
     # ----- state ------------------------------------------------------------------------
     def init_slots(self, env_params, seed) -> Slots:
         """The learner's ``num_envs`` games at episode 0 of run ``seed`` (keyed resets)."""

@@ -1,6 +1,8 @@
 """Evolutionary search for Wuji: Pareto tools (NSGA-II) and variation operators, jitted."""
 
 from jgtest.evo.operators import (
+    AUTHORS_VARIATION,
+    OURS_VARIATION,
     VariationParams,
     breed,
     gaussian_mutation,
@@ -16,6 +18,8 @@ from jgtest.evo.pareto import (
 )
 
 __all__ = [
+    "AUTHORS_VARIATION",
+    "OURS_VARIATION",
     "VariationParams",
     "binary_tournament",
     "breed",

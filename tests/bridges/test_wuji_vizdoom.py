@@ -18,6 +18,7 @@ from PIL import Image
 
 from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
 from jgtest.cli import main
+from jgtest.evo import OURS_VARIATION
 from jgtest.methods import wuji
 from jgtest.methods.wuji.host import FeatureSpec
 from jgtest.records import read_bug_records
@@ -28,7 +29,9 @@ from jgtest.types import Transition
 
 pytest.importorskip("vizdoom")
 NO_KILL = "tests.bridges.doom_rules:NO_KILL"
-#: Two policies on two games each, short A2C rounds: a run of a few seconds on the real engine.
+#: Two policies on two games each, short A2C rounds: a run of a few seconds on the real engine;
+#: our operators, pool and sampled evaluation, whose varied episodes reach the bugs the tests
+#: replay within one generation.
 TINY = wuji.WujiConfig(
     game="vizdoom:basic",
     game_kwargs=(("assertions", NO_KILL),),
@@ -36,6 +39,9 @@ TINY = wuji.WujiConfig(
     runs_per_eval=2,
     generations=1,
     a2c=WujiA2CConfig(updates_per_round=4, max_rounds=2),
+    evaluation="sampled",
+    variation=OURS_VARIATION,
+    selection_pool="paper",
 )
 
 

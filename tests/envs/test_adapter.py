@@ -175,7 +175,20 @@ def test_wuji_and_ppo_run_on_craftax_from_the_command_line(tmp_path):
         and summary["cells_covered"]["wuji"]["mean"] > 10
     )
     assert (
-        main(["train", "ppo", *game, "--steps", "40960", "--out", str(tmp_path / "ppo"), "--quiet"])
+        main(
+            [
+                "train",
+                "ppo",
+                *game,
+                "--steps",
+                "40960",
+                "--set",
+                "num_evals=2",  # evaluations of up to 500 steps would cost more than the training
+                "--out",
+                str(tmp_path / "ppo"),
+                "--quiet",
+            ]
+        )
         == 0
     )
     trained = json.loads((tmp_path / "ppo" / "summary.json").read_text())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from jgtest.evo import (
+    AUTHORS_VARIATION,
     VariationParams,
     breed,
     gaussian_mutation,
@@ -66,6 +67,27 @@ def test_breed_refuses_bad_input_before_compiling():
         breed(jax.random.key(0), flat, jnp.zeros(3), 2)
     with pytest.raises(ValueError, match="mutable must be bool\\[5\\].*got float32\\[5\\]"):
         breed(jax.random.key(0), flat, jnp.zeros((3, 2)), 2, mutable=jnp.ones(5))
+    with pytest.raises(ValueError, match="between layers needs the layers' starts"):
+        breed(jax.random.key(0), flat, jnp.zeros((3, 2)), 2, AUTHORS_VARIATION)
+    with pytest.raises(ValueError, match="crossover must be one of"):
+        VariationParams(crossover="uniform")
+
+
+def test_the_authors_crossover_cuts_between_layers_and_may_copy_either_parent():
+    # two parents of three layers (sizes 2, 3, 1): a child is whole layers of one, then the other
+    flat = jnp.stack([jnp.zeros(6), jnp.ones(6)])
+    children, first = breed(
+        jax.random.key(5), flat, jnp.zeros((2, 1)), 400, AUTHORS_VARIATION, layer_starts=(0, 2, 5)
+    )
+    second = {tuple(np.asarray(c) == np.asarray(flat[f])) for c, f in zip(children, first)}
+    # the cut at 0 gives the other parent, at 2 or 5 a mix, at 6 a copy; never inside a layer
+    assert second == {
+        (False,) * 6,
+        (True, True, False, False, False, False),
+        (True,) * 5 + (False,),
+        (True,) * 6,
+    }
+    assert bool(jnp.all((children == 0) | (children == 1)))  # no mutation
 
 
 def test_breed_mutates_only_the_entries_marked_mutable():

@@ -230,20 +230,27 @@ def budget_spent(config: WujiConfig, book: Bookkeeper) -> bool:
 def next_generation(
     config: WujiConfig, population, objectives, key, breed, select, evaluate, fine_tune, spent
 ):
-    """Algorithms 1–3: breed, (train,) evaluate, select, the games played by ``evaluate(policies) ->
-    scores`` and ``fine_tune(policies) -> trained`` (a device run's calls or a host run's games);
+    """Algorithms 1–3: breed, (train,) evaluate, select from ``config.selection_pool``, the games
+    played by ``evaluate(policies) -> scores`` and ``fine_tune(policies) -> trained`` (a device
+    run's calls or a host run's games);
     ``breed(key, population, fitness)`` and ``select(candidates, scores, multi)`` are
     :class:`jgtest.methods.wuji.search.Search`'s; ``spent()``: whether the budget is spent.
     ``(population, objectives)`` after the generation."""
     multi = config.strategy in MULTI
     children = breed(key, population, objectives if multi else objectives[:, 1:])
-    candidates, scores = [population, children], [objectives, evaluate(children)]
-    if config.strategy in TRAINS and not spent():
+    candidates, scores = [population], [objectives]
+    trains = config.strategy in TRAINS
+    if not trains or config.selection_pool == "paper":  # P′ joins the pool
+        candidates.append(children)
+        scores.append(evaluate(children))
+    if trains and not spent():
         trained = fine_tune(children)
         if spent():  # the budget ended in training: nothing more is played or selected
             return population, objectives
         candidates.append(trained)
         scores.append(evaluate(trained))
+    if len(candidates) == 1:  # the budget ended before any child was played
+        return population, objectives
     return select(tuple(candidates), tuple(scores), multi)
 
 

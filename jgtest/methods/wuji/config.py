@@ -8,7 +8,7 @@ from typing import Any
 
 from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.envs.registration import hashable
-from jgtest.evo import VariationParams
+from jgtest.evo import AUTHORS_VARIATION, VariationParams
 from jgtest.seeds import check_seed
 
 #: The paper's strategies (§V-A3), in its order.
@@ -20,6 +20,15 @@ STRATEGIES = PAPER_STRATEGIES + ("drl_30",)
 EVOLVES = {"ea_s", "ea_m", "ea_s+drl", "wuji"}
 TRAINS = {"drl", "drl_30", "ea_s+drl", "wuji"}
 MULTI = {"ea_m", "wuji"}
+#: How a policy plays its evaluation runs: ``"greedy"``, the argmax action (the authors':
+#: ``NeteaseFuxiRL/wuji`` ``wuji/rl/pth/dqn/agent.py:33-34``, and their A2C's at commit 6661943,
+#: ``ac/agent.py:28``), or ``"sampled"`` from the training policy with its action floor.
+EVALUATIONS = ("greedy", "sampled")
+#: The candidates NSGA-II selects from in a training strategy's generation: ``"authors"``, parents
+#: and trained children, P∪Q (``wuji/ea/runner/__init__.py:171-178`` returns only trained
+#: children, ``wuji/ea/optimizer/__init__.py:231-233`` selects from them and the parents; the
+#: untrained children are never evaluated), or ``"paper"``, P∪P′∪Q (Algorithm 3's text).
+SELECTION_POOLS = ("authors", "paper")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +60,10 @@ class WujiConfig:
       num_buckets: intervals per state feature for ES (paper: lost; 10).
       seed: the run's seed (its bug and gold placement, its keys).
       a2c: the A2C learner's settings.
-      variation: crossover/mutation rates and σ.
+      variation: the operators: where the cut falls, crossover and mutation rates, σ (default the
+        authors', :data:`jgtest.evo.AUTHORS_VARIATION`; ours: :data:`jgtest.evo.OURS_VARIATION`).
+      evaluation: one of :data:`EVALUATIONS` (default the authors', greedy).
+      selection_pool: one of :data:`SELECTION_POOLS` (default the authors', P∪Q).
     """
 
     game: str = "BlockMaze-v0"
@@ -65,7 +77,9 @@ class WujiConfig:
     num_buckets: int = 10
     seed: int = 0
     a2c: WujiA2CConfig = WujiA2CConfig()
-    variation: VariationParams = VariationParams()
+    variation: VariationParams = AUTHORS_VARIATION
+    evaluation: str = "greedy"
+    selection_pool: str = "authors"
 
     def __post_init__(self):
         check_seed(self.seed)
@@ -74,8 +88,13 @@ class WujiConfig:
             "game_kwargs",
             tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())),
         )
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        for name, allowed in (
+            ("strategy", STRATEGIES),
+            ("evaluation", EVALUATIONS),
+            ("selection_pool", SELECTION_POOLS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.generations is None and self.budget_s is None and self.budget_steps is None:
             raise ValueError("a campaign needs generations, budget_s or budget_steps")
         for name in ("generations", "budget_steps", "runs_per_eval", "num_buckets"):

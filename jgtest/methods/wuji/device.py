@@ -64,6 +64,7 @@ def run_on_device(
         config.runs_per_eval,
         config.num_buckets,
         _learner_config(config),
+        config.evaluation,
     )
     env = search.env
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
@@ -73,7 +74,13 @@ def run_on_device(
         config_fingerprint(config),
         resume,
     )
-    search.warm_up(config.strategy, bookkeeping.members(config), params, config.variation)
+    search.warm_up(
+        config.strategy,
+        bookkeeping.members(config),
+        params,
+        config.variation,
+        config.selection_pool,
+    )
     # typed as restored run_state: a resumed run reuses the compiled steps
     run_state = strongly_typed(_fresh_progress(search, config, params))
     with (

@@ -141,6 +141,11 @@ class HostSearch:
                 variables, obs, jax.random.split(key, obs.shape[0])
             )
         )
+        #: Each policy's argmax actions for its games' observations ``[P, k, F]`` (greedy
+        #: evaluation, :data:`jgtest.methods.wuji.config.EVALUATIONS`).
+        self.greedy = jax.jit(
+            jax.vmap(lambda variables, obs: jnp.argmax(a2c.network.apply(variables, obs)[0], -1))
+        )
         self.update = jax.jit(
             jax.vmap(lambda learner, traj, valid: a2c.update(learner, traj, hparams, valid))
         )
@@ -196,6 +201,13 @@ class HostPlayer:
         self.book.stepped(row.telemetry, live, hashes, self.games, phase)
         return row, hashes
 
+    def _evaluation_actions(self, policies, obs: np.ndarray) -> np.ndarray:
+        """Each game's action in an evaluation (``config.evaluation``), ``[G]``."""
+        if self.config.evaluation == "sampled":
+            return self._act(policies, obs)[0]
+        shaped = obs.reshape(self.members, self.per_member, -1)
+        return np.asarray(self.search.greedy(policies, shaped)).reshape(-1)
+
     def evaluate(self, policies) -> jax.Array:
         """Each policy's (ES, RS), ``float32[P, 2]``: the distinct states (Def. 3) and discounted
         return (Def. 1) of one episode on each of its games, averaged over them."""
@@ -204,7 +216,7 @@ class HostPlayer:
         returns = np.zeros(len(obs))
         seen: list[set] = [set() for _ in range(len(obs))]
         for t in range(self.games.game.max_steps_in_episode):
-            row, hashes = self._step(self._act(policies, obs)[0], ~ended, "evaluation")
+            row, hashes = self._step(self._evaluation_actions(policies, obs), ~ended, "evaluation")
             returns += np.where(ended, 0.0, row.reward * self.search.hparams.gamma**t)
             for g in np.flatnonzero(~ended):
                 seen[g].add(hashes[g].tobytes())

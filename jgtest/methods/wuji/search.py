@@ -20,19 +20,33 @@ from jgtest.rollout import play_episodes
 
 @functools.lru_cache(maxsize=8)
 def shared_search(
-    game: str, game_kwargs: tuple, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig
+    game: str,
+    game_kwargs: tuple,
+    runs_per_eval: int,
+    num_buckets: int,
+    a2c: WujiA2CConfig,
+    evaluation: str = "greedy",
 ) -> Search:
     """The search's jitted functions for a game, shared by every run (strategy, seed) that uses
     the same settings: a run's game params and seeds are arguments, so nothing recompiles."""
     env, params = make(game, **dict(game_kwargs))
-    return Search(env, params, runs_per_eval, num_buckets, a2c)
+    return Search(env, params, runs_per_eval, num_buckets, a2c, evaluation)
 
 
 class Search:
-    """The jitted pieces of one game's search: evaluation of a population, A2C rounds, random play,
+    """The jitted pieces of one game's search: evaluation of a population (its policies acting by
+    ``evaluation``, :data:`jgtest.methods.wuji.config.EVALUATIONS`), A2C rounds, random play,
     breeding and NSGA-II survival."""
 
-    def __init__(self, env, params, runs_per_eval: int, num_buckets: int, a2c: WujiA2CConfig):
+    def __init__(
+        self,
+        env,
+        params,
+        runs_per_eval: int,
+        num_buckets: int,
+        a2c: WujiA2CConfig,
+        evaluation: str = "greedy",
+    ):
         # the game as configured, before a run re-draws its bugs
         self.env, self.params = (env, params)
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
@@ -55,7 +69,10 @@ class Search:
             }
 
         def evaluate_one(variables, params, seed):
-            policy = lambda v, obs, key: self.a2c.policy(v, obs, key, self.hparams)
+            if evaluation == "greedy":
+                policy = self.a2c.greedy_policy
+            else:
+                policy = lambda v, obs, key: self.a2c.policy(v, obs, key, self.hparams)
             out = play_episodes(
                 env,
                 params,
@@ -93,14 +110,21 @@ class Search:
         self.survivors = jax.jit(survivors, static_argnames="multi")
         self.init_random = jax.jit(jax.vmap(self.a2c.init_slots, in_axes=(None, 0)))
         self.random_round = jax.jit(jax.vmap(self.a2c.random_round, in_axes=(0, None, 0)))
-        self._warm: set[tuple[str, int]] = set()
+        self._warm: set[tuple[str, int, str]] = set()
 
-    def warm_up(self, strategy: str, population: int, params, variation: VariationParams) -> None:
+    def warm_up(
+        self,
+        strategy: str,
+        population: int,
+        params,
+        variation: VariationParams,
+        selection_pool: str = "authors",
+    ) -> None:
         """Compiles the functions ``strategy`` calls with a population of ``population`` by calling
         each once on throwaway seeds (results dropped; everything is pure), so that the campaign's
         wall-clock budget is spent searching, not compiling: without it the first run of each
         strategy lost seconds of a short budget to XLA."""
-        if (strategy, population) in self._warm:
+        if (strategy, population, selection_pool) in self._warm:
             return
         seeds = jnp.full((population,), -1, jnp.int32)
         if strategy == "random":
@@ -116,13 +140,13 @@ class Search:
                 children = self.offspring(
                     jax.random.key(0), variables, scores if multi else scores[:, 1:], variation
                 )
-                candidates = 3 if strategy in TRAINS else 2
+                candidates = 3 if strategy in TRAINS and selection_pool == "paper" else 2
                 jax.block_until_ready(
                     self.survivors(
                         (variables, children, variables)[:candidates], (scores,) * candidates, multi
                     )
                 )
-        self._warm.add((strategy, population))
+        self._warm.add((strategy, population, selection_pool))
 
 
 def offspring(key, population, fitness, variation, layers):
@@ -130,8 +154,9 @@ def offspring(key, population, fitness, variation, layers):
     (:func:`jgtest.evo.breed`). A member's vector lists its ``layers`` in the order they compute,
     as a PyTorch network's ``parameters()`` does (the paper's, §V-A4), each batch-norm layer's
     running statistics beside its weights: a single cut gives a child one parent's first layers
-    and the other's last ones, statistics included, and mutation changes weights only. Jitted by
-    :class:`Search`: a generation's glue runs as one compiled call, not op by op."""
+    and the other's last ones, statistics included (a cut between layers keeps each layer whole,
+    as the authors' groups of a ``state_dict`` by module do), and mutation changes weights only.
+    Jitted by :class:`Search`: a generation's glue runs as one compiled call, not op by op."""
     parts = ("params", "batch_stats")
     genome = [
         {part: population[part][name] for part in parts if name in population[part]}
@@ -142,6 +167,7 @@ def offspring(key, population, fitness, variation, layers):
         for layer in genome
     ]
     flat, unravel = ravel_population(genome)
+    sizes = [sum(x[0].size for x in jax.tree.leaves(layer)) for layer in genome]
     children, _ = breed(
         key,
         flat,
@@ -149,6 +175,7 @@ def offspring(key, population, fitness, variation, layers):
         flat.shape[0],
         variation,
         mutable=jax.flatten_util.ravel_pytree(weights)[0],
+        layer_starts=tuple(int(v) for v in np.cumsum([0, *sizes[:-1]])),
     )
     bred = unravel(children)
     return {

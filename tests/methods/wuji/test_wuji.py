@@ -259,9 +259,16 @@ def _kill_after_first_generation(generation, generations, bugs):
 # random: its slot games' episodes go on across the kill
 @pytest.mark.parametrize("strategy", ["ea_m", pytest.param("random", marks=pytest.mark.slow)])
 def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_path):
-    # the game of the tests above: compiled once
+    # the game of the tests above: compiled once; sampled evaluation, whose varied episodes find
+    # bugs in three generations (untrained greedy policies on the small maze find none)
     config = wuji.WujiConfig(
-        game="BlockMaze-v0", strategy=strategy, population=4, generations=3, seed=5, a2c=TINY_A2C
+        game="BlockMaze-v0",
+        strategy=strategy,
+        population=4,
+        generations=3,
+        seed=5,
+        a2c=TINY_A2C,
+        evaluation="sampled",
     )
     whole = run_on_device(config, tmp_path / "whole")
     killed = tmp_path / "killed"
@@ -294,7 +301,12 @@ def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
         game="BlockMaze-v0", strategy="ea_m", population=4, generations=1, seed=3, a2c=TINY_A2C
     )
     search = shared_search(
-        config.game, config.game_kwargs, config.runs_per_eval, config.num_buckets, config.a2c
+        config.game,
+        config.game_kwargs,
+        config.runs_per_eval,
+        config.num_buckets,
+        config.a2c,
+        config.evaluation,
     )
     evaluate = search.evaluate
 
@@ -305,3 +317,60 @@ def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
     monkeypatch.setattr(search, "evaluate", second_policy_nan)
     with pytest.raises(FloatingPointError, match=r"ea_m: policies \[1\] scored NaN"):
         run_on_device(config, tmp_path)
+
+
+@pytest.mark.parametrize("evaluation", ["greedy", "sampled"])
+def test_greedy_evaluation_plays_a_policy_the_same_way_whatever_the_run_seeds(evaluation):
+    """Block Maze is deterministic: a greedy policy's runs are the same on any seeds, so its
+    stored scores carry no luck; sampled runs differ from seed to seed."""
+    import jax
+    import jax.numpy as jnp
+
+    from jgtest.envs.registration import make
+
+    search = shared_search("BlockMaze-v0", (), 3, 10, TINY_A2C, evaluation)
+    _, params = make("BlockMaze-v0")
+    population = search.init_variables(jax.random.split(jax.random.key(0), 2))
+    first, out_first = search.evaluate(population, params, jnp.array([1, 2]))
+    again, _ = search.evaluate(population, params, jnp.array([1, 2]))
+    other, out_other = search.evaluate(population, params, jnp.array([7, 8]))
+    np.testing.assert_array_equal(first, again)  # keyed: the same seeds replay either way
+    same_play = bool(np.all(np.asarray(out_first["actions"]) == np.asarray(out_other["actions"])))
+    assert same_play == (evaluation == "greedy")
+
+
+@pytest.mark.parametrize(
+    "pool, strategy, pool_sizes, evaluated",
+    [
+        ("authors", "wuji", [30, 30], ["trained"]),  # P∪Q: untrained children never played
+        ("paper", "wuji", [30, 30, 30], ["children", "trained"]),  # P∪P′∪Q
+        ("authors", "ea_m", [30, 30], ["children"]),  # no training: P∪P′ either way
+    ],
+)
+def test_the_selection_pool_is_the_authors_or_the_papers(pool, strategy, pool_sizes, evaluated):
+    from jgtest.methods.wuji.bookkeeping import next_generation
+
+    config = wuji.WujiConfig(strategy=strategy, selection_pool=pool)
+    parents, scores = np.zeros((30, 3)), np.zeros((30, 2))
+    played, pools = [], []
+
+    def evaluate(policies):
+        played.append("trained" if policies[0, 0] == 2 else "children")
+        return np.zeros((30, 2))
+
+    def select(candidates, candidate_scores, multi):
+        pools.append([len(c) for c in candidates])
+        return candidates[0], candidate_scores[0]
+
+    next_generation(
+        config,
+        parents,
+        scores,
+        None,
+        lambda key, population, fitness: np.ones_like(population),
+        select,
+        evaluate,
+        lambda children: children + 1,
+        lambda: False,
+    )
+    assert pools == [pool_sizes] and played == evaluated
