@@ -1,8 +1,14 @@
 """A2C as Wuji configures it (Zheng et al., 2019, §IV-D, §V-A4), for a population of policies
 fine-tuned at once under ``jax.vmap``: Adam, an entropy term, a floor on every action's
-probability, three batch-normalised layers, and an early stop after rounds without improvement.
+probability, three batch-normalised layers.
 
-* chosen: the numbers the paper lost (:class:`WujiA2CConfig`), of the usual A2C and PyTorch shapes.
+Two settings: the authors' (:data:`AUTHORS_A2C`, :data:`AUTHORS_A2C_HPARAMS`, the default: their
+A2C of commit 6661943 of ``NeteaseFuxiRL/wuji``, one game per learner, whole-episode returns, a
+fixed number of steps per child) and ours (:data:`OURS_A2C`, :data:`OURS_A2C_HPARAMS`: n-step
+returns in 8 games, an early stop after rounds without improvement).
+
+* chosen: the numbers the paper lost, where neither the paper nor the authors' code gives them
+  (the layer width, batch-norm momentum), of the usual PyTorch shapes.
 * chosen: a round in which no episode finished counts neither way, because it measured nothing.
 """
 
@@ -24,17 +30,33 @@ from jgtest.nets import BatchNormActorCritic, floored_log_probs
 from jgtest.rollout import BugCatch, action_key, episode_key, reset_key, step_key
 from jgtest.types import Transition
 
+#: How a rollout's returns are formed: ``"episode"``, whole-episode Monte Carlo returns (an update
+#: plays each game's episodes to their end once ``num_steps`` steps are played, every end a
+#: terminal, as the authors' A2C: ``ac/__init__.py:36-44,115-117`` and ``pg/wrap/problem.py:55-63``
+#: at commit 6661943), or ``"n_step"``, ``num_steps``-step returns bootstrapped from the value.
+RETURNS = ("episode", "n_step")
+
 
 @dataclasses.dataclass(frozen=True)
 class WujiA2CConfig:
     """Static shape of the learner. This copy of the paper lost every number of §V-A4 (learning
-    rate "[?]e-3", entropy weight, ε, layer width, the rounds and minutes of the early stop); ours:
-    64 units a layer, batch-norm running averages kept as PyTorch's ``BatchNorm1d`` keeps them by
-    default (momentum 0.1 there, 0.9 in Flax's terms: the paper's network is PyTorch's), n-step
-    returns of 5 steps in 8 games (A2C's usual shape), a round of 25 updates, at most 8 rounds,
-    stop after 2 rounds without a better mean training return. "Maximum training time" is
-    wall-clock and applies to the whole population between rounds (the host loop of
-    :mod:`jgtest.methods.wuji`); on device a round count caps it."""
+    rate "[?]e-3", entropy weight, ε, layer width, the rounds and minutes of the early stop).
+
+    Attributes:
+      hidden_sizes: the torso's widths (ours: three layers of 64).
+      num_envs: games per learner.
+      num_steps: steps per game before an update (``"episode"`` returns: at least, then to the
+        episode's end).
+      updates_per_round: updates between two checks of the stop (and of the campaign's budget).
+      max_rounds: rounds at most.
+      patience: rounds without a better mean training return before the early stop (used when
+        ``steps_per_child`` is ``None``).
+      bn_momentum: batch-norm running averages as PyTorch's ``BatchNorm1d`` keeps them by default
+        (momentum 0.1 there, 0.9 in Flax's terms: the paper's network is PyTorch's).
+      returns: one of :data:`RETURNS`.
+      steps_per_child: train each child this many game steps (its update that crosses it ends
+        training), or ``None`` for the early stop.
+    """
 
     hidden_sizes: tuple[int, ...] = (64, 64, 64)
     num_envs: int = 8
@@ -43,22 +65,30 @@ class WujiA2CConfig:
     max_rounds: int = 8
     patience: int = 2
     bn_momentum: float = 0.9
+    returns: str = "n_step"
+    steps_per_child: int | None = None
 
     def __post_init__(self):
         check_positive(self, "num_envs", "num_steps", "updates_per_round", "max_rounds", "patience")
         if len(self.hidden_sizes) < 1 or min(self.hidden_sizes) < 1:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}")
+        if self.returns not in RETURNS:
+            raise ValueError(f"returns must be one of {RETURNS}, got {self.returns!r}")
+        if self.steps_per_child is not None and self.steps_per_child < 1:
+            raise ValueError(f"steps_per_child must be at least 1, got {self.steps_per_child}")
 
     @property
     def steps_per_round(self) -> int:
-        """Game steps one learner plays a round."""
+        """Game steps one learner plays a round (``"n_step"`` returns; with ``"episode"`` returns,
+        the fewest)."""
         return self.updates_per_round * self.num_steps * self.num_envs
 
 
 @struct.dataclass
 class WujiA2CHyperparams:
-    """Adam at 1e-3 (the lost value's order of magnitude), entropy weight 0.01 (A3C's), ε = 0.01
-    per action."""
+    """Traced numbers of the learner (ours by default: Adam at 1e-3, the lost value's order of
+    magnitude, entropy weight 0.01, A3C's); ε = 0.01 per action (§V-A4, and the authors'
+    ``prob_min``, ``pg/agent/__init__.py:67-70`` at commit 6661943)."""
 
     learning_rate: float = 1e-3
     gamma: float = 0.99
@@ -66,6 +96,27 @@ class WujiA2CHyperparams:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     min_action_prob: float = 0.01
+
+
+#: The authors' A2C (``NeteaseFuxiRL/wuji`` at commit 6661943, ``config.ini:110-138``): one game
+#: per learner, episodes played whole until an update has at least 128 steps
+#: (``pg/wrap/problem.py:55-63``), a child trained 10,000 steps (``config.ini:40,60``, the stopper
+#: ``cost.relative``); 10 updates a round between the campaign's budget checks (ours).
+AUTHORS_A2C = WujiA2CConfig(
+    num_envs=1,
+    num_steps=128,
+    updates_per_round=10,
+    max_rounds=20,
+    returns="episode",
+    steps_per_child=10_000,
+)
+#: The authors' numbers: Adam at 2.5e-4 (``rl/pth/wrap/__init__.py:204-213``), entropy weight 1e-4,
+#: policy and critic weights 1 (``config.ini:110-138``), γ 0.99.
+AUTHORS_A2C_HPARAMS = WujiA2CHyperparams(learning_rate=2.5e-4, ent_coef=1e-4, vf_coef=1.0)
+#: Ours where the paper is silent: n-step returns of 5 steps in 8 games (A2C's usual shape), a
+#: round of 25 updates, at most 8 rounds, stop after 2 rounds without a better mean return.
+OURS_A2C = WujiA2CConfig()
+OURS_A2C_HPARAMS = WujiA2CHyperparams()
 
 
 @struct.dataclass
@@ -86,13 +137,15 @@ class Covered:
 
     Attributes:
       cells: the game's coverage cells (``telemetry.cell``), a :attr:`WujiA2C.cells` set.
-      states: ``uint32[updates, num_steps, num_envs, 2]``: Wuji's state (the bucketed observation
-        after each step, :class:`jgtest.coverage.ObservationStates`) of every step played, as
-        hashes.
+      states: ``uint32[updates, T, num_envs, 2]``: Wuji's state (the bucketed observation
+        after each step, :class:`jgtest.coverage.ObservationStates`) of every row, as hashes.
+      live: ``bool[updates, T, num_envs]``: the rows that are steps played (``"episode"``
+        returns: a game whose update is done waits, frozen, for the others).
     """
 
     cells: CellSetState
     states: jax.Array
+    live: jax.Array  # bool[updates, T, num_envs]: the steps played (the others a frozen game's)
 
 
 @struct.dataclass
@@ -105,6 +158,7 @@ class Learner:
     stale: jax.Array  # int32, rounds with finished episodes since it improved
     active: jax.Array  # bool, still training
     rounds: jax.Array  # int32
+    steps: jax.Array  # int32, game steps trained
 
 
 class WujiA2C:
@@ -183,14 +237,19 @@ class WujiA2C:
             jnp.int32(0),
             jnp.bool_(True),
             jnp.int32(0),
+            jnp.int32(0),
         )
 
     # ----- training ---------------------------------------------------------------------
-    def _play_step(self, log_p, slots: Slots, catch: BugCatch, cover, env_params, seed, clock):
-        """One keyed step of every slot, the ``clock``-th of its stretch (a round), its action drawn
-        from ``log_p [B, A]``:
+    def _play_step(
+        self, log_p, slots: Slots, catch: BugCatch, cover, env_params, seed, clock, live=None
+    ):
+        """One keyed step of every ``live`` slot (``bool[B]``, default all; the others stay as they
+        are and their step counts nowhere), the ``clock``-th of its stretch (a round), its action
+        drawn from ``log_p [B, A]``:
         ``(slots, catch, cover, action, reward, terminated, truncated, info, return of each episode
         that ended (0 else), state hashes [B, 2])``."""
+        live = jnp.ones(self.config.num_envs, bool) if live is None else live
         b_ids = jnp.arange(self.config.num_envs)
         ep_keys = jax.vmap(lambda b, e: episode_key(seed, b, e))(b_ids, slots.episode)
         action = jax.vmap(lambda k, t, lp: jax.random.categorical(action_key(k, t), lp))(
@@ -203,17 +262,23 @@ class WujiA2C:
             lambda s, a, k, t, kr: step_with_reset(self.env, env_params, s, a, step_key(k, t), kr)
         )(slots.state, action, ep_keys, slots.t, next_reset)
         traces = slots.traces.at[b_ids, jnp.minimum(slots.t, self.max_steps - 1)].set(action)
-        catch = catch.add(info["telemetry"].bugs_fired, traces, slots.episode, slots.t, clock)
-        cover, _ = self.cells.add(cover, info["telemetry"].cell)
-        done = term | trunc
+        fired = info["telemetry"].bugs_fired & live[:, None]
+        catch = catch.add(fired, traces, slots.episode, slots.t, clock)
+        cover, _ = self.cells.add(cover, info["telemetry"].cell, live)
+        done = (term | trunc) & live
         ret = slots.ret + reward
-        slots = Slots(
+        stepped = Slots(
             obs,
             state,
             slots.episode + done,
             jnp.where(done, 0, slots.t + 1),
             traces,
             jnp.where(done, 0.0, ret),
+        )
+        slots = jax.tree.map(
+            lambda new, old: jnp.where(live.reshape(-1, *(1,) * (new.ndim - 1)), new, old),
+            stepped,
+            slots,
         )
         states = self.states.hashes(info["final_observation"])
         return (
@@ -229,6 +294,13 @@ class WujiA2C:
             states,
         )
 
+    @property
+    def rollout_length(self) -> int:
+        """Rows of an update's rollout ``T``: ``num_steps``, or with ``"episode"`` returns enough
+        for the episode running at step ``num_steps`` to end (``num_steps + max_steps - 1``)."""
+        extra = self.max_steps - 1 if self.config.returns == "episode" else 0
+        return self.config.num_steps + extra
+
     def _collect(
         self,
         variables,
@@ -239,41 +311,55 @@ class WujiA2C:
         seed,
         hparams,
         first_clock,
+        playing,
     ):
-        """``num_steps`` keyed steps of every slot, the round's from ``first_clock`` on:
-        ``(slots, catch, cover, Transition [T, B], state hashes [T, B, 2], finished sum,
-        count)``."""
+        """An update's rollout of :attr:`rollout_length` rows, the round's from ``first_clock`` on:
+        ``(slots, catch, cover, Transition [T, B], state hashes [T, B, 2], live [T, B], finished
+        sum, count)``. With ``"episode"`` returns a game plays while ``playing`` (the learner
+        trains) until its first episode end at or after ``num_steps`` steps, every end a
+        terminal; with ``"n_step"`` returns every game plays every row."""
+        episodes = self.config.returns == "episode"
 
         def step(carry, k):
-            slots, catch, cover, ret_sum, ret_count = carry
+            slots, catch, cover, ret_sum, ret_count, played, frozen = carry
+            live = ~frozen & playing if episodes else jnp.ones_like(frozen)
             logits, value = self.network.apply(variables, slots.obs)
             log_p = floored_log_probs(logits, hparams.min_action_prob)
             obs = slots.obs
             slots, catch, cover, action, reward, term, trunc, info, ended, states = self._play_step(
-                log_p, slots, catch, cover, env_params, seed, first_clock + k
+                log_p, slots, catch, cover, env_params, seed, first_clock + k, live
             )
+            done = (term | trunc) & live
             transition = Transition(
                 obs,
                 action,
                 reward,
-                term,
+                (term | trunc) if episodes else term,
                 trunc,
                 info["final_observation"],
                 value,
                 jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0],
             )
-            done = term | trunc
-            return (slots, catch, cover, ret_sum + jnp.sum(ended), ret_count + jnp.sum(done)), (
-                transition,
-                states,
+            played = played + live
+            frozen = frozen | (done & (played >= self.config.num_steps))
+            carry = (
+                slots,
+                catch,
+                cover,
+                ret_sum + jnp.sum(ended),
+                ret_count + jnp.sum(done),
+                played,
+                frozen,
             )
+            return carry, (transition, states, live)
 
-        (slots, catch, cover, ret_sum, ret_count), (traj, states) = jax.lax.scan(
+        none = jnp.zeros(self.config.num_envs, bool)
+        (slots, catch, cover, ret_sum, ret_count, _, _), (traj, states, live) = jax.lax.scan(
             step,
-            (slots, catch, cover, jnp.float32(0), jnp.int32(0)),
-            jnp.arange(self.config.num_steps),
+            (slots, catch, cover, jnp.float32(0), jnp.int32(0), none.astype(jnp.int32), none),
+            jnp.arange(self.rollout_length),
         )
-        return slots, catch, cover, traj, states, ret_sum, ret_count
+        return slots, catch, cover, traj, states, live, ret_sum, ret_count
 
     def random_round(self, slots: Slots, env_params, seed) -> tuple[Slots, BugCatch, Covered]:
         """As many keyed steps of every slot as a training round plays (``updates_per_round *
@@ -303,16 +389,20 @@ class WujiA2C:
                 states.reshape(
                     self.config.updates_per_round, self.config.num_steps, *states.shape[1:]
                 ),
+                jnp.ones(
+                    (self.config.updates_per_round, self.config.num_steps, self.config.num_envs),
+                    bool,
+                ),
             ),
         )
 
     def update(self, learner: Learner, traj: Transition, hparams, valid: jax.Array | None = None):
         """One Adam step on the A2C loss (MSE value loss, entropy bonus) of a rollout ``[T, B]``.
 
-        ``valid`` (``bool[T, B]``, host games): the rows that are transitions. A bridged game's step
-        after an episode's end only resets it (:mod:`envs_bridge.protocol`); such a row gets no
-        advantage and its value's target is its own value, so it moves neither head (its entropy
-        bonus stays: a policy's spread at a fresh episode's first observation)."""
+        ``valid`` (``bool[T, B]``): the rows that are transitions, the only ones in the loss's
+        means and the batch statistics: a bridged game's step after an episode's end only resets
+        it (:mod:`envs_bridge.protocol`), and with ``"episode"`` returns a game whose update is
+        done waits, frozen."""
         advantage, returns = advantages(self.network, learner.variables, traj, hparams)
         if valid is not None:
             advantage, returns = (
@@ -322,6 +412,7 @@ class WujiA2C:
         flat = jax.tree.map(
             lambda x: x.reshape(-1, *x.shape[2:]), (traj.obs, traj.action, advantage, returns)
         )
+        rows = None if valid is None else valid.reshape(-1)
         batch_stats = learner.variables["batch_stats"]
 
         def loss_fn(params):
@@ -329,6 +420,7 @@ class WujiA2C:
                 {"params": params, "batch_stats": batch_stats},
                 flat[0],
                 train=True,
+                mask=rows,
                 mutable=["batch_stats"],
             )
             log_p = floored_log_probs(logits, hparams.min_action_prob)
@@ -340,6 +432,7 @@ class WujiA2C:
                 flat[3],
                 vf_coef=hparams.vf_coef,
                 ent_coef=hparams.ent_coef,
+                mask_t=rows,
             )
             return loss, updates["batch_stats"]
 
@@ -363,38 +456,57 @@ class WujiA2C:
         seed,
         hparams: WujiA2CHyperparams = WujiA2CHyperparams(),
     ):
-        """One training round: ``updates_per_round`` rollouts and updates, then the early stop.
+        """One training round: ``updates_per_round`` rollouts and updates, then the stop.
 
         Returns ``(learner, slots, catch, cover, mean return of the episodes finished in the round
         (NaN if none))``: ``catch`` the first firing of each bug (:class:`jgtest.rollout.BugCatch`),
         ``cover`` the cells and states the round's games visited (:class:`Covered`). The learner
-        stops (``active`` false) after ``patience`` rounds without a better mean (a round in which
-        no episode finished does not count), or after ``max_rounds`` rounds.
+        stops (``active`` false) once it has trained ``steps_per_child`` steps (it updates no more
+        after the update that crosses them), else after ``patience`` rounds without a better mean
+        (a round in which no episode finished does not count); after ``max_rounds`` rounds either
+        way.
         """
         catch = BugCatch.empty(self.env.num_bugs, self.max_steps)
+        episodes = self.config.returns == "episode"
 
         def one(carry, u):
             learner, slots, catch, cover, ret_sum, ret_count = carry
-            first_clock = u * self.config.num_steps
-            slots, catch, cover, traj, states, s, c = self._collect(
-                learner.variables, slots, catch, cover, env_params, seed, hparams, first_clock
-            )
-            return (
-                self.update(learner, traj, hparams),
+            playing = self.trains(learner)
+            slots, catch, cover, traj, states, live, s, c = self._collect(
+                learner.variables,
                 slots,
                 catch,
                 cover,
-                ret_sum + s,
-                ret_count + c,
-            ), states
+                env_params,
+                seed,
+                hparams,
+                u * self.rollout_length,
+                playing,
+            )
+            learner = self.learn(learner, traj, hparams, live if episodes else None)
+            return (learner, slots, catch, cover, ret_sum + s, ret_count + c), (states, live)
 
-        (trained, slots, catch, cells, ret_sum, ret_count), states = jax.lax.scan(
+        (trained, slots, catch, cells, ret_sum, ret_count), (states, live) = jax.lax.scan(
             one,
             (learner, slots, catch, self.cells.init(), jnp.float32(0), jnp.int32(0)),
             jnp.arange(self.config.updates_per_round),
         )
         trained, mean = self.end_round(learner, trained, ret_sum, ret_count)
-        return trained, slots, catch, Covered(cells, states), mean
+        return trained, slots, catch, Covered(cells, states, live), mean
+
+    def learn(self, learner: Learner, traj: Transition, hparams, valid=None) -> Learner:
+        """:meth:`update` on a rollout ``[T, B]`` (its ``valid`` rows) if ``learner`` still
+        :meth:`trains`, counting the steps it trained on."""
+        updated = self.update(learner, traj, hparams, valid)
+        played = traj.reward.size if valid is None else jnp.sum(valid, dtype=jnp.int32)
+        updated = updated.replace(steps=learner.steps + played)
+        return jax.tree.map(lambda n, o: jnp.where(self.trains(learner), n, o), updated, learner)
+
+    def trains(self, learner: Learner) -> jax.Array:
+        """Whether ``learner`` still trains: active and, with ``steps_per_child``, short of it."""
+        if self.config.steps_per_child is None:
+            return learner.active
+        return learner.active & (learner.steps < self.config.steps_per_child)
 
     def end_round(
         self, learner: Learner, trained: Learner, ret_sum, ret_count
@@ -411,8 +523,10 @@ class WujiA2C:
             best=jnp.where(improved, mean, learner.best),
             stale=jnp.where(learner.active, stale, learner.stale),
             rounds=rounds,
-            active=learner.active
-            & (stale < self.config.patience)
-            & (rounds < self.config.max_rounds),
         )
-        return trained, mean
+        if self.config.steps_per_child is None:
+            goes_on = stale < self.config.patience
+        else:
+            goes_on = trained.steps < self.config.steps_per_child
+        active = learner.active & goes_on & (rounds < self.config.max_rounds)
+        return trained.replace(active=active), mean

@@ -153,6 +153,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def nonnegative_float(text: str) -> float:
+    """A finite number of at least zero (a rate, a loss weight)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number of at least 0")
+    return value
+
+
 def out_path(text: str) -> str:
     """``--out``: a path whose name is valid UTF-8 (a run's files, report and commands name it)."""
     try:

@@ -4,7 +4,66 @@ compared (:mod:`jgtest.methods.wuji`), on device or on a ViZDoom scenario.
 
 from __future__ import annotations
 
-from jgtest.cli.shared import fail, game_kwargs, method_parser, positive_float, positive_int
+from jgtest.cli.shared import (
+    fail,
+    game_kwargs,
+    method_parser,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+)
+
+#: The knobs of a run, ``(flag, WujiConfig field, type, default, where the default comes from)``:
+#: the authors' code (``NeteaseFuxiRL/wuji``; their A2C at commit 6661943) where it gives one,
+#: else ours. A test checks each default against :class:`jgtest.methods.wuji.WujiConfig`'s.
+HYPERPARAMETERS = (
+    ("--evaluation", "evaluation", str, "greedy", "authors: wuji/rl/pth/dqn/agent.py:33-34"),
+    (
+        "--selection-pool",
+        "selection_pool",
+        str,
+        "authors",
+        "authors: P∪Q, ea/optimizer/__init__.py:231-233; paper: P∪P′∪Q",
+    ),
+    ("--runs-per-eval", "runs_per_eval", int, "3", "authors: config.ini [sample] eval"),
+    (
+        "--crossover",
+        "variation.crossover",
+        str,
+        "layers",
+        "authors: config.ini:43, crossover/blob/pth/single_point.py:41-53; ours: weights",
+    ),
+    ("--crossover-rate", "variation.crossover_rate", float, "1.0", "authors: config.ini:48"),
+    (
+        "--mutation-rate",
+        "variation.mutation_rate",
+        float,
+        "0.0",
+        "authors: config.ini:53, mutation.Useless",
+    ),
+    ("--sigma", "variation.sigma", float, "0.005", "authors: config.ini:73-74"),
+    (
+        "--learning-rate",
+        "a2c_hparams.learning_rate",
+        float,
+        "0.00025",
+        "authors: rl/pth/wrap/__init__.py:204-213",
+    ),
+    ("--entropy", "a2c_hparams.ent_coef", float, "0.0001", "authors: config.ini:110-138"),
+    ("--value-coef", "a2c_hparams.vf_coef", float, "1.0", "authors: config.ini:110-138"),
+    ("--gamma", "a2c_hparams.gamma", float, "0.99", "authors: config.ini:110-138"),
+    (
+        "--action-floor",
+        "a2c_hparams.min_action_prob",
+        float,
+        "0.01",
+        "paper §V-A4; authors: pg/agent/__init__.py:67-70",
+    ),
+    ("--returns", "a2c.returns", str, "episode", "authors: ac/__init__.py:36-44; ours: n_step"),
+    ("--a2c-envs", "a2c.num_envs", int, "1", "authors: dqn/__init__.py:52-53"),
+    ("--a2c-steps", "a2c.num_steps", int, "128", "authors: pg/wrap/problem.py:55-63"),
+    ("--steps-per-child", "a2c.steps_per_child", int, "10000", "authors: config.ini:40,60"),
+)
 
 
 def add_parser(methods) -> None:
@@ -53,7 +112,45 @@ def add_parser(methods) -> None:
         default=30,
         help="population and offspring size (default: the paper's 30)",
     )
+    knobs = parser.add_argument_group(
+        "wuji hyperparameters (defaults: the authors' code, NeteaseFuxiRL/wuji, their A2C at "
+        "commit 6661943; --preset ours: ours where the paper is silent)"
+    )
+    knobs.add_argument(
+        "--preset",
+        choices=("authors", "ours"),  # jgtest.methods.wuji.config.PRESETS
+        default="authors",
+        help="the operators, selection pool, evaluation and A2C settings as a whole (default "
+        "authors); the options below override single ones",
+    )
+    for flag, _, kind, default, source in HYPERPARAMETERS:
+        knobs.add_argument(
+            flag,
+            type=kind if kind is str else (nonnegative_float if kind is float else positive_int),
+            default=None,
+            help=f"default {default} ({source})",
+        )
     parser.set_defaults(func=run)
+
+
+def _with_hyperparameters(config, args):
+    """``config`` under ``--preset`` with the single options given."""
+    import dataclasses
+
+    from jgtest.methods.wuji import preset
+
+    config = preset(config, args.preset)
+    for flag, field, *_ in HYPERPARAMETERS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is None:
+            continue
+        *parents, name = field.split(".")
+        if not parents:
+            config = dataclasses.replace(config, **{name: value})
+        else:
+            inner = dataclasses.replace(getattr(config, parents[0]), **{name: value})
+            config = dataclasses.replace(config, **{parents[0]: inner})
+    return config
 
 
 def run(args) -> int:
@@ -82,6 +179,7 @@ def run(args) -> int:
             budget_steps=args.budget_steps,
             seed=args.seed,
         )
+        config = _with_hyperparameters(config, args)
         for strategy in strategies:
             wuji.WujiConfig(strategy=strategy)
         if not is_host_game(config.game):

@@ -18,6 +18,7 @@ def a2c_loss(
     *,
     vf_coef: float = 0.5,
     ent_coef: float = 0.01,
+    mask_t: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Advantage actor-critic loss: policy gradient + value regression − entropy bonus.
 
@@ -46,6 +47,7 @@ def a2c_loss(
       return_t: ``float[T]`` value targets (constants of the update).
       vf_coef: weight of the value loss.
       ent_coef: weight of the entropy bonus.
+      mask_t: ``bool[T]``, the rows that are steps (the means are over them); all by default.
 
     Returns:
       ``(loss, metrics)``: scalar loss and a dict of scalars ``policy_loss``,
@@ -69,8 +71,10 @@ def a2c_loss(
     advantage_t = jax.lax.stop_gradient(advantage_t)
     return_t = jax.lax.stop_gradient(return_t)
 
-    policy_loss = -jnp.mean(log_prob_of(logits_t, a_t) * advantage_t)
-    value_loss = 0.5 * jnp.mean(jnp.square(v_t - return_t))
-    entropy = jnp.mean(entropy_of(logits_t))
+    weight = jnp.ones_like(v_t) if mask_t is None else mask_t.astype(v_t.dtype)
+    mean = lambda x: jnp.sum(x * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+    policy_loss = -mean(log_prob_of(logits_t, a_t) * advantage_t)
+    value_loss = 0.5 * mean(jnp.square(v_t - return_t))
+    entropy = mean(entropy_of(logits_t))
     loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
     return loss, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}

@@ -240,7 +240,9 @@ class BatchNormActorCritic(nn.Module):
     statistics normalise and the running averages in the ``batch_stats``
     collection are updated (``mutable=["batch_stats"]``); with
     ``train=False`` (acting, evaluation) the running averages are used, so an
-    action never depends on the other games of the batch.
+    action never depends on the other games of the batch. ``mask`` (``bool``, the
+    observations' leading shape) leaves rows out of the batch statistics (a
+    rollout's rows that are no steps).
 
     Example::
 
@@ -256,16 +258,19 @@ class BatchNormActorCritic(nn.Module):
     momentum: float = 0.9
 
     @nn.compact
-    def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
+    def __call__(
+        self, obs: jax.Array, train: bool = False, mask: jax.Array | None = None
+    ) -> tuple[jax.Array, jax.Array]:
         x = flatten_obs(obs, self.obs_ndim)
         lead = x.shape[:-1]
         x = x.reshape(-1, x.shape[-1])  # batch norm over every leading dim at once
+        rows = None if mask is None else mask.reshape(-1, 1)
         for i, size in enumerate(self.hidden_sizes):
             x = nn.Dense(size, name=f"hidden_{i}")(x)
             x = nn.relu(
                 nn.BatchNorm(
                     use_running_average=not train, momentum=self.momentum, name=f"norm_{i}"
-                )(x)
+                )(x, mask=rows)
             )
         logits = nn.Dense(self.num_actions, name="actor", **dense_init(True, 0.01))(x)
         value = nn.Dense(1, name="critic", **dense_init(True, 1.0))(x)

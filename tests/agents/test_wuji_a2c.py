@@ -159,3 +159,38 @@ def test_a2c_learns_to_fight_the_boss():
     for _ in range(40):
         learners, slots, _, _, mean = round_fn(learners, slots, PARAMS, seeds)
     assert float(np.mean(np.asarray(learners.best))) > -0.2
+
+
+def test_the_authors_a2c_learns_from_whole_episodes_and_stops_at_its_steps():
+    """``"episode"`` returns: each update plays a game's episodes whole, at least ``num_steps``
+    steps, then waits frozen; a child trains ``steps_per_child`` steps and no more updates."""
+    config = WujiA2CConfig(
+        hidden_sizes=(16, 16, 16),
+        num_envs=2,
+        num_steps=20,
+        updates_per_round=3,
+        max_rounds=20,
+        returns="episode",
+        steps_per_child=600,
+    )
+    a2c = WujiA2C(ENV, config, PARAMS.max_steps_in_episode)
+    assert a2c.rollout_length == 20 + PARAMS.max_steps_in_episode - 1
+    learner = a2c.init_learner(a2c.init_variables(jax.random.key(0)))
+    slots = a2c.init_slots(PARAMS, jnp.int32(7))
+    one_round = jax.jit(lambda l, s: a2c.round(l, s, PARAMS, jnp.int32(7)))
+    learner, slots, _, cover, _ = one_round(learner, slots)
+    live = np.asarray(cover.live)  # [updates, T, B]
+    played = live.sum(axis=1)
+    assert bool((played >= 20).all())
+    # the live rows of a game are a prefix of the update's rows: it plays, then waits frozen
+    for u in range(3):
+        for b in range(2):
+            assert not live[u, played[u, b] :, b].any() and live[u, : played[u, b], b].all()
+    assert int(learner.steps) == int(played.sum()) and int(slots.t.sum()) == 0  # episodes whole
+    while bool(learner.active):
+        before = int(learner.steps)
+        learner, slots, _, cover, _ = one_round(learner, slots)
+    # the update that crossed 600 steps was the last; the rounds after it play nothing
+    assert before < 600 <= int(learner.steps) < 600 + 3 * 2 * a2c.rollout_length
+    _, _, _, idle, _ = one_round(learner, slots)
+    assert not np.asarray(idle.live).any()

@@ -212,6 +212,8 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
         "4",
         "--generations",
         "1",
+        "--evaluation",  # untrained greedy policies on the maze repeat one move: no bug
+        "sampled",
         "--out",
         str(out),
         "--quiet",

@@ -19,7 +19,16 @@ Usage (one run per strategy and seed: :mod:`~jgtest.methods.wuji.device`,
 """
 
 from jgtest.methods.wuji.campaign import run
-from jgtest.methods.wuji.config import PAPER_STRATEGIES, STRATEGIES, WujiConfig
+from jgtest.methods.wuji.config import PAPER_STRATEGIES, PRESETS, STRATEGIES, WujiConfig, preset
 from jgtest.methods.wuji.placements import check_game_kwargs, run_params
 
-__all__ = ["PAPER_STRATEGIES", "STRATEGIES", "WujiConfig", "check_game_kwargs", "run", "run_params"]
+__all__ = [
+    "PAPER_STRATEGIES",
+    "PRESETS",
+    "STRATEGIES",
+    "WujiConfig",
+    "check_game_kwargs",
+    "preset",
+    "run",
+    "run_params",
+]

@@ -109,25 +109,27 @@ class Bookkeeper:
                 )
         self.tick()
 
-    def caught(self, catch, cover, cells, seeds: np.ndarray, games: int, phase: str) -> None:
+    def caught(self, catch, cover, cells, seeds: np.ndarray, phase: str) -> None:
         """Bugs a round of slot games caught (:class:`jgtest.rollout.BugCatch` per learner, or per
         group of random slots) and what it covered (``cover``, a stacked
-        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``); ``games``: the slot
-        games of the call, which all step every row."""
+        :class:`jgtest.agents.wuji_a2c.Covered` of the cell set ``cells``); a row of the call is
+        one step of each of its live games."""
         catch, cover = jax.device_get((catch, cover))
         states = cover.states.reshape(len(seeds), -1, *cover.states.shape[-2:])  # [P, rows, B, 2]
-        rows = self._rows_within_budget(np.full(states.shape[1], games))
-        before = self.env_steps
-        self.env_steps += rows * games
+        live = cover.live.reshape(states.shape[:-1])  # [P, rows, B]
+        per_row = live.sum(axis=(0, 2))
+        rows = self._rows_within_budget(per_row)
+        clock = self.env_steps + np.cumsum(per_row)
+        self.env_steps += int(per_row[:rows].sum())
         for p in range(len(seeds)):
             self.visited[cells.members(jax.tree.map(itemgetter(p), cover.cells))] = True
-        self.states.add(states[:, :rows])
+        self.states.add(states[:, :rows], live[:, :rows])
         for p, bug in zip(
             *np.nonzero(catch.found & (catch.tick < rows) & np.isnan(self.found_at)[None])
         ):
             if np.isnan(self.found_at[bug]):
                 slot, episode, t = (int(v) for v in catch.where[p, bug])
-                step = before + (int(catch.tick[p, bug]) + 1) * games
+                step = int(clock[catch.tick[p, bug]])
                 self._record(
                     bug,
                     int(seeds[p]),

@@ -6,9 +6,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jgtest.agents.wuji_a2c import WujiA2CConfig
+from jgtest.agents.wuji_a2c import (
+    AUTHORS_A2C,
+    AUTHORS_A2C_HPARAMS,
+    OURS_A2C,
+    OURS_A2C_HPARAMS,
+    WujiA2CConfig,
+    WujiA2CHyperparams,
+)
 from jgtest.envs.registration import hashable
-from jgtest.evo import AUTHORS_VARIATION, VariationParams
+from jgtest.evo import AUTHORS_VARIATION, OURS_VARIATION, VariationParams
 from jgtest.seeds import check_seed
 
 #: The paper's strategies (§V-A3), in its order.
@@ -59,7 +66,10 @@ class WujiConfig:
         code's: ``NeteaseFuxiRL/wuji`` ``config.ini`` ``[sample] eval = 3``).
       num_buckets: intervals per state feature for ES (paper: lost; 10).
       seed: the run's seed (its bug and gold placement, its keys).
-      a2c: the A2C learner's settings.
+      a2c: the A2C learner's shape (default the authors',
+        :data:`jgtest.agents.wuji_a2c.AUTHORS_A2C`; ours: :data:`jgtest.agents.wuji_a2c.OURS_A2C`).
+      a2c_hparams: its numbers (default the authors',
+        :data:`jgtest.agents.wuji_a2c.AUTHORS_A2C_HPARAMS`; ours: ``OURS_A2C_HPARAMS``).
       variation: the operators: where the cut falls, crossover and mutation rates, σ (default the
         authors', :data:`jgtest.evo.AUTHORS_VARIATION`; ours: :data:`jgtest.evo.OURS_VARIATION`).
       evaluation: one of :data:`EVALUATIONS` (default the authors', greedy).
@@ -76,7 +86,8 @@ class WujiConfig:
     runs_per_eval: int = 3
     num_buckets: int = 10
     seed: int = 0
-    a2c: WujiA2CConfig = WujiA2CConfig()
+    a2c: WujiA2CConfig = AUTHORS_A2C
+    a2c_hparams: WujiA2CHyperparams = AUTHORS_A2C_HPARAMS
     variation: VariationParams = AUTHORS_VARIATION
     evaluation: str = "greedy"
     selection_pool: str = "authors"
@@ -107,3 +118,25 @@ class WujiConfig:
             )
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"budget_s must be positive, got {self.budget_s}")
+
+
+#: Named settings of a run's operators, selection pool, evaluation and A2C (:func:`preset`).
+PRESETS = ("authors", "ours")
+
+
+def preset(config: WujiConfig, name: str) -> WujiConfig:
+    """``config`` with preset ``name``'s operators, selection pool, evaluation and A2C:
+    ``"authors"``, the authors' code (the defaults), or ``"ours"``, where the paper is silent (a
+    cut anywhere at 0.9 with 10% of the weights mutated, P∪P′∪Q as the paper's text has it,
+    sampled evaluation, n-step A2C in 8 games with an early stop)."""
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    authors = name == "authors"
+    return dataclasses.replace(
+        config,
+        variation=AUTHORS_VARIATION if authors else OURS_VARIATION,
+        selection_pool="authors" if authors else "paper",
+        evaluation="greedy" if authors else "sampled",
+        a2c=AUTHORS_A2C if authors else OURS_A2C,
+        a2c_hparams=AUTHORS_A2C_HPARAMS if authors else OURS_A2C_HPARAMS,
+    )

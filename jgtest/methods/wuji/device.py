@@ -13,14 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import DistinctStates
 from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.wuji import bookkeeping
 from jgtest.methods.wuji.config import EVOLVES, WujiConfig
 from jgtest.methods.wuji.placements import run_params
-from jgtest.methods.wuji.search import Search, shared_search
+from jgtest.methods.wuji.search import Search, search_for
 from jgtest.records import BugRecordWriter, records_to_resume
 from jgtest.run_dir import begin_campaign
 from jgtest.sharding import shard_batch
@@ -58,14 +57,7 @@ def run_on_device(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    search = shared_search(
-        config.game,
-        config.game_kwargs,
-        config.runs_per_eval,
-        config.num_buckets,
-        _learner_config(config),
-        config.evaluation,
-    )
+    search = search_for(config)
     env = search.env
     params, game_kwargs = run_params(env, search.params, config.seed, config.game_kwargs)
     begin_campaign(
@@ -185,15 +177,6 @@ def run_on_device(
     return summary
 
 
-def _learner_config(config: WujiConfig) -> WujiA2CConfig:
-    """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for
-    a population, ``population`` times the games (a round plays the steps of a population's
-    round)."""
-    if config.strategy != "drl":
-        return config.a2c
-    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * config.population)
-
-
 def _fresh_progress(search: Search, config: WujiConfig, params) -> dict:
     """A campaign's state before its first evaluation (also the structure checkpoints restore into).
 
@@ -291,9 +274,7 @@ def _fine_tune(search, book, population, params, seeds, config):
         learners, slots, catch, cover, _ = search.train_round(
             learners, slots, params, jnp.asarray(seeds)
         )
-        book.caught(
-            catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "a2c"
-        )
+        book.caught(catch, cover, search.a2c.cells, seeds, "a2c")
         if not bool(np.asarray(learners.active).any()):
             break
         if bookkeeping.budget_spent(config, book):
@@ -309,9 +290,7 @@ def _play_random(search, book, population, params, config):
     for _ in range(config.a2c.max_rounds):
         slots, catch, cover = search.random_round(population["slots"], params, population["seeds"])
         population = {**population, "slots": slots}
-        book.caught(
-            catch, cover, search.a2c.cells, seeds, search.a2c.config.num_envs * len(seeds), "random"
-        )
+        book.caught(catch, cover, search.a2c.cells, seeds, "random")
         if bookkeeping.budget_spent(config, book):
             break
     return population

@@ -20,7 +20,7 @@ import numpy as np
 from gymnax.environments import spaces
 
 from jgtest import host_loop
-from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CHyperparams
+from jgtest.agents.wuji_a2c import WujiA2C
 from jgtest.checkpoint import config_fingerprint
 from jgtest.coverage import DistinctStates
 from jgtest.errors import BadInput, ResumeRefused
@@ -126,7 +126,7 @@ class HostSearch:
         self.a2c = a2c = WujiA2C(
             spec, a2c_config, spec.default_params.max_steps_in_episode, config.num_buckets
         )
-        self.hparams = hparams = WujiA2CHyperparams()
+        self.hparams = hparams = config.a2c_hparams
 
         def act(variables, obs, key):
             """One policy's actions for its games' observations ``[k, F]``: ``(action, value, log
@@ -146,9 +146,10 @@ class HostSearch:
         self.greedy = jax.jit(
             jax.vmap(lambda variables, obs: jnp.argmax(a2c.network.apply(variables, obs)[0], -1))
         )
-        self.update = jax.jit(
-            jax.vmap(lambda learner, traj, valid: a2c.update(learner, traj, hparams, valid))
+        self.learn = jax.jit(
+            jax.vmap(lambda learner, traj, valid: a2c.learn(learner, traj, hparams, valid))
         )
+        self.trains = jax.jit(jax.vmap(a2c.trains))
         self.end_round = jax.jit(jax.vmap(a2c.end_round))
         self.init_variables = jax.jit(jax.vmap(a2c.init_variables))
         self.init_learner = jax.jit(jax.vmap(a2c.init_learner))
@@ -243,9 +244,12 @@ class HostPlayer:
 
     def fine_tune(self, policies):
         """A2C on every member at once, each on its games, until each stops or the budget ends (the
-        device run's rounds and early stop, :meth:`jgtest.agents.wuji_a2c.WujiA2C.round`); the
-        trained policies."""
+        device run's rounds and stop, :meth:`jgtest.agents.wuji_a2c.WujiA2C.round`); the trained
+        policies. With ``"episode"`` returns the games step in lockstep (an engine cannot pause): a
+        game whose update is done plays on, unlearned, until the others end theirs, and its next
+        update starts mid-episode."""
         settings, search = self.config.a2c, self.search
+        episodes = settings.returns == "episode"
         learners = search.init_learner(policies)
         obs = self.games.start()
         running = np.zeros(len(obs))
@@ -257,10 +261,12 @@ class HostPlayer:
             )
             for _ in range(settings.updates_per_round):
                 steps = []
-                for _ in range(settings.num_steps):
+                playing = np.repeat(np.asarray(search.trains(learners)), self.per_member)
+                played, frozen = np.zeros(len(obs), np.int32), ~playing if episodes else None
+                for _ in range(search.a2c.rollout_length):
                     actions, value, log_p = self._act(learners.variables, obs)
                     row, _ = self._step(actions, None, "a2c")
-                    live = ~row.autoreset
+                    live = ~row.autoreset if frozen is None else ~row.autoreset & ~frozen
                     running += np.where(live, row.reward, 0.0)
                     ended = np.flatnonzero((row.terminated | row.truncated) & live)
                     np.add.at(ret_sum, ended // self.per_member, running[ended])
@@ -282,9 +288,17 @@ class HostPlayer:
                     obs = row.obs
                     if self.spent():
                         break
+                    if frozen is not None:
+                        played += live
+                        ended_update = (row.terminated | row.truncated) & (
+                            played >= settings.num_steps
+                        )
+                        frozen |= live & ended_update
+                        if frozen.all():
+                            break
                 if self.spent():  # a partial rollout is not learned from: the run ends here
                     break
-                learners = search.update(learners, *self._trajectory(steps))
+                learners = search.learn(learners, *self._trajectory(steps, episodes))
             learners, _ = search.end_round(
                 before, learners, jnp.asarray(ret_sum), jnp.asarray(ret_count)
             )
@@ -293,9 +307,17 @@ class HostPlayer:
                 break
         return learners.variables
 
-    def _trajectory(self, steps: list[tuple]) -> tuple[Transition, jax.Array]:
+    def _trajectory(self, steps: list[tuple], episodes: bool) -> tuple[Transition, jax.Array]:
         """The rollout's rows (``[G, ...]`` each) as each learner's ``Transition [T, k]``, stacked
-        over the learners, and its valid rows."""
+        over the learners, and its valid rows; with ``episodes`` (``"episode"`` returns) every
+        episode end a terminal, and padded to the rollout's length with rows that are not valid
+        (one compiled update)."""
+        if episodes:
+            last = steps[-1]
+            pad = (*last[:-1], np.zeros_like(last[-1]))
+            steps = [(*s[:3], s[3] | s[4], *s[4:]) for s in steps] + [pad] * (
+                self.search.a2c.rollout_length - len(steps)
+            )
 
         def column(values, dtype):
             rows = np.stack(values)  # [T, G, ...]

@@ -3,6 +3,7 @@ A2C rounds, random play, breeding (Algorithm 1) and NSGA-II survival (Algorithm 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -10,11 +11,16 @@ import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 
-from jgtest.agents.wuji_a2c import WujiA2C, WujiA2CConfig, WujiA2CHyperparams
+from jgtest.agents.wuji_a2c import (
+    AUTHORS_A2C_HPARAMS,
+    WujiA2C,
+    WujiA2CConfig,
+    WujiA2CHyperparams,
+)
 from jgtest.coverage import ObservationStates
 from jgtest.envs.registration import make
 from jgtest.evo import VariationParams, breed, ravel_population, select
-from jgtest.methods.wuji.config import EVOLVES, MULTI, TRAINS
+from jgtest.methods.wuji.config import EVOLVES, MULTI, TRAINS, WujiConfig
 from jgtest.rollout import play_episodes
 
 
@@ -26,11 +32,34 @@ def shared_search(
     num_buckets: int,
     a2c: WujiA2CConfig,
     evaluation: str = "greedy",
+    hparams: WujiA2CHyperparams = AUTHORS_A2C_HPARAMS,
 ) -> Search:
     """The search's jitted functions for a game, shared by every run (strategy, seed) that uses
     the same settings: a run's game params and seeds are arguments, so nothing recompiles."""
     env, params = make(game, **dict(game_kwargs))
-    return Search(env, params, runs_per_eval, num_buckets, a2c, evaluation)
+    return Search(env, params, runs_per_eval, num_buckets, a2c, evaluation, hparams)
+
+
+def search_for(config: WujiConfig) -> Search:
+    """:func:`shared_search` for a run's settings."""
+    return shared_search(
+        config.game,
+        config.game_kwargs,
+        config.runs_per_eval,
+        config.num_buckets,
+        learner_config(config),
+        config.evaluation,
+        config.a2c_hparams,
+    )
+
+
+def learner_config(config: WujiConfig) -> WujiA2CConfig:
+    """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for
+    a population, ``population`` times the games (a round plays the steps of a population's
+    round)."""
+    if config.strategy != "drl":
+        return config.a2c
+    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * config.population)
 
 
 class Search:
@@ -46,12 +75,13 @@ class Search:
         num_buckets: int,
         a2c: WujiA2CConfig,
         evaluation: str = "greedy",
+        hparams: WujiA2CHyperparams = AUTHORS_A2C_HPARAMS,
     ):
         # the game as configured, before a run re-draws its bugs
         self.env, self.params = (env, params)
         self.max_steps = int(np.asarray(params.max_steps_in_episode))
         self.a2c = WujiA2C(env, a2c, self.max_steps, num_buckets)
-        self.hparams = WujiA2CHyperparams()
+        self.hparams = hparams
         states = ObservationStates(env, params, num_buckets)
         m = runs_per_eval
         discount = self.hparams.gamma ** jnp.arange(self.max_steps)

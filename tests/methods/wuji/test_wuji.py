@@ -10,7 +10,7 @@ from jgtest.agents.wuji_a2c import WujiA2CConfig
 from jgtest.methods import wuji
 from jgtest.methods.wuji.device import run_on_device
 from jgtest.methods.wuji.placements import jitted_randomize
-from jgtest.methods.wuji.search import offspring, shared_search
+from jgtest.methods.wuji.search import offspring, search_for, shared_search
 from jgtest.records import read_bug_records
 from jgtest.report import replay as replay_module
 from jgtest.report.replay import replay
@@ -300,14 +300,7 @@ def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
     config = wuji.WujiConfig(
         game="BlockMaze-v0", strategy="ea_m", population=4, generations=1, seed=3, a2c=TINY_A2C
     )
-    search = shared_search(
-        config.game,
-        config.game_kwargs,
-        config.runs_per_eval,
-        config.num_buckets,
-        config.a2c,
-        config.evaluation,
-    )
+    search = search_for(config)
     evaluate = search.evaluate
 
     def second_policy_nan(population, params, seeds):
@@ -374,3 +367,23 @@ def test_the_selection_pool_is_the_authors_or_the_papers(pool, strategy, pool_si
         lambda: False,
     )
     assert pools == [pool_sizes] and played == evaluated
+
+
+def test_the_command_line_lists_every_hyperparameter_with_the_configs_default_and_source():
+    import functools
+
+    from jgtest.cli import build_parser
+    from jgtest.cli.wuji import HYPERPARAMETERS, _with_hyperparameters
+
+    config = wuji.WujiConfig()
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    parser = run._subparsers._group_actions[0].choices["wuji"]
+    listed = parser.format_help()
+    for flag, field, kind, default, source in HYPERPARAMETERS:
+        assert kind(default) == functools.reduce(getattr, field.split("."), config), flag
+        assert source.startswith(("authors", "paper")) and flag in listed
+    args = parser.parse_args(["--out", "x", "--preset", "ours", "--learning-rate", "0.002"])
+    ours = _with_hyperparameters(config, args)
+    assert ours.evaluation == "sampled" and ours.variation.crossover == "weights"
+    assert ours.a2c.returns == "n_step" and ours.a2c_hparams.learning_rate == 0.002
+    assert wuji.preset(ours, "authors") == config
