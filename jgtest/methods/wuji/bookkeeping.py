@@ -1,9 +1,10 @@
 """What a Wuji run keeps as it goes, on device or with a bridged game's games on the host: bug
-records the moment they are seen, coverage, the env-step clock and budget (:class:`Bookkeeper`); and
-the generation (:func:`next_generation`) and summary both kinds of run share."""
+records the moment they are seen, coverage, the env-step clock (:class:`Bookkeeper`), the budget
+(:class:`Budget`), and the summary both kinds of run share."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from operator import itemgetter
@@ -11,12 +12,56 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from flax import struct
 
 from jgtest.coverage import DistinctStates
 from jgtest.evo import non_dominated_rank
 from jgtest.files import write_text
-from jgtest.methods.wuji.config import MULTI, TRAINS, WujiConfig
+from jgtest.methods.wuji.config import WujiConfig
 from jgtest.records import BugRecord, BugRecordWriter
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """A run's budget: ``steps`` game steps and/or ``seconds`` of wall clock (``None``: none)."""
+
+    steps: int | None = None
+    seconds: float | None = None
+
+    def rows_within(self, played: int, steps_per_row: np.ndarray) -> int:
+        """How many of a call's rows (``steps_per_row``, in order) end within the step budget
+        when ``played`` steps were played before the call: the one cut of every count."""
+        if self.steps is None:
+            return len(steps_per_row)
+        return int(np.searchsorted(np.cumsum(steps_per_row), self.steps - played, side="right"))
+
+    def spent(self, played: int, elapsed_s: float) -> bool:
+        """Whether ``played`` steps or ``elapsed_s`` seconds use the budget up."""
+        out_of_time = self.seconds is not None and elapsed_s >= self.seconds
+        return out_of_time or (self.steps is not None and played >= self.steps)
+
+
+@struct.dataclass
+class Tally:
+    """What the bookkeeping has counted, as a checkpoint keeps it: each bug's first wall-clock
+    second (NaN: not found) and env step (-1), the cells visited, the env steps, and whether a call
+    was cut at the step budget."""
+
+    found_at: np.ndarray
+    found_step: np.ndarray
+    visited: np.ndarray
+    env_steps: int
+    budget_reached: bool
+
+    @classmethod
+    def empty(cls, num_bugs: int, num_cells: int) -> Tally:
+        return cls(
+            np.full(num_bugs, np.nan),
+            np.full(num_bugs, -1, np.int64),
+            np.zeros(num_cells, bool),
+            0,
+            False,
+        )
 
 
 class Bookkeeper:
@@ -40,7 +85,7 @@ class Bookkeeper:
         game_kwargs: dict,
         writer: BugRecordWriter,
         start: float,
-        run_state: dict,
+        tally: Tally,
         timeline_path: Path,
         states: DistinctStates,
     ):
@@ -51,12 +96,13 @@ class Bookkeeper:
             writer,
             start,
         )
-        self.found_at = np.array(run_state["found_at"], np.float64)
-        self.found_step = np.array(run_state["found_step"], np.int64)
-        self.visited = np.array(run_state["visited"], bool)
+        self.budget = Budget(config.budget_steps, config.budget_s)
+        self.found_at = np.array(tally.found_at, np.float64)
+        self.found_step = np.array(tally.found_step, np.int64)
+        self.visited = np.array(tally.visited, bool)
         self.states = states
-        self.env_steps = int(run_state["env_steps"])
-        self.budget_reached = bool(run_state["budget_reached"])
+        self.env_steps = int(tally.env_steps)
+        self.budget_reached = bool(tally.budget_reached)
         # (seconds, env steps, bugs found, states covered) after each device call, also appended to
         # timeline.jsonl; rows past the checkpoint (work a kill lost, to be done again) are dropped
         lines = (
@@ -71,15 +117,26 @@ class Bookkeeper:
     def seen(self, bug: int) -> bool:
         return not np.isnan(self.found_at[bug])
 
-    def _rows_within_budget(self, steps_per_row: np.ndarray) -> int:
-        """How many of a call's rows (``steps_per_row``, in order) end within the budget."""
-        if self.config.budget_steps is None:
-            return len(steps_per_row)
-        rows = int(
-            np.searchsorted(
-                np.cumsum(steps_per_row), self.config.budget_steps - self.env_steps, side="right"
-            )
+    def tally(self) -> Tally:
+        """What has been counted, for a checkpoint."""
+        return Tally(
+            self.found_at.copy(),
+            self.found_step.copy(),
+            self.visited.copy(),
+            self.env_steps,
+            self.budget_reached,
         )
+
+    def spent(self) -> bool:
+        """The wall-clock or env-step budget is spent (checked between device calls, or a host
+        run's rows)."""
+        elapsed = time.perf_counter() - self.start
+        return self.budget_reached or self.budget.spent(self.env_steps, elapsed)
+
+    def _rows_within_budget(self, steps_per_row: np.ndarray) -> int:
+        """How many of a call's rows end within the budget (:meth:`Budget.rows_within`); a call
+        cut short marks the budget reached."""
+        rows = self.budget.rows_within(self.env_steps, steps_per_row)
         self.budget_reached |= rows < len(steps_per_row)
         return rows
 
@@ -209,51 +266,6 @@ class Bookkeeper:
         self.timeline.append(row)
         with self._timeline_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
-
-
-def members(config: WujiConfig) -> int:
-    """Policies (or random slot groups) a run keeps: ``config.population``, but one for ``drl``."""
-    return 1 if config.strategy == "drl" else config.population
-
-
-def budget_spent(config: WujiConfig, book: Bookkeeper) -> bool:
-    """The wall-clock or env-step budget is spent (checked between device calls, or a host run's
-    rows)."""
-    out_of_time = (
-        config.budget_s is not None and time.perf_counter() - book.start >= config.budget_s
-    )
-    return (
-        out_of_time
-        or book.budget_reached
-        or (config.budget_steps is not None and book.env_steps >= config.budget_steps)
-    )
-
-
-def next_generation(
-    config: WujiConfig, population, objectives, key, breed, select, evaluate, fine_tune, spent
-):
-    """Algorithms 1–3: breed, (train,) evaluate, select from ``config.selection_pool``, the games
-    played by ``evaluate(policies) -> scores`` and ``fine_tune(policies) -> trained`` (a device
-    run's calls or a host run's games);
-    ``breed(key, population, fitness)`` and ``select(candidates, scores, multi)`` are
-    :class:`jgtest.methods.wuji.search.Search`'s; ``spent()``: whether the budget is spent.
-    ``(population, objectives)`` after the generation."""
-    multi = config.strategy in MULTI
-    children = breed(key, population, objectives if multi else objectives[:, 1:])
-    candidates, scores = [population], [objectives]
-    trains = config.strategy in TRAINS
-    if not trains or config.selection_pool == "paper":  # P′ joins the pool
-        candidates.append(children)
-        scores.append(evaluate(children))
-    if trains and not spent():
-        trained = fine_tune(children)
-        if spent():  # the budget ended in training: nothing more is played or selected
-            return population, objectives
-        candidates.append(trained)
-        scores.append(evaluate(trained))
-    if len(candidates) == 1:  # the budget ended before any child was played
-        return population, objectives
-    return select(tuple(candidates), tuple(scores), multi)
 
 
 def _by_reach_class(env, found_step: np.ndarray) -> dict:

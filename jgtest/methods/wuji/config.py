@@ -16,6 +16,7 @@ from jgtest.agents.wuji_a2c import (
 )
 from jgtest.envs.registration import hashable
 from jgtest.evo import AUTHORS_VARIATION, OURS_VARIATION, VariationParams
+from jgtest.methods.wuji.strategies import REGISTRY
 from jgtest.seeds import check_seed
 
 #: The paper's strategies (§V-A3), in its order.
@@ -24,9 +25,6 @@ PAPER_STRATEGIES = ("random", "ea_s", "ea_m", "drl", "ea_s+drl", "wuji")
 #: ran DRL; ``drl`` trains one learner on a population's games (one policy), ``drl_30`` trains
 #: ``population`` learners side by side (a population's policies, none bred or selected).
 STRATEGIES = PAPER_STRATEGIES + ("drl_30",)
-EVOLVES = {"ea_s", "ea_m", "ea_s+drl", "wuji"}
-TRAINS = {"drl", "drl_30", "ea_s+drl", "wuji"}
-MULTI = {"ea_m", "wuji"}
 #: How a policy plays its evaluation runs: ``"greedy"``, the argmax action (the authors':
 #: ``NeteaseFuxiRL/wuji`` ``wuji/rl/pth/dqn/agent.py:33-34``, and their A2C's at commit 6661943,
 #: ``ac/agent.py:28``), or ``"sampled"`` from the training policy with its action floor.
@@ -48,10 +46,11 @@ class WujiConfig:
       game_kwargs: options for :func:`jgtest.make` as ``(name, value)`` pairs: constructor
         options (``rows``, ``late_phases``, ...) and params the runs keep (``boss_max_hp``,
         ...); a param that ``randomize`` re-draws per run is refused (:func:`check_game_kwargs`).
-      strategy: one of :data:`STRATEGIES`.
+      strategy: one of :data:`STRATEGIES`, or a strategy registered in
+        :data:`jgtest.methods.wuji.strategies.REGISTRY`.
       population: population and offspring size (the paper's 30); ``drl`` trains one learner on
         ``population`` times ``a2c.num_envs`` games at once
-        (:func:`jgtest.methods.wuji.bookkeeping.members`).
+        (:meth:`jgtest.methods.wuji.strategies.Strategy.members`).
       generations: generations to run (a budget may stop it sooner); ``None``: until
         a budget runs out.
       budget_s: wall-clock budget in seconds, checked between device calls.
@@ -100,7 +99,7 @@ class WujiConfig:
             tuple(sorted((str(k), hashable(v)) for k, v in dict(self.game_kwargs).items())),
         )
         for name, allowed in (
-            ("strategy", STRATEGIES),
+            ("strategy", tuple(REGISTRY)),
             ("evaluation", EVALUATIONS),
             ("selection_pool", SELECTION_POOLS),
         ):

@@ -10,7 +10,6 @@ search (:mod:`jgtest.methods.wuji.search`) with the games stepped on the host (:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import time
 from pathlib import Path
 
@@ -25,16 +24,10 @@ from jgtest.checkpoint import config_fingerprint
 from jgtest.coverage import DistinctStates
 from jgtest.errors import BadInput, ResumeRefused
 from jgtest.files import jsonable, write_json_atomically
-from jgtest.methods.wuji.bookkeeping import (
-    Bookkeeper,
-    budget_spent,
-    front_json,
-    members,
-    next_generation,
-    run_summary,
-)
-from jgtest.methods.wuji.config import EVOLVES, WujiConfig
+from jgtest.methods.wuji.bookkeeping import Bookkeeper, Tally, front_json, run_summary
+from jgtest.methods.wuji.config import WujiConfig
 from jgtest.methods.wuji.search import offspring, survivors
+from jgtest.methods.wuji.strategies import REGISTRY, SearchState, run_generations
 from jgtest.nets import floored_log_probs
 from jgtest.records import BugRecordWriter
 from jgtest.run_dir import begin_campaign
@@ -176,13 +169,19 @@ class HostPlayer:
         key: jax.Array,
     ):
         self.search, self.games, self.book, self.config, self.key = search, games, book, config, key
-        self.members = members(config)
+        self.members = REGISTRY[config.strategy].members(config)
         self.per_member = games.game.num_envs // self.members
         self._random = np.random.default_rng(config.seed)
         self._random_obs = None
 
     def spent(self) -> bool:
-        return budget_spent(self.config, self.book)
+        return self.book.spent()
+
+    def breed(self, key, population, fitness):
+        return self.search.offspring(key, population, fitness)
+
+    def select(self, candidates, scores, multi: bool):
+        return self.search.survivors(candidates, scores, multi)
 
     def _act(self, variables, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each game's action from its member's policy, with its value and ``log π(action)``,
@@ -234,7 +233,7 @@ class HostPlayer:
             axis=1,
         ).astype(np.float32)
         # NSGA-II's selection, compiled, would not say so
-        if self.config.strategy in EVOLVES and np.isnan(scores).any():
+        if REGISTRY[self.config.strategy].evolves and np.isnan(scores).any():
             raise FloatingPointError(
                 f"{self.config.strategy}: policies "
                 f"{np.flatnonzero(np.isnan(scores).any(axis=1))[:10].tolist()} scored NaN (a NaN "
@@ -337,9 +336,10 @@ class HostPlayer:
         )
         return traj, column(live, bool)
 
-    def play_random(self) -> None:
+    def play_random(self, games: None) -> None:
         """A generation of the ``random`` strategy: uniform actions on every game for as many steps
-        as an A2C phase's most, the games' episodes going on from one generation to the next."""
+        as an A2C phase's most, the games' episodes going on from one generation to the next (the
+        engines keep them: ``games`` is ``None``)."""
         if self._random_obs is None:
             self._random_obs = self.games.start()
         settings, num_games = self.config.a2c, self.games.game.num_envs
@@ -395,8 +395,9 @@ def run_on_host(
             "process): run it again"
         )
     out_dir = Path(out_dir)
-    num_members = members(config)
-    per_member = config.runs_per_eval * (config.population if config.strategy == "drl" else 1)
+    strategy = REGISTRY[config.strategy]
+    num_members = strategy.members(config)
+    per_member = config.runs_per_eval * strategy.learner_games(config)
     try:
         game = host_loop.host_game(
             config.game,
@@ -424,20 +425,13 @@ def run_on_host(
         )
         with BugRecordWriter(out_dir / "bugs.jsonl") as writer:
             start = time.perf_counter()
-            run_state = {
-                "found_at": np.full(spec.num_bugs, np.nan),
-                "found_step": np.full(spec.num_bugs, -1, np.int64),
-                "visited": np.zeros(spec.num_cells, bool),
-                "env_steps": 0,
-                "budget_reached": False,
-            }
             book = Bookkeeper(
                 spec,
                 config,
                 dict(config.game_kwargs),
                 writer,
                 start,
-                run_state,
+                Tally.empty(spec.num_bugs, spec.num_cells),
                 out_dir / "timeline.jsonl",
                 DistinctStates(),
             )
@@ -445,42 +439,20 @@ def run_on_host(
             player = HostPlayer(
                 search, HostGames(game, config.seed), book, config, jax.random.fold_in(key, 2)
             )
-            population = objectives = None
-            if config.strategy != "random":
+            state = SearchState(None, jnp.zeros((num_members, 2), jnp.float32), key)
+            if not strategy.random:
                 population = search.init_variables(jax.random.split(k_init, num_members))
-                objectives = player.evaluate(population)
-            generations = 0
-            for generation in itertools.count(1):
-                if (
-                    config.generations is not None and generation > config.generations
-                ) or player.spent():
-                    break
-                key, k_gen = jax.random.split(key)
-                if config.strategy == "random":
-                    player.play_random()
-                elif config.strategy in ("drl", "drl_30"):
-                    population = player.fine_tune(population)
-                    objectives = player.evaluate(population)
-                else:
-                    population, objectives = next_generation(
-                        config,
-                        population,
-                        objectives,
-                        k_gen,
-                        search.offspring,
-                        search.survivors,
-                        player.evaluate,
-                        player.fine_tune,
-                        player.spent,
-                    )
-                generations = generation
-                if progress is not None:
-                    progress(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
+                state = state.replace(population=population, objectives=player.evaluate(population))
+            report = lambda generation, _: (
+                progress
+                and progress(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
+            )
+            state, generations = run_generations(config, state, player, 0, report)
     summary = {
         **run_summary(config, spec, book, generations, time.perf_counter() - start),
         "games": game.num_envs,
     }
     write_json_atomically(out_dir / "summary.json", summary)
-    if config.strategy != "random":
-        write_json_atomically(out_dir / "population.json", front_json(np.asarray(objectives)))
+    if not strategy.random:
+        write_json_atomically(out_dir / "population.json", front_json(np.asarray(state.objectives)))
     return summary

@@ -19,8 +19,9 @@ from jgtest.agents.wuji_a2c import (
 )
 from jgtest.coverage import ObservationStates
 from jgtest.envs.registration import make
-from jgtest.evo import VariationParams, breed, ravel_population, select
-from jgtest.methods.wuji.config import EVOLVES, MULTI, TRAINS, WujiConfig
+from jgtest.evo import breed, ravel_population, select
+from jgtest.methods.wuji.config import WujiConfig
+from jgtest.methods.wuji.strategies import REGISTRY, Strategy
 from jgtest.rollout import play_episodes
 
 
@@ -56,10 +57,9 @@ def search_for(config: WujiConfig) -> Search:
 def learner_config(config: WujiConfig) -> WujiA2CConfig:
     """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for
     a population, ``population`` times the games (a round plays the steps of a population's
-    round)."""
-    if config.strategy != "drl":
-        return config.a2c
-    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * config.population)
+    round, :meth:`jgtest.methods.wuji.strategies.Strategy.learner_games`)."""
+    games = REGISTRY[config.strategy].learner_games(config)
+    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * games)
 
 
 class Search:
@@ -140,43 +140,37 @@ class Search:
         self.survivors = jax.jit(survivors, static_argnames="multi")
         self.init_random = jax.jit(jax.vmap(self.a2c.init_slots, in_axes=(None, 0)))
         self.random_round = jax.jit(jax.vmap(self.a2c.random_round, in_axes=(0, None, 0)))
-        self._warm: set[tuple[str, int, str]] = set()
+        self._warm: set[tuple[Strategy, int, str]] = set()
 
-    def warm_up(
-        self,
-        strategy: str,
-        population: int,
-        params,
-        variation: VariationParams,
-        selection_pool: str = "authors",
-    ) -> None:
+    def warm_up(self, strategy: Strategy, population: int, params, config: WujiConfig) -> None:
         """Compiles the functions ``strategy`` calls with a population of ``population`` by calling
         each once on throwaway seeds (results dropped; everything is pure), so that the campaign's
         wall-clock budget is spent searching, not compiling: without it the first run of each
         strategy lost seconds of a short budget to XLA."""
-        if (strategy, population, selection_pool) in self._warm:
+        pool = config.selection_pool
+        if (strategy, population, pool) in self._warm:
             return
         seeds = jnp.full((population,), -1, jnp.int32)
-        if strategy == "random":
+        if strategy.random:
             jax.block_until_ready(self.random_round(self.init_random(params, seeds), params, seeds))
         else:
             variables = self.init_variables(jax.random.split(jax.random.key(0), population))
             scores, _ = jax.block_until_ready(self.evaluate(variables, params, seeds))
-            if strategy in TRAINS:
+            if strategy.trains:
                 learners, slots = self.init_training(variables, params, seeds)
                 jax.block_until_ready(self.train_round(learners, slots, params, seeds))
-            if strategy in EVOLVES:
-                multi = strategy in MULTI
-                children = self.offspring(
-                    jax.random.key(0), variables, scores if multi else scores[:, 1:], variation
-                )
-                candidates = 3 if strategy in TRAINS and selection_pool == "paper" else 2
+            if strategy.evolves:
+                fitness = scores if strategy.multi else scores[:, 1:]
+                children = self.offspring(jax.random.key(0), variables, fitness, config.variation)
+                candidates = 3 if strategy.trains and pool == "paper" else 2
                 jax.block_until_ready(
                     self.survivors(
-                        (variables, children, variables)[:candidates], (scores,) * candidates, multi
+                        (variables, children, variables)[:candidates],
+                        (scores,) * candidates,
+                        strategy.multi,
                     )
                 )
-        self._warm.add((strategy, population, selection_pool))
+        self._warm.add((strategy, population, pool))
 
 
 def offspring(key, population, fitness, variation, layers):

@@ -3,6 +3,7 @@ refused."""
 
 import json
 
+import jax
 import numpy as np
 import pytest
 
@@ -11,6 +12,7 @@ from jgtest.methods import wuji
 from jgtest.methods.wuji.device import run_on_device
 from jgtest.methods.wuji.placements import jitted_randomize
 from jgtest.methods.wuji.search import offspring, search_for, shared_search
+from jgtest.methods.wuji.strategies import REGISTRY, Ask, Strategy
 from jgtest.records import read_bug_records
 from jgtest.report import replay as replay_module
 from jgtest.report.replay import replay
@@ -341,32 +343,75 @@ def test_greedy_evaluation_plays_a_policy_the_same_way_whatever_the_run_seeds(ev
     ],
 )
 def test_the_selection_pool_is_the_authors_or_the_papers(pool, strategy, pool_sizes, evaluated):
-    from jgtest.methods.wuji.bookkeeping import next_generation
+    from jgtest.methods.wuji.strategies import REGISTRY, SearchState, play
 
     config = wuji.WujiConfig(strategy=strategy, selection_pool=pool)
-    parents, scores = np.zeros((30, 3)), np.zeros((30, 2))
     played, pools = [], []
 
-    def evaluate(policies):
-        played.append("trained" if policies[0, 0] == 2 else "children")
-        return np.zeros((30, 2))
+    class Stub:
+        """Children are ones, trained children twos."""
 
-    def select(candidates, candidate_scores, multi):
-        pools.append([len(c) for c in candidates])
-        return candidates[0], candidate_scores[0]
+        def breed(self, key, population, fitness):
+            return np.ones_like(population)
 
-    next_generation(
-        config,
-        parents,
-        scores,
-        None,
-        lambda key, population, fitness: np.ones_like(population),
-        select,
-        evaluate,
-        lambda children: children + 1,
-        lambda: False,
-    )
+        def evaluate(self, policies):
+            played.append("trained" if policies[0, 0] == 2 else "children")
+            return np.zeros((30, 2))
+
+        def fine_tune(self, policies):
+            return policies + 1
+
+        def select(self, candidates, scores, multi):
+            pools.append([len(c) for c in candidates])
+            return candidates[0], scores[0]
+
+        def spent(self):
+            return False
+
+    chosen = REGISTRY[strategy]
+    state = SearchState(np.zeros((30, 3)), np.zeros((30, 2)), jax.random.key(0))
+    ask, state = chosen.ask(state, Stub(), config)
+    chosen.tell(state, ask, play(ask, Stub()), Stub(), config)
     assert pools == [pool_sizes] and played == evaluated
+
+
+class _KeepTheBest(Strategy):
+    """A user's strategy: one child bred from the population's best, kept when it scores higher."""
+
+    def ask(self, state, player, config):
+        key, k_breed = jax.random.split(state.key)
+        return Ask(player.breed(k_breed, state.population, state.objectives)), state.replace(
+            key=key
+        )
+
+    def tell(self, state, ask, played, player, config):
+        population, objectives = player.select(
+            (state.population, ask.policies), (state.objectives, played.scores), True
+        )
+        return state.replace(population=population, objectives=objectives)
+
+
+def test_a_strategy_a_user_writes_runs_through_the_same_loop_budget_and_records(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setitem(REGISTRY, "keep_the_best", _KeepTheBest())
+    config = wuji.WujiConfig(
+        game="BlockMaze-v0",
+        strategy="keep_the_best",
+        population=4,
+        generations=None,
+        budget_steps=10_000,
+        seed=3,
+        a2c=TINY_A2C,
+        evaluation="sampled",
+    )
+    summary = run_on_device(config, tmp_path)
+    # the budget cuts its evaluations as any strategy's; each bug found has its record, which
+    # replays
+    assert 10_000 - 4 * 3 < summary["env_steps"] <= 10_000 and summary["generations"] >= 2
+    records = read_bug_records(tmp_path / "bugs.jsonl")
+    assert len(records) == summary["bugs_found"] >= 1
+    assert all(replay(r).reproduced for r in records)
 
 
 def test_the_command_line_lists_every_hyperparameter_with_the_configs_default_and_source():
