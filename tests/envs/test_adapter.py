@@ -139,6 +139,7 @@ def test_craftax_by_name():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two Craftax compilations, about 15 minutes on 2 busy cores
 def test_wuji_and_ppo_run_on_craftax_from_the_command_line(tmp_path):
     pytest.importorskip("craftax")
     from jgtest.cli import main
@@ -161,6 +162,8 @@ def test_wuji_and_ppo_run_on_craftax_from_the_command_line(tmp_path):
                 "1",
                 "--population",
                 "2",
+                "--steps-per-child",  # of the authors' 10,000: the game runs, the test stays short
+                "1000",
                 "--out",
                 str(tmp_path / "wuji"),
                 "--quiet",

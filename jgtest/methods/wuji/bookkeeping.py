@@ -18,6 +18,7 @@ from jgtest.coverage import DistinctStates
 from jgtest.evo import non_dominated_rank
 from jgtest.files import write_text
 from jgtest.methods.wuji.config import WujiConfig
+from jgtest.methods.wuji.strategies import ORIGINS, SearchState
 from jgtest.records import BugRecord, BugRecordWriter
 
 
@@ -265,6 +266,42 @@ class Bookkeeper:
         )
         self.timeline.append(row)
         with self._timeline_path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+class Lineage:
+    """Each generation's survivors by origin (:data:`jgtest.methods.wuji.strategies.ORIGINS`),
+    and the front's stored scores beside a fresh re-score on run seeds never played before (not
+    counted in the budget, no records): the winner's curse, if any, is the gap between the two.
+    Rows go to ``lineage.jsonl`` as they come (a resumed run drops those after its checkpoint)
+    and to the run's summary."""
+
+    def __init__(self, path: Path, generations_done: int):
+        lines = path.read_text().splitlines(keepends=True) if path.exists() else []
+        # a torn last line: a kill mid-write
+        rows = [json.loads(line) for line in lines if line.endswith("\n")]
+        self.rows = [row for row in rows if row["generation"] <= generations_done]
+        write_text(path, "".join(json.dumps(row) + "\n" for row in self.rows))
+        self._path = path
+
+    def add(self, generation: int, state: SearchState, rescore=None) -> None:
+        """Generation ``generation``'s row, the front scored again by ``rescore(policies)`` (if
+        given)."""
+        objectives, origin = np.asarray(state.objectives), np.asarray(state.origin)
+        front = np.flatnonzero(np.asarray(non_dominated_rank(objectives)) == 0)
+        fresh = None
+        if rescore is not None:
+            policies = jax.tree.map(lambda x: x[front], state.population)
+            fresh = np.asarray(rescore(policies)).round(4).tolist()
+        row = {
+            "generation": generation,
+            "survivors": {o: int((origin == i).sum()) for i, o in enumerate(ORIGINS)},
+            "front": front.tolist(),
+            "stored": objectives[front].round(4).tolist(),
+            "fresh": fresh,
+        }
+        self.rows.append(row)
+        with self._path.open("a") as f:
             f.write(json.dumps(row) + "\n")
 
 

@@ -33,6 +33,9 @@ _STATES_FILE = "states.npy"
 #: as much as a short generation (``findings_wuji.json``). A killed run repeats at most this much
 #: work.
 CHECKPOINT_EVERY_S = 30.0
+#: The first run seed of the lineage's fresh re-scores: above every seed a campaign plays (they
+#: start below 2**30 and grow by the policies played).
+FRESH_SEEDS = 2**30
 
 
 @struct.dataclass
@@ -108,6 +111,7 @@ def run_on_device(
             states,
         )
         _keep_records(book, kept, writer.path)
+        lineage = bookkeeping.Lineage(out_dir / "lineage.jsonl", int(run_state.generation))
         player = DevicePlayer(search, book, params, config, int(run_state.next_seed))
         if not resumed:
             if strategy.evaluates_initial:
@@ -122,6 +126,8 @@ def run_on_device(
             last = (config.generations is not None and generation >= config.generations) or (
                 book.spent()
             )
+            if not strategy.random:
+                lineage.add(generation, state, player.rescore)
             if last or time.perf_counter() - saved_at >= CHECKPOINT_EVERY_S:
                 run_state = _save(ckpt, generation, run_state, book, player, out_dir)
                 saved_at = time.perf_counter()
@@ -131,9 +137,12 @@ def run_on_device(
         run_generations(
             config, run_state.search, player, int(run_state.generation), after_generation
         )
-    summary = bookkeeping.run_summary(
-        config, env, book, int(run_state.generation), time.perf_counter() - start
-    )
+    summary = {
+        **bookkeeping.run_summary(
+            config, env, book, int(run_state.generation), time.perf_counter() - start
+        ),
+        "lineage": lineage.rows,
+    }
     write_json_atomically(out_dir / "summary.json", summary)
     if not strategy.random:
         write_json_atomically(
@@ -182,7 +191,7 @@ def _fresh_state(search: Search, config: WujiConfig, params) -> RunState:
     else:
         population = search.init_variables(shard_batch(jax.random.split(k_init, pop)))
     return RunState(
-        search=SearchState(population, jnp.zeros((pop, 2), jnp.float32), key),
+        search=SearchState.create(population, jnp.zeros((pop, 2), jnp.float32), key),
         generation=0,
         next_seed=next_seed,
         elapsed_s=0.0,
@@ -226,6 +235,7 @@ class DevicePlayer:
     def __init__(self, search: Search, book, params, config: WujiConfig, next_seed: int):
         self.search, self.book, self.params, self.config = search, book, params, config
         self.next_seed = next_seed
+        self._fresh_seed = FRESH_SEEDS
 
     def _seeds(self, policies) -> np.ndarray:
         n = jax.tree.leaves(policies)[0].shape[0]
@@ -254,6 +264,14 @@ class DevicePlayer:
                 "cannot rank (a NaN game reward?)"
             )
         return scores
+
+    def rescore(self, policies) -> jax.Array:
+        """``policies`` scored as :meth:`evaluate` scores them, on run seeds from
+        :data:`FRESH_SEEDS` on (never a campaign's), their games neither counted nor recorded."""
+        n = jax.tree.leaves(policies)[0].shape[0]
+        seeds = jnp.arange(self._fresh_seed, self._fresh_seed + n, dtype=jnp.int32)
+        self._fresh_seed += n
+        return self.search.evaluate(policies, self.params, seeds)[0]
 
     def fine_tune(self, policies):
         """A2C on every member at once until each stops (or the budget ends); the trained

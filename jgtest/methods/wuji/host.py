@@ -24,7 +24,7 @@ from jgtest.checkpoint import config_fingerprint
 from jgtest.coverage import DistinctStates
 from jgtest.errors import BadInput, ResumeRefused
 from jgtest.files import jsonable, write_json_atomically
-from jgtest.methods.wuji.bookkeeping import Bookkeeper, Tally, front_json, run_summary
+from jgtest.methods.wuji.bookkeeping import Bookkeeper, Lineage, Tally, front_json, run_summary
 from jgtest.methods.wuji.config import WujiConfig
 from jgtest.methods.wuji.search import offspring, survivors
 from jgtest.methods.wuji.strategies import REGISTRY, SearchState, run_generations
@@ -439,17 +439,23 @@ def run_on_host(
             player = HostPlayer(
                 search, HostGames(game, config.seed), book, config, jax.random.fold_in(key, 2)
             )
-            state = SearchState(None, jnp.zeros((num_members, 2), jnp.float32), key)
+            state = SearchState.create(None, jnp.zeros((num_members, 2), jnp.float32), key)
             if not strategy.random:
                 population = search.init_variables(jax.random.split(k_init, num_members))
                 state = state.replace(population=population, objectives=player.evaluate(population))
-            report = lambda generation, _: (
-                progress
-                and progress(generation, config.generations, int((~np.isnan(book.found_at)).sum()))
-            )
-            state, generations = run_generations(config, state, player, 0, report)
+            lineage = Lineage(out_dir / "lineage.jsonl", 0)
+
+            def after_generation(generation: int, state: SearchState) -> None:
+                if not strategy.random:  # no fresh re-score: the engines' games all count
+                    lineage.add(generation, state)
+                if progress is not None:
+                    found = int((~np.isnan(book.found_at)).sum())
+                    progress(generation, config.generations, found)
+
+            state, generations = run_generations(config, state, player, 0, after_generation)
     summary = {
         **run_summary(config, spec, book, generations, time.perf_counter() - start),
+        "lineage": lineage.rows,
         "games": game.num_envs,
     }
     write_json_atomically(out_dir / "summary.json", summary)

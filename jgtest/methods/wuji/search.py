@@ -216,8 +216,8 @@ def member_filled(stacked, value: bool):
 def survivors(candidates, scores, multi):
     """Algorithm 4: NSGA-II over the union of ``candidates`` (parents, children, trained children)
     on their ``scores`` (both objectives when ``multi``, else the winning score), keeping the
-    parents' number; ``(population, objectives)``."""
+    parents' number; ``(population, objectives, the survivors' indices in the union)``."""
     union = jax.tree.map(lambda *xs: jnp.concatenate(xs), *candidates)
     union_scores = jnp.concatenate(scores)
     keep = select(union_scores if multi else union_scores[:, 1:], scores[0].shape[0])
-    return jax.tree.map(lambda x: x[keep], union), union_scores[keep]
+    return jax.tree.map(lambda x: x[keep], union), union_scores[keep], keep

@@ -15,7 +15,7 @@ told the scores (:class:`Played`). A new strategy is a :class:`Strategy` and a l
         def tell(self, state, ask, played, player, config):
             candidates = (state.population, ask.policies)
             scores = (state.objectives, played.scores)
-            population, objectives = player.select(candidates, scores, True)
+            population, objectives, _ = player.select(candidates, scores, True)
             return state.replace(population=population, objectives=objectives)
 
     REGISTRY["hill_climb"] = HillClimb()
@@ -29,7 +29,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import jax
+import jax.numpy as jnp
 from flax import struct
+
+#: Where a member of the population came from in the last selection (:attr:`SearchState.origin`):
+#: the first population, a parent kept, an untrained child (P′) or a trained child (Q).
+ORIGINS = ("initial", "parent", "child", "trained")
 
 
 @struct.dataclass
@@ -40,11 +45,18 @@ class SearchState:
       population: the stacked policies' variables, or the ``random`` strategy's slot games.
       objectives: ``float32[P, 2]``, each member's (ES, RS) as last evaluated.
       key: the strategy's PRNG key.
+      origin: ``int32[P]``, each member's :data:`ORIGINS` index.
     """
 
     population: Any
     objectives: jax.Array
     key: jax.Array
+    origin: jax.Array
+
+    @classmethod
+    def create(cls, population, objectives: jax.Array, key: jax.Array) -> SearchState:
+        """A first population (every member ``"initial"``)."""
+        return cls(population, objectives, key, jnp.zeros(objectives.shape[0], jnp.int32))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +95,8 @@ class Player(Protocol):
 
     def breed(self, key, population, fitness) -> Any: ...  # Algorithm 1
 
-    def select(self, candidates, scores, multi: bool) -> tuple: ...  # NSGA-II's survivors, scores
+    # NSGA-II: the survivors, their scores and their indices in the candidates' union
+    def select(self, candidates, scores, multi: bool) -> tuple: ...
 
     def spent(self) -> bool: ...  # the budget is spent
 
@@ -153,7 +166,11 @@ class Training(Strategy):
     def tell(self, state, ask, played, player, config):
         if played.trained_scores is None:  # the budget ended in training
             return state
-        return state.replace(population=played.trained, objectives=played.trained_scores)
+        return state.replace(
+            population=played.trained,
+            objectives=played.trained_scores,
+            origin=jnp.full_like(state.origin, ORIGINS.index("trained")),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,18 +198,23 @@ class Evolution(Strategy):
         return Ask(children, evaluate=evaluate, train=self.train), state.replace(key=key)
 
     def tell(self, state, ask, played, player, config):
-        candidates, scores = [state.population], [state.objectives]
-        for policies, played_scores in (
-            (ask.policies, played.scores),
-            (played.trained, played.trained_scores),
+        candidates, scores, origins = [state.population], [state.objectives], ["parent"]
+        for policies, played_scores, origin in (
+            (ask.policies, played.scores, "child"),
+            (played.trained, played.trained_scores, "trained"),
         ):
             if played_scores is not None:
                 candidates.append(policies)
                 scores.append(played_scores)
+                origins.append(origin)
         if len(candidates) == 1 or (self.train and played.trained_scores is None):
             return state  # the budget ended before the children were all played
-        population, objectives = player.select(tuple(candidates), tuple(scores), self.multi)
-        return state.replace(population=population, objectives=objectives)
+        population, objectives, kept = player.select(tuple(candidates), tuple(scores), self.multi)
+        group = jnp.asarray([ORIGINS.index(o) for o in origins])
+        members = state.objectives.shape[0]
+        return state.replace(
+            population=population, objectives=objectives, origin=group[kept // members]
+        )
 
 
 #: Every strategy by name: the paper's six (§V-A3) and ``drl_30``.

@@ -2,6 +2,7 @@
 refused."""
 
 import json
+import tempfile
 
 import jax
 import numpy as np
@@ -363,13 +364,13 @@ def test_the_selection_pool_is_the_authors_or_the_papers(pool, strategy, pool_si
 
         def select(self, candidates, scores, multi):
             pools.append([len(c) for c in candidates])
-            return candidates[0], scores[0]
+            return candidates[0], scores[0], np.arange(30)
 
         def spent(self):
             return False
 
     chosen = REGISTRY[strategy]
-    state = SearchState(np.zeros((30, 3)), np.zeros((30, 2)), jax.random.key(0))
+    state = SearchState.create(np.zeros((30, 3)), np.zeros((30, 2)), jax.random.key(0))
     ask, state = chosen.ask(state, Stub(), config)
     chosen.tell(state, ask, play(ask, Stub()), Stub(), config)
     assert pools == [pool_sizes] and played == evaluated
@@ -385,7 +386,7 @@ class _KeepTheBest(Strategy):
         )
 
     def tell(self, state, ask, played, player, config):
-        population, objectives = player.select(
+        population, objectives, _ = player.select(
             (state.population, ask.policies), (state.objectives, played.scores), True
         )
         return state.replace(population=population, objectives=objectives)
@@ -432,3 +433,34 @@ def test_the_command_line_lists_every_hyperparameter_with_the_configs_default_an
     assert ours.evaluation == "sampled" and ours.variation.crossover == "weights"
     assert ours.a2c.returns == "n_step" and ours.a2c_hparams.learning_rate == 0.002
     assert wuji.preset(ours, "authors") == config
+
+
+def test_each_generation_records_where_its_survivors_came_from_and_rescores_its_front(tmp_path):
+    config = wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=2, seed=3, a2c=TINY_A2C)
+    summary = run_on_device(config, tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
+    assert rows == summary["lineage"] and [r["generation"] for r in rows] == [1, 2]
+    for row in rows:
+        # P∪Q: the untrained children are never selected (nor played)
+        assert sum(row["survivors"].values()) == 4 and row["survivors"]["child"] == 0
+        assert len(row["stored"]) == len(row["front"]) == len(row["fresh"]) >= 1
+    front = json.loads((tmp_path / "population.json").read_text())
+    stored = [[front["exploration"][i], front["winning"][i]] for i in rows[-1]["front"]]
+    np.testing.assert_allclose(rows[-1]["stored"], stored, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_greedy_evaluation_leaves_no_winners_curse_in_the_exploration_score():
+    """The front's stored ES sits within the noise of a re-score on fresh seeds: greedy policies'
+    scores carry only the game's luck (sampled ones carried the policy's too, and selection kept
+    the lucky)."""
+    import dataclasses
+
+    from jgtest.agents.wuji_a2c import AUTHORS_A2C
+
+    a2c = dataclasses.replace(AUTHORS_A2C, hidden_sizes=(32, 32, 32), steps_per_child=2000)
+    config = wuji.WujiConfig(game="CombatArena-v0", population=8, generations=4, seed=1, a2c=a2c)
+    with tempfile.TemporaryDirectory() as out:
+        rows = run_on_device(config, out)["lineage"]
+    gap = np.concatenate([np.subtract(r["stored"], r["fresh"])[:, 0] for r in rows])
+    assert abs(gap.mean()) <= 2 * gap.std(ddof=1) / np.sqrt(gap.size)
