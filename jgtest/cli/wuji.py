@@ -13,57 +13,28 @@ from jgtest.cli.shared import (
     positive_int,
 )
 
-#: The knobs of a run, ``(flag, WujiConfig field, type, default, where the default comes from)``:
-#: the authors' code (``NeteaseFuxiRL/wuji``; their A2C at commit 6661943) where it gives one,
-#: else ours. A test checks each default against :class:`jgtest.methods.wuji.WujiConfig`'s.
+#: The knobs of a run, ``(flag, WujiConfig field, default, where in the authors' code)``: their
+#: code (``NeteaseFuxiRL/wuji``; their A2C at commit 6661943) gives every default. A test checks
+#: each against :class:`jgtest.methods.wuji.WujiConfig`'s.
 HYPERPARAMETERS = (
-    ("--evaluation", "evaluation", str, "greedy", "authors: wuji/rl/pth/dqn/agent.py:33-34"),
-    (
-        "--selection-pool",
-        "selection_pool",
-        str,
-        "authors",
-        "authors: P∪Q, ea/optimizer/__init__.py:231-233; paper: P∪P′∪Q",
-    ),
-    ("--runs-per-eval", "runs_per_eval", int, "3", "authors: config.ini [sample] eval"),
-    (
-        "--crossover",
-        "variation.crossover",
-        str,
-        "layers",
-        "authors: config.ini:43, crossover/blob/pth/single_point.py:41-53; ours: weights",
-    ),
-    ("--crossover-rate", "variation.crossover_rate", float, "1.0", "authors: config.ini:48"),
-    (
-        "--mutation-rate",
-        "variation.mutation_rate",
-        float,
-        "0.0",
-        "authors: config.ini:53, mutation.Useless",
-    ),
-    ("--sigma", "variation.sigma", float, "0.005", "authors: config.ini:73-74"),
-    (
-        "--learning-rate",
-        "a2c_hparams.learning_rate",
-        float,
-        "0.00025",
-        "authors: rl/pth/wrap/__init__.py:204-213",
-    ),
-    ("--entropy", "a2c_hparams.ent_coef", float, "0.0001", "authors: config.ini:110-138"),
-    ("--value-coef", "a2c_hparams.vf_coef", float, "1.0", "authors: config.ini:110-138"),
-    ("--gamma", "a2c_hparams.gamma", float, "0.99", "authors: config.ini:110-138"),
-    (
-        "--action-floor",
-        "a2c_hparams.min_action_prob",
-        float,
-        "0.01",
-        "paper §V-A4; authors: pg/agent/__init__.py:67-70",
-    ),
-    ("--returns", "a2c.returns", str, "episode", "authors: ac/__init__.py:36-44; ours: n_step"),
-    ("--a2c-envs", "a2c.num_envs", int, "1", "authors: dqn/__init__.py:52-53"),
-    ("--a2c-steps", "a2c.num_steps", int, "128", "authors: pg/wrap/problem.py:55-63"),
-    ("--steps-per-child", "a2c.steps_per_child", int, "10000", "authors: config.ini:40,60"),
+    ("--evaluation", "evaluation", "greedy", "wuji/rl/pth/dqn/agent.py:33-34"),
+    ("--selection-pool", "selection_pool", "authors", "P∪Q: ea/optimizer/__init__.py:231-233"),
+    ("--runs-per-eval", "runs_per_eval", 3, "config.ini [sample] eval"),
+    ("--crossover", "variation.crossover", "layers", "crossover/blob/pth/single_point.py:41-53"),
+    ("--crossover-rate", "variation.crossover_rate", 1.0, "config.ini:48"),
+    ("--mutation-rate", "variation.mutation_rate", 0.0, "config.ini:53, mutation.Useless"),
+    ("--sigma", "variation.sigma", 0.005, "config.ini:73-74"),
+    ("--learning-rate", "a2c_hparams.learning_rate", 2.5e-4, "rl/pth/wrap/__init__.py:204-213"),
+    ("--entropy", "a2c_hparams.ent_coef", 1e-4, "config.ini:110-138"),
+    ("--value-coef", "a2c_hparams.vf_coef", 1.0, "config.ini:110-138"),
+    ("--gamma", "a2c_hparams.gamma", 0.99, "config.ini:110-138"),
+    ("--action-floor", "a2c_hparams.min_action_prob", 0.01, "pg/agent/__init__.py:67-70; §V-A4"),
+    ("--returns", "a2c.returns", "episode", "ac/__init__.py:36-44"),
+    ("--a2c-envs", "a2c.num_envs", 1, "dqn/__init__.py:52-53"),
+    ("--a2c-steps", "a2c.num_steps", 128, "pg/wrap/problem.py:55-63"),
+    ("--steps-per-child", "a2c.steps_per_child", 10_000, "config.ini:40,60"),
 )
+_PARSERS = {str: str, int: positive_int, float: nonnegative_float}
 
 
 def add_parser(methods) -> None:
@@ -123,12 +94,9 @@ def add_parser(methods) -> None:
         help="the operators, selection pool, evaluation and A2C settings as a whole (default "
         "authors); the options below override single ones",
     )
-    for flag, _, kind, default, source in HYPERPARAMETERS:
+    for flag, _, default, source in HYPERPARAMETERS:
         knobs.add_argument(
-            flag,
-            type=kind if kind is str else (nonnegative_float if kind is float else positive_int),
-            default=None,
-            help=f"default {default} ({source})",
+            flag, type=_PARSERS[type(default)], default=None, help=f"default {default} ({source})"
         )
     parser.set_defaults(func=run)
 

@@ -221,6 +221,10 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
     assert main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["strategies"] == ["ea_m"] and summary["bugs_found"]["ea_m"]["per_seed"][0] >= 1
+    lineage = summary["lineage"]["ea_m"]  # EA alone: parents and untrained children survive
+    assert lineage["generation"] == [1] and lineage["survivors"]["trained"] == [0.0]
+    assert lineage["survivors"]["parent"][0] + lineage["survivors"]["child"][0] == 4
+    assert len(lineage["stored"][0]) == len(lineage["fresh"][0]) == 2
     assert (out / "bugs_over_time.png").stat().st_size > 0 and (
         out / "population.png"
     ).stat().st_size > 0

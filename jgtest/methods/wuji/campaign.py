@@ -111,6 +111,11 @@ def run(
         },
         "bug_kinds": first["bug_kinds"],
         **({"reach_classes": list(reach)} if reach is not None else {}),
+        "lineage": {
+            s: _lineage([r.get("lineage", []) for r in runs])
+            for s, runs in results.items()
+            if any(r.get("lineage") for r in runs)
+        },
     }
     if "wuji" in results and len(results) > 1:
         summary["wuji_against_each"] = {
@@ -149,6 +154,27 @@ def run(
             f"{config.game}, seed {config.seed}: final populations",
         )
     return summary
+
+
+def _lineage(runs: list[list[dict]]) -> dict:
+    """Per generation, over the seeds that reached it: the mean survivors of each origin, and the
+    front's mean stored and fresh (ES, RS) (the fresh ones where the run re-scored them)."""
+    generations = max(len(rows) for rows in runs)
+    table = {"generation": list(range(1, generations + 1)), "survivors": {}, "stored": []}
+    table["fresh"] = []
+    rows_at = [[rows[g] for rows in runs if len(rows) > g] for g in range(generations)]
+    for origin in rows_at[0][0]["survivors"]:
+        table["survivors"][origin] = [
+            float(np.mean([row["survivors"][origin] for row in rows])) for rows in rows_at
+        ]
+    for field in ("stored", "fresh"):
+        table[field] = [
+            None
+            if any(row[field] is None for row in rows)
+            else np.mean([np.mean(row[field], axis=0) for row in rows], axis=0).round(4).tolist()
+            for rows in rows_at
+        ]
+    return table
 
 
 def _stats(values) -> dict:

@@ -1,10 +1,11 @@
 """Probe policies that calibrate ``NSHArena-v0`` (:mod:`jgtest.envs.nsh_arena`), and the probe run.
 
 A twin's free parameters are set with probes, never with the methods it compares: random, a
-scripted fighter, and the fighter with a share of random actions (the noisy play a game's human
-testers and scripts produce). :func:`probe_run` plays a probe for an env-step budget, every game in
-parallel, and reports the step at which each bug was first found, the wins and how far the
-fights went.
+scripted fighter, the fighter with a share of random actions (the noisy play a game's human
+testers and scripts produce), a fighter that retreats to a ledge to heal, and plain A2C (the
+``drl`` strategy) as a learned probe. :func:`probe_run` plays a scripted probe for an env-step
+budget, every game in parallel, and reports the step at which each bug was first found, the wins
+and how far the fights went; :func:`reach_classes` sorts the bugs by which probes reach them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from jgtest.envs.nsh_arena import (
     DROP,
     EXPOSE,
     HEAL,
+    LEAP,
     STAGGER,
     STRIKE,
     SWEEP,
@@ -34,7 +36,15 @@ from jgtest.envs.nsh_arena import (
 from jgtest.rollout import action_key, episode_key, reset_key, step_key
 
 #: The observation's cooldown slots (``NSHArena`` obs ``[12:25]``) of the actions the fighter uses.
-_CD_THRUST, _CD_SWEEP, _CD_BURST, _CD_HEAL, _CD_BUFF, _CD_DROP = 12, 13, 14, 17, 18, 24
+_CD_THRUST, _CD_SWEEP, _CD_BURST, _CD_HEAL, _CD_BUFF, _CD_LEAP, _CD_DROP = (
+    12,
+    13,
+    14,
+    17,
+    18,
+    23,
+    24,
+)
 
 
 def random_policy(params, obs, key):
@@ -98,6 +108,47 @@ def make_fighter(env: NSHArena, explore: float = 0.0):
         )
 
     return policy
+
+
+def make_retreating_fighter(env: NSHArena, low: float = 0.3, high: float = 0.9):
+    """The scripted fighter (:func:`make_fighter`) that leaps to a ledge below ``low`` of its hp
+    and stays there, healing as the heal's cooldown allows, until it is back above ``high``: the
+    long fights with trips to the ledges a learner plays, which the plain fighter never does."""
+    fighter = make_fighter(env)
+
+    def policy(params, obs, key):
+        hp, on_ledge = obs[5], obs[0] > 0
+        heal_ready = jnp.round(obs[_CD_HEAL] * COOLDOWN[HEAL]) <= 1
+        leap_ready = jnp.round(obs[_CD_LEAP] * COOLDOWN[LEAP]) <= 1
+        return jnp.select(
+            [
+                on_ledge & (hp < high) & heal_ready,
+                on_ledge & (hp < high),
+                ~on_ledge & (hp < low) & leap_ready,
+            ],
+            [HEAL, 0, LEAP],  # 0: a step north on the ledge, waiting
+            fighter(params, obs, key),
+        )
+
+    return policy
+
+
+#: Where a bug sits among the probes: ``start`` (random reaches it), ``path`` (a scripted fighter
+#: or plain A2C does), ``off`` (none does).
+REACH = ("start", "path", "off")
+
+
+def reach_classes(found: dict[str, list[bool]]) -> tuple[str, ...]:
+    """Each bug's class from the probes that found it (``found[probe][bug]``): ``start`` if
+    ``random`` found it, else ``path`` if any other probe did, else ``off``."""
+    num_bugs = len(found["random"])
+    others = [name for name in found if name != "random"]
+    return tuple(
+        "start"
+        if found["random"][bug]
+        else ("path" if any(found[name][bug] for name in others) else "off")
+        for bug in range(num_bugs)
+    )
 
 
 @partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps"))

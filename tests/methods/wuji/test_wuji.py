@@ -425,9 +425,9 @@ def test_the_command_line_lists_every_hyperparameter_with_the_configs_default_an
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     parser = run._subparsers._group_actions[0].choices["wuji"]
     listed = parser.format_help()
-    for flag, field, kind, default, source in HYPERPARAMETERS:
-        assert kind(default) == functools.reduce(getattr, field.split("."), config), flag
-        assert source.startswith(("authors", "paper")) and flag in listed
+    for flag, field, default, source in HYPERPARAMETERS:
+        assert default == functools.reduce(getattr, field.split("."), config), flag
+        assert f"default {default} ({source})" in " ".join(listed.split()), flag
     args = parser.parse_args(["--out", "x", "--preset", "ours", "--learning-rate", "0.002"])
     ours = _with_hyperparameters(config, args)
     assert ours.evaluation == "sampled" and ours.variation.crossover == "weights"
