@@ -2,8 +2,8 @@
 
     python benchmarks/nsh_probes.py --json benchmarks/results/nsh_probes.json
 
-The scripted probes (random, the fighter, the fighter with 30% random actions, the fighter that
-retreats to a ledge to heal) play ``FULL_BUDGET_STEPS`` env steps on 1,000 games, run seed 0; plain
+The scripted probes (random, the fighter, the fighter that retreats to a ledge to heal, each fighter
+also with 30% random actions) play ``FULL_BUDGET_STEPS`` env steps on 1,000 games, run seed 0; plain
 A2C (the ``drl`` strategy, the authors' A2C) plays the same budget as a Wuji run on seeds 0–2. Per
 probe: the env step at which each bug was first found; then each bug's reach class (``start``:
 random finds it; ``path``: another probe does; ``off``: none), beside the game's
@@ -54,6 +54,7 @@ def main(argv=None) -> dict:
         "fighter": probes.make_fighter(env),
         "fighter30": probes.make_fighter(env, 0.3),
         "retreating_fighter": probes.make_retreating_fighter(env),
+        "retreating_fighter30": probes.make_retreating_fighter(env, 0.3),
     }
     table, wall = {}, {}
     for name, policy in scripted.items():

@@ -58,9 +58,10 @@ BUG_KINDS = (
     + ("crash", "logical", "crash", "stuck", "logical", "crash", "crash")  # on the damage path
     + ("stuck", "crash", "logical", "stuck", "crash", "stuck", "crash")  # off the damage path
 )
-#: Reach class of each bug (:class:`NSHArena`): ``start``, ``path`` (damage path, phase-gated),
-#: ``off`` (off the damage path, phase-gated).
-REACH_CLASSES = ("start",) * 7 + ("path",) * 7 + ("off",) * 7
+#: Reach class of each bug, as the probe table gives them (``benchmarks/nsh_probes.py``,
+#: :func:`jgtest.methods.wuji.probes.reach_classes`): ``start`` (random reaches it), ``path`` (a
+#: scripted fighter, noisy or retreating to heal, or plain A2C does), ``off`` (no probe does).
+REACH_CLASSES = ("start",) * 7 + ("path",) * 14
 STAGGER, EXPOSE, BUFF_TIME = 4, 3, 4
 #: The bugs at ``bug_cells`` and the floor each must be on (leaps need a floor above, the ledges
 #: are floors 1 and 2).
@@ -402,10 +403,12 @@ class NSHArena(ArenaGame):
     within distance 1 (probability 0.5 each, :func:`jgtest.envs.arena.boss_turn`), only while the
     player is on floor 0. The player has 150 hp; an episode lasts at most 300 steps.
 
-    Bugs (:data:`BUG_KINDS`, :func:`player_bugs`), each firing the first time per episode, in three
-    reach classes (:data:`REACH_CLASSES`): near the start, any player reaches them (0-6); on the
-    damage path, gated on the boss's phase, a player who wins passes by them (7-13); off the
-    damage path, gated on the phase, they ask for a run of choices a fighter does not make (14-20).
+    Bugs (:data:`BUG_KINDS`, :func:`player_bugs`), each firing the first time per episode: near the
+    start, any player reaches them (0-6); on the damage path, gated on the boss's phase, a player
+    who wins passes by them (7-13); designed off the damage path, every one of them also gated on
+    the phase, they ask for a run of choices a fighter does not make (14-20). The probes put all
+    of 7-20 on a learner's path (:data:`REACH_CLASSES`): a noisy fighter that retreats to a ledge
+    to heal, and plain A2C, reach them in long phase-2 and phase-3 fights.
 
     0. crash, L10's (§V-D): the dart at distance 0 with any buff up.
     1. logical, L10's (§V-D): Iron, Ward and Guard up and a phase-1 boss hit rolling 6 or 7 heal

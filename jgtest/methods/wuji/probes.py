@@ -110,24 +110,31 @@ def make_fighter(env: NSHArena, explore: float = 0.0):
     return policy
 
 
-def make_retreating_fighter(env: NSHArena, low: float = 0.3, high: float = 0.9):
+def make_retreating_fighter(
+    env: NSHArena, explore: float = 0.0, low: float = 0.3, high: float = 0.9
+):
     """The scripted fighter (:func:`make_fighter`) that leaps to a ledge below ``low`` of its hp
     and stays there, healing as the heal's cooldown allows, until it is back above ``high``: the
-    long fights with trips to the ledges a learner plays, which the plain fighter never does."""
+    long fights with trips to the ledges a learner plays, which the plain fighter never does; a
+    uniform random action with probability ``explore``."""
     fighter = make_fighter(env)
 
     def policy(params, obs, key):
         hp, on_ledge = obs[5], obs[0] > 0
         heal_ready = jnp.round(obs[_CD_HEAL] * COOLDOWN[HEAL]) <= 1
         leap_ready = jnp.round(obs[_CD_LEAP] * COOLDOWN[LEAP]) <= 1
-        return jnp.select(
+        k_explore, k_action, k_fight = jax.random.split(key, 3)
+        action = jnp.select(
             [
                 on_ledge & (hp < high) & heal_ready,
                 on_ledge & (hp < high),
                 ~on_ledge & (hp < low) & leap_ready,
             ],
             [HEAL, 0, LEAP],  # 0: a step north on the ledge, waiting
-            fighter(params, obs, key),
+            fighter(params, obs, k_fight),
+        )
+        return jnp.where(
+            jax.random.uniform(k_explore) < explore, jax.random.randint(k_action, (), 0, 19), action
         )
 
     return policy

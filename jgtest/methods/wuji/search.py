@@ -56,10 +56,16 @@ def search_for(config: WujiConfig) -> Search:
 
 def learner_config(config: WujiConfig) -> WujiA2CConfig:
     """The A2C learner's settings: ``config.a2c``, but for ``drl``, whose one learner stands in for
-    a population, ``population`` times the games (a round plays the steps of a population's
-    round, :meth:`jgtest.methods.wuji.strategies.Strategy.learner_games`)."""
+    a population, ``population`` times the games and the steps per child (a round and a
+    generation play the steps of a population's, :meth:`jgtest.methods.wuji.strategies.Strategy.
+    learner_games`)."""
     games = REGISTRY[config.strategy].learner_games(config)
-    return dataclasses.replace(config.a2c, num_envs=config.a2c.num_envs * games)
+    per_child = config.a2c.steps_per_child
+    return dataclasses.replace(
+        config.a2c,
+        num_envs=config.a2c.num_envs * games,
+        steps_per_child=None if per_child is None else per_child * games,
+    )
 
 
 class Search:

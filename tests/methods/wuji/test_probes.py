@@ -1,13 +1,18 @@
 """NSHArena-v0's probes (:mod:`jgtest.methods.wuji.probes`): the retreating fighter, and the reach
 classes the probe table gives."""
 
+import json
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import pytest
 
 import jgtest
-from jgtest.envs.nsh_arena import DROP, HEAL, LEAP
+from jgtest.envs.nsh_arena import DROP, HEAL, LEAP, REACH_CLASSES
 from jgtest.methods.wuji.probes import make_retreating_fighter, reach_classes
+
+TABLE = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "nsh_probes.json"
 
 
 @pytest.mark.parametrize(
@@ -35,3 +40,12 @@ def test_reach_classes_sort_the_bugs_by_the_probes_that_found_them():
         "a2c_seed0": [False, False, False],
     }
     assert reach_classes(found) == ("start", "path", "off")
+
+
+def test_the_games_reach_classes_are_the_probe_tables():
+    """``REACH_CLASSES`` are what the committed probe table (``benchmarks/nsh_probes.py``, plain
+    A2C among its probes) gives: a class is never set by hand."""
+    table = json.loads(TABLE.read_text())
+    assert not table["quick"] and any(name.startswith("a2c") for name in table["probes"])
+    found = {name: [s >= 0 for s in row["first_found"]] for name, row in table["probes"].items()}
+    assert reach_classes(found) == REACH_CLASSES == tuple(table["derived_reach_classes"])
