@@ -505,6 +505,52 @@ def wuji_doom_sections(results: Results) -> list[str]:
     ]
 
 
+NSH_PROBES = "nsh_probes.json"
+#: NSHArena-v0's bugs where they were designed (:class:`jgtest.envs.nsh_arena.NSHArena`).
+NSH_DESIGNED = (
+    ("near the start (0-6)", range(0, 7)),
+    ("on the damage path (7-13)", range(7, 14)),
+    ("designed off it (14-20)", range(14, 21)),
+)
+#: The scripted probes (:mod:`jgtest.methods.wuji.probes`) in words.
+PROBE_WORDS = {
+    "random": "random",
+    "fighter": "the scripted fighter",
+    "fighter30": "the fighter, 30% random actions",
+    "retreating_fighter": "the fighter that retreats to a ledge to heal",
+    "retreating_fighter30": "the retreating fighter, 30% random actions",
+}
+
+
+def nsh_probe_section(results: Results) -> str:
+    data = results[NSH_PROBES]
+    rows = []
+    for name, row in data["probes"].items():
+        found = [step >= 0 for step in row["first_found"]]
+        seed = name.removeprefix("a2c_seed")
+        words = PROBE_WORDS.get(name, f"plain A2C (a drl run, the authors' A2C), seed {seed}")
+        rows.append(
+            [words, *(f"{sum(found[b] for b in bugs)} of {len(bugs)}" for _, bugs in NSH_DESIGNED)]
+        )
+    classes = data["derived_reach_classes"]
+    counts = {c: str(classes.count(c)) for c in ("start", "path", "off")}
+    return section(
+        "The probes behind NSHArena-v0's reach classes",
+        f"Each probe plays {steps_label(data['budget_steps'])} env steps: the scripted ones on "
+        "1,000 games (run seed 0), plain A2C as a drl run. The bugs each reaches, by where they "
+        "were designed. A bug is in class start if random reaches it, path if another probe does, "
+        f"off if none does: {named(counts)}. These are the game's classes (a test checks), so the "
+        "bugs designed off the damage path, all gated on the boss's phase, count on the path.",
+        table(["probe", *(words for words, _ in NSH_DESIGNED)], rows),
+        provenance(
+            NSH_PROBES,
+            data,
+            Seeds=f"the scripted probes run seed {data['scripted_probes']['run_seed']}, plain "
+            f"A2C seeds {listing(data['a2c_probe']['seeds'])}",
+        ),
+    )
+
+
 def by_steps_listing(data: dict) -> str:
     """The seeds, then bugs / states of each strategy at each checkpoint of a ``by_steps`` table."""
     marks = sorted(data["by_steps"], key=int)
@@ -566,6 +612,7 @@ def wuji_page(results: Results) -> Page:
     body = "\n\n".join(
         [
             intro,
+            nsh_probe_section(results),
             *wuji_nsh_sections(results),
             *wuji_fair_rerun_sections(results),
             earlier,
