@@ -18,6 +18,7 @@ from jgtest.methods.wuji import host
 from jgtest.methods.wuji.config import STRATEGIES, WujiConfig
 from jgtest.methods.wuji.device import run_on_device
 from jgtest.methods.wuji.placements import check_game_kwargs
+from jgtest.methods.wuji.strategies import REGISTRY
 from jgtest.seeds import check_seed
 
 
@@ -145,7 +146,7 @@ def run(
     fronts = {
         s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text())
         for s in strategies
-        if s != "random"
+        if not REGISTRY[s].random
     }
     if fronts:
         population_plot(
