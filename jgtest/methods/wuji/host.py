@@ -26,7 +26,7 @@ from jgtest.errors import BadInput, ResumeRefused
 from jgtest.files import jsonable, write_json_atomically
 from jgtest.methods.wuji.bookkeeping import Bookkeeper, Lineage, Tally, front_json, run_summary
 from jgtest.methods.wuji.config import WujiConfig
-from jgtest.methods.wuji.search import offspring, survivors
+from jgtest.methods.wuji.search import learner_config, offspring, survivors
 from jgtest.methods.wuji.strategies import REGISTRY, SearchState, run_generations
 from jgtest.nets import floored_log_probs
 from jgtest.records import BugRecordWriter
@@ -115,7 +115,8 @@ class HostSearch:
     and selection."""
 
     def __init__(self, spec: FeatureSpec, config: WujiConfig, games_per_member: int):
-        a2c_config = dataclasses.replace(config.a2c, num_envs=games_per_member)
+        # drl's one learner trains a population's steps per child (search.learner_config)
+        a2c_config = dataclasses.replace(learner_config(config), num_envs=games_per_member)
         self.a2c = a2c = WujiA2C(
             spec, a2c_config, spec.default_params.max_steps_in_episode, config.num_buckets
         )
