@@ -188,3 +188,13 @@ def test_a_bug_found_on_the_engine_shrinks_within_its_time_limit(campaign):
     # the limit, and the last replays that check the result
     assert time.perf_counter() - start < 8.0 + 5.0
     assert len(shrunk.trace_min) <= len(record.actions) and replay(minimal(shrunk)).reproduced
+
+
+def test_greedy_evaluation_on_the_engine_scores_the_front_it_keeps(tmp_path):
+    config = dataclasses.replace(TINY, evaluation="greedy", strategy="ea_m")
+    summary = wuji.host.run_on_host(config, tmp_path)
+    front = json.loads((tmp_path / "population.json").read_text())
+    (row,) = summary["lineage"]
+    stored = [[front["exploration"][i], front["winning"][i]] for i in row["front"]]
+    assert summary["env_steps"] > 0 and row["fresh"] is None
+    np.testing.assert_allclose(row["stored"], stored, atol=1e-4)

@@ -138,7 +138,7 @@ class HostSearch:
         #: Each policy's argmax actions for its games' observations ``[P, k, F]`` (greedy
         #: evaluation, :data:`jgtest.methods.wuji.config.EVALUATIONS`).
         self.greedy = jax.jit(
-            jax.vmap(lambda variables, obs: jnp.argmax(a2c.network.apply(variables, obs)[0], -1))
+            jax.vmap(jax.vmap(a2c.greedy_policy, in_axes=(None, 0, None)), in_axes=(0, 0, None))
         )
         self.learn = jax.jit(
             jax.vmap(lambda learner, traj, valid: a2c.learn(learner, traj, hparams, valid))
@@ -207,7 +207,7 @@ class HostPlayer:
         if self.config.evaluation == "sampled":
             return self._act(policies, obs)[0]
         shaped = obs.reshape(self.members, self.per_member, -1)
-        return np.asarray(self.search.greedy(policies, shaped)).reshape(-1)
+        return np.asarray(self.search.greedy(policies, shaped, None)).reshape(-1)
 
     def evaluate(self, policies) -> jax.Array:
         """Each policy's (ES, RS), ``float32[P, 2]``: the distinct states (Def. 3) and discounted
