@@ -4,6 +4,8 @@ compared (:mod:`jgtest.methods.wuji`), on device or on a ViZDoom scenario.
 
 from __future__ import annotations
 
+import dataclasses
+
 from jgtest.cli.shared import (
     fail,
     game_kwargs,
@@ -103,7 +105,6 @@ def add_parser(methods) -> None:
 
 def _with_hyperparameters(config, args):
     """``config`` under ``--preset`` with the single options given."""
-    import dataclasses
 
     from jgtest.methods.wuji import preset
 
@@ -148,8 +149,8 @@ def run(args) -> int:
             seed=args.seed,
         )
         config = _with_hyperparameters(config, args)
-        for strategy in strategies:
-            wuji.WujiConfig(strategy=strategy)
+        for strategy in strategies:  # each strategy's settings, before any run starts
+            dataclasses.replace(config, strategy=strategy)
         if not is_host_game(config.game):
             wuji.check_game_kwargs(
                 *jgtest.make(config.game, **dict(config.game_kwargs)), config.game_kwargs

@@ -19,11 +19,19 @@ Usage (one run per strategy and seed: :mod:`~jgtest.methods.wuji.device`,
 """
 
 from jgtest.methods.wuji.campaign import run
-from jgtest.methods.wuji.config import PAPER_STRATEGIES, PRESETS, STRATEGIES, WujiConfig, preset
+from jgtest.methods.wuji.config import (
+    PAPER_STRATEGIES,
+    PARTS,
+    PRESETS,
+    STRATEGIES,
+    WujiConfig,
+    preset,
+)
 from jgtest.methods.wuji.placements import check_game_kwargs, run_params
 
 __all__ = [
     "PAPER_STRATEGIES",
+    "PARTS",
     "PRESETS",
     "STRATEGIES",
     "WujiConfig",

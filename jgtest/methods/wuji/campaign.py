@@ -60,6 +60,7 @@ def run(
     for s in strategies:
         if s not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {s!r}")
+        dataclasses.replace(config, strategy=s)  # its settings are valid before any run starts
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     check_seed(config.seed + seeds - 1, f"the last seed (seed {config.seed} + seeds {seeds} - 1)")

@@ -48,9 +48,10 @@ class WujiConfig:
         ...); a param that ``randomize`` re-draws per run is refused (:func:`check_game_kwargs`).
       strategy: one of :data:`STRATEGIES`, or a strategy registered in
         :data:`jgtest.methods.wuji.strategies.REGISTRY`.
-      population: population and offspring size (the paper's 30); ``drl`` trains one learner on
-        ``population`` times ``a2c.num_envs`` games at once
-        (:meth:`jgtest.methods.wuji.strategies.Strategy.members`).
+      population: population and offspring size (the paper's 30; at least 2 where it evolves);
+        ``drl`` trains one learner on ``population`` times ``a2c.num_envs`` games at once
+        (:meth:`jgtest.methods.wuji.strategies.Strategy.members`): with 1, the authors' learner
+        in one game.
       generations: generations to run (a budget may stop it sooner); ``None``: until
         a budget runs out.
       budget_s: wall-clock budget in seconds, checked between device calls.
@@ -110,10 +111,10 @@ class WujiConfig:
         for name in ("generations", "budget_steps", "runs_per_eval", "num_buckets"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.population < 2:
+        if self.population < (2 if REGISTRY[self.strategy].evolves else 1):
             raise ValueError(
-                "population must be at least 2 (crossover needs two parents), got "
-                f"{self.population}"
+                f"population must be at least 2 for {self.strategy} (crossover needs two "
+                f"parents), got {self.population}"
             )
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"budget_s must be positive, got {self.budget_s}")
@@ -121,21 +122,36 @@ class WujiConfig:
 
 #: Named settings of a run's operators, selection pool, evaluation and A2C (:func:`preset`).
 PRESETS = ("authors", "ours")
+#: Each preset's settings, by the part of the method they set (:data:`PARTS`): ``"authors"``, the
+#: authors' code (the defaults), and ``"ours"``, where the paper is silent (a cut anywhere at 0.9
+#: with 10% of the weights mutated, P∪P′∪Q as the paper's text has it, sampled evaluation, n-step
+#: A2C in 8 games with an early stop).
+PRESET_PARTS: dict[str, dict[str, dict[str, Any]]] = {
+    "authors": {
+        "evaluation": {"evaluation": "greedy"},
+        "operators": {"variation": AUTHORS_VARIATION},
+        "selection_pool": {"selection_pool": "authors"},
+        "a2c": {"a2c": AUTHORS_A2C, "a2c_hparams": AUTHORS_A2C_HPARAMS},
+    },
+    "ours": {
+        "evaluation": {"evaluation": "sampled"},
+        "operators": {"variation": OURS_VARIATION},
+        "selection_pool": {"selection_pool": "paper"},
+        "a2c": {"a2c": OURS_A2C, "a2c_hparams": OURS_A2C_HPARAMS},
+    },
+}
+#: The parts of the method a preset sets, each one or more :class:`WujiConfig` fields.
+PARTS = tuple(PRESET_PARTS["authors"])
 
 
-def preset(config: WujiConfig, name: str) -> WujiConfig:
-    """``config`` with preset ``name``'s operators, selection pool, evaluation and A2C:
-    ``"authors"``, the authors' code (the defaults), or ``"ours"``, where the paper is silent (a
-    cut anywhere at 0.9 with 10% of the weights mutated, P∪P′∪Q as the paper's text has it,
-    sampled evaluation, n-step A2C in 8 games with an early stop)."""
+def preset(config: WujiConfig, name: str, parts: tuple[str, ...] = PARTS) -> WujiConfig:
+    """``config`` with preset ``name``'s settings of ``parts`` (default all of :data:`PARTS`):
+    ``preset(config, "ours", ("a2c",))`` is the authors' method with our A2C, one of the
+    ablation's variants."""
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
-    authors = name == "authors"
-    return dataclasses.replace(
-        config,
-        variation=AUTHORS_VARIATION if authors else OURS_VARIATION,
-        selection_pool="authors" if authors else "paper",
-        evaluation="greedy" if authors else "sampled",
-        a2c=AUTHORS_A2C if authors else OURS_A2C,
-        a2c_hparams=AUTHORS_A2C_HPARAMS if authors else OURS_A2C_HPARAMS,
-    )
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise ValueError(f"parts must be among {PARTS}, got {unknown}")
+    fields = {k: v for part in parts for k, v in PRESET_PARTS[name][part].items()}
+    return dataclasses.replace(config, **fields)

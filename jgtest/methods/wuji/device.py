@@ -15,7 +15,7 @@ from flax import struct
 
 from jgtest.checkpoint import Checkpointer, config_fingerprint, strongly_typed
 from jgtest.coverage import DistinctStates
-from jgtest.files import jsonable, write_json_atomically
+from jgtest.files import jsonable, read_json, write_json_atomically
 from jgtest.methods.wuji import bookkeeping
 from jgtest.methods.wuji.config import WujiConfig
 from jgtest.methods.wuji.placements import run_params
@@ -66,7 +66,8 @@ def run_on_device(
       progress: called after each generation with ``(generation, generations, bugs found)``.
       resume: continue from the latest checkpoint in ``out_dir`` (a killed campaign): the records
         already written stay, and the run ends where an uninterrupted one ends (with a
-        ``generations`` budget; wall-clock times differ).
+        ``generations`` budget; wall-clock times differ). A run that finished returns its
+        summary as it is.
 
     Raises:
       ResumeRefused: ``resume`` in a directory of another campaign (nothing is written).
@@ -83,6 +84,8 @@ def run_on_device(
         config_fingerprint(config),
         resume,
     )
+    if resume and (out_dir / "summary.json").exists():
+        return read_json(out_dir / "summary.json")  # the run finished: nothing to compile or play
     search.warm_up(strategy, strategy.members(config), params, config)
     # typed as restored: a resumed run reuses the compiled steps
     run_state = strongly_typed(_fresh_state(search, config, params))
@@ -143,12 +146,12 @@ def run_on_device(
         ),
         "lineage": lineage.rows,
     }
-    write_json_atomically(out_dir / "summary.json", summary)
     if not strategy.random:
         write_json_atomically(
             out_dir / "population.json",
             bookkeeping.front_json(np.asarray(run_state.search.objectives)),
         )
+    write_json_atomically(out_dir / "summary.json", summary)  # last: the run finished
     return summary
 
 

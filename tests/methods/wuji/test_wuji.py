@@ -1,6 +1,7 @@
 """Wuji campaigns: every strategy runs, records are written as found and replay, bad configs
 refused."""
 
+import dataclasses
 import json
 import tempfile
 
@@ -183,7 +184,7 @@ def test_a_campaign_keeps_its_game_options_and_refuses_one_its_runs_redraw(tmp_p
     "kwargs,message",
     [
         (dict(strategy="monkey"), "strategy must be one of"),
-        (dict(population=1), "population must be at least 2"),
+        (dict(population=1), "population must be at least 2 for wuji"),
         (dict(generations=0), "generations must be at least 1"),
         (dict(budget_s=0), "budget_s must be positive"),
         (dict(generations=None), "needs generations, budget_s or budget_steps"),
@@ -248,6 +249,16 @@ def test_drl_as_30_learners_keeps_a_population_of_trained_policies(tmp_path):
     assert rounds[0] == 4 * TINY_A2C.steps_per_round
 
 
+def test_drl_with_a_population_of_one_is_a_learner_in_the_a2c_games_alone(tmp_path):
+    """The authors' DRL: one learner in ``a2c.num_envs`` games (their one), with no population."""
+    config = wuji.WujiConfig(
+        game="BlockMaze-v0", strategy="drl", population=1, generations=1, seed=3, a2c=TINY_A2C
+    )
+    summary = run_on_device(config, tmp_path)
+    rounds = [b[1] - a[1] for a, b in zip(summary["timeline"], summary["timeline"][1:])]
+    assert rounds[0] == TINY_A2C.steps_per_round
+
+
 class _Killed(Exception):
     pass
 
@@ -293,6 +304,10 @@ def test_a_killed_campaign_resumes_to_the_uninterrupted_result(strategy, tmp_pat
         )
     # the resumed curve drops what the kill lost and reaches the same steps and bugs
     assert [row[1:] for row in resumed["timeline"]] == [row[1:] for row in whole["timeline"]]
+    # a finished run resumes to its summary as it is, playing nothing
+    records = (killed / "bugs.jsonl").read_bytes()
+    assert run_on_device(config, killed, resume=True) == json.loads(json.dumps(resumed))
+    assert (killed / "bugs.jsonl").read_bytes() == records
 
 
 def test_a_policy_scored_nan_stops_the_run_naming_it(tmp_path, monkeypatch):
@@ -433,6 +448,15 @@ def test_the_command_line_lists_every_hyperparameter_with_the_configs_default_an
     assert ours.evaluation == "sampled" and ours.variation.crossover == "weights"
     assert ours.a2c.returns == "n_step" and ours.a2c_hparams.learning_rate == 0.002
     assert wuji.preset(ours, "authors") == config
+    # one part switched back at a time: the ablation's variants
+    for part in wuji.PARTS:
+        variant = wuji.preset(config, "ours", (part,))
+        changed = {f.name for f in dataclasses.fields(config)}
+        changed = {n for n in changed if getattr(variant, n) != getattr(config, n)}
+        assert changed == set(wuji.config.PRESET_PARTS["ours"][part]), part
+    assert wuji.preset(config, "ours", wuji.PARTS) == wuji.preset(config, "ours")
+    with pytest.raises(ValueError, match="parts must be among"):
+        wuji.preset(config, "ours", ("mutation",))
 
 
 def test_each_generation_records_where_its_survivors_came_from_and_rescores_its_front(tmp_path):
