@@ -83,17 +83,49 @@ def run(
                 run_config, out_dir / strategy / f"seed-{seed}", progress=report, resume=resume
             )
             results.setdefault(strategy, []).append(summary)
-    first = next(iter(results.values()))[0]
+    summary = summarize(config, results)
+    write_json_atomically(out_dir / "summary.json", summary)
+    title = f"{config.game}, {seeds} seed(s)"
+    bugs_over_time_plot(
+        _timelines(results), out_dir / "bugs_over_time.png", summary["bugs_total"], title
+    )
+    coverage_plot(
+        {s: summary["state_coverage"][s]["per_seed"] for s in strategies},
+        out_dir / "coverage.png",
+        title,
+    )
+    fronts = {
+        s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text())
+        for s in strategies
+        if not REGISTRY[s].random
+    }
+    if fronts:
+        population_plot(
+            fronts,
+            out_dir / "population.png",
+            f"{config.game}, seed {config.seed}: final populations",
+        )
+    return summary
+
+
+def summarize(config: WujiConfig, results: dict[str, list[dict]]) -> dict:
+    """A comparison's summary from its runs' summaries (:func:`run` writes it): ``results`` maps a
+    name (a strategy, or a variant of one a study names) to its seeds' run summaries, in order,
+    each group the same number of seeds; ``config`` gives the game and the budget. With a group
+    named ``wuji`` and others, ``wuji_against_each`` compares it with each of them."""
+    strategies = list(results)
+    first_runs = results[strategies[0]]
+    first = first_runs[0]
     reach = (
         None
-        if bridged
+        if is_host_game(config.game)
         else getattr(make(config.game, **dict(config.game_kwargs))[0], "reach_classes", None)
     )
     summary = {
         "method": "wuji",
         "game": config.game,
         "game_kwargs": dict(config.game_kwargs),
-        "seeds": seeds,
+        "seeds": len(first_runs),
         "generations": config.generations,
         "budget_s": config.budget_s,
         "budget_steps": config.budget_steps,
@@ -124,10 +156,7 @@ def run(
             m: compare_groups({s: summary[m][s]["per_seed"] for s in strategies}, against="wuji")
             for m in ("bugs_found", "state_coverage")
         }
-    timelines = {
-        s: [np.asarray(r["timeline"], np.float64).reshape(-1, 4) for r in runs]
-        for s, runs in results.items()
-    }
+    timelines = _timelines(results)
     if config.budget_s is not None:
         summary["by_time"] = _at_budget_fractions(timelines, config.budget_s, _SECONDS)
     if config.budget_steps is not None:
@@ -136,26 +165,15 @@ def run(
             summary["by_reach_class"] = _by_reach_class(
                 summary["first_found_step"], reach, config.budget_steps
             )
-    write_json_atomically(out_dir / "summary.json", summary)
-    title = f"{config.game}, {seeds} seed(s)"
-    bugs_over_time_plot(timelines, out_dir / "bugs_over_time.png", first["bugs_total"], title)
-    coverage_plot(
-        {s: summary["state_coverage"][s]["per_seed"] for s in strategies},
-        out_dir / "coverage.png",
-        title,
-    )
-    fronts = {
-        s: json.loads((out_dir / s / f"seed-{config.seed}" / "population.json").read_text())
-        for s in strategies
-        if not REGISTRY[s].random
-    }
-    if fronts:
-        population_plot(
-            fronts,
-            out_dir / "population.png",
-            f"{config.game}, seed {config.seed}: final populations",
-        )
     return summary
+
+
+def _timelines(results: dict[str, list[dict]]) -> dict[str, list[np.ndarray]]:
+    """Each run's timeline rows (seconds, env steps, bugs, states) as an array."""
+    return {
+        s: [np.asarray(r["timeline"], np.float64).reshape(-1, 4) for r in runs]
+        for s, runs in results.items()
+    }
 
 
 def _lineage(runs: list[list[dict]]) -> dict:
