@@ -15,10 +15,10 @@ with Holm's correction over those three pairs, Cliff's δ).
 
 ``wallclock``: equal wall-clock, each strategy with its natural parallelism: Wuji's population
 trained side by side, DRL as the authors' one learner in one game (``drl`` with a population of
-one) and DRL ×30. The budget is Wuji's mean seconds a run in the comparison (``--budget-s`` sets
-another); Wuji's seeds against each DRL's, as above. Wall-clock figures hold for this machine
-only: run each process on one core (``taskset -c N``), as the comparison's were, so that two
-lanes side by side do not slow each other.
+one) and DRL ×30. The budget is Wuji's median seconds a run in the comparison (robust to a run
+that other work slowed; ``--budget-s`` sets another); Wuji's seeds against each DRL's, as above.
+Wall-clock figures hold for this machine only: run each process on one core (``taskset -c N``),
+as the comparison's were, so that two lanes side by side do not slow each other.
 
 Runs resume (a killed study continues; a finished run is read, not played). ``--only`` runs some
 variants or strategies of a study (one lane of two, one per core) and writes nothing;
@@ -33,6 +33,7 @@ import dataclasses
 import json
 import os
 import platform
+import statistics
 import sys
 from pathlib import Path
 
@@ -117,8 +118,8 @@ def ablation(args, base: wuji.WujiConfig, seeds: range) -> dict | None:
 
 
 def wallclock(args, base: wuji.WujiConfig, seeds: range) -> dict | None:
-    compare = read_json(args.compare / "summary.json")
-    budget_s = args.budget_s or round(compare["wall_s"]["wuji"] / compare["seeds"], 1)
+    walls = [run["wall_s"] for run in run_summaries(args.compare, "wuji", seeds)]
+    budget_s = args.budget_s or round(statistics.median(walls), 1)
     timed = dataclasses.replace(base, budget_s=budget_s, budget_steps=None)
     configs = {
         name: dataclasses.replace(
@@ -138,7 +139,7 @@ def wallclock(args, base: wuji.WujiConfig, seeds: range) -> dict | None:
     return {
         "study": "wallclock",
         "budget_s": budget_s,
-        "budget_from": "Wuji's mean seconds a run in the comparison"
+        "budget_from": "Wuji's median seconds a run in the comparison"
         if args.budget_s is None
         else "--budget-s",
         "strategies": list(configs),
