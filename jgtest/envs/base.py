@@ -95,6 +95,10 @@ class TestingEnv(environment.Environment):
       whose bucket tuples its exploration score and state coverage count; by default the
       observation itself.
 
+    * ``draw`` (optional): a game whose observation is what to draw rather than pixels (PacMaze's
+      colour index a cell) draws it as ``uint8[h, w, 3]`` RGB, so that only a learner that reads
+      pixels (:class:`jgtest.envs.wrappers.DrawFrames`) pays for them.
+
     A subclass sets ``env_id`` and ``num_actions`` (class attributes, or properties where they
     depend on the game's options), builds ``self._default_params`` in its constructor, and
     writes ``reset_env``, ``step_env``, ``get_obs`` and the hooks above.

@@ -10,6 +10,8 @@ the first time in an episode the player enters it (§3.1.3), slowing the step's 
   corridor, because a random agent then plays its part in Table 1 (§3.2).
 * chosen: dots along the tunnel corridors, because in the paper's Atari maze dots lead there.
 * chosen: colours of distinct brightness, because the agents see grayscale frames (§3.1.2).
+* chosen: the step returns the colour index of each cell and frames are drawn on read
+  (:meth:`PacMaze.draw`), because drawing 84x84x3 pixels cost a hundred times the game's step.
 
 Rules: :class:`PacMaze`; notes: ``docs/twins/pacmaze.md``.
 """
@@ -74,7 +76,8 @@ PLAYER_RGB = (255, 255, 0)
 GHOST_RGB = ((255, 140, 140), (255, 150, 220), (0, 255, 255), (255, 184, 82))
 
 _FLOOR, _WALL, _DOT, _PLAYER, _GHOST0 = 0, 1, 2, 3, 4
-_PALETTE = np.array([FLOOR_RGB, WALL_RGB, DOT_RGB, PLAYER_RGB, *GHOST_RGB], np.uint8)
+#: The colour of each index of an observation: floor, wall, dot, player, then the ghosts'.
+PALETTE = np.array([FLOOR_RGB, WALL_RGB, DOT_RGB, PLAYER_RGB, *GHOST_RGB], np.uint8)
 
 
 @struct.dataclass
@@ -188,9 +191,12 @@ class PacMaze(TestingEnv):
     heading left, as in the arcade game. The episode terminates when the lives reach 0 or every
     dot is eaten; it is truncated after ``max_steps_in_episode`` steps.
 
-    Observation: ``uint8[H*cell_px, W*cell_px, 3]`` (84x84x3 by default): black floor, blue
-    walls, small dim-pink dots, a yellow player and light-red, pink, cyan and orange ghosts; the
-    gates and bugs are not drawn (:meth:`get_obs`). Telemetry: ``position`` is the player's
+    Observation: the maze as ``uint8[H, W]`` colour indices (:meth:`get_obs`), which
+    :meth:`draw` turns into ``uint8[H*cell_px, W*cell_px, 3]`` RGB pixels (84x84x3 by default):
+    black floor, blue walls, small dim-pink dots, a yellow player and light-red, pink, cyan and
+    orange ghosts; the gates and bugs are not drawn. A learner that reads pixels wraps the game in
+    :class:`jgtest.envs.wrappers.DrawFrames`, so that frames are drawn only where they are read.
+    Telemetry: ``position`` is the player's
     ``(row, col)`` after its move (before a caught player is sent back to the start, so a
     frame-time spike maps to the cell that caused it), ``cell`` is ``row * W + col`` and
     ``map_shape`` is the maze's ``(H, W)``.
@@ -200,14 +206,14 @@ class PacMaze(TestingEnv):
         player start, ``G`` ghost starts, ``T`` gates); its size sets the
         observation shape. Each ``T`` cell carries one ``low_fps`` bug, in
         row-major order (default: ``(7, 0), (7, 20), (13, 0), (13, 20)``).
-      cell_px: pixels per maze cell in the observation (4 gives 84x84).
+      cell_px: pixels per maze cell in the drawn frames (4 gives 84x84).
 
     Example:
       >>> import jax, jgtest
       >>> env, params = jgtest.make("PacMaze-v0")
       >>> obs, state = env.reset(jax.random.key(0), params)
-      >>> obs.shape
-      (84, 84, 3)
+      >>> obs.shape, env.draw(obs).shape
+      ((21, 21), (84, 84, 3))
     """
 
     #: Signals (:mod:`jgtest.signals`): injected low-FPS gates (RELINE §3.1.3) and their frame
@@ -262,8 +268,7 @@ class PacMaze(TestingEnv):
         return self._num_ghosts
 
     def observation_space(self, params) -> spaces.Box:
-        rows, cols = self.map_shape
-        return spaces.Box(0, 255, (rows * self.cell_px, cols * self.cell_px, 3), jnp.uint8)
+        return spaces.Box(0, len(PALETTE) - 1, self.map_shape, jnp.uint8)
 
     # ----- dynamics ---------------------------------------------------------
     def reset_env(self, key, params: EnvParams):
@@ -320,11 +325,10 @@ class PacMaze(TestingEnv):
         )
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
-        """Renders the maze as ``uint8[H*cell_px, W*cell_px, 3]`` RGB pixels.
+        """The maze as ``uint8[H, W]`` colour indices, one a cell (what :meth:`draw` draws).
 
-        A colour index per cell (ghosts drawn in order, the player on top) is
-        upsampled with ``jnp.repeat`` and looked up in a small palette; dots
-        cover only the centre of their cell.
+        Floor, wall or dot (:data:`PALETTE`'s rows 0-2), then the ghosts in order and the player
+        on top.
         """
         params = self.default_params if params is None else params
         rows, cols = self.map_shape
@@ -335,10 +339,18 @@ class PacMaze(TestingEnv):
             here = (r == state.ghosts[g, 0]) & (c == state.ghosts[g, 1])
             idx = jnp.where(here, _GHOST0 + g % len(GHOST_RGB), idx)
         idx = jnp.where((r == state.pos[0]) & (c == state.pos[1]), _PLAYER, idx)
+        return idx.astype(jnp.uint8)
+
+    def draw(self, obs: jax.Array) -> jax.Array:
+        """Draws an observation (:meth:`get_obs`) as ``uint8[H*cell_px, W*cell_px, 3]`` RGB pixels.
+
+        Each cell becomes ``cell_px`` × ``cell_px`` pixels of its colour, except that a dot
+        covers only the centre of its cell, on the floor.
+        """
         s = self.cell_px
-        px = jnp.repeat(jnp.repeat(idx, s, axis=0), s, axis=1)
+        px = jnp.repeat(jnp.repeat(obs, s, axis=0), s, axis=1)
         px = jnp.where((px == _DOT) & ~jnp.asarray(self._dot_mask), _FLOOR, px)
-        return jnp.asarray(_PALETTE)[px]
+        return jnp.asarray(PALETTE)[px]
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return (state.lives <= 0) | ~jnp.any(state.dots)

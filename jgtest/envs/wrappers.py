@@ -1,4 +1,5 @@
-"""Wrappers for jgtest games: episode statistics, frame stacking, grayscale/resize, OD mask.
+"""Wrappers for jgtest games: episode statistics, frames drawn on read, frame stacking,
+grayscale/resize, OD mask.
 
 Each keeps the gymnax 1.x ``step`` contract, is jit- and vmap-safe and passes attribute access
 through to the wrapped game (``bug_kinds``, ``num_cells``, ...).
@@ -187,28 +188,12 @@ class FrameStack(GymnaxWrapper):
         )
 
 
-class GrayscaleResize(GymnaxWrapper):
-    """RGB ``uint8[H, W, 3]`` frames to grayscale ``uint8[h, w, 1]`` at ``size``.
+class ObservationMap(GymnaxWrapper):
+    """Base of the wrappers that transform each observation by ``self._convert``, the
+    ``final_observation`` too (:func:`_map_final_observation`)."""
 
-    RELINE §4.1.1 feeds SuperTuxKart screenshots "resized to 200x150 pixels and
-    converted in grayscale". ``size`` is ``(height, width)``; ``None`` keeps the size.
-    """
-
-    def __init__(self, env, size: tuple[int, int] | None = None):
-        super().__init__(env)
-        inner = env.observation_space(env.default_params)
-        if len(inner.shape) != 3 or inner.shape[-1] not in (1, 3):
-            raise ValueError(
-                f"GrayscaleResize needs [H, W, 1|3] frames, got observation shape {inner.shape}"
-            )
-        self.size = tuple(inner.shape[:2]) if size is None else (int(size[0]), int(size[1]))
-
-    def observation_space(self, params) -> spaces.Box:
-        inner = self._env.observation_space(params)
-        return spaces.Box(0, 255, (*self.size, 1), inner.dtype)
-
-    def _convert(self, frame):
-        return gray_resized(frame, self.size)
+    def _convert(self, obs):
+        raise NotImplementedError
 
     @partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
@@ -224,7 +209,57 @@ class GrayscaleResize(GymnaxWrapper):
         return self._convert(obs), env_state, reward, terminated, truncated, info
 
 
-class ODMask(GymnaxWrapper):
+class DrawFrames(ObservationMap):
+    """The game's RGB frames as the observation, for a game whose step returns what to draw
+    (``env.draw``, e.g. :class:`jgtest.envs.pacmaze.PacMaze`'s colour index a cell).
+
+    Such a game draws no pixels in its step, so a campaign that reads none pays none; a learner
+    that reads pixels wraps the game in this, and draws them once a step.
+    """
+
+    def __init__(self, env):
+        super().__init__(env)
+        if not callable(getattr(env, "draw", None)):
+            raise ValueError(
+                f"DrawFrames needs a game that draws its observations (env.draw); "
+                f"{getattr(env, 'name', type(env).__name__)} returns its frames as they are"
+            )
+
+    def observation_space(self, params) -> spaces.Box:
+        inner = self._env.observation_space(params)
+        frame = jax.eval_shape(self._env.draw, jax.ShapeDtypeStruct(inner.shape, inner.dtype))
+        return spaces.Box(0, 255, frame.shape, frame.dtype)
+
+    def _convert(self, obs):
+        return self._env.draw(obs)
+
+
+class GrayscaleResize(ObservationMap):
+    """RGB ``uint8[H, W, 3]`` frames to grayscale ``uint8[h, w, 1]`` at ``size``.
+
+    RELINE §4.1.1 feeds SuperTuxKart screenshots "resized to 200x150 pixels and
+    converted in grayscale". ``size`` is ``(height, width)``; ``None`` keeps the size.
+    """
+
+    def __init__(self, env, size: tuple[int, int] | None = None):
+        super().__init__(env)
+        inner = env.observation_space(env.default_params)
+        if len(inner.shape) != 3 or inner.shape[-1] not in (1, 3):
+            raise ValueError(
+                f"GrayscaleResize needs [H, W, 1|3] frames, got observation shape {inner.shape}"
+                + (" (wrap the game in DrawFrames first)" if hasattr(env, "draw") else "")
+            )
+        self.size = tuple(inner.shape[:2]) if size is None else (int(size[0]), int(size[1]))
+
+    def observation_space(self, params) -> spaces.Box:
+        inner = self._env.observation_space(params)
+        return spaces.Box(0, 255, (*self.size, 1), inner.dtype)
+
+    def _convert(self, frame):
+        return gray_resized(frame, self.size)
+
+
+class ODMask(ObservationMap):
     """Applies :func:`od_mask` with a fixed ``box`` to every RGB frame.
 
     For a box that follows the object under test, call :func:`od_mask` with the
@@ -239,25 +274,8 @@ class ODMask(GymnaxWrapper):
             raise ValueError(f"OD box {box} is not inside the {h}x{w} frame")
         self.box = (r0, c0, r1, c1)
 
-    @partial(jax.jit, static_argnames=("self",))
-    def reset(self, key, params=None):
-        obs, env_state = self._env.reset(key, params)
-        return od_mask(obs, jnp.asarray(self.box)), env_state
-
-    @partial(jax.jit, static_argnames=("self",))
-    def step(self, key, state, action, params=None):
-        obs, env_state, reward, terminated, truncated, info = self._env.step(
-            key, state, action, params
-        )
-        mask = lambda frame: od_mask(frame, jnp.asarray(self.box))
-        return (
-            mask(obs),
-            env_state,
-            reward,
-            terminated,
-            truncated,
-            _map_final_observation(info, mask),
-        )
+    def _convert(self, frame):
+        return od_mask(frame, jnp.asarray(self.box))
 
 
 class ObservationPipeline(struct.PyTreeNode):

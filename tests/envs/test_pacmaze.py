@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from jgtest.envs.pacmaze import DOT_RGB, FLOOR_RGB, GHOST_RGB, MOVES, PLAYER_RGB, WALL_RGB, PacMaze
+from jgtest.envs.wrappers import DrawFrames
 from jgtest.frames import grayscale
 
 UP, RIGHT, DOWN, LEFT, NOOP = range(5)
@@ -44,7 +45,9 @@ def test_layout_and_spaces():
     assert ENV.map_shape == (21, 21) and ENV.num_cells == 441
     assert ENV.action_space(p).n == 5
     space = ENV.observation_space(p)
-    assert space.shape == (84, 84, 3) and space.dtype == jnp.uint8
+    assert space.shape == (21, 21) and space.dtype == jnp.uint8
+    frames = DrawFrames(ENV).observation_space(p)
+    assert frames.shape == (84, 84, 3) and frames.dtype == jnp.uint8
     np.testing.assert_array_equal(MOVES, [[-1, 0], [0, 1], [1, 0], [0, -1], [0, 0]])
 
 
@@ -140,8 +143,10 @@ def test_episode_terminates_at_zero_lives(state0):
 
 
 def test_pixels_show_player_ghosts_and_walls():
-    obs, state = ENV.reset(KEY, QUIET)
-    obs = np.asarray(obs)
+    cells, state = ENV.reset(KEY, QUIET)
+    assert cells.dtype == jnp.uint8 and cells.shape == (21, 21)
+    assert int(cells[START]) == 3 and int(cells[0, 0]) == 1 and int(cells[15, 11]) == 2
+    obs = np.asarray(ENV.draw(cells))
     assert obs.dtype == np.uint8 and obs.shape == (84, 84, 3)
 
     def cell(o, r, c):
@@ -158,7 +163,7 @@ def test_pixels_show_player_ghosts_and_walls():
     for g, (r, c) in enumerate(np.asarray(QUIET.ghost_start)):
         assert (cell(obs, r, c) == GHOST_RGB[g % 4]).all()
     ((obs2, s, *_),) = play(state, [RIGHT])
-    obs2 = np.asarray(obs2)
+    obs2 = np.asarray(ENV.draw(obs2))
     assert (cell(obs2, 19, 11) == PLAYER_RGB).all()
     assert not (cell(obs2, *START) == PLAYER_RGB).all(axis=-1).any()
     assert (PLAYER_RGB == np.asarray(obs2).reshape(-1, 3)).all(axis=-1).sum() == 16

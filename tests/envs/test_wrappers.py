@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 import jgtest
-from jgtest.envs.wrappers import EpisodeStatistics, FrameStack, GrayscaleResize, ODMask
+from jgtest.envs.wrappers import (
+    DrawFrames,
+    EpisodeStatistics,
+    FrameStack,
+    GrayscaleResize,
+    ODMask,
+)
 from jgtest.frames import grayscale, od_mask, resize
 
 MAZE, MAZE_PARAMS = jgtest.make("BlockMaze-v0", max_steps_in_episode=6)
@@ -108,7 +114,21 @@ def test_od_mask_keeps_colour_only_inside_the_box():
     assert np.all(out[0] == gray) and np.all(out[:, :2] == gray) and np.all(out[3:] == gray)
 
 
-PAC, PAC_PARAMS = jgtest.make("PacMaze-v0")
+PAC_CELLS, PAC_PARAMS = jgtest.make("PacMaze-v0")
+PAC = DrawFrames(PAC_CELLS)
+
+
+def test_draw_frames_draws_the_observation_and_the_final_one():
+    obs, state = PAC.reset(jax.random.key(0), PAC_PARAMS)
+    cells, _ = PAC_CELLS.reset(jax.random.key(0), PAC_PARAMS)
+    assert PAC.observation_space(PAC_PARAMS).shape == (84, 84, 3)
+    np.testing.assert_array_equal(np.asarray(obs), np.asarray(PAC_CELLS.draw(cells)))
+    obs, _, _, _, _, info = PAC.step(jax.random.key(1), state, 1, PAC_PARAMS)
+    assert obs.shape == info["final_observation"].shape == (84, 84, 3)
+    with pytest.raises(ValueError, match="DrawFrames needs a game that draws"):
+        DrawFrames(jgtest.make("CartPoleBugs-v0")[0])
+    with pytest.raises(ValueError, match="wrap the game in DrawFrames first"):
+        GrayscaleResize(PAC_CELLS)
 
 
 def test_grayscale_resize_and_od_mask_wrappers_on_pacmaze_pixels():
@@ -132,7 +152,8 @@ def test_grayscale_resize_and_od_mask_wrappers_on_pacmaze_pixels():
         ODMask(PAC, box=(0, 0, 90, 8))
 
 
-PIXELS, PIXEL_PARAMS = jgtest.make("PacMaze-v0", cell_px=1, max_steps_in_episode=3)
+PIXEL_CELLS, PIXEL_PARAMS = jgtest.make("PacMaze-v0", cell_px=1, max_steps_in_episode=3)
+PIXELS = DrawFrames(PIXEL_CELLS)
 
 
 def test_observation_wrappers_transform_the_final_observation():
@@ -156,7 +177,7 @@ def test_observation_wrappers_transform_the_final_observation():
         assert info["final_observation"].shape == obs.shape
     _, fs_state = stacked.reset(jax.random.key(0), PIXEL_PARAMS)
     fs_state = fs_state.replace(env_state=state)  # same start as the raw run
-    frames0 = np.asarray(gray._convert(PIXELS.get_obs(state, PIXEL_PARAMS)))
+    frames0 = np.asarray(gray._convert(PIXELS.draw(PIXELS.get_obs(state, PIXEL_PARAMS))))
     fs_state = fs_state.replace(frames=jnp.asarray(np.repeat(frames0, 4, axis=-1)))
     _, (obs, _, _, trunc, info) = _run(stacked, PIXEL_PARAMS, [3, 3, 3], fs_state)
     final = np.asarray(info["final_observation"][2])

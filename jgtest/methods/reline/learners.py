@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from jgtest.agents import cem, dqn
-from jgtest.envs.wrappers import FrameStack, GrayscaleResize
+from jgtest.envs.wrappers import DrawFrames, FrameStack, GrayscaleResize
 from jgtest.methods.reline.config import PACMAZE_OPTIONS, RelineConfig, calibrates, is_bridged
 from jgtest.nets.heads import NATURE_CNN
 
@@ -138,7 +138,7 @@ def _paper_learner(config: RelineConfig) -> Learner:
             track_coverage=False,
             **PACMAZE_NETWORK,
         )
-        wrap = lambda env: FrameStack(GrayscaleResize(env), 4)
+        wrap = lambda env: FrameStack(GrayscaleResize(DrawFrames(env)), 4)
     else:
         dqn_config = dqn.lapan_config(
             config.game,
