@@ -1,44 +1,53 @@
-"""Env steps/s of every game under jit(vmap) + lax.scan, bare and with telemetry, next to
-gymnax's own CartPole-v1 (the JAX peer) and Gymnasium's CartPole-v1 stepped in a Python
-loop (the way the papers worked), on the same machine in the same run.
+"""Env steps/s of every game under jit and vmap, bare and with telemetry, beside JAX games of the
+same kinds (the anchors) and Gymnasium's CartPole-v1 stepped in a Python loop (the way the
+papers worked), on the same machine in the same run.
 
-    python benchmarks/env_throughput.py --quick --json benchmarks/results/env_throughput_quick.json
+    python benchmarks/env_throughput.py --quick --json benchmarks/results/env_throughput.json
 
-What is timed is what a trainer or a campaign pays. Each step's outputs are folded
-into a checksum, so XLA cannot drop any of them as dead code:
+The anchors: gymnax's CartPole-v1 (the peer of CartPoleBugs), gymnax's MinAtar Breakout (a grid
+game, as Block Maze and PacMaze are), Craftax-Classic symbolic and pixels (a rich game, with
+frames: the peer of ParkWorld's, per pixel drawn) and NAVIX's MiniGrid Empty-8x8 when NAVIX is
+installed (``pip install -e '.[bench]'``).
 
-* **bare**: observation, reward, terminated, truncated and the gymnax ``info``
-  entries (``final_observation``, ...), everything but the telemetry;
-* **telemetry**: all of that plus every field of ``info["telemetry"]`` (the
-  frame-time noise, the coverage cell, position, bugs fired, ...), what oracles,
-  coverage and reports read. gymnax's CartPole-v1 has no telemetry: its row
-  consumes all it returns.
+What is timed is what a trainer or a campaign pays. Each step's outputs are folded into a
+checksum, so XLA cannot drop any of them as dead code:
 
-The harness's own work is kept small: the reset key, every step's key and a
-random action per step are drawn before the clock starts and streamed in through
-the ``lax.scan``. Its cost is measured by the **harness floor** row, a do-nothing
-game whose outputs (telemetry included) are built from the action and the key at
-almost no cost; ``harness share`` is that row's time per step over a game's.
+* **bare**: observation, reward, terminated, truncated and the gymnax ``info`` entries
+  (``final_observation``, ...), everything but the telemetry;
+* **telemetry**: all of that plus every field of ``info["telemetry"]`` (the frame-time noise,
+  the coverage cell, position, bugs fired, ...), what oracles, coverage and reports read. An
+  anchor has no telemetry: its row consumes all it returns.
 
-Each game is timed in a set of its own with the two reference rows (harness
-floor, gymnax CartPole-v1), round after round interleaved (each round starting
-one row further on), and each row reports its median, so that drift of the
-machine hits every row of a set alike; ``× gymnax`` and ``harness share`` are
-taken within the set. The batch
-is sharded over all local devices (on CPU, one host device per core) whenever it
-divides evenly. The JSON holds every row, ``cartpole_telemetry_vs_gymnax``
-(``CartPoleBugs-v0`` with telemetry over gymnax ``CartPole-v1`` at the largest
-batch) and ``speedup_vs_gymnasium``.
+Each row is one compiled call that plays ``B`` games a given number of steps (traced, so one
+compilation serves any) and returns their states; each row's call is sized to about a round's
+seconds, and the games play on from call to call (episodes end and auto-reset). The step keys and
+actions are drawn before the clock starts. The **harness floor** row, a do-nothing game whose
+outputs are cheap functions of the action and the key, times the harness alone; ``harness share``
+is its time per step over a row's. Rows are timed in sets (each game with the floor and gymnax
+CartPole-v1), round after round interleaved, each round starting one row further on; a row reports
+its median round, so drift of the machine hits a set's rows alike and ``× gymnax`` is taken
+within the set. The batch is sharded over all local devices (on CPU, one host device per core).
+
+The JSON holds every row and the checks the games are held to (``checks``): none slower at
+B = 4096 than at 64, PacMaze at least 1M steps/s at 4096, CartPoleBugs with telemetry at least
+gymnax CartPole at 64 and 4096, telemetry at most 10% over the bare game, and ParkWorld's pixels
+per second at least Craftax-Classic's. ``--quick``: batches 64 and 4096, short rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
+import importlib.util
 import os
 import platform
+import statistics
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 # One XLA host device per core, so the env batch is split across cores (XLA's CPU
 # backend runs one small-kernel program mostly on one thread). Must precede jax's import.
@@ -50,16 +59,47 @@ os.environ["XLA_FLAGS"] = (
 import gymnax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 from _common import write_json  # noqa: E402
 
 import jgtest  # noqa: E402
 from jgtest.types import Telemetry  # noqa: E402
 
 FULL_BATCHES = (1, 4, 16, 64, 256, 1024, 4096)
-QUICK_BATCHES = (1, 64, 4096)
+QUICK_BATCHES = (64, 4096)
+#: Steps whose keys and actions are drawn beforehand, used in turn.
+KEYS = 64
+#: The most steps one timed call plays.
+MAX_STEPS = 1 << 16
 FLOOR = "harness floor (do-nothing game)"
 GYMNAX = "gymnax CartPole-v1"
+#: The anchors: name → (how to make it, pixels a frame when it draws frames).
+ANCHORS = {
+    "gymnax MinAtar Breakout": ("gymnax", "Breakout-MinAtar"),
+    "Craftax-Classic symbolic": ("craftax", "Craftax-Classic-Symbolic-v1"),
+    "Craftax-Classic pixels": ("craftax", "Craftax-Classic-Pixels-v1"),
+    "NAVIX Empty-8x8": ("navix", "Navix-Empty-8x8-v0"),
+}
+#: The games whose observation is a drawn frame, and the anchor whose pixels per second theirs must
+#: reach.
+FRAME_PEER = {"ParkWorld-v0": "Craftax-Classic pixels"}
+#: Telemetry may cost at most this share over the bare game.
+TELEMETRY_BUDGET = 0.10
+#: PacMaze's steps/s at the largest batch.
+PACMAZE_TARGET = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+    """A game as the harness plays it: ``reset(key) -> state``, ``step(key, state, action) ->
+    (state, outputs)`` (everything the row consumes), its number of actions and the pixels of
+    its observation when that is a drawn frame."""
+
+    name: str
+    consumes: str
+    reset: Callable
+    step: Callable
+    num_actions: int
+    frame_pixels: int | None = None
 
 
 class DoNothing(jgtest.TestingEnv):
@@ -102,98 +142,162 @@ class DoNothing(jgtest.TestingEnv):
         return obs, state, value, flag, flag, info
 
 
+def _frame_pixels(shape: tuple[int, ...]) -> int | None:
+    """Pixels of an ``[H, W, 3]`` frame, ``None`` for any other observation."""
+    return shape[0] * shape[1] if len(shape) == 3 and shape[-1] == 3 else None
+
+
+def testing_game(env, params, name: str, telemetry: bool) -> Game:
+    """A jgtest game (or the harness floor), consuming its telemetry or not."""
+
+    def step(key, state, action):
+        obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+        if not telemetry:
+            info = {k: v for k, v in info.items() if k != "telemetry"}
+        return state, (obs, reward, terminated, truncated, info)
+
+    return Game(
+        name,
+        "telemetry" if telemetry else "bare",
+        lambda key: env.reset(key, params)[1],
+        step,
+        env.action_space(params).n,
+        _frame_pixels(env.observation_space(params).shape),
+    )
+
+
+def gymnax_game(name: str, env, params) -> Game:
+    """A gymnax-API game (gymnax 1.x's own, with ``terminated`` and ``truncated``; Craftax's, with
+    ``done``), consuming everything its step returns."""
+
+    def step(key, state, action):
+        obs, state, reward, *flags, info = env.step(key, state, action, params)
+        return state, (obs, reward, *flags, info)
+
+    return Game(
+        name,
+        "all",
+        lambda key: env.reset(key, params)[1],
+        step,
+        env.action_space(params).n,
+        _frame_pixels(env.observation_space(params).shape),
+    )
+
+
+def navix_game(name: str, env_id: str) -> Game:
+    """A NAVIX game: its ``Timestep`` is the state (it carries its own key and auto-resets)."""
+    import navix
+
+    env = navix.make(env_id)
+
+    def step(key, timestep, action):
+        timestep = env.step(timestep, action)
+        return timestep, (timestep.observation, timestep.reward, timestep.step_type)
+
+    return Game(name, "all", env.reset, step, int(env.action_space.maximum) + 1)
+
+
+def anchor(name: str) -> Game | None:
+    """The anchor ``name`` (:data:`ANCHORS`), ``None`` when its library is not installed."""
+    library, env_id = ANCHORS[name]
+    if importlib.util.find_spec(library) is None:
+        return None
+    if library == "navix":
+        return navix_game(name, env_id)
+    if library == "craftax":
+        from craftax.craftax_env import make_craftax_env_from_name
+
+        env = make_craftax_env_from_name(env_id, auto_reset=True)
+        return gymnax_game(name, env, env.default_params)
+    return gymnax_game(name, *gymnax.make(env_id))
+
+
 def _checksum(outputs) -> jax.Array:
-    """Sum of every leaf of ``outputs``, as float32: keeps all of them alive."""
+    """Sum of every leaf of one game's ``outputs``, as float32: keeps all of them alive."""
     return sum(jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(outputs))
 
 
-def make_runner(env, params, batch: int, steps: int, telemetry: bool, max_seconds: float = 1.0):
-    """A compiled ``run(inputs) -> checksum`` of ``batch`` games for at most ``steps``
-    scanned steps, its inputs (reset keys, step keys, actions, drawn and placed
-    beforehand) and the steps it runs.
+@dataclasses.dataclass
+class Runner:
+    """One row's compiled ``advance(carry, steps, keys, actions) -> carry``, which plays every game
+    ``steps`` steps (a traced count: one compilation serves any), its carry (the games' states, the
+    step count and the checksum), its inputs (:data:`KEYS` steps' keys and actions, used in turn)
+    and the steps a call plays, sized by :meth:`calibrate`."""
 
-    A 4-step probe run first sizes the measurement: a game so slow that ``steps``
-    would take over ``max_seconds`` is measured over fewer steps (at least 4), so
-    that slow pixel games at large batches do not hold up the benchmark.
-    """
-    run, inputs = _compiled_runner(env, params, batch, 4, telemetry)
-    start = time.perf_counter()
-    run(*inputs).block_until_ready()
-    per_step = (time.perf_counter() - start) / 4
-    steps = max(4, min(steps, int(max_seconds / per_step)))
-    if steps > 4:
-        run, inputs = _compiled_runner(env, params, batch, steps, telemetry)
-    return run, inputs, steps
+    game: Game
+    batch: int
+    advance: Any
+    carry: Any
+    inputs: tuple
+    steps: int = 1
+
+    def call(self) -> None:
+        self.carry = self.advance(self.carry, jnp.int32(self.steps), *self.inputs)
+        jax.block_until_ready(self.carry)
+
+    def calibrate(self, seconds: float) -> None:
+        """Doubles the steps a call plays until a call takes at least ``seconds`` (or
+        :data:`MAX_STEPS` steps), so that the cost of a call is small beside its work."""
+        while self.steps < MAX_STEPS:
+            start = time.perf_counter()
+            self.call()
+            if time.perf_counter() - start >= seconds:
+                break
+            self.steps *= 2
 
 
-def _compiled_runner(env, params, batch: int, steps: int, telemetry: bool):
-
-    def one_game(reset_key, step_keys, actions):
-        _, state = env.reset(reset_key, params)
-
-        def body(carry, xs):
-            state, checksum = carry
-            key, action = xs
-            obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
-            if not telemetry:
-                info = {k: v for k, v in info.items() if k != "telemetry"}
-            return (state, checksum + _checksum((obs, reward, terminated, truncated, info))), None
-
-        (_, checksum), _ = jax.lax.scan(body, (state, jnp.float32(0)), (step_keys, actions))
-        return checksum
-
+def compile_runner(game: Game, batch: int) -> Runner:
+    """Compiles ``game``'s row at ``batch`` games, its batch sharded over the local devices."""
     devices = jax.devices()
     n_shards = len(devices) if batch % len(devices) == 0 else 1
     mesh = jax.sharding.Mesh(devices[:n_shards], ("env",))
     by_env = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("env"))
     by_step_env = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "env"))
     key = jax.random.key(batch)
-    step_keys = jax.random.split(jax.random.fold_in(key, 1), (steps, batch))
-    actions = jax.vmap(env.action_space(params).sample)(
-        jax.random.split(jax.random.fold_in(key, 2), steps * batch)
+    states = jax.jit(jax.vmap(game.reset), out_shardings=by_env)(
+        jax.random.split(jax.random.fold_in(key, 0), batch)
     )
-    inputs = (
-        jax.device_put(jax.random.split(jax.random.fold_in(key, 0), batch), by_env),
-        jax.device_put(step_keys, by_step_env),
-        jax.device_put(actions.reshape(steps, batch, *actions.shape[1:]), by_step_env),
-    )
-    return jax.jit(jax.vmap(one_game, in_axes=(0, 1, 1))).lower(*inputs).compile(), inputs
+    step_keys = jax.random.split(jax.random.fold_in(key, 1), (KEYS, batch))
+    actions = jax.random.randint(jax.random.fold_in(key, 2), (KEYS, batch), 0, game.num_actions)
+    inputs = (jax.device_put(step_keys, by_step_env), jax.device_put(actions, by_step_env))
+
+    def play(key, state, action):
+        state, outputs = game.step(key, state, action)
+        return state, _checksum(outputs)
+
+    def advance(carry, steps, step_keys, actions):
+        def body(_, carry):
+            states, t, checksums = carry
+            keys, acts = (
+                jax.lax.dynamic_index_in_dim(x, t % KEYS, keepdims=False)
+                for x in (step_keys, actions)
+            )
+            states, sums = jax.vmap(play)(keys, states, acts)
+            return states, t + 1, checksums + sums
+
+        return jax.lax.fori_loop(0, steps, body, carry)
+
+    checksums = jax.device_put(jnp.zeros(batch, jnp.float32), by_env)  # one a game: no reduction
+    carry = (states, jnp.int32(0), checksums)  # across devices in the loop
+    compiled = jax.jit(advance, donate_argnums=0).lower(carry, jnp.int32(1), *inputs).compile()
+    return Runner(game, batch, compiled, carry, inputs)
 
 
-def time_interleaved(runners: dict, batch: int, rounds: int) -> dict[str, float]:
-    """Median steps/s of each ``(run, inputs, steps)`` runner, timed one after another for
-    ``rounds`` rounds. Each round starts one runner further on, so no runner always
-    follows the same one (a run just after a long pixel-game run is slowed)."""
-    seconds = {name: [] for name in runners}
+def time_set(runners: dict, rounds: int, seconds: float) -> dict[str, float]:
+    """Median steps/s of each runner over ``rounds`` rounds, timed one after another within each
+    round, a call each (sized to about ``seconds``, :meth:`Runner.calibrate`). Each round starts
+    one runner further on, so that no runner always follows the same one."""
+    for runner in runners.values():
+        runner.calibrate(seconds)
+    rates = {name: [] for name in runners}
     names = list(runners)
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            run, inputs, _ = runners[name]
+            runner = runners[name]
             start = time.perf_counter()
-            run(*inputs).block_until_ready()
-            seconds[name].append(time.perf_counter() - start)
-    return {name: batch * runners[name][2] / float(np.median(s)) for name, s in seconds.items()}
-
-
-def time_game_set(references: dict, game: str, batch: int, steps: int, rounds: int):
-    """Steps/s (and steps run) of ``game`` bare and with telemetry, timed interleaved with the
-    reference rows (harness floor, gymnax CartPole-v1) in a set of their own.
-
-    Each game gets its own set, freed before the next is built: next to a pixel
-    game's large buffers, the small reference programs ran 2-8× slower here, so
-    sharing one set would skew every ratio.
-    """
-    specs = {(name, True): env_params for name, env_params in references.items()}
-    env, params = jgtest.make(game)
-    specs.update({(game, False): (env, params), (game, True): (env, params)})
-    runners = {
-        key: make_runner(*env_params, batch, steps, key[1]) for key, env_params in specs.items()
-    }
-    sps = time_interleaved(runners, batch, rounds)
-    steps_run = {key: runner[2] for key, runner in runners.items()}
-    del runners
-    gc.collect()
-    return sps, steps_run
+            runner.call()
+            rates[name].append(runner.steps * runner.batch / (time.perf_counter() - start))
+    return {name: statistics.median(values) for name, values in rates.items()}
 
 
 def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
@@ -214,94 +318,169 @@ def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
     return total_steps / best
 
 
+def row_sets(games: list[str], anchors: list[Game]) -> list[list[Game]]:
+    """The sets timed together (module docstring): each jgtest game bare and with telemetry, and
+    the anchors, each set with the floor and gymnax CartPole-v1 (prepended when timed)."""
+    sets = []
+    for name in games:
+        env, params = jgtest.make(name)
+        sets.append([testing_game(env, params, name, t) for t in (False, True)])
+    return sets + [[a] for a in anchors]
+
+
+def measure_batch(sets, references: list[Game], batch: int, rounds: int, seconds: float) -> list:
+    """Rows of one batch size: every set timed with the references, all compiled first (one
+    compile per core at a time)."""
+    every = references + [game for row_set in sets for game in row_set]
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        compiled = dict(zip(map(id, every), pool.map(lambda g: compile_runner(g, batch), every)))
+    refs = {(g.name, g.consumes): compiled[id(g)] for g in references}
+    rows = []
+    for i, row_set in enumerate(sets):
+        runners = {**refs, **{(g.name, g.consumes): compiled.pop(id(g)) for g in row_set}}
+        rates = time_set(runners, rounds, seconds)
+        for (name, consumes), value in rates.items():
+            if (name, consumes) in refs and i > 0:
+                continue  # the references are reported from the first set
+            game = runners[(name, consumes)].game
+            rows.append(
+                {
+                    "game": name,
+                    "consumes": consumes,
+                    "batch": batch,
+                    "steps_per_s": value,
+                    "steps": runners[(name, consumes)].steps,
+                    "vs_gymnax": value / rates[(GYMNAX, "all")],
+                    "harness_share": value / rates[(FLOOR, "telemetry")],
+                    "pixels_per_s": None
+                    if game.frame_pixels is None
+                    else value * game.frame_pixels,
+                }
+            )
+        del runners  # the set's games and their states, before the next set's are timed
+        gc.collect()
+    return rows
+
+
+def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict[str, dict]:
+    """The targets the games are held to (module docstring): each with its figures and whether it
+    holds; a target whose rows were not measured is absent."""
+
+    def rate(game, consumes, batch):
+        found = [
+            r["steps_per_s"]
+            for r in rows
+            if (r["game"], r["consumes"], r["batch"]) == (game, consumes, batch)
+        ]
+        return found[0] if found else None
+
+    low, high = 64, max(batches)
+    result = {}
+    if low in batches and high > low:
+        figures = {g: [rate(g, "telemetry", low), rate(g, "telemetry", high)] for g in games}
+        result["no_twin_slower_at_the_largest_batch"] = {
+            "figures": figures,
+            "holds": all(b >= a for a, b in figures.values()),
+        }
+    if "PacMaze-v0" in games:
+        value = rate("PacMaze-v0", "telemetry", high)
+        result["pacmaze_million_steps"] = {"figures": value, "holds": value >= PACMAZE_TARGET}
+    if "CartPoleBugs-v0" in games:
+        figures = {
+            b: rate("CartPoleBugs-v0", "telemetry", b) / rate(GYMNAX, "all", b)
+            for b in batches
+            if b in (low, high)
+        }
+        result["cartpole_telemetry_vs_gymnax"] = {
+            "figures": figures,
+            "holds": all(v >= 1.0 for v in figures.values()),
+        }
+    overhead = {
+        f"{g} @ {b}": 1 - rate(g, "telemetry", b) / rate(g, "bare", b)
+        for g in games
+        for b in batches
+        if b in (low, high)
+    }
+    result["telemetry_overhead"] = {
+        "figures": overhead,
+        "holds": all(v <= TELEMETRY_BUDGET for v in overhead.values()),
+    }
+    for game, peer in FRAME_PEER.items():
+        pixels = {
+            r["game"]: r["pixels_per_s"] for r in rows if r["batch"] == high and r["pixels_per_s"]
+        }
+        if game in games and peer in pixels:
+            result[f"{game}_pixels_vs_{peer}"] = {
+                "figures": pixels[game] / pixels[peer],
+                "holds": pixels[game] >= pixels[peer],
+            }
+    return result
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer batch sizes and steps")
+    parser.add_argument("--quick", action="store_true", help="batches 64 and 4096, short rounds")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument(
         "--games", nargs="*", default=None, help="games to measure (default: all registered)"
     )
+    parser.add_argument(
+        "--no-anchors", action="store_true", help="only the floor and gymnax CartPole beside ours"
+    )
     args = parser.parse_args(argv)
+    started = time.perf_counter()
     batches = QUICK_BATCHES if args.quick else FULL_BATCHES
-    steps = 200 if args.quick else 500
-    rounds = 9 if args.quick else 15
-    games = args.games or list(jgtest.registered_games())
-
+    rounds, seconds = (5, 0.2) if args.quick else (9, 0.5)
+    games = sorted(args.games or jgtest.registered_games())
+    anchors = [] if args.no_anchors else [anchor(name) for name in ANCHORS]
+    missing = [name for name, a in zip(ANCHORS, anchors) if a is None]
+    anchors = [a for a in anchors if a is not None]
     gym_sps = gymnasium_steps_per_second(20_000 if args.quick else 100_000, 3)
-    rows = [
-        {
-            "game": "Gymnasium CartPole-v1 (Python loop)",
-            "telemetry": False,
-            "batch": 1,
-            "steps_per_s": gym_sps,
-        }
+    references = [
+        testing_game(DoNothing(), DoNothing().default_params, FLOOR, True),
+        gymnax_game(GYMNAX, *gymnax.make("CartPole-v1")),
     ]
-    references = {
-        FLOOR: (DoNothing(), DoNothing().default_params),
-        GYMNAX: gymnax.make("CartPole-v1"),
-    }
-    games = sorted(games, key=lambda name: name != "CartPoleBugs-v0")  # the comparison's set first
     print(
-        f"{'game':34s} {'consumes':>10s} {'batch':>6s} {'steps/s':>14s} "
-        f"{'× gymnasium':>12s} {'× gymnax':>9s} {'harness share':>14s}"
+        f"{'game':32s} {'consumes':>9s} {'batch':>6s} {'steps/s':>13s} {'× gymnasium':>12s} "
+        f"{'× gymnax':>9s} {'harness share':>14s}"
     )
-    print(
-        f"{rows[0]['game']:34s} {'-':>10s} {1:>6d} {gym_sps:>14,.0f} {1.0:>12.1f} {'-':>9s} "
-        f"{'-':>14s}"
-    )
+    print(f"{'Gymnasium CartPole-v1 (Python loop)':32s} {'all':>9s} {1:>6d} {gym_sps:>13,.0f}")
+    rows = []
     for batch in batches:
-        for i, game in enumerate(games):
-            sps, steps_run = time_game_set(references, game, batch, steps, rounds)
-            for (name, telemetry), value in sps.items():
-                if name in references and i > 0:
-                    continue  # the references are reported from the first set
-                row = {
-                    "game": name,
-                    "telemetry": telemetry,
-                    "batch": batch,
-                    "steps": steps_run[(name, telemetry)],
-                    "steps_per_s": value,
-                    "vs_gymnax": value / sps[(GYMNAX, True)],
-                    "harness_share": value / sps[(FLOOR, True)],
-                }
-                rows.append(row)
-                consumes = "all" if name in references else ("telemetry" if telemetry else "bare")
-                print(
-                    f"{name:34s} {consumes:>10s} {batch:>6d} {value:>14,.0f} "
-                    f"{value / gym_sps:>12.1f} "
-                    f"{row['vs_gymnax']:>9.2f} {row['harness_share']:>14.1%}",
-                    flush=True,
-                )
-
-    def at_largest(game, telemetry):
-        found = [
-            r
-            for r in rows
-            if r["game"] == game and r["telemetry"] == telemetry and r["batch"] == max(batches)
-        ]
-        return found[0]["steps_per_s"] if found else None
-
-    cartpole, peer = at_largest("CartPoleBugs-v0", True), at_largest(GYMNAX, True)
+        measured = measure_batch(row_sets(games, anchors), references, batch, rounds, seconds)
+        for row in measured:
+            print(
+                f"{row['game']:32s} {row['consumes']:>9s} {batch:>6d} {row['steps_per_s']:>13,.0f} "
+                f"{row['steps_per_s'] / gym_sps:>12.1f} {row['vs_gymnax']:>9.2f} "
+                f"{row['harness_share']:>14.1%}",
+                flush=True,
+            )
+        rows += measured
+    held = checks(rows, games, batches)
+    print()
+    for name, check in held.items():
+        print(f"{'holds' if check['holds'] else 'FAILS':5s}  {name}: {check['figures']}")
+    if missing:
+        print(f"not installed, not measured: {', '.join(missing)}")
     result = {
         "benchmark": "env_throughput",
+        "command": "python benchmarks/env_throughput.py"
+        + (" --quick" if args.quick else "")
+        + ("" if args.games is None else " --games " + " ".join(args.games)),
         "quick": args.quick,
         "devices": [str(d) for d in jax.devices()],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "jax_version": jax.__version__,
-        "steps_per_measurement": steps,  # fewer for a row whose "steps" says so
         "rounds": rounds,
-        "rows": rows,
+        "seconds_per_round": seconds,
+        "anchors_not_installed": missing,
         "gymnasium_steps_per_s": gym_sps,
-        "speedup_vs_gymnasium": None if cartpole is None else cartpole / gym_sps,
-        "cartpole_telemetry_vs_gymnax": None if cartpole is None else cartpole / peer,
+        "rows": rows,
+        "checks": held,
+        "wall_s": time.perf_counter() - started,
     }
-    if cartpole is not None:
-        print(
-            f"\nCartPoleBugs-v0 with telemetry at batch {max(batches)}: {cartpole / peer:.2f}× "
-            "gymnax CartPole-v1, "
-            f"{cartpole / gym_sps:.0f}× Gymnasium's Python loop"
-        )
+    print(f"{result['wall_s']:.0f} s")
     write_json(args.json, result)
     return result
 
