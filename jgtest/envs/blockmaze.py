@@ -169,7 +169,7 @@ class BlockMaze(TestingEnv):
         return tuple(self._walls.shape)
 
     def observation_space(self, params) -> spaces.Box:
-        return spaces.Box(0.0, 1.0, (*self.map_shape, 3), jnp.float32)
+        return spaces.Box(0, 1, (*self.map_shape, 3), jnp.bool_)
 
     # ----- dynamics ---------------------------------------------------------
     def reset_env(self, key, params: EnvParams):
@@ -208,11 +208,22 @@ class BlockMaze(TestingEnv):
         )
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
+        """``bool[H, W, 3]``: the blocks, the robot and the gold, one plane each.
+
+        * chosen: booleans (as MinAtar's), because at 4096 games the observation is written to
+          memory every step, and float32 planes made the game slower there than at 64 games;
+          learners cast them (:func:`jgtest.nets.mlp.frames_to_float`).
+        * chosen: each value is an elementwise function of its row, column and plane (no scatter,
+          no stack), so that XLA can compute the planes inside what reads them.
+        """
         params = self.default_params if params is None else params
         rows, cols = self.map_shape
-        robot = jnp.zeros((rows, cols), jnp.float32).at[state.pos[0], state.pos[1]].set(1.0)
-        gold = jnp.zeros((rows, cols), jnp.float32).at[params.gold[0], params.gold[1]].set(1.0)
-        return jnp.stack([params.walls.astype(jnp.float32), robot, gold], axis=-1)
+        r = jnp.arange(rows)[:, None, None]
+        c = jnp.arange(cols)[None, :, None]
+        plane = jnp.arange(3)[None, None, :]
+        robot = (r == state.pos[0]) & (c == state.pos[1])
+        gold = (r == params.gold[0]) & (c == params.gold[1])
+        return jnp.where(plane == 0, params.walls[..., None], jnp.where(plane == 1, robot, gold))
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return jnp.all(state.pos == params.gold)
