@@ -85,7 +85,7 @@ class BlockMaze(TestingEnv):
     draws a harder mix than the paper's uniform one: bugs near the start and bugs far off the
     direct path.
 
-    Observation: ``float32[H, W, 3]`` planes (blocks, robot, gold); bug cells are hidden. Reward:
+    Observation: ``bool[H, W, 3]`` planes (blocks, robot, gold); bug cells are hidden. Reward:
     ``gold_reward`` on reaching the gold (which terminates), else ``-step_cost`` (also in
     ``telemetry.game_reward``).
 
