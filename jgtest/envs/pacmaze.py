@@ -329,17 +329,19 @@ class PacMaze(TestingEnv):
 
         Floor, wall or dot (:data:`PALETTE`'s rows 0-2), then the ghosts in order and the player
         on top.
+
+        * chosen: each actor is found by comparing flat cell numbers and the colours are uint8
+          throughout, because the observation was half the step's cost (a third less with these).
         """
         params = self.default_params if params is None else params
         rows, cols = self.map_shape
-        r = jnp.arange(rows)[:, None]
-        c = jnp.arange(cols)[None, :]
-        idx = jnp.where(params.walls, _WALL, jnp.where(state.dots, _DOT, _FLOOR))
+        cell = jnp.arange(rows * cols, dtype=jnp.int32).reshape(rows, cols)
+        u8 = jnp.uint8
+        idx = jnp.where(params.walls, u8(_WALL), jnp.where(state.dots, u8(_DOT), u8(_FLOOR)))
         for g in range(self._num_ghosts):
-            here = (r == state.ghosts[g, 0]) & (c == state.ghosts[g, 1])
-            idx = jnp.where(here, _GHOST0 + g % len(GHOST_RGB), idx)
-        idx = jnp.where((r == state.pos[0]) & (c == state.pos[1]), _PLAYER, idx)
-        return idx.astype(jnp.uint8)
+            here = cell == state.ghosts[g, 0] * cols + state.ghosts[g, 1]
+            idx = jnp.where(here, u8(_GHOST0 + g % len(GHOST_RGB)), idx)
+        return jnp.where(cell == state.pos[0] * cols + state.pos[1], u8(_PLAYER), idx)
 
     def draw(self, obs: jax.Array) -> jax.Array:
         """Draws an observation (:meth:`get_obs`) as ``uint8[H*cell_px, W*cell_px, 3]`` RGB pixels.
