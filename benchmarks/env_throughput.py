@@ -28,8 +28,12 @@ CartPole-v1), round after round interleaved, each round starting one row further
 its median round, so drift of the machine hits a set's rows alike and ``× gymnax`` is taken
 within the set. The batch is sharded over all local devices (on CPU, one host device per core).
 
-The JSON holds every row and the checks the games are held to (``checks``): none slower at
-B = 4096 than at 64, PacMaze at least 1M steps/s at 4096, CartPoleBugs with telemetry at least
+``--profile`` also times each game without its observations and with the auto-reset replaced by a
+fixed start, and shares its step out by subtraction: the observation's, the auto-reset's and the
+telemetry's part (the JSON's ``profile``).
+
+The JSON holds every row and the checks the games are held to (``checks``): none slower at B = 4096
+than at 64, PacMaze at least 1M steps/s at 4096, CartPoleBugs with telemetry at least
 gymnax CartPole at 64 and 4096, telemetry at most 10% over the bare game, and ParkWorld's pixels
 per second at least Craftax-Classic's. ``--quick``: batches 64 and 4096, short rounds.
 """
@@ -147,18 +151,34 @@ def _frame_pixels(shape: tuple[int, ...]) -> int | None:
     return shape[0] * shape[1] if len(shape) == 3 and shape[-1] == 3 else None
 
 
-def testing_game(env, params, name: str, telemetry: bool) -> Game:
-    """A jgtest game (or the harness floor), consuming its telemetry or not."""
+#: What a jgtest game's row consumes: every output but the telemetry, everything, and (for
+#: ``--profile``) everything but the observations, or everything with the auto-reset replaced by a
+#: fixed start (no ``reset_env`` computed on each step).
+CONSUMES = ("bare", "telemetry", "no observation", "fixed reset")
+
+
+def testing_game(env, params, name: str, consumes: str) -> Game:
+    """A jgtest game (or the harness floor), consuming what ``consumes`` (:data:`CONSUMES`) says."""
+    start = env.reset(jax.random.key(0), params)
 
     def step(key, state, action):
-        obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
-        if not telemetry:
+        if consumes == "fixed reset":
+            obs, stepped, reward, terminated, info = env.step_env(key, state, action, params)
+            truncated = env.is_truncated(stepped, params)
+            done = terminated | truncated
+            obs, state = jax.tree.map(lambda s, x: jnp.where(done, s, x), start, (obs, stepped))
+            info = {**info, "final_observation": obs}
+        else:
+            obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+        if consumes == "bare":
             info = {k: v for k, v in info.items() if k != "telemetry"}
+        if consumes == "no observation":
+            obs, info = None, {k: v for k, v in info.items() if k != "final_observation"}
         return state, (obs, reward, terminated, truncated, info)
 
     return Game(
         name,
-        "telemetry" if telemetry else "bare",
+        consumes,
         lambda key: env.reset(key, params)[1],
         step,
         env.action_space(params).n,
@@ -332,13 +352,13 @@ def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
     return total_steps / best
 
 
-def row_sets(games: list[str], anchors: list[Game]) -> list[list[Game]]:
-    """The sets timed together (module docstring): each jgtest game bare and with telemetry, and
-    the anchors, each set with the floor and gymnax CartPole-v1 (prepended when timed)."""
+def row_sets(games: list[str], anchors: list[Game], consumes: tuple[str, ...]) -> list[list[Game]]:
+    """The sets timed together (module docstring): each jgtest game consuming each of ``consumes``,
+    and the anchors, each set with the floor and gymnax CartPole-v1 (prepended when timed)."""
     sets = []
     for name in games:
         env, params = jgtest.make(name)
-        sets.append([testing_game(env, params, name, t) for t in (False, True)])
+        sets.append([testing_game(env, params, name, c) for c in consumes])
     return sets + [[a] for a in anchors]
 
 
@@ -431,6 +451,24 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
     return result
 
 
+def profile(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict:
+    """Each game's step time shared out by subtraction, at each batch: the observation's share
+    (its step against the row without observations), the auto-reset's (against a fixed reset)
+    and the telemetry's (against the bare row), each of the step with telemetry."""
+    time_of = {(r["game"], r["consumes"], r["batch"]): 1 / r["steps_per_s"] for r in rows}
+    parts = {"observation": "no observation", "auto-reset": "fixed reset", "telemetry": "bare"}
+    return {
+        game: {
+            batch: {
+                part: 1 - time_of[(game, without, batch)] / time_of[(game, "telemetry", batch)]
+                for part, without in parts.items()
+            }
+            for batch in batches
+        }
+        for game in games
+    }
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="batches 64 and 4096, short rounds")
@@ -440,6 +478,12 @@ def main(argv=None) -> dict:
     )
     parser.add_argument(
         "--no-anchors", action="store_true", help="only the floor and gymnax CartPole beside ours"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also time each game without its observations and with a fixed reset: the shares of "
+        "its step (observation, auto-reset, telemetry) in the JSON's profile",
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -451,26 +495,32 @@ def main(argv=None) -> dict:
     anchors = [a for a in anchors if a is not None]
     gym_sps = gymnasium_steps_per_second(20_000 if args.quick else 100_000, 3)
     references = [
-        testing_game(DoNothing(), DoNothing().default_params, FLOOR, True),
+        testing_game(DoNothing(), DoNothing().default_params, FLOOR, "telemetry"),
         gymnax_game(GYMNAX, *gymnax.make("CartPole-v1")),
     ]
     print(
-        f"{'game':32s} {'consumes':>9s} {'batch':>6s} {'steps/s':>13s} {'× gymnasium':>12s} "
+        f"{'game':32s} {'consumes':>14s} {'batch':>6s} {'steps/s':>13s} {'× gymnasium':>12s} "
         f"{'× gymnax':>9s} {'harness share':>14s}"
     )
-    print(f"{'Gymnasium CartPole-v1 (Python loop)':32s} {'all':>9s} {1:>6d} {gym_sps:>13,.0f}")
+    print(f"{'Gymnasium CartPole-v1 (Python loop)':32s} {'all':>14s} {1:>6d} {gym_sps:>13,.0f}")
     rows = []
     for batch in batches:
-        measured = measure_batch(row_sets(games, anchors), references, batch, rounds, seconds)
+        sets = row_sets(games, anchors, CONSUMES if args.profile else CONSUMES[:2])
+        measured = measure_batch(sets, references, batch, rounds, seconds)
         for row in measured:
             print(
-                f"{row['game']:32s} {row['consumes']:>9s} {batch:>6d} {row['steps_per_s']:>13,.0f} "
-                f"{row['steps_per_s'] / gym_sps:>12.1f} {row['vs_gymnax']:>9.2f} "
+                f"{row['game']:32s} {row['consumes']:>14s} {batch:>6d} "
+                f"{row['steps_per_s']:>13,.0f} {row['steps_per_s'] / gym_sps:>12.1f} "
+                f"{row['vs_gymnax']:>9.2f} "
                 f"{row['harness_share']:>14.1%}",
                 flush=True,
             )
         rows += measured
     held = checks(rows, games, batches)
+    shares = profile(rows, games, batches) if args.profile else {}
+    for game, by_batch in shares.items():
+        for batch, parts in by_batch.items():
+            print(f"{game} @ {batch}: " + ", ".join(f"{k} {v:.0%}" for k, v in parts.items()))
     print()
     for name, check in held.items():
         print(f"{'holds' if check['holds'] else 'FAILS':5s}  {name}: {check['figures']}")
@@ -492,6 +542,7 @@ def main(argv=None) -> dict:
         "gymnasium_steps_per_s": gym_sps,
         "rows": rows,
         "checks": held,
+        "profile": shares,
         "wall_s": time.perf_counter() - started,
     }
     print(f"{result['wall_s']:.0f} s")
