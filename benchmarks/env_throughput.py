@@ -264,6 +264,7 @@ class Runner:
     carry: Any
     inputs: tuple
     steps: int = 1
+    compile_s: float = 0.0
 
     def call(self) -> None:
         self.carry = self.advance(self.carry, jnp.int32(self.steps), *self.inputs)
@@ -366,8 +367,15 @@ def measure_batch(sets, references: list[Game], batch: int, rounds: int, seconds
     """Rows of one batch size: every set timed with the references, all compiled first (one
     compile per core at a time)."""
     every = references + [game for row_set in sets for game in row_set]
+
+    def timed_compile(game: Game) -> Runner:
+        begin = time.perf_counter()
+        runner = compile_runner(game, batch)
+        runner.compile_s = time.perf_counter() - begin
+        return runner
+
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
-        compiled = dict(zip(map(id, every), pool.map(lambda g: compile_runner(g, batch), every)))
+        compiled = dict(zip(map(id, every), pool.map(timed_compile, every)))
     refs = {(g.name, g.consumes): compiled[id(g)] for g in references}
     rows = []
     for i, row_set in enumerate(sets):
@@ -384,6 +392,7 @@ def measure_batch(sets, references: list[Game], batch: int, rounds: int, seconds
                     "batch": batch,
                     "steps_per_s": value,
                     "steps": runners[(name, consumes)].steps,
+                    "compile_s": runners[(name, consumes)].compile_s,
                     "vs_gymnax": value / rates[(GYMNAX, "all")],
                     "harness_share": value / rates[(FLOOR, "telemetry")],
                     "pixels_per_s": None
@@ -545,7 +554,13 @@ def main(argv=None) -> dict:
         "profile": shares,
         "wall_s": time.perf_counter() - started,
     }
-    print(f"{result['wall_s']:.0f} s")
+    slowest = sorted(rows, key=lambda r: -r["compile_s"])[:3]
+    print(
+        f"{result['wall_s']:.0f} s in all; compiling {sum(r['compile_s'] for r in rows):.0f} s "
+        "(two at a time; slowest: "
+        + ", ".join(f"{r['game']} @ {r['batch']} {r['compile_s']:.0f} s" for r in slowest)
+        + ")"
+    )
     write_json(args.json, result)
     return result
 
