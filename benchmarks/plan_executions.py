@@ -9,7 +9,8 @@ level) by the plan agent with the scripted navigator (:func:`jgtest.plans.agent.
 ``max_steps`` 200): the example plans of ``examples/plans/dungeon`` repeated to P plans, under
 S seeds. Timed after a warm-up (compilation reported apart), median of the repeats:
 
-* ``vmapped``: P × S executions in one jitted call (the library's way);
+* ``vmapped``: P × S executions in one jitted call (the library's way), the seeds split over the
+  cores;
 * ``one per call``: the same runner jitted for one plan and one seed, called in a Python loop
   over a sample of the executions (the baseline).
 
@@ -24,8 +25,15 @@ import sys
 import time
 from pathlib import Path
 
-import jax
-import numpy as np
+# One XLA host device per core: the plans' seeds are split over them (jgtest.plans.agent.run_plans).
+# Must precede jax's import.
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "")
+    + f" --xla_force_host_platform_device_count={os.cpu_count()} --xla_cpu_multi_thread_eigen=false"
+).strip()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -110,7 +118,7 @@ def main(argv=None) -> dict:
     result = {
         "benchmark": "plan_executions",
         "quick": args.quick,
-        "device": str(jax.devices()[0]),
+        "devices": [str(d) for d in jax.devices()],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "rows": rows,

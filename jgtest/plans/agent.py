@@ -14,9 +14,11 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 from flax import struct
+from jax.sharding import Mesh, PartitionSpec
 
 from jgtest.envs.grid import NSEW, UNREACHABLE, grid_distances, walk_distances
 from jgtest.plans.compiled import HEALTH_BELOW, NEAR, CompiledPlan
+from jgtest.sharding import BATCH_AXIS, batch_sharding
 
 OUTCOMES = ("running", "passed", "validation failed", "unreachable", "player died", "out of steps")
 RUNNING, PASSED, VALIDATION_FAILED, UNREACHABLE_NODE, DIED, OUT_OF_STEPS = range(6)
@@ -339,11 +341,33 @@ def run_plans(
 ):
     """Every plan of the stacked ``plans`` (leading axis P) under every key (``[S]``), in one jitted
     call: ``(agent [P, S], trace [P, S, T])``. Compiled once per game, settings and navigator (and
-    shapes)."""
-    return _batched(env, game, settings, navigator)(params, plans, keys)
+    shapes).
+
+    The seeds are split over the devices (:func:`jgtest.sharding.batch_mesh`) when they divide
+    evenly (on CPU, one device a core where ``--xla_force_host_platform_device_count`` makes them),
+    each device playing its share on its own.
+
+    * chosen: ``shard_map`` rather than a sharded ``jit``, because the runs' searches loop until the
+      slowest has settled: under a sharded ``jit`` each loop's test joins every device, step after
+      step.
+    """
+    seeds = batch_sharding(keys.shape[0])
+    mesh = None if seeds is None else seeds.mesh
+    return _batched(env, game, settings, navigator, mesh)(params, plans, keys)
 
 
 @functools.lru_cache(maxsize=16)
-def _batched(env, game, settings: RunSettings, navigator: Callable):
+def _batched(env, game, settings: RunSettings, navigator: Callable, mesh: Mesh | None):
     run = make_runner(env, game, settings, navigator)
-    return jax.jit(jax.vmap(jax.vmap(run, in_axes=(None, None, 0)), in_axes=(None, 0, None)))
+    batched = jax.vmap(jax.vmap(run, in_axes=(None, None, 0)), in_axes=(None, 0, None))
+    if mesh is None:
+        return jax.jit(batched)
+    return jax.jit(
+        jax.shard_map(
+            batched,
+            mesh=mesh,
+            in_specs=(PartitionSpec(), PartitionSpec(), PartitionSpec(BATCH_AXIS)),
+            out_specs=PartitionSpec(None, BATCH_AXIS),
+            check_vma=False,  # each device's share is independent: nothing to check across them
+        )
+    )

@@ -51,6 +51,7 @@ def _runs(one_device: bool) -> dict:
             wuji.WujiConfig(game="BlockMaze-v0", population=4, generations=1, a2c=tiny),
             out / "wuji",
         )
+        plans = _plan_outcomes()
     shards = {len(leaf.sharding.device_set) for leaf in jax.tree.leaves(trained["state"].params)}
     return {
         "devices_used_by_training": sorted(shards),
@@ -58,6 +59,29 @@ def _runs(one_device: bool) -> dict:
         "random": {k: campaign[k] for k in ("bugs_found", "state_coverage", "env_steps")},
         "wuji": {k: searched[k] for k in ("bugs_found", "state_coverage", "env_steps")},
         "wuji_population": json.loads((out / "wuji" / "population.json").read_text()),
+        "plans": plans,
+    }
+
+
+def _plan_outcomes() -> dict:
+    """Two example plans under 4 seeds on random Dungeon levels (the seeds spread over the devices
+    by ``run_plans``): each run's outcome, steps and path, and how many devices held them."""
+    import jgtest
+    from jgtest.plans import dungeon as game
+    from jgtest.plans.agent import RunSettings, run_plans
+    from jgtest.plans.compiled import stack_plans
+    from jgtest.plans.model import load_plan
+
+    env, params = jgtest.make("Dungeon-v0", variant="random_layout")
+    examples = sorted((Path(__file__).parents[2] / "examples" / "plans" / "dungeon").glob("*.json"))
+    plans = stack_plans([load_plan(p) for p in examples[:2]], env)
+    keys = jax.vmap(jax.random.key)(np.arange(4))
+    agent, trace = run_plans(env, game, params, plans, keys, RunSettings(max_steps=40))
+    return {
+        "devices": len(agent.outcome.sharding.device_set),
+        "outcome": np.asarray(agent.outcome).tolist(),
+        "steps": np.asarray(agent.steps).tolist(),
+        "pos": np.asarray(trace["pos"]).tolist(),
     }
 
 

@@ -1,8 +1,8 @@
 """Sharding over devices (jgtest.sharding): on 4 CPU devices
 (XLA_FLAGS=--xla_force_host_platform_device_count=4, in a child process: the flag must precede JAX's
-start), training seeds, a campaign's games and Wuji's population spread over the 4 devices give the
-single-device results: campaigns bit for bit, trained networks to float tolerance (reductions
-reorder)."""
+start), training seeds, a campaign's games, Wuji's population and plan executions' seeds spread
+over the 4 devices give the single-device results: campaigns bit for bit, trained networks to float
+tolerance (reductions reorder)."""
 
 import json
 import os
@@ -49,4 +49,7 @@ def test_four_devices_give_the_one_device_results():
     # campaigns: bit for bit (integer games and bookkeeping; Wuji's scores after its A2C rounds)
     for part in ("random", "wuji", "wuji_population"):
         assert sharded[part] == single[part], part
+    # plan executions: each device plays its seeds on its own (shard_map), bit for bit
+    assert sharded["plans"].pop("devices") == 4 and single["plans"].pop("devices") == 1
+    assert sharded["plans"] == single["plans"]
     assert jax.device_count() == 1  # this process kept its one device
