@@ -117,6 +117,9 @@ def main(argv=None) -> dict:
     print(f"{'one per call (python loop)':>36s} {'':>13s} {'':>8s} {baseline:>13,.0f}")
     result = {
         "benchmark": "plan_executions",
+        "command": "python benchmarks/plan_executions.py"
+        + (" --quick" if args.quick else "")
+        + (f" --json {args.json}" if args.json else ""),
         "quick": args.quick,
         "devices": [str(d) for d in jax.devices()],
         "platform": platform.platform(),
