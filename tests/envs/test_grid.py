@@ -13,7 +13,7 @@ def test_bitboard_search_gives_the_relaxations_distances(shape):
     rng = np.random.default_rng(sum(shape))
     walls = rng.random((24, *shape)) < rng.uniform(0.0, 0.6, (24, 1, 1))
     sources = np.stack([rng.integers(0, n, 24) for n in shape], -1).astype(np.int32)
-    walls[0, sources[0, 0], sources[0, 1]] = True  # a wall source: it spreads but is unreachable itself
+    walls[0, sources[0, 0], sources[0, 1]] = True  # a wall source spreads, is unreachable itself
     both = [
         np.asarray(jax.jit(jax.vmap(f))(jnp.asarray(walls), jnp.asarray(sources)))
         for f in (_bitboard_distances, _relaxed_distances)
