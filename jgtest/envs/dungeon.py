@@ -86,6 +86,12 @@ PARAM_VARIANTS = (
 )
 #: The player's reach: an actor higher than this cannot be interacted with.
 REACH = 1
+#: The grid sensor's planes, in order: wall, closed door, lava, switch, shrine, enemy, collectable.
+SENSOR_PLANES = 7
+#: Each sensed actor type's plane (a closed door; switches and shrines; living enemies and
+#: collectables), and the lava's.
+SENSED_ACTOR_BITS = {DOOR: 1, SWITCH: 3, SHRINE: 4, ENEMY: 5, COLLECTABLE: 6}
+LAVA_BIT = 2
 
 
 @struct.dataclass
@@ -147,7 +153,7 @@ class Dungeon(TestingEnv):
     ``info["events"]`` says which happened (:data:`EVENTS`) and ``info["event_actor"]`` the
     actor involved.
 
-    Observation, for learned navigation: ``float32[2r+1, 2r+1, 7]``, the cells around the
+    Observation, for learned navigation: ``bool[2r+1, 2r+1, 7]``, the cells around the
     player (``sensor_radius`` r) as planes: wall, closed door, lava, switch, shrine, enemy,
     collectable (outside the map: wall). The direction to a target is the plan agent's to add
     (:func:`target_direction`), since the game does not know the plan.
@@ -274,7 +280,7 @@ class Dungeon(TestingEnv):
 
     def observation_space(self, params) -> spaces.Box:
         side = 2 * self.sensor_radius + 1
-        return spaces.Box(0.0, 1.0, (side, side, 7), jnp.float32)
+        return spaces.Box(0, 1, (side, side, SENSOR_PLANES), jnp.bool_)
 
     # ----- dynamics ---------------------------------------------------------
     def reset_env(self, key, params: EnvParams):
@@ -443,31 +449,26 @@ class Dungeon(TestingEnv):
         return actor_pos, hits.any()
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
-        """The grid sensor (module docstring)."""
+        """The grid sensor (module docstring), cut from one byte a cell whose bits are the planes.
+
+        * chosen: the planes packed as bits, the actors' planes by compares and the window by
+          :func:`_window`, because batched scatters and gathers are slow on CPU (the sensor took
+          four fifths of a step of 4,096 games).
+        """
         r = self.sensor_radius
-        types = jnp.asarray(self.actor_types)
-        plane = lambda mask: (
-            jnp.zeros_like(state.walls).at[state.actor_pos[:, 0], state.actor_pos[:, 1]].max(mask)
-        )
-        planes = jnp.stack(
-            [
-                state.walls,
-                plane((types == DOOR) & ~state.door_open),
-                state.lava,
-                plane(types == SWITCH),
-                plane(types == SHRINE),
-                plane((types == ENEMY) & state.alive),
-                plane((types == COLLECTABLE) & state.alive),
-            ],
-            axis=-1,
-        ).astype(jnp.float32)
-        padded = jnp.pad(planes, ((r, r), (r, r), (0, 0)))
-        padded = padded.at[..., 0].set(
-            jnp.pad(state.walls.astype(jnp.float32), r, constant_values=1.0)
-        )
-        return jax.lax.dynamic_slice(
-            padded, (state.pos[0], state.pos[1], 0), (2 * r + 1, 2 * r + 1, 7)
-        )
+        h, w = self.map_shape
+        mortal = np.isin(self.actor_types, (ENEMY, COLLECTABLE))
+        shown = jnp.where(self.actor_types == DOOR, ~state.door_open, ~mortal | state.alive)
+        actor_cell = state.actor_pos[:, 0] * w + state.actor_pos[:, 1]
+        at_cell = jnp.arange(h * w).reshape(h, w) == actor_cell[:, None, None]
+        at_cell &= shown[:, None, None]
+        code = state.walls.astype(jnp.uint8) | state.lava.astype(jnp.uint8) << LAVA_BIT
+        for kind, bit in SENSED_ACTOR_BITS.items():
+            ids = self.actor_ids(kind)
+            if ids.size:
+                code |= at_cell[ids].any(0).astype(jnp.uint8) << bit
+        window = _window(code, state.pos, r, outside=1)
+        return (window[..., None] >> jnp.arange(SENSOR_PLANES, dtype=jnp.uint8)) & 1 == 1
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return state.shrine_active | state.dead
@@ -535,6 +536,20 @@ def attack(state: EnvState, action, types, adjacent, params: EnvParams) -> tuple
     killed = (action == ATTACK) & targets.any() & ~params.enemies_immortal
     alive = state.alive.at[killed_id].set(state.alive[killed_id] & ~killed)
     return killed_id, killed, alive
+
+
+def _window(grid: jax.Array, centre: jax.Array, radius: int, outside) -> jax.Array:
+    """``grid[centre - radius : centre + radius + 1]`` on both axes, ``outside`` off the grid: a
+    selection by compares on each axis in turn rather than a slice at a traced start (a gather
+    once batched)."""
+    side = jnp.arange(2 * radius + 1) - radius
+    picked = grid
+    for axis in (0, 1):
+        hit = (centre[axis] + side)[:, None] == jnp.arange(grid.shape[axis])
+        picked = jnp.moveaxis(picked, axis, -1)[..., None, :]
+        picked = jnp.where(hit, picked, 0).max(-1)
+        picked = jnp.moveaxis(jnp.where(hit.any(1), picked, outside), -1, axis)
+    return picked
 
 
 def target_direction(pos: jax.Array, target: jax.Array, scale: float = 8.0) -> jax.Array:

@@ -53,7 +53,9 @@ def navigator_input(sensor: jax.Array, pos: jax.Array, target: jax.Array) -> jax
     (:func:`jgtest.envs.dungeon.target_plane`), flattened, and the direction from ``pos`` to
     ``target`` (:func:`jgtest.envs.dungeon.target_direction`)."""
     plane = d.target_plane(pos, target, (sensor.shape[0] - 1) // 2)
-    return jnp.concatenate([sensor.reshape(-1), plane.reshape(-1), d.target_direction(pos, target)])
+    return jnp.concatenate(
+        [sensor.reshape(-1).astype(jnp.float32), plane.reshape(-1), d.target_direction(pos, target)]
+    )
 
 
 def _pick(key: jax.Array, ok: jax.Array) -> jax.Array:
