@@ -36,6 +36,9 @@ The JSON holds every row and the checks the games are held to (``checks``): none
 than at 64, PacMaze at least 1M steps/s at 4096, CartPoleBugs with telemetry at least
 gymnax CartPole at 64 and 4096, telemetry at most 10% over the bare game, and ParkWorld's pixels
 per second at least Craftax-Classic's. ``--quick``: batches 64 and 4096, short rounds.
+
+Compiled rows are kept in JAX's persistent compilation cache (``--compile-cache``, by default
+``~/.cache/jgtest/xla``), so a rerun skips most of the compiling; ``compile_s`` then counts loading.
 """
 
 from __future__ import annotations
@@ -494,8 +497,21 @@ def main(argv=None) -> dict:
         help="also time each game without its observations and with a fixed reset: the shares of "
         "its step (observation, auto-reset, telemetry) in the JSON's profile",
     )
+    parser.add_argument(
+        "--compile-cache",
+        type=Path,
+        default=Path.home() / ".cache" / "jgtest" / "xla",
+        help="JAX's persistent compilation cache, kept between runs (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-compile-cache", action="store_true", help="compile every row afresh, cache nothing"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    cache = None if args.no_compile_cache else args.compile_cache
+    if cache is not None:
+        jax.config.update("jax_compilation_cache_dir", str(cache))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     batches = QUICK_BATCHES if args.quick else FULL_BATCHES
     rounds, seconds = (5, 0.2) if args.quick else (9, 0.5)
     games = sorted(args.games or jgtest.registered_games())
@@ -548,6 +564,7 @@ def main(argv=None) -> dict:
         "rounds": rounds,
         "seconds_per_round": seconds,
         "anchors_not_installed": missing,
+        "compile_cache": None if cache is None else str(cache),
         "gymnasium_steps_per_s": gym_sps,
         "rows": rows,
         "checks": held,
