@@ -35,7 +35,8 @@ telemetry's part (the JSON's ``profile``).
 The JSON holds every row and the checks the games are held to (``checks``): none slower at B = 4096
 than at 64, PacMaze at least 1M steps/s at 4096, CartPoleBugs with telemetry at least
 gymnax CartPole at 64 and 4096, telemetry at most 10% over the bare game, and ParkWorld's pixels
-per second at least Craftax-Classic's. ``--quick``: batches 64 and 4096, short rounds.
+per second at least Craftax-Classic's. ``--quick``: batches 64 and 4096, short rounds, the anchors
+at 4096 only.
 
 Compiled rows are kept in JAX's persistent compilation cache (``--compile-cache``, by default
 ``~/.cache/jgtest/xla``), so a rerun skips most of the compiling; ``compile_s`` then counts loading.
@@ -483,7 +484,9 @@ def profile(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dic
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="batches 64 and 4096, short rounds")
+    parser.add_argument(
+        "--quick", action="store_true", help="batches 64 and 4096, short rounds, anchors at 4096"
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument(
         "--games", nargs="*", default=None, help="games to measure (default: all registered)"
@@ -530,7 +533,10 @@ def main(argv=None) -> dict:
     print(f"{'Gymnasium CartPole-v1 (Python loop)':32s} {'all':>14s} {1:>6d} {gym_sps:>13,.0f}")
     rows = []
     for batch in batches:
-        sets = row_sets(games, anchors, CONSUMES if args.profile else CONSUMES[:2])
+        # --quick times the anchors at its largest batch only: Craftax's compilation alone would
+        # take most of its minutes.
+        timed_anchors = anchors if not args.quick or batch == batches[-1] else []
+        sets = row_sets(games, timed_anchors, CONSUMES if args.profile else CONSUMES[:2])
         measured = measure_batch(sets, references, batch, rounds, seconds)
         for row in measured:
             print(
