@@ -124,6 +124,19 @@ def test_the_grid_sensor_sees_around_the_player():
     assert obs[0, :, 0].all()  # beyond the map's top edge: wall
 
 
+def test_the_sensor_window_is_the_padded_grid_sliced_around_any_cell():
+    """``_window`` (compares on each axis) equals slicing the grid padded with ``outside``, for
+    every centre, corners and edges included."""
+    grid = np.random.default_rng(0).integers(0, 128, (9, 17)).astype(np.uint8)
+    radius = 8
+    padded = np.pad(grid, radius, constant_values=1)
+    window = jax.jit(jax.vmap(lambda c: d._window(jnp.asarray(grid), c, radius, outside=1)))
+    centres = np.stack(np.meshgrid(np.arange(9), np.arange(17), indexing="ij"), -1).reshape(-1, 2)
+    got = np.asarray(window(jnp.asarray(centres)))
+    for (r, c), cut in zip(centres, got):
+        np.testing.assert_array_equal(cut, padded[r : r + 2 * radius + 1, c : c + 2 * radius + 1])
+
+
 def test_random_levels_differ_and_keep_their_cast():
     env, params = jgtest.make("Dungeon-v0", variant="random_layout")
     _, states = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))(
