@@ -25,9 +25,9 @@ _ONE_BITS = 0x3F800000
 
 
 def unroll_threefry_on_cpu() -> bool:
-    """Lowers ``threefry2x32`` on CPU as JAX does elsewhere, its 20 rounds unrolled, in place of a
-    five-trip while loop: the same bits, compiled in a fraction of the time and fused with the code
-    around it. Affects what compiles afterwards, in the whole process.
+    """Lowers ``threefry2x32`` on CPU as JAX does on other platforms, its 20 rounds unrolled, in place
+    of a five-trip while loop: the same bits, compiled in a fraction of the time and fused with the
+    code around it. Affects what compiles afterwards, in the whole process.
 
     Returns:
       whether it applied: ``False`` when this JAX lacks the (private) lowering it installs, which
