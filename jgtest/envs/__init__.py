@@ -11,9 +11,6 @@ from jgtest.envs.nsh_arena import NSHArena
 from jgtest.envs.pacmaze import PacMaze
 from jgtest.envs.park import ParkWorld
 from jgtest.envs.registration import make, register, registered_games
-from jgtest.envs.rng import unroll_threefry_on_cpu
-
-unroll_threefry_on_cpu()
 
 register("BlockMaze-v0", BlockMaze)
 register("CartPoleBugs-v0", CartPoleBugs)

@@ -6,10 +6,6 @@ draws two float32 values per block.
 
 * chosen: dtypes other than float32 go to ``jax.random.uniform`` unchanged, because float64 under
   x64 needs its 52 random bits.
-* chosen: threefry lowered unrolled on CPU too (:func:`unroll_threefry_on_cpu`, applied when
-  :mod:`jgtest.envs` is imported), because JAX's rolled CPU lowering makes every draw a while loop:
-  seconds of compilation a draw and a handful of kernel launches a step, the bulk of a small batch's
-  step in the games that draw each step.
 """
 
 from __future__ import annotations
@@ -22,27 +18,6 @@ import jax.numpy as jnp
 #: The float32 1.0 bit pattern, as ``jax.random.uniform`` uses: 23 random mantissa bits below it
 #: give [1, 2).
 _ONE_BITS = 0x3F800000
-
-
-def unroll_threefry_on_cpu() -> bool:
-    """Lowers ``threefry2x32`` on CPU as JAX does on other platforms, its 20 rounds unrolled, in place
-    of a five-trip while loop: the same bits, compiled in a fraction of the time and fused with the
-    code around it. Affects what compiles afterwards, in the whole process.
-
-    Returns:
-      whether it applied: ``False`` when this JAX lacks the (private) lowering it installs, which
-      leaves JAX's own.
-    """
-    try:
-        from jax._src import prng
-        from jax._src.interpreters import mlir
-    except ImportError:
-        return False
-    rule = getattr(prng, "_threefry2x32_lowering_rule", None)
-    if rule is None or not hasattr(prng, "threefry2x32_p"):
-        return False
-    mlir.register_lowering(prng.threefry2x32_p, rule, platform="cpu", inline=False)
-    return True
 
 
 def random_words(key: jax.Array, n: int) -> jax.Array:

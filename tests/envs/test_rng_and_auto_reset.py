@@ -24,30 +24,6 @@ def test_threefry_counters_are_as_the_auto_reset_key_assumes():
     np.testing.assert_array_equal(np.asarray(random_words(key, 7)), folded.reshape(-1)[:7])
 
 
-def test_threefry_unrolled_on_cpu_draws_jaxs_bits_without_a_loop():
-    """The unrolled CPU lowering (``unroll_threefry_on_cpu``, installed by ``import jgtest.envs``)
-    compiles a draw with no while loop and draws the bits JAX's own rolled lowering draws."""
-    from jax._src import prng
-    from jax._src.interpreters import mlir
-
-    def draws():
-        jax.clear_caches()
-        draw = jax.jit(lambda k: (jax.random.bits(k, (5,)), jax.random.normal(k, (3,))))
-        key = jax.random.key(11)
-        return draw.lower(key).compile().as_text(), jax.tree.map(np.asarray, draw(key))
-
-    unrolled_text, unrolled = draws()
-    mlir.register_lowering(prng.threefry2x32_p, prng._threefry2x32_cpu_lowering_rule, "cpu")
-    try:
-        rolled_text, rolled = draws()
-    finally:
-        assert jgtest.envs.rng.unroll_threefry_on_cpu()
-        jax.clear_caches()
-    assert " while(" in rolled_text and " while(" not in unrolled_text
-    for a, b in zip(unrolled, rolled):
-        np.testing.assert_array_equal(a, b)
-
-
 def test_uniform_float32_matches_jax_uniform_in_law():
     values = np.asarray(
         jax.vmap(lambda k: uniform(k, (3,), -0.05, 0.05))(
