@@ -57,6 +57,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+# XLA's C++ warnings only when asked for (TF_CPP_MIN_LOG_LEVEL): loading a row from the compilation
+# cache logs a line each. Must precede jax's import, as must the flags below.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # One XLA host device per core, so the env batch is split across cores (XLA's CPU
 # backend runs one small-kernel program mostly on one thread). Must precede jax's import.
 os.environ["XLA_FLAGS"] = (
