@@ -19,6 +19,7 @@ import jax
 import numpy as np
 from gymnax.environments import environment, spaces
 
+from jgtest.envs import rng
 from jgtest.errors import BadFile
 from jgtest.signals import DEVICE_DEFAULT
 
@@ -232,5 +233,5 @@ class TestingEnv(environment.Environment):
     @partial(jax.jit, static_argnames=("self",))
     def _auto_reset_step(self, key, state, action, params):
         return step_with_reset(
-            self, params, state, action, key, jax.random.fold_in(key, AUTO_RESET_COUNTER)
+            self, params, state, action, key, rng.fold_in(key, AUTO_RESET_COUNTER)
         )

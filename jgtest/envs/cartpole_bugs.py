@@ -19,8 +19,8 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.coverage import bucket_id
+from jgtest.envs import rng
 from jgtest.envs.base import TestingEnv, check_shape
-from jgtest.envs.rng import uniform
 from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
 
@@ -125,7 +125,7 @@ class CartPoleBugs(TestingEnv):
         return spaces.Box(-high, high, (4,), jnp.float32)
 
     def reset_env(self, key, params: EnvParams):
-        init = uniform(key, (4,), minval=-0.05, maxval=0.05)
+        init = rng.uniform(key, (4,), minval=-0.05, maxval=0.05)
         state = EnvState(
             x=init[0],
             x_dot=init[1],
@@ -166,7 +166,7 @@ class CartPoleBugs(TestingEnv):
         new = new.replace(bugs_seen=state.bugs_seen | in_bug)
 
         game_reward = 1.0 - prev_terminal.astype(jnp.float32)
-        noise = params.frame_noise_ms * jax.random.normal(key, ())
+        noise = params.frame_noise_ms * rng.normal(key)
         frame_ms = params.base_frame_ms + noise + params.bug_delay_ms * jnp.any(fired)
         features = jnp.stack([new.x, new.x_dot, new.theta, new.theta_dot]).astype(jnp.float32)
         telemetry = Telemetry.make(

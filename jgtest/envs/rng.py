@@ -4,8 +4,14 @@ A threefry block yields two uniform 32-bit words; ``jax.random.bits`` XORs them 
 while :func:`random_words` keeps both (the raw words of ``jax.random.split``), so :func:`uniform`
 draws two float32 values per block.
 
+Threefry itself is written out here (:func:`threefry_block`) for the few values a game draws each
+step (:func:`random_words`, :func:`fold_in`, :func:`normal`): the same bits as ``jax.random``.
+
 * chosen: dtypes other than float32 go to ``jax.random.uniform`` unchanged, because float64 under
   x64 needs its 52 random bits.
+* chosen: threefry as plain elementwise code for these small draws, because JAX lowers it on CPU to
+  a five-trip while loop, a handful of kernel launches per draw that dominate a step of a few games
+  a core; the games' large draws (levels, placements) keep ``jax.random``, where the loop is faster.
 """
 
 from __future__ import annotations
@@ -14,10 +20,47 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 #: The float32 1.0 bit pattern, as ``jax.random.uniform`` uses: 23 random mantissa bits below it
 #: give [1, 2).
 _ONE_BITS = 0x3F800000
+
+
+#: Threefry-2x32's rotations, the even and the odd groups of four rounds (Salmon et al. 2011).
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry_block(key: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Threefry-2x32's 20 rounds on the counter words ``(x0, x1)`` under the threefry ``key``, as
+    JAX computes them, written out: the same words, as plain elementwise code."""
+    k0, k1 = (w.astype(jnp.uint32) for w in jax.random.key_data(key))
+    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
+    x0, x1 = jnp.uint32(x0) + ks[0], jnp.uint32(x1) + ks[1]
+    for group in range(5):
+        for r in _ROTATIONS[group % 2]:
+            x0 = x0 + x1
+            x1 = x0 ^ ((x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r)))
+        x0 = x0 + ks[(group + 1) % 3]
+        x1 = x1 + ks[(group + 2) % 3] + jnp.uint32(group + 1)
+    return x0, x1
+
+
+def fold_in(key: jax.Array, data: int) -> jax.Array:
+    """``jax.random.fold_in(key, data)`` for a threefry key: the block at counter ``data``."""
+    return jax.random.wrap_key_data(jnp.stack(threefry_block(key, 0, data)))
+
+
+def normal(key: jax.Array) -> jax.Array:
+    """``jax.random.normal(key, ())`` in float32: the block at counter 0, its words XOR'd into the
+    bits of a uniform in ``(-1, 1)``, then ``sqrt(2) erfinv``."""
+    words = threefry_block(key, 0, 0)
+    lo = np.nextafter(np.float32(-1.0), np.float32(0.0))
+    unit = jax.lax.bitcast_convert_type(
+        ((words[0] ^ words[1]) >> 9) | jnp.uint32(_ONE_BITS), jnp.float32
+    ) - jnp.float32(1.0)
+    u = jnp.maximum(lo, unit * (jnp.float32(1.0) - lo) + lo)
+    return jnp.float32(np.sqrt(2)) * jax.lax.erf_inv(u)
 
 
 def random_words(key: jax.Array, n: int) -> jax.Array:
@@ -28,8 +71,8 @@ def random_words(key: jax.Array, n: int) -> jax.Array:
     ``split(key, n)[i]`` return) and XORs its two output words into one. These are the words of
     ``split`` unreduced, two per block, as ``jax.random.bits`` gives them under x64 for ``uint64``.
     """
-    words = jax.random.key_data(jax.random.split(key, -(-n // 2))).reshape(-1)
-    return words[:n].astype(jnp.uint32)
+    words = threefry_block(key, 0, jnp.arange(-(-n // 2), dtype=jnp.uint32))
+    return jnp.stack(words, axis=-1).reshape(-1)[:n]
 
 
 def uniform(

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import jgtest
+from jgtest.envs import rng
 from jgtest.envs.base import AUTO_RESET_COUNTER, step_with_reset
 from jgtest.envs.rng import random_words, uniform
 
@@ -22,6 +23,31 @@ def test_threefry_counters_are_as_the_auto_reset_key_assumes():
         np.asarray(jax.random.bits(key, (4,))), folded[:, 0] ^ folded[:, 1]
     )
     np.testing.assert_array_equal(np.asarray(random_words(key, 7)), folded.reshape(-1)[:7])
+
+
+def test_the_written_out_threefry_gives_jax_randoms_bits():
+    """:func:`rng.fold_in`, :func:`rng.normal` and :func:`rng.random_words` (threefry written out)
+    give exactly what ``jax.random`` gives, one key at a time and vmapped."""
+    keys = jax.random.split(jax.random.key(11), 256)
+    ours = jax.jit(
+        jax.vmap(lambda k: (jax.random.key_data(rng.fold_in(k, AUTO_RESET_COUNTER)), rng.normal(k)))
+    )(keys)
+    theirs = jax.jit(
+        jax.vmap(
+            lambda k: (
+                jax.random.key_data(jax.random.fold_in(k, AUTO_RESET_COUNTER)),
+                jax.random.normal(k, ()),
+            )
+        )
+    )(keys)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for i in (0, 1, 200):
+        np.testing.assert_array_equal(
+            np.asarray(jax.random.key_data(rng.fold_in(keys[i], i))),
+            np.asarray(jax.random.key_data(jax.random.fold_in(keys[i], i))),
+        )
+        assert np.asarray(rng.normal(keys[i])) == np.asarray(jax.random.normal(keys[i], ()))
 
 
 def test_uniform_float32_matches_jax_uniform_in_law():
