@@ -27,6 +27,8 @@ LABELS = {
     "ea_s+drl": "EA_s+DRL",
     "wuji": "Wuji",
     "drl_30": "DRL ×30",
+    "drl_1game": "DRL, one game",
+    "defaults": "Wuji, the defaults",
     "reline": "RELINE",
     "rl-baseline": "rl-baseline",
     "ppgta": "PPGTA",
