@@ -30,7 +30,9 @@ within the set. The batch is sharded over all local devices (on CPU, one host de
 
 ``--profile`` also times each game without its observations and with the auto-reset replaced by a
 fixed start, and shares its step out by subtraction: the observation's, the auto-reset's and the
-telemetry's part (the JSON's ``profile``).
+telemetry's part (the JSON's ``profile``); and it traces a call of each game's row with telemetry
+(``jax.profiler``): its top ops by their own time, each with the name stack of the game's code that
+made it (each such row's ``ops``, :mod:`op_profile`).
 
 The JSON holds every row and the checks the games are held to (``checks``): none slower at B = 4096
 than at 64, PacMaze at least 1M steps/s at 4096, CartPoleBugs with telemetry at least
@@ -71,6 +73,7 @@ import gymnax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from _common import write_json  # noqa: E402
+from op_profile import op_profile  # noqa: E402
 
 import jgtest  # noqa: E402
 from jgtest.types import Telemetry  # noqa: E402
@@ -370,9 +373,12 @@ def row_sets(games: list[str], anchors: list[Game], consumes: tuple[str, ...]) -
     return sets + [[a] for a in anchors]
 
 
-def measure_batch(sets, references: list[Game], batch: int, rounds: int, seconds: float) -> list:
+def measure_batch(
+    sets, references: list[Game], batch: int, rounds: int, seconds: float, trace_ops: bool = False
+) -> list:
     """Rows of one batch size: every set timed with the references, all compiled first (one
-    compile per core at a time)."""
+    compile per core at a time); with ``trace_ops``, each game's row with telemetry also gets its
+    top ops (:func:`op_profile.op_profile`, one traced call)."""
     every = references + [game for row_set in sets for game in row_set]
 
     def timed_compile(game: Game) -> Runner:
@@ -391,9 +397,13 @@ def measure_batch(sets, references: list[Game], batch: int, rounds: int, seconds
         for (name, consumes), value in rates.items():
             if (name, consumes) in refs and i > 0:
                 continue  # the references are reported from the first set
-            game = runners[(name, consumes)].game
+            runner = runners[(name, consumes)]
+            game = runner.game
+            traced = trace_ops and consumes == "telemetry" and name != FLOOR
+            ops = op_profile(runner.call, runner.advance.as_text(), 1) if traced else None
             rows.append(
                 {
+                    **({} if ops is None else {"ops": ops}),
                     "game": name,
                     "consumes": consumes,
                     "batch": batch,
@@ -540,7 +550,7 @@ def main(argv=None) -> dict:
         # take most of its minutes.
         timed_anchors = anchors if not args.quick or batch == batches[-1] else []
         sets = row_sets(games, timed_anchors, CONSUMES if args.profile else CONSUMES[:2])
-        measured = measure_batch(sets, references, batch, rounds, seconds)
+        measured = measure_batch(sets, references, batch, rounds, seconds, args.profile)
         for row in measured:
             print(
                 f"{row['game']:32s} {row['consumes']:>14s} {batch:>6d} "
@@ -555,6 +565,14 @@ def main(argv=None) -> dict:
     for game, by_batch in shares.items():
         for batch, parts in by_batch.items():
             print(f"{game} @ {batch}: " + ", ".join(f"{k} {v:.0%}" for k, v in parts.items()))
+    LOOP = "jit(advance)/while/body/"  # the harness's loop, around every op of a row
+    for row in rows:
+        if row.get("ops"):
+            top = row["ops"][:4]
+            print(
+                f"{row['game']} @ {row['batch']}, top ops: "
+                + "; ".join(f"{op['share']:.0%} {op['scope'].removeprefix(LOOP)}" for op in top)
+            )
     print()
     for name, check in held.items():
         print(f"{'holds' if check['holds'] else 'FAILS':5s}  {name}: {check['figures']}")
