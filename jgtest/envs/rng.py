@@ -46,20 +46,34 @@ def threefry_block(key: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[jax.Ar
     return x0, x1
 
 
+def _typed_threefry(key: jax.Array) -> bool:
+    """Whether ``key`` is a typed threefry key, the only kind written-out threefry serves (a raw
+    ``uint32`` key or another implementation goes to ``jax.random``)."""
+    return jnp.issubdtype(key.dtype, jax.dtypes.prng_key) and (
+        str(jax.random.key_impl(key)) == "threefry2x32"
+    )
+
+
+def _unit(words: jax.Array) -> jax.Array:
+    """float32 values in [0, 1) from uint32 words' top 23 bits, as ``jax.random.uniform``."""
+    return jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(_ONE_BITS), jnp.float32) - 1.0
+
+
 def fold_in(key: jax.Array, data: int) -> jax.Array:
-    """``jax.random.fold_in(key, data)`` for a threefry key: the block at counter ``data``."""
+    """``jax.random.fold_in(key, data)``: for a threefry key, the block at counter ``data``."""
+    if not _typed_threefry(key):
+        return jax.random.fold_in(key, data)
     return jax.random.wrap_key_data(jnp.stack(threefry_block(key, 0, data)))
 
 
 def normal(key: jax.Array) -> jax.Array:
-    """``jax.random.normal(key, ())`` in float32: the block at counter 0, its words XOR'd into the
-    bits of a uniform in ``(-1, 1)``, then ``sqrt(2) erfinv``."""
+    """``jax.random.normal(key, ())`` in float32: for a threefry key, the block at counter 0, its
+    words XOR'd into the bits of a uniform in ``(-1, 1)``, then ``sqrt(2) erfinv``."""
+    if not _typed_threefry(key):
+        return jax.random.normal(key, (), jnp.float32)
     words = threefry_block(key, 0, 0)
     lo = np.nextafter(np.float32(-1.0), np.float32(0.0))
-    unit = jax.lax.bitcast_convert_type(
-        ((words[0] ^ words[1]) >> 9) | jnp.uint32(_ONE_BITS), jnp.float32
-    ) - jnp.float32(1.0)
-    u = jnp.maximum(lo, unit * (jnp.float32(1.0) - lo) + lo)
+    u = jnp.maximum(lo, _unit(words[0] ^ words[1]) * (jnp.float32(1.0) - lo) + lo)
     return jnp.float32(np.sqrt(2)) * jax.lax.erf_inv(u)
 
 
@@ -71,7 +85,10 @@ def random_words(key: jax.Array, n: int) -> jax.Array:
     ``split(key, n)[i]`` return) and XORs its two output words into one. These are the words of
     ``split`` unreduced, two per block, as ``jax.random.bits`` gives them under x64 for ``uint64``.
     """
-    words = threefry_block(key, 0, jnp.arange(-(-n // 2), dtype=jnp.uint32))
+    blocks = -(-n // 2)
+    if not _typed_threefry(key):
+        return jax.random.key_data(jax.random.split(key, blocks)).reshape(-1)[:n].astype(jnp.uint32)
+    words = threefry_block(key, 0, jnp.arange(blocks, dtype=jnp.uint32))
     return jnp.stack(words, axis=-1).reshape(-1)[:n]
 
 
@@ -88,6 +105,5 @@ def uniform(
     dtype = jnp.dtype(dtype or jnp.zeros(()).dtype)
     if dtype != jnp.float32:
         return jax.random.uniform(key, shape, dtype, minval, maxval)
-    words = random_words(key, math.prod(shape)).reshape(shape)
-    unit = jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(_ONE_BITS), jnp.float32) - 1.0
+    unit = _unit(random_words(key, math.prod(shape)).reshape(shape))
     return jnp.maximum(minval, unit * (maxval - minval) + minval).astype(dtype)

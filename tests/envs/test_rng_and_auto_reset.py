@@ -50,6 +50,17 @@ def test_the_written_out_threefry_gives_jax_randoms_bits():
         assert np.asarray(rng.normal(keys[i])) == np.asarray(jax.random.normal(keys[i], ()))
 
 
+def test_other_keys_go_to_jax_random():
+    """A raw ``uint32`` key or an rbg key is not threefry written out: ``jax.random`` draws."""
+    raw = jax.random.PRNGKey(4)
+    np.testing.assert_array_equal(rng.fold_in(raw, 9), jax.random.fold_in(raw, 9))
+    rbg = jax.random.key(4, impl="rbg")
+    np.testing.assert_array_equal(
+        jax.random.key_data(rng.fold_in(rbg, 9)), jax.random.key_data(jax.random.fold_in(rbg, 9))
+    )
+    assert rng.normal(rbg) == jax.random.normal(rbg, ())
+
+
 def test_uniform_float32_matches_jax_uniform_in_law():
     values = np.asarray(
         jax.vmap(lambda k: uniform(k, (3,), -0.05, 0.05))(
