@@ -246,18 +246,30 @@ def anchor(name: str) -> Game | None:
 SMALL_LEAF = 64
 
 
-def _checksum(outputs) -> jax.Array:
-    """Sum of every value of one game's ``outputs``, as float32: keeps all of them alive.
+def _words(leaf: jax.Array) -> jax.Array:
+    """``leaf``'s values as ``uint32`` words: narrower integers and booleans converted, 32-bit
+    values reinterpreted, 64-bit ones as their two halves."""
+    if leaf.dtype.itemsize in (4, 8):
+        return jax.lax.bitcast_convert_type(leaf, jnp.uint32)  # a 64-bit value: a trailing pair
+    return leaf.astype(jnp.uint32)
 
+
+def _checksum(outputs) -> jax.Array:
+    """Wrapping ``uint32`` sum of the words of every value of one game's ``outputs``: keeps all of
+    them alive.
+
+    * chosen: integer sums of the values' bits, because XLA's CPU backend vectorises an integer
+      reduction but adds floats one after another (rounding depends on the order): summing a
+      frame as float32 took most of a grid game's step.
     * chosen: the small leaves are concatenated and summed once, because a reduction each (a
       kernel each on CPU) made consuming CartPole's telemetry cost a third of its step at 64
       games; a frame is summed alone, as it is (flattened first, Block Maze's planes summed ten
       times slower).
     """
     leaves = jax.tree.leaves(outputs)
-    small = [jnp.ravel(leaf).astype(jnp.float32) for leaf in leaves if leaf.size <= SMALL_LEAF]
-    total = jnp.sum(jnp.concatenate(small)) if small else jnp.float32(0)
-    big = (jnp.sum(leaf.astype(jnp.float32)) for leaf in leaves if leaf.size > SMALL_LEAF)
+    small = [jnp.ravel(_words(leaf)) for leaf in leaves if leaf.size <= SMALL_LEAF]
+    total = jnp.sum(jnp.concatenate(small)) if small else jnp.uint32(0)
+    big = (jnp.sum(_words(leaf)) for leaf in leaves if leaf.size > SMALL_LEAF)
     return sum(big, total)
 
 
@@ -322,7 +334,7 @@ def compile_runner(game: Game, batch: int) -> Runner:
 
         return jax.lax.fori_loop(0, steps, body, carry)
 
-    checksums = jax.device_put(jnp.zeros(batch, jnp.float32), by_env)  # one a game: no reduction
+    checksums = jax.device_put(jnp.zeros(batch, jnp.uint32), by_env)  # one a game: no reduction
     carry = (states, jnp.int32(0), checksums)  # across devices in the loop
     compiled = jax.jit(advance, donate_argnums=0).lower(carry, jnp.int32(1), *inputs).compile()
     return Runner(game, batch, compiled, carry, inputs)

@@ -11,7 +11,8 @@ step (:func:`random_words`, :func:`fold_in`, :func:`normal`): the same bits as `
   x64 needs its 52 random bits.
 * chosen: threefry as plain elementwise code for these small draws, because JAX lowers it on CPU to
   a five-trip while loop, a handful of kernel launches per draw that dominate a step of a few games
-  a core; the games' large draws (levels, placements) keep ``jax.random``, where the loop is faster.
+  a core; the games' large draws (levels, placements) keep ``jax.random``, where the loop is faster,
+  and so does a small draw vmapped over many games (more than :data:`WRITTEN_OUT_MAX_WORDS` words).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 
 import jax
+import jax.extend.random as jax_random
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,12 +33,22 @@ _ONE_BITS = 0x3F800000
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
-def threefry_block(key: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Threefry-2x32's 20 rounds on the counter words ``(x0, x1)`` under the threefry ``key``, as
-    JAX computes them, written out: the same words, as plain elementwise code."""
-    k0, k1 = (w.astype(jnp.uint32) for w in jax.random.key_data(key))
+#: Vectorised draws of more words than this run JAX's own threefry (:func:`_threefry_words`).
+WRITTEN_OUT_MAX_WORDS = 512
+
+
+@jax.custom_batching.custom_vmap
+def _threefry_words(k0, k1, x0, x1):
+    """Threefry-2x32's 20 rounds on the counter words ``(x0, x1)`` under the key words
+    ``(k0, k1)``, as JAX computes them, written out as plain elementwise code.
+
+    * chosen: under ``vmap``, a draw of more than :data:`WRITTEN_OUT_MAX_WORDS` words runs JAX's
+      own threefry instead (the same words), because XLA fuses written-out rounds into each of
+      their consumers and computes them again in each, which costs more than the loop's launches
+      once the draw is large.
+    """
     ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
-    x0, x1 = jnp.uint32(x0) + ks[0], jnp.uint32(x1) + ks[1]
+    x0, x1 = x0 + ks[0], x1 + ks[1]
     for group in range(5):
         for r in _ROTATIONS[group % 2]:
             x0 = x0 + x1
@@ -44,6 +56,24 @@ def threefry_block(key: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[jax.Ar
         x0 = x0 + ks[(group + 1) % 3]
         x1 = x1 + ks[(group + 2) % 3] + jnp.uint32(group + 1)
     return x0, x1
+
+
+@_threefry_words.def_vmap
+def _threefry_words_batched(axis_size, in_batched, *words):
+    in_axes = [0 if batched else None for batched in in_batched]
+    draw = max(math.prod(w.shape) // (axis_size if b else 1) for w, b in zip(words, in_batched))
+    if axis_size * draw <= WRITTEN_OUT_MAX_WORDS:
+        return jax.vmap(_threefry_words.fun, in_axes)(*words), (True, True)
+    full = jax.vmap(jnp.broadcast_arrays, in_axes, axis_size=axis_size)(*words)
+    return tuple(jax_random.threefry2x32_p.bind(*full)), (True, True)
+
+
+def threefry_block(key: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Threefry-2x32's block at the counter words ``(x0, x1)`` under the threefry ``key``: the
+    words ``jax.random`` computes (:func:`_threefry_words`)."""
+    k0, k1 = (w.astype(jnp.uint32) for w in jax.random.key_data(key))
+    x0, x1 = jnp.broadcast_arrays(jnp.uint32(x0), jnp.uint32(x1))
+    return _threefry_words(k0, k1, x0, x1)
 
 
 def _typed_threefry(key: jax.Array) -> bool:

@@ -25,23 +25,35 @@ def test_threefry_counters_are_as_the_auto_reset_key_assumes():
     np.testing.assert_array_equal(np.asarray(random_words(key, 7)), folded.reshape(-1)[:7])
 
 
-def test_the_written_out_threefry_gives_jax_randoms_bits():
-    """:func:`rng.fold_in`, :func:`rng.normal` and :func:`rng.random_words` (threefry written out)
-    give exactly what ``jax.random`` gives, one key at a time and vmapped."""
-    keys = jax.random.split(jax.random.key(11), 256)
-    ours = jax.jit(
-        jax.vmap(lambda k: (jax.random.key_data(rng.fold_in(k, AUTO_RESET_COUNTER)), rng.normal(k)))
+@pytest.mark.parametrize("games", [(8,), (256,), (1024,), (4, 300)])
+def test_the_written_out_threefry_gives_jax_randoms_bits(games):
+    """:func:`rng.fold_in`, :func:`rng.normal` and :func:`rng.random_words` give exactly what
+    ``jax.random`` gives, one key at a time and vmapped (nested too), on both sides of
+    :data:`rng.WRITTEN_OUT_MAX_WORDS` (written out below it, JAX's own threefry above)."""
+    keys = jax.random.split(jax.random.key(11), games)
+
+    def vmapped(draw):
+        for _ in games:
+            draw = jax.vmap(draw)
+        return jax.jit(draw)
+
+    ours = vmapped(
+        lambda k: (
+            jax.random.key_data(rng.fold_in(k, AUTO_RESET_COUNTER)),
+            rng.normal(k),
+            random_words(k, 5),
+        )
     )(keys)
-    theirs = jax.jit(
-        jax.vmap(
-            lambda k: (
-                jax.random.key_data(jax.random.fold_in(k, AUTO_RESET_COUNTER)),
-                jax.random.normal(k, ()),
-            )
+    theirs = vmapped(
+        lambda k: (
+            jax.random.key_data(jax.random.fold_in(k, AUTO_RESET_COUNTER)),
+            jax.random.normal(k, ()),
+            jax.random.key_data(jax.random.split(k, 3)).reshape(-1)[:5],
         )
     )(keys)
     for a, b in zip(ours, theirs):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    keys = keys.reshape(-1)
     for i in (0, 1, 200):
         np.testing.assert_array_equal(
             np.asarray(jax.random.key_data(rng.fold_in(keys[i], i))),
