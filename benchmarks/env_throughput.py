@@ -255,24 +255,21 @@ def _words(leaf: jax.Array) -> jax.Array:
 
 
 def _checksum(outputs) -> jax.Array:
-    """Wrapping ``uint32`` sum of the words of every value of each game's ``outputs`` (batched,
-    ``[B, ...]`` leaves), ``uint32[B]``: keeps all of them alive.
+    """Wrapping ``uint32`` sum of the words of every value of one game's ``outputs``: keeps all of
+    them alive.
 
     * chosen: integer sums of the values' bits, because XLA's CPU backend vectorises an integer
       reduction but adds floats one after another (rounding depends on the order): summing a
       frame as float32 took most of a grid game's step.
-    * chosen: the small leaves concatenated games-minor (``[values, B]``) and summed once across
-      the values, because a reduction each (a kernel each on CPU) made consuming CartPole's
-      telemetry cost a third of its step at 64 games, and a sum along the games' axis runs
-      across the games where one along each game's values ran a loop a game (the harness floor
-      2.4 times faster at 64 games). A frame is summed alone, as it is.
+    * chosen: the small leaves are concatenated and summed once, because a reduction each (a
+      kernel each on CPU) made consuming CartPole's telemetry cost a third of its step at 64
+      games; a frame is summed alone, as it is (flattened first, Block Maze's planes summed ten
+      times slower).
     """
     leaves = jax.tree.leaves(outputs)
-    games = leaves[0].shape[0]
-    per_game = [_words(leaf).reshape(games, -1) for leaf in leaves]
-    small = [words.T for words in per_game if words.shape[1] <= SMALL_LEAF]
-    total = jnp.sum(jnp.concatenate(small), axis=0) if small else jnp.zeros(games, jnp.uint32)
-    big = (jnp.sum(words, axis=1) for words in per_game if words.shape[1] > SMALL_LEAF)
+    small = [jnp.ravel(_words(leaf)) for leaf in leaves if leaf.size <= SMALL_LEAF]
+    total = jnp.sum(jnp.concatenate(small)) if small else jnp.uint32(0)
+    big = (jnp.sum(_words(leaf)) for leaf in leaves if leaf.size > SMALL_LEAF)
     return sum(big, total)
 
 
@@ -321,6 +318,10 @@ def compile_runner(game: Game, batch: int) -> Runner:
     actions = jax.random.randint(jax.random.fold_in(key, 2), (KEYS, batch), 0, game.num_actions)
     inputs = (jax.device_put(step_keys, by_step_env), jax.device_put(actions, by_step_env))
 
+    def play(key, state, action):
+        state, outputs = game.step(key, state, action)
+        return state, _checksum(outputs)
+
     def advance(carry, steps, step_keys, actions):
         def body(_, carry):
             states, t, checksums = carry
@@ -328,8 +329,8 @@ def compile_runner(game: Game, batch: int) -> Runner:
                 jax.lax.dynamic_index_in_dim(x, t % KEYS, keepdims=False)
                 for x in (step_keys, actions)
             )
-            states, outputs = jax.vmap(game.step)(keys, states, acts)
-            return states, t + 1, checksums + _checksum(outputs)
+            states, sums = jax.vmap(play)(keys, states, acts)
+            return states, t + 1, checksums + sums
 
         return jax.lax.fori_loop(0, steps, body, carry)
 
