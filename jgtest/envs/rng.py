@@ -60,6 +60,8 @@ def _threefry_words(k0, k1, x0, x1):
 
 @_threefry_words.def_vmap
 def _threefry_words_batched(axis_size, in_batched, *words):
+    """:func:`_threefry_words` over ``axis_size`` games: written out while the whole draw is at
+    most :data:`WRITTEN_OUT_MAX_WORDS` words, else JAX's threefry primitive."""
     in_axes = [0 if batched else None for batched in in_batched]
     draw = max(math.prod(w.shape) // (axis_size if b else 1) for w, b in zip(words, in_batched))
     if axis_size * draw <= WRITTEN_OUT_MAX_WORDS:
