@@ -21,12 +21,15 @@ checksum, so XLA cannot drop any of them as dead code:
 Each row is one compiled call that plays ``B`` games a given number of steps (traced, so one
 compilation serves any) and returns their states; each row's call is sized to about a round's
 seconds, and the games play on from call to call (episodes end and auto-reset). The step keys and
-actions are drawn before the clock starts. The **harness floor** row, a do-nothing game whose
-outputs are cheap functions of the action and the key, times the harness alone; ``harness share``
-is its time per step over a row's. Rows are timed in sets (each game with the floor and gymnax
-CartPole-v1), round after round interleaved, each round starting one row further on; a row reports
-its median round, so drift of the machine hits a set's rows alike and ``× gymnax`` is taken
-within the set. The batch is sharded over all local devices (on CPU, one host device per core).
+actions are drawn before the clock starts, and each step's are picked a step ahead and carried:
+picked in the step that reads them, the slice is fused into the game's code, which XLA's CPU
+backend then compiles to scalar code (CartPoleBugs ran at half its speed). The **harness floor**
+row, a do-nothing game whose outputs are cheap functions of the action and the key, times the
+harness alone; ``harness share`` is its time per step over a row's. Rows are timed in sets (each
+game with the floor and gymnax CartPole-v1), round after round interleaved, each round starting one
+row further on; a row reports its median round, so drift of the machine hits a set's rows alike and
+``× gymnax`` is taken within the set. The batch is sharded over all local devices (on CPU, one host
+device per core).
 
 ``--profile`` also times each game without its observations and with the auto-reset replaced by a
 fixed start, and shares its step out by subtraction: the observation's, the auto-reset's and the
@@ -59,9 +62,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-# XLA's C++ warnings only when asked for (TF_CPP_MIN_LOG_LEVEL): loading a row from the compilation
-# cache logs a line each. Must precede jax's import, as must the flags below.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# XLA's C++ log only when asked for (TF_CPP_MIN_LOG_LEVEL): loading a row from the compilation
+# cache logs an error-level line each (a tuning feature, +prefer-no-gather, read as a machine
+# mismatch). Must precede jax's import, as must the flags below.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # One XLA host device per core, so the env batch is split across cores (XLA's CPU
 # backend runs one small-kernel program mostly on one thread). Must precede jax's import.
 os.environ["XLA_FLAGS"] = (
@@ -254,23 +258,29 @@ def _words(leaf: jax.Array) -> jax.Array:
     return leaf.astype(jnp.uint32)
 
 
-def _checksum(outputs) -> jax.Array:
-    """Wrapping ``uint32`` sum of the words of every value of one game's ``outputs``: keeps all of
-    them alive.
+def _checksum(outputs) -> tuple[jax.Array, jax.Array]:
+    """Wrapping ``uint32`` sums of the words of every value of one game's ``outputs``: keeps all
+    of them alive. Two sums: the 32-bit scalars', and the other values'.
 
     * chosen: integer sums of the values' bits, because XLA's CPU backend vectorises an integer
       reduction but adds floats one after another (rounding depends on the order): summing a
       frame as float32 took most of a grid game's step.
-    * chosen: the small leaves are concatenated and summed once, because a reduction each (a
+    * chosen: the 32-bit scalars summed apart, in plain adds, because XLA fuses the code that
+      computes them (a random draw, say) into their sum, and a sum that also reads arrays
+      ([games, values] slices, booleans) compiles to scalar code on CPU where plain adds of
+      ``[games]`` values compile to vector code.
+    * chosen: the other small leaves concatenated and summed once, because a reduction each (a
       kernel each on CPU) made consuming CartPole's telemetry cost a third of its step at 64
       games; a frame is summed alone, as it is (flattened first, Block Maze's planes summed ten
       times slower).
     """
     leaves = jax.tree.leaves(outputs)
-    small = [jnp.ravel(_words(leaf)) for leaf in leaves if leaf.size <= SMALL_LEAF]
+    scalars = [_words(leaf) for leaf in leaves if leaf.size == 1 and leaf.dtype.itemsize == 4]
+    rest = [leaf for leaf in leaves if not (leaf.size == 1 and leaf.dtype.itemsize == 4)]
+    small = [jnp.ravel(_words(leaf)) for leaf in rest if leaf.size <= SMALL_LEAF]
     total = jnp.sum(jnp.concatenate(small)) if small else jnp.uint32(0)
-    big = (jnp.sum(_words(leaf)) for leaf in leaves if leaf.size > SMALL_LEAF)
-    return sum(big, total)
+    big = (jnp.sum(_words(leaf)) for leaf in rest if leaf.size > SMALL_LEAF)
+    return sum(scalars, jnp.uint32(0)).reshape(()), sum(big, total)
 
 
 @dataclasses.dataclass
@@ -324,18 +334,19 @@ def compile_runner(game: Game, batch: int) -> Runner:
 
     def advance(carry, steps, step_keys, actions):
         def body(_, carry):
-            states, t, checksums = carry
+            states, t, checksums, keys, acts = carry
+            states, sums = jax.vmap(play)(keys, states, acts)
             keys, acts = (
-                jax.lax.dynamic_index_in_dim(x, t % KEYS, keepdims=False)
+                jax.lax.dynamic_index_in_dim(x, (t + 1) % KEYS, keepdims=False)
                 for x in (step_keys, actions)
             )
-            states, sums = jax.vmap(play)(keys, states, acts)
-            return states, t + 1, checksums + sums
+            return states, t + 1, jax.tree.map(jnp.add, checksums, sums), keys, acts
 
         return jax.lax.fori_loop(0, steps, body, carry)
 
-    checksums = jax.device_put(jnp.zeros(batch, jnp.uint32), by_env)  # one a game: no reduction
-    carry = (states, jnp.int32(0), checksums)  # across devices in the loop
+    # a game's checksums: no reduction across devices in the loop
+    checksums = jax.device_put((jnp.zeros(batch, jnp.uint32),) * 2, by_env)
+    carry = (states, jnp.int32(0), checksums, inputs[0][0], inputs[1][0])
     compiled = jax.jit(advance, donate_argnums=0).lower(carry, jnp.int32(1), *inputs).compile()
     return Runner(game, batch, compiled, carry, inputs)
 
