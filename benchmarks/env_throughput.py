@@ -274,13 +274,13 @@ def _checksum(outputs) -> tuple[jax.Array, jax.Array]:
       games; a frame is summed alone, as it is (flattened first, Block Maze's planes summed ten
       times slower).
     """
-    leaves = jax.tree.leaves(outputs)
-    scalars = [_words(leaf) for leaf in leaves if leaf.size == 1 and leaf.dtype.itemsize == 4]
-    rest = [leaf for leaf in leaves if not (leaf.size == 1 and leaf.dtype.itemsize == 4)]
+    scalars, rest = [], []
+    for leaf in jax.tree.leaves(outputs):
+        (scalars if leaf.size == 1 and leaf.dtype.itemsize == 4 else rest).append(leaf)
     small = [jnp.ravel(_words(leaf)) for leaf in rest if leaf.size <= SMALL_LEAF]
     total = jnp.sum(jnp.concatenate(small)) if small else jnp.uint32(0)
     big = (jnp.sum(_words(leaf)) for leaf in rest if leaf.size > SMALL_LEAF)
-    return sum(scalars, jnp.uint32(0)).reshape(()), sum(big, total)
+    return sum(map(_words, scalars), jnp.uint32(0)).reshape(()), sum(big, total)
 
 
 @dataclasses.dataclass
