@@ -19,7 +19,7 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.coverage import bucket_id
-from jgtest.envs import rng
+from jgtest.envs import bitmask, rng
 from jgtest.envs.base import TestingEnv, check_shape
 from jgtest.signals import DEVICE_DEFAULT
 from jgtest.types import Telemetry
@@ -36,7 +36,7 @@ class EnvState(environment.EnvState):
     theta: jax.Array
     theta_dot: jax.Array
     time: int
-    bugs_seen: jax.Array  # bool[2]
+    bugs_seen: jax.Array  # uint32: bit i set once bug i fired this episode (:mod:`bitmask`)
 
 
 @struct.dataclass(kw_only=True)
@@ -132,7 +132,7 @@ class CartPoleBugs(TestingEnv):
             theta=init[2],
             theta_dot=init[3],
             time=0,
-            bugs_seen=jnp.zeros((2,), bool),
+            bugs_seen=jnp.uint32(0),
         )
         return self.get_obs(state), state
 
@@ -161,20 +161,21 @@ class CartPoleBugs(TestingEnv):
             theta_dot=state.theta_dot + _rounded(tau * thetaacc, zero),
             time=state.time + 1,
         )
-        in_bug = (new.x >= params.bug_intervals[:, 0]) & (new.x <= params.bug_intervals[:, 1])
+        bounds = params.bug_intervals
+        in_bug = bitmask.pack([(new.x >= lo) & (new.x <= hi) for lo, hi in bounds])
         fired = in_bug & ~state.bugs_seen
         new = new.replace(bugs_seen=state.bugs_seen | in_bug)
 
         game_reward = 1.0 - prev_terminal.astype(jnp.float32)
         noise = params.frame_noise_ms * rng.normal(key)
-        frame_ms = params.base_frame_ms + noise + params.bug_delay_ms * jnp.any(fired)
+        frame_ms = params.base_frame_ms + noise + params.bug_delay_ms * (fired != 0)
         features = jnp.stack([new.x, new.x_dot, new.theta, new.theta_dot]).astype(jnp.float32)
         telemetry = Telemetry.make(
             position=jnp.stack([new.x, jnp.zeros_like(new.x)]),
             cell=bucket_id(
                 features, jnp.array(COVERAGE_LOW), jnp.array(COVERAGE_HIGH), self.cell_buckets
             ),
-            bugs_fired=fired,
+            bugs_fired=bitmask.unpack(fired, 2),
             game_reward=game_reward,
             frame_time_ms=jnp.maximum(frame_ms, 0.0),
         )

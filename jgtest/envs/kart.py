@@ -29,6 +29,7 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jgtest.coverage import bucketize
+from jgtest.envs import bitmask, rng
 from jgtest.envs.base import TestingEnv
 from jgtest.rewards import kart_progress_reward
 from jgtest.signals import DEVICE_DEFAULT
@@ -275,7 +276,7 @@ class EnvState(environment.EnvState):
     arc: jax.Array  # float32 lap-local arc length of the projection, [0, L)
     centering: jax.Array  # float32 signed distance from the centreline, + right
     path_done: jax.Array  # float32 arc length traversed since the start line (RELINE's y)
-    bugs_seen: jax.Array  # bool[K] heavy spots already visited this episode
+    bugs_seen: jax.Array  # uint32: bit k set once heavy spot k fired this episode (:mod:`bitmask`)
     time: int
 
 
@@ -358,7 +359,7 @@ def frame_time(params: EnvParams, cost_ms: jax.Array, key: jax.Array) -> jax.Arr
     ``load_offset_ms`` are 1 and 0 when the game is played alone; a training loop sets them to
     model "the load on the server ... higher during training" (§4.1.3).
     """
-    noise = params.noise_ms * jax.random.normal(key, (), jnp.float32)
+    noise = params.noise_ms * rng.normal(key)
     return jnp.maximum(params.load_scale * cost_ms + params.load_offset_ms + noise, 0.0)
 
 
@@ -554,6 +555,8 @@ class KartTrack(TestingEnv):
                 "heavy_spots must be a non-empty list of (share, centering, radius, ms), "
                 f"got {heavy_spots!r}"
             )
+        if len(spots) > bitmask.MAX_FLAGS:
+            raise ValueError(f"heavy_spots: at most {bitmask.MAX_FLAGS} spots, got {len(spots)}")
         if not np.all((spots[:, 0] >= 0) & (spots[:, 0] < 1)):
             raise ValueError(
                 f"heavy_spots: each share of the lap must be in [0, 1), got {spots[:, 0].tolist()}"
@@ -625,7 +628,7 @@ class KartTrack(TestingEnv):
             arc=arc,
             centering=c,
             path_done=path_done,
-            bugs_seen=jnp.zeros((self._num_heavy,), bool),
+            bugs_seen=jnp.uint32(0),
             time=0,
         )
 
@@ -642,7 +645,8 @@ class KartTrack(TestingEnv):
         xy, speed, arc, centering, delta, path_done = track_progress(params, state, xy, speed)
         lap_done = path_done >= params.track.length
         r_game = game_reward(params, centering, delta, lap_done)
-        frame_ms, slow_here, fired = low_fps_bugs(params, key, arc, centering, state.bugs_seen)
+        seen = bitmask.unpack(state.bugs_seen, self._num_heavy)
+        frame_ms, slow_here, fired = low_fps_bugs(params, key, arc, centering, seen)
         state = EnvState(
             xy=xy.astype(jnp.float32),
             heading=heading.astype(jnp.float32),
@@ -650,7 +654,7 @@ class KartTrack(TestingEnv):
             arc=arc.astype(jnp.float32),
             centering=centering.astype(jnp.float32),
             path_done=path_done.astype(jnp.float32),
-            bugs_seen=state.bugs_seen | slow_here,
+            bugs_seen=state.bugs_seen | bitmask.pack(list(slow_here)),
             time=state.time + 1,
         )
         telemetry = Telemetry.make(

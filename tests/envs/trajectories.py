@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 import jgtest
+from jgtest.envs import bitmask
 
 #: Where the trajectories are recorded.
 RECORDED = Path(__file__).resolve().parent.parent / "data" / "twin_trajectories.npz"
@@ -40,6 +41,16 @@ def pixels(env, obs: jax.Array) -> jax.Array:
     what to draw (``env.draw``), else as returned."""
     draw = getattr(env, "draw", None)
     return obs if draw is None else jax.vmap(draw)(obs)
+
+
+def _flags_as_bools(env, state):
+    """``state`` with a ``uint32`` ``bugs_seen`` bitmask (:mod:`jgtest.envs.bitmask`) as the
+    ``bool[num_bugs]`` it stands for: a game that packs its flags plays the trajectory it
+    recorded with them unpacked."""
+    seen = getattr(state, "bugs_seen", None)
+    if seen is None or seen.dtype != np.uint32:
+        return state
+    return state.replace(bugs_seen=bitmask.unpack(seen, env.num_bugs))
 
 
 def _digest(leaf: np.ndarray) -> np.ndarray:
@@ -73,7 +84,7 @@ def trajectory(game: str) -> dict[str, np.ndarray]:
             "reward": reward,
             "terminated": terminated,
             "truncated": truncated,
-            "state": state,
+            "state": _flags_as_bools(env, state),
             "telemetry": info["telemetry"],
         }
         return state, outputs
