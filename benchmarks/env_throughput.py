@@ -251,10 +251,14 @@ SMALL_LEAF = 64
 
 
 def _words(leaf: jax.Array) -> jax.Array:
-    """``leaf``'s values as ``uint32`` words: narrower integers and booleans converted, 32-bit
-    values reinterpreted, 64-bit ones as their two halves."""
+    """``leaf``'s values as ``uint32`` words: 32-bit values reinterpreted, 64-bit ones as their two
+    halves, bytes four to a word (when they fill whole words), other narrower integers and
+    booleans converted."""
     if leaf.dtype.itemsize in (4, 8):
         return jax.lax.bitcast_convert_type(leaf, jnp.uint32)  # a 64-bit value: a trailing pair
+    if leaf.dtype in (jnp.uint8, jnp.int8) and leaf.size % 4 == 0:
+        # a frame's bytes four to a word: no converted copy of a large frame batch in memory
+        return jax.lax.bitcast_convert_type(leaf.reshape(-1, 4), jnp.uint32)
     return leaf.astype(jnp.uint32)
 
 

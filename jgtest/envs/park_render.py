@@ -319,7 +319,7 @@ def _draw_objects(
 
     # One object over what is drawn so far (a scan, not k unrolled copies: a smaller program).
     def draw(carry, slot):
-        scene, owner = carry
+        frame, owner = carry
         i = nearest[slot]
         d = jnp.maximum(obj_depth[i], 1e-3)
         kind = ooi_type[i]
@@ -341,12 +341,18 @@ def _draw_objects(
         box = jnp.stack([top, centre - half_w, bottom, centre + half_w])
         box = jnp.stack([jnp.floor(box[0]), jnp.floor(box[1]), jnp.ceil(box[2]), jnp.ceil(box[3])])
         box = jnp.clip(box, 0, res)
-        return (jnp.where(shown[..., None], colour, scene), jnp.where(shown, slot, owner)), box
+        return (
+            jnp.where(shown[..., None], _pixels(colour), frame),
+            jnp.where(shown, slot, owner),
+        ), box
 
-    init = (scene, jnp.full((res, res), -1, jnp.int32))
-    (scene, owner), boxes = jax.lax.scan(draw, init, jnp.arange(k))
-    owned = owner[None, :, :] == jnp.arange(k)[:, None, None]
-    pixels = jnp.sum(owned, axis=(1, 2)).astype(jnp.int32)
+    # Drawn as uint8 from the start: a billboard replaces pixels, it does not blend, so rounding
+    # first gives the same frame with a quarter of the memory traffic.
+    init = (_pixels(scene), jnp.full((res, res), -1, jnp.int32))
+    (frame, owner), boxes = jax.lax.scan(draw, init, jnp.arange(k))
+    # Counted by a histogram: comparing every pixel with every slot made a [k, H, W] array that
+    # XLA's CPU backend wrote out in full before summing it (a fifth of a step at 4096 games).
+    pixels = jnp.bincount(owner.ravel() + 1, length=k + 1)[1:].astype(jnp.int32)
     order = jnp.arange(k)[::-1]  # nearest first
     objects = {
         "id": ids[order],
@@ -354,5 +360,9 @@ def _draw_objects(
         "pixels": pixels[order],
         "mask": jnp.where(owner >= 0, ids[jnp.maximum(owner, 0)], -1),
     }
-    frame = jnp.clip(jnp.round(scene), 0, 255).astype(jnp.uint8)
     return frame, objects
+
+
+def _pixels(rgb: jax.Array) -> jax.Array:
+    """``uint8`` pixels of float RGB values: rounded and clipped to [0, 255]."""
+    return jnp.clip(jnp.round(rgb), 0, 255).astype(jnp.uint8)
