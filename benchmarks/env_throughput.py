@@ -27,9 +27,10 @@ backend then compiles to scalar code (CartPoleBugs ran at half its speed). The *
 row, a do-nothing game whose outputs are cheap functions of the action and the key, times the
 harness alone; ``harness share`` is its time per step over a row's. Rows are timed in sets (each
 game with the floor and gymnax CartPole-v1), round after round interleaved, each round starting one
-row further on; a row reports its median round, so drift of the machine hits a set's rows alike and
-``× gymnax`` is taken within the set. The batch is sharded over all local devices (on CPU, one host
-device per core).
+row further on; a row reports its median round, and a ratio of two rows of a set (``× gymnax``, the
+telemetry's overhead over the bare game) is the median of its rounds' ratios, each round's pair
+timed side by side, so that the machine's drift between rounds cancels. The batch is sharded over
+all local devices (on CPU, one host device per core).
 
 ``--profile`` also times each game without its observations and with the auto-reset replaced by a
 fixed start, and shares its step out by subtraction: the observation's, the auto-reset's and the
@@ -355,8 +356,8 @@ def compile_runner(game: Game, batch: int) -> Runner:
     return Runner(game, batch, compiled, carry, inputs)
 
 
-def time_set(runners: dict, rounds: int, seconds: float) -> dict[str, float]:
-    """Median steps/s of each runner over ``rounds`` rounds, timed one after another within each
+def time_set(runners: dict, rounds: int, seconds: float) -> dict[str, list[float]]:
+    """Steps/s of each runner in each of ``rounds`` rounds, timed one after another within each
     round, a call each (sized to about ``seconds``, :meth:`Runner.calibrate`). Each round starts
     one runner further on, so that no runner always follows the same one."""
     for runner in runners.values():
@@ -369,7 +370,7 @@ def time_set(runners: dict, rounds: int, seconds: float) -> dict[str, float]:
             start = time.perf_counter()
             runner.call()
             rates[name].append(runner.steps * runner.batch / (time.perf_counter() - start))
-    return {name: statistics.median(values) for name, values in rates.items()}
+    return rates
 
 
 def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
@@ -420,7 +421,8 @@ def measure_batch(
     rows = []
     for i, row_set in enumerate(sets):
         runners = {**refs, **{(g.name, g.consumes): compiled.pop(id(g)) for g in row_set}}
-        rates = time_set(runners, rounds, seconds)
+        by_round = time_set(runners, rounds, seconds)
+        rates = {key: statistics.median(values) for key, values in by_round.items()}
         for (name, consumes), value in rates.items():
             if (name, consumes) in refs and i > 0:
                 continue  # the references are reported from the first set
@@ -435,9 +437,12 @@ def measure_batch(
                     "consumes": consumes,
                     "batch": batch,
                     "steps_per_s": value,
+                    "round_steps_per_s": by_round[(name, consumes)],
                     "steps": runners[(name, consumes)].steps,
                     "compile_s": runners[(name, consumes)].compile_s,
-                    "vs_gymnax": value / rates[(GYMNAX, "all")],
+                    "vs_gymnax": statistics.median(
+                        a / b for a, b in zip(by_round[(name, consumes)], by_round[(GYMNAX, "all")])
+                    ),
                     "harness_share": value / rates[(FLOOR, "telemetry")],
                     "pixels_per_s": None
                     if game.frame_pixels is None
@@ -461,6 +466,13 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
         ]
         return found[0] if found else None
 
+    def ratio(numerator, denominator, batch):
+        """The median over rounds of two rows' ratio (module docstring)."""
+        by_row = {
+            (r["game"], r["consumes"]): r["round_steps_per_s"] for r in rows if r["batch"] == batch
+        }
+        return statistics.median(a / b for a, b in zip(by_row[numerator], by_row[denominator]))
+
     low, high = 64, max(batches)
     result = {}
     if low in batches and high > low:
@@ -474,7 +486,11 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
         result["pacmaze_million_steps"] = {"figures": value, "holds": value >= PACMAZE_TARGET}
     if "CartPoleBugs-v0" in games:
         figures = {
-            b: rate("CartPoleBugs-v0", "telemetry", b) / rate(GYMNAX, "all", b)
+            b: next(
+                r["vs_gymnax"]
+                for r in rows
+                if (r["game"], r["consumes"], r["batch"]) == ("CartPoleBugs-v0", "telemetry", b)
+            )
             for b in batches
             if b in (low, high)
         }
@@ -483,7 +499,7 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
             "holds": all(v >= 1.0 for v in figures.values()),
         }
     overhead = {
-        f"{g} @ {b}": 1 - rate(g, "telemetry", b) / rate(g, "bare", b)
+        f"{g} @ {b}": 1 - ratio((g, "telemetry"), (g, "bare"), b)
         for g in games
         for b in batches
         if b in (low, high)
@@ -556,7 +572,7 @@ def main(argv=None) -> dict:
         jax.config.update("jax_compilation_cache_dir", str(cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     batches = QUICK_BATCHES if args.quick else FULL_BATCHES
-    rounds, seconds = (5, 0.2) if args.quick else (9, 0.5)
+    rounds, seconds = (9, 0.15) if args.quick else (9, 0.25)
     games = sorted(args.games or jgtest.registered_games())
     anchors = [] if args.no_anchors else [anchor(name) for name in ANCHORS]
     missing = [name for name, a in zip(ANCHORS, anchors) if a is None]
