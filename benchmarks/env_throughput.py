@@ -350,7 +350,7 @@ def compile_runner(game: Game, batch: int) -> Runner:
         return jax.lax.fori_loop(0, steps, body, carry)
 
     # a game's checksums: no reduction across devices in the loop
-    checksums = jax.device_put((jnp.zeros(batch, jnp.uint32),) * 2, by_env)
+    checksums = jax.device_put(tuple(jnp.zeros(batch, jnp.uint32) for _ in range(2)), by_env)
     carry = (states, jnp.int32(0), checksums, inputs[0][0], inputs[1][0])
     compiled = jax.jit(advance, donate_argnums=0).lower(carry, jnp.int32(1), *inputs).compile()
     return Runner(game, batch, compiled, carry, inputs)
