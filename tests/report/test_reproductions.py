@@ -57,6 +57,32 @@ def test_a_page_shows_the_figure_its_results_file_holds(tmp_path):
     assert reproductions.main(["--check", "--out", str(PAGES), "--results", str(results)]) == 1
 
 
+def test_the_toolkit_page_shows_each_games_steps_and_the_checks(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results, ignore=shutil.ignore_patterns("all_quick"))
+    name = results / "env_throughput.json"
+    data = json.loads(name.read_text())
+    row = next(
+        r
+        for r in data["rows"]
+        if (r["game"], r["consumes"], r["batch"]) == ("PacMaze-v0", "telemetry", 4096)
+    )
+    row["steps_per_s"] = 1234567.0
+    data["checks"]["pacmaze_million_steps"] = {"figures": 1234567.0, "holds": True}
+    data["checks"]["telemetry_overhead"] = {"figures": {"PacMaze-v0 @ 64": 0.25}, "holds": False}
+    name.write_text(json.dumps(data))
+
+    page = reproductions.render_pages(results)["toolkit.md"]
+    line = next(line for line in page.splitlines() if line.startswith("| PacMaze-v0 |"))
+    assert line.endswith("| 1,234,567 |")
+    assert "- holds: PacMaze at least 1M steps/s at 4,096 games (1,234,567)" in page
+    assert (
+        "- **fails**: telemetry at most 10% over the bare game (highest: PacMaze-v0 @ 64 25.0%)"
+        in page
+    )
+    assert reproductions.stale_pages(PAGES, results) == ["toolkit.md"]
+
+
 def _results_without_findings(tmp_path: Path) -> Path:
     """A copy of the committed results, without their findings files."""
     results = tmp_path / "results"

@@ -65,7 +65,7 @@ def throughput_section(results: Results) -> str:
         "(telemetry included; an anchor, a JAX game of the same kind, has none), at each number of "
         "games; Gymnasium's CartPole-v1 in a Python loop runs "
         f"{num(data['gymnasium_steps_per_s'])} steps/s on the same machine.",
-        table(["game", "consumes"] + [f"{b:,} games" for b in batches], body),
+        table(["game", "consumes"] + [f"{b:,} game{'s' if b > 1 else ''}" for b in batches], body),
         "The checks the games are held to:\n\n" + checks,
         provenance(
             THROUGHPUT,
