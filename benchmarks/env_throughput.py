@@ -401,6 +401,12 @@ def row_sets(games: list[str], anchors: list[Game], consumes: tuple[str, ...]) -
     return sets + [[a] for a in anchors]
 
 
+def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """The median over rounds of two rows' ratio, each round's pair timed side by side (module
+    docstring)."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator))
+
+
 def measure_batch(
     sets, references: list[Game], batch: int, rounds: int, seconds: float, trace_ops: bool = False
 ) -> list:
@@ -440,8 +446,8 @@ def measure_batch(
                     "round_steps_per_s": by_round[(name, consumes)],
                     "steps": runners[(name, consumes)].steps,
                     "compile_s": runners[(name, consumes)].compile_s,
-                    "vs_gymnax": statistics.median(
-                        a / b for a, b in zip(by_round[(name, consumes)], by_round[(GYMNAX, "all")])
+                    "vs_gymnax": paired_ratio(
+                        by_round[(name, consumes)], by_round[(GYMNAX, "all")]
                     ),
                     "harness_share": value / rates[(FLOOR, "telemetry")],
                     "pixels_per_s": None
@@ -458,20 +464,10 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
     """The targets the games are held to (module docstring): each with its figures and whether it
     holds; a target whose rows were not measured is absent."""
 
-    def rate(game, consumes, batch):
-        found = [
-            r["steps_per_s"]
-            for r in rows
-            if (r["game"], r["consumes"], r["batch"]) == (game, consumes, batch)
-        ]
-        return found[0] if found else None
+    by_key = {(r["game"], r["consumes"], r["batch"]): r for r in rows}
 
-    def ratio(numerator, denominator, batch):
-        """The median over rounds of two rows' ratio (module docstring)."""
-        by_row = {
-            (r["game"], r["consumes"]): r["round_steps_per_s"] for r in rows if r["batch"] == batch
-        }
-        return statistics.median(a / b for a, b in zip(by_row[numerator], by_row[denominator]))
+    def rate(game, consumes, batch):
+        return by_key[(game, consumes, batch)]["steps_per_s"]
 
     low, high = 64, max(batches)
     result = {}
@@ -486,11 +482,7 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
         result["pacmaze_million_steps"] = {"figures": value, "holds": value >= PACMAZE_TARGET}
     if "CartPoleBugs-v0" in games:
         figures = {
-            b: next(
-                r["vs_gymnax"]
-                for r in rows
-                if (r["game"], r["consumes"], r["batch"]) == ("CartPoleBugs-v0", "telemetry", b)
-            )
+            b: by_key[("CartPoleBugs-v0", "telemetry", b)]["vs_gymnax"]
             for b in batches
             if b in (low, high)
         }
@@ -499,7 +491,11 @@ def checks(rows: list[dict], games: list[str], batches: tuple[int, ...]) -> dict
             "holds": all(v >= 1.0 for v in figures.values()),
         }
     overhead = {
-        f"{g} @ {b}": 1 - ratio((g, "telemetry"), (g, "bare"), b)
+        f"{g} @ {b}": 1
+        - paired_ratio(
+            by_key[(g, "telemetry", b)]["round_steps_per_s"],
+            by_key[(g, "bare", b)]["round_steps_per_s"],
+        )
         for g in games
         for b in batches
         if b in (low, high)

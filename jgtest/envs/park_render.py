@@ -351,7 +351,7 @@ def _draw_objects(
     init = (_pixels(scene), jnp.full((res, res), -1, jnp.int32))
     (frame, owner), boxes = jax.lax.scan(draw, init, jnp.arange(k))
     # Counted by a histogram: comparing every pixel with every slot made a [k, H, W] array that
-    # XLA's CPU backend wrote out in full before summing it (a fifth of a step at 4096 games).
+    # XLA's CPU backend wrote out in full before summing it.
     pixels = jnp.bincount(owner.ravel() + 1, length=k + 1)[1:].astype(jnp.int32)
     order = jnp.arange(k)[::-1]  # nearest first
     objects = {
