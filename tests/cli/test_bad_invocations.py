@@ -255,7 +255,7 @@ BAD_INVOCATIONS = [
             "--game",
             "PacMaze-v0",
             "--game-arg",
-            "ghost_speed=2",
+            "ghost_colour=2",
             "--out",
             "{tmp}/a",
         ],

@@ -181,7 +181,7 @@ def test_observation_wrappers_transform_the_final_observation():
     fs_state = fs_state.replace(frames=jnp.asarray(np.repeat(frames0, 4, axis=-1)))
     _, (obs, _, _, trunc, info) = _run(stacked, PIXEL_PARAMS, [3, 3, 3], fs_state)
     final = np.asarray(info["final_observation"][2])
-    assert final.shape == (21, 21, 4) and bool(trunc[2])
+    assert final.shape == (42, 42, 4) and bool(trunc[2])
     gray_frames = [np.asarray(gray._convert(raw_obs[t]))[..., 0] for t in range(2)]
     expected = np.stack(
         [
@@ -220,7 +220,7 @@ def test_dqn_on_a_stacked_pixel_game_bootstraps_truncation_from_the_stacked_fina
     exp = jax.device_get(state.buffer.experience)
     # 12 transitions, episodes of 3 steps
     obs, next_obs = exp["obs"][0, :12], exp["next_obs"][0, :12]
-    assert next_obs.shape == (12, 21, 21, 4)
+    assert next_obs.shape == (12, 42, 42, 4)
     for t in range(11):
         if (t + 1) % 3:  # inside an episode: next_obs is the next step's obs
             np.testing.assert_array_equal(next_obs[t], obs[t + 1])

@@ -1,7 +1,8 @@
 """Fixed-key trajectories of every registered game: a faster step must compute the same game.
 
 ``python -c "import tests.conftest, tests.envs.trajectories as t; t.record()"`` records them
-into :data:`RECORDED` (under the tests' XLA flags, which ``tests.conftest`` sets);
+into :data:`RECORDED` (under the tests' XLA flags, which ``tests.conftest`` sets;
+``t.record(("PacMaze-v0",))`` one game's);
 ``test_trajectories.py`` plays them again and compares.
 Re-record only for a change of a game's rules, never for a speed-up.
 
@@ -104,15 +105,20 @@ def trajectory(game: str) -> dict[str, np.ndarray]:
     return recorded
 
 
-def record() -> None:
-    """Records every registered game's trajectory into :data:`RECORDED`."""
+def record(games: tuple[str, ...] = ()) -> None:
+    """Records the trajectories of ``games`` (every registered game by default) into
+    :data:`RECORDED`, keeping the recorded ones of the others."""
+    games = games or tuple(jgtest.registered_games())
+    kept = {}
+    if RECORDED.exists():
+        with np.load(RECORDED) as data:
+            kept = {name: data[name] for name in data if name.split("/", 1)[0] not in games}
     arrays = {
-        f"{game}/{name}": value
-        for game in jgtest.registered_games()
-        for name, value in trajectory(game).items()
+        **kept,
+        **{f"{game}/{name}": value for game in games for name, value in trajectory(game).items()},
     }
     np.savez_compressed(RECORDED, **arrays)
-    print(f"recorded {len(arrays)} arrays of {len(jgtest.registered_games())} games in {RECORDED}")
+    print(f"recorded {len(arrays) - len(kept)} arrays of {len(games)} game(s) in {RECORDED}")
 
 
 def recorded(game: str) -> dict[str, np.ndarray]:

@@ -45,15 +45,11 @@ def epsilon_greedy(epsilon: float):
     return policy
 
 
-#: Training steps per DQN model: (paper-scale budget, --quick budget). PacMaze, 3 models
-#: per agent on 2 CPU cores: 300k steps train in ≈ 41 min an agent, RELINE above both
-#: baselines at every n (976/973/350/346 vs rl-baseline 704/694/67/61); at 120k RELINE
-#: leads at n = 1, 2 only (955/944/12/12 vs 352/348/15/14).
+#: Training steps per DQN model: (paper-scale budget, --quick budget).
 DQN_STEPS = {"PacMaze-v0": (300_000, 120_000), "KartTrack-v0": (400_000, 150_000)}
 #: PacMaze's Q-network: two 3×3 stride-2 convolutions (16, 32 filters) and 128 ReLU features
-#: over the 21×21×4 frames, computed as patches × kernel (a training step costs ~1.8 ms a model
-#: on 2 CPU cores, 3 models vmapped, where XLA's convolution cost ~12; an MLP over the frames,
-#: as cheap, did not learn the gates).
+#: over the maze's frames at one pixel a cell (42×42×4), computed as patches × kernel, which CPUs
+#: run faster than XLA's convolution (an MLP over the frames, as cheap, did not learn the gates).
 PACMAZE_NETWORK = dict(
     torso="cnn",
     cnn_layers=((16, 3, 2), (32, 3, 2)),
