@@ -15,15 +15,17 @@ import sys
 import time
 from pathlib import Path
 
+import envpool
 import jax
 
 import jgtest
-from jgtest.methods.reline.pacmaze_probes import (
-    PAPER_RANDOM_GATES,
-    real_side,
-    real_versions,
-    twin_side,
-)
+from envs_bridge.ale import MsPacmanEnv
+from jgtest.methods.reline.pacmaze_probes import PAPER_RANDOM_GATES, real_side, twin_side
+
+
+def real_game(num_envs: int, seed: int) -> MsPacmanEnv:
+    """The real Ms. Pac-Man as the probes play it: no sticky actions, RAM gates."""
+    return MsPacmanEnv(num_envs=num_envs, seed=seed)
 
 
 def main(argv=None) -> None:
@@ -37,7 +39,7 @@ def main(argv=None) -> None:
     start = time.perf_counter()
     twin = twin_side(env, params, args.twin_episodes, args.seed)
     twin_s = time.perf_counter() - start
-    real = real_side(params, args.real_episodes, args.seed)
+    real = real_side(params, real_game, args.real_episodes, args.seed)
     real_s = time.perf_counter() - start - twin_s
     print(f"{'probe':40s} {'twin':>28s} {'real':>28s}")
     for key in ("route_steps", "cells_per_moving_step", "death_pause_steps", "random"):
@@ -52,7 +54,7 @@ def main(argv=None) -> None:
         "real": real,
         "paper_random_gates_at_least_n_per_1000": list(PAPER_RANDOM_GATES),
         "wall_s": {"twin": round(twin_s, 1), "real": round(real_s, 1)},
-        "versions": {"jax": jax.__version__, **real_versions()},
+        "versions": {"jax": jax.__version__, "envpool": envpool.__version__},
     }
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

@@ -148,10 +148,10 @@ class MsPacmanEnv(HostEnv):
       sticky_action_prob: ALE's repeat-action probability.
       max_steps_in_episode: the cap (steps of 4 frames).
       num_threads: envpool's threads (0: one per game, up to the cores).
-      reward: ``"dots"`` (the paper's +1 a dot, §3.1.2) or ``"score"`` (ALE's score: 10 a dot,
-        50 an energizer, more for ghosts and fruit; the replication package's, whose wrappers
-        do not clip it, as we take them to be: ``lib/wrappers.py`` is not in its repository).
-        With ``"score"`` the telemetry is computed on the host
+      reward: ``"dots"`` (the paper's +1 a dot, §3.1.2), ``"score"`` (ALE's score: 10 a dot,
+        50 an energizer, more for ghosts and fruit) or ``"sign"`` (the score's sign, +1 a step
+        that scores: the replication package's, whose ``lib/wrappers.py`` clips the score with
+        ``ClipRewardEnv``). With ``"score"`` or ``"sign"`` the telemetry is computed on the host
         (``device_telemetry`` is ``None``: :class:`RamTelemetry` counts dots).
       intro_steps: steps at the start of each episode the host loop plays with the noop action and
         does not count as the agent's: RELINE's package waits out the game's intro with 65 no-ops
@@ -204,9 +204,9 @@ class MsPacmanEnv(HostEnv):
         if not (isinstance(intro_steps, int) and intro_steps >= 0):
             raise ValueError(f"intro_steps must be a count >= 0, got {intro_steps!r}")
         self.intro_steps, self.noop_action = intro_steps, ACTION_NAMES.index("noop")
-        if reward not in ("dots", "score"):
-            raise ValueError(f"reward must be 'dots' or 'score', got {reward!r}")
-        self._score = reward == "score"
+        if reward not in ("dots", "score", "sign"):
+            raise ValueError(f"reward must be 'dots', 'score' or 'sign', got {reward!r}")
+        self._score, self._sign = reward in ("score", "sign"), reward == "sign"
         if self._score:
             self.device_telemetry = None
         self.max_steps_in_episode = int(max_steps_in_episode)
@@ -338,8 +338,9 @@ class MsPacmanEnv(HostEnv):
         ram, autoreset = info["ram"], info["autoreset"]
         self._found[autoreset] = False
         dots = ram[:, RAM_DOTS].astype(np.int32)
+        score = np.sign(info["score"]) if self._sign else info["score"]
         reward = np.where(
-            autoreset, 0, info["score"] if self._score else np.maximum(dots - self._dots, 0)
+            autoreset, 0, score if self._score else np.maximum(dots - self._dots, 0)
         ).astype(np.float32)
         self._dots = dots
         return frames, reward, terminated, truncated, self._observe(ram, reward, autoreset, info)

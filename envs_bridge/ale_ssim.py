@@ -1,12 +1,13 @@
 """Ms. Pac-Man's gates seen on screen: RELINE's replication package's frame-similarity check.
 
-The package (``MsPacman/msPacman_RELINE.py``, ``check_bug1`` …) flags a gate when a screen crop at
-a tunnel mouth has an SSIM above 0.9 with a screenshot of that side; :class:`SsimGates` does the
-same on envpool's screens, to compare with the RAM gates.
-
-* chosen: the crops' columns halved, because the package's PNG export doubled every column.
-* chosen: references cut from the real game (:func:`record_references`, ``python -m
-  envs_bridge.ale_ssim TRACES.json``), because the package's screenshots are not published.
+The package (``MsPacman/msPacman_RELINE.py``, ``check_bug1`` …) saves each step's screen as a PNG
+whose columns ALE doubles (320 x 210), and flags a gate when the screen's 15 x 30 crop at a tunnel
+mouth has an SSIM above 0.9 with one of the screenshots of that side (``MsPacman/bug_left``,
+``bug_right``); :class:`SsimGates` does the same on envpool's screens, to compare with the RAM
+gates. Its references are the package's own screenshots (:func:`package_references`, shipped in
+``data/reline_package`` under the package's MIT licence), or crops cut from the real game
+(:func:`record_references`, ``python -m envs_bridge.ale_ssim TRACES.json``; :data:`REFERENCES`),
+compared at the screen's own width.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ THRESHOLD = 0.9
 CROP_ROWS = {"upper": (42, 72), "lower": (90, 120)}
 #: Native screen columns of each side's crops (the package's 0–15 and 305–320, halved).
 CROP_COLUMNS = {"left": (0, 8), "right": (152, 160)}
+#: The package's columns of each side's crops, on the screen with its columns doubled.
+PACKAGE_CROP_COLUMNS = {"left": (0, 15), "right": (305, 320)}
+#: The package's screenshots: ``bug_left/*.png`` and ``bug_right/*.png``, 15 x 30 RGB each.
+PACKAGE_REFERENCES = Path(__file__).parent / "data" / "reline_package"
 #: Each gate's (tunnel, side), in :data:`envs_bridge.ale.GATE_NAMES` order.
 GATES = (("upper", "left"), ("upper", "right"), ("lower", "left"), ("lower", "right"))
 #: The reference crops shipped with jgtest: ``left`` and ``right``, ``uint8[R, 30, 8, 3]`` each.
@@ -34,39 +39,69 @@ THROUGH_STEPS, BACK_STEPS = 24, 40
 REFERENCE_THROUGH_STEPS = (18, 20, 22, 24, 26, 28, 30, 32)
 
 
-def gate_crops(screens: np.ndarray) -> np.ndarray:
-    """``uint8[N, 4, 30, 8, 3]``: the crop of each gate (:data:`GATES` order) from
-    ``[N, 210, 160, 3]`` screens."""
+def gate_crops(screens: np.ndarray, doubled: bool = False) -> np.ndarray:
+    """``uint8[N, 4, 30, W, 3]``: the crop of each gate (:data:`GATES` order) from
+    ``[N, 210, 160, 3]`` screens: 8 columns wide (:data:`CROP_COLUMNS`), or with ``doubled`` the
+    package's 15 of the screen with its columns doubled (:data:`PACKAGE_CROP_COLUMNS`)."""
+    if doubled:
+        screens = np.repeat(screens, 2, axis=2)
+    columns = PACKAGE_CROP_COLUMNS if doubled else CROP_COLUMNS
     crops = []
     for tunnel, side in GATES:
-        (top, bottom), (left, right) = CROP_ROWS[tunnel], CROP_COLUMNS[side]
+        (top, bottom), (left, right) = CROP_ROWS[tunnel], columns[side]
         crops.append(screens[:, top:bottom, left:right])
     return np.stack(crops, axis=1)
+
+
+def package_references() -> dict[str, np.ndarray]:
+    """The package's screenshots (:data:`PACKAGE_REFERENCES`): ``{"left": uint8[11, 30, 15, 3],
+    "right": uint8[10, 30, 15, 3]}``, RGB, in file-name order."""
+    from PIL import Image
+
+    references = {}
+    for side in CROP_COLUMNS:
+        files = sorted((PACKAGE_REFERENCES / f"bug_{side}").glob("bug_*.png"))
+        references[side] = np.stack([np.asarray(Image.open(f).convert("RGB")) for f in files])
+    return references
 
 
 class SsimGates:
     """Which gates each screen shows Ms. Pac-Man in: SSIM > :data:`THRESHOLD` with a reference crop
     of its side.
 
-    The crops are :data:`CROP_ROWS` × :data:`CROP_COLUMNS` of the native RGB screen; the
-    similarity is scikit-image's ``structural_similarity`` (7 × 7 windows, over the colour
-    channels), the best over the side's reference crops.
+    The crops are :data:`CROP_ROWS` of the RGB screen, as wide as the references: 15 columns of
+    the screen with its columns doubled (the package's, :data:`PACKAGE_CROP_COLUMNS`) or 8 of the
+    native one (:data:`CROP_COLUMNS`). The similarity is scikit-image's ``structural_similarity``
+    (7 × 7 windows, over the colour channels), the best over the side's references.
 
     Args:
-      references: ``{"left": uint8[R, 30, 8, 3], "right": ...}`` (default: :data:`REFERENCES`).
+      references: ``"package"`` (the package's screenshots, :func:`package_references`: the
+        default), ``"recorded"`` (crops cut from the real game, :data:`REFERENCES`) or
+        ``{"left": uint8[R, 30, W, 3], "right": ...}``.
     """
 
-    def __init__(self, references: dict[str, np.ndarray] | None = None):
-        if references is None:
-            with np.load(REFERENCES) as data:
-                references = {side: data[side] for side in CROP_COLUMNS}
+    def __init__(self, references: str | dict[str, np.ndarray] = "package"):
+        if isinstance(references, str):
+            if references not in ("package", "recorded"):
+                raise ValueError(
+                    f"references must be 'package', 'recorded' or a dict, got {references!r}"
+                )
+            if references == "package":
+                references = package_references()
+            else:
+                with np.load(REFERENCES) as data:
+                    references = {side: data[side] for side in CROP_COLUMNS}
         self.references = {side: np.asarray(references[side], np.uint8) for side in CROP_COLUMNS}
+        widths = {refs.shape[2] for refs in self.references.values()}
+        if widths not in ({8}, {15}):
+            raise ValueError(f"reference crops must all be 8 or all 15 columns wide, got {widths}")
+        self.doubled = widths == {15}
 
     def similarity(self, screens: np.ndarray) -> np.ndarray:
         """``float[N, 4]``: each gate's crop's best SSIM against its side's references."""
         from skimage.metrics import structural_similarity
 
-        crops = gate_crops(np.asarray(screens))
+        crops = gate_crops(np.asarray(screens), self.doubled)
         best = np.zeros(crops.shape[:2])
         for i in range(crops.shape[0]):
             for g, (_, side) in enumerate(GATES):

@@ -9,6 +9,11 @@ centering, ``δ_y`` the step's progress::
     r_p = 10 if |x| ≤ θ and rT > t, else 0
     finish line: + 10 · Σ_episode r_p    (the game-only agent: +1,000)
 
+The replication package pays ``r_p`` only while the kart advances (``SuperTuxKart_RELINE.py``,
+``_reward2``): not once it has stood still (advanced at most 0.25) for more than a step
+(:func:`kart_stalled_steps`); :class:`RelineReward`'s ``slow_bonus="advancing"``, the default, where
+``"any"`` follows the paper's text.
+
 * chosen: ``t`` is the game's ``params.threshold_ms``, because one jitted training function then
   serves any calibrated ``t`` (:class:`RelineReward`).
 """
@@ -27,6 +32,10 @@ from gymnax.wrappers.purerl import GymnaxWrapper
 BUG_BONUS = 50.0
 SLOW_FRAME_REWARD = 10.0
 FINISH_FACTOR = 10.0
+#: The package's least progress a step that counts as advancing (``_reward2``: ``0.25 < Δ``).
+PACKAGE_MIN_ADVANCE = 0.25
+#: When the slow-frame bonus is paid: the package's rule or the paper's text (module docstring).
+SLOW_BONUS_RULES = ("advancing", "any")
 
 
 def bug_bonus_reward(
@@ -47,16 +56,31 @@ def kart_progress_reward(centering: jax.Array, delta_path_done: jax.Array, theta
     return jnp.where(jnp.abs(centering) > theta, -1.0, progress).astype(jnp.float32)
 
 
+def kart_stalled_steps(
+    stalled_tm1: jax.Array,
+    centering: jax.Array,
+    delta_path_done: jax.Array,
+    theta,
+    min_advance: float = PACKAGE_MIN_ADVANCE,
+) -> jax.Array:
+    """Steps in a row the kart has advanced at most ``min_advance`` on the road: 0 once it
+    advances more or leaves the road (the package's ``count_delta_path_small``)."""
+    reset = (delta_path_done > min_advance) | (jnp.abs(centering) > theta)
+    return jnp.where(reset, 0, stalled_tm1 + 1).astype(jnp.int32)
+
+
 def kart_performance_reward(
     centering: jax.Array,
     frame_time_ms: jax.Array,
     threshold_ms,
     theta,
     value: float = SLOW_FRAME_REWARD,
+    stalled: jax.Array = 0,
 ) -> jax.Array:
     """RELINE's ``r_p`` (§4.1.2): ``value`` (10) when ``|centering| ≤ θ`` and the
-    step's render time exceeds ``t``, else 0 (no reward far from the road)."""
-    slow = (jnp.abs(centering) <= theta) & (frame_time_ms > threshold_ms)
+    step's render time exceeds ``t``, else 0 (no reward far from the road); with the package's
+    rule, only while ``stalled`` (:func:`kart_stalled_steps`) is at most 1."""
+    slow = (jnp.abs(centering) <= theta) & (frame_time_ms > threshold_ms) & (stalled <= 1)
     return jnp.where(slow, value, 0.0).astype(jnp.float32)
 
 
@@ -72,6 +96,9 @@ def kart_finish_bonus(
 class RelineRewardState:
     env_state: Any
     performance_return: jax.Array  # Σ r_p so far in the episode (kart)
+    stalled: (
+        jax.Array
+    )  # steps in a row the kart has not advanced (kart, :func:`kart_stalled_steps`)
 
 
 class RelineReward(GymnaxWrapper):
@@ -85,22 +112,31 @@ class RelineReward(GymnaxWrapper):
         and ``info["delta_path_done"]``, as KartTrack-v0 does, and have
         ``theta``, ``progress_cap`` and ``threshold_ms`` params).
       bug_bonus: the toy games' bonus per bug.
+      slow_bonus: the kart's ``r_p`` paid only while it advances (``"advancing"``, the
+        package's) or whenever a frame is slow (``"any"``, the paper's text).
 
     ``telemetry.game_reward`` is unchanged (the game's own reward), so
     evaluations of a RELINE agent report how well it plays.
     """
 
-    def __init__(self, env, kind: str, bug_bonus: float = BUG_BONUS):
+    def __init__(self, env, kind: str, bug_bonus: float = BUG_BONUS, slow_bonus: str = "advancing"):
         super().__init__(env)
         if kind not in ("bugs", "kart"):
             raise ValueError(f"RelineReward kind must be 'bugs' or 'kart', got {kind!r}")
+        if slow_bonus not in SLOW_BONUS_RULES:
+            raise ValueError(
+                f"RelineReward slow_bonus must be one of {SLOW_BONUS_RULES}, got {slow_bonus!r}"
+            )
         self.kind = kind
         self.bug_bonus = float(bug_bonus)
+        self.slow_bonus = slow_bonus
 
     @partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
         obs, env_state = self._env.reset(key, params)
-        return obs, RelineRewardState(env_state=env_state, performance_return=jnp.float32(0.0))
+        return obs, RelineRewardState(
+            env_state=env_state, performance_return=jnp.float32(0.0), stalled=jnp.int32(0)
+        )
 
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key, state: RelineRewardState, action, params=None):
@@ -111,18 +147,27 @@ class RelineReward(GymnaxWrapper):
         tel = info["telemetry"]
         if self.kind == "bugs":
             reward = bug_bonus_reward(tel.game_reward, tel.bugs_fired, self.bug_bonus)
-            performance_return = state.performance_return
+            performance_return, stalled = state.performance_return, state.stalled
         else:
             r_g = kart_progress_reward(
                 info["centering"], info["delta_path_done"], params.theta, params.progress_cap
             )
+            stalled = kart_stalled_steps(
+                state.stalled, info["centering"], info["delta_path_done"], params.theta
+            )
             r_p = kart_performance_reward(
-                info["centering"], tel.frame_time_ms, params.threshold_ms, params.theta
+                info["centering"],
+                tel.frame_time_ms,
+                params.threshold_ms,
+                params.theta,
+                stalled=stalled if self.slow_bonus == "advancing" else 0,
             )
             performance_return = state.performance_return + r_p
             reward = r_g + r_p + kart_finish_bonus(performance_return, terminated)
         done = terminated | truncated
         new_state = RelineRewardState(
-            env_state=env_state, performance_return=jnp.where(done, 0.0, performance_return)
+            env_state=env_state,
+            performance_return=jnp.where(done, 0.0, performance_return),
+            stalled=jnp.where(done, 0, stalled),
         )
         return obs, new_state, reward, terminated, truncated, info

@@ -7,11 +7,14 @@ import pytest
 
 import jgtest
 from jgtest.rewards import (
+    PACKAGE_MIN_ADVANCE,
+    SLOW_BONUS_RULES,
     RelineReward,
     bug_bonus_reward,
     kart_finish_bonus,
     kart_performance_reward,
     kart_progress_reward,
+    kart_stalled_steps,
 )
 
 
@@ -72,3 +75,33 @@ def test_kart_reward_is_rg_plus_rp_with_the_performance_finish_bonus():
     assert float(reward) == pytest.approx(progress + 10.0 * 10.0, abs=1e-3)
     assert float(info["telemetry"].game_reward) == pytest.approx(progress + 1000.0, abs=1e-3)
     assert float(state.performance_return) == 0.0  # cleared for the next episode
+
+
+def test_standing_still_on_a_slow_cell_pays_no_bonus_as_in_the_package():
+    # The package pays r_p only while the kart advances (SuperTuxKart_RELINE.py, _reward2): on a
+    # slow spot standing still, the first step still pays, the next ones do not; the paper's text
+    # ("any") pays every slow step.
+    env, params = jgtest.make("KartTrack-v0")
+    params = params.replace(noise_ms=0.0)
+    pos = np.asarray(params.heavy_pos)
+    standing = env.state_at(params, pos[0, 0], pos[0, 1], speed=0.0)
+    paid = {}
+    for rule in SLOW_BONUS_RULES:
+        wrapped = RelineReward(env, "kart", slow_bonus=rule)
+        step = jax.jit(wrapped.step)
+        _, state = wrapped.reset(jax.random.key(0), params)
+        state = state.replace(env_state=standing)
+        rewards = []
+        for t in range(4):
+            state = state.replace(env_state=standing)  # held on the spot
+            _, state, reward, _, _, info = step(jax.random.key(t), state, 0, params)
+            assert float(info["telemetry"].frame_time_ms) > params.threshold_ms
+            assert float(info["delta_path_done"]) <= PACKAGE_MIN_ADVANCE
+            rewards.append(float(reward))
+        paid[rule] = rewards
+    assert paid["any"] == pytest.approx([10.0] * 4, abs=0.3)
+    assert paid["advancing"] == pytest.approx([10.0, 0.0, 0.0, 0.0], abs=0.3)
+    assert int(kart_stalled_steps(3, 0.0, 5.0, 20.0)) == 0  # advancing again
+    assert int(kart_stalled_steps(3, 25.0, 0.0, 20.0)) == 0  # off the road
+    with pytest.raises(ValueError, match="slow_bonus must be one of"):
+        RelineReward(env, "kart", slow_bonus="sometimes")

@@ -21,8 +21,8 @@ the tunnel mouths (§3.1.1): each fires the first time in an episode the player 
   finds the gates as often as the paper's and lives about as long as on the real game
   (``benchmarks/pacmaze_probes.py``, ``benchmarks/results/pacmaze_probes.json``).
 * chosen: colours of distinct brightness, because the agents see grayscale frames (§3.1.2).
-* chosen: the step returns the colour index of each cell and frames are drawn on read
-  (:meth:`PacMaze.draw`), because drawing the pixels cost a hundred times the game's step.
+* chosen: the step returns what the frame shows (the dots' bits and the actors' cells) and
+  frames are drawn on read (:meth:`PacMaze.draw`), because drawing them was most of the step.
 """
 
 from __future__ import annotations
@@ -420,11 +420,12 @@ class PacMaze(TestingEnv):
     left, as in the arcade game. The episode terminates when the lives reach 0 or every dot is
     eaten; it is truncated after ``max_steps_in_episode`` steps.
 
-    Observation: the maze as ``uint8[H, W']`` colour indices (:meth:`get_obs`, padded to an even
-    width: :attr:`obs_shape`), which :meth:`draw` turns into ``uint8[H*cell_px, W'*cell_px, 3]``
-    RGB pixels: black floor, blue
-    walls, small dim-pink dots, pink energizers, a yellow player and light-red, pink, cyan and
-    orange ghosts (blue while frightened); the gates and bugs are not drawn. A learner that reads
+    Observation: what the frame shows (:meth:`get_obs`: the dots' bits, the actors' cells, the
+    frightened ghosts), which :meth:`cells` turns into the maze's colour index a cell
+    (``uint8[H, W']``, padded to an even width: :attr:`obs_shape`) and :meth:`draw` into
+    ``uint8[H*cell_px, W'*cell_px, 3]`` RGB pixels: black floor, blue walls, small dim-pink dots,
+    pink energizers, a yellow player and light-red, pink, cyan and orange ghosts (blue while
+    frightened); the gates and bugs are not drawn. A learner that reads
     pixels wraps the game in :class:`jgtest.envs.wrappers.DrawFrames`, so that frames are drawn
     only where they are read. Telemetry: ``position`` is the player's ``(row, col)`` after its
     move (before a caught player is sent back to the start, so a frame-time spike maps to the
@@ -440,8 +441,8 @@ class PacMaze(TestingEnv):
       >>> import jax, jgtest
       >>> env, params = jgtest.make("PacMaze-v0")
       >>> obs, state = env.reset(jax.random.key(0), params)
-      >>> obs.shape, env.draw(obs).shape
-      ((42, 42), (84, 84, 3))
+      >>> obs.shape, env.cells(obs).shape, env.draw(obs).shape
+      ((98,), (42, 42), (84, 84, 3))
     """
 
     #: Signals (:mod:`jgtest.signals`): injected low-FPS gates (RELINE §3.1.3) and their frame
@@ -469,6 +470,7 @@ class PacMaze(TestingEnv):
         grid = np.array([list(r) for r in layout.strip("\n").splitlines()])
         gate_id = self._gate_ids(grid)
         self._walls = parsed["walls"]
+        self._energizers = grid == "o"
         door = grid == "-"
         pen = _pen_cells(self._walls, door)
         ghost_start = parsed["G"]
@@ -538,7 +540,10 @@ class PacMaze(TestingEnv):
         return rows, cols + cols % 2
 
     def observation_space(self, params) -> spaces.Box:
-        return spaces.Box(0, len(PALETTE) - 1, self.obs_shape, jnp.uint8)
+        rows, cols = self.map_shape
+        size = rows * _words_a_row(cols) + 3 * self._num_ghosts + 2
+        info = np.iinfo(np.int32)
+        return spaces.Box(info.min, info.max, (size,), jnp.int32)
 
     # ----- dynamics ---------------------------------------------------------
     def _life_start(self, params: EnvParams) -> dict:
@@ -643,42 +648,56 @@ class PacMaze(TestingEnv):
         )
 
     def get_obs(self, state: EnvState, params: EnvParams = None, key=None) -> jax.Array:
-        """The maze as ``uint8[H, W']`` colour indices, one a cell (what :meth:`draw` draws;
-        :attr:`obs_shape`).
+        """What the frame shows, as ``int32[H * K + 3 G + 2]``: the dots' bits (:func:`pack_cells`),
+        the ghosts' cells, the player's cell and which ghosts are frightened. :meth:`cells` makes
+        the colour index a cell of it, :meth:`draw` the pixels.
 
-        Floor, wall, dot or energizer (:data:`PALETTE`'s rows 0-3), then the ghosts in order
-        (frightened ones in row 4) and the player on top.
-
-        * chosen: each actor is found by comparing flat cell numbers and the colours are uint8
-          throughout, because the observation was half the step's cost (a third less with these).
+        * chosen: the frame's contents, not the frame, because drawing even one colour index a cell
+          (42 x 42) was most of the step: a learner that reads pixels draws them
+          (:class:`jgtest.envs.wrappers.DrawFrames`), a campaign that reads none pays none.
         """
-        params = self.default_params if params is None else params
-        rows, width = self.obs_shape
-        pad = ((0, 0), (0, width - self.map_shape[1]))  # floor past the maze's right edge
+        words = jax.lax.bitcast_convert_type(state.dots, jnp.int32).reshape(-1)
+        return jnp.concatenate(
+            [words, state.ghosts.reshape(-1), state.pos, state.frightened.astype(jnp.int32)]
+        ).astype(jnp.int32)
+
+    def cells(self, obs: jax.Array) -> jax.Array:
+        """The maze as ``uint8[H, W']`` colour indices, one a cell, of an observation
+        (:meth:`get_obs`; :attr:`obs_shape`): floor, wall, dot or energizer (:data:`PALETTE`'s rows
+        0-3), then the ghosts in order (frightened ones in row 4) and the player on top. The
+        walls and energizers are the layout's.
+        """
+        rows, cols = self.map_shape
+        width, g = self.obs_shape[1], self._num_ghosts
+        n_words = rows * _words_a_row(cols)
+        dots = jax.lax.bitcast_convert_type(obs[:n_words], jnp.uint32).reshape(rows, -1)
+        ghosts = obs[n_words : n_words + 2 * g].reshape(g, 2)
+        pos = obs[n_words + 2 * g : n_words + 2 * g + 2]
+        frightened = obs[n_words + 2 * g + 2 :] != 0
+        pad = ((0, 0), (0, width - cols))  # floor past the maze's right edge
         cell = jnp.arange(rows * width, dtype=jnp.int32).reshape(rows, width)
         u8 = jnp.uint8
-        food = jnp.where(jnp.pad(params.energizers, pad), u8(_ENERGIZER), u8(_DOT))
+        food = jnp.where(np.pad(self._energizers, pad), u8(_ENERGIZER), u8(_DOT))
         idx = jnp.where(
-            jnp.pad(params.walls, pad),
+            np.pad(self._walls, pad),
             u8(_WALL),
-            jnp.where(unpack_cells(state.dots, width), food, u8(_FLOOR)),
+            jnp.where(unpack_cells(dots, width), food, u8(_FLOOR)),
         )
-        for g in range(self._num_ghosts):
-            here = cell == state.ghosts[g, 0] * width + state.ghosts[g, 1]
-            colour = jnp.where(
-                state.frightened[g], u8(_FRIGHTENED), u8(_GHOST0 + g % len(GHOST_RGB))
-            )
+        for i in range(g):
+            here = cell == ghosts[i, 0] * width + ghosts[i, 1]
+            colour = jnp.where(frightened[i], u8(_FRIGHTENED), u8(_GHOST0 + i % len(GHOST_RGB)))
             idx = jnp.where(here, colour, idx)
-        return jnp.where(cell == state.pos[0] * width + state.pos[1], u8(_PLAYER), idx)
+        return jnp.where(cell == pos[0] * width + pos[1], u8(_PLAYER), idx)
 
     def draw(self, obs: jax.Array) -> jax.Array:
-        """Draws an observation (:meth:`get_obs`) as ``uint8[H*cell_px, W*cell_px, 3]`` RGB pixels.
+        """Draws an observation (:meth:`get_obs`) as ``uint8[H*cell_px, W'*cell_px, 3]`` RGB
+        pixels.
 
-        Each cell becomes ``cell_px`` × ``cell_px`` pixels of its colour, except that a dot
-        covers only the centre of its cell, on the floor.
+        Each cell of :meth:`cells` becomes ``cell_px`` × ``cell_px`` pixels of its colour, except
+        that a dot covers only the centre of its cell, on the floor.
         """
         s = self.cell_px
-        px = jnp.repeat(jnp.repeat(obs, s, axis=0), s, axis=1)
+        px = jnp.repeat(jnp.repeat(self.cells(obs), s, axis=0), s, axis=1)
         px = jnp.where((px == _DOT) & ~jnp.asarray(self._dot_mask), _FLOOR, px)
         return jnp.asarray(PALETTE)[px]
 

@@ -211,7 +211,7 @@ class ObservationMap(GymnaxWrapper):
 
 class DrawFrames(ObservationMap):
     """The game's RGB frames as the observation, for a game whose step returns what to draw
-    (``env.draw``, e.g. :class:`jgtest.envs.pacmaze.PacMaze`'s colour index a cell).
+    (``env.draw``, e.g. :class:`jgtest.envs.pacmaze.PacMaze`'s dots and actors).
 
     Such a game draws no pixels in its step, so a campaign that reads none pays none; a learner
     that reads pixels wraps the game in this, and draws them once a step.

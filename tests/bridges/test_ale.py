@@ -336,12 +336,12 @@ def test_the_intro_takes_65_steps_as_the_package_waits():
     assert not any(moved[:65]) and moved[65]
 
 
-def test_the_score_reward_pays_as_ale_does():
-    # reward="score" (the package's): ALE's 10 a dot and 50 an energizer where the paper's reward
-    # pays 1 a dot.
+def test_the_score_reward_pays_as_ale_does_and_its_sign_as_the_package():
+    # reward="score": ALE's 10 a dot and 50 an energizer where the paper's reward pays 1 a dot;
+    # reward="sign" (the package's ClipRewardEnv): 1 a step that scores.
     actions = GATE_TRACES[0]["actions"]
     rewards = []
-    for reward in ("dots", "score"):
+    for reward in ("dots", "score", "sign"):
         with MsPacmanEnv(num_envs=1, seed=0, reward=reward) as env:
             env.reset(0)
             steps = [env.step(np.array([a])) for a in actions]
@@ -349,17 +349,43 @@ def test_the_score_reward_pays_as_ale_does():
         np.testing.assert_array_equal(
             rewards[-1], [s[4]["telemetry"].game_reward[0] for s in steps]
         )
-    dots, score = rewards
+    dots, score, sign = rewards
     assert (
         dots.sum() > 10
         and set(np.unique(score[dots == 1])) <= {10.0, 50.0}
         and (score[dots == 0] == 0).all()
     )
-    with MsPacmanEnv(num_envs=1, reward="score") as env:
-        # RamTelemetry counts dots: the host computes the score's telemetry
-        assert env.device_telemetry is None
-    with pytest.raises(ValueError, match="'dots' or 'score'"):
+    np.testing.assert_array_equal(sign, np.sign(score))
+    for reward in ("score", "sign"):
+        with MsPacmanEnv(num_envs=1, reward=reward) as env:
+            # RamTelemetry counts dots: the host computes the score's telemetry
+            assert env.device_telemetry is None
+    with pytest.raises(ValueError, match="'dots', 'score' or 'sign'"):
         MsPacmanEnv(reward="points")
+
+
+def test_the_package_screenshots_are_the_ssim_references():
+    references = ale_ssim.package_references()
+    assert references["left"].shape == (11, 30, 15, 3) and references["right"].shape[1:] == (
+        30,
+        15,
+        3,
+    )
+    maze_blue, wall_pink = (0, 28, 136), (228, 111, 111)
+    for crops in references.values():
+        colours = {tuple(c) for c in crops.reshape(-1, 3)}
+        assert colours == {maze_blue, wall_pink, MS_PACMAN_YELLOW}
+        assert all((crop == MS_PACMAN_YELLOW).all(axis=-1).any() for crop in crops)  # she shows
+    detector = ale_ssim.SsimGates()
+    assert detector.doubled
+    # On a screen with her drawn as the package's first left screenshot shows her in the lower-left
+    # mouth (its columns undoubled), the check finds her there and nowhere else.
+    screen = np.zeros((1, 210, 160, 3), np.uint8)
+    screen[..., :] = maze_blue
+    screen[0, 90:120, 0:8] = references["left"][0][:, 0:15:2]
+    np.testing.assert_array_equal(detector(screen)[0], [False, False, True, False])
+    with pytest.raises(ValueError, match="'package', 'recorded' or a dict"):
+        ale_ssim.SsimGates("screenshots")
 
 
 @pytest.mark.slow
@@ -531,16 +557,18 @@ def test_the_ram_and_the_screen_detectors_flag_the_same_gate_visits():
 
 @pytest.mark.slow
 def test_ms_pacman_reports_the_screen_detector_with_the_shipped_references():
-    with MsPacmanEnv(num_envs=2, seed=0, screens=True, ssim_gates=ale_ssim.SsimGates()) as env:
+    # The package's screenshots: through the trace's gate and its tunnel, the check sees her in
+    # that gate, and the step's flags are the detector's on the step's screens.
+    trace = GATE_TRACES[0]
+    detector = ale_ssim.SsimGates()
+    seen = np.zeros(4, bool)
+    with MsPacmanEnv(num_envs=2, seed=0, screens=True, ssim_gates=detector) as env:
         frames, _ = env.reset(0)
         assert frames.shape == (2, 210, 160, 3)
-        route = ale_ssim.tunnel_route(GATE_TRACES[0])
-        for action in route[: len(GATE_TRACES[0]["actions"])]:
+        for action in ale_ssim.tunnel_route(trace)[: len(trace["actions"]) + 8]:
             frames, _, _, _, info = env.step(np.full(2, action))
-    np.testing.assert_array_equal(info["ssim_gates"], ale_ssim.SsimGates()(frames))
-    assert (
-        info["ssim_gates"][:, GATE_NAMES.index(GATE_TRACES[0]["gate"])].all()
-        and info["ram_gates"].sum() == 2
-    )
+            np.testing.assert_array_equal(info["ssim_gates"], detector(frames))
+            seen |= info["ssim_gates"].all(axis=0)
+    assert seen[GATE_NAMES.index(trace["gate"])] and seen.sum() <= 2
     with pytest.raises(ValueError, match="screens=True"):
         MsPacmanEnv(ssim_gates=ale_ssim.SsimGates())

@@ -87,8 +87,9 @@ def test_layout_is_the_real_first_maze():
     assert min(from_start[c] for gate in GATES for c in gate) == 31
     assert np.asarray(grid_distances(blocked, at(25, 1)))[13, 1] == 18
     assert ENV.action_space(p).n == 5
-    space = ENV.observation_space(p)
-    assert space.shape == (42, 42) and space.dtype == jnp.uint8
+    space = ENV.observation_space(p)  # the frame's contents: 42 x 2 dot words, 5 cells, 4 flags
+    assert space.shape == (42 * 2 + 3 * 4 + 2,) and space.dtype == jnp.int32
+    assert ENV.obs_shape == (42, 42)
     assert DrawFrames(ENV).observation_space(p).shape == (84, 84, 3)
     np.testing.assert_array_equal(MOVES, [[-1, 0], [0, 1], [1, 0], [0, -1], [0, 0]])
 
@@ -195,7 +196,7 @@ def test_an_energizer_frightens_the_ghosts_and_a_frightened_ghost_is_eaten(state
     ((obs, s, reward, _, _),) = play(state, [NOOP])
     assert tuple(np.asarray(s.pos)) == (4, 2) and reward == 1.0
     np.testing.assert_array_equal(np.asarray(s.frightened), [True, False, False, False])
-    assert int(s.fright_left) == 90 and int(obs[13, 20]) == 4  # drawn in the frightened colour
+    assert int(s.fright_left) == 90 and int(ENV.cells(obs)[13, 20]) == 4  # drawn frightened
     s = s.replace(ghosts=s.ghosts.at[0].set(at(3, 2)), stride=jnp.float32(0.99))
     ((_, s2, reward, _, _),) = play(s, [NOOP])
     assert reward == 1.0 and int(s2.lives) == 3
@@ -240,9 +241,11 @@ def test_episode_terminates_when_the_last_life_has_died(state0):
 
 
 def test_pixels_show_player_ghosts_dots_and_walls():
-    cells_, state = ENV.reset(KEY, QUIET)
+    obs, state = ENV.reset(KEY, QUIET)
+    cells_ = ENV.cells(obs)
     assert cells_.dtype == jnp.uint8 and cells_.shape == (42, 42)
-    obs = np.asarray(ENV.draw(cells_))
+    assert int(cells_[0, 41]) == 0  # the floor column padding the maze's 41
+    obs = np.asarray(ENV.draw(obs))
     assert obs.dtype == np.uint8 and obs.shape == (84, 84, 3)
 
     def cell(o, r, c):

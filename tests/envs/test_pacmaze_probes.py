@@ -52,7 +52,10 @@ def test_the_twin_side_is_the_committed_one():
 @pytest.mark.skipif(importlib.util.find_spec("envpool") is None, reason="needs the bridges extra")
 def test_the_real_walk_is_the_committed_one():
     # The real game without sticky actions replays exactly: the walker's route is the same.
-    walk = probes.real_walk(probes.GateWalker(PARAMS))
+    from envs_bridge.ale import MsPacmanEnv
+
+    with MsPacmanEnv(num_envs=1, seed=0) as env:
+        walk = probes.real_walk(probes.GateWalker(PARAMS), env)
     committed = TABLE["real"]["route_steps"]
     assert walk[0] == committed["start_to_first_gate"]
     assert walk[1] - walk[0] == committed["between_mouths_of_a_side"]

@@ -5,7 +5,9 @@
 
 * chosen: the replication package's protocol by default (``evaluation="training"``), because
   it made the published numbers; ``"frozen"`` follows the paper's text (§3.1.4).
-* chosen: Lapan's (2018) Atari wrappers, because the package's ``lib/wrappers.py`` is missing.
+* chosen: the package's reward (``lib/wrappers.py``'s ``ClipRewardEnv``: the score's sign) and
+  frames as Lapan's (2018) Atari wrappers give them (grayscale, 84 × 84, 4 stacked); the package's
+  ``ProcessFrame84`` also crops rows 18-102 of a 110-row resize, which our pipeline does not.
 * chosen: the gates read from RAM (:mod:`envs_bridge.ale`); the package's screen check is
   :class:`envs_bridge.ale_ssim.SsimGates`, to compare.
 
@@ -51,9 +53,10 @@ from jgtest.run_dir import begin_campaign
 ALE_OPTIONS = {"sticky_action_prob": 0.25}
 #: Ms. Pac-Man's options under the package's protocol: no sticky actions, the intro waited out with
 #: 65 no-ops after every reset (``msPacman_RELINE.py`` and ``msPacman_RL-baseline.py``,
-#: ``Agent._reset``) and ALE's score as the game reward (``play_step``: the environment's reward,
-#: RELINE's +50 a gate on top).
-PACKAGE_ALE_OPTIONS = {"intro_steps": 65, "reward": "score"}
+#: ``Agent._reset``) and the sign of ALE's score as the game reward (``play_step``: the wrapped
+#: environment's reward, clipped by ``lib/wrappers.py``'s ``ClipRewardEnv``; RELINE's +50 a gate
+#: on top).
+PACKAGE_ALE_OPTIONS = {"intro_steps": 65, "reward": "sign"}
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
 #: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
@@ -71,10 +74,10 @@ def run_host_game(
     2,000 (:func:`~jgtest.methods.reline.learners.package_train_episodes`), and Table 1 counts its
     last training episodes (:func:`~jgtest.methods.reline.learners.counted_episodes`: the
     package's 1,000, ``--quick`` 30); the random agent plays as many. The game's intro is waited out
-    with 65 no-ops after each reset (:data:`PACKAGE_ALE_OPTIONS`) and the game reward is ALE's
-    score. Under the paper's text (``evaluation="frozen"``) each trained model is frozen and plays
-    ``eval_episodes`` episodes ε-greedily in :data:`EVAL_GAMES` games at once, with sticky actions
-    (:data:`ALE_OPTIONS`).
+    with 65 no-ops after each reset (:data:`PACKAGE_ALE_OPTIONS`) and the game reward is the
+    sign of ALE's score. Under the paper's text (``evaluation="frozen"``) each trained model is
+    frozen and plays ``eval_episodes`` episodes ε-greedily in :data:`EVAL_GAMES` games at once,
+    with sticky actions (:data:`ALE_OPTIONS`).
 
     Each model's trained parameters are saved with orbax as its training ends
     (``checkpoints/AGENT-MODEL``), and its training figures and bugs found as its evaluation ends

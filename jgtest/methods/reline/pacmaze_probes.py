@@ -29,6 +29,8 @@ from jgtest.envs.pacmaze import MOVES, NOOP
 INTRO_STEPS = 65
 #: The paper's random row (Table 1): episodes of 1,000 with at least n = 1..4 gates.
 PAPER_RANDOM_GATES = (24, 17, 1, 1)
+#: RAM bytes of the four ghosts' x and y (OCAtari's ``ocatari/ram/mspacman.py``).
+GHOSTS_X, GHOSTS_Y = slice(6, 10), slice(12, 16)
 #: The walker's gates, in order: lower-left (from the start), then upper-left (the same side).
 WALK_GATES = (2, 0)
 
@@ -96,33 +98,25 @@ def twin_walk(env, params, walker: GateWalker, max_steps: int = 300) -> list[int
     return fired_at
 
 
-def real_walk(walker: GateWalker, max_steps: int = 300, seed: int = 0) -> list[int]:
-    """The walker on the real game (RAM position and gates): the step each gate first fired.
-    The real ghosts play on; a lost life restarts the walk, so the figure is kept only when
-    both gates fired in the first life."""
-    from envs_bridge.ale import GATES_TABLE, RAM_X, RAM_Y, MsPacmanEnv
-
-    env = MsPacmanEnv(num_envs=1, seed=seed, intro_steps=INTRO_STEPS)
+def real_walk(walker: GateWalker, env, seed: int = 0, max_steps: int = 300) -> list[int]:
+    """The walker on the real game (``env``: one :class:`envs_bridge.ale.MsPacmanEnv` game, its
+    RAM position and gates): the step each gate first fired. The real ghosts play on; a lost
+    life ends the walk (an empty list)."""
     _, info = env.reset(seed)
     for _ in range(INTRO_STEPS):
         _, _, _, _, info = env.step(np.array([NOOP]))
     lives = info["lives"][0]
     fired_at, leg = [], 0
-    try:
-        for t in range(1, max_steps + 1):
-            ram = info["ram"][0]
-            cell = ram_cell(int(ram[RAM_X]), int(ram[RAM_Y]))
-            _, _, _, _, info = env.step(np.array([walker.action(leg, cell)]))
-            ram = info["ram"][0]
-            if info["lives"][0] < lives:
-                return []
-            if GATES_TABLE[ram[RAM_X], ram[RAM_Y]][WALK_GATES[leg]]:
-                fired_at.append(t)
-                leg += 1
-                if leg == len(WALK_GATES):
-                    break
-    finally:
-        env.close()
+    for t in range(1, max_steps + 1):
+        x, y = (int(v) for v in info["telemetry"].position[0])
+        _, _, _, _, info = env.step(np.array([walker.action(leg, ram_cell(x, y))]))
+        if info["lives"][0] < lives:
+            return []
+        if info["telemetry"].bugs_fired[0, WALK_GATES[leg]]:
+            fired_at.append(t)
+            leg += 1
+            if leg == len(WALK_GATES):
+                break
     return fired_at
 
 
@@ -179,13 +173,12 @@ def twin_random(env, params, episodes: int, seed: int, max_steps: int = 2000) ->
     return random_summary(steps, first_life, found, int(params.num_lives))
 
 
-def real_random(episodes: int, seed: int, num_envs: int = 16) -> dict:
-    """A uniformly random player on the real game, each episode after the intro no-ops: the same
-    row as :func:`twin_random`, plus the speeds of her and the ghosts' moving steps (cells a
-    step, up/down and across) and the pause after a lost life."""
-    from envs_bridge.ale import GATES_TABLE, RAM_X, RAM_Y, MsPacmanEnv
-
-    env = MsPacmanEnv(num_envs=num_envs, seed=seed, intro_steps=INTRO_STEPS)
+def real_random(env, episodes: int, seed: int) -> dict:
+    """A uniformly random player on the real game (``env``: :class:`envs_bridge.ale.MsPacmanEnv`
+    games), each episode after the intro no-ops: the same row as :func:`twin_random`, plus the
+    speeds of her and the ghosts' moving steps (cells a step, up/down and across) and the pauses
+    after a lost life."""
+    num_envs = env.num_envs
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed)
     intro = np.full(num_envs, INTRO_STEPS)
@@ -201,12 +194,13 @@ def real_random(episodes: int, seed: int, num_envs: int = 16) -> dict:
         action = np.where(counted, rng.integers(0, 5, num_envs), NOOP)
         _, _, terminated, truncated, info = env.step(action)
         ram, lives, reset = info["ram"].astype(int), info["lives"], info["autoreset"]
+        position = info["telemetry"].position.astype(int)
         intro = np.where(reset, INTRO_STEPS, intro - 1)
         counted &= ~reset
         steps += counted
         first_life += counted & (lives == full_lives)
-        found |= GATES_TABLE[ram[:, RAM_X], ram[:, RAM_Y]] & counted[:, None]
-        now = (ram[:, [RAM_X, RAM_Y]], np.stack([ram[:, 6:10], ram[:, 12:16]], -1), lives)
+        found |= info["telemetry"].bugs_fired & counted[:, None]
+        now = (position, np.stack([ram[:, GHOSTS_X], ram[:, GHOSTS_Y]], -1), lives)
         if before is not None:
             _tally_moves(moves, before, now, counted)
             moving = np.any(now[0] != before[0], axis=1)
@@ -222,7 +216,6 @@ def real_random(episodes: int, seed: int, num_envs: int = 16) -> dict:
         for i in np.flatnonzero(terminated | truncated):
             rows.append((steps[i], first_life[i], found[i].copy()))
             steps[i], first_life[i], found[i] = 0, 0, False
-    env.close()
     steps, first_life, found = (np.array(col) for col in zip(*rows[:episodes]))
     summary = random_summary(steps, first_life, found, full_lives)
     summary["cells_per_moving_step"] = {
@@ -265,13 +258,15 @@ def twin_side(env, params, episodes: int, seed: int) -> dict:
     }
 
 
-def real_side(env_params, episodes: int, seed: int) -> dict:
-    """The real game's probes (module docstring)."""
-    walker = GateWalker(env_params)
-    walk = real_walk(walker, seed=seed)
+def real_side(params, make_env, episodes: int, seed: int) -> dict:
+    """The real game's probes (module docstring); ``make_env(num_envs, seed)`` builds
+    :class:`envs_bridge.ale.MsPacmanEnv` games (the walk plays one, the random player 16)."""
+    with make_env(1, seed) as env:
+        walk = real_walk(GateWalker(params), env, seed)
     if len(walk) != len(WALK_GATES):
         raise RuntimeError(f"the gate walker lost a life on the real game (seed {seed})")
-    random = real_random(episodes, seed)
+    with make_env(16, seed) as env:
+        random = real_random(env, episodes, seed)
     return {
         "route_steps": {
             "start_to_first_gate": walk[0],
@@ -281,10 +276,3 @@ def real_side(env_params, episodes: int, seed: int) -> dict:
         "death_pause_steps": random.pop("death_pause_steps"),
         "random": random,
     }
-
-
-def real_versions() -> dict:
-    """The real game's library versions, for the results."""
-    import envpool
-
-    return {"envpool": envpool.__version__}

@@ -19,7 +19,7 @@ from jgtest.methods.reline import real_game
 from jgtest.methods.reline.analysis import track_points_plot
 from jgtest.methods.reline.config import PAPER_KART, RelineConfig
 from jgtest.oracles.kart_stuck import until_stuck
-from jgtest.rewards import kart_performance_reward, kart_progress_reward
+from jgtest.rewards import kart_performance_reward, kart_progress_reward, kart_stalled_steps
 
 #: 4 stacked grayscale frames at the bridge's render size (height, width).
 PIPELINE = ObservationPipeline(size=(96, 128), num_frames=4)
@@ -33,25 +33,35 @@ class KartRelineReward(real_game.HostRelineReward):
 
     ``r_g`` = :func:`jgtest.rewards.kart_progress_reward` and ``r_p`` =
     :func:`jgtest.rewards.kart_performance_reward` (10 when the step's render time exceeds
-    ``threshold_ms`` within ``θ`` of the centre line); the lap is finished on ``terminated``.
+    ``threshold_ms`` within ``θ`` of the centre line, only while the kart advances: the
+    package's rule, :func:`jgtest.rewards.kart_stalled_steps`); the lap is finished on
+    ``terminated``.
     """
 
     def __init__(self, num_envs: int, threshold_ms: float, theta: float, progress_cap: float):
         super().__init__(num_envs, threshold_ms)
         self.theta, self.progress_cap = float(theta), float(progress_cap)
+        self.stalled = np.zeros(num_envs, np.int32)
+
+    def reset(self) -> None:
+        super().reset()
+        self.stalled[:] = 0
 
     def terms(self, game_reward, terminated, info):
         centering = info["centering"]
         r_g = kart_progress_reward(
             centering, info["delta_path_done"], self.theta, self.progress_cap
         )
-        return (
-            r_g,
-            kart_performance_reward(
-                centering, info["telemetry"].frame_time_ms, self.threshold_ms, self.theta
-            ),
-            terminated,
+        stalled = kart_stalled_steps(self.stalled, centering, info["delta_path_done"], self.theta)
+        self.stalled = np.where(info["autoreset"], 0, np.asarray(stalled)).astype(np.int32)
+        r_p = kart_performance_reward(
+            centering,
+            info["telemetry"].frame_time_ms,
+            self.threshold_ms,
+            self.theta,
+            stalled=stalled,
         )
+        return r_g, r_p, terminated
 
 
 def cell_centres(game, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
