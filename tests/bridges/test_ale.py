@@ -261,7 +261,7 @@ def test_only_the_host_loop_imports_envs_bridge():
 
 def test_reline_learner_settings_on_the_real_game():
     """By default the replication package's settings (``reline.host.run_host_game``'s docstring):
-    one game, a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000/2,000 training
+    one game, a gradient step a step, ε to 0.01 over 150k, the Nature CNN, 1,000 + 1,000 training
     episodes with the last 1,000 counted (30 with --quick). Under the paper's text (frozen): 4
     games a learner step, a gradient step every 4 environment steps, --quick with Mnih 2013's
     network and 200k steps."""
@@ -295,11 +295,11 @@ def test_reline_learner_settings_on_the_real_game():
             learn.hparams.learning_rate,
         ) == (0.01, 150_000, 1e-4)
     assert [learners.package_train_episodes(package, a) for a in ("reline", "rl-baseline")] == [
-        1000,
+        2000,
         2000,
     ]
     assert [learners.package_train_episodes(quick, a) for a in ("reline", "rl-baseline")] == [
-        30,
+        60,
         60,
     ]
     assert (learners.counted_episodes(package), learners.counted_episodes(quick)) == (1000, 30)

@@ -70,8 +70,8 @@ def run_host_game(
     for the files written); bug records are written the moment each bug first shows for a model.
 
     Under the replication package's protocol (``evaluation="training"``, the default) each model
-    learns on one game with a gradient step a step, RELINE for 1,000 episodes and rl-baseline for
-    2,000 (:func:`~jgtest.methods.reline.learners.package_train_episodes`), and Table 1 counts its
+    learns on one game with a gradient step a step for 2,000 episodes, 1,000 + 1,000
+    (:func:`~jgtest.methods.reline.learners.package_train_episodes`), and Table 1 counts its
     last training episodes (:func:`~jgtest.methods.reline.learners.counted_episodes`: the
     package's 1,000, ``--quick`` 30); the random agent plays as many. The game's intro is waited out
     with 65 no-ops after each reset (:data:`PACKAGE_ALE_OPTIONS`) and the game reward is the
