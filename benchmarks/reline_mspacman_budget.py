@@ -86,7 +86,7 @@ def main(argv=None) -> dict:
     from jgtest import host_loop
     from jgtest.agents import dqn
     from jgtest.methods import reline
-    from jgtest.methods.reline.host import PACKAGE_ALE_OPTIONS, PIPELINE
+    from jgtest.methods.reline.host import PACKAGE_ALE_OPTIONS, PACKAGE_PIPELINE
     from jgtest.methods.reline.learners import (
         PACKAGE_TRAIN_EPISODES,
         TABLE_MODELS,
@@ -102,7 +102,7 @@ def main(argv=None) -> dict:
 
     # FLOPs of one learner step, as XLA counts them.
     with host_loop.host_game(config.game, num_envs=1, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
-        spec = host_loop.spec_game(game, PIPELINE)
+        spec = host_loop.spec_game(game, PACKAGE_PIPELINE)
         agent = dqn.make_agent(timed_config, spec)
         state = jax.jit(agent.init_learner)(
             jax.random.key(SEED), np.zeros((1, 84, 84, 4), np.uint8), learn.hparams
@@ -138,7 +138,7 @@ def main(argv=None) -> dict:
     # The random agent's episode length, measured.
     with host_loop.host_game(config.game, num_envs=8, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
         out = host_loop.play(
-            game, PIPELINE, random_policy(5), None, 16, jax.random.key(SEED), seed=SEED
+            game, PACKAGE_PIPELINE, random_policy(5), None, 16, jax.random.key(SEED), seed=SEED
         )
     # the agent's steps
     random_steps = float(out["valid"].sum(axis=1).mean()) - PACKAGE_ALE_OPTIONS["intro_steps"]
@@ -147,9 +147,15 @@ def main(argv=None) -> dict:
     # Time per update: the real training loop, timed by train_dqn itself from step `warmup` on
     # (learning_s).
     with host_loop.host_game(config.game, num_envs=1, seed=SEED, **PACKAGE_ALE_OPTIONS) as game:
-        agent = dqn.make_agent(timed_config, host_loop.spec_game(game, PIPELINE))
+        agent = dqn.make_agent(timed_config, host_loop.spec_game(game, PACKAGE_PIPELINE))
         _, stats = host_loop.train_dqn(
-            agent, game, PIPELINE, learn.hparams, jax.random.key(SEED), warmup + updates, seed=SEED
+            agent,
+            game,
+            PACKAGE_PIPELINE,
+            learn.hparams,
+            jax.random.key(SEED),
+            warmup + updates,
+            seed=SEED,
         )
     timed_updates = stats["learning_steps"]
     per_10k = stats["learning_s"] / timed_updates * 10_000

@@ -124,7 +124,7 @@ class HostGameSpec(environment.Environment):
         super().__init__()
         self.game_name = game.name
         self._observation = observation or spaces.Box(
-            0, 255, (*pipeline.size, pipeline.num_frames), jnp.uint8
+            0, 255, (*pipeline.frame_shape, pipeline.num_frames), jnp.uint8
         )
         self.obs_shape = self._observation.shape
         self._num_actions = game.num_actions

@@ -291,15 +291,32 @@ class ObservationPipeline(struct.PyTreeNode):
         stack = pipeline.push(stack, frames, fresh)      # fresh: bool[N], a new episode began
 
     Attributes:
-      size: ``(height, width)`` of the agent's frames.
+      size: ``(height, width)`` the frames are resized to.
       num_frames: frames stacked (RELINE §3.1.2: 4).
+      crop_rows: ``(first, end)`` rows kept after the resize, or ``None`` for all (RELINE's
+        replication package resizes Ms. Pac-Man's screens to 110 × 84 and keeps rows 18-102,
+        ``lib/wrappers.py``'s ``ProcessFrame84``).
     """
 
     size: tuple[int, int] = struct.field(pytree_node=False, default=(84, 84))
     num_frames: int = struct.field(pytree_node=False, default=4)
+    crop_rows: tuple[int, int] | None = struct.field(pytree_node=False, default=None)
+
+    @property
+    def frame_shape(self) -> tuple[int, int]:
+        """``(height, width)`` of the agent's frames: :attr:`size`, less the rows cropped."""
+        if self.crop_rows is None:
+            return self.size
+        first, end = self.crop_rows
+        if not 0 <= first < end <= self.size[0]:
+            raise ValueError(f"crop_rows {self.crop_rows} are not rows of a frame {self.size} high")
+        return end - first, self.size[1]
 
     def frame(self, frames: jax.Array) -> jax.Array:
-        return gray_resized(jnp.asarray(frames), self.size)
+        frame = gray_resized(jnp.asarray(frames), self.size)
+        if self.crop_rows is None:
+            return frame
+        return frame[..., self.crop_rows[0] : self.crop_rows[1], :, :]
 
     def reset(self, frames: jax.Array) -> jax.Array:
         return stack_fill(self.frame(frames), self.num_frames)

@@ -114,6 +114,21 @@ def test_pipeline_matches_the_on_device_wrappers():
     close(nxt[1], jnp.repeat(one._convert(frames[1]), 4, axis=-1))
 
 
+def test_the_package_frames_are_resized_to_110_by_84_and_cut_to_rows_18_to_102():
+    from jgtest.methods.reline import RelineConfig, host
+
+    package = host.pipeline(RelineConfig(game="ale:MsPacman"))
+    assert package is host.PACKAGE_PIPELINE and package.frame_shape == (84, 84)
+    assert host.pipeline(RelineConfig(game="ale:MsPacman", evaluation="frozen")) is host.PIPELINE
+    assert host.PACKAGE_ALE_OPTIONS["frame_size"] == (110, 84)  # envpool resizes, area-weighted
+    frames = np.random.default_rng(0).integers(0, 256, (2, 110, 84, 1), dtype=np.uint8)
+    stack = package.reset(frames)
+    assert stack.shape == (2, 84, 84, 4)
+    np.testing.assert_array_equal(stack[..., 0], frames[:, 18:102, :, 0])
+    with pytest.raises(ValueError, match=r"crop_rows \(18, 120\) are not rows"):
+        _ = package.replace(crop_rows=(18, 120)).frame_shape
+
+
 def test_the_frame_ring_reads_as_the_shifted_stack():
     # 12 pushes with episodes restarting at random: ring_view equals the stack push() keeps.
     rng = np.random.default_rng(1)
@@ -414,15 +429,16 @@ def test_the_package_protocol_counts_the_last_training_episodes(tmp_path):
     assert summary["protocol"] == {"evaluation": "training"} and summary["eval_episodes"] == 1
     assert not any(p.startswith("evaluate") for p in phases)
     books = json.loads((tmp_path / "models.json").read_text())["reline-0"]
-    # 1,000 × 1/1,000 episodes, counted
-    assert books["training"]["episodes"] == 1 and len(books["bugs_found"]) == 1
-    assert books["training"]["steps"] > 200  # a whole game of three lives
+    # 2,000 × 1/1,000 episodes trained (1,000 + 1,000), the last one counted
+    assert books["training"]["episodes"] == 2 and len(books["bugs_found"]) == 1
+    assert books["training"]["steps"] > 400  # two whole games of three lives
     assert summary["table1"]["reline"]["1"]["counts"] == [
         int(np.asarray(books["bugs_found"]).any(axis=1).sum())
     ]
-    # the package's 1,000 episodes at this run's speed
+    # the package's 2,000 episodes at this run's speed
     cost = summary["full_table_budget"]["reline"]
-    assert cost["updates_per_model"] == round(1000 * books["training"]["steps"] - 10_000)
+    per_episode = books["training"]["steps"] / books["training"]["episodes"]
+    assert cost["updates_per_model"] == round(2000 * per_episode - 10_000)
     assert (
         cost["hours_10_models"] == pytest.approx(10 * cost["hours_per_model"], abs=0.1)
         and cost["seconds_per_update"] > 0

@@ -5,9 +5,9 @@
 
 * chosen: the replication package's protocol by default (``evaluation="training"``), because
   it made the published numbers; ``"frozen"`` follows the paper's text (§3.1.4).
-* chosen: the package's reward (``lib/wrappers.py``'s ``ClipRewardEnv``: the score's sign) and
-  frames as Lapan's (2018) Atari wrappers give them (grayscale, 84 × 84, 4 stacked); the package's
-  ``ProcessFrame84`` also crops rows 18-102 of a 110-row resize, which our pipeline does not.
+* chosen: the package's reward and frames by default (``lib/wrappers.py``: the score's sign;
+  the screen resized to 110 × 84, rows 18-102 kept, 4 stacked), Mnih et al.'s 84 × 84 under the
+  paper's text.
 * chosen: the gates read from RAM (:mod:`envs_bridge.ale`); the package's screen check is
   :class:`envs_bridge.ale_ssim.SsimGates`, to compare.
 
@@ -56,11 +56,20 @@ ALE_OPTIONS = {"sticky_action_prob": 0.25}
 #: ``Agent._reset``) and the sign of ALE's score as the game reward (``play_step``: the wrapped
 #: environment's reward, clipped by ``lib/wrappers.py``'s ``ClipRewardEnv``; RELINE's +50 a gate
 #: on top).
-PACKAGE_ALE_OPTIONS = {"intro_steps": 65, "reward": "sign"}
+PACKAGE_ALE_OPTIONS = {"intro_steps": 65, "reward": "sign", "frame_size": (110, 84)}
 #: Games played at once in evaluation (a model's policy is fixed there).
 EVAL_GAMES = 8
 #: Mnih et al.'s frames: grayscale 84×84, 4 stacked (RELINE §3.1.2).
 PIPELINE = ObservationPipeline(size=(84, 84), num_frames=4)
+#: The package's frames (``lib/wrappers.py``, ``ProcessFrame84``): the screen resized to 110 × 84
+#: (envpool's area interpolation, as its ``cv2.INTER_AREA``) and rows 18-102 kept, 4 stacked.
+PACKAGE_PIPELINE = ObservationPipeline(size=(110, 84), num_frames=4, crop_rows=(18, 102))
+
+
+def pipeline(config: RelineConfig) -> ObservationPipeline:
+    """The frames the agent sees: the package's (:data:`PACKAGE_PIPELINE`) under its protocol,
+    Mnih et al.'s (:data:`PIPELINE`) under the paper's text."""
+    return PIPELINE if config.evaluation == "frozen" else PACKAGE_PIPELINE
 
 
 def run_host_game(
@@ -250,7 +259,7 @@ class _ModelRun:
         """
         config, agent, model, key, seed = self.config, self.agent, self.model, self.key, self.seed
         with self.host_game(dqn_config.num_envs, seed + 50_000) as game:
-            spec, spec_params = host_loop.spec_game(game, PIPELINE)
+            spec, spec_params = host_loop.spec_game(game, pipeline(config))
             trainer = dqn.make_agent(dqn_config, (spec, spec_params))
             if ckpt.latest_step() is not None and stats is not None:
                 obs = jax.ShapeDtypeStruct(spec.observation_space(spec_params).shape, np.float32)
@@ -278,7 +287,7 @@ class _ModelRun:
                 lambda report: host_loop.train_dqn(
                     trainer,
                     game,
-                    PIPELINE,
+                    pipeline(config),
                     hparams,
                     key,
                     dqn_config.total_timesteps,
@@ -317,7 +326,7 @@ class _ModelRun:
                 f"evaluate {self.agent} {self.model}",
                 lambda report: host_loop.play(
                     game,
-                    PIPELINE,
+                    pipeline(self.config),
                     policy,
                     policy_params,
                     num_episodes,
