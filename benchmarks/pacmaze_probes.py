@@ -42,7 +42,13 @@ def main(argv=None) -> None:
     real = real_side(params, real_game, args.real_episodes, args.seed)
     real_s = time.perf_counter() - start - twin_s
     print(f"{'probe':40s} {'twin':>28s} {'real':>28s}")
-    for key in ("route_steps", "cells_per_moving_step", "death_pause_steps", "random"):
+    for key in (
+        "route_steps",
+        "cells_per_moving_step",
+        "death_pause_steps",
+        "random",
+        "walker_round",
+    ):
         for name, value in twin[key].items() if isinstance(twin[key], dict) else [(key, twin[key])]:
             other = real[key][name] if isinstance(real[key], dict) else real[key]
             print(f"{name:40s} {str(value):>28s} {str(other):>28s}")

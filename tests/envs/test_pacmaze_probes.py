@@ -28,6 +28,12 @@ def test_the_committed_probe_table_holds():
     # the speeds: the twin's are the real game's, to a hundredth of a cell a step
     for who, speeds in real["cells_per_moving_step"].items():
         assert twin["cells_per_moving_step"][who] == pytest.approx(speeds, abs=0.01), who
+    # the ghost-blind gate walker's round: the same share of episodes reach n gates on both
+    for twin_n, real_n in zip(
+        twin["walker_round"]["gates_at_least_n_per_1000"],
+        real["walker_round"]["gates_at_least_n_per_1000"],
+    ):
+        assert within(twin_n, real_n, 0.2)
     # the random player finds the gates as the paper's does, within ±50% (10,000 episodes)
     assert twin["random"]["episodes"] >= 10_000
     for found, paper in zip(twin["random"]["gates_at_least_n_per_1000"], probes.PAPER_RANDOM_GATES):

@@ -12,7 +12,9 @@ replication package's 65 intro no-ops), the same policy on both:
   to the first gate (lower-left), and on to the other mouth of that side (upper-left);
 * **random player** (RELINE's random agent, §3.2): steps a life, the first life's length
   (quantiles), and episodes per 1,000 with at least n of the 4 gates (the paper's random row:
-  24 / 17 / 1 / 1).
+  24 / 17 / 1 / 1);
+* **gate walker**: the ghost-blind walker's round of the four gates (:data:`ROUND_GATES`),
+  episodes per 1,000 with at least n gates (a tenth of the random player's episodes).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ PAPER_RANDOM_GATES = (24, 17, 1, 1)
 GHOSTS_X, GHOSTS_Y = slice(6, 10), slice(12, 16)
 #: The walker's gates, in order: lower-left (from the start), then upper-left (the same side).
 WALK_GATES = (2, 0)
+#: The gate walker's round of all four: lower-left, upper-left, through the upper tunnel to
+#: upper-right, then lower-right.
+ROUND_GATES = (2, 0, 1, 3)
 
 
 def maze_distances(blocked: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -54,23 +59,27 @@ def maze_distances(blocked: np.ndarray, targets: np.ndarray) -> np.ndarray:
 
 
 class GateWalker:
-    """Walks the shortest path on the twin's maze to each gate of :data:`WALK_GATES` in turn: at
-    a cell it asks for the move that brings it one step nearer, and goes on once the gate fires."""
+    """Walks the shortest path on the twin's maze to each of ``gates`` in turn, blind to the
+    ghosts: at a cell it asks for the move that brings it one step nearer the gate (``moves``,
+    a table for every cell), and goes on to the next once the gate fires."""
 
-    def __init__(self, params):
+    def __init__(self, params, gates: tuple[int, ...] = WALK_GATES):
         blocked = np.asarray(params.walls | params.door)
         gate_id = np.asarray(params.gate_id)
-        self.maps = [maze_distances(blocked, gate_id == g) for g in WALK_GATES]
-        self.cols = blocked.shape[1]
+        rows, cols = blocked.shape
+        #: ``int32[len(gates), H, W]``: the move towards each gate from each cell (noop there).
+        self.moves = np.full((len(gates), rows, cols), NOOP, np.int32)
+        for leg, gate in enumerate(gates):
+            dist = maze_distances(blocked, gate_id == gate)
+            for r, c in np.argwhere(dist > 0):
+                for move, (dr, dc) in enumerate(MOVES[:4]):
+                    nr, nc = r + dr, (c + dc) % cols
+                    if 0 <= nr < rows and 0 <= dist[nr, nc] < dist[r, c]:
+                        self.moves[leg, r, c] = move
+                        break
 
     def action(self, leg: int, cell: tuple[int, int]) -> int:
-        dist = self.maps[leg]
-        here = dist[cell]
-        for move, (dr, dc) in enumerate(MOVES[:4]):
-            r, c = cell[0] + dr, (cell[1] + dc) % self.cols
-            if 0 <= r < dist.shape[0] and 0 <= dist[r, c] < here:
-                return move
-        return NOOP
+        return int(self.moves[leg][cell])
 
 
 def ram_cell(x: int, y: int) -> tuple[int, int]:
@@ -240,6 +249,63 @@ def _tally_moves(moves: dict, before, now, counted: np.ndarray) -> None:
         moves[who][1].extend(delta[..., 0][across].tolist())
 
 
+def twin_walker_round(env, params, walker: GateWalker, episodes: int, seed: int, steps=3000):
+    """The ghost-blind :class:`GateWalker` round of :data:`ROUND_GATES` on the twin, ``episodes``
+    games in one ``jit``: episodes per 1,000 with at least n gates."""
+    moves = jnp.asarray(walker.moves)
+    order = jnp.asarray(ROUND_GATES)
+
+    def action(state):
+        missing = ~state.bugs_seen[order]
+        leg = jnp.argmax(missing)
+        return jnp.where(jnp.any(missing), moves[leg, state.pos[0], state.pos[1]], NOOP)
+
+    @jax.jit
+    def play(key):
+        k_reset, k_steps = jax.random.split(key)
+        _, state = jax.vmap(env.reset, (0, None))(jax.random.split(k_reset, episodes), params)
+
+        def body(carry, key):
+            state, done, found = carry
+            _, new, _, term, trunc, info = jax.vmap(env.step, (0, 0, 0, None))(
+                jax.random.split(key, episodes), state, jax.vmap(action)(state), params
+            )
+            found = found | (info["telemetry"].bugs_fired & ~done[:, None])
+            return (new, done | term | trunc, found), None
+
+        carry = (state, jnp.zeros(episodes, bool), jnp.zeros((episodes, 4), bool))
+        (_, done, found), _ = jax.lax.scan(body, carry, jax.random.split(k_steps, steps))
+        return done, found
+
+    done, found = jax.device_get(play(jax.random.key(seed)))
+    return {"episodes": episodes, "gates_at_least_n_per_1000": gate_counts(found)}
+
+
+def real_walker_round(env, walker: GateWalker, episodes: int, seed: int) -> dict:
+    """:func:`twin_walker_round` on the real game (``env``: :class:`envs_bridge.ale.MsPacmanEnv`
+    games), each episode after the intro no-ops."""
+    num_envs = env.num_envs
+    _, info = env.reset(seed)
+    intro = np.full(num_envs, INTRO_STEPS)
+    found = np.zeros((num_envs, 4), bool)
+    rows = []
+    while len(rows) < episodes:
+        cells = [ram_cell(int(x), int(y)) for x, y in info["telemetry"].position]
+        action = np.full(num_envs, NOOP)
+        for i, cell in enumerate(cells):
+            missing = [leg for leg, g in enumerate(ROUND_GATES) if not found[i, g]]
+            if intro[i] <= 0 and missing:
+                action[i] = walker.action(missing[0], cell)
+        _, _, terminated, truncated, info = env.step(action)
+        reset = info["autoreset"]
+        intro = np.where(reset, INTRO_STEPS, intro - 1)
+        found |= info["telemetry"].bugs_fired & ~reset[:, None]
+        for i in np.flatnonzero(terminated | truncated):
+            rows.append(found[i].copy())
+            found[i] = False
+    return {"episodes": episodes, "gates_at_least_n_per_1000": gate_counts(np.array(rows))}
+
+
 def twin_side(env, params, episodes: int, seed: int) -> dict:
     """The twin's probes (module docstring)."""
     walker = GateWalker(params)
@@ -255,6 +321,9 @@ def twin_side(env, params, episodes: int, seed: int) -> dict:
             "restart": int(params.restart_steps),
         },
         "random": twin_random(env, params, episodes, seed),
+        "walker_round": twin_walker_round(
+            env, params, GateWalker(params, ROUND_GATES), episodes // 10, seed
+        ),
     }
 
 
@@ -267,6 +336,8 @@ def real_side(params, make_env, episodes: int, seed: int) -> dict:
         raise RuntimeError(f"the gate walker lost a life on the real game (seed {seed})")
     with make_env(16, seed) as env:
         random = real_random(env, episodes, seed)
+    with make_env(16, seed) as env:
+        round_ = real_walker_round(env, GateWalker(params, ROUND_GATES), episodes // 10, seed)
     return {
         "route_steps": {
             "start_to_first_gate": walk[0],
@@ -275,4 +346,5 @@ def real_side(params, make_env, episodes: int, seed: int) -> dict:
         "cells_per_moving_step": random.pop("cells_per_moving_step"),
         "death_pause_steps": random.pop("death_pause_steps"),
         "random": random,
+        "walker_round": round_,
     }
