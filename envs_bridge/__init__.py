@@ -70,7 +70,9 @@ def game_factory(name: str, **options):
     cls = game_class(name)
     prefix, _, game = name.partition(":")
     if prefix == "supertuxkart":
-        return functools.partial(cls, track=game or "lighthouse", **options)
+        from envs_bridge.supertuxkart import DEFAULT_TRACK
+
+        return functools.partial(cls, track=game or DEFAULT_TRACK, **options)
     if prefix == "unreal":
         from envs_bridge.unreal import unreal_game
 

@@ -7,7 +7,7 @@ the campaign (SPEC §4): :class:`GameFarm` records it, restarts that game and go
   then replays in a fresh single game from its record's seed.
 * chosen: a failing reset is retried in fresh processes, because it has no action to record.
 
-Example: ``envs_bridge.make("supertuxkart:lighthouse", actors=4)``.
+Example: ``envs_bridge.make("supertuxkart:scotland", actors=4)``.
 """
 
 from __future__ import annotations

@@ -36,6 +36,27 @@ HALF_WIDTH, THETA, PROGRESS_CAP, FINISH_BONUS = (
 #: ``r_g`` without the finish bonus, jitted once (eager jnp ops cost ≈ 0.25 ms a step, jitted
 #: ≈ 0.04 ms).
 _progress_reward = jax.jit(kart_progress_reward)
+#: The replication package's track (``SuperTuxKart_RELINE.py``, ``GAME_LEVEL = 'scotland'``).
+DEFAULT_TRACK = "scotland"
+#: The replication package's eight actions (``SuperTuxKart/code/agents/SuperTuxKart_RELINE.py``,
+#: ``POSSIBLE_ACTIONS``), as (name, throttle, brake, steer (+1 left), fire, nitro).
+PACKAGE_ACTIONS = (
+    ("none", 0.0, False, 0.0, False, False),
+    ("throttle", 1.0, False, 0.0, False, False),
+    ("left", 0.0, False, 1.0, False, False),
+    ("right", 0.0, False, -1.0, False, False),
+    ("throttle_left", 1.0, False, 1.0, False, False),
+    ("throttle_right", 1.0, False, -1.0, False, False),
+    ("throttle_powerup", 1.0, False, 0.0, True, False),
+    ("throttle_nitro", 1.0, False, 0.0, False, True),
+)
+#: KartTrack-v0's seven actions (:data:`jgtest.envs.kart.ACTIONS`) in the same form.
+TWIN_ACTIONS = tuple(
+    (name, float(throttle), bool(brake), float(steer), False, False)
+    for name, (throttle, brake, steer) in zip(ACTION_NAMES, ACTIONS)
+)
+#: The action sets of :class:`SuperTuxKartEnv` (``actions``).
+ACTION_SETS = {"package": PACKAGE_ACTIONS, "twin": TWIN_ACTIONS}
 #: Most game frames reset waits for the start signal (the countdown takes ≈ 51).
 COUNTDOWN_FRAMES = 1000
 #: Whether this process has run ``pystk2.init`` (pystk2: "Only call this function once per
@@ -80,8 +101,11 @@ class SuperTuxKartEnv(HostEnv):
       offset from the segment, positive to the right.
     * **Game reward** (§4.1.1): :func:`jgtest.rewards.kart_progress_reward` (θ = 20, M = 10) plus
       +1,000 on the step the lap is completed: KartTrack's defaults.
-    * **Actions**: KartTrack-v0's seven, in its order (coast, throttle, brake, throttle + left,
-      throttle + right, left, right), as ``pystk2.Action`` (``steer`` ∓1 for left/right).
+    * **Actions** (``actions``): ``"package"``, the replication package's eight
+      (:data:`PACKAGE_ACTIONS`: none, throttle, left, right, throttle + left, throttle + right,
+      throttle + power-up, throttle + nitro), or ``"twin"``, KartTrack-v0's seven in its order
+      (coast, throttle, brake, throttle + left, throttle + right, left, right); as
+      ``pystk2.Action`` (``steer`` ∓1 for left/right).
     * **Telemetry**: ``position`` = world ``(x, z)``; ``cell`` = bucket of ``path_done mod L``
       over ``[0, L]`` × bucket of ``centering`` over ``[-1.5 θ, 1.5 θ]`` (``cell_buckets``);
       no injected bugs; ``crashed`` False. ``info`` also carries ``path_done``,
@@ -91,18 +115,20 @@ class SuperTuxKartEnv(HostEnv):
 
     Args:
       track: a race track of the game (:func:`envs_bridge.stk_assets.race_tracks`), default
-        ``"lighthouse"``.
+        the package's ``"scotland"`` (``SuperTuxKart_RELINE.py``, ``GAME_LEVEL``).
       num_envs: must be 1 (one race per process; use :mod:`envs_bridge.pool`).
       seed: the race's seed until :meth:`reset` names another.
       frame_size: ``(height, width)`` of the rendered frames (96 × 128: fast on llvmpipe).
       frames_per_step: game frames after each action (RELINE: 4).
       max_seconds: episode cap in game seconds (RELINE: 90).
+      actions: the action set, ``"package"`` or ``"twin"`` (:data:`ACTION_SETS`).
       cell_buckets: ``(path_done buckets, centering buckets)`` of the coverage cells.
       data_dir: the asset folder (:func:`envs_bridge.stk_assets.prepare_data_dir`'s default if
         None).
 
     Raises:
-      ValueError: bad options, ``num_envs`` other than 1, an unknown track (the error lists them).
+      ValueError: bad options, ``num_envs`` other than 1, an unknown track (the error lists them)
+        or action set.
       RuntimeError: another race is open in this process, or one was (pystk2 can be
         initialised once per process: reset an env rather than making a new one).
     """
@@ -111,12 +137,11 @@ class SuperTuxKartEnv(HostEnv):
     #: each frame's real render time.
     signals = frozenset({"cells", "position", "game_reward", "rgb_frames", "frame_time"})
 
-    action_names = ACTION_NAMES
     bug_kinds = ()
 
     def __init__(
         self,
-        track: str = "lighthouse",
+        track: str = DEFAULT_TRACK,
         num_envs: int = 1,
         seed: int = 0,
         frame_size: tuple[int, int] = (96, 128),
@@ -124,6 +149,7 @@ class SuperTuxKartEnv(HostEnv):
         max_seconds: float = 90.0,
         cell_buckets: tuple[int, int] = (200, 24),
         data_dir=None,
+        actions: str = "package",
     ):
         global _INITIALISED, _OPEN
         self._open, self._race, self._state = False, None, None
@@ -131,7 +157,7 @@ class SuperTuxKartEnv(HostEnv):
             raise ValueError(
                 f"SuperTuxKart runs one race per process, got num_envs={num_envs}; run "
                 "parallel races as a game "
-                "farm (envs_bridge.pool, e.g. envs_bridge.make('supertuxkart:lighthouse', "
+                "farm (envs_bridge.pool, e.g. envs_bridge.make('supertuxkart:scotland', "
                 "actors=N))"
             )
         height, width = (int(v) for v in frame_size)
@@ -143,6 +169,8 @@ class SuperTuxKartEnv(HostEnv):
             raise ValueError(f"frames_per_step must be at least 1, got {frames_per_step}")
         if not (math.isfinite(max_seconds) and max_seconds > 0):
             raise ValueError(f"max_seconds must be positive, got {max_seconds}")
+        if actions not in ACTION_SETS:
+            raise ValueError(f"actions must be one of {', '.join(ACTION_SETS)}, got {actions!r}")
         buckets = tuple(int(b) for b in cell_buckets)
         if len(buckets) != 2 or min(buckets) < 1:
             raise ValueError(f"cell_buckets must be two positive ints, got {cell_buckets}")
@@ -180,7 +208,9 @@ class SuperTuxKartEnv(HostEnv):
         self.track = track
         self.name = f"supertuxkart:{track}"
         self.num_envs = 1
-        self.num_actions = len(ACTION_NAMES)
+        action_set = ACTION_SETS[actions]
+        self.action_names = tuple(name for name, *_ in action_set)
+        self.num_actions = len(action_set)
         self.frame_shape = (height, width, 3)
         self.map_shape = buckets
         self.num_cells = buckets[0] * buckets[1]
@@ -190,8 +220,8 @@ class SuperTuxKartEnv(HostEnv):
         self.step_seconds = self.frames_per_step * round(pystk2.RaceConfig().step_size, 6)
         self.max_steps_in_episode = max(1, math.ceil(max_seconds / self.step_seconds - 1e-6))
         self._actions = [
-            pystk2.Action(acceleration=float(throttle), brake=bool(brake), steer=-float(steer))
-            for throttle, brake, steer in ACTIONS
+            pystk2.Action(acceleration=throttle, brake=brake, steer=-steer, fire=fire, nitro=nitro)
+            for _, throttle, brake, steer, fire, nitro in action_set
         ]
         self._seed = int(seed)
         self._done = False

@@ -65,11 +65,11 @@ def runs_on(method: str, game: str) -> tuple[str, str] | None:
             GAMES,
             GENERIC_PREFIXES,
             HOST_GAMES,
-            uses_generic_terms,
+            is_bridged,
         )
 
         known = GAMES + HOST_GAMES
-        if game not in known and not uses_generic_terms(game):
+        if game not in GAMES and not is_bridged(game):
             return "no RELINE settings", (
                 "RELINE's per-game settings (reward, threshold, training budget) exist for "
                 f"{', '.join(known)} "
@@ -175,7 +175,7 @@ BRIDGED_EXAMPLES = (
     "ale:MsPacman",
     "ale:Pong",
     "ale:Enduro",
-    "supertuxkart:lighthouse",
+    "supertuxkart:scotland",
     "unreal:HOST:PORT",
     "vizdoom:basic",
     "vizdoom:freedoom2/MAP01",

@@ -9,6 +9,7 @@ measurements to a JSON file; the pytest process never calls ``pystk2.init``.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -44,6 +45,7 @@ def test_data_dir_is_built_idempotently(tmp_path):
         if entry.name != "skins":
             assert (root / "data" / entry.name).resolve() == entry.resolve()
     assert (root / "data" / "tracks" / "lighthouse").is_dir()
+    assert (root / "data" / "tracks" / "scotland").is_dir()  # the package's track
 
 
 def test_data_dir_location_and_environment(tmp_path, monkeypatch):
@@ -96,7 +98,7 @@ def _autopilot(state, nodes) -> int:
     side = float(aim @ np.array([forward[1], -forward[0]])) / (
         np.linalg.norm(aim) * np.linalg.norm(forward) + 1e-9
     )
-    return 4 if side > 0.1 else 3 if side < -0.1 else 1  # throttle right / left / straight
+    return 5 if side > 0.1 else 4 if side < -0.1 else 1  # throttle right / left / straight
 
 
 def _race_report(path: str) -> None:
@@ -159,9 +161,9 @@ def _race_report(path: str) -> None:
     # into a wall, truncated, autoreset
     out["throttle"] = steps(env, [1] * (env.max_steps_in_episode + 2))
     env.reset(seed=0)
-    out["right"] = steps(env, [1] * 3 + [4] * 5)
+    out["right"] = steps(env, [1] * 3 + [5] * 5)  # the package's throttle + right
     env.reset(seed=0)
-    out["left"] = steps(env, [1] * 3 + [3] * 5)
+    out["left"] = steps(env, [1] * 3 + [4] * 5)
 
     env.reset(seed=0)
     state, track = pystk2.WorldState(), pystk2.Track()
@@ -219,7 +221,7 @@ def _episode(report):
 def test_contract_metadata_and_reset(report):
     meta = report["meta"]
     assert (
-        meta["name"] == "supertuxkart:lighthouse" and meta["num_actions"] == 7 and meta["bugs"] == 0
+        meta["name"] == "supertuxkart:lighthouse" and meta["num_actions"] == 8 and meta["bugs"] == 0
     )
     assert meta["num_cells"] == 200 * 24
     assert meta["step_seconds"] == pytest.approx(0.4) and meta["max_steps"] == CAP
@@ -327,6 +329,38 @@ def test_one_race_per_process_and_clear_errors(report):
     assert "already open" in report["open_error"] and "envs_bridge.pool" in report["open_error"]
     assert "closed" in report["closed_error"]
     assert "initialised" in report["again_error"]
+
+
+def test_the_package_track_and_actions_are_the_defaults(tmp_path):
+    import envs_bridge
+    from envs_bridge import supertuxkart
+    from jgtest.envs.kart import ACTION_NAMES
+
+    assert envs_bridge.game_factory("supertuxkart:").keywords["track"] == "scotland"
+    defaults = inspect.signature(supertuxkart.SuperTuxKartEnv).parameters
+    assert defaults["track"].default == "scotland" and defaults["actions"].default == "package"
+    # SuperTuxKart_RELINE.py's POSSIBLE_ACTIONS: NONE, UP, LEFT, RIGHT, UP+LEFT, UP+RIGHT,
+    # UP+POWER, UP+NITRO
+    rows = {name: rest for name, *rest in supertuxkart.PACKAGE_ACTIONS}
+    assert list(rows) == [
+        "none",
+        "throttle",
+        "left",
+        "right",
+        "throttle_left",
+        "throttle_right",
+        "throttle_powerup",
+        "throttle_nitro",
+    ]
+    assert rows["none"] == [0.0, False, 0.0, False, False]
+    assert rows["left"][2] == -rows["right"][2] == 1.0 and rows["left"][0] == 0.0
+    assert rows["throttle_powerup"] == [1.0, False, 0.0, True, False]
+    assert rows["throttle_nitro"] == [1.0, False, 0.0, False, True]
+    assert not any(brake for _, _, brake, *_ in supertuxkart.PACKAGE_ACTIONS)  # no brake
+    twin = [name for name, *_ in supertuxkart.TWIN_ACTIONS]
+    assert twin == list(ACTION_NAMES)
+    with pytest.raises(ValueError, match="actions must be one of package, twin"):
+        supertuxkart.SuperTuxKartEnv("lighthouse", actions="arcade", data_dir=tmp_path / "stk")
 
 
 def test_unknown_track_lists_the_race_tracks(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jgtest.methods.reline.config import HOST_GAMES, KART_GAMES, RelineConfig, uses_generic_terms
+from jgtest.methods.reline.config import HOST_GAMES, RelineConfig, is_real_kart, uses_generic_terms
 from jgtest.types import PhaseProgress
 
 
@@ -31,7 +31,7 @@ def run(
     Returns:
       The summary written to ``summary.json``.
     """
-    if config.game in HOST_GAMES and config.game in KART_GAMES:
+    if is_real_kart(config.game):
         from jgtest.methods.reline import stk
 
         return stk.run_supertuxkart(config, out_dir, progress, resume)

@@ -13,10 +13,13 @@ from jgtest.losses.cem import ELITE_PERCENTILE
 from jgtest.seeds import check_seed
 
 GAMES = ("CartPoleBugs-v0", "PacMaze-v0", "KartTrack-v0")
-#: The real games, through the host loop (:mod:`jgtest.methods.reline.host`).
-HOST_GAMES = ("ale:MsPacman", "supertuxkart:lighthouse")
+#: The real SuperTuxKart on any race track, ``supertuxkart:<track>``: the package's ``scotland``
+#: (``SuperTuxKart_RELINE.py``, ``GAME_LEVEL``) or another, such as ``lighthouse``.
+REAL_KART_PREFIX = "supertuxkart:"
+#: The real games, through the host loop (:mod:`jgtest.methods.reline.host`); the kart on any track.
+HOST_GAMES = ("ale:MsPacman", "supertuxkart:scotland")
 #: The kart games, on device and real: calibration, low-FPS points, no Table 1.
-KART_GAMES = ("KartTrack-v0", "supertuxkart:lighthouse")
+KART_GAMES = ("KartTrack-v0", "supertuxkart:scotland")
 #: The real games RELINE load-tests with the generic terms of :mod:`jgtest.methods.reline.level`, by
 #: prefix: any ViZDoom scenario or WAD map, any Gymnasium game whose telemetry gives a position;
 #: calibration and low-FPS areas, as on the kart.
@@ -28,15 +31,25 @@ def uses_generic_terms(game: str) -> bool:
     return game.startswith(GENERIC_PREFIXES)
 
 
+def is_real_kart(game: str) -> bool:
+    """Whether ``game`` is the real SuperTuxKart (:data:`REAL_KART_PREFIX`, any track)."""
+    return game.startswith(REAL_KART_PREFIX)
+
+
+def is_kart(game: str) -> bool:
+    """Whether ``game`` is a kart game, the twin or the real one (:data:`KART_GAMES`)."""
+    return game == "KartTrack-v0" or is_real_kart(game)
+
+
 def is_bridged(game: str) -> bool:
     """Whether ``game`` is one of RELINE's real games (played through the host loop)."""
-    return game in HOST_GAMES or uses_generic_terms(game)
+    return game in HOST_GAMES or is_real_kart(game) or uses_generic_terms(game)
 
 
 def calibrates(game: str) -> bool:
     """Whether RELINE's campaign on ``game`` calibrates ``t`` and finds low-FPS points (the karts
     and the levels)."""
-    return game in KART_GAMES or uses_generic_terms(game)
+    return is_kart(game) or uses_generic_terms(game)
 
 
 AGENTS = ("reline", "rl-baseline", "random")
@@ -45,9 +58,6 @@ AGENTS = ("reline", "rl-baseline", "random")
 ELITES = ("percentile", "rank")
 #: How the trained models play their evaluation episodes: still learning (the package), or frozen.
 EVALUATIONS = ("training", "frozen")
-#: The games whose campaign only evaluates while it trains (the real kart, §4.1.3: its 1,000
-#: evaluation episodes are the last of its training, :mod:`jgtest.methods.reline.stk`).
-TRAINING_ONLY_GAMES = ("supertuxkart:lighthouse",)
 
 #: RELINE's Table 1 (§3.2): {agent: {n: (mean, median, sd)}} episodes out of 1,000.
 PAPER_TABLE1 = {
@@ -144,7 +154,8 @@ class RelineConfig:
         ``eval_episodes`` episodes: :mod:`jgtest.methods.reline.learning_run`).
         ``"frozen"``, the paper's text (§3.1.4, "we run each of the trained
         models for 1,000 episodes"): the weights are fixed first; not on the
-        real kart (:data:`TRAINING_ONLY_GAMES`).
+        real kart (§4.1.3: its 1,000 evaluation episodes are the last of its
+        training, :mod:`jgtest.methods.reline.stk`) or the levels.
     """
 
     game: str
@@ -187,15 +198,15 @@ class RelineConfig:
                 f"{self.evaluation!r}"
             )
         if self.evaluation == "frozen" and (
-            self.game in TRAINING_ONLY_GAMES or uses_generic_terms(self.game)
+            is_real_kart(self.game) or uses_generic_terms(self.game)
         ):
             raise BadInput(
                 f"{self.game}'s campaign evaluates while it trains (§4.1.3): evaluation='frozen' "
                 "is not available there"
             )
-        if self.game not in GAMES + HOST_GAMES and not uses_generic_terms(self.game):
+        if self.game not in GAMES and not is_bridged(self.game):
             raise ValueError(
-                f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} and "
+                f"RELINE runs on {', '.join(GAMES + HOST_GAMES)} (any supertuxkart:<track>) and "
                 f"{', '.join(p + '…' for p in GENERIC_PREFIXES)}; got game {self.game!r}"
             )
         if self.actors < 0 or (self.actors and self.game in GAMES):
@@ -246,7 +257,7 @@ class RelineConfig:
             )
         if self.train_steps is not None and self.train_steps < 1:
             raise ValueError(f"RelineConfig.train_steps must be positive, got {self.train_steps}")
-        if self.game in HOST_GAMES and self.game in KART_GAMES:
+        if is_real_kart(self.game):
             from jgtest.envs.kart import EnvParams as KartParams
 
             fixed = {name: getattr(KartParams, name) for name in ("theta", "progress_cap")}

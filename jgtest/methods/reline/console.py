@@ -7,11 +7,11 @@ from pathlib import Path
 
 from jgtest.methods.reline.campaign import run
 from jgtest.methods.reline.config import (
-    KART_GAMES,
     PAPER_KART,
     RelineConfig,
     calibrates,
     is_bridged,
+    is_kart,
 )
 from jgtest.methods.reline.learners import (
     DQN_STEPS,
@@ -47,7 +47,7 @@ def run_in_console(
         )
     if config.game in DQN_STEPS and config.evaluation == "training":  # the DQN twins' learning runs
         budget = f"at least {budget} and {config.eval_episodes:,} episodes, learning all along"
-        table = "low-FPS points" if config.game in KART_GAMES else "Table 1"
+        table = "low-FPS points" if is_kart(config.game) else "Table 1"
         episodes = (
             f"{table} over the last {config.eval_episodes:,} episodes per model (the package's "
             "protocol)"
@@ -123,7 +123,7 @@ def low_fps_table(config: RelineConfig, summary: dict):
     twin = all(
         "spots_found" in row for row in summary["low_fps"].values()
     )  # the real game hides no known spots
-    kart = config.game in KART_GAMES
+    kart = is_kart(config.game)
     paper = " (paper)" if kart else ""
     for column in (
         "agent",
