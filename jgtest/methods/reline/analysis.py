@@ -157,6 +157,7 @@ def low_fps_analysis(
             if points.size
             else 0.0,
             "confidence": _describe(confidence[points]),
+            "slow_steps_share": float(np.mean(ms[valid] > threshold_ms)) if valid.any() else 0.0,
             **({} if spots is None else {"spots_found": spots(**where)}),
             "points": [
                 {

@@ -125,11 +125,13 @@ def low_fps_table(config: RelineConfig, summary: dict):
     )  # the real game hides no known spots
     kart = is_kart(config.game)
     paper = " (paper)" if kart else ""
+    slow = all("slow_steps_share" in row for row in summary["low_fps"].values())
     for column in (
         "agent",
         f"points{paper}",
         *(("heavy spots among them",) if twin else ()),
         f"visits / 1,000 episodes{paper}",
+        *((f"slow steps{' (package)' if kart else ''}",) if slow else ()),
         "median confidence",
     ):
         table.add_column(column, justify="right")
@@ -141,6 +143,14 @@ def low_fps_table(config: RelineConfig, summary: dict):
             *((str(row["spots_found"]),) if twin else ()),
             f"{row['visits_per_1000_episodes']:.0f}"
             + (f" ({PAPER_KART['visits_per_point'][agent]})" if kart else ""),
+            *(
+                (
+                    f"{row['slow_steps_share']:.1%}"
+                    + (f" ({PAPER_KART['slow_steps_share'][agent]:.1%})" if kart else ""),
+                )
+                if slow
+                else ()
+            ),
             "—" if median is None else f"{median:.0%}",
         )
     return table

@@ -479,6 +479,7 @@ def _kart(
             "count": r["count"],
             "spots_found": r["spots_found"],
             "visits_per_1000_episodes": r["visits_per_1000_episodes"],
+            "slow_steps_share": r["slow_steps_share"],
         }
         for a, r in low_fps["per_agent"].items()
     }

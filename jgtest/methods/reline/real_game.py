@@ -259,6 +259,7 @@ def run_real_game(
             a: {
                 "count": r["count"],
                 "visits_per_1000_episodes": r["visits_per_1000_episodes"],
+                "slow_steps_share": r["slow_steps_share"],
                 "confidence_median": r["confidence"]["median"],
             }
             for a, r in low_fps["per_agent"].items()

@@ -258,6 +258,9 @@ def reline_kart_section(results: Results) -> str:
             ],
             [_points_row(a, runs, paper) for a in runs[0]["per_agent"]],
         ),
+        _slow_steps_line(runs[:2]),
+        _kart_probes_line(results["kart_probes.json"]),
+        provenance("kart_probes.json", results["kart_probes.json"]),
         f"Threshold t: {listing((num(r['threshold_ms'], 2) + ' ms' for r in runs), ' / ')} "
         f"on the twin's simulated frame times (paper {num(paper['threshold_ms'], 2)} ms). "
         f"A constant-action episode replayed {replay[0]['replays']} times: Spearman ρ min "
@@ -266,6 +269,47 @@ def reline_kart_section(results: Results) -> str:
         f"(paper: min {num(paper['replay']['rho_min'], 2)}, median "
         f"{num(paper['replay']['rho_median'], 2)}).",
         *sources,
+    )
+
+
+def _slow_steps_line(runs: Sequence[dict]) -> str:
+    """Each agent's share of steps above ``t`` in the package-protocol runs, and its ratio to the
+    random kart's, beside the package's logs."""
+    package = runs[0]["paper"]["slow_steps_share"]
+    cells = []
+    for agent in runs[0]["low_fps"]:
+        shares = [r["low_fps"][agent]["slow_steps_share"] for r in runs]
+        ratios = [
+            r["low_fps"][agent]["slow_steps_share"] / r["low_fps"]["random"]["slow_steps_share"]
+            for r in runs
+        ]
+        cells.append(
+            f"{label(agent)} {listing((pct(x, 1) for x in shares), ' / ')} "
+            f"({listing((num(x, 2) for x in ratios), ' / ')} of random's; package "
+            f"{pct(package[agent], 1)}, {num(package[agent] / package['random'], 2)})"
+        )
+    return (
+        "Steps slower than t in the counted episodes, runs 1 and 2, beside the package's "
+        f"`FPS_info_*.xlsx` logs: {'; '.join(cells)}."
+    )
+
+
+def _kart_probes_line(probes: dict) -> str:
+    """The render field's probe table (``benchmarks/kart_probes.py``) in one sentence."""
+    twin, package = probes["twin"], probes["package"]
+    quantiles = lambda side: listing(
+        (num(q, 2) for q in side["calibration"]["frame_ms"]["quantiles_5_25_50_75_95"]), "/"
+    )
+    return (
+        "The render field was fitted before any learner ran, with a scripted driver and a random "
+        f"kart ({num(probes['probe_episodes'])} episodes each): t by RELINE's rule "
+        f"{num(twin['t_ms'], 2)} ms (package {num(package['t_ms'], 2)}), calibration laps "
+        f"{quantiles(twin)} ms at the 5/25/50/75/95th percentiles (package {quantiles(package)}), "
+        f"the random kart slow in {pct(twin['random']['share_above_t'], 1)} of its steps "
+        f"(package {pct(package['random']['share_above_package_t'], 1)}), the driver in "
+        f"{pct(twin['driver']['share_above_t'], 1)} (rl-baseline "
+        f"{pct(package['driver']['share_above_package_t'], 1)}); what was tried and not kept "
+        "is in the file."
     )
 
 
