@@ -90,6 +90,9 @@ def reline_toy_sections(results: Results) -> list[str]:
         ),
         section(
             "PacMaze: Table 1 against the paper's MsPacman (§3.2)",
+            "These tables come from PacMaze-v0's earlier 21 × 21 maze. The game now plays the "
+            "real first maze (42 × 41 cells, its probes beside the real game's in "
+            "`benchmarks/results/pacmaze_probes.json`) and has not been rerun on it. "
             f"The same table over the {len(pac['table1']['reline'])} tunnel-gate "
             "bugs of our PacMaze-v0 at the CLI's default budget of "
             f"{num(pac_package['train_steps'])} steps a model. Under the "
