@@ -830,7 +830,15 @@ class KartTrack(TestingEnv):
 _SCALARS = tuple(
     field.name for field in dataclasses.fields(EnvParams) if isinstance(field.default, float)
 )
-_POSITIVE = ("half_width", "theta", "wall_offset", "dt", "max_speed", "load_scale")
+_POSITIVE = (
+    "half_width",
+    "theta",
+    "wall_offset",
+    "dt",
+    "max_speed",
+    "load_scale",
+    "view_distance",
+)
 _NON_NEGATIVE = (
     "progress_cap",
     "accel",
@@ -843,7 +851,6 @@ _NON_NEGATIVE = (
     "base_ms",
     "scenery_ms",
     "view_ms",
-    "view_distance",
     "noise_ms",
 )
 

@@ -296,6 +296,8 @@ def test_machine_load_scales_and_shifts_the_frame_time():
     assert ms(loaded) == pytest.approx(1.1 * cost + 0.5, abs=1e-4)
     with pytest.raises(ValueError, match="load_scale"):
         ENV.validate_params(PARAMS.replace(load_scale=0.0))
+    with pytest.raises(ValueError, match="view_distance"):
+        ENV.validate_params(PARAMS.replace(view_distance=0.0))
 
 
 def test_bugs_fire_where_a_lap_renders_slowly_in_the_spots(lap):
