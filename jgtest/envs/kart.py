@@ -675,7 +675,10 @@ class KartTrack(TestingEnv):
         lap_done = path_done >= params.track.length
         r_game = game_reward(params, centering, delta, lap_done)
         seen = bitmask.unpack(state.bugs_seen, self._num_heavy)
-        heading_error = heading - track_heading(params.track, arc)
+        # as the observation computes it, so that XLA computes it once for both
+        heading_error = heading.astype(jnp.float32) - track_heading(
+            params.track, arc.astype(jnp.float32)
+        )
         frame_ms, slow_here, fired = low_fps_bugs(params, key, arc, centering, heading_error, seen)
         state = EnvState(
             xy=xy.astype(jnp.float32),
