@@ -158,7 +158,7 @@ def reline_ale_section(results: Results) -> list[str]:
             "ε to 0.01 over 150k steps, no sticky actions), counting the last "
             f"{num(package['eval_episodes'])} training episodes of "
             "each model as the package counts its last 1,000 (the paper's columns "
-            "are of 1,000): a run of minutes that shows the "
+            "are of 1,000): a run of under an hour on 2 CPU cores that shows the "
             "protocol, not the result (the agents still explore, ε ≈ 0.8–0.9). "
             f"{leads_sentence(package['table1'])}",
             table1([("ours, package's protocol, `--quick`", package["table1"])]),
