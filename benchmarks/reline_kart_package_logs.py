@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jgtest.methods.reline.kart_probes import frame_figures
+
 #: The logs, by agent, under the package's ``SuperTuxKart/``.
 LOGS = {
     "reline": "FPS_info_RELINE.xlsx",
@@ -50,30 +52,24 @@ def by_tenths(values: list[np.ndarray]) -> list[float]:
 
 
 def summary(times: np.ndarray) -> dict:
-    """One log's figures (module docstring)."""
+    """One log's figures (module docstring), the kart probes' own
+    (:func:`jgtest.methods.reline.kart_probes.frame_figures`) with the log's episode lengths and
+    drift across episodes."""
     episodes = [col[~np.isnan(col)] for col in times.T]
-    flat = np.concatenate(episodes)
     lengths = np.array([len(e) for e in episodes])
-    along = [np.array_split(e, 10) for e in episodes]
+    figures = frame_figures(np.nan_to_num(times.T), ~np.isnan(times.T), PACKAGE_THRESHOLD_MS)
     return {
         "episodes": len(episodes),
-        "steps": int(flat.size),
+        "steps": figures["steps"],
         "steps_per_episode": {
             "mean": round(float(lengths.mean()), 1),
             "min": int(lengths.min()),
             "max": int(lengths.max()),
         },
-        "frame_ms": {
-            "mean": round(float(flat.mean()), 3),
-            "sd": round(float(flat.std()), 3),
-            "quantiles_5_25_50_75_95": np.percentile(flat, [5, 25, 50, 75, 95]).round(2).tolist(),
-        },
-        "share_above_package_t": round(float(np.mean(flat > PACKAGE_THRESHOLD_MS)), 4),
-        "mean_by_tenth_of_episode": [
-            round(float(np.mean(np.concatenate([parts[k] for parts in along]))), 3)
-            for k in range(10)
-        ],
-        "mean_by_tenth_of_episodes": by_tenths([e for e in episodes]),
+        "frame_ms": figures["frame_ms"],
+        "share_above_package_t": figures["share_above_t"],
+        "mean_by_tenth_of_episode": figures["mean_by_tenth_of_episode"],
+        "mean_by_tenth_of_episodes": by_tenths(episodes),
     }
 
 
