@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jgtest.envs.kart import EnvParams, KartTrack
+from jgtest.envs.kart import ACTIONS, EnvParams, KartTrack
 from jgtest.oracles import reline_threshold
 
 #: The env the probes step (its default track; the params passed in carry the field).
@@ -45,12 +45,6 @@ def driver_action(obs: jax.Array) -> jax.Array:
     return jnp.where(signal > 0.03, 3, jnp.where(signal < -0.03, 4, 1))
 
 
-def random_action(obs: jax.Array, key: jax.Array) -> jax.Array:
-    """A uniform action of KartTrack's seven."""
-    del obs
-    return jax.random.randint(key, (), 0, 7)
-
-
 def play(params: EnvParams, key: jax.Array, episodes: int, scripted: bool) -> dict:
     """``episodes`` episodes from the start line, each to its lap or its 225 steps.
 
@@ -61,30 +55,25 @@ def play(params: EnvParams, key: jax.Array, episodes: int, scripted: bool) -> di
       scripted: the scripted driver if True, else the random kart.
 
     Returns:
-      ``{"frame_ms", "valid", "centering", "path_done"}``, ``[episodes, 225]`` NumPy arrays; a step
-      is valid up to and including the one that completes the lap.
+      ``{"frame_ms", "valid"}``, ``[episodes, 225]`` NumPy arrays; a step is valid up to and
+      including the one that completes the lap.
     """
     return jax.tree.map(np.asarray, _play(params, key, episodes, scripted))
 
 
 @functools.partial(jax.jit, static_argnames=("episodes", "scripted"))
 def _play(params, key, episodes, scripted):
-    env = _ENV
-
     def episode(key):
-        obs, state = env.reset_env(key, params)
+        obs, state = _ENV.reset_env(key, params)
 
         def body(carry, k):
             obs, state, live = carry
             k_act, k_step = jax.random.split(k)
-            action = driver_action(obs) if scripted else random_action(obs, k_act)
-            obs, state, _, done, info = env.step_env(k_step, state, action, params)
-            row = {
-                "frame_ms": info["telemetry"].frame_time_ms,
-                "valid": live,
-                "centering": state.centering,
-                "path_done": state.path_done,
-            }
+            action = (
+                driver_action(obs) if scripted else jax.random.randint(k_act, (), 0, len(ACTIONS))
+            )
+            obs, state, _, done, info = _ENV.step_env(k_step, state, action, params)
+            row = {"frame_ms": info["telemetry"].frame_time_ms, "valid": live}
             return (obs, state, live & ~done), row
 
         keys = jax.random.split(key, _ENV.default_params.max_steps_in_episode)
@@ -128,8 +117,9 @@ def probe_table(
     driver and the random kart play ``episodes`` each under the load.
 
     Returns:
-      ``{"t_ms", "t_b_ms", "driver", "random"}`` (:func:`frame_figures`) with each probe's share
-      over the random kart's.
+      ``{"t_ms", "t_b_ms", "calibration", "driver", "random"}``, the last three
+      :func:`frame_figures`, the driver's and the random kart's with their share over the random
+      kart's.
     """
     keys = jax.random.split(jax.random.key(seed), 4)
     loaded = params.replace(load_scale=load_scale, load_offset_ms=load_offset_ms)
