@@ -25,11 +25,13 @@ actions are drawn before the clock starts, and each step's are picked a step ahe
 picked in the step that reads them, the slice is fused into the game's code, which XLA's CPU
 backend then compiles to scalar code (CartPoleBugs ran at half its speed). The **harness floor**
 row, a do-nothing game whose outputs are cheap functions of the action and the key, times the
-harness alone; ``harness share`` is its time per step over a row's. Rows are timed in sets (each
-game with the floor and gymnax CartPole-v1), round after round interleaved, each round starting one
-row further on; a row reports its median round, and a ratio of two rows of a set (``× gymnax``, the
-telemetry's overhead over the bare game) is the median of its rounds' ratios, each round's pair
-timed side by side, so that the machine's drift between rounds cancels. The batch is sharded over
+harness alone; ``harness share`` is its time per step over a row's. Rows are timed in sets (the
+floor with gymnax CartPole-v1; each game bare and with telemetry, CartPoleBugs with gymnax
+CartPole-v1 too; each anchor), round after round interleaved, each round starting one row further
+on; a row reports its median round, and a ratio of two rows of a set (CartPoleBugs' ``× gymnax``,
+the telemetry's overhead over the bare game) is the median of its rounds' ratios, each round's pair
+timed side by side, so that the machine's drift between rounds cancels; another row's ``× gymnax``
+is a ratio of medians. The batch is sharded over
 all local devices (on CPU, one host device per core).
 
 ``--profile`` also times each game without its observations and with the auto-reset replaced by a
@@ -91,6 +93,8 @@ KEYS = 64
 MAX_STEPS = 1 << 16
 FLOOR = "harness floor (do-nothing game)"
 GYMNAX = "gymnax CartPole-v1"
+#: The game timed beside gymnax CartPole-v1 in each round, its ``× gymnax`` a paired ratio.
+GYMNAX_PEER = "CartPoleBugs-v0"
 #: The anchors: name → (how to make it, pixels a frame when it draws frames).
 ANCHORS = {
     "gymnax MinAtar Breakout": ("gymnax", "Breakout-MinAtar"),
@@ -402,7 +406,7 @@ def gymnasium_steps_per_second(total_steps: int, repeats: int) -> float:
 
 def row_sets(games: list[str], anchors: list[Game], consumes: tuple[str, ...]) -> list[list[Game]]:
     """The sets timed together (module docstring): each jgtest game consuming each of ``consumes``,
-    and the anchors, each set with the floor and gymnax CartPole-v1 (prepended when timed)."""
+    and each anchor alone (the references come first when timed, :func:`measure_batch`)."""
     sets = []
     for name in games:
         env, params = jgtest.make(name)
@@ -417,12 +421,24 @@ def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
 
 
 def measure_batch(
-    sets, references: list[Game], batch: int, rounds: int, seconds: float, trace_ops: bool = False
+    sets,
+    references: list[Game],
+    batch: int,
+    rounds: int,
+    seconds: float,
+    trace_ops: bool = False,
+    single_rounds: int | None = None,
 ) -> list:
-    """Rows of one batch size: every set timed with the references, all compiled first (one
-    compile per core at a time); with ``trace_ops``, each game's row with telemetry also gets its
-    top ops (:func:`op_profile.op_profile`, one traced call)."""
-    every = references + [game for row_set in sets for game in row_set]
+    """Rows of one batch size: the references timed as a set of their own, then every set, gymnax
+    CartPole-v1 timed again beside its peer's set (:data:`GYMNAX_PEER`), all compiled first (one
+    compile per core at a time); a set of one row (an anchor: no ratio to pair) is timed
+    ``single_rounds`` rounds (default ``rounds``). With ``trace_ops``, each game's row with
+    telemetry also gets its top ops (:func:`op_profile.op_profile`, one traced call)."""
+    gymnax_ref = next(g for g in references if g.name == GYMNAX)
+    sets = [references] + [
+        row_set + ([gymnax_ref] if row_set[0].name == GYMNAX_PEER else []) for row_set in sets
+    ]
+    every = {(g.name, g.consumes): g for row_set in sets for g in row_set}
 
     def timed_compile(game: Game) -> Runner:
         begin = time.perf_counter()
@@ -431,20 +447,23 @@ def measure_batch(
         return runner
 
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
-        compiled = dict(zip(map(id, every), pool.map(timed_compile, every)))
-    refs = {(g.name, g.consumes): compiled[id(g)] for g in references}
-    rows = []
-    for i, row_set in enumerate(sets):
-        runners = {**refs, **{(g.name, g.consumes): compiled.pop(id(g)) for g in row_set}}
-        by_round = time_set(runners, rounds, seconds)
+        compiled = dict(zip(every, pool.map(timed_compile, every.values())))
+    rows, reference_rates = [], {}
+    for row_set in sets:
+        runners = {(g.name, g.consumes): compiled[(g.name, g.consumes)] for g in row_set}
+        by_round = time_set(
+            runners, rounds if len(runners) > 1 else single_rounds or rounds, seconds
+        )
         rates = {key: statistics.median(values) for key, values in by_round.items()}
+        reference_rates = reference_rates or rates
         for (name, consumes), value in rates.items():
-            if (name, consumes) in refs and i > 0:
-                continue  # the references are reported from the first set
+            if (name, consumes) in reference_rates and row_set is not sets[0]:
+                continue  # a reference is reported from its own set
             runner = runners[(name, consumes)]
             game = runner.game
             traced = trace_ops and consumes == "telemetry" and name != FLOOR
             ops = op_profile(runner.call, runner.advance.as_text(), 1) if traced else None
+            gymnax_key = (GYMNAX, "all")
             rows.append(
                 {
                     **({} if ops is None else {"ops": ops}),
@@ -453,18 +472,21 @@ def measure_batch(
                     "batch": batch,
                     "steps_per_s": value,
                     "round_steps_per_s": by_round[(name, consumes)],
-                    "steps": runners[(name, consumes)].steps,
-                    "compile_s": runners[(name, consumes)].compile_s,
-                    "vs_gymnax": paired_ratio(
-                        by_round[(name, consumes)], by_round[(GYMNAX, "all")]
-                    ),
-                    "harness_share": value / rates[(FLOOR, "telemetry")],
+                    "steps": runner.steps,
+                    "compile_s": runner.compile_s,
+                    "vs_gymnax": paired_ratio(by_round[(name, consumes)], by_round[gymnax_key])
+                    if gymnax_key in by_round
+                    else value / reference_rates[gymnax_key],
+                    "harness_share": value / reference_rates[(FLOOR, "telemetry")],
                     "pixels_per_s": None
                     if game.frame_pixels is None
                     else value * game.frame_pixels,
                 }
             )
-        del runners  # the set's games and their states, before the next set's are timed
+        for key in runners:
+            if key not in reference_rates:
+                del compiled[key]  # the set's games and their states, before the next set's
+        del runners
         gc.collect()
     return rows
 
@@ -577,7 +599,8 @@ def main(argv=None) -> dict:
         jax.config.update("jax_compilation_cache_dir", str(cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     batches = QUICK_BATCHES if args.quick else FULL_BATCHES
-    rounds, seconds = (9, 0.15) if args.quick else (9, 0.25)
+    # --quick: an anchor's own set is timed 3 rounds (a Craftax row's call takes seconds at 4096)
+    rounds, seconds, single_rounds = (7, 0.15, 3) if args.quick else (9, 0.25, 9)
     games = sorted(args.games or jgtest.registered_games())
     anchors = [] if args.no_anchors else [anchor(name) for name in ANCHORS]
     missing = [name for name, a in zip(ANCHORS, anchors) if a is None]
@@ -598,7 +621,9 @@ def main(argv=None) -> dict:
         # take most of its minutes.
         timed_anchors = anchors if not args.quick or batch == batches[-1] else []
         sets = row_sets(games, timed_anchors, CONSUMES if args.profile else CONSUMES[:2])
-        measured = measure_batch(sets, references, batch, rounds, seconds, args.profile)
+        measured = measure_batch(
+            sets, references, batch, rounds, seconds, args.profile, single_rounds
+        )
         for row in measured:
             print(
                 f"{row['game']:32s} {row['consumes']:>14s} {batch:>6d} "
@@ -637,6 +662,7 @@ def main(argv=None) -> dict:
         "cpu_count": os.cpu_count(),
         "jax_version": jax.__version__,
         "rounds": rounds,
+        "anchor_rounds": single_rounds,
         "seconds_per_round": seconds,
         "anchors_not_installed": missing,
         "compile_cache": None if cache is None else str(cache),
