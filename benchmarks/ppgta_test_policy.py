@@ -2,7 +2,11 @@
 demonstrator under the same judge.
 
     python benchmarks/ppgta_test_policy.py --models runs/models-0 [--seed 0] [--starts 100] \\
-        --json benchmarks/results/ppgta_test_policy_s0.json
+        [--fe efficientnet-lite0] --json benchmarks/results/ppgta_test_policy_s0.json
+
+``--fe`` and ``--fe-tuning`` choose the models' frame encoder
+(:class:`jgtest.methods.park.models.PPGTAModelsConfig`); the starts depend on ``--seed`` alone,
+so runs with each encoder test the same objects from the same starts.
 
 A campaign's test succeeds when the JS divergence between the histogram of the actions it executed
 and that of all the 360° demonstrations is below the models' threshold (§VI-B). How often the
@@ -197,13 +201,17 @@ def main(argv=None) -> int:
     parser.add_argument("--starts", type=int, default=100, help="tests of each kind of start")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--note", help="a note for the results file (which models MODELS were)")
+    parser.add_argument("--fe", default="scratch", help="the models' frame encoder (scratch)")
+    parser.add_argument(
+        "--fe-tuning", default="frozen", help="a pretrained encoder's trunk (frozen)"
+    )
     args = parser.parse_args(argv)
     if args.starts < 1:
         parser.error(f"--starts must be at least 1, got {args.starts}")
 
     from jgtest.methods.park.console import models_config, models_for
 
-    settings = models_config({}, quick=False, seed=args.seed)
+    settings = models_config({}, False, args.seed, fe=args.fe, fe_tuning=args.fe_tuning)
     models = models_for(settings, args.models)
     campaign = ppgta.PPGTACampaign(ppgta.PPGTAConfig(seed=args.seed, models=settings), models)
     thresholds, reference = models.js["circle"]["thresholds"], models.js["circle"]["reference"]
@@ -251,7 +259,10 @@ def main(argv=None) -> int:
         {
             "benchmark": "ppgta_test_policy",
             "command": "python benchmarks/ppgta_test_policy.py --models MODELS "
-            f"--seed {args.seed} --starts {args.starts}",
+            f"--seed {args.seed} --starts {args.starts}"
+            + ("" if args.fe == "scratch" else f" --fe {args.fe} --fe-tuning {args.fe_tuning}"),
+            "fe": args.fe,
+            "fe_tuning": args.fe_tuning,
             "seeds": [args.seed],
             "starts_per_kind": args.starts,
             "budget": f"{args.starts} tests of {steps} steps per player and kind of start",

@@ -26,8 +26,8 @@ def is_level(game: str) -> bool:
 
 def add_park_options(parser, title: str, explorer: bool = True) -> None:
     """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, ``--models-seed``,
-    ``--dagger-rounds``, ``--detector``, and ``--explorer-from`` where it applies
-    (:func:`park_options_given` tells which a command line set)."""
+    ``--dagger-rounds``, ``--fe``, ``--fe-tuning``, ``--detector``, and ``--explorer-from`` where
+    it applies (:func:`park_options_given` tells which a command line set)."""
     group = parser.add_argument_group(title)
     actions = [
         group.add_argument(
@@ -64,6 +64,23 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
                 "beyond the paper: N rounds of DAgger on PPGTA's path imitation, the path "
                 "follower labelling the policy's own walks (default 0)"
             ),
+        ),
+        group.add_argument(
+            "--fe",
+            default="scratch",
+            metavar="NAME",
+            help=(
+                "PPGTA's frame encoder: scratch (a CNN learned from scratch) or efficientnet-lite0 "
+                "(ImageNet's, from the pretrained extra; §IV-A fine-tunes a pretrained AlexNet) "
+                "(default %(default)s)"
+            ),
+        ),
+        group.add_argument(
+            "--fe-tuning",
+            default="frozen",
+            metavar="HOW",
+            help="the pretrained encoder's trunk: frozen, or fine-tuned by inverse dynamics "
+            "(default %(default)s)",
         ),
         group.add_argument(
             "--detector",
@@ -161,7 +178,7 @@ def run(args) -> int:
         models_options = [
             option
             for option in park_options_given(args)
-            if option in ("--models-seed", "--dagger-rounds")
+            if option in ("--models-seed", "--dagger-rounds", "--fe", "--fe-tuning")
         ]
         if models_options and (
             args.game != PARK_GAME or args.method not in ("ppgta", "compare-explorers")
@@ -206,6 +223,8 @@ def run(args) -> int:
             args.overwrite,
             models_seed=args.models_seed,
             dagger_rounds=args.dagger_rounds,
+            fe=args.fe,
+            fe_tuning=args.fe_tuning,
         )
     except ValueError as error:
         raise fail(error) from None

@@ -15,28 +15,34 @@ from jgtest.losses.imitation import bc_loss
 
 
 def od_mask_one_of_pair(
-    key: jax.Array, frames_tm1: jax.Array, frames_t: jax.Array, boxes: jax.Array
+    key: jax.Array, frames_tm1: jax.Array, frames_t: jax.Array, boxes: jax.Array, masked=None
 ):
-    """``(frames_tm1, frames_t)`` ``[B, H, W, 3]`` with, in each pair, one of the two frames (a fair
+    """``(frames_tm1, frames_t)`` ``[B, ...]`` with, in each pair, one of the two frames (a fair
     coin per pair) OD-masked around its pair's box ``boxes [B, 4]`` (:func:`jgtest.frames.od_mask`):
-    "we randomly augment one of the two adjacent frames ... using our OD mask" (§IV-A)."""
+    "we randomly augment one of the two adjacent frames ... using our OD mask" (§IV-A).
+
+    ``masked``: both frames already masked, ``(masked_tm1, masked_t)``, or what a frozen encoder
+    makes of them, with ``frames_tm1`` and ``frames_t`` its features of the unmasked frames (the
+    coin picks among the four the same way).
+    """
     first = jax.random.bernoulli(key, 0.5, (frames_tm1.shape[0],))
-    masked_tm1 = jax.vmap(od_mask)(frames_tm1, boxes)
-    masked_t = jax.vmap(od_mask)(frames_t, boxes)
-    pick = lambda cond, a, b: jnp.where(cond[:, None, None, None], a, b)
+    if masked is None:
+        masked = jax.vmap(od_mask)(frames_tm1, boxes), jax.vmap(od_mask)(frames_t, boxes)
+    masked_tm1, masked_t = masked
+    pick = lambda cond, a, b: jnp.where(cond.reshape(-1, *[1] * (a.ndim - 1)), a, b)
     return pick(first, masked_tm1, frames_tm1), pick(first, frames_t, masked_t)
 
 
 def inverse_dynamics_loss(
-    apply_fn: Callable, params, frames_tm1, frames_t, a_t, boxes, key, mask_t=None
+    apply_fn: Callable, params, frames_tm1, frames_t, a_t, boxes, key, mask_t=None, masked=None
 ):
     """Eq. 3: cross-entropy of ``a_t`` under ``apply_fn(params, s_{t−1}, s_t) -> logits [B, A]``,
-    one frame of each pair OD-masked at random (:func:`od_mask_one_of_pair`).
+    one frame of each pair OD-masked at random (:func:`od_mask_one_of_pair`, ``masked`` as there).
 
     Returns:
       ``(loss, {"accuracy"})`` (:func:`jgtest.losses.bc_loss` on the encoder's logits).
     """
-    f_tm1, f_t = od_mask_one_of_pair(key, frames_tm1, frames_t, boxes)
+    f_tm1, f_t = od_mask_one_of_pair(key, frames_tm1, frames_t, boxes, masked)
     return bc_loss(apply_fn(params, f_tm1, f_t), a_t, mask_t)
 
 

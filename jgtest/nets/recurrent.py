@@ -13,7 +13,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jgtest.nets.cnn import CNNEncoder
+from jgtest.nets import frame_encoder
 
 
 class ImitationPolicy(nn.Module):
@@ -31,8 +31,9 @@ class ImitationPolicy(nn.Module):
 
     Attributes:
       num_actions: ``A``.
-      cnn_layers: ``(filters, kernel, stride)`` of the FE's convolutions.
+      cnn_layers: ``(filters, kernel, stride)`` of the scratch FE's convolutions.
       cnn_dense: the FE's output width.
+      encoder: the FE (:data:`jgtest.nets.frame_encoder.FRAME_ENCODERS`).
       local_hidden: each direction of the local bi-directional GRU (paper: 256).
       global_hidden: the global GRU (paper: 1,024).
       mlp: the head's hidden widths, each with layer norm, ReLU and dropout (paper: 512, 256).
@@ -46,14 +47,14 @@ class ImitationPolicy(nn.Module):
     global_hidden: int = 128
     mlp: Sequence[int] = (128, 64)
     dropout: float = 0.2
+    encoder: str = frame_encoder.FRAME_ENCODERS[0]
 
     def initial_carry(self, batch: int) -> jax.Array:
         """The global GRU's state at a trajectory's start."""
         return jnp.zeros((batch, self.global_hidden), jnp.float32)
 
     def setup(self):
-        channels, kernels, strides = zip(*self.cnn_layers)
-        self.fe = CNNEncoder(channels, kernels, strides, dense=self.cnn_dense, conv_impl="im2col")
+        self.fe = frame_encoder.make(self.encoder, self.cnn_layers, self.cnn_dense)
         self.local = nn.Bidirectional(
             nn.RNN(nn.GRUCell(self.local_hidden)), nn.RNN(nn.GRUCell(self.local_hidden))
         )

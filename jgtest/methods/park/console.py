@@ -17,20 +17,34 @@ def episodes_for(episodes: int | None, quick: bool) -> int:
     return episodes if episodes is not None else (10 if quick else 45)
 
 
-def models_config(game_kwargs: dict, quick: bool, seed: int = 0, dagger_rounds: int = 0):
+def models_config(
+    game_kwargs: dict,
+    quick: bool,
+    seed: int = 0,
+    dagger_rounds: int = 0,
+    fe: str = "scratch",
+    fe_tuning: str = "frozen",
+):
     """PPGTA's models' settings for the park ``game_kwargs`` builds (small ones when ``quick``),
     trained with ``seed`` (the campaign's, or ``--models-seed``): the demonstrations, the networks'
     initialisations and the imitation all vary with it, and so do PPGTA's results
-    (``docs/methods/park.md``); ``dagger_rounds`` (``--dagger-rounds``)
-    as :class:`jgtest.methods.park.models.PPGTAModelsConfig`'s.
+    (``docs/methods/park.md``); ``dagger_rounds`` (``--dagger-rounds``), ``fe`` (``--fe``) and
+    ``fe_tuning`` (``--fe-tuning``) as :class:`jgtest.methods.park.models.PPGTAModelsConfig`'s.
 
     Raises:
-      BadInput: an option the park does not have.
+      BadInput: an option the park does not have, an unknown frame encoder, or the pretrained one
+        without its weights package.
       ValueError: a bad setting (a negative ``dagger_rounds``).
     """
     from jgtest.methods.park import models
 
-    settings = {"seed": seed, "dagger_rounds": dagger_rounds, **game_kwargs}
+    settings = {
+        "seed": seed,
+        "dagger_rounds": dagger_rounds,
+        "fe": fe,
+        "fe_tuning": fe_tuning,
+        **game_kwargs,
+    }
     try:
         return (
             models.PPGTAModelsConfig.quick(**settings)
@@ -95,6 +109,8 @@ def run_in_console(
     overwrite: bool = False,
     models_seed: int | None = None,
     dagger_rounds: int = 0,
+    fe: str = "scratch",
+    fe_tuning: str = "frozen",
 ) -> dict:
     """Plays ``method`` (an agent of :data:`AGENTS`, or ``compare-explorers``: all three) on
     ParkWorld-v0 into the run directory ``out`` (:func:`jgtest.run_dir.prepare_run_dir` with
@@ -103,7 +119,8 @@ def run_in_console(
     campaign's ``seed``): one set of models for several campaign seeds is the paper's protocol (its
     models are trained once, §V-B), one set a seed varies the whole pipeline; ``dagger_rounds`` of
     DAgger on their path imitation (beyond the paper,
-    :func:`jgtest.methods.park.models.path_dagger`).
+    :func:`jgtest.methods.park.models.path_dagger`); ``fe`` and ``fe_tuning``: their frame encoder
+    (:func:`models_config`).
 
     PPGTA's models are loaded from ``models_dir`` (default ``OUT/models``) when trained there, else
     trained there first. ``compare-explorers`` plays the three over the same episodes and starts,
@@ -124,7 +141,12 @@ def run_in_console(
     agents = AGENTS if method == "compare-explorers" else (method,)
     models_settings = (
         models_config(
-            game_kwargs, quick, seed if models_seed is None else models_seed, dagger_rounds
+            game_kwargs,
+            quick,
+            seed if models_seed is None else models_seed,
+            dagger_rounds,
+            fe,
+            fe_tuning,
         )
         if "ppgta" in agents
         else None

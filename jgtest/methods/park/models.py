@@ -8,7 +8,10 @@ inverse dynamics (§IV-A), an imitation policy per behaviour (§IV-B) with its J
 * chosen: imitate the experts' intended actions, because their random ones are noise;
 * chosen: the threshold is the per-step validation JS, our reading of §VI-B's "average value";
 * chosen: patience 5 (path) and 10 (360°), because §V-D gives early stopping without one;
-* chosen: no DAgger (``dagger_rounds=0``), because it made the path policy worse here.
+* chosen: no DAgger (``dagger_rounds=0``), because it made the path policy worse here;
+* chosen: with a pretrained FE (``fe``) the imitation keeps the FE inverse dynamics trained, its
+  features of the demonstrations computed once, because its trunk costs about fifty times the
+  scratch CNN a frame on CPU.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from jgtest.envs.park_experts import demonstrations
 from jgtest.envs.park_shots import shots
 from jgtest.envs.registration import make
 from jgtest.files import write_atomically, write_json_atomically
+from jgtest.nets import frame_encoder
 from jgtest.novelty.preference import js_divergence
 from jgtest.oracles import texture
 from jgtest.seeds import check_seed
@@ -45,7 +49,10 @@ class PPGTAModelsConfig:
     behaviours' policies, the inverse-dynamics FE and the explorer's actor and critic; ``seed`` is
     the campaign's unless ``--models-seed`` names another (one set for several campaigns, as the
     paper trains once); ``dagger_rounds``: rounds of DAgger on the path imitation (beyond the paper;
-    0, the paper's behaviour cloning)."""
+    0, the paper's behaviour cloning); ``fe``: the frame encoder
+    (:data:`jgtest.nets.frame_encoder.FRAME_ENCODERS`: learned from scratch, or ImageNet's
+    EfficientNet-Lite0 as §IV-A's pretrained AlexNet), ``fe_tuning``: a pretrained trunk
+    ``"frozen"`` or ``"fine-tuned"`` by inverse dynamics."""
 
     size: int = park.SIZE
     num_oois: int = 247
@@ -77,9 +84,12 @@ class PPGTAModelsConfig:
     freeze_encoder: bool = False
     imitation_labels: str = "intended"
     dagger_rounds: int = 0
+    fe: str = frame_encoder.FRAME_ENCODERS[0]
+    fe_tuning: str = frame_encoder.TRUNK_TUNING[0]
 
     def __post_init__(self):
         check_seed(self.seed)
+        frame_encoder.check(self.fe, self.fe_tuning)
         if self.dagger_rounds < 0:
             raise ValueError(f"dagger_rounds must be non-negative, got {self.dagger_rounds}")
         if self.dagger_rounds and self.imitation_labels != "intended":
@@ -148,9 +158,14 @@ class PPGTAModelsConfig:
                 epochs=self.imitation_epochs,
             ),
             warmup_epochs=min(self.imitation_warmup, self.imitation_epochs),
-            freeze_encoder=self.freeze_encoder,
+            freeze_encoder=self.freeze_encoder or frame_encoder.is_pretrained(self.fe),
             labels=self.imitation_labels,
-            policy=(("cnn_layers", self.cnn_layers), ("cnn_dense", self.cnn_dense), *self.policy),
+            policy=(
+                ("cnn_layers", self.cnn_layers),
+                ("cnn_dense", self.cnn_dense),
+                ("encoder", self.fe),
+                *self.policy,
+            ),
         )
 
     def inverse(self, num_actions: int) -> inverse_dynamics.InverseDynamicsConfig:
@@ -161,6 +176,8 @@ class PPGTAModelsConfig:
             dataclasses.replace(
                 inverse_dynamics.InverseDynamicsConfig.fit, epochs=self.inverse_epochs
             ),
+            encoder=self.fe,
+            trunk_tuning=self.fe_tuning,
         )
 
     @property
