@@ -23,31 +23,41 @@ from jgtest.report.distinct import distinct_bugs
 def campaign_junit(
     run_dir: str | Path, path: str | Path, name: str, oracles: Sequence[str] = ()
 ) -> int:
-    """Writes a campaign's JUnit file (``jgtest run ... --junit PATH``): one test suite, one test
-    case per oracle (bug kind: ``crash``, ``stuck``, ``logical``, ``low_fps`` …) and in it one
-    ``<failure>`` per distinct bug of that kind (:mod:`jgtest.report.distinct`), its text the
-    command that replays it; a case without a failure passed. ``oracles``: the game's bug kinds (the
-    kinds found are added). Returns the number of distinct bugs, each a failure."""
+    """Writes a campaign's JUnit file (``jgtest run ... --junit PATH``): one test suite with one
+    failing test case per distinct bug (:mod:`jgtest.report.distinct`), named by its game, kind and
+    place (:func:`bug_case_name`), its failure's text the command that replays it; and one passing
+    case per oracle (bug kind: ``crash``, ``stuck``, ``logical``, ``low_fps`` …) of ``oracles``
+    that found nothing, so that CI lists what was checked. Jenkins' and GitLab's JUnit readers show
+    one failure per test case, hence a case per bug. Returns the number of distinct bugs."""
     located = located_records(run_dir)
     where = {id(r): (p, i) for r, p, i in located}
     bugs = distinct_bugs([r for r, _, _ in located])
     suite = TestSuite(name)
-    for kind in dict.fromkeys([*oracles, *(b.kind for b in bugs)]):
-        case = TestCase(f"oracle: {kind}", classname="jgtest.campaign")
-        failures = []
-        for bug in (b for b in bugs if b.kind == kind):
-            record = bug.representative
-            failure = Failure(
-                f"{kind} bug {record.bug_id} of {record.game}: "
+    for bug in bugs:
+        record = bug.representative
+        case = TestCase(bug_case_name(record), classname=f"jgtest.{record.game}.{bug.kind}")
+        case.result = [
+            _failure(
+                f"{bug.kind} bug {record.bug_id} of {record.game}: "
                 f"{record.detail or 'found'} ({len(bug.records)} record(s))",
-                kind,
+                bug.kind,
+                replay_command(record, *where[id(record)]),
             )
-            failure.text = replay_command(record, *where[id(record)])
-            failures.append(failure)
-        case.result = failures
+        ]
         suite.add_testcase(case)
+    found = {bug.kind for bug in bugs}
+    for kind in dict.fromkeys(k for k in oracles if k not in found):
+        suite.add_testcase(TestCase(f"oracle: {kind}", classname="jgtest.campaign"))
     _write(path, [suite])
     return len(bugs)
+
+
+def bug_case_name(record) -> str:
+    """A bug's test case name: ``"BlockMaze-v0 · logical · bug 3 at (4, 7)"``."""
+    place = ", ".join(f"{p:g}" for p in record.position)
+    return f"{record.game} · {record.kind} · bug {record.bug_id}" + (
+        f" at ({place})" if place else ""
+    )
 
 
 def plan_junit(reports: dict[str, list[dict]], path: str | Path, command: Sequence[str]) -> int:
