@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that load no JAX (``jgtest games`` reads its catalogue), left without it.
+WITHOUT_JAX = frozenset({"games"})
+
+
 def _single_threaded_eigen() -> None:
     """XLA's multi-threaded Eigen pool on CPU can deadlock on vmapped graphs; campaigns and training
     runs are long, so the command line uses a single-threaded pool (a user's own ``XLA_FLAGS``
@@ -201,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     _single_threaded_eigen()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)  # --help and usage errors exit here, before JAX loads
-    _inline_cpu_dispatch()
+    if args.command not in WITHOUT_JAX:
+        _inline_cpu_dispatch()
     with _one_line_warnings(not args.debug), stop_at_checkpoints():
         try:
             check_signals(args)

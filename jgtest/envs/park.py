@@ -222,6 +222,10 @@ class ParkWorld(TestingEnv):
     def bug_kinds(self) -> tuple[str, ...]:
         return ()
 
+    def texture_bugs(self, params: EnvParams) -> int:
+        """The objects whose texture is bugged (found by testing them, not by an oracle)."""
+        return int((params.ooi_bug != 0).sum())
+
     @property
     def map_shape(self) -> tuple[int, int]:
         return (self.size, self.size)

@@ -458,14 +458,17 @@ def test_debug_shows_the_traceback_of_a_user_mistake(tmp_path):
         main(["--debug", "run", "random", "--game", "NoSuchGame", "--out", str(tmp_path / "a")])
 
 
-def test_an_unexpected_fault_keeps_a_short_traceback_and_debug_the_whole(monkeypatch, capsys):
+def test_an_unexpected_fault_keeps_a_short_traceback_and_debug_the_whole(
+    monkeypatch, capsys, tmp_path
+):
     import jgtest
 
     def broken():
         raise RuntimeError("a fault inside jgtest")
 
     monkeypatch.setattr(jgtest, "registered_games", broken)
-    assert main(["games"]) == 1
+    command = ["run", "random", "--game", "BlockMaze-v0", "--out", str(tmp_path / "run")]
+    assert main(command) == 1
     err = capsys.readouterr().err
     assert (
         "Traceback" in err
@@ -474,4 +477,4 @@ def test_an_unexpected_fault_keeps_a_short_traceback_and_debug_the_whole(monkeyp
     )
     assert err.count('File "') <= 3  # the innermost frames only
     with pytest.raises(RuntimeError, match="a fault inside jgtest"):
-        main(["--debug", "games"])
+        main(["--debug", *command])

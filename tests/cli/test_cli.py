@@ -266,3 +266,28 @@ def test_a_methods_help_lists_its_options_and_the_shared_ones_only(capsys):
                 "--game-arg",
             )
         )
+
+
+def test_the_games_catalogue_is_up_to_date_and_counts_parkworlds_texture_bugs():
+    from jgtest.cli.games import CATALOGUE, catalogue
+
+    built = catalogue()
+    assert json.loads(CATALOGUE.read_text()) == built, "run: python -m jgtest.cli.games"
+    park = next(g for g in built if g["name"] == "ParkWorld-v0")
+    assert park["kinds"] == ["texture"] and park["bugs"] > 100  # half of its 247 objects
+
+
+def test_listing_the_games_loads_no_jax():
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from jgtest.cli import main; main(['games']); "
+            "sys.exit('jax' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert "BlockMaze-v0       actions=4   bugs=10  kinds=logical" in listing.stdout
