@@ -12,6 +12,9 @@ from __future__ import annotations
 import functools
 
 PREFIXES = ("ale", "supertuxkart", "unreal", "gym", "vizdoom")
+#: The package each bridge drives its games through, from the ``bridges`` extra (Unreal's speaks
+#: UnrealCV's protocol itself).
+BACKENDS = {"ale": "envpool", "supertuxkart": "pystk2", "gym": "gymnasium", "vizdoom": "vizdoom"}
 
 
 def is_host_game(name: str) -> bool:
@@ -25,8 +28,13 @@ def game_class(name: str) -> type:
 
     Raises:
       ValueError: an unknown prefix or game.
+      BadInput: the bridge's package is not installed (naming the extra).
     """
     prefix, _, game = name.partition(":")
+    if prefix in BACKENDS:
+        from jgtest.extras import require
+
+        require(BACKENDS[prefix], "bridges", name)
     if prefix == "ale":
         if game == "MsPacman":
             from envs_bridge.ale import MsPacmanEnv

@@ -23,6 +23,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+from jgtest import extras
 from jgtest.envs.base import TestingEnv
 from jgtest.errors import BadInput
 from jgtest.signals import DEVICE_DEFAULT
@@ -364,6 +365,7 @@ def _adapt_by_name(name: str, **kwargs) -> tuple[AdaptedGame, AdaptedParams]:
             raise ValueError(
                 f"unknown Craftax game {game_id!r}; Craftax has: {', '.join(CRAFTAX_MAPS)}"
             )
+        extras.require("craftax", "craftax", name)
         from craftax.craftax_env import make_craftax_env_from_name
 
         side, floors = CRAFTAX_MAPS[game_id]

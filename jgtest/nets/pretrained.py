@@ -12,7 +12,6 @@ in :func:`cache_dir`, so later runs load it directly.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from flax import traverse_util
 
-from jgtest.errors import BadInput
+from jgtest import extras
 from jgtest.files import write_atomically
 from jgtest.nets import efficientnet
 from jgtest.nets.torch_checkpoint import read_state_dict
@@ -44,14 +43,7 @@ def require(package: str | None = None) -> Path:
     Raises:
       BadInput: the package is not installed (naming the extra that installs it).
     """
-    package = package or LITE0_PACKAGE
-    spec = importlib.util.find_spec(package)
-    if spec is None or spec.origin is None:
-        raise BadInput(
-            f"the pretrained encoder needs the {package.replace('_', '-')} package: "
-            f"pip install -e '.[{EXTRA}]'"
-        )
-    return Path(spec.origin).parent
+    return extras.require(package or LITE0_PACKAGE, EXTRA, "the pretrained encoder")
 
 
 def efficientnet_lite0() -> dict:

@@ -478,3 +478,31 @@ def test_an_unexpected_fault_keeps_a_short_traceback_and_debug_the_whole(
     assert err.count('File "') <= 3  # the innermost frames only
     with pytest.raises(RuntimeError, match="a fault inside jgtest"):
         main(["--debug", *command])
+
+
+@pytest.mark.parametrize(
+    ("game", "package", "extra"),
+    [
+        ("craftax:Craftax-Classic-Symbolic-v1", "craftax", "craftax"),
+        ("vizdoom:freedoom1/E1M1", "vizdoom", "bridges"),
+        ("ale:MsPacman", "envpool", "bridges"),
+        ("gym:CartPole-v1", "gymnasium", "bridges"),
+    ],
+)
+def test_a_game_whose_extra_is_missing_is_refused_in_one_line(
+    monkeypatch, capsys, tmp_path, game, package, extra
+):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == package else find_spec(name, *a),
+    )
+    assert main(["run", "random", "--game", game, "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: {game} needs the {package} package, not installed here: "
+        f"pip install -e '.[{extra}]'"
+    )
