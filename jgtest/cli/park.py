@@ -24,10 +24,62 @@ def is_level(game: str) -> bool:
     return game.startswith("vizdoom:") and "/" in game
 
 
-def add_park_options(parser, title: str, explorer: bool = True) -> None:
-    """The park agents' options: ``--episodes``, ``--quick``, ``--ppgta-models``, ``--models-seed``,
-    ``--dagger-rounds``, ``--fe``, ``--fe-tuning``, ``--detector``, and ``--explorer-from`` where
-    it applies (:func:`park_options_given` tells which a command line set)."""
+#: PPGTA's own options: (flag, ``add_argument``'s keywords), listed only where PPGTA runs.
+PPGTA_OPTIONS = (
+    (
+        "--models-seed",
+        {
+            "type": int,
+            "default": None,
+            "metavar": "SEED",
+            "help": "the seed PPGTA's models are (or were) trained with (default: --seed; one set "
+            "of models for several campaign seeds, as the paper trains once)",
+        },
+    ),
+    (
+        "--dagger-rounds",
+        {
+            "type": int,
+            "default": 0,
+            "metavar": "N",
+            "help": "beyond the paper: N rounds of DAgger on PPGTA's path imitation, the path "
+            "follower labelling the policy's own walks (default 0)",
+        },
+    ),
+    (
+        "--fe",
+        {
+            "default": "scratch",
+            "metavar": "NAME",
+            "help": "PPGTA's frame encoder: scratch (a CNN learned from scratch) or "
+            "efficientnet-lite0 (ImageNet's, from the pretrained extra; §IV-A fine-tunes a "
+            "pretrained AlexNet) (default %(default)s)",
+        },
+    ),
+    (
+        "--fe-tuning",
+        {
+            "default": "frozen",
+            "metavar": "HOW",
+            "help": "the pretrained encoder's trunk: frozen, or fine-tuned by inverse dynamics "
+            "(default %(default)s)",
+        },
+    ),
+    (
+        "--detector",
+        {
+            "choices": ("ground-truth", "learned"),
+            "default": "ground-truth",
+            "help": "objects from the renderer or PPGTA's trained detector",
+        },
+    ),
+)
+
+
+def add_park_options(parser, title: str, explorer: bool = True, ppgta: bool = True) -> None:
+    """The park agents' options: ``--episodes``, ``--quick`` and ``--ppgta-models``; with ``ppgta``,
+    :data:`PPGTA_OPTIONS` (without, they keep their defaults, unlisted); with ``explorer``,
+    ``--explorer-from`` (:func:`park_options_given` tells which a command line set)."""
     group = parser.add_argument_group(title)
     actions = [
         group.add_argument(
@@ -43,52 +95,16 @@ def add_park_options(parser, title: str, explorer: bool = True) -> None:
             "--ppgta-models",
             default=None,
             metavar="DIR",
-            help="PPGTA's trained models to load, or where to train them (default OUT/models)",
-        ),
-        group.add_argument(
-            "--models-seed",
-            type=int,
-            default=None,
-            metavar="SEED",
-            help=(
-                "the seed PPGTA's models are (or were) trained with (default: --seed; one set of "
-                "models for several campaign seeds, as the paper trains once)"
-            ),
-        ),
-        group.add_argument(
-            "--dagger-rounds",
-            type=int,
-            default=0,
-            metavar="N",
-            help=(
-                "beyond the paper: N rounds of DAgger on PPGTA's path imitation, the path "
-                "follower labelling the policy's own walks (default 0)"
-            ),
-        ),
-        group.add_argument(
-            "--fe",
-            default="scratch",
-            metavar="NAME",
-            help=(
-                "PPGTA's frame encoder: scratch (a CNN learned from scratch) or efficientnet-lite0 "
-                "(ImageNet's, from the pretrained extra; §IV-A fine-tunes a pretrained AlexNet) "
-                "(default %(default)s)"
-            ),
-        ),
-        group.add_argument(
-            "--fe-tuning",
-            default="frozen",
-            metavar="HOW",
-            help="the pretrained encoder's trunk: frozen, or fine-tuned by inverse dynamics "
-            "(default %(default)s)",
-        ),
-        group.add_argument(
-            "--detector",
-            choices=("ground-truth", "learned"),
-            default="ground-truth",
-            help="objects from the renderer or PPGTA's trained detector (ppgta only)",
+            help="PPGTA's trained models to load, or where to train them (default OUT/models); "
+            "over unreal:…, every agent's object detector and texture oracle",
         ),
     ]
+    if ppgta:
+        actions += [group.add_argument(flag, **kwargs) for flag, kwargs in PPGTA_OPTIONS]
+    else:
+        parser.set_defaults(
+            **{flag[2:].replace("-", "_"): kwargs["default"] for flag, kwargs in PPGTA_OPTIONS}
+        )
     if explorer:
         actions.append(
             group.add_argument(
@@ -124,7 +140,7 @@ def add_parsers(methods) -> None:
             "inspector",
             "Inspector (PPO on RND curiosity) with object tests, on ParkWorld-v0, unreal:…, "
             "a level (vizdoom:WAD/MAP) or gym:…",
-            {},
+            {"ppgta": False},
         ),
         (
             "ppgta",

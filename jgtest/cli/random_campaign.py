@@ -49,7 +49,9 @@ def add_parser(methods) -> None:
         default=0,
         help="a Ray game farm of N actors, one copy each (default: in process)",
     )
-    park.add_park_options(parser, "random options (ParkWorld-v0, unreal:…)")
+    park.add_park_options(
+        parser, "random options (ParkWorld-v0, unreal:…)", explorer=False, ppgta=False
+    )
     parser.set_defaults(func=run)
 
 

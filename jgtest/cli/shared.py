@@ -50,8 +50,8 @@ def common_options() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help=(
-            "write JUnit XML for a CI server: a test case per oracle, a failure per distinct bug "
-            "with its replay command"
+            "write JUnit XML for a CI server: a failing test case per distinct bug with its "
+            "replay command, a passing one per oracle that found nothing"
         ),
     )
     group.add_argument(

@@ -271,7 +271,7 @@ BAD_INVOCATIONS = [
     ),
     (
         ["run", "inspector", "--models-seed", "1", "--out", "{tmp}/a"],
-        "--models-seed sets the models ppgta and compare-explorers train",
+        "unrecognized arguments: --models-seed 1",  # PPGTA's option, not listed for inspector
     ),
     (
         ["run", "ppgta", "--models-seed", "-1", "--out", "{tmp}/a"],
@@ -279,6 +279,19 @@ BAD_INVOCATIONS = [
     ),
     (
         ["run", "inspector", "--dagger-rounds", "1", "--out", "{tmp}/a"],
+        "unrecognized arguments: --dagger-rounds 1",
+    ),
+    (
+        [
+            "run",
+            "ppgta",
+            "--game",
+            "unreal:127.0.0.1:9000",
+            "--dagger-rounds",
+            "1",
+            "--out",
+            "{tmp}/a",
+        ],
         "--dagger-rounds sets the models ppgta and compare-explorers train",
     ),
     (
@@ -291,13 +304,11 @@ BAD_INVOCATIONS = [
             "random",
             "--game",
             "BlockMaze-v0",
-            "--models-seed",
-            "1",
             "--quick",
             "--out",
             "{tmp}/a",
         ],
-        "--quick, --models-seed: the park's options (ParkWorld-v0, unreal:…, vizdoom:WAD/MAP), not "
+        "--quick: the park's options (ParkWorld-v0, unreal:…, vizdoom:WAD/MAP), not "
         "the random agent's on --game BlockMaze-v0",
     ),
     (
@@ -313,7 +324,7 @@ BAD_INVOCATIONS = [
             "--out",
             "{tmp}/a",
         ],
-        "--detector: the park's options",
+        "unrecognized arguments: --detector learned",
     ),
     (["run", "inspector", "--episodes", "7", "--out", "{tmp}/a"], "multiple of num_envs"),
     (
