@@ -27,6 +27,11 @@ def add_parsers(sub) -> None:
         action="store_true",
         help="replay the record's shrunk trace (trace_min, from jgtest shrink)",
     )
+    rep.add_argument(
+        "--show",
+        action="store_true",
+        help="print the trace, a line a step: the action, the position, where the bug fires",
+    )
     rep.set_defaults(func=replay_command)
     shrink = sub.add_parser(
         "shrink",
@@ -112,6 +117,10 @@ def replay_command(args) -> int:
         )
         return 0 if reproduced else 1
     result = replay(record)
+    if args.show:
+        from jgtest.report.replay import trace_lines
+
+        print("\n".join(trace_lines(result)))
     print(result.describe())
     return 0 if result.reproduced else 1
 

@@ -83,14 +83,15 @@ def replay(record: BugRecord) -> ReplayResult:
     return ReplayResult(reproduced=bool(fired[record.step]), fired_at_steps=steps, record=record)
 
 
-def replay_positions(record: BugRecord) -> np.ndarray:
+def replay_positions(record: BugRecord, shortest: bool = True) -> np.ndarray:
     """``float[T, D]``: the player's position after each action of the record's shortest reproducer
-    (``trace_min``, else its actions), replayed on the bare game (what the report draws).
+    (``trace_min``, else its actions; with ``shortest=False`` its actions), replayed on the bare
+    game (what the report draws).
 
     Raises:
       BadFile: the record cannot be replayed here (:func:`replayable`).
     """
-    trace = np.asarray(record.trace_min or record.actions, np.int32)
+    trace = np.asarray((record.trace_min if shortest else None) or record.actions, np.int32)
     env, params, run = replayable(
         dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
         lambda: _game(record.game, options_key(record.game_kwargs)),
@@ -99,6 +100,40 @@ def replay_positions(record: BugRecord) -> np.ndarray:
     padded[: len(trace)] = trace
     telemetry = run(params, record.seed, record.env_index, record.episode, jnp.asarray(padded))
     return np.asarray(telemetry.position[: len(trace)], np.float64)
+
+
+def trace_lines(result: ReplayResult) -> list[str]:
+    """The replayed trace, a line a step: its action (by name where the game names them), the
+    player's position after it on a game replayed on device, and where the bug fired, the recorded
+    step marked."""
+    record = result.record
+    names, positions = (), None
+    if not _is_host(record.game):
+        env, _, _ = replayable(record, lambda: _game(record.game, options_key(record.game_kwargs)))
+        names = tuple(getattr(env, "action_names", ()) or ())
+        positions = replay_positions(record, shortest=False)
+    fired = set(result.fired_at_steps)
+    lines = []
+    for step, action in enumerate(record.actions):
+        named = f" {names[action]}" if action < len(names) else ""
+        where = (
+            f"  at ({', '.join(f'{p:g}' for p in positions[step])})"
+            if positions is not None
+            else ""
+        )
+        mark = ""
+        if step in fired:
+            mark = f"  <- bug {record.bug_id} fires" + (
+                " (the recorded step)" if step == record.step else ""
+            )
+        lines.append(f"step {step:>5d}  action {action}{named}{where}{mark}")
+    return lines
+
+
+def _is_host(game: str) -> bool:
+    from jgtest.host_loop import is_host_game
+
+    return is_host_game(game)
 
 
 def replay_frames(record: BugRecord) -> np.ndarray:

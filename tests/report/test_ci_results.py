@@ -193,3 +193,14 @@ def test_a_game_fault_exits_3(tmp_path, capsys):
     assert code == 3
     err = capsys.readouterr().err
     assert "error: the game failed:" in err and "NaN" in err
+
+
+def test_replay_show_prints_the_trace_and_marks_where_the_bug_fires(campaign, capsys):
+    out, _ = campaign
+    record = read_bug_records(out / "run" / "bugs.jsonl")[0]
+    assert main(["replay", str(out / "run" / "bugs.jsonl"), "--index", "0", "--show"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(record.actions) + 1  # a line a step, then the verdict
+    assert lines[record.step].startswith(f"step {record.step:>5d}  action {record.actions[-1]}")
+    assert lines[record.step].endswith(f"<- bug {record.bug_id} fires (the recorded step)")
+    assert all(" at (" in line for line in lines[:-1]) and lines[-1].startswith("reproduced:")
