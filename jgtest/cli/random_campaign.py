@@ -9,8 +9,10 @@ from jgtest.cli import park
 from jgtest.cli.shared import fail, game_kwargs, method_parser, positive_int, run_dir
 
 #: The longest device call when ``--chunk`` is not given: the largest divisor of ``--steps`` up to
-#: this.
+#: this, and up to a tenth of ``--steps``, so that the progress bar moves at least ten times.
 DEFAULT_CHUNK = 200
+#: The progress bar's updates, at least, when ``--chunk`` is not given.
+MIN_UPDATES = 10
 
 
 def add_parser(methods) -> None:
@@ -37,7 +39,7 @@ def add_parser(methods) -> None:
         default=None,
         help=(
             "steps per device call, a divisor of --steps (default: the largest divisor up to "
-            f"{DEFAULT_CHUNK})"
+            f"{DEFAULT_CHUNK} and up to a tenth of --steps)"
         ),
     )
     host = parser.add_argument_group(
@@ -79,7 +81,10 @@ def run(args) -> int:
             game=args.game,
             num_envs=args.envs or 256,
             steps_per_env=args.steps,
-            chunk_steps=args.chunk or random_testing.largest_divisor(args.steps, DEFAULT_CHUNK),
+            chunk_steps=args.chunk
+            or random_testing.largest_divisor(
+                args.steps, min(DEFAULT_CHUNK, max(1, args.steps // MIN_UPDATES))
+            ),
             seed=args.seed,
             game_kwargs=game_kwargs(args),
         )
