@@ -68,6 +68,17 @@ def add_junit_option(parser, cases: str) -> None:
     parser.add_argument("--junit", default=None, metavar="PATH", help=f"write JUnit XML: {cases}")
 
 
+def add_tensorboard_option(parser, curves: str) -> None:
+    """``--tensorboard DIR``, opt-in: the ``curves`` also as TensorBoard event files in ``DIR``
+    (:class:`jgtest.report.tensorboard.CurveWriter`)."""
+    parser.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="DIR",
+        help=f"also write {curves} as TensorBoard event files into DIR (the tensorboard extra)",
+    )
+
+
 def game_options(default_game: str) -> argparse.ArgumentParser:
     """The shared game options of a ``jgtest run`` method: ``--game`` (``default_game`` by default)
     and ``--game-arg``."""

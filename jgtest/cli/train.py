@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from jgtest.cli.shared import fail, out_path, parse_key_values, positive_int, seed_number
+from jgtest.cli.shared import (
+    add_tensorboard_option,
+    fail,
+    out_path,
+    parse_key_values,
+    positive_int,
+    seed_number,
+)
 
 #: The algorithms of :data:`jgtest.agents.ALGORITHMS` (named here so that ``--help`` needs no JAX; a
 #: test keeps them equal).
@@ -54,6 +61,7 @@ def add_parser(sub) -> None:
         help="hyperparameter (the traced *Hyperparams: learning_rate, gamma, ...), repeatable",
     )
     train.add_argument("--quiet", action="store_true")
+    add_tensorboard_option(train, "each period's metrics (returns, losses; the mean over seeds)")
     train.set_defaults(func=train_command)
 
 
@@ -86,6 +94,11 @@ def train_command(args) -> int:
         hparams = make_hparams(args.algo, **parse_key_values(args.hp, "--hp"))
     except (ValueError, TypeError) as error:
         raise fail(error) from None
+    curves = None
+    if args.tensorboard:
+        from jgtest.report.tensorboard import CurveWriter
+
+        curves = CurveWriter(args.tensorboard)
     # one writer: a second training run into --out is refused while this one runs
     out = lock_run_dir(args.out)
     with console.progress(args.quiet, ("eval return", "ret")) as progress:
@@ -99,6 +112,8 @@ def train_command(args) -> int:
             progress.update(
                 task, completed=done, ret=f"{float(np.mean(metrics['eval_return_mean'])):.1f}"
             )
+            if curves is not None:
+                curves.scalars(metrics, step=done)
 
         try:
             summary = run_training(
@@ -112,6 +127,9 @@ def train_command(args) -> int:
             )
         except ValueError as error:
             raise fail(error) from None
+        finally:
+            if curves is not None:
+                curves.close()
     table = Table(title=f"{args.algo} on {args.game}")
     for column in ("seeds", "final return", "env steps", "steps/s", "wall s"):
         table.add_column(column, justify="right")

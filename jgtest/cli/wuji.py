@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from jgtest.cli.shared import (
+    add_tensorboard_option,
     fail,
     game_kwargs,
     method_parser,
@@ -100,6 +101,7 @@ def add_parser(methods) -> None:
         knobs.add_argument(
             flag, type=_PARSERS[type(default)], default=None, help=f"default {default} ({source})"
         )
+    add_tensorboard_option(parser, "each run's bugs found per generation")
     parser.set_defaults(func=run)
 
 
@@ -164,5 +166,13 @@ def run(args) -> int:
         )
     except ValueError as error:
         raise fail(error) from None
-    run_in_console(config, out, strategies, args.seeds, quiet=args.quiet, resume=args.resume)
+    run_in_console(
+        config,
+        out,
+        strategies,
+        args.seeds,
+        quiet=args.quiet,
+        resume=args.resume,
+        tensorboard=args.tensorboard,
+    )
     return 0

@@ -39,6 +39,8 @@ def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
         "learning_rate=0.001",
         "--hp",
         "gamma=0.9",
+        "--tensorboard",
+        str(tmp_path / "tb"),
     ]
     assert main(args) == 0
     hparams = json.loads((out / "config.json").read_text())["hparams"]
@@ -54,3 +56,11 @@ def test_train_cli_writes_summary_and_curves(tmp_path, capsys):
     curves = json.loads((out / "curves.json").read_text())
     assert len(curves["env_steps"]) == 4 and (out / "curves.png").stat().st_size > 1000
     assert "final return" in capsys.readouterr().out
+    # the curves as TensorBoard event files, read by TensorBoard's own reader
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    returns = events.Scalars("eval_return_mean")
+    assert [e.step for e in returns] == [1, 2, 3, 4]
+    assert returns[-1].value == pytest.approx(summary["final_return_mean"], rel=1e-5)

@@ -218,7 +218,7 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
         str(out),
         "--quiet",
     ]
-    assert main(argv) == 0
+    assert main([*argv, "--tensorboard", str(tmp_path / "tb")]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["strategies"] == ["ea_m"] and summary["bugs_found"]["ea_m"]["per_seed"][0] >= 1
     lineage = summary["lineage"]["ea_m"]  # EA alone: parents and untrained children survive
@@ -229,6 +229,12 @@ def test_wuji_cli_runs_replays_and_refuses_a_second_run_without_resume(tmp_path,
         out / "population.png"
     ).stat().st_size > 0
     assert main(["replay", str(out / "ea_m" / "seed-0" / "bugs.jsonl"), "--index", "-1"]) == 0
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    found = events.Scalars("ea_m/seed-0/bugs_found")
+    assert found[-1].step == 1 and found[-1].value == summary["bugs_found"]["ea_m"]["per_seed"][0]
     assert main(argv) == 2
     assert "already holds a campaign (ea_m/); pass --resume" in capsys.readouterr().err
     assert main(argv + ["--resume"]) == 0  # nothing left to run: ends where it ended

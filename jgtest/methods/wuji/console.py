@@ -25,10 +25,15 @@ def run_in_console(
     seeds: int,
     quiet: bool = False,
     resume: bool = False,
+    tensorboard: str | Path | None = None,
 ) -> dict:
     """:func:`jgtest.methods.wuji.run` with its header, progress bars (unless ``quiet``) and
-    table."""
+    table; with ``tensorboard``, each run's bugs found per generation as TensorBoard event files
+    there (``STRATEGY/seed-S/bugs_found``)."""
+    from contextlib import nullcontext
+
     from jgtest.report.console import progress, show, stderr
+    from jgtest.report.tensorboard import CurveWriter
 
     budget = budget_text(config)
     budgeted = config.budget_s is not None or config.budget_steps is not None
@@ -36,7 +41,8 @@ def run_in_console(
         f"Wuji on {config.game}: {', '.join(strategies)}; {seeds} seed(s), {budget} each, "
         f"population {config.population}"
     )
-    with progress(quiet, ("bugs", "bugs")) as bars:
+    curves = CurveWriter(tensorboard) if tensorboard else nullcontext()
+    with progress(quiet, ("bugs", "bugs")) as bars, curves:
         tasks = {}
 
         def on_run(strategy, seed, generation, total, bugs):
@@ -44,6 +50,8 @@ def run_in_console(
             if name not in tasks:
                 tasks[name] = bars.add_task(name, total=None if budgeted else total, bugs=0)
             bars.update(tasks[name], completed=generation, bugs=bugs)
+            if tensorboard:
+                curves.scalars({"bugs_found": bugs}, generation, f"{strategy}/seed-{seed}/")
 
         summary = run(config, out_dir, strategies, seeds, resume=resume, on_run=on_run)
     show(summary_table(config, summary, seeds))
