@@ -14,6 +14,7 @@ Example: ``jgtest run random --game gym:my_games:Maze-v0 --telemetry my_telemetr
 from __future__ import annotations
 
 import math
+import os
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -176,6 +177,15 @@ def _is_image(space) -> bool:
     )
 
 
+def headless_sdl() -> None:
+    """SDL's dummy audio and video drivers, unless the user chose others (``SDL_AUDIODRIVER``,
+    ``SDL_VIDEODRIVER``): the games that draw with pygame (Gymnasium's classic control, Box2D) open
+    SDL, which on a machine without a sound card or a display prints ALSA's and XDG's errors on
+    stderr; the bridge draws frames off screen and plays no sound."""
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
 class GymnasiumEnv(HostEnv):
     """``num_envs`` copies of the Gymnasium game ``env_id``.
 
@@ -257,6 +267,7 @@ class GymnasiumEnv(HostEnv):
     ):
         import gymnasium
 
+        headless_sdl()
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         self.name, self.num_envs, self._seed, self._first = (

@@ -4,6 +4,9 @@ checked field by field; and a tiny first-person room (tiny_room.py) whose teleme
 things in view, explored with the 360° object tests by random and (slow) by Inspector."""
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -331,3 +334,31 @@ def test_inspector_on_a_game_without_what_its_walk_reads_is_refused(
     )
     assert message in capsys.readouterr().err
     assert not (tmp_path / "a" / "summary.json").exists()
+
+
+def test_a_pygame_drawn_game_runs_without_audio_or_display_errors(tmp_path):
+    """CartPole draws with pygame, whose SDL would print ALSA's and XDG's errors on a machine with
+    no sound card or display: the bridge picks SDL's dummy drivers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SDL_")}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jgtest.cli",
+            "run",
+            "random",
+            "--game",
+            "gym:CartPole-v1",
+            "--episodes",
+            "2",
+            "--quiet",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
