@@ -25,6 +25,10 @@ def test_the_docs_build_without_warnings(tmp_path):
     assert "non_dominated_rank" in api and "crowding_distance" in api
     # the README's tour is the home page
     assert "A tour" in (tmp_path / "site" / "index.html").read_text()
+    # the own-game guide includes the example's whole source (a snippet include, not its marker)
+    guide = (tmp_path / "site" / "own-game" / "index.html").read_text()
+    assert 'class</span> <span class="nc">Corridor' in guide
+    assert '"examples/own_game/corridor.py"</span>' not in guide
 
 
 def test_the_own_game_guide_example_registers_and_tests_its_game():
