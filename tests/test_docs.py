@@ -27,7 +27,7 @@ def test_the_docs_build_without_warnings(tmp_path):
     assert "A tour" in (tmp_path / "site" / "index.html").read_text()
     # the own-game guide includes the example's whole source (a snippet include, not its marker)
     guide = (tmp_path / "site" / "own-game" / "index.html").read_text()
-    assert 'class</span> <span class="nc">Corridor' in guide
+    assert '<span class="nc">Corridor</span>' in guide
     assert '"examples/own_game/corridor.py"</span>' not in guide
 
 
