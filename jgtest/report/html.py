@@ -4,7 +4,8 @@ campaign or several (a comparison, the main job), rendered with Jinja2
 
 chosen: images inlined as ``data:`` URIs, no script or remote resource, because the page must open
 anywhere offline.
-Every section of :data:`SECTIONS` is always present, with a note where the run has nothing for it.
+A section of :data:`SECTIONS` appears only where the run has something for it; what is broken and
+the configuration always do.
 """
 
 from __future__ import annotations
@@ -410,7 +411,7 @@ def render_report(run_dir: str | os.PathLike) -> str:
     bird's-eye maps (PPGTA, Inspector); plan validations (Explicit Plans' ``report.json``); the
     comparison table when several strategies or agents ran; and the papers' numbers beside ours
     (every ``paper`` entry a summary carries and, for Wuji comparisons, the paper's ordering of the
-    strategies).
+    strategies). A section the run has nothing for is left out.
     """
     import jinja2
 
@@ -434,6 +435,38 @@ def render_report(run_dir: str | os.PathLike) -> str:
         undefined=jinja2.StrictUndefined,
     )
     environment.filters["cell"] = _cell
+    content = {
+        "broken": broken_section(run_dir),
+        "budgets": _budgets(run_dir),
+        "bugs": _bugs(run_dir),
+        "coverage": {
+            "table": _metric_table(campaigns, ("coverage",)),
+            "figures": figures.get("coverage", []),
+        },
+        "over_time": figures.get("bugs-over-time", []),
+        "pareto": figures.get("pareto", []),
+        "fps": {
+            "table": _metric_table(campaigns, ("fps", "threshold", "_ms")),
+            "figures": figures.get("fps", []),
+        },
+        "maps": figures.get("maps", []),
+        "plans": _plans(campaigns),
+        "comparison": _comparisons(campaigns),
+        "papers": _papers(campaigns),
+    }
+    has = {
+        "broken": True,
+        "config": True,
+        "bugs": bool(content["bugs"]["kinds"]),
+        "coverage": bool(content["coverage"]["table"]["rows"] or content["coverage"]["figures"]),
+        "bugs-over-time": bool(content["over_time"]),
+        "pareto": bool(content["pareto"]),
+        "fps": bool(content["fps"]["table"]["rows"] or content["fps"]["figures"]),
+        "maps": bool(content["maps"]),
+        "plans": bool(content["plans"]["rows"]),
+        "comparison": bool(content["comparison"]),
+        "papers": bool(content["papers"]["rows"]),
+    }
     return environment.get_template("report.html.j2").render(
         title=campaigns[0].summary.get("method", run_dir.name)
         if len(campaigns) == 1
@@ -441,26 +474,11 @@ def render_report(run_dir: str | os.PathLike) -> str:
         run_dir=str(run_dir),
         written=datetime.datetime.now().isoformat(timespec="seconds"),
         sections=SECTIONS,
+        shown=[section for section, _ in SECTIONS if has[section]],
         headings=dict(SECTIONS),
         campaigns=campaigns,
-        broken=broken_section(run_dir),
         mismatches=record_mismatches(campaigns),
-        budgets=_budgets(run_dir),
-        bugs=_bugs(run_dir),
-        coverage={
-            "table": _metric_table(campaigns, ("coverage",)),
-            "figures": figures.get("coverage", []),
-        },
-        over_time=figures.get("bugs-over-time", []),
-        pareto=figures.get("pareto", []),
-        fps={
-            "table": _metric_table(campaigns, ("fps", "threshold", "_ms")),
-            "figures": figures.get("fps", []),
-        },
-        maps=figures.get("maps", []),
-        plans=_plans(campaigns),
-        comparison=_comparisons(campaigns),
-        papers=_papers(campaigns),
+        **content,
     )
 
 

@@ -31,10 +31,15 @@ def _browser():
 
 
 def check_report_in_browser(
-    report: Path, screenshot: Path, empty: set[str], budgets: int | None = None, min_images: int = 1
+    report: Path,
+    screenshot: Path,
+    absent: set[str],
+    budgets: int | None = None,
+    min_images: int = 1,
 ) -> None:
-    """The page loads with no console errors; each section is there with its heading, empty exactly
-    where ``empty`` says; the budgets table has ``budgets`` rows beside the paper's (when given);
+    """The page loads with no console errors; each section is there with its heading and filled,
+    but those in ``absent``, which are not on the page at all (nor in its navigation); the budgets
+    table has ``budgets`` rows beside the paper's (when given);
     the page opens on what is broken, each distinct bug with its replay command and a view (up to
     ``MAX_VIEWS``); every image (at least ``min_images``) decodes; a screenshot is taken."""
     from selenium.webdriver.common.by import By
@@ -44,12 +49,16 @@ def check_report_in_browser(
         browser.get(report.resolve().as_uri())
         assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
         for section, heading in SECTIONS:
-            element = browser.find_element(By.ID, section)
-            assert element.find_element(By.TAG_NAME, "h2").text == heading
-            is_empty = 'class="empty"' in element.get_attribute("innerHTML")
-            assert is_empty == (section in empty), (
-                f"the report left section {section} {'empty' if is_empty else 'filled'}"
-            )
+            found = browser.find_elements(By.ID, section)
+            linked = browser.find_elements(By.CSS_SELECTOR, f'nav a[href="#{section}"]')
+            if section in absent:
+                assert not found and not linked, f"the report shows section {section}"
+                continue
+            assert found and linked, f"the report lacks section {section}"
+            assert found[0].find_element(By.TAG_NAME, "h2").text == heading
+            assert 'class="empty"' not in found[0].get_attribute("innerHTML") or section == (
+                "broken"
+            ), f"the report left section {section} empty"
         if budgets is not None:
             rows = browser.find_element(By.ID, "config").find_elements(By.CSS_SELECTOR, "table tr")
             # each budget beside the paper's
