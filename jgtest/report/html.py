@@ -14,6 +14,7 @@ import base64
 import dataclasses
 import datetime
 import json
+import math
 import os
 import shlex
 import warnings
@@ -266,6 +267,23 @@ def wuji_versus_columns(summary: dict) -> tuple[list[str], dict[str, list[str]]]
     }
 
 
+def too_few_seeds_note(seeds: int, alpha: float = 0.05) -> str:
+    """Why no test can reach significance with ``seeds`` seeds a group, or ``""``: the smallest
+    two-sided Mann-Whitney p of two groups of ``n`` is ``2 / C(2n, n)``, all of one above all of the
+    other."""
+    if seeds < 1:
+        return ""
+    smallest = 2 / math.comb(2 * seeds, seeds)
+    if smallest < alpha:
+        return ""
+    return (
+        f"With {seeds} seed(s) a strategy no difference can be significant: the smallest "
+        f"two-sided Mann-Whitney p is {smallest:.2g}, above {alpha:g}. Cliff's δ, the effect "
+        "size, still says how far apart the seeds are (±1: every seed of one above every seed "
+        "of the other)."
+    )
+
+
 def _metric_table(campaigns: list[Campaign], words: tuple[str, ...]) -> dict:
     rows = [[c.name, key, value] for c in campaigns for key, value in _scalars(c.summary, words)]
     return {"header": ["campaign", "measure", "value"], "rows": rows}
@@ -293,6 +311,7 @@ def _comparisons(campaigns: list[Campaign]) -> list[dict]:
                 {
                     "title": f"{c.name}: {s.get('game')} (bugs of {s.get('bugs_total')}, "
                     f"{s.get('seeds')} seeds)",
+                    "note": too_few_seeds_note(int(s.get("seeds") or 0)) if versus_header else "",
                     "header": [
                         "strategy",
                         "bugs found (mean)",
@@ -318,6 +337,27 @@ def _comparisons(campaigns: list[Campaign]) -> list[dict]:
                 {
                     "title": f"{c.name}: {s.get('game')}",
                     "header": ["agent", *measures],
+                    "rows": rows,
+                }
+            )
+        elif isinstance(s.get("table1"), dict):
+            rows = [
+                [
+                    agent,
+                    n,
+                    row["mean"],
+                    row["median"],
+                    row["sd"],
+                    "—" if row.get("paper") is None else row["paper"]["mean"],
+                ]
+                for agent, by_n in s["table1"].items()
+                for n, row in by_n.items()
+            ]
+            tables.append(
+                {
+                    "title": f"{c.name}: {s.get('game')}, RELINE's Table 1 (episodes of "
+                    f"{s.get('eval_episodes')} with at least n bugs, over the models)",
+                    "header": ["agent", "n", "mean", "median", "sd", "paper's mean"],
                     "rows": rows,
                 }
             )

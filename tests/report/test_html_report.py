@@ -98,6 +98,8 @@ def test_the_report_shows_the_sections_the_run_fills_and_no_empty_ones(wuji_like
         ]
     }
     assert against["ea_s+drl"]["cliffs_delta"] == 1.0 and "Wuji vs it, bugs: Cliff" in page
+    # at 2 seeds a strategy, no Mann-Whitney test can reach 0.05: the page says so
+    assert "With 2 seed(s) a strategy no difference can be significant" in page
     # bugs: Wuji above; states: below
     assert f"<td>+1.00 ({against['ea_s+drl']['p_holm']:.2g})</td><td>-1.00 (" in page
     ordering = " &lt; ".join(WUJI_PAPER_ORDER)
@@ -135,3 +137,21 @@ def test_the_report_opens_in_a_browser_on_what_is_broken(wuji_like_run, tmp_path
     check_report_in_browser(
         write_report(wuji_like_run), tmp_path / "report.png", absent=absent, min_images=5
     )
+
+
+def test_a_reline_table_1_is_compared_agent_by_agent(tmp_path):
+    run = tmp_path / "reline"
+    run.mkdir()
+    row = lambda mean, paper: {"mean": mean, "median": mean, "sd": 1.0, "paper": paper}
+    table1 = {
+        agent: {"1": row(mean, {"mean": ref, "median": ref, "sd": 0.0}), "2": row(mean / 2, None)}
+        for agent, mean, ref in (("reline", 37.6, 102), ("rl-baseline", 8.8, 5), ("random", 0, 0))
+    }
+    summary = {"method": "reline", "game": "CartPoleBugs-v0", "eval_episodes": 1000}
+    (run / "summary.json").write_text(json.dumps({**summary, "table1": table1}))
+    page = render_report(run)
+    start = page.index('<section id="comparison">')
+    comparison = page[start : page.index("</section>", start)]
+    assert "RELINE&#39;s Table 1" in comparison
+    assert '<td>rl-baseline</td><td>1</td><td class="num">8.8</td>' in comparison
+    assert comparison.count("<td>reline</td>") == 2 and "<td>—</td>" in comparison  # none at n=2
