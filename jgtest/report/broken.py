@@ -1,7 +1,12 @@
-"""The report's first section, what is broken: each distinct bug of a run
-(:mod:`jgtest.report.distinct`) with its kind, place, time, records, reproducer length before and
-after shrinking, replay command and a view replayed from its shortest reproducer
+"""The report's first section, what is broken: the distinct bugs of a run
+(:mod:`jgtest.report.distinct`) counted per game and kind, then grouped by game and kind, the most
+severe kind first (:data:`SEVERITY`), each bug with its place, time, records, reproducer length
+before and after shrinking, replay command and a view replayed from its shortest reproducer
 (:func:`broken_section`).
+
+* chosen: severity crash > stuck > logical > low FPS > texture, because a crash ends the player's
+  session, being stuck ends their progress, a logical bug breaks a rule they may not notice, and a
+  slow or ugly frame costs comfort alone.
 """
 
 from __future__ import annotations
@@ -15,64 +20,102 @@ import numpy as np
 from jgtest.records import located_records, replay_command
 from jgtest.report.distinct import DistinctBug, distinct_bugs
 
-#: Distinct bugs drawn at most (the table lists them all).
-MAX_VIEWS = 24
+#: Bug kinds from the most severe (module docstring); a kind not named sorts after them.
+SEVERITY = ("crash", "stuck", "logical", "low_fps", "texture")
 #: The frames of a clip at most: the last ones before the bug, at :data:`CLIP_MS` a frame.
 CLIP_FRAMES, CLIP_MS = 32, 120
 
 
-def broken_section(run_dir: str | Path) -> dict:
-    """The section's rows and views: ``{"header", "rows", "views", "records"}``.
+def severity(kind: str) -> int:
+    """``kind``'s rank in :data:`SEVERITY` (0 the most severe)."""
+    return SEVERITY.index(kind) if kind in SEVERITY else len(SEVERITY)
 
-    The first :data:`MAX_VIEWS` bugs get a view: a clip (:func:`bug_clip`) where the game draws
-    frames, else a drawn top view (:func:`bug_view`).
+
+def broken_section(run_dir: str | Path) -> dict:
+    """The section: ``{"counts", "groups", "distinct", "records"}``.
+
+    ``counts`` is a table of distinct bugs per game (rows) and kind (columns, the most severe
+    first). ``groups`` holds one group per game and kind, the most severe kind first and, within a
+    kind, the game with the fewest bugs first; each its ``title``, whether it is ``open`` (the
+    groups of the most severe kind found, and the rarest group), its table of bugs and a view of
+    each: a clip (:func:`bug_clip`) where the game draws frames, else a drawn top view
+    (:func:`bug_view`).
     """
     located = located_records(run_dir)
     where = {id(r): (p, i) for r, p, i in located}
     bugs = distinct_bugs([r for r, _, _ in located])
-    rows, views = [], []
-    for n, bug in enumerate(bugs):
-        record = bug.representative
-        path, index = where[id(record)]
-        shrunk = (
-            f"{len(record.actions)} → {len(record.trace_min)}"
-            if record.trace_min
-            else f"{len(record.actions)} (not shrunk)"
-        )
-        rows.append(
-            [
-                n + 1,
-                record.kind,
-                record.game,
-                record.bug_id,
-                _place(record.position),
-                f"episode {record.episode}, step {record.step}",
-                len(bug.records),
-                shrunk,
-                replay_command(record, path, index),
-            ]
-        )
-        if n < MAX_VIEWS:
+    by_group: dict[tuple[str, str], list[DistinctBug]] = {}
+    for bug in bugs:
+        by_group.setdefault((bug.representative.game, bug.kind), []).append(bug)
+    order = sorted(by_group, key=lambda g: (severity(g[1]), len(by_group[g]), g[0]))
+    kinds = sorted({kind for _, kind in by_group}, key=lambda k: (severity(k), k))
+    games = sorted({game for game, _ in by_group})
+    counts = {
+        "header": ["game", *kinds, "all"],
+        "rows": [
+            [game, *[len(by_group.get((game, k), ())) for k in kinds]]
+            + [sum(len(by_group.get((game, k), ())) for k in kinds)]
+            for game in games
+        ],
+    }
+    rarest = min(order, key=lambda g: len(by_group[g])) if order else None
+    groups, number = [], 0
+    for game, kind in order:
+        rows, views = [], []
+        for bug in by_group[(game, kind)]:
+            number += 1
+            rows.append(_bug_row(number, bug, *where[id(bug.representative)]))
             image = bug_clip(bug) or bug_view(bug)
             if image is not None:
                 views.append(
                     {
                         "uri": "data:image/png;base64," + base64.b64encode(image).decode(),
-                        "caption": f"bug {n + 1}: {record.kind} on {record.game}",
+                        "caption": f"bug {number}: {kind} bug {bug.representative.bug_id} on "
+                        f"{game}",
                     }
                 )
-    header = [
-        "#",
-        "kind",
-        "game",
-        "bug",
-        "where",
-        "when",
-        "records",
-        "actions (before → after shrinking)",
-        "replay",
+        found = len(by_group[(game, kind)])
+        groups.append(
+            {
+                "title": f"{game} · {kind}: {found} distinct bug{'s' if found > 1 else ''} "
+                f"from {sum(len(b.records) for b in by_group[(game, kind)])} record(s)",
+                "open": severity(kind) == severity(order[0][1]) or (game, kind) == rarest,
+                "header": BUG_COLUMNS,
+                "rows": rows,
+                "views": views,
+            }
+        )
+    return {"counts": counts, "groups": groups, "distinct": len(bugs), "records": len(located)}
+
+
+#: The columns of a group's table of bugs.
+BUG_COLUMNS = [
+    "#",
+    "bug",
+    "where",
+    "when",
+    "records",
+    "actions (before → after shrinking)",
+    "replay",
+]
+
+
+def _bug_row(number: int, bug: DistinctBug, path, index: int) -> list:
+    record = bug.representative
+    shrunk = (
+        f"{len(record.actions)} → {len(record.trace_min)}"
+        if record.trace_min
+        else f"{len(record.actions)} (not shrunk)"
+    )
+    return [
+        number,
+        record.bug_id,
+        _place(record.position),
+        f"episode {record.episode}, step {record.step}",
+        len(bug.records),
+        shrunk,
+        replay_command(record, path, index),
     ]
-    return {"header": header, "rows": rows, "views": views, "records": len(located)}
 
 
 def bug_view(bug: DistinctBug) -> bytes | None:

@@ -4,7 +4,6 @@ it."""
 import shutil
 from pathlib import Path
 
-from jgtest.report.broken import MAX_VIEWS
 from jgtest.report.html import SECTIONS
 
 
@@ -40,8 +39,9 @@ def check_report_in_browser(
     """The page loads with no console errors; each section is there with its heading and filled,
     but those in ``absent``, which are not on the page at all (nor in its navigation); the budgets
     table has ``budgets`` rows beside the paper's (when given);
-    the page opens on what is broken, each distinct bug with its replay command and a view (up to
-    ``MAX_VIEWS``); every image (at least ``min_images``) decodes; a screenshot is taken."""
+    the page opens on what is broken: the bugs counted per game and kind, then grouped, the first
+    group open, each distinct bug with its replay command and a view; every image (at least
+    ``min_images``) decodes; a screenshot is taken."""
     from selenium.webdriver.common.by import By
 
     browser = _browser()
@@ -66,16 +66,21 @@ def check_report_in_browser(
         # the page opens on what is broken
         broken = browser.find_elements(By.TAG_NAME, "section")[0]
         assert broken.get_attribute("id") == "broken"
-        rows, views = (
-            broken.find_elements(By.CSS_SELECTOR, "table tr")[1:],
-            broken.find_elements(By.TAG_NAME, "img"),
-        )
-        # a view per distinct bug
-        assert (
-            rows
-            and all("jgtest replay " in row.text for row in rows)
-            and len(views) == min(len(rows), MAX_VIEWS)
-        )
+        # the distinct bugs per game and kind, then the groups, the most severe open
+        counts = broken.find_elements(By.CSS_SELECTOR, "table")[0]
+        assert counts.find_elements(By.TAG_NAME, "th")[0].text == "game"
+        groups = broken.find_elements(By.CSS_SELECTOR, "details.bugs")
+        assert groups and groups[0].get_attribute("open") is not None
+        rows = [
+            row
+            for group in groups
+            for row in group.find_elements(By.CSS_SELECTOR, "table tr")
+            if not row.find_elements(By.TAG_NAME, "th")
+        ]
+        views = broken.find_elements(By.TAG_NAME, "img")
+        # a view for every distinct bug, each bug with its replay command
+        assert rows and all("jgtest replay " in row.get_attribute("textContent") for row in rows)
+        assert len(views) == len(rows)
         images = browser.find_elements(By.TAG_NAME, "img")
         # all decode
         assert len(images) >= min_images and all(

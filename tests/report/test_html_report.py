@@ -74,11 +74,13 @@ def test_the_report_shows_the_sections_the_run_fills_and_no_empty_ones(wuji_like
     # the three plots and a view of each distinct bug, inlined
     assert page.count("data:image/png;base64,") == 3 + 2
     # what is broken first, configs collapsed
-    assert (
-        page.index('<section id="broken">') < page.index('<section id="config">')
-        and "<details open" not in page
-    )
+    assert page.index('<section id="broken">') < page.index('<section id="config">')
+    assert "<details>" in page and '<details class="bugs" open>' in page
     assert "2 distinct bug(s) from 3 record(s)" in page and "<td>5 (not shrunk)</td>" in page
+    # counted per game and kind, then grouped
+    assert "<tr><th>game</th><th>logical</th><th>all</th></tr>" in page
+    assert '<td>BlockMaze-v0</td><td class="num">2</td><td class="num">2</td>' in page
+    assert "BlockMaze-v0 · logical: 2 distinct bugs from 3 record(s)" in page
     assert 'src="http' not in page and "<script" not in page  # self-contained, no scripts
     assert "\\u003cscript\\u003ealert(1)" in page  # config values are escaped
     # bugs by kind: 3 records of 2 distinct bugs, each with its replay command
