@@ -212,9 +212,11 @@ def _started(run_dir: Path, resume: bool) -> bool:
 
 def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> int:
     """Runs :func:`campaigns` in turn (``resume``: continuing those a stopped job started), each
-    ending in its own report; 0 when every campaign completed (a campaign that fails raises)."""
+    ending with its records shrunk (``jgtest shrink``) and in its own report; 0 when every campaign
+    completed (a campaign that fails raises)."""
     from jgtest.files import write_json_atomically
     from jgtest.report.html import write_report
+    from jgtest.report.shrink import shrink_run
 
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomically(
@@ -230,5 +232,8 @@ def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> 
         started = _started(campaign.out, resume)
         campaign.play(campaign.out, seed, quiet, started, not started)
         if campaign.argv[0] == "run":
+            shrunk = shrink_run(campaign.out)
+            if shrunk:
+                print(f"shrank {len(shrunk)} record(s) to minimal reproducers (jgtest shrink)")
             print(f"report: {write_report(campaign.out).resolve()}")
     return 0

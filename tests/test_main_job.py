@@ -103,6 +103,14 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
     assert records and all(r.kind == "texture" for r in records)
     assert main(["replay", str(dirs["random"] / "bugs.jsonl"), "--index", "0"]) == 0
     assert "reproduced" in capsys.readouterr().out
+    # every record with a trace is shrunk, and the report shows the lengths
+    from jgtest.report.shrink import can_shrink
+
+    shrinkable = [
+        r for path in out.rglob("bugs.jsonl") for r in read_bug_records(path) if can_shrink(r)
+    ]
+    assert shrinkable and all(r.trace_min for r in shrinkable)
+    assert " → " in report.read_text() and "(not shrunk)" not in report.read_text()
     # the plans: every example passes on the normal level
     plans = json.loads((dirs["plan"] / "report.json").read_text())["plans"]
     assert len(plans) == 3 and all(run["passed"] for runs in plans.values() for run in runs)

@@ -101,12 +101,15 @@ BUG_COLUMNS = [
 
 
 def _bug_row(number: int, bug: DistinctBug, path, index: int) -> list:
+    from jgtest.report.shrink import can_shrink
+
     record = bug.representative
-    shrunk = (
-        f"{len(record.actions)} → {len(record.trace_min)}"
-        if record.trace_min
-        else f"{len(record.actions)} (not shrunk)"
-    )
+    if record.trace_min:
+        shrunk = f"{len(record.actions)} → {len(record.trace_min)}"
+    elif can_shrink(record):
+        shrunk = f"{len(record.actions)} (not shrunk)"
+    else:
+        shrunk = f"{len(record.actions)} (an object test: no trace to shrink)"
     return [
         number,
         record.bug_id,

@@ -229,6 +229,12 @@ class HostOracle:
         return out
 
 
+def can_shrink(record: BugRecord) -> bool:
+    """Whether ``record`` holds a trace to shrink: a bug the game reports (``bug_id >= 0``), not an
+    object test's texture bug (found by a scripted walk, not by the trace alone)."""
+    return record.bug_id >= 0 and record.kind != "texture"
+
+
 def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float = 60.0) -> BugRecord:
     """``record`` with ``trace_min``: its actions shrunk by :func:`shrink_indices`, cut at the bug's
     first firing (on a bridged game within ``time_limit_s``; ``batched``: a device round in one call
@@ -240,7 +246,7 @@ def shrink_record(record: BugRecord, batched: bool = True, time_limit_s: float =
     """
     from jgtest.host_loop import is_host_game
 
-    if record.bug_id < 0 or record.kind == "texture":
+    if not can_shrink(record):
         raise BadFile(
             "only records of a bug the game reports (bug_id >= 0; not an object "
             "test's texture bug) can be shrunk"
@@ -332,6 +338,8 @@ def _shrink_file(path, index: int | None, batched: bool, time_limit_s: float) ->
                 f"(0..{len(parsed) - 1})"
             )
         parsed = [parsed[index]]
+    else:  # a whole file: the records with no trace to shrink stay as they are, unremarked
+        parsed = [p for p in parsed if can_shrink(p[2])]
     done = []
     for number, position, record in parsed:
         try:
