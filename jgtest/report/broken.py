@@ -122,22 +122,47 @@ def _bug_row(number: int, bug: DistinctBug, path, index: int) -> list:
 
 
 def bug_view(bug: DistinctBug) -> bytes | None:
-    """A PNG of the bug's shortest reproducer seen from above: on a twin, the player's path from the
-    episode's start, its start and the spot where the bug fired marked; on a bridged game, the place
-    its record names. ``None`` where the game cannot be replayed here."""
+    """:func:`bug_figure` as a PNG, or ``None``."""
+    fig = bug_figure(bug)
+    if fig is None:
+        return None
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def bug_figure(bug: DistinctBug):
+    """A matplotlib figure of the bug's shortest reproducer: on a twin, the player's path seen
+    from above from the episode's start, the start and the spot where the bug fired marked, on the
+    game's walls where it has a grid of them (rows and columns labelled, integer ticks); for a
+    low-FPS bug, the frame times along the trace beside it, the spike marked; on a bridged game,
+    the place its record names. ``None`` where there is nothing to draw."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     record = bug.representative
-    path = replayed_path(record)
-    fig = Figure(figsize=(3.2, 3.2), dpi=80)
+    replayed = replayed_telemetry(record)
+    frames = record.kind == "low_fps" and replayed is not None
+    fig = Figure(figsize=(6.4 if frames else 3.4, 3.4), dpi=80)
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    if path is not None and len(path):
+    ax = fig.add_subplot(1, 2 if frames else 1, 1)
+    walls = _walls(replayed[0]) if replayed is not None else None
+    if replayed is not None and len(replayed[1]["position"]):
+        path = _xy(replayed[1]["position"], walls is not None)
+        if walls is not None:
+            ax.imshow(walls, cmap="Greys", vmin=0, vmax=1.6, origin="upper")
+            ax.set_xlabel("column", fontsize=7)
+            ax.set_ylabel("row", fontsize=7)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        else:
+            ax.set_xlabel("x", fontsize=7)
+            ax.set_ylabel("y" if replayed[1]["position"].shape[-1] >= 2 else "step", fontsize=7)
         ax.plot(path[:, 0], path[:, 1], color="#3b6ea5", linewidth=1.2)
         ax.scatter(path[:1, 0], path[:1, 1], color="#2a9d55", s=30, label="start", zorder=3)
         ax.scatter(
-            path[-1:, 0], path[-1:, 1], color="#c0392b", marker="X", s=70, label="bug", zorder=4
+            path[-1:, 0], path[-1:, 1], color="#c0392b", marker="X", s=80, label="bug", zorder=4
         )
     elif len(record.position) >= 2:
         ax.scatter(
@@ -145,9 +170,11 @@ def bug_view(bug: DistinctBug) -> bytes | None:
             [record.position[1]],
             color="#c0392b",
             marker="X",
-            s=70,
+            s=80,
             label="bug",
         )
+        ax.set_xlabel("x", fontsize=7)
+        ax.set_ylabel("y", fontsize=7)
     else:
         return None
     ax.set_title(
@@ -156,9 +183,36 @@ def bug_view(bug: DistinctBug) -> bytes | None:
     )
     ax.legend(fontsize=7, loc="best")
     ax.tick_params(labelsize=6)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    if frames:
+        times = replayed[1]["frame_time_ms"]
+        spike = fig.add_subplot(1, 2, 2)
+        spike.plot(np.arange(len(times)), times, color="#3b6ea5", linewidth=1.0)
+        spike.scatter([len(times) - 1], times[-1:], color="#c0392b", marker="X", s=80, zorder=3)
+        spike.set_xlabel("step", fontsize=7)
+        spike.set_ylabel("frame time (ms)", fontsize=7)
+        spike.set_title("frame time, the spike marked", fontsize=8)
+        spike.xaxis.set_major_locator(MaxNLocator(integer=True))
+        spike.tick_params(labelsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def _walls(params) -> np.ndarray | None:
+    """A grid game's walls ``bool[H, W]`` (``params.walls``), else ``None``."""
+    walls = getattr(params, "walls", None)
+    if walls is None or np.ndim(walls) != 2:
+        return None
+    return np.asarray(walls, np.float64)
+
+
+def _xy(position: np.ndarray, grid: bool) -> np.ndarray:
+    """``float[T, 2]`` to plot: a grid game's ``(row, column)`` as ``(column, row)``; a 1-D
+    position against its step."""
+    if grid:
+        return position[:, [1, 0]]
+    if position.shape[-1] >= 2:
+        return position[:, :2]
+    return np.stack([position[:, 0], np.arange(len(position))], axis=1)
 
 
 def bug_clip(bug: DistinctBug) -> bytes | None:
@@ -210,24 +264,20 @@ def replayed_frames(record) -> np.ndarray | None:
         return None
 
 
-def replayed_path(record) -> np.ndarray | None:
-    """``float[T, 2]``: the player's position after each action of the record's shortest reproducer,
-    replayed on the bare game; ``None`` for a bridged game or a record the game cannot replay."""
+def replayed_telemetry(record) -> tuple[object, dict] | None:
+    """The game's parameters and the replayed shortest reproducer's positions and frame times
+    (:func:`jgtest.report.replay.replay_telemetry`); ``None`` for a bridged game or a record the
+    game cannot replay."""
     from jgtest.errors import BadFile
     from jgtest.host_loop import is_host_game
-    from jgtest.report.replay import replay_positions
+    from jgtest.report.replay import replay_telemetry
 
     if is_host_game(record.game):
         return None
     try:
-        positions = replay_positions(record)
+        return replay_telemetry(record)
     except BadFile:
         return None
-    return (
-        positions
-        if positions.shape[-1] >= 2
-        else np.stack([positions[:, 0], np.arange(len(positions))], axis=1)
-    )
 
 
 def _place(position) -> str:

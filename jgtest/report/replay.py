@@ -83,10 +83,11 @@ def replay(record: BugRecord) -> ReplayResult:
     return ReplayResult(reproduced=bool(fired[record.step]), fired_at_steps=steps, record=record)
 
 
-def replay_positions(record: BugRecord, shortest: bool = True) -> np.ndarray:
-    """``float[T, D]``: the player's position after each action of the record's shortest reproducer
-    (``trace_min``, else its actions; with ``shortest=False`` its actions), replayed on the bare
-    game (what the report draws).
+def replay_telemetry(record: BugRecord, shortest: bool = True) -> tuple[object, dict]:
+    """The game's parameters and, after each action of the record's shortest reproducer
+    (``trace_min``, else its actions; with ``shortest=False`` its actions) replayed on the bare
+    game, the player's ``position`` ``float[T, D]`` and the ``frame_time_ms`` ``float[T]`` (what
+    the report draws).
 
     Raises:
       BadFile: the record cannot be replayed here (:func:`replayable`).
@@ -99,7 +100,15 @@ def replay_positions(record: BugRecord, shortest: bool = True) -> np.ndarray:
     padded = np.zeros(max(len(trace), int(np.asarray(params.max_steps_in_episode))), np.int32)
     padded[: len(trace)] = trace
     telemetry = run(params, record.seed, record.env_index, record.episode, jnp.asarray(padded))
-    return np.asarray(telemetry.position[: len(trace)], np.float64)
+    return params, {
+        "position": np.asarray(telemetry.position[: len(trace)], np.float64),
+        "frame_time_ms": np.asarray(telemetry.frame_time_ms[: len(trace)], np.float64),
+    }
+
+
+def replay_positions(record: BugRecord, shortest: bool = True) -> np.ndarray:
+    """``float[T, D]``: the player's position after each action (:func:`replay_telemetry`)."""
+    return replay_telemetry(record, shortest)[1]["position"]
 
 
 def trace_lines(result: ReplayResult) -> list[str]:

@@ -1,0 +1,45 @@
+"""The report's view of each distinct bug: a grid game's path on its walls with rows, columns and
+integer ticks; a low-FPS bug's frame times with the spike marked."""
+
+import numpy as np
+import pytest
+
+from jgtest.cli import main
+from jgtest.records import read_bug_records
+from jgtest.report.broken import bug_figure, bug_view
+from jgtest.report.distinct import distinct_bugs
+
+
+def _bugs(tmp_path, game: str, steps: str) -> list:
+    out = tmp_path / game
+    argv = ["run", "random", "--game", game, "--envs", "16", "--steps", steps, "--quiet"]
+    assert main([*argv, "--out", str(out), "--shrink"]) == 0
+    return distinct_bugs(read_bug_records(out / "bugs.jsonl"))
+
+
+def test_a_grid_games_bug_is_drawn_on_its_walls(tmp_path):
+    bug = _bugs(tmp_path, "BlockMaze-v0", "200")[0]
+    fig = bug_figure(bug)
+    (ax,) = fig.axes
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("column", "row")
+    (walls,) = ax.images
+    assert walls.get_array().shape == (16, 16) and walls.get_array().sum() > 0
+    ticks = ax.get_xticks()
+    assert np.allclose(ticks, np.round(ticks))  # whole cells
+    # the bug's marker sits at the end of the drawn path, on the recorded place (row, column)
+    bug_marker = ax.collections[-1].get_offsets()[0]
+    row, column = bug.representative.position
+    assert tuple(bug_marker) == pytest.approx((column, row))
+    assert bug_view(bug)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_low_fps_bug_shows_its_frame_time_spike(tmp_path):
+    bug = next(b for b in _bugs(tmp_path, "KartTrack-v0", "400") if b.kind == "low_fps")
+    fig = bug_figure(bug)
+    path, spike = fig.axes
+    assert spike.get_ylabel() == "frame time (ms)" and spike.get_xlabel() == "step"
+    (times,) = spike.get_lines()
+    marked = spike.collections[-1].get_offsets()[0]
+    # the marked step is the trace's last, its frame time the highest of the trace
+    assert marked[0] == len(times.get_ydata()) - 1
+    assert marked[1] == pytest.approx(times.get_ydata().max())
