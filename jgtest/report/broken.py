@@ -22,8 +22,9 @@ from jgtest.report.distinct import DistinctBug, distinct_bugs
 
 #: Bug kinds from the most severe (module docstring); a kind not named sorts after them.
 SEVERITY = ("crash", "stuck", "logical", "low_fps", "texture")
-#: The frames of a clip at most: the last ones before the bug, at :data:`CLIP_MS` a frame.
-CLIP_FRAMES, CLIP_MS = 32, 120
+#: The frames of a clip at most: the last ones before the bug, at :data:`CLIP_MS` a frame, each
+#: scaled up :data:`CLIP_SCALE` times.
+CLIP_FRAMES, CLIP_MS, CLIP_SCALE = 32, 120, 2
 
 
 def severity(kind: str) -> int:
@@ -218,19 +219,27 @@ def _xy(position: np.ndarray, grid: bool) -> np.ndarray:
 def bug_clip(bug: DistinctBug) -> bytes | None:
     """An animated PNG of the bug's shortest reproducer replayed, its last :data:`CLIP_FRAMES`
     frames up to the bug, for a game that draws frames (the ``rgb_frames`` signal: ParkWorld on
-    device; ViZDoom, Atari and SuperTuxKart through their bridges); ``None`` for a game that draws
-    no frames, or a record that cannot be replayed here."""
-    from PIL import Image
+    device; ViZDoom, Atari and SuperTuxKart through their bridges), the tested object outlined in
+    red in each frame that shows it (:func:`replayed_boxes`); ``None`` for a game that draws no
+    frames, or a record that cannot be replayed here."""
+    from PIL import Image, ImageDraw
 
     frames = replayed_frames(bug.representative)
     if frames is None or not len(frames):
         return None
-    images = [
-        Image.fromarray(frame[..., :3]).resize(
-            (frame.shape[1] * 2, frame.shape[0] * 2), Image.NEAREST
+    boxes = replayed_boxes(bug.representative)
+    images = []
+    for t in range(max(0, len(frames) - CLIP_FRAMES), len(frames)):
+        frame = frames[t]
+        image = Image.fromarray(frame[..., :3]).resize(
+            (frame.shape[1] * CLIP_SCALE, frame.shape[0] * CLIP_SCALE), Image.NEAREST
         )
-        for frame in frames[-CLIP_FRAMES:]
-    ]
+        if boxes is not None and boxes[t].any():
+            row0, col0, row1, col1 = (int(v) * CLIP_SCALE for v in boxes[t])
+            ImageDraw.Draw(image).rectangle(
+                (col0 - 1, row0 - 1, col1, row1), outline=(255, 40, 40), width=2
+            )
+        images.append(image)
     buffer = io.BytesIO()
     images[0].save(
         buffer, format="PNG", save_all=True, append_images=images[1:], duration=CLIP_MS, loop=0
@@ -261,6 +270,21 @@ def replayed_frames(record) -> np.ndarray | None:
         ValueError,
         RuntimeError,
     ):  # another game's record, a game that does not replay, one that cannot start here
+        return None
+
+
+def replayed_boxes(record) -> np.ndarray | None:
+    """The tested object's box in each replayed frame
+    (:func:`jgtest.report.replay.replay_object_boxes`), or ``None``."""
+    from jgtest.errors import BadFile
+    from jgtest.host_loop import is_host_game
+    from jgtest.report.replay import replay_object_boxes
+
+    if is_host_game(record.game):
+        return None
+    try:
+        return replay_object_boxes(record)
+    except BadFile:
         return None
 
 

@@ -172,6 +172,50 @@ def replay_frames(record: BugRecord) -> np.ndarray:
     return np.asarray(frames, np.uint8)
 
 
+def replay_object_boxes(record: BugRecord) -> np.ndarray | None:
+    """``int32[T, 4]``: the box ``(row0, col0, row1, col1)`` of the object the record names (its
+    ``bug_id``, an object test's) in the frame after each action of its shortest reproducer, all
+    zeros where it is out of view; ``None`` for a game that lists no objects (the ``objects``
+    signal) or a record of another kind.
+
+    Raises:
+      BadFile: the record cannot be replayed here (:func:`replayable`).
+    """
+    if record.kind != "texture":
+        return None
+    trace = np.asarray(record.trace_min or record.actions, np.int32)
+    options = options_key(record.game_kwargs)
+    env, params, _ = replayable(
+        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
+        lambda: _game(record.game, options),
+    )
+    if "objects" not in env.signals or not hasattr(env, "observe"):
+        return None
+    boxes = _box_replayer(record.game, options)(
+        params, record.seed, record.env_index, record.episode, jnp.asarray(trace), record.bug_id
+    )
+    return np.asarray(boxes, np.int32)
+
+
+@functools.lru_cache(maxsize=16)
+def _box_replayer(name: str, options: tuple):
+    """:func:`replay_object_boxes`' jitted replay for the game ``name`` built with ``options``."""
+    env, _, _ = _game(name, options)
+
+    def boxes(params, seed, slot, episode, actions, object_id):
+        ep_key, state = replay_start(env, params, seed, slot, episode)
+
+        def body(state, xs):
+            state = replay_step(env, params, ep_key, state, *xs)[1]
+            objects = env.observe(state, params)[1]["objects"]
+            shown = (objects["id"] == object_id) & objects["visible"]
+            return state, jnp.where(shown.any(), objects["box"][jnp.argmax(shown)], 0)
+
+        return jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))[1]
+
+    return jax.jit(boxes)
+
+
 def replayable(record: BugRecord, build=None):
     """The game ``record`` names, built with its options (``build()``; default ``make``), once the
     record is checked against it: its bug is one the game has, of the kind the game gives it (an

@@ -43,3 +43,26 @@ def test_a_low_fps_bug_shows_its_frame_time_spike(tmp_path):
     # the marked step is the trace's last, its frame time the highest of the trace
     assert marked[0] == len(times.get_ydata()) - 1
     assert marked[1] == pytest.approx(times.get_ydata().max())
+
+
+@pytest.mark.slow
+def test_a_texture_bugs_clip_outlines_its_object(tmp_path):
+    from io import BytesIO
+
+    from PIL import Image
+
+    from jgtest.report.broken import CLIP_SCALE, bug_clip, replayed_boxes
+
+    out = tmp_path / "park"
+    park = ["--game-arg", "size=64", "--game-arg", "num_oois=200"]
+    argv = ["run", "random", "--game", "ParkWorld-v0", "--episodes", "5", *park, "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    bug = distinct_bugs(read_bug_records(out / "bugs.jsonl"))[0]
+    boxes = replayed_boxes(bug.representative)
+    assert boxes.shape == (len(bug.representative.actions), 4) and boxes[-1].any()  # in view
+    clip = Image.open(BytesIO(bug_clip(bug)))
+    clip.seek(clip.n_frames - 1)
+    last = np.asarray(clip.convert("RGB"))
+    row0, col0, row1, _ = (int(v) * CLIP_SCALE for v in boxes[-1])
+    edge = last[row0:row1, col0 - 1]  # the outline's left side
+    assert (edge == (255, 40, 40)).all(axis=-1).mean() > 0.9
