@@ -219,15 +219,17 @@ def run(out: Path, seed: int = 0, quiet: bool = False, resume: bool = False) -> 
     from jgtest.report.shrink import shrink_run
 
     out.mkdir(parents=True, exist_ok=True)
+    planned = list(campaigns(out, seed, quiet, resume))
     write_json_atomically(
         out / "budgets.json",
         {
             "budgets": [
-                {"campaign": what, "ours": ours, "paper": paper} for what, ours, paper in BUDGETS
+                {"campaign": what, "dir": c.out.name, "ours": ours, "paper": paper}
+                for (what, ours, paper), c in zip(BUDGETS, planned, strict=True)
             ]
         },
     )
-    for campaign in campaigns(out, seed, quiet, resume):
+    for campaign in planned:
         print(f"== {campaign.what}: {shlex.join(['jgtest', *campaign.argv])}", flush=True)
         started = _started(campaign.out, resume)
         campaign.play(campaign.out, seed, quiet, started, not started)

@@ -120,6 +120,7 @@ def test_the_main_job_runs_each_method_and_ends_in_a_report_that_opens_in_a_brow
         absent=ABSENT_IN_THE_MAIN_JOB,
         budgets=len(BUDGETS),
         min_images=7,
+        verdicts=len(BUDGETS),  # a verdict for each campaign
     )
 
 

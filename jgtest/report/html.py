@@ -24,9 +24,11 @@ from jgtest.errors import BadFile
 from jgtest.files import read_json, write_text
 from jgtest.records import read_bug_records
 from jgtest.report.broken import broken_section
+from jgtest.report.verdicts import verdict_table
 
 #: ``(id, heading)`` of the page's sections, in order.
 SECTIONS = (
+    ("verdicts", "Against the papers: reproduced or not"),
     ("broken", "What is broken"),
     ("config", "Configuration"),
     ("bugs", "Bugs by kind"),
@@ -152,10 +154,15 @@ def _figures(run_dir: Path) -> dict[str, list[dict]]:
     return by_section
 
 
+def _budget_rows(run_dir: Path) -> list[dict]:
+    """``budgets.json``'s rows (the main job's: each campaign's budget beside its paper's, its
+    run directory ``dir``); none without it."""
+    return (_read_json(run_dir / "budgets.json") or {}).get("budgets", [])
+
+
 def _budgets(run_dir: Path) -> dict:
-    """``budgets.json`` (the main job's: each campaign's budget beside its paper's) as a table; no
-    rows without it."""
-    rows = (_read_json(run_dir / "budgets.json") or {}).get("budgets", [])
+    """:func:`_budget_rows` as a table."""
+    rows = _budget_rows(run_dir)
     return {
         "header": ["campaign", "budget here", "the paper's"],
         "rows": [[r["campaign"], r["ours"], r["paper"]] for r in rows],
@@ -475,7 +482,9 @@ def render_report(run_dir: str | os.PathLike) -> str:
         undefined=jinja2.StrictUndefined,
     )
     environment.filters["cell"] = _cell
+    budgets = {r["dir"]: (r["ours"], r["paper"]) for r in _budget_rows(run_dir) if "dir" in r}
     content = {
+        "verdicts": verdict_table(campaigns, budgets),
         "broken": broken_section(run_dir),
         "budgets": _budgets(run_dir),
         "bugs": _bugs(run_dir),
@@ -495,6 +504,7 @@ def render_report(run_dir: str | os.PathLike) -> str:
         "papers": _papers(campaigns),
     }
     has = {
+        "verdicts": bool(content["verdicts"]["rows"]),
         "broken": True,
         "config": True,
         "bugs": bool(content["bugs"]["kinds"]),

@@ -5,6 +5,9 @@ import shutil
 from pathlib import Path
 
 from jgtest.report.html import SECTIONS
+from jgtest.report.verdicts import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED
+
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE)
 
 
 def _browser():
@@ -35,13 +38,15 @@ def check_report_in_browser(
     absent: set[str],
     budgets: int | None = None,
     min_images: int = 1,
+    verdicts: int = 0,
 ) -> None:
     """The page loads with no console errors; each section is there with its heading and filled,
     but those in ``absent``, which are not on the page at all (nor in its navigation); the budgets
     table has ``budgets`` rows beside the paper's (when given);
     the page opens on what is broken: the bugs counted per game and kind, then grouped, the first
     group open, each distinct bug with its replay command and a view; every image (at least
-    ``min_images``) decodes; a screenshot is taken."""
+    ``min_images``) decodes; a screenshot is taken. With ``verdicts``, the page opens on the
+    verdict table, that many campaigns each with a verdict, before what is broken."""
     from selenium.webdriver.common.by import By
 
     browser = _browser()
@@ -63,8 +68,19 @@ def check_report_in_browser(
             rows = browser.find_element(By.ID, "config").find_elements(By.CSS_SELECTOR, "table tr")
             # each budget beside the paper's
             assert len(rows) == 1 + budgets and "247 objects" in rows[3].text
-        # the page opens on what is broken
-        broken = browser.find_elements(By.TAG_NAME, "section")[0]
+        # the page opens on the verdicts against the papers, then what is broken
+        sections = browser.find_elements(By.TAG_NAME, "section")
+        if verdicts:
+            rows = sections[0].find_elements(By.CSS_SELECTOR, "table tr")[1:]
+            assert sections[0].get_attribute("id") == "verdicts" and len(rows) == verdicts
+            column = [th.text for th in sections[0].find_elements(By.TAG_NAME, "th")].index(
+                "verdict"
+            )
+            assert all(
+                row.find_elements(By.TAG_NAME, "td")[column].text in VERDICTS for row in rows
+            )
+            sections = sections[1:]
+        broken = sections[0]
         assert broken.get_attribute("id") == "broken"
         # the distinct bugs per game and kind, then the groups, the most severe open
         counts = broken.find_elements(By.CSS_SELECTOR, "table")[0]

@@ -68,6 +68,9 @@ def wuji_like_run(tmp_path):
 def test_the_report_shows_the_sections_the_run_fills_and_no_empty_ones(wuji_like_run):
     page = render_report(wuji_like_run)
     empty = {"fps", "maps", "plans"}  # a Wuji comparison draws no frame times, maps or plans
+    # it opens on the verdict: two seeds a strategy cannot tell the paper's orderings apart
+    assert page.index('<section id="verdicts">') < page.index('<section id="broken">')
+    assert "<td>not comparable at this budget</td><td>2 seed(s) a strategy" in page
     for section, _ in SECTIONS:
         assert (f'<section id="{section}">' in page) == (section not in empty)
         assert (f'href="#{section}"' in page) == (section not in empty)
@@ -137,7 +140,11 @@ def test_the_report_opens_in_a_browser_on_what_is_broken(wuji_like_run, tmp_path
     # sections filled: tests/test_main_job.py.)
     absent = {"fps", "maps", "plans"}
     check_report_in_browser(
-        write_report(wuji_like_run), tmp_path / "report.png", absent=absent, min_images=5
+        write_report(wuji_like_run),
+        tmp_path / "report.png",
+        absent=absent,
+        min_images=5,
+        verdicts=1,
     )
 
 
