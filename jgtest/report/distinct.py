@@ -10,6 +10,7 @@ cites it.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from jgtest.records import BugRecord
 
@@ -36,7 +37,9 @@ class DistinctBug:
 
 def bug_key(record: BugRecord) -> tuple:
     """What makes a record's bug this bug: on a game whose bugs are injected and numbered (the
-    twins, ``telemetry.bugs_fired``), the game, kind and id; on a bridged or adapted game
+    twins, ``telemetry.bugs_fired``), the game, kind, id and the game's options (``game_kwargs``:
+    where its bugs are placed, so that Wuji's runs, which re-draw the bugs from their seeds, keep
+    the bugs of each placement apart); on a bridged or adapted game
     (``vizdoom:``, ``gym:``, ``gymnax:``, ``craftax:``, …), where an id names an oracle (a crash,
     stuck, an assertion), also its position rounded to :data:`PLACE` units (a low-FPS point's id is
     its cell already)."""
@@ -45,7 +48,10 @@ def bug_key(record: BugRecord) -> tuple:
     bridged = (
         is_host_game(record.game) or ":" in record.game
     )  # bridged, or adapted (gymnax:, craftax:)
-    if not bridged or record.kind == "low_fps":
+    if not bridged:
+        placed = json.dumps(record.game_kwargs, sort_keys=True, default=str)
+        return (record.game, record.kind, record.bug_id, placed)
+    if record.kind == "low_fps":
         return (record.game, record.kind, record.bug_id)
     place = tuple(round(p / PLACE) for p in record.position)
     return (record.game, record.kind, record.bug_id, place)
