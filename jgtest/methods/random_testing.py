@@ -355,12 +355,13 @@ def run_in_console(
     from jgtest.report.console import progress, show
 
     with progress(quiet, ("bugs", "bugs")) as bars:
+        name = f"random × {config.game}"
         task = bars.add_task(
-            f"random × {config.game}", total=config.num_envs * config.steps_per_env, bugs=0
+            f"{name} (compiling)", total=config.num_envs * config.steps_per_env, bugs=0
         )
 
         def on_chunk(done, total, bugs):
-            bars.update(task, completed=min(done, total), total=total, bugs=bugs)
+            bars.update(task, description=name, completed=min(done, total), total=total, bugs=bugs)
 
         summary = run(config, out_dir, progress=on_chunk, resume=resume)
     table = Table(title=f"random testing of {config.game}")
