@@ -85,17 +85,30 @@ def population_plot(
     path: str | os.PathLike,
     title: str = "",
 ) -> Path:
-    """Final populations in the (exploration, winning) plane, the first front outlined (Fig. 9);
-    ``populations[strategy]``: ``{"exploration", "winning", "front"}`` lists
-    (``population.json``)."""
+    """Final populations in the (exploration, winning) plane (Fig. 9), each strategy's first front
+    ringed and drawn as the staircase it dominates; ``populations[strategy]``:
+    ``{"exploration", "winning", "front"}`` lists (``population.json``). Where every individual
+    has the same winning score, the title says so: the front is then the most exploring one."""
     fig = Figure(figsize=(7.0, 5.0))
     ax = fig.add_subplot()
+    flat = []
     for i, (strategy, pop) in enumerate(populations.items()):
         x, y, front = (np.asarray(pop[k]) for k in ("exploration", "winning", "front"))
-        ax.scatter(x, y, s=20, color=f"C{i % 10}", alpha=0.6, label=strategy)
+        color = f"C{i % 10}"
+        ax.scatter(x, y, s=20, color=color, alpha=0.6, label=strategy)
         first = np.flatnonzero(front == 0)
         order = first[np.argsort(x[first])]
-        ax.plot(x[order], y[order], color=f"C{i % 10}", linewidth=1.0)
+        ax.scatter(x[order], y[order], s=90, facecolors="none", edgecolors=color, linewidths=1.5)
+        # the boundary of what the front dominates, down to the lowest winning score
+        stairs_x = np.concatenate([x[order], [x[order][-1]]])
+        stairs_y = np.concatenate([y[order], [y.min()]])
+        ax.step(stairs_x, stairs_y, where="post", color=color, linewidth=1.0)
+        if len(y) and np.ptp(y) == 0:
+            flat.append(f"{strategy} {y[0]:.3g}")
+    if flat:
+        title = (title + "\n" if title else "") + (
+            "one winning score for all (" + ", ".join(flat) + "): the front is the most exploring"
+        )
     ax.set_xlabel("exploration score (distinct states per run)")
     ax.set_ylabel("winning score (discounted return)")
     ax.set_title(title)

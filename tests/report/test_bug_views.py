@@ -66,3 +66,25 @@ def test_a_texture_bugs_clip_outlines_its_object(tmp_path):
     row0, col0, row1, _ = (int(v) * CLIP_SCALE for v in boxes[-1])
     edge = last[row0:row1, col0 - 1]  # the outline's left side
     assert (edge == (255, 40, 40)).all(axis=-1).mean() > 0.9
+
+
+def test_the_population_plot_rings_each_front_and_names_a_flat_one(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from jgtest.report import wuji_plots
+
+    drawn = []
+    monkeypatch.setattr(wuji_plots, "save_figure", lambda fig, path: drawn.append(fig) or path)
+    pops = {
+        "wuji": {"exploration": [3, 5, 8, 2], "winning": [-0.866] * 4, "front": [1, 1, 0, 2]},
+        "drl": {"exploration": [4, 6, 1], "winning": [0.2, 0.1, 0.5], "front": [0, 0, 0]},
+    }
+    wuji_plots.population_plot(pops, tmp_path / "population.png", "Block Maze")
+    (fig,) = drawn
+    assert isinstance(fig, Figure)
+    (ax,) = fig.axes
+    ringed = [c.get_offsets() for c in ax.collections if len(c.get_facecolors()) == 0]
+    assert [len(r) for r in ringed] == [1, 3]  # wuji's front is its most exploring individual
+    stairs = ax.get_lines()[1].get_xydata()  # drl's: across at each front point, then down
+    assert stairs[:3].tolist() == [[1, 0.5], [4, 0.2], [6, 0.1]]
+    assert "one winning score for all (wuji -0.866)" in ax.get_title()
