@@ -41,3 +41,23 @@ def test_the_notebook_runs(path, tmp_path, monkeypatch):
         if "image/png" in o.get("data", {})
     ]
     assert images, f"{path.name} drew no picture"
+
+
+#: The notebooks that tell their paper's story: a small run, its figure beside the paper's, what to
+#: try next, committed with their outputs.
+STORIES = ("reline",)
+
+
+@pytest.mark.parametrize("name", STORIES)
+def test_a_story_notebook_is_committed_with_its_outputs_and_the_papers_figure(name):
+    import nbformat
+
+    book = nbformat.read(NOTEBOOKS[0].parent / f"{name}.ipynb", as_version=4)
+    code = [cell for cell in book.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count for cell in code), "run it and save it with its outputs"
+    assert any("the paper" in "".join(cell.source) for cell in code)  # plotted beside the paper's
+    assert sum("image/png" in o.get("data", {}) for cell in code for o in cell.outputs) >= 2
+    assert any(
+        cell.cell_type == "markdown" and cell.source.startswith("## What to try next")
+        for cell in book.cells
+    )
