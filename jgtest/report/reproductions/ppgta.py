@@ -860,8 +860,8 @@ def ppgta_test_policy_section(results: Results) -> str:
 #: The frame encoders in words (:data:`jgtest.nets.frame_encoder.FRAME_ENCODERS`).
 ENCODER_WORDS = {
     "scratch": "a CNN learned from scratch by masked inverse dynamics",
-    "efficientnet-lite0": "ImageNet's EfficientNet-Lite0, its trunk frozen, a projection learned "
-    "by masked inverse dynamics",
+    "efficientnet-lite0": "ImageNet's EfficientNet-Lite0, a projection learned by masked inverse "
+    "dynamics",
 }
 
 
@@ -873,7 +873,10 @@ def ppgta_encoders_section(results: Results) -> str:
     kinds = list(next(iter(runs.values()))["start_kinds"])
     rows = [
         [
-            ENCODER_WORDS.get(fe, fe) + (f" ({run['fe_tuning']})" if "fe_tuning" in run else ""),
+            ENCODER_WORDS.get(fe, fe)
+            + (
+                f" (its trunk {run['fe_tuning']})" if fe != "scratch" and "fe_tuning" in run else ""
+            ),
             *[pct(run["players"]["learned"][k]["success_by_rule"][run["rule"]], 0) for k in kinds],
             pct(learned_pass_rate(run)),
             num(run["models_wall_s"]),
@@ -899,7 +902,7 @@ def ppgta_encoders_section(results: Results) -> str:
             ],
             rows,
         ),
-        "\n".join(
+        "\n\n".join(
             provenance(name, results[name]) for name in results.names("ppgta_test_policy*_s0.json")
         ),
     )
