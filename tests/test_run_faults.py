@@ -195,4 +195,5 @@ def test_a_budget_the_default_chunk_does_not_divide_is_played_exactly(tmp_path):
         == 0
     )
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["env_steps"] == 8 * 250
-    assert json.loads((tmp_path / "r" / "config.json").read_text())["chunk_steps"] == 125
+    # the default chunk: the largest divisor up to a tenth of the steps, so the bar moves 10 times
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["chunk_steps"] == 25

@@ -41,9 +41,19 @@ def smallest_p(seeds: int) -> float:
     return 2 / math.comb(2 * seeds, seeds)
 
 
-def wuji_verdict(summary: dict) -> tuple[str, str, str, str]:
-    """Wuji's claims on the comparison's game against its means."""
-    claims = WUJI_MAZE_CLAIMS if summary.get("game") == "BlockMaze-v0" else WUJI_COMBAT_CLAIMS
+def wuji_verdict(summary: dict) -> tuple[str, str, str, str] | None:
+    """Wuji's claims on the comparison's game against its means (the claims whose strategies all
+    ran; ``None`` when none did)."""
+    ran = set(summary["strategies"])
+    claims = [
+        claim
+        for claim in (
+            WUJI_MAZE_CLAIMS if summary.get("game") == "BlockMaze-v0" else WUJI_COMBAT_CLAIMS
+        )
+        if set(claim[3]) | set(claim[4]) <= ran
+    ]
+    if not claims:
+        return None
     rows = claim_rows(summary, claims)
     held = [row[0] for row in rows if row[3] == "yes"]
     ours = f"{len(held)} of the {len(rows)} claims hold on the means" + (

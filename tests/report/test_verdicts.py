@@ -47,3 +47,18 @@ def test_plans_are_comparable_only_on_a_broken_level():
     broken = {"plans": {"plans": {"a.json": [run(False, "node 2: press switch")]}, "variant": "x"}}
     assert campaign_verdict(broken)[2] == REPRODUCED
     assert campaign_verdict({"method": "reline", "low_fps": {}}) is None  # no paper figure to judge
+
+
+def test_a_wuji_run_of_some_strategies_is_judged_on_the_claims_they_make():
+    stat = lambda m: {"mean": m, "sd": 0.0, "per_seed": [m] * 4}
+    summary = {"game": "BlockMaze-v0", "seeds": 4, "strategies": ["ea_m"]}
+    summary |= {"bugs_found": {"ea_m": stat(1.0)}, "state_coverage": {"ea_m": stat(9.0)}}
+    assert campaign_verdict(summary) is None  # no claim of the paper is about EA_m alone
+    three = ["random", "ea_s", "drl"]
+    summary |= {
+        "strategies": three,
+        "bugs_found": {"random": stat(3.0), "ea_s": stat(1.0), "drl": stat(2.0)},
+        "state_coverage": {s: stat(9.0) for s in three},
+    }
+    ours, _, verdict, why = campaign_verdict(summary)
+    assert verdict == REPRODUCED and "random finds more bugs than EA_s and DRL" in ours
