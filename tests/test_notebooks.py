@@ -45,7 +45,7 @@ def test_the_notebook_runs(path, tmp_path, monkeypatch):
 
 #: The notebooks that tell their paper's story: a small run, its figure beside the paper's, what to
 #: try next, committed with their outputs.
-STORIES = ("reline", "wuji", "explicit_plans")
+STORIES = ("reline", "wuji", "explicit_plans", "ppgta")
 
 
 @pytest.mark.parametrize("name", STORIES)
