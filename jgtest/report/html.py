@@ -14,7 +14,6 @@ import base64
 import dataclasses
 import datetime
 import json
-import math
 import os
 import shlex
 import warnings
@@ -24,7 +23,7 @@ from jgtest.errors import BadFile
 from jgtest.files import read_json, write_text
 from jgtest.records import read_bug_records
 from jgtest.report.broken import broken_section
-from jgtest.report.verdicts import verdict_table
+from jgtest.report.verdicts import smallest_p, verdict_table
 
 #: ``(id, heading)`` of the page's sections, in order.
 SECTIONS = (
@@ -280,7 +279,7 @@ def too_few_seeds_note(seeds: int, alpha: float = 0.05) -> str:
     other."""
     if seeds < 1:
         return ""
-    smallest = 2 / math.comb(2 * seeds, seeds)
+    smallest = smallest_p(seeds)
     if smallest < alpha:
         return ""
     return (
