@@ -92,11 +92,7 @@ def replay_telemetry(record: BugRecord, shortest: bool = True) -> tuple[object, 
     Raises:
       BadFile: the record cannot be replayed here (:func:`replayable`).
     """
-    trace = np.asarray((record.trace_min if shortest else None) or record.actions, np.int32)
-    env, params, run = replayable(
-        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
-        lambda: _game(record.game, options_key(record.game_kwargs)),
-    )
+    trace, env, params, run = _replayable_trace(record, shortest)
     padded = np.zeros(max(len(trace), int(np.asarray(params.max_steps_in_episode))), np.int32)
     padded[: len(trace)] = trace
     telemetry = run(params, record.seed, record.env_index, record.episode, jnp.asarray(padded))
@@ -153,11 +149,7 @@ def replay_frames(record: BugRecord) -> np.ndarray:
     Raises:
       BadFile: the record cannot be replayed here (:func:`replayable`), or its game draws no frames.
     """
-    trace = np.asarray(record.trace_min or record.actions, np.int32)
-    env, params, _ = replayable(
-        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
-        lambda: _game(record.game, options_key(record.game_kwargs)),
-    )
+    trace, env, params, _ = _replayable_trace(record)
     if "rgb_frames" not in env.signals:
         raise BadFile(f"{record.game} draws no frames")
     frames = replay_trace(
@@ -183,12 +175,8 @@ def replay_object_boxes(record: BugRecord) -> np.ndarray | None:
     """
     if record.kind != "texture":
         return None
-    trace = np.asarray(record.trace_min or record.actions, np.int32)
+    trace, env, params, _ = _replayable_trace(record)
     options = options_key(record.game_kwargs)
-    env, params, _ = replayable(
-        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
-        lambda: _game(record.game, options),
-    )
     if "objects" not in env.signals or not hasattr(env, "observe"):
         return None
     boxes = _box_replayer(record.game, options)(
@@ -214,6 +202,18 @@ def _box_replayer(name: str, options: tuple):
         return jax.lax.scan(body, state, (jnp.arange(actions.shape[0]), actions))[1]
 
     return jax.jit(boxes)
+
+
+def _replayable_trace(record: BugRecord, shortest: bool = True):
+    """``(trace, env, params, replay)``: the actions a view replays (the record's shortest
+    reproducer, ``trace_min``, else its actions; with ``shortest=False`` its actions) and its game
+    checked against them (:func:`replayable`)."""
+    trace = np.asarray((record.trace_min if shortest else None) or record.actions, np.int32)
+    game = replayable(
+        dataclasses.replace(record, actions=tuple(trace.tolist()), step=len(trace) - 1),
+        lambda: _game(record.game, options_key(record.game_kwargs)),
+    )
+    return (trace, *game)
 
 
 def replayable(record: BugRecord, build=None):

@@ -340,21 +340,9 @@ def test_a_pygame_drawn_game_runs_without_audio_or_display_errors(tmp_path):
     """CartPole draws with pygame, whose SDL would print ALSA's and XDG's errors on a machine with
     no sound card or display: the bridge picks SDL's dummy drivers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SDL_")}
+    argv = "run random --game gym:CartPole-v1 --episodes 2 --quiet".split()
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jgtest.cli",
-            "run",
-            "random",
-            "--game",
-            "gym:CartPole-v1",
-            "--episodes",
-            "2",
-            "--quiet",
-            "--out",
-            str(tmp_path / "run"),
-        ],
+        [sys.executable, "-m", "jgtest.cli", *argv, "--out", str(tmp_path / "run")],
         capture_output=True,
         text=True,
         timeout=300,
