@@ -12,24 +12,62 @@ def test_one_notebook_per_system_and_one_on_embedding():
     assert {p.stem for p in NOTEBOOKS} == {"wuji", "reline", "ppgta", "explicit_plans", "embedding"}
 
 
-#: The notebook the default run executes (the quickest, about 25 s); the others run with ``-m slow``
-#: (RELINE's and Wuji's about a minute each, PPGTA's, which trains its models, about 8).
-QUICK = ("explicit_plans",)
+#: Each notebook's small settings, run after its ``parameters`` cell (papermill's convention; the
+#: stored outputs are the notebook's own settings').
+SMALL = {
+    "reline": "RANDOM_STEPS = 20\n"
+    "MODELS, EVAL_EPISODES = 1, 4\n"
+    'CEM = (("num_iterations", 2), ("num_evals", 1), ("episodes_per_iter", 4))\n'
+    'GAME = (("max_steps_in_episode", 80),)',
+    "wuji": "POPULATION, GENERATIONS, SEEDS = 2, 1, 2\n"
+    "A2C = WujiA2CConfig(hidden_sizes=(8, 8, 8), num_envs=2, updates_per_round=1, max_rounds=1)",
+    "ppgta": "EPISODES, EPISODE_STEPS = 5, 200\n"
+    "MODELS = "
+    + repr(
+        {
+            "path_trajectories": 6,
+            "path_steps": 24,
+            "circle_trajectories": 6,
+            "circle_steps": 24,
+            "k": 2,
+            "cnn_layers": ((8, 8, 4), (8, 4, 2)),
+            "cnn_dense": 32,
+            "policy": (("local_hidden", 8), ("global_hidden", 16), ("mlp", (16,))),
+            "inverse_epochs": 1,
+            "imitation_epochs": 2,
+            "imitation_warmup": 1,
+            "detector_shots": 40,
+            "detector_epochs": 1,
+            "oracle_shots": 60,
+            "oracle_epochs": 1,
+        }
+    ),
+    "embedding": "UPDATES, RND_UPDATES = 3, 3",
+}
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p if p.stem in QUICK else pytest.param(p, marks=pytest.mark.slow) for p in NOTEBOOKS],
-    ids=lambda p: p.stem,
-)
-def test_the_notebook_runs(path, tmp_path, monkeypatch):
+def _with_small_settings(book, name: str):
+    """``book`` with :data:`SMALL`'s cell for ``name`` after its ``parameters`` cell (a notebook
+    without one runs as it is)."""
+    import nbformat
+
+    if name not in SMALL:
+        return book
+    tagged = [i for i, c in enumerate(book.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "one cell tagged parameters"
+    book.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(SMALL[name]))
+    return book
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_notebook_runs_on_small_settings(path, tmp_path, monkeypatch):
     import nbformat
     from nbclient import NotebookClient
 
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     # figures as outputs, whatever the test process uses
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    book = nbformat.read(path, as_version=4)
+    book = _with_small_settings(nbformat.read(path, as_version=4), path.stem)
     NotebookClient(
         book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
@@ -45,7 +83,7 @@ def test_the_notebook_runs(path, tmp_path, monkeypatch):
 
 #: The notebooks that tell their paper's story: a small run, its figure beside the paper's, what to
 #: try next, committed with their outputs.
-STORIES = ("reline", "wuji", "explicit_plans", "ppgta")
+STORIES = ("reline", "wuji", "explicit_plans", "ppgta", "embedding")
 
 
 @pytest.mark.parametrize("name", STORIES)

@@ -24,12 +24,14 @@ def models_config(
     dagger_rounds: int = 0,
     fe: str = "scratch",
     fe_tuning: str = "frozen",
+    overrides: dict | None = None,
 ):
     """PPGTA's models' settings for the park ``game_kwargs`` builds (small ones when ``quick``),
     trained with ``seed`` (the campaign's, or ``--models-seed``): the demonstrations, the networks'
     initialisations and the imitation all vary with it, and so do PPGTA's results
     (``docs/methods/park.md``); ``dagger_rounds`` (``--dagger-rounds``), ``fe`` (``--fe``) and
-    ``fe_tuning`` (``--fe-tuning``) as :class:`jgtest.methods.park.models.PPGTAModelsConfig`'s.
+    ``fe_tuning`` (``--fe-tuning``) as :class:`jgtest.methods.park.models.PPGTAModelsConfig`'s;
+    ``overrides``: any other of its fields (e.g. ``{"inverse_epochs": 1}``).
 
     Raises:
       BadInput: an option the park does not have, an unknown frame encoder, or the pretrained one
@@ -44,6 +46,7 @@ def models_config(
         "fe": fe,
         "fe_tuning": fe_tuning,
         **game_kwargs,
+        **(overrides or {}),
     }
     try:
         return (
@@ -64,17 +67,27 @@ def models_for(config, where: Path, log=print):
 
 
 def _agent_config(
-    agent: str, game_kwargs: dict, episodes: int, seed: int, detector: str, models_config
+    agent: str,
+    game_kwargs: dict,
+    episodes: int,
+    seed: int,
+    detector: str,
+    models_config,
+    episode_steps: int | None = None,
 ):
-    """The campaign settings of ``agent`` (checked: built before anything is written)."""
+    """The campaign settings of ``agent`` (checked: built before anything is written); episodes of
+    ``episode_steps`` (default: the paper's 2,000)."""
     from jgtest.methods.park import inspector, ppgta
 
+    length = {} if episode_steps is None else {"episode_steps": episode_steps}
     if agent == "ppgta":
         return ppgta.PPGTAConfig(
-            episodes=episodes, seed=seed, detector=detector, models=models_config
+            episodes=episodes, seed=seed, detector=detector, models=models_config, **length
         )
     try:
-        return inspector.InspectorConfig(agent=agent, episodes=episodes, seed=seed, **game_kwargs)
+        return inspector.InspectorConfig(
+            agent=agent, episodes=episodes, seed=seed, **length, **game_kwargs
+        )
     except TypeError as error:
         raise BadInput(str(error)) from None
 
@@ -111,6 +124,8 @@ def run_in_console(
     dagger_rounds: int = 0,
     fe: str = "scratch",
     fe_tuning: str = "frozen",
+    models_overrides: dict | None = None,
+    episode_steps: int | None = None,
 ) -> dict:
     """Plays ``method`` (an agent of :data:`AGENTS`, or ``compare-explorers``: all three) on
     ParkWorld-v0 into the run directory ``out`` (:func:`jgtest.run_dir.prepare_run_dir` with
@@ -120,7 +135,8 @@ def run_in_console(
     models are trained once, §V-B), one set a seed varies the whole pipeline; ``dagger_rounds`` of
     DAgger on their path imitation (beyond the paper,
     :func:`jgtest.methods.park.models.path_dagger`); ``fe`` and ``fe_tuning``: their frame encoder
-    (:func:`models_config`).
+    (:func:`models_config`), and ``models_overrides``, any other of their settings (a notebook's
+    smaller models); episodes of ``episode_steps`` (default: the paper's 2,000).
 
     PPGTA's models are loaded from ``models_dir`` (default ``OUT/models``) when trained there, else
     trained there first. ``compare-explorers`` plays the three over the same episodes and starts,
@@ -147,12 +163,15 @@ def run_in_console(
             dagger_rounds,
             fe,
             fe_tuning,
+            models_overrides,
         )
         if "ppgta" in agents
         else None
     )
     configs = {
-        agent: _agent_config(agent, game_kwargs, episodes, seed, detector, models_settings)
+        agent: _agent_config(
+            agent, game_kwargs, episodes, seed, detector, models_settings, episode_steps
+        )
         for agent in agents
     }
     out = prepare_run_dir(out, overwrite, resume)
