@@ -79,12 +79,25 @@ def add_parser(sub) -> None:
         )
         add_junit_option(cmd, "a test case per validation, a failure per distinct failure")
         cmd.set_defaults(func=_run_plans)
+    from jgtest.plans.text import READERS
+
     text = commands.add_parser(
         "from-text", help="a plan from QA-style instructions (one or more sentences per line)"
     )
     text.add_argument("steps", help="a text file of instructions")
-    text.add_argument("--game", default="Dungeon-v0")
+    text.add_argument(
+        "--game",
+        default="Dungeon-v0",
+        help="Dungeon-v0 or a ViZDoom level (vizdoom:freedoom1/E1M1)",
+    )
     text.add_argument("-o", "--out", required=True, metavar="PLAN.json")
+    text.add_argument(
+        "--reader",
+        choices=READERS,
+        default=READERS[0],
+        help="by meaning with the lexicon's words and spelling (default), by meaning alone, or by "
+        "the lexicon alone (Dungeon-v0 only)",
+    )
     text.add_argument(
         "--accept-best",
         action="store_true",
@@ -196,13 +209,13 @@ def _from_text(args) -> int:
 
     text = read_text(args.steps)
     vocab = plan_game(args.game)  # refuses a game plans do not run on, before the pipeline loads
-    if not hasattr(vocab, "ACTION_WORDS"):
+    if args.reader == "lexicon" and not hasattr(vocab, "ACTION_WORDS"):
         raise PlanError(
-            f"--game {args.game}: instructions are read for Dungeon-v0 only (its words for "
-            "actions and actors); write a level's plan as JSON"
+            f"--game {args.game}: the lexicon reader has words for Dungeon-v0 only; read it by "
+            "meaning (--reader combined)"
         )
-    env, _ = jgtest.make(args.game)
-    readings = TextToPlan().read(text, vocab)
+    env = jgtest.make(args.game)[0] if args.game == "Dungeon-v0" else args.game
+    readings = TextToPlan(reader=args.reader).read(text, vocab)
     for reading in readings:
         print(
             f"{reading.where}: {reading.best}"

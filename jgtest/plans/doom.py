@@ -62,6 +62,23 @@ def actor_name(engine_name: str) -> str:
     return " ".join(re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", engine_name)).lower()
 
 
+#: Reading by meaning: the Doom actions in canonical phrases, their object an "it".
+DOOM_ACTION_PHRASES = {
+    "use": ("use it", "open it", "press it", "switch it on", "flip it"),
+    None: ("go to it", "pick it up", "walk over it", "collect it", "get it", "take it"),
+}
+#: The names players give the targets whose plan names say otherwise (Doom's manual's).
+TARGET_NAMES = {
+    "medikit": ("the medkit", "the health pack"),
+    "stimpack": ("the small health pack",),
+    "blue card": ("the blue key",),
+    "yellow card": ("the yellow key",),
+    "red card": ("the red key",),
+    "exit": ("the end of the level",),
+    "shell": ("the shells", "the shotgun ammo"),
+}
+
+
 class DoomPlans:
     """The plan vocabulary of one level and its targets: ``ACTIONS``, ``ACTOR_TYPES``,
     ``EVENTS``, and :meth:`target` for a node.
@@ -78,6 +95,7 @@ class DoomPlans:
     """
 
     RULES = LOCATIONS = False
+    ACTION_PHRASES = DOOM_ACTION_PHRASES
     ACTIONS = {"use": USE}
     EVENTS = ("use", "crossing it", "reaching it")
 
@@ -126,6 +144,15 @@ class DoomPlans:
             for name, found in targets.items()
         }
         self.ACTOR_TYPES = tuple(self.targets)
+        # reading by meaning (jgtest.plans.meaning): doors, switches and the exit are used, the
+        # things a player picks up walked onto
+        self.READINGS = tuple(
+            ("use", name) if found[0].kind != "pickup" else (None, name)
+            for name, found in self.targets.items()
+        )
+        self.ACTOR_PHRASES = {
+            name: (f"the {name}", *TARGET_NAMES.get(name, ())) for name in self.targets
+        }
 
     def target(self, node, where: str) -> Target:
         """The target of ``node`` (at ``where``, e.g. ``nodes[1]``), its action checked against it.

@@ -118,3 +118,35 @@ ACTOR_WORDS = {
 }
 #: Actors a node without an action walks onto (the others, beside).
 WALK_ONTO = ("collectable",)
+
+#: Reading by meaning (:mod:`jgtest.plans.meaning`): the (action, actor type) pairs a sentence may
+#: be read as, those the level validates (:data:`CHECKS`) and getting to any actor (``None``), so
+#: that no sentence becomes a step the level cannot check ("hit the switch" is never an attack).
+READINGS = (*CHECKS, *((None, actor) for actor in ACTOR_TYPES))
+#: Each action in a few canonical phrases, its object an "it" (the object is read apart).
+ACTION_PHRASES = {
+    "interact": (
+        "press it",
+        "use it",
+        "activate it",
+        "operate it",
+        "switch it on",
+        "flip it",
+        "pull it",
+        "toggle it",
+    ),
+    "attack": ("attack it", "kill it", "fight it"),
+    "jump": ("jump over it", "leap across it"),
+    None: ("go to it", "walk up to it", "reach it", "approach it"),
+}
+#: What an action is called on one actor type only: getting to a coin is collecting it.
+READING_PHRASES = {(None, "collectable"): ("pick it up", "collect it")}
+#: Each actor type in a few canonical noun phrases, its role in the level among them.
+ACTOR_PHRASES = {
+    "switch": ("the switch", "the lever", "the button", "the switch that opens the door"),
+    "door": ("the door", "the gate"),
+    "lava": ("the lava", "the lava pit", "the gap to jump over"),
+    "shrine": ("the shrine", "the altar", "the shrine that ends the level"),
+    "enemy": ("the enemy", "the monster", "the goblin"),
+    "collectable": ("the coin", "the gem", "the item to collect"),
+}

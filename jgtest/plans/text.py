@@ -15,8 +15,9 @@ import random
 import re
 from pathlib import Path
 
+from jgtest.errors import BadInput
 from jgtest.files import write_json_atomically
-from jgtest.plans import lexicon
+from jgtest.plans import lexicon, meaning
 from jgtest.plans.model import Node, Plan, PlanError, Precondition, Rule, plan_game
 
 DATA = Path(__file__).parent / "data" / "instructions.jsonl"
@@ -74,6 +75,11 @@ DISCOURSE = (
     "ok",
     "okay",
 )
+#: The readers :class:`TextToPlan` offers: by meaning with the lexicon's spelling slips mended
+#: first (the default), by meaning alone, and by the lexicon alone (WordNet and spelling).
+READERS = ("combined", "meaning", "lexicon")
+#: Discourse words that may come before a step's verb ("then", "please").
+_LEAD = frozenset(phrase for phrase in DISCOURSE if " " not in phrase)
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):]|[-*•])\s*", re.IGNORECASE)
 
 
@@ -175,18 +181,21 @@ class Reading:
     sentence: str
     best: Interpretation
     runner_up: Interpretation | None
+    floor: float = CONFIDENCE
+    margin: float = MARGIN
 
     @property
     def clear(self) -> bool:
-        """Whether the best is taken: at least :data:`CONFIDENCE`, and :data:`MARGIN` above a
-        runner-up that acts otherwise or on another actor (a runner-up of the other kind only does
-        not count)."""
+        """Whether the best is taken: at least ``floor``, and ``margin`` above a runner-up that
+        acts otherwise or on another actor (a runner-up of the other kind only does not count);
+        the lexicon reader's :data:`CONFIDENCE` and :data:`MARGIN`, the calibrated ones when read
+        by meaning (:class:`jgtest.plans.meaning.Thresholds`)."""
         rival = self.runner_up is not None and (self.runner_up.action, self.runner_up.actor) != (
             self.best.action,
             self.best.actor,
         )
-        return self.best.confidence >= CONFIDENCE and not (
-            rival and self.best.confidence - self.runner_up.confidence < MARGIN
+        return self.best.confidence >= self.floor and not (
+            rival and self.best.confidence - self.runner_up.confidence < self.margin
         )
 
     @property
@@ -232,9 +241,22 @@ class TextToPlan:
     acts on an actor of its type within :data:`RULE_DISTANCE` steps.
     """
 
-    def __init__(self, path: Path = DATA):
+    def __init__(
+        self,
+        path: Path = DATA,
+        reader: str = "combined",
+        thresholds: meaning.Thresholds | None = None,
+    ):
         import spacy
         from spacy.matcher import Matcher
+
+        if reader not in READERS:
+            raise BadInput(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
+        self.reader = reader
+        self.thresholds = thresholds or (
+            meaning.Thresholds.calibrated() if reader != "lexicon" else None
+        )
+        self._scorers: dict[str, meaning.MeaningScorer] = {}
 
         where = _cache_dir(path)
         if (where / "meta.json").exists() and (where / "metrics.json").exists():
@@ -273,17 +295,116 @@ class TextToPlan:
         """Every sentence of ``text`` (one or more per line) read against ``vocab`` (a game's plan
         module); a sentence of discourse words only ("Thanks.") says nothing to do and is passed
         over."""
+        sentences = [
+            (number, sentence)
+            for number, line in enumerate(text.splitlines(), 1)
+            for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip()))
+            if any(c.isalpha() for c in self.strip_discourse(sentence))
+        ]
+        if self.reader == "lexicon":
+            return [self._read_sentence(number, sentence, vocab) for number, sentence in sentences]
+        return self._read_by_meaning(sentences, vocab)
+
+    def _scorer(self, vocab) -> meaning.MeaningScorer:
+        """The game's phrases embedded once; the combined reader's with the lexicon's words too
+        (``ACTION_WORDS`` as "word it", ``ACTOR_WORDS`` as "the word")."""
+        key = getattr(vocab, "level_name", None) or vocab.__name__
+        if key not in self._scorers:
+            lexical = self.reader == "combined"
+            self._scorers[key] = meaning.MeaningScorer(
+                vocab,
+                extra_actions={
+                    a: tuple(f"{w} it" for w in words)
+                    for a, words in getattr(vocab, "ACTION_WORDS", {}).items()
+                    if a is not None  # its words mix moving ("go") and collecting ("grab")
+                }
+                if lexical
+                else None,
+                extra_actors={
+                    a: tuple(f"the {w}" for w in words)
+                    for a, words in getattr(vocab, "ACTOR_WORDS", {}).items()
+                }
+                if lexical
+                else None,
+            )
+        return self._scorers[key]
+
+    def _mend_spelling(self, sentence: str, vocab) -> str:
+        """``sentence`` with each spelling slip (:func:`jgtest.plans.lexicon.word_similarity`'s
+        rule) replaced by the vocabulary's word it is nearest, within
+        :data:`jgtest.plans.lexicon.FUZZY_CUTOFF`."""
+        from rapidfuzz import fuzz, process
+
+        words = {
+            w
+            for phrases in (*vocab.ACTOR_PHRASES.values(), *vocab.ACTION_PHRASES.values())
+            for phrase in phrases
+            for w in phrase.split()
+            if len(w) > 2
+        }
+        words |= {w for seeds in getattr(vocab, "ACTION_WORDS", {}).values() for w in seeds}
+        words |= {w for seeds in getattr(vocab, "ACTOR_WORDS", {}).values() for w in seeds}
+
+        def mend(match: re.Match) -> str:
+            word = match.group(0)
+            if not lexicon._misspelt(word.lower()):
+                return word
+            found = process.extractOne(
+                word.lower(), words, scorer=fuzz.ratio, score_cutoff=lexicon.FUZZY_CUTOFF
+            )
+            return found[0] if found else word
+
+        return re.sub(r"[A-Za-z]+", mend, sentence)
+
+    def _read_by_meaning(self, sentences: list[tuple[int, str]], vocab) -> list[Reading]:
+        """Each sentence's steps read by meaning (:mod:`jgtest.plans.meaning`), the kind (node or
+        rule) the classifier's; a step of a compound sentence that names no object and only moves
+        ("walk across and pull the lever") is passed over."""
+        planned, last = [], ""
+        for number, sentence in sentences:
+            cats = self.nlp(self.strip_discourse(sentence)).cats
+            kind = "rule" if cats.get("RULE", 0.0) > cats.get("NODE", 0.0) else "node"
+            if meaning.is_condition(sentence):
+                kind = "rule"
+            text = _LIST_MARKER.sub("", sentence)
+            if self.reader == "combined":
+                text = self._mend_spelling(text, vocab)
+            # cut into steps before the discourse words go: "and", "then" join steps
+            parts = [
+                meaning.tokens(self.strip_discourse(" ".join(part)))
+                for part in meaning.steps(text, _LEAD)
+            ]
+            parts = [part for part in parts if part]
+            for tokens in parts:
+                step = meaning.split_step(tokens, last)
+                last = step.object or last
+                shown = sentence if len(parts) == 1 else f"{sentence} [{step.text}]"
+                planned.append((number, shown, kind, step, len(parts) > 1))
         readings = []
-        for number, line in enumerate(text.splitlines(), 1):
-            for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip())):
-                if any(c.isalpha() for c in self.strip_discourse(sentence)):
-                    readings.append(self._read_sentence(number, sentence, vocab))
+        scores = self._scorer(vocab).score([p[3] for p in planned])
+        for (number, shown, kind, step, compound), scored in zip(planned, scores):
+            ranked = sorted(scored.items(), key=lambda kv: -kv[1])
+            if compound and not step.object and ranked[0][0][0] is None:
+                continue
+            best, *rest = [Interpretation(kind, a, o, round(c, 4)) for (a, o), c in ranked[:2]]
+            readings.append(
+                Reading(
+                    number,
+                    shown,
+                    best,
+                    rest[0] if rest else None,
+                    self.thresholds.floor,
+                    self.thresholds.margin,
+                )
+            )
         return readings
 
     def plan(self, text: str, env, name: str = "", accept_best: bool = False) -> Plan:
         """The plan of ``text`` for ``env``'s level (:meth:`read`, then
-        :meth:`plan_from_readings`)."""
-        return self.plan_from_readings(self.read(text, plan_game(env.name)), env, name, accept_best)
+        :meth:`plan_from_readings`); a ViZDoom level by its game name
+        (``"vizdoom:freedoom1/E1M1"``), whose plans need no environment."""
+        game = env if isinstance(env, str) else env.name
+        return self.plan_from_readings(self.read(text, plan_game(game)), env, name, accept_best)
 
     @staticmethod
     def plan_from_readings(
@@ -294,7 +415,8 @@ class TextToPlan:
         Raises:
           PlanError: naming the line and sentence read below :data:`CONFIDENCE`, with its two best
             guesses (unless ``accept_best``), or a text with no node."""
-        vocab = plan_game(env.name)
+        game = env if isinstance(env, str) else env.name
+        vocab = plan_game(game)
         nodes, rules, guessed = [], [], []
         for reading in readings:
             best = reading.best
@@ -302,7 +424,9 @@ class TextToPlan:
                 if not accept_best:
                     raise PlanError(f"{reading.where}: {reading.guesses()}")
                 guessed.append(f"{reading.where}: took {best}")
-            if best.kind == "rule":
+            if not getattr(vocab, "RULES", True):  # a Doom level: its targets by name, no rules
+                nodes.append(Node(actor=best.actor, action=best.action))
+            elif best.kind == "rule":
                 rules.append(
                     Rule(
                         (Precondition(actor_near=best.actor, distance=RULE_DISTANCE),),
@@ -326,7 +450,7 @@ class TextToPlan:
                 )
         if not nodes:
             raise PlanError("text: no step became a node (a plan needs at least one)")
-        return Plan(env.name, tuple(nodes), tuple(rules), name, tuple(guessed))
+        return Plan(game, tuple(nodes), tuple(rules), name, tuple(guessed))
 
     @staticmethod
     def _verb(token, known: bool) -> str:

@@ -298,9 +298,18 @@ BAD_INVOCATIONS = [
         "{d}/latin1.json: not UTF-8 text (byte 0xe9 at offset 13)",
     ),
     (
-        ["from-text", "{d}/a_file", "--game", "vizdoom:freedoom1/E1M1", "-o", "{d}/out.json"],
-        "--game vizdoom:freedoom1/E1M1: instructions are read for Dungeon-v0 only (its words for "
-        "actions and actors); write a level's plan as JSON",
+        [
+            "from-text",
+            "{d}/a_file",
+            "--game",
+            "vizdoom:freedoom1/E1M1",
+            "--reader",
+            "lexicon",
+            "-o",
+            "{d}/out.json",
+        ],
+        "--game vizdoom:freedoom1/E1M1: the lexicon reader has words for Dungeon-v0 only; read it "
+        "by meaning (--reader combined)",
     ),
     (
         ["from-text", "{d}/a_file", "--game", "CartPoleBugs-v0", "-o", "{d}/out.json"],

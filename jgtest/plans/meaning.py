@@ -1,0 +1,238 @@
+"""Reading a plan's sentences by meaning: each step's object and its action frame scored against a
+game's canonical phrases with a paraphrase-trained sentence encoder (all-MiniLM-L6-v2,
+:mod:`jgtest.nets.sentence_encoder`), by cosine similarity.
+
+A sentence is cut into its steps (:func:`steps`: "Go to the gate and open it." is two), and each
+step into an **object phrase** ("the lever that opens the gate") and an **action frame** with the
+object as "it" ("pull it"); a pronoun takes the last step's object. A reading ``(action, actor)``
+of the game's ``READINGS`` then has the confidence
+
+    s_actor · s_action,   s_actor = max cos(object phrase, ACTOR_PHRASES[actor]),
+                          s_action = max cos(action frame, ACTION_PHRASES[action]
+                                                           + READING_PHRASES[(action, actor)]).
+
+``READING_PHRASES`` holds what an action is called on one actor only: getting to a coin is
+picking it up, getting to a switch is not.
+
+Scoring the action apart from its object is what tells "hit the switch" (pressing) from "go to the
+switch": a whole sentence's embedding is dominated by its noun, and the two read alike. The
+thresholds that refuse a reading (:class:`Thresholds`) are calibrated on the tuning sentences
+(:func:`calibrate`), never set by hand.
+
+* chosen: a game's readings are the steps it can validate, so no sentence is read as a step the
+  level cannot check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+import numpy as np
+
+#: Where the calibrated thresholds are kept (``python -m jgtest.plans.calibrate`` writes them).
+CALIBRATION = Path(__file__).parent / "data" / "meaning_calibration.json"
+DETERMINERS = frozenset(
+    "the a an any every each some all that this those these its his her their your".split()
+)
+PRONOUNS = frozenset("it them one there".split())
+#: Words that end an object phrase (prepositions, particles, conjunctions); a relative clause
+#: ("that opens the door") stays in it.
+PHRASE_END = frozenset(
+    "to by with at in on near behind once until from so before after when while and then if for "
+    "using without across over past through into onto up down off out around under along beside "
+    "next inside whenever unless as".split()
+)
+RELATIVES = frozenset("that which who where".split())
+#: A sentence opening on one of these is a condition and its main clause, never two steps.
+SUBORDINATORS = frozenset("if when whenever once should unless as".split())
+#: The conditions that make a sentence a rule, whatever the classifier says ("once" orders steps).
+CONDITIONS = frozenset("if when whenever should unless".split())
+#: Where a compound sentence may be cut, when a verb follows.
+JOINS = frozenset({",", ";", "and", "then"})
+_TOKEN = re.compile(r"[a-z0-9']+|[,;:]|(?<=\s)-(?=\s)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step of a sentence: its text, object phrase (``""``: none named) and action frame."""
+
+    text: str
+    object: str
+    frame: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """A reading is taken when its confidence is at least ``floor`` and ``margin`` above the best
+    reading with another action or actor."""
+
+    floor: float
+    margin: float
+
+    @classmethod
+    def calibrated(cls, path: Path = CALIBRATION) -> Thresholds:
+        stored = json.loads(path.read_text())
+        return cls(stored["floor"], stored["margin"])
+
+
+def _verb_like(word: str) -> bool:
+    """Whether ``word`` can open an imperative step: WordNet knows it as a verb."""
+    from jgtest.plans import lexicon
+
+    if word in DETERMINERS or word in PRONOUNS or word in PHRASE_END or not word.isalpha():
+        return False
+    return any(
+        lexicon.wordnet().synsets(lemma, lexicon.VERB) for lemma in lexicon.lemmas(word, "v")
+    )
+
+
+def tokens(text: str) -> list[str]:
+    """``text``'s lower-case words and the marks that shape a step (``,`` ``;`` ``:`` and a
+    spaced ``-``)."""
+    return _TOKEN.findall(text.lower())
+
+
+def is_condition(sentence: str) -> bool:
+    """Whether ``sentence`` opens on a condition that makes it a rule ("If a coin is near, pick it
+    up.", "Whenever..."): :data:`CONDITIONS`."""
+    words = tokens(sentence)
+    return bool(words) and words[0] in CONDITIONS
+
+
+def steps(sentence: str, lead: Collection[str] = ()) -> list[list[str]]:
+    """``sentence``'s steps as token lists, cut at a comma, ";", "and" or "then":
+
+    * followed by a verb: "go to the gate and open it" → "go to the gate", "open it";
+    * followed by another object of the same verb: "take the key and then the gem" → "take the
+      key", "take the gem".
+
+    Only when the sentence opens on a verb (after ``lead`` words, "then", "please"): "The gate,
+    open it." is one step, and so is a sentence opening on a condition ("If a coin is near, pick it
+    up.")."""
+    words = tokens(sentence)
+    first = next((k for k, w in enumerate(words) if w not in lead and w not in JOINS), None)
+    if first is None or words[first] in SUBORDINATORS or not _verb_like(words[first]):
+        return [words] if words else []
+    out, current, i = [], [], 0
+    while i < len(words):
+        j = i
+        while j < len(words) and words[j] in JOINS:
+            j += 1
+        if j > i and current and j < len(words):
+            verb = current[: _object_start(current) or 0]
+            if _verb_like(words[j]):
+                out.append(current)
+                current, i = [], j
+                continue
+            if words[j] in DETERMINERS and verb:
+                out.append(current)
+                current, i = list(verb), j
+                continue
+        current.append(words[i])
+        i += 1
+    return [*out, current] if current else out
+
+
+def _object_start(step: list[str]) -> int | None:
+    """Where ``step``'s object phrase begins (its first determiner after the verb), if it has
+    one."""
+    return next((k for k in range(1, len(step)) if step[k] in DETERMINERS), None)
+
+
+def split_step(tokens: list[str], last_object: str) -> Step:
+    """A step's object phrase and action frame (module docstring); a pronoun takes ``last_object``.
+
+    * object first, "button: push it", "the gate, open it", "at the gap, leap": the part before
+      the ``:``, ``-`` or comma is the object;
+    * a condition, "whenever a goblin gets close, kill it": the main clause is the frame, its
+      pronoun the condition's object;
+    * else the first determiner's phrase, to the first :data:`PHRASE_END` word ("pull the lever
+      that opens the gate" → "the lever that opens the gate", "pull it"); a pronoun; or, in a
+      terse note ("press switch"), the words after the verb.
+    """
+    text = " ".join(t for t in tokens if t not in ",;:-")
+    for mark in (":", "-", ","):
+        if mark in tokens:
+            k = tokens.index(mark)
+            before, after = tokens[:k], tokens[k + 1 :]
+            first = before[0] if before else ""
+            if mark != "," or first in DETERMINERS or first in PHRASE_END or first in SUBORDINATORS:
+                if first in SUBORDINATORS:
+                    condition = split_step(before[1:], last_object)
+                    main = split_step(after, condition.object or last_object)
+                    return Step(text, main.object, main.frame)
+                subject = [t for t in before if t not in PHRASE_END]
+                frame = split_step(after, " ".join(subject))
+                return Step(text, " ".join(subject), frame.frame)
+    words = [t for t in tokens if t not in ",;:-"]
+    for d in range(1, len(words)):
+        if words[d] in DETERMINERS and not (words[d] in RELATIVES and d + 1 == len(words)):
+            e = d + 1
+            while e < len(words) and words[e] not in PHRASE_END:
+                e += 1
+            return Step(text, " ".join(words[d:e]), " ".join([*words[:d], "it", *words[e:]]))
+    if any(w in PRONOUNS or w in ("that", "this") for w in words[1:]):
+        frame = [("it" if w in PRONOUNS or w in ("that", "this") else w) for w in words]
+        return Step(text, last_object, " ".join(frame))
+    start = 1
+    while start < len(words) and words[start] in PHRASE_END:
+        start += 1  # the verb's particles: "turn on switch"
+    end = start
+    while end < len(words) and words[end] not in PHRASE_END:
+        end += 1
+    if end > start:
+        return Step(
+            text, " ".join(words[start:end]), " ".join([*words[:start], "it", *words[end:]])
+        )
+    return Step(text, "", text)
+
+
+class MeaningScorer:
+    """A game vocabulary's canonical phrases (with ``extra_actions`` and ``extra_actors``, more
+    phrases by action and actor) embedded once; :meth:`score` for a plan's steps."""
+
+    def __init__(self, vocab, encoder=None, extra_actions=None, extra_actors=None):
+        from jgtest.nets.sentence_encoder import minilm
+
+        self.encoder = encoder or minilm()
+        self.readings = tuple(vocab.READINGS)
+        phrases = lambda own, extra: {
+            a: self.encoder.encode(list(dict.fromkeys((*p, *(extra or {}).get(a, ())))))
+            for a, p in own.items()
+        }
+        self._actor_phrases = phrases(vocab.ACTOR_PHRASES, extra_actors)
+        self._action_phrases = phrases(vocab.ACTION_PHRASES, extra_actions)
+        self._reading_phrases = {
+            reading: self.encoder.encode(list(p))
+            for reading, p in getattr(vocab, "READING_PHRASES", {}).items()
+        }
+
+    def score(self, plan_steps: list[Step]) -> list[dict[tuple, float]]:
+        """Each step's confidence in every reading, ``{(action, actor): s_actor · s_action}``; a
+        step naming no object scores its actors on its whole text."""
+        objects = self.encoder.encode([s.object or s.text for s in plan_steps])
+        frames = self.encoder.encode([s.frame for s in plan_steps])
+        out = []
+        for obj, frame in zip(objects, frames):
+            s_actor = {a: float(np.max(e @ obj)) for a, e in self._actor_phrases.items()}
+            s_action = {a: float(np.max(e @ frame)) for a, e in self._action_phrases.items()}
+            s_reading = {r: float(np.max(e @ frame)) for r, e in self._reading_phrases.items()}
+            scores = {}
+            for a, o in self.readings:
+                s = max(s_action[a], s_reading.get((a, o), 0.0))
+                scores[(a, o)] = s_actor[o] * s
+            out.append(scores)
+        return out
+
+
+def margin_to_rival(scores: dict[tuple, float]) -> tuple[tuple, float, float]:
+    """``(best reading, its confidence, its margin to the best reading with another action or
+    actor)``."""
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    best, confidence = ranked[0]
+    rival = ranked[1][1] if len(ranked) > 1 else 0.0
+    return best, confidence, confidence - rival
