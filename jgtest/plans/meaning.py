@@ -31,8 +31,6 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
-import numpy as np
-
 #: Where the calibrated thresholds are kept (``python -m jgtest.plans.calibrate`` writes them).
 CALIBRATION = Path(__file__).parent / "data" / "meaning_calibration.json"
 DETERMINERS = frozenset(
@@ -218,9 +216,9 @@ class MeaningScorer:
         frames = self.encoder.encode([s.frame for s in plan_steps])
         out = []
         for obj, frame in zip(objects, frames):
-            s_actor = {a: float(np.max(e @ obj)) for a, e in self._actor_phrases.items()}
-            s_action = {a: float(np.max(e @ frame)) for a, e in self._action_phrases.items()}
-            s_reading = {r: float(np.max(e @ frame)) for r, e in self._reading_phrases.items()}
+            s_actor = {a: float((e @ obj).max()) for a, e in self._actor_phrases.items()}
+            s_action = {a: float((e @ frame).max()) for a, e in self._action_phrases.items()}
+            s_reading = {r: float((e @ frame).max()) for r, e in self._reading_phrases.items()}
             scores = {}
             for a, o in self.readings:
                 s = max(s_action[a], s_reading.get((a, o), 0.0))
