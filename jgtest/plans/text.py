@@ -1,6 +1,10 @@
-"""Text to plan (the article's pipeline): each sentence classified as a node or a rule, its action
-and actor keywords tagged and matched to the game's vocabulary, read with a confidence; one below
-:data:`CONFIDENCE` is refused with its two best guesses (:class:`TextToPlan`).
+"""Text to plan: each sentence classified as a node or a rule, cut into its steps and each step
+read as one of the game's (action, actor) readings with a confidence; one read too low, or too
+close to another reading, is refused with its two best guesses (:class:`TextToPlan`).
+
+Three readers (:data:`READERS`): by meaning (:mod:`jgtest.plans.meaning`, a sentence encoder) with
+the lexicon's words and spelling, the default; by meaning alone; and by the lexicon alone, the
+article's pipeline (keywords tagged, then matched to the game's words by WordNet similarity).
 
 * chosen: discourse words removed by rule, because a learned tagger would have to have seen each.
 * chosen: a blank spaCy pipeline trained here, because no pretrained English pipeline installs.
@@ -209,10 +213,19 @@ class Reading:
 
 
 class TextToPlan:
-    """The trained pipeline (trained on first use, then loaded from the cache), :meth:`read` and
-    :meth:`plan`.
+    """The trained pipeline (trained on first use, then loaded from the cache), the ``reader``
+    (:data:`READERS`; by meaning, its ``thresholds``, default the calibrated ones), :meth:`read`
+    and :meth:`plan`.
 
-    Each sentence of each line is read in four steps:
+    **By meaning** (``combined``, ``meaning``), each sentence: its list marker goes, the classifier
+    (step 2 below) says node or rule (a sentence opening on "if" or "whenever" is a rule), it is cut
+    into steps (:func:`jgtest.plans.meaning.steps`), each step loses its discourse words, and
+    :class:`jgtest.plans.meaning.MeaningScorer` scores every reading; ``combined`` first mends
+    spelling slips against the game's words and adds its ``ACTION_WORDS`` and ``ACTOR_WORDS`` to
+    the phrases. A step is refused below ``thresholds.floor`` or within ``thresholds.margin`` of its
+    runner-up.
+
+    **By the lexicon** (``lexicon``), each sentence of each line is read in four steps:
 
     1. **Discourse words go, by rule**: a list marker at the start of a line ("1.", "-", "Step 2:"),
        then the spaCy ``Matcher``'s :data:`DISCOURSE` patterns, for order ("first", "then") and
