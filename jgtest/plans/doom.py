@@ -65,8 +65,10 @@ def actor_name(engine_name: str) -> str:
 #: Reading by meaning: the Doom actions in canonical phrases, their object an "it".
 DOOM_ACTION_PHRASES = {
     "use": ("use it", "open it", "press it", "switch it on", "flip it"),
-    None: ("go to it", "pick it up", "walk over it", "collect it", "get it", "take it"),
+    None: ("go to it", "walk over it"),
 }
+#: What getting to a pickup is called: collecting it.
+DOOM_PICKUP_PHRASES = ("pick it up", "collect it", "get it", "take it")
 #: The names players give the targets whose plan names say otherwise (Doom's manual's).
 TARGET_NAMES = {
     "medikit": ("the medkit", "the health pack"),
@@ -150,6 +152,9 @@ class DoomPlans:
             ("use", name) if found[0].kind != "pickup" else (None, name)
             for name, found in self.targets.items()
         )
+        self.READING_PHRASES = {
+            reading: DOOM_PICKUP_PHRASES for reading in self.READINGS if reading[0] is None
+        }
         self.ACTOR_PHRASES = {
             name: (f"the {name}", *TARGET_NAMES.get(name, ())) for name in self.targets
         }

@@ -209,28 +209,40 @@ class MeaningScorer:
             for reading, p in getattr(vocab, "READING_PHRASES", {}).items()
         }
 
-    def score(self, plan_steps: list[Step]) -> list[dict[tuple, float]]:
+    def score(
+        self, plan_steps: list[Step], contact: list[bool] | None = None
+    ) -> list[dict[tuple, float]]:
         """Each step's confidence in every reading, ``{(action, actor): s_actor · s_action}``; a
-        step naming no object scores its actors on its whole text."""
+        step naming no object scores its actors on its whole text. A step whose verb is one of
+        bodily ``contact`` (:func:`is_contact_verb`) acts on its object: getting there is read
+        only as collecting it (``READING_PHRASES``), never as walking to it."""
         objects = self.encoder.encode([s.object or s.text for s in plan_steps])
         frames = self.encoder.encode([s.frame for s in plan_steps])
         out = []
-        for obj, frame in zip(objects, frames):
+        for obj, frame, touches in zip(objects, frames, contact or [False] * len(plan_steps)):
             s_actor = {a: float((e @ obj).max()) for a, e in self._actor_phrases.items()}
             s_action = {a: float((e @ frame).max()) for a, e in self._action_phrases.items()}
             s_reading = {r: float((e @ frame).max()) for r, e in self._reading_phrases.items()}
             scores = {}
             for a, o in self.readings:
-                s = max(s_action[a], s_reading.get((a, o), 0.0))
-                scores[(a, o)] = s_actor[o] * s
+                own = 0.0 if touches and a is None else s_action[a]
+                scores[(a, o)] = s_actor[o] * max(own, s_reading.get((a, o), 0.0))
             out.append(scores)
         return out
 
 
-def margin_to_rival(scores: dict[tuple, float]) -> tuple[tuple, float, float]:
-    """``(best reading, its confidence, its margin to the best reading with another action or
-    actor)``."""
-    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
-    best, confidence = ranked[0]
-    rival = ranked[1][1] if len(ranked) > 1 else 0.0
-    return best, confidence, confidence - rival
+def is_contact_verb(step: Step, lead: Collection[str] = ()) -> bool:
+    """Whether the step's verb (its frame's first word after ``lead`` words) names bodily contact
+    in its commonest sense: WordNet files the first sense under ``verb.contact`` ("hit", "press",
+    "kick", "grab"), where moving verbs ("go", "reach", "head") are ``verb.motion``."""
+    from jgtest.plans import lexicon
+
+    words = [w for w in step.frame.split() if w not in lead]
+    if not words or not words[0].isalpha():
+        return False
+    senses = [
+        s
+        for lemma in lexicon.lemmas(words[0], lexicon.VERB)
+        for s in lexicon.wordnet().synsets(lemma, lexicon.VERB)
+    ]
+    return bool(senses) and senses[0].lexname() == "verb.contact"

@@ -394,7 +394,13 @@ class TextToPlan:
                 shown = sentence if len(parts) == 1 else f"{sentence} [{step.text}]"
                 planned.append((number, shown, kind, step, len(parts) > 1))
         readings = []
-        scores = self._scorer(vocab).score([p[3] for p in planned])
+        plan_steps = [p[3] for p in planned]
+        contact = (
+            [meaning.is_contact_verb(step, _LEAD) for step in plan_steps]
+            if self.reader == "combined"
+            else None
+        )
+        scores = self._scorer(vocab).score(plan_steps, contact)
         for (number, shown, kind, step, compound), scored in zip(planned, scores):
             ranked = sorted(scored.items(), key=lambda kv: -kv[1])
             if compound and not step.object and ranked[0][0][0] is None:
