@@ -13,6 +13,7 @@ article's pipeline (keywords tagged, then matched to the game's words by WordNet
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import random
@@ -212,6 +213,21 @@ class Reading:
         )
 
 
+@functools.cache
+def _vocabulary_words(vocab) -> frozenset[str]:
+    """The words of a game's phrases and lexicon, once a game: what a spelling slip is mended to."""
+    words = {
+        w
+        for phrases in (*vocab.ACTOR_PHRASES.values(), *vocab.ACTION_PHRASES.values())
+        for phrase in phrases
+        for w in phrase.split()
+        if len(w) > 2
+    }
+    words |= {w for seeds in getattr(vocab, "ACTION_WORDS", {}).values() for w in seeds}
+    words |= {w for seeds in getattr(vocab, "ACTOR_WORDS", {}).values() for w in seeds}
+    return frozenset(words)
+
+
 class TextToPlan:
     """The trained pipeline (trained on first use, then loaded from the cache), the ``reader``
     (:data:`READERS`; by meaning, its ``thresholds``, default the calibrated ones), :meth:`read`
@@ -348,15 +364,7 @@ class TextToPlan:
         :data:`jgtest.plans.lexicon.FUZZY_CUTOFF`."""
         from rapidfuzz import fuzz, process
 
-        words = {
-            w
-            for phrases in (*vocab.ACTOR_PHRASES.values(), *vocab.ACTION_PHRASES.values())
-            for phrase in phrases
-            for w in phrase.split()
-            if len(w) > 2
-        }
-        words |= {w for seeds in getattr(vocab, "ACTION_WORDS", {}).values() for w in seeds}
-        words |= {w for seeds in getattr(vocab, "ACTOR_WORDS", {}).values() for w in seeds}
+        words = _vocabulary_words(vocab)
 
         def mend(match: re.Match) -> str:
             word = match.group(0)

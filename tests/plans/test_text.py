@@ -25,6 +25,7 @@ from jgtest.plans.agent import run_plans
 from jgtest.plans.calibrate import TUNING, load_suite
 from jgtest.plans.compiled import stack_plans
 from jgtest.plans.model import PlanError, load_plan
+from jgtest.plans.reading_check import plan_steps
 from jgtest.plans.report import run_report
 from jgtest.plans.text import DATA, load_instructions
 
@@ -71,15 +72,6 @@ def reader(cache):
     return TextToPlan()
 
 
-def _steps(plan) -> tuple[list[str], list[str]]:
-    """A plan as the suite writes it: ``"action actor"`` per node and per rule (``go``: no
-    action)."""
-    return (
-        [f"{n.action or 'go'} {n.actor}" for n in plan.nodes],
-        [f"{r.action or 'go'} {r.preconditions[0].actor_near}" for r in plan.rules],
-    )
-
-
 @pytest.mark.parametrize("which", ["reader", "text_to_plan"])
 def test_the_dungeon_examples_read_as_before(which, request):
     text_to_plan = request.getfixturevalue(which)
@@ -111,7 +103,7 @@ def test_the_lexicon_reader_reads_its_suite_into_passing_plans_or_refuses(text_t
             refused.append(i)
             continue
         # never misread
-        assert _steps(plan) == (entry["nodes"], entry.get("rules", [])), (entry["text"], plan)
+        assert plan_steps(plan) == (entry["nodes"], entry.get("rules", [])), (entry["text"], plan)
         read.append(plan)
     assert len(SUITE) >= 40 and len(read) >= 0.9 * len(SUITE), (
         f"refused: {[SUITE[i]['text'] for i in refused]}"
@@ -159,9 +151,9 @@ def test_each_line_is_read_with_a_confidence_and_refused_below_the_threshold(tex
         text_to_plan.plan("Activate the switch.\nDance wildly.", env)
     # discourse words only: nothing to do
     thanks = text_to_plan.plan("Activate the switch.\nThanks.\nThen, 2.", env)
-    assert _steps(thanks)[0] == ["interact switch"]
+    assert plan_steps(thanks)[0] == ["interact switch"]
     taken = text_to_plan.plan("Activate the switch.\nKneel at the shrine.", env, accept_best=True)
-    assert _steps(taken)[0] == ["interact switch", "interact shrine"]
+    assert plan_steps(taken)[0] == ["interact switch", "interact shrine"]
     assert len(taken.accepted_guesses) == 1 and taken.accepted_guesses[0].startswith(
         "line 2: 'Kneel at the shrine.': took interact shrine"
     )
@@ -279,7 +271,7 @@ def test_the_held_out_half_becomes_passing_plans_or_refusals_and_none_is_misread
     assert counts["passed"] >= HELD_OUT_PASSING * len(sets), counts
 
 
-def test_hit_the_switch_is_never_an_attack_and_a_compound_sentence_gives_its_steps(reader):
+def test_hit_the_switch_is_never_an_attack_and_a_compound_sentence_gives_itsplan_steps(reader):
     env, _ = jgtest.make("Dungeon-v0")
     (hit,) = reader.read("Hit the switch.", game)
     assert (hit.best.action, hit.best.actor) == ("interact", "switch") or not hit.clear
@@ -288,10 +280,10 @@ def test_hit_the_switch_is_never_an_attack_and_a_compound_sentence_gives_its_ste
         for r in reader.read("Hit the switch.\nSmack the button.", game)
     )
     two = reader.plan("Go to the switch and press it.", env)
-    assert _steps(two)[0] == ["go switch", "interact switch"]
+    assert plan_steps(two)[0] == ["go switch", "interact switch"]
     # a pronoun takes the last object named; "then" and "and" join steps
     three = reader.plan("Grab the coin, then walk to the switch and press it.", env)
-    assert _steps(three)[0] == ["go collectable", "go switch", "interact switch"]
+    assert plan_steps(three)[0] == ["go collectable", "go switch", "interact switch"]
 
 
 def test_the_thresholds_are_the_ones_the_tuning_data_gives():
