@@ -21,7 +21,7 @@ SMALL = {
     'GAME = (("max_steps_in_episode", 80),)',
     "wuji": "POPULATION, GENERATIONS, SEEDS = 2, 1, 2\n"
     "A2C = WujiA2CConfig(hidden_sizes=(8, 8, 8), num_envs=2, updates_per_round=1, max_rounds=1)",
-    "ppgta": "EPISODES, EPISODE_STEPS = 5, 200\n"
+    "ppgta": "SIZE, OBJECTS, EPISODES, EPISODE_STEPS = 64, 200, 5, 200\n"
     "MODELS = "
     + repr(
         {
@@ -46,17 +46,34 @@ SMALL = {
 }
 
 
-def _with_small_settings(book, name: str):
-    """``book`` with :data:`SMALL`'s cell for ``name`` after its ``parameters`` cell (a notebook
-    without one runs as it is)."""
+def _with_small_settings(book, small: str | None):
+    """``book`` with the cell ``small`` after its ``parameters`` cell (``None``: the notebook runs
+    as it is)."""
     import nbformat
 
-    if name not in SMALL:
+    if small is None:
         return book
     tagged = [i for i, c in enumerate(book.cells) if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "one cell tagged parameters"
-    book.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(SMALL[name]))
+    book.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(small))
     return book
+
+
+def _untrained_park_models(where: Path) -> Path:
+    """PPGTA's models of the PPGTA notebook's small settings, untrained, saved in ``where``: the
+    notebook's run is under test here, the models' training is the slow test's
+    (``tests/methods/park/test_ppgta.py``)."""
+    from jgtest.methods.park.console import models_config
+    from jgtest.methods.park.models import save_models
+    from tests.methods.park.test_ppgta import _untrained
+
+    settings = {}
+    exec(SMALL["ppgta"], {}, settings)
+    config = models_config(
+        {"size": settings["SIZE"], "num_oois": settings["OBJECTS"]}, True, overrides=settings["MODELS"]
+    )
+    save_models(_untrained(config), where)
+    return where
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -67,7 +84,10 @@ def test_the_notebook_runs_on_small_settings(path, tmp_path, monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     # figures as outputs, whatever the test process uses
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    book = _with_small_settings(nbformat.read(path, as_version=4), path.stem)
+    small = SMALL.get(path.stem)
+    if path.stem == "ppgta":
+        small += f"\nMODELS_DIR = {str(_untrained_park_models(tmp_path / 'models'))!r}"
+    book = _with_small_settings(nbformat.read(path, as_version=4), small)
     NotebookClient(
         book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()

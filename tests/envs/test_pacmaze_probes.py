@@ -41,14 +41,14 @@ def test_the_committed_probe_table_holds():
 
 
 def test_the_twin_side_is_the_committed_one():
-    # The routes and speeds exactly; the random player on a smaller sample (2,000 episodes).
+    # The routes and speeds exactly; the random player on a smaller sample (1,000 episodes).
     walk = probes.twin_walk(ENV, PARAMS, probes.GateWalker(PARAMS))
     committed = TABLE["twin"]["route_steps"]
     assert walk == [
         committed["start_to_first_gate"],
         committed["start_to_first_gate"] + committed["between_mouths_of_a_side"],
     ]
-    random = probes.twin_random(ENV, PARAMS, 2000, seed=1)
+    random = probes.twin_random(ENV, PARAMS, 1000, seed=1)
     assert within(random["steps_per_life"], TABLE["twin"]["random"]["steps_per_life"], 0.05)
     assert within(random["steps_per_life"], TABLE["real"]["random"]["steps_per_life"], 0.2)
     at_least_1, at_least_2 = random["gates_at_least_n_per_1000"][:2]
