@@ -70,7 +70,9 @@ def _untrained_park_models(where: Path) -> Path:
     settings = {}
     exec(SMALL["ppgta"], {}, settings)
     config = models_config(
-        {"size": settings["SIZE"], "num_oois": settings["OBJECTS"]}, True, overrides=settings["MODELS"]
+        {"size": settings["SIZE"], "num_oois": settings["OBJECTS"]},
+        True,
+        overrides=settings["MODELS"],
     )
     save_models(_untrained(config), where)
     return where

@@ -35,7 +35,9 @@ def test_a_grid_games_bug_is_drawn_on_its_walls(tmp_path):
 
 def test_a_low_fps_bug_shows_its_frame_time_spike(tmp_path):
     # not shrunk: the view draws the trace it is given (a shrunk one in the grid game's test)
-    bug = next(b for b in _bugs(tmp_path, "KartTrack-v0", "400", shrink=False) if b.kind == "low_fps")
+    bug = next(
+        b for b in _bugs(tmp_path, "KartTrack-v0", "400", shrink=False) if b.kind == "low_fps"
+    )
     fig = bug_figure(bug)
     path, spike = fig.axes
     assert spike.get_ylabel() == "frame time (ms)" and spike.get_xlabel() == "step"
