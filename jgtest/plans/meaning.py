@@ -203,26 +203,59 @@ class MeaningScorer:
             for a, p in own.items()
         }
         self._actor_phrases = phrases(vocab.ACTOR_PHRASES, extra_actors)
+        self._actor_words = {
+            w
+            for actor, own in vocab.ACTOR_PHRASES.items()
+            for phrase in (*own, *(extra_actors or {}).get(actor, ()))
+            for w in phrase.split()
+            if w not in DETERMINERS
+        }
         self._action_phrases = phrases(vocab.ACTION_PHRASES, extra_actions)
         self._reading_phrases = {
             reading: self.encoder.encode(list(p))
             for reading, p in getattr(vocab, "READING_PHRASES", {}).items()
         }
 
+    def known_words(self, phrase: str) -> str:
+        """``phrase`` with the words none of the actor phrases has dropped ("the red button" → "the
+        button", "the lava pool" → "the lava"); ``""`` when it keeps none or all of them."""
+        words = phrase.split()
+        if words and words[0] in DETERMINERS:
+            words = words[1:]
+        kept = [w for w in words if w in self._actor_words]
+        return f"the {' '.join(kept)}" if kept and len(kept) < len(words) else ""
+
     def score(
-        self, plan_steps: list[Step], contact: list[bool] | None = None
+        self, plan_steps: list[Step], in_place: list[bool] | None = None
     ) -> list[dict[tuple, float]]:
         """Each step's confidence in every reading, ``{(action, actor): s_actor · s_action}``; a
-        step naming no object scores its actors on its whole text. A step whose verb is one of
-        bodily ``contact`` (:func:`is_contact_verb`) acts on its object: getting there is read
-        only as collecting it (``READING_PHRASES``), never as walking to it."""
-        objects = self.encoder.encode([s.object or s.text for s in plan_steps])
-        frames = self.encoder.encode([s.frame for s in plan_steps])
+        step naming no object scores its actors on its whole text, one whose object phrase has words
+        no actor phrase has, on the better of it and its :meth:`known_words`. A step that acts
+        ``in_place`` (:func:`acts_in_place`) acts on its object: getting there is read only as
+        collecting it (``READING_PHRASES``), never as walking to it."""
+        named = [s.object or s.text for s in plan_steps]
+        objects = self.encoder.encode(named)
+        known = self.encoder.encode([self.known_words(n) or n for n in named])
+        import numpy as np
+
+        # each step's frame whole and bare, (steps, 2, width)
+        frames = np.stack(
+            [
+                self.encoder.encode([s.frame for s in plan_steps]),
+                self.encoder.encode([bare_frame(s.frame) for s in plan_steps]),
+            ],
+            axis=1,
+        )
         out = []
-        for obj, frame, touches in zip(objects, frames, contact or [False] * len(plan_steps)):
-            s_actor = {a: float((e @ obj).max()) for a, e in self._actor_phrases.items()}
-            s_action = {a: float((e @ frame).max()) for a, e in self._action_phrases.items()}
-            s_reading = {r: float((e @ frame).max()) for r, e in self._reading_phrases.items()}
+        for obj, own_words, frame, touches in zip(
+            objects, known, frames, in_place or [False] * len(plan_steps)
+        ):
+            s_actor = {
+                a: float(max((e @ obj).max(), (e @ own_words).max()))
+                for a, e in self._actor_phrases.items()
+            }
+            s_action = {a: float((e @ frame.T).max()) for a, e in self._action_phrases.items()}
+            s_reading = {r: float((e @ frame.T).max()) for r, e in self._reading_phrases.items()}
             scores = {}
             for a, o in self.readings:
                 own = 0.0 if touches and a is None else s_action[a]
@@ -231,18 +264,32 @@ class MeaningScorer:
         return out
 
 
-def is_contact_verb(step: Step, lead: Collection[str] = ()) -> bool:
-    """Whether the step's verb (its frame's first word after ``lead`` words) names bodily contact
-    in its commonest sense: WordNet files the first sense under ``verb.contact`` ("hit", "press",
-    "kick", "grab"), where moving verbs ("go", "reach", "head") are ``verb.motion``."""
+def bare_frame(frame: str) -> str:
+    """An action frame without what follows its object and particle ("use it to end the level" →
+    "use it", "attack it on sight" → "attack it", "pick it up" stays)."""
+    words = frame.split()
+    if "it" not in words:
+        return frame
+    end = words.index("it") + 1
+    if end < len(words) and words[end] in ("up", "down", "on", "off", "out", "over", "across"):
+        end += 1
+    return " ".join(words[:end])
+
+
+def acts_in_place(step: Step, lead: Collection[str] = (), go_words: Collection[str] = ()) -> bool:
+    """Whether the step's verb (its frame's first word after ``lead`` words) acts on its object
+    rather than moving the player to it: its commonest sense is not one of motion (WordNet files
+    "go", "reach", "head", "leap" under ``verb.motion``; "hit", "press", "test", "light" elsewhere),
+    it is none of the game's ``go_words`` ("visit", "collect"), and no "to" follows it ("get to
+    it")."""
     from jgtest.plans import lexicon
 
     words = [w for w in step.frame.split() if w not in lead]
     if not words or not words[0].isalpha():
         return False
-    senses = [
-        s
-        for lemma in lexicon.lemmas(words[0], lexicon.VERB)
-        for s in lexicon.wordnet().synsets(lemma, lexicon.VERB)
-    ]
-    return bool(senses) and senses[0].lexname() == "verb.contact"
+    verb, after = words[0], words[1:3]
+    lemmas = lexicon.lemmas(verb, lexicon.VERB)
+    if "to" in after or "towards" in after or set(lemmas) & set(go_words) or verb in go_words:
+        return False
+    senses = [s for lemma in lemmas for s in lexicon.wordnet().synsets(lemma, lexicon.VERB)]
+    return bool(senses) and senses[0].lexname() != "verb.motion"

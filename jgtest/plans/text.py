@@ -403,12 +403,13 @@ class TextToPlan:
                 planned.append((number, shown, kind, step, len(parts) > 1))
         readings = []
         plan_steps = [p[3] for p in planned]
-        contact = (
-            [meaning.is_contact_verb(step, _LEAD) for step in plan_steps]
+        go_words = getattr(vocab, "ACTION_WORDS", {}).get(None, ())
+        in_place = (
+            [meaning.acts_in_place(step, _LEAD, go_words) for step in plan_steps]
             if self.reader == "combined"
             else None
         )
-        scores = self._scorer(vocab).score(plan_steps, contact)
+        scores = self._scorer(vocab).score(plan_steps, in_place)
         for (number, shown, kind, step, compound), scored in zip(planned, scores):
             ranked = sorted(scored.items(), key=lambda kv: -kv[1])
             if compound and not step.object and ranked[0][0][0] is None:
