@@ -227,7 +227,7 @@ def test_the_training_instructions_read_as_annotated_above_the_threshold(text_to
 HELD_OUT = Path(__file__).parent / "paraphrases_held_out.jsonl"
 #: The share of held-out sets that must become passing plans: under the level the default reader
 #: reaches (``benchmarks/results/text_to_plan.json``), itself under the 90% aimed at.
-HELD_OUT_PASSING = 0.75
+HELD_OUT_PASSING = 0.85
 
 
 def _sentences(text: str) -> set[str]:
