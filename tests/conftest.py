@@ -74,7 +74,11 @@ def pytest_sessionfinish(session, exitstatus):
 
 #: Tests of a minute or more, started first so that neither xdist worker is left running one alone
 #: at the end.
-LONGEST_FIRST = ("tests/test_main_job.py", "tests/methods/park/test_ppgta.py")
+LONGEST_FIRST = (
+    "tests/test_main_job.py",
+    "tests/methods/park/test_ppgta.py",
+    "tests/test_notebooks.py",
+)
 
 
 def pytest_collection_modifyitems(session, config, items):

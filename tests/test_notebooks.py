@@ -21,7 +21,7 @@ SMALL = {
     'GAME = (("max_steps_in_episode", 80),)',
     "wuji": "POPULATION, GENERATIONS, SEEDS = 2, 1, 2\n"
     "A2C = WujiA2CConfig(hidden_sizes=(8, 8, 8), num_envs=2, updates_per_round=1, max_rounds=1)",
-    "ppgta": "SIZE, OBJECTS, EPISODES, EPISODE_STEPS = 64, 200, 5, 200\n"
+    "ppgta": "SIZE, OBJECTS, EPISODES, EPISODE_STEPS = 32, 50, 5, 200\n"
     "MODELS = "
     + repr(
         {
