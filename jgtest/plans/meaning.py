@@ -49,6 +49,9 @@ RELATIVES = frozenset("that which who where".split())
 SUBORDINATORS = frozenset("if when whenever once should unless as".split())
 #: The conditions that make a sentence a rule, whatever the classifier says ("once" orders steps).
 CONDITIONS = frozenset("if when whenever should unless".split())
+#: Light verbs, whose object or the words after them carry the meaning ("do something with it",
+#: "take out", "make a jump"): they say nothing of moving or staying.
+LIGHT_VERBS = frozenset("do make take have give get".split())
 #: Where a compound sentence may be cut, when a verb follows.
 JOINS = frozenset({",", ";", "and", "then"})
 _TOKEN = re.compile(r"[a-z0-9']+|[,;:]|(?<=\s)-(?=\s)")
@@ -280,8 +283,8 @@ def acts_in_place(step: Step, lead: Collection[str] = (), go_words: Collection[s
     """Whether the step's verb (its frame's first word after ``lead`` words) acts on its object
     rather than moving the player to it: its commonest sense is not one of motion (WordNet files
     "go", "reach", "head", "leap" under ``verb.motion``; "hit", "press", "test", "light" elsewhere),
-    it is none of the game's ``go_words`` ("visit", "collect"), and no "to" follows it ("get to
-    it")."""
+    it is none of the game's ``go_words`` ("visit", "collect") nor a light verb
+    (:data:`LIGHT_VERBS`), and no "to" follows it ("get to it")."""
     from jgtest.plans import lexicon
 
     words = [w for w in step.frame.split() if w not in lead]
@@ -289,7 +292,7 @@ def acts_in_place(step: Step, lead: Collection[str] = (), go_words: Collection[s
         return False
     verb, after = words[0], words[1:3]
     lemmas = lexicon.lemmas(verb, lexicon.VERB)
-    if "to" in after or "towards" in after or set(lemmas) & set(go_words) or verb in go_words:
+    if "to" in after or "towards" in after or set(lemmas) & (set(go_words) | LIGHT_VERBS):
         return False
     senses = [s for lemma in lemmas for s in lexicon.wordnet().synsets(lemma, lexicon.VERB)]
     return bool(senses) and senses[0].lexname() != "verb.motion"
