@@ -236,19 +236,21 @@ class MeaningScorer:
         no actor phrase has, on the better of it and its :meth:`known_words`. A step that acts
         ``in_place`` (:func:`acts_in_place`) acts on its object: getting there is read only as
         collecting it (``READING_PHRASES``), never as walking to it."""
-        named = [s.object or s.text for s in plan_steps]
-        objects = self.encoder.encode(named)
-        known = self.encoder.encode([self.known_words(n) or n for n in named])
         import numpy as np
 
-        # each step's frame whole and bare, (steps, 2, width)
-        frames = np.stack(
+        n = len(plan_steps)
+        named = [s.object or s.text for s in plan_steps]
+        # one batch: the objects, their known words, the frames whole and bare
+        encoded = self.encoder.encode(
             [
-                self.encoder.encode([s.frame for s in plan_steps]),
-                self.encoder.encode([bare_frame(s.frame) for s in plan_steps]),
-            ],
-            axis=1,
+                *named,
+                *(self.known_words(t) or t for t in named),
+                *(s.frame for s in plan_steps),
+                *(bare_frame(s.frame) for s in plan_steps),
+            ]
         )
+        objects, known = encoded[:n], encoded[n : 2 * n]
+        frames = np.stack([encoded[2 * n : 3 * n], encoded[3 * n :]], axis=1)  # (steps, 2, width)
         out = []
         for obj, own_words, frame, touches in zip(
             objects, known, frames, in_place or [False] * len(plan_steps)
