@@ -52,6 +52,9 @@ CONDITIONS = frozenset("if when whenever should unless".split())
 #: Light verbs, whose object or the words after them carry the meaning ("do something with it",
 #: "take out", "make a jump"): they say nothing of moving or staying.
 LIGHT_VERBS = frozenset("do make take have give get".split())
+#: The prepositions whose phrase, after an object, may say which one it is: an instrument ("the
+#: door with the blue key") or a feature ("the door with the blue stripe").
+ATTACHING = frozenset({"with", "using"})
 #: Where a compound sentence may be cut, when a verb follows.
 JOINS = frozenset({",", ";", "and", "then"})
 _TOKEN = re.compile(r"[a-z0-9']+|[,;:]|(?<=\s)-(?=\s)")
@@ -59,11 +62,14 @@ _TOKEN = re.compile(r"[a-z0-9']+|[,;:]|(?<=\s)-(?=\s)")
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One step of a sentence: its text, object phrase (``""``: none named) and action frame."""
+    """One step of a sentence: its text, object phrase (``""``: none named), action frame and the
+    phrase after a "with" or "using" that follows the object ("open the door with the blue key":
+    ``"the blue key"``; ``""``: none)."""
 
     text: str
     object: str
     frame: str
+    attached: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,24 +178,44 @@ def split_step(tokens: list[str], last_object: str) -> Step:
     words = [t for t in tokens if t not in ",;:-"]
     for d in range(1, len(words)):
         if words[d] in DETERMINERS and not (words[d] in RELATIVES and d + 1 == len(words)):
-            e = d + 1
-            while e < len(words) and words[e] not in PHRASE_END:
-                e += 1
-            return Step(text, " ".join(words[d:e]), " ".join([*words[:d], "it", *words[e:]]))
+            e = _phrase_end(words, d + 1)
+            attached = ""
+            if e + 1 < len(words) and words[e] in ATTACHING:
+                attached = " ".join(words[e + 1 : _phrase_end(words, e + 1)])
+                attached = last_object if attached in PRONOUNS else attached
+            return Step(
+                text, " ".join(words[d:e]), " ".join([*words[:d], "it", *words[e:]]), attached
+            )
     if any(w in PRONOUNS or w in ("that", "this") for w in words[1:]):
         frame = [("it" if w in PRONOUNS or w in ("that", "this") else w) for w in words]
         return Step(text, last_object, " ".join(frame))
     start = 1
     while start < len(words) and words[start] in PHRASE_END:
         start += 1  # the verb's particles: "turn on switch"
-    end = start
-    while end < len(words) and words[end] not in PHRASE_END:
-        end += 1
+    end = _phrase_end(words, start)
     if end > start:
         return Step(
             text, " ".join(words[start:end]), " ".join([*words[:start], "it", *words[end:]])
         )
     return Step(text, "", text)
+
+
+def _noun_phrase(words: list[str]) -> list[str]:
+    """``words``' noun phrase without its leading determiners, to its first relative, "of" or
+    :data:`PHRASE_END` word ("the switch that opens the door" → ``["switch"]``)."""
+    start = next((k for k, w in enumerate(words) if w not in DETERMINERS), len(words))
+    end = start
+    while end < len(words) and not (words[end] in PHRASE_END | RELATIVES or words[end] == "of"):
+        end += 1
+    return words[start:end]
+
+
+def _phrase_end(words: list[str], start: int) -> int:
+    """Where the phrase that begins at ``start`` ends: its first :data:`PHRASE_END` word."""
+    end = start
+    while end < len(words) and words[end] not in PHRASE_END:
+        end += 1
+    return end
 
 
 class MeaningScorer:
@@ -213,6 +239,13 @@ class MeaningScorer:
             for w in phrase.split()
             if w not in DETERMINERS
         }
+        self._modified = {
+            (w, noun[-1])
+            for actor, own in vocab.ACTOR_PHRASES.items()
+            for phrase in (*own, *(extra_actors or {}).get(actor, ()))
+            for noun in [_noun_phrase(phrase.split())]
+            for w in noun[:-1]
+        }
         self._action_phrases = phrases(vocab.ACTION_PHRASES, extra_actions)
         self._reading_phrases = {
             reading: self.encoder.encode(list(p))
@@ -228,18 +261,33 @@ class MeaningScorer:
         kept = [w for w in words if w in self._actor_words]
         return f"the {' '.join(kept)}" if kept and len(kept) < len(words) else ""
 
+    def with_attached(self, step: Step) -> str:
+        """``step``'s object phrase with the modifiers its attached phrase gives it ("the door" with
+        "the blue key" → "the blue door"): those the game's actor phrases put before the object's
+        noun ("the blue door"; "the switch with the green light" stays); ``""`` when none."""
+        own = _noun_phrase(step.object.split())
+        carried = [
+            w
+            for w in _noun_phrase(step.attached.split())[:-1]
+            if own and (w, own[-1]) in self._modified and w not in own
+        ]
+        if not carried:
+            return ""
+        return " ".join(["the", *carried, *own])
+
     def score(
         self, plan_steps: list[Step], in_place: list[bool] | None = None
     ) -> list[dict[tuple, float]]:
         """Each step's confidence in every reading, ``{(action, actor): s_actor · s_action}``; a
-        step naming no object scores its actors on its whole text, one whose object phrase has words
-        no actor phrase has, on the better of it and its :meth:`known_words`. A step that acts
+        step naming no object scores its actors on its whole text, one with an attached phrase on
+        its object :meth:`with_attached`, one whose object phrase has words no actor phrase has, on
+        the better of it and its :meth:`known_words`. A step that acts
         ``in_place`` (:func:`acts_in_place`) acts on its object: getting there is read only as
         collecting it (``READING_PHRASES``), never as walking to it."""
         import numpy as np
 
         n = len(plan_steps)
-        named = [s.object or s.text for s in plan_steps]
+        named = [self.with_attached(s) or s.object or s.text for s in plan_steps]
         # one batch: the objects, their known words, the frames whole and bare
         encoded = self.encoder.encode(
             [

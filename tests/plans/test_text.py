@@ -24,7 +24,7 @@ from jgtest.plans import dungeon as game
 from jgtest.plans.agent import run_plans
 from jgtest.plans.calibrate import TUNING, load_suite
 from jgtest.plans.compiled import stack_plans
-from jgtest.plans.model import PlanError, load_plan
+from jgtest.plans.model import PlanError, load_plan, plan_game
 from jgtest.plans.reading_check import plan_steps
 from jgtest.plans.report import run_report
 from jgtest.plans.text import DATA, load_instructions
@@ -285,6 +285,22 @@ def test_hit_the_switch_is_never_an_attack_and_a_compound_sentence_gives_itsplan
     # a pronoun takes the last object named; "then" and "and" join steps
     three = reader.plan("Grab the coin, then walk to the switch and press it.", env)
     assert plan_steps(three)[0] == ["go collectable", "go switch", "interact switch"]
+
+
+def test_a_phrase_with_with_says_which_object_when_the_game_names_one_so(reader):
+    """The modifiers of a "with" or "using" phrase after the object go to the object when the
+    game's names put them before its noun ("the blue door"), and not otherwise ("the green
+    switch" names nothing); a pronoun there is the last object."""
+    doom = "vizdoom:freedoom1/E1M1"
+    read = lambda text: plan_steps(reader.plan(text, doom))[0]
+    assert read("Open the door with the blue stripe.") == ["use blue door"]
+    assert read("Open the door with the key.") == ["use door"]
+    assert read("Take the blue keycard and open the door using it.") == [
+        "go blue card",
+        "use blue door",
+    ]
+    (switch,) = reader.read("Flip the switch with the green light over it.", plan_game(doom))
+    assert (switch.best.action, switch.best.actor) == ("use", "switch") and switch.clear
 
 
 def test_the_thresholds_are_the_ones_the_tuning_data_gives():
