@@ -10,9 +10,10 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jgtest.envs import dungeon as game
-from jgtest.envs.grid import NSEW
+from jgtest.envs.grid import NSEW, grid_distances
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +119,51 @@ ACTOR_WORDS = {
 }
 #: Actors a node without an action walks onto (the others, beside).
 WALK_ONTO = ("collectable",)
+#: Steps after which their actor is gone (killed, collected): a later step names another.
+TAKES = frozenset({("attack", "enemy"), (None, "collectable")})
+_walking_steps = jax.jit(grid_distances)
+
+
+def nearest_instances(nodes, env: game.Dungeon) -> tuple:
+    """``nodes`` (:class:`jgtest.plans.model.Node`) with each actor's ``instance`` the one a text
+    means when it names only a type ("kill the goblin", "grab the coin on the far side", "kill the
+    other goblin"): the nearest, in steps walked on the level with the lava impassable, to where
+    the step before left the player, among those no earlier step has killed or collected
+    (:data:`TAKES`). The player starts at the level's start, stands at a step's actor after it,
+    and lands across the lava after a jump.
+
+    * chosen: distances on the default layout with the door open, because a plan's steps open it
+      and enemies move only once the player is near.
+    """
+    params = env.default_params
+    blocked = np.asarray(params.walls) | np.asarray(params.lava)
+    cells = np.asarray(params.actor_pos)
+    steps_from = lambda cell: np.asarray(_walking_steps(jnp.asarray(blocked), jnp.asarray(cell)))
+    where, taken, out = np.asarray(params.start), set(), []
+    for node in nodes:
+        if node.actor is None:
+            where = np.asarray(node.location) if node.location is not None else where
+            out.append(node)
+            continue
+        ids = env.actor_ids(ACTOR_TYPES.index(node.actor))
+        steps = steps_from(where)
+        k = min(range(len(ids)), key=lambda k: (ids[k] in taken, steps[tuple(cells[ids[k]])], k))
+        if (node.action, node.actor) in TAKES:
+            taken.add(ids[k])
+        target = cells[ids[k]]
+        if node.action == "jump":  # the free cell beside the pit farthest from where we stood
+            beside = [
+                target + move
+                for move in np.asarray(NSEW)
+                if (0 <= target + move).all()
+                and (target + move < blocked.shape).all()
+                and not blocked[tuple(target + move)]
+            ]
+            target = max(beside, key=lambda cell: steps[tuple(cell)], default=target)
+        where = target
+        out.append(dataclasses.replace(node, instance=k))
+    return tuple(out)
+
 
 #: Reading by meaning (:mod:`jgtest.plans.meaning`): the (action, actor type) pairs a sentence may
 #: be read as, those the level validates (:data:`CHECKS`) and getting to any actor (``None``), so

@@ -1,6 +1,10 @@
 """How a text-to-plan reader does on a paraphrase suite: each set becomes a passing plan, is refused
-with guesses, or is **misread**, a plan that names other steps than its writer meant or that fails
-on the normal level.
+with guesses, is **misread**, a plan that names other steps than its writer meant, or is
+**unplayable**, read as its writer meant into a plan that fails on the normal level. An unplayable
+set is its writer's to mend, not the reader's: its plan is the annotation's (the annotation names no
+instance, so the reader's choice, :func:`jgtest.plans.dungeon.nearest_instances`, is its reading
+too), and the level cannot pass it ("kill the goblin" first, when the goblin is behind the locked
+door).
 
 A suite is JSON lines, each set ``{"text", "nodes", "rules"?, "game"?}`` (``game`` defaults to
 ``Dungeon-v0``; steps written ``"interact switch"``, ``"go collectable"``). Dungeon plans are run on
@@ -16,6 +20,8 @@ from jgtest.errors import PlanError
 from jgtest.plans.calibrate import step_name
 
 DUNGEON = "Dungeon-v0"
+#: A set's outcomes (:func:`judge`).
+OUTCOMES = ("passed", "refused", "misread", "unplayable")
 
 
 def plan_steps(plan) -> tuple[list[str], list[str]]:
@@ -27,8 +33,8 @@ def plan_steps(plan) -> tuple[list[str], list[str]]:
 
 
 def judge(reader, sets: list[dict], seeds: int = 2) -> list[str]:
-    """Each set's outcome: ``"passed"``, ``"refused: <the reader's message>"`` or ``"misread:
-    <why>"``."""
+    """Each set's outcome: ``"passed"``, ``"refused: <the reader's message>"``, ``"misread: <why>"``
+    or ``"unplayable: <the failure>"`` (:data:`OUTCOMES`)."""
     import jax
     import numpy as np
 
@@ -76,13 +82,11 @@ def judge(reader, sets: list[dict], seeds: int = 2) -> list[str]:
             for s in range(seeds):
                 report = run_report(plan, jax.tree.map(itemgetter((p, s)), agent), env, s)
                 if not report["passed"]:
-                    outcomes[i] = f"misread: fails on the normal level from start {s}"
+                    outcomes[i] = f"unplayable: {report['failure']}, from start {s}"
                     break
     return outcomes
 
 
 def tally(outcomes: list[str]) -> dict:
-    """How many sets passed, were refused and were misread."""
-    return {
-        kind: sum(o.startswith(kind) for o in outcomes) for kind in ("passed", "refused", "misread")
-    }
+    """How many sets passed, were refused, were misread and were unplayable."""
+    return {kind: sum(o.startswith(kind) for o in outcomes) for kind in OUTCOMES}

@@ -478,6 +478,8 @@ class TextToPlan:
                 )
         if not nodes:
             raise PlanError("text: no step became a node (a plan needs at least one)")
+        if hasattr(vocab, "nearest_instances"):
+            nodes = vocab.nearest_instances(nodes, env)
         return Plan(game, tuple(nodes), tuple(rules), name, tuple(guessed))
 
     @staticmethod
