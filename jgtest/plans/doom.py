@@ -65,7 +65,7 @@ def actor_name(engine_name: str) -> str:
 #: Reading by meaning: the Doom actions in canonical phrases, their object an "it".
 DOOM_ACTION_PHRASES = {
     "use": ("use it", "open it", "press it", "switch it on", "flip it"),
-    None: ("go to it", "walk over it"),
+    None: ("go to it", "walk over it", "find it"),
 }
 #: What getting to a pickup is called: collecting it.
 DOOM_PICKUP_PHRASES = ("pick it up", "collect it", "get it", "take it")
@@ -73,11 +73,18 @@ DOOM_PICKUP_PHRASES = ("pick it up", "collect it", "get it", "take it")
 TARGET_NAMES = {
     "medikit": ("the medkit", "the health pack"),
     "stimpack": ("the small health pack",),
-    "blue card": ("the blue key",),
-    "yellow card": ("the yellow key",),
-    "red card": ("the red key",),
-    "exit": ("the end of the level",),
-    "shell": ("the shells", "the shotgun ammo"),
+    "health bonus": ("the health potion",),
+    "armor bonus": ("the armor helmet",),
+    "blue card": ("the blue key", "the blue keycard"),
+    "yellow card": ("the yellow key", "the yellow keycard"),
+    "red card": ("the red key", "the red keycard"),
+    "exit": ("the end of the level", "the exit switch", "the switch that ends the level"),
+    "shell": ("the shells", "the shotgun ammo", "the shotgun shells"),
+    "shell box": ("the box of shells",),
+    "clip": ("the bullet clip", "the bullets"),
+    "clip box": ("the box of bullets",),
+    "berserk": ("the berserk pack",),
+    "cell": ("the energy cell",),
 }
 
 

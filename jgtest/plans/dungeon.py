@@ -183,7 +183,7 @@ ACTION_PHRASES = {
     ),
     "attack": ("attack it", "kill it", "fight it"),
     "jump": ("jump over it", "leap across it"),
-    None: ("go to it", "walk up to it", "reach it", "approach it"),
+    None: ("go to it", "walk up to it", "reach it", "approach it", "find it"),
 }
 #: What an action is called on one actor type only: getting to a coin is collecting it.
 READING_PHRASES = {(None, "collectable"): ("pick it up", "collect it")}

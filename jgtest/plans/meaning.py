@@ -36,7 +36,20 @@ CALIBRATION = Path(__file__).parent / "data" / "meaning_calibration.json"
 DETERMINERS = frozenset(
     "the a an any every each some all that this those these its his her their your".split()
 )
-PRONOUNS = frozenset("it them one there".split())
+PRONOUNS = frozenset("it them one there him her".split())
+#: A step's subject, left out before its verb ("then you jump the lava").
+SUBJECTS = frozenset("you we i".split())
+#: Modal verbs ("that should open the door").
+MODALS = frozenset("should will would must can could may might".split())
+#: Verbs that only lead to the verb after them ("go activate the shrine").
+SERIAL_VERBS = frozenset({"go", "come"})
+#: Ways of saying "go", read as it ("make your way to the lever").
+GOING = ("make your way", "find your way", "head over", "make my way")
+#: A step that only stops the player where the last one left it ("and stop there"): no node.
+STOPS = frozenset({"stop", "halt"})
+#: Openings of a sentence that comments and asks for nothing ("This checks the door.", "I just
+#: want to check the door logic.").
+COMMENTARY = frozenset("i i'm i'd i've this these it's that's here's there's note".split())
 #: Words that end an object phrase (prepositions, particles, conjunctions); a relative clause
 #: ("that opens the door") stays in it.
 PHRASE_END = frozenset(
@@ -99,8 +112,32 @@ def _verb_like(word: str) -> bool:
 
 def tokens(text: str) -> list[str]:
     """``text``'s lower-case words and the marks that shape a step (``,`` ``;`` ``:`` and a
-    spaced ``-``)."""
-    return _TOKEN.findall(text.lower())
+    spaced ``-``); a way of saying "go" (:data:`GOING`) becomes "go"."""
+    text = text.lower()
+    for idiom in GOING:
+        text = re.sub(rf"\b{idiom}\b", "go", text)
+    return _TOKEN.findall(text)
+
+
+def is_commentary(sentence: str) -> bool:
+    """Whether ``sentence`` comments and asks for nothing: it opens on :data:`COMMENTARY`."""
+    words = tokens(sentence)
+    return bool(words) and words[0] in COMMENTARY
+
+
+def light_verb_noun(step: list[str]) -> list[str]:
+    """A light verb's noun made the step's verb: "give it a pull" → "pull it", "give the lever a
+    push" → "push the lever", "make a jump over the lava" → "jump over the lava". Only with an
+    object before the noun, or a preposition after it: "get a coin" stays."""
+    if not step or step[0] not in LIGHT_VERBS:
+        return step
+    for k in range(1, len(step) - 1):
+        if step[k] in ("a", "an") and _verb_like(step[k + 1]):
+            after = step[k + 2 : k + 3]
+            if k > 1 or (after and after[0] in PHRASE_END and step[0] != "get"):
+                return [step[k + 1], *step[1:k], *step[k + 2 :]]
+            return step
+    return step
 
 
 def is_condition(sentence: str) -> bool:
@@ -117,31 +154,64 @@ def steps(sentence: str, lead: Collection[str] = ()) -> list[list[str]]:
     * followed by another object of the same verb: "take the key and then the gem" → "take the
       key", "take the gem".
 
-    Only when the sentence opens on a verb (after ``lead`` words, "then", "please"): "The gate,
-    open it." is one step, and so is a sentence opening on a condition ("If a coin is near, pick it
-    up.")."""
+    A step starts at its verb: the ``lead`` phrases before it ("then", "after that,", "please")
+    and a subject ("you go to the shrine", :data:`SUBJECTS`) are left out. Only when the sentence
+    opens on a verb: "The gate, open it." is one step, and so is a sentence opening on a
+    condition ("If a coin is near, pick it up.")."""
     words = tokens(sentence)
-    first = next((k for k, w in enumerate(words) if w not in lead and w not in JOINS), None)
-    if first is None or words[first] in SUBORDINATORS or not _verb_like(words[first]):
+    first = _step_start(words, 0, lead)
+    if first >= len(words) or words[first] in SUBORDINATORS or not _verb_like(words[first]):
         return [words] if words else []
-    out, current, i = [], [], 0
+    out, current, i = [], [], first
     while i < len(words):
-        j = i
-        while j < len(words) and words[j] in JOINS:
-            j += 1
+        if words[i] == "," and _comments(words[i + 1 : i + 3]):  # to the next join
+            i = next((k for k in range(i + 1, len(words)) if words[k] in JOINS), len(words))
+            continue
+        j = _step_start(words, i, lead) if words[i] in JOINS else i
         if j > i and current and j < len(words):
             verb = current[: _object_start(current) or 0]
             if _verb_like(words[j]):
                 out.append(current)
                 current, i = [], j
                 continue
-            if words[j] in DETERMINERS and verb:
+            if words[j] in DETERMINERS and words[j] not in RELATIVES and verb:
                 out.append(current)
                 current, i = list(verb), j
                 continue
         current.append(words[i])
         i += 1
     return [*out, current] if current else out
+
+
+def _comments(words: list[str]) -> bool:
+    """Whether a clause opening on ``words`` comments on the step before it ("that should open
+    the door", "which opens the gate", "it ends the level"): a relative, "this" or "it", then a
+    modal or a verb."""
+    return (
+        len(words) == 2
+        and words[0] in RELATIVES | {"this", "it"}
+        and (words[1] in MODALS or words[1] not in DETERMINERS and _verb_like(words[1]))
+    )
+
+
+def _step_start(words: list[str], k: int, lead: Collection[str]) -> int:
+    """Where a step that may begin at ``words[k]`` has its verb: past the joins, ``lead`` phrases
+    (with their comma) and a subject before a verb."""
+    phrases = sorted((p.split() for p in (*JOINS, *lead)), key=len, reverse=True)
+    while k < len(words):
+        found = next((p for p in phrases if words[k : k + len(p)] == p), None)
+        if found:
+            k += len(found) + (words[k + len(found) : k + len(found) + 1] == [","])
+        elif (
+            words[k] in SUBJECTS | SERIAL_VERBS
+            and k + 1 < len(words)
+            and words[k + 1] not in PHRASE_END
+            and _verb_like(words[k + 1])
+        ):
+            k += 1
+        else:
+            return k
+    return k
 
 
 def _object_start(step: list[str]) -> int | None:

@@ -50,6 +50,8 @@ DISCOURSE = (
     "first",
     "firstly",
     "first of all",
+    "first thing",
+    "first things first",
     "then",
     "and then",
     "and",
@@ -85,7 +87,7 @@ DISCOURSE = (
 READERS = ("combined", "meaning", "lexicon")
 #: Discourse words that may come before a step's verb ("then", "please").
 _LEAD = frozenset(phrase for phrase in DISCOURSE if " " not in phrase)
-_LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):]|[-*•])\s*", re.IGNORECASE)
+_LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):\-–]|[-*•])\s*", re.IGNORECASE)
 
 
 def load_instructions(path: Path = DATA) -> tuple[list[dict], list[dict]]:
@@ -329,6 +331,7 @@ class TextToPlan:
             for number, line in enumerate(text.splitlines(), 1)
             for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip()))
             if any(c.isalpha() for c in self.strip_discourse(sentence))
+            and not meaning.is_commentary(self.strip_discourse(sentence))
         ]
         if self.reader == "lexicon":
             return [self._read_sentence(number, sentence, vocab) for number, sentence in sentences]
@@ -393,9 +396,10 @@ class TextToPlan:
             # cut into steps before the discourse words go: "and", "then" join steps
             parts = [
                 meaning.tokens(self.strip_discourse(" ".join(part)))
-                for part in meaning.steps(text, _LEAD)
+                for part in meaning.steps(text, DISCOURSE)
             ]
-            parts = [part for part in parts if part]
+            parts = [meaning.light_verb_noun(part) for part in parts if part]
+            parts = [part for part in parts if part[0] not in meaning.STOPS]
             for tokens in parts:
                 step = meaning.split_step(tokens, last)
                 last = step.object or last

@@ -287,6 +287,39 @@ def test_hit_the_switch_is_never_an_attack_and_a_compound_sentence_gives_itsplan
     assert plan_steps(three)[0] == ["go collectable", "go switch", "interact switch"]
 
 
+def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
+    """Subjects, "go" before a verb and lead phrases are left out of a step; a clause commenting
+    on a step, a stop and a sentence of commentary give no step; a light verb's noun is the
+    verb."""
+    from jgtest.plans.meaning import light_verb_noun, steps
+    from jgtest.plans.text import DISCOURSE
+
+    split = lambda text: [" ".join(step) for step in steps(text, DISCOURSE)]
+    assert split("Then you jump the lava and you go to the shrine.") == [
+        "jump the lava",
+        "go to the shrine",
+    ]
+    assert split("After that, jump the lava and go activate the shrine.") == [
+        "jump the lava",
+        "activate the shrine",
+    ]
+    assert split("Pull the lever, which opens the gate, then make your way to the lava.") == [
+        "pull the lever",
+        "go to the lava",
+    ]
+    assert split("Pick up the first coin.") == ["pick up the first coin"]
+    assert light_verb_noun("give the lever a pull".split()) == "pull the lever".split()
+    assert light_verb_noun("make a jump over the lava".split()) == "jump over the lava".split()
+    assert light_verb_noun("get a coin".split()) == "get a coin".split()
+    env, _ = jgtest.make("Dungeon-v0")
+    plan = reader.plan(
+        "I want to check the door here.\nStep 1 - press the switch.\n"
+        "Step 2 - walk up to the goblin and kill him.\nWalk to the lava and stop.",
+        env,
+    )
+    assert plan_steps(plan)[0] == ["interact switch", "go enemy", "attack enemy", "go lava"]
+
+
 def test_a_step_naming_a_type_takes_the_one_nearest_where_the_step_before_left_off(reader):
     """ "The goblin" is the one not yet killed nearest the player, walking; "the coin" after the
     jump is the one across the lava."""
