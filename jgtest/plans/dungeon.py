@@ -181,7 +181,7 @@ ACTION_PHRASES = {
         "pull it",
         "toggle it",
     ),
-    "attack": ("attack it", "kill it", "fight it"),
+    "attack": ("attack it", "kill it", "fight it", "take it out"),
     "jump": ("jump over it", "leap across it"),
     None: ("go to it", "walk up to it", "reach it", "approach it", "find it"),
 }

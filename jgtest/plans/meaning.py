@@ -39,13 +39,16 @@ DETERMINERS = frozenset(
 PRONOUNS = frozenset("it them one there him her".split())
 #: A step's subject, left out before its verb ("then you jump the lava").
 SUBJECTS = frozenset("you we i".split())
+#: Verbs that open a check written as a test case ("verify the player can open the door").
+CHECKS = frozenset("verify check confirm ensure".split())
 #: Modal verbs ("that should open the door").
 MODALS = frozenset("should will would must can could may might".split())
 #: Verbs that only lead to the verb after them ("go activate the shrine").
 SERIAL_VERBS = frozenset({"go", "come"})
 #: Ways of saying "go", read as it ("make your way to the lever").
 GOING = ("make your way", "find your way", "head over", "make my way")
-#: A step that only stops the player where the last one left it ("and stop there"): no node.
+#: A step that only stops the player where the last one left it ("and stop there", not "stop at
+#: the door"): no node (:func:`only_stops`).
 STOPS = frozenset({"stop", "halt"})
 #: Openings of a sentence that comments and asks for nothing ("This checks the door.", "I just
 #: want to check the door logic.").
@@ -123,6 +126,44 @@ def is_commentary(sentence: str) -> bool:
     """Whether ``sentence`` comments and asks for nothing: it opens on :data:`COMMENTARY`."""
     words = tokens(sentence)
     return bool(words) and words[0] in COMMENTARY
+
+
+def only_stops(step: list[str]) -> bool:
+    """Whether ``step`` stops the player and names nothing: "stop", "stop there", "halt here"."""
+    return (
+        bool(step)
+        and step[0] in STOPS
+        and all(w in PRONOUNS or w in PHRASE_END or w == "here" for w in step[1:])
+    )
+
+
+def as_instruction(step: list[str]) -> list[str]:
+    """A check written as a test case read as the step it checks: "verify (that) the player can
+    pull the switch" → "pull the switch"; "check that the switch can be used" → "use the switch",
+    "...the coin can be picked up" → "pick up the coin". A check with no "can" (or another modal)
+    states an expectation and stays as written."""
+    from jgtest.plans import lexicon
+
+    if not step or step[0] not in CHECKS:
+        return step
+    rest = step[1:]
+    rest = rest[1:] if rest[:1] == ["that"] else rest
+    for subject in (["the", "player"], ["player"], ["you"], ["we"]):
+        if rest[: len(subject)] == subject:
+            rest = rest[len(subject) :]
+            break
+    if not any(w in MODALS for w in rest):  # an expectation ("check that the door is open")
+        return step
+    rest = rest[1:] if rest[:1] and rest[0] in MODALS else rest
+    passive = next(
+        (k for k in range(1, len(rest) - 1) if rest[k] == "be" and rest[k - 1] in MODALS), None
+    )
+    if passive is None:
+        return rest
+    verb, after = rest[passive + 1], rest[passive + 2 :]
+    forms = lexicon.lemmas(verb, "v")
+    particle = after[:1] if after[:1] and after[0] in ("up", "down", "on", "off", "out") else []
+    return [forms[-1], *particle, *rest[: passive - 1], *after[len(particle) :]]
 
 
 def light_verb_noun(step: list[str]) -> list[str]:

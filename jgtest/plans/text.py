@@ -398,8 +398,8 @@ class TextToPlan:
                 meaning.tokens(self.strip_discourse(" ".join(part)))
                 for part in meaning.steps(text, DISCOURSE)
             ]
-            parts = [meaning.light_verb_noun(part) for part in parts if part]
-            parts = [part for part in parts if part[0] not in meaning.STOPS]
+            parts = [meaning.light_verb_noun(meaning.as_instruction(p)) for p in parts if p]
+            parts = [part for part in parts if part and not meaning.only_stops(part)]
             for tokens in parts:
                 step = meaning.split_step(tokens, last)
                 last = step.object or last

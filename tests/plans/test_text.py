@@ -291,7 +291,7 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
     """Subjects, "go" before a verb and lead phrases are left out of a step; a clause commenting
     on a step, a stop and a sentence of commentary give no step; a light verb's noun is the
     verb."""
-    from jgtest.plans.meaning import light_verb_noun, steps
+    from jgtest.plans.meaning import as_instruction, light_verb_noun, only_stops, steps
     from jgtest.plans.text import DISCOURSE
 
     split = lambda text: [" ".join(step) for step in steps(text, DISCOURSE)]
@@ -311,6 +311,16 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
     assert light_verb_noun("give the lever a pull".split()) == "pull the lever".split()
     assert light_verb_noun("make a jump over the lava".split()) == "jump over the lava".split()
     assert light_verb_noun("get a coin".split()) == "get a coin".split()
+    assert as_instruction("check that the coin can be picked up".split()) == (
+        "pick up the coin".split()
+    )
+    assert as_instruction("verify the player can pull the switch".split()) == (
+        "pull the switch".split()
+    )
+    assert as_instruction("check that the door is open".split()) == (
+        "check that the door is open".split()
+    )
+    assert only_stops(["stop", "there"]) and not only_stops("stop at the door".split())
     env, _ = jgtest.make("Dungeon-v0")
     plan = reader.plan(
         "I want to check the door here.\nStep 1 - press the switch.\n"
