@@ -85,6 +85,15 @@ DISCOURSE = (
 #: The readers :class:`TextToPlan` offers: by meaning with the lexicon's spelling slips mended
 #: first (the default), by meaning alone, and by the lexicon alone (WordNet and spelling).
 READERS = ("combined", "meaning", "lexicon")
+#: A bug report's fields, on a line "Field: ...": those that list the steps lose their label, the
+#: others say what happened and ask for nothing.
+STEP_FIELDS = frozenset(
+    {"steps to reproduce", "steps", "repro steps", "repro", "reproduction steps", "to reproduce"}
+)
+OTHER_FIELDS = frozenset(
+    "observed expected actual result outcome notes note environment build platform summary "
+    "title description severity priority frequency".split()
+) | {"expected result", "actual result", "observed result", "observed behaviour"}
 #: Discourse words that may come before a step's verb ("then", "please").
 _LEAD = frozenset(phrase for phrase in DISCOURSE if " " not in phrase)
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):\-–]|[-*•])\s*", re.IGNORECASE)
@@ -190,19 +199,23 @@ class Reading:
     runner_up: Interpretation | None
     floor: float = CONFIDENCE
     margin: float = MARGIN
+    kind_sure: bool = True
 
     @property
     def clear(self) -> bool:
         """Whether the best is taken: at least ``floor``, and ``margin`` above a runner-up that
-        acts otherwise or on another actor (a runner-up of the other kind only does not count);
-        the lexicon reader's :data:`CONFIDENCE` and :data:`MARGIN`, the calibrated ones when read
-        by meaning (:class:`jgtest.plans.meaning.Thresholds`)."""
+        acts otherwise or on another actor (a runner-up of the other kind only does not count,
+        but a kind the reader is not ``kind_sure`` of refuses it); the lexicon reader's
+        :data:`CONFIDENCE` and :data:`MARGIN`, the calibrated ones when read by meaning
+        (:class:`jgtest.plans.meaning.Thresholds`)."""
         rival = self.runner_up is not None and (self.runner_up.action, self.runner_up.actor) != (
             self.best.action,
             self.best.actor,
         )
-        return self.best.confidence >= self.floor and not (
-            rival and self.best.confidence - self.runner_up.confidence < self.margin
+        return (
+            self.kind_sure
+            and self.best.confidence >= self.floor
+            and not (rival and self.best.confidence - self.runner_up.confidence < self.margin)
         )
 
     @property
@@ -213,6 +226,18 @@ class Reading:
         return (
             f"did you mean {self.best}" + (f" or {self.runner_up}" if self.runner_up else "") + "?"
         )
+
+
+def _report_field(line: str) -> str:
+    """``line`` as steps: without a bug report's steps label ("Steps to reproduce: press the
+    switch" → "press the switch"), ``""`` for another field ("Observed: the door stays shut")."""
+    label, colon, rest = line.partition(":")
+    label = " ".join(label.lower().split())
+    if not colon:
+        return line
+    if label in STEP_FIELDS:
+        return rest
+    return "" if label in OTHER_FIELDS else line
 
 
 @functools.cache
@@ -328,7 +353,7 @@ class TextToPlan:
         over."""
         sentences = [
             (number, sentence)
-            for number, line in enumerate(text.splitlines(), 1)
+            for number, line in enumerate(map(_report_field, text.splitlines()), 1)
             for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip()))
             if any(c.isalpha() for c in self.strip_discourse(sentence))
             and not meaning.is_commentary(self.strip_discourse(sentence))
@@ -388,8 +413,9 @@ class TextToPlan:
         for number, sentence in sentences:
             cats = self.nlp(self.strip_discourse(sentence)).cats
             kind = "rule" if cats.get("RULE", 0.0) > cats.get("NODE", 0.0) else "node"
+            kind_p = cats.get(kind.upper(), 1.0)
             if meaning.is_condition(sentence):
-                kind = "rule"
+                kind, kind_p = "rule", 1.0
             text = _LIST_MARKER.sub("", sentence)
             if self.reader == "combined":
                 text = self._mend_spelling(text, vocab)
@@ -404,7 +430,7 @@ class TextToPlan:
                 step = meaning.split_step(tokens, last)
                 last = step.object or last
                 shown = sentence if len(parts) == 1 else f"{sentence} [{step.text}]"
-                planned.append((number, shown, kind, step, len(parts) > 1))
+                planned.append((number, shown, (kind, kind_p), step, len(parts) > 1))
         readings = []
         plan_steps = [p[3] for p in planned]
         go_words = getattr(vocab, "ACTION_WORDS", {}).get(None, ())
@@ -414,11 +440,24 @@ class TextToPlan:
             else None
         )
         scores = self._scorer(vocab).score(plan_steps, in_place)
-        for (number, shown, kind, step, compound), scored in zip(planned, scores):
+        has_rules = getattr(vocab, "RULES", True)
+        for (number, shown, (kind, kind_p), step, compound), scored in zip(planned, scores):
             ranked = sorted(scored.items(), key=lambda kv: -kv[1])
             if compound and not step.object and ranked[0][0][0] is None:
                 continue
             best, *rest = [Interpretation(kind, a, o, round(c, 4)) for (a, o), c in ranked[:2]]
+            # the kind, as sure as the action: its margin, confidence × (p_kind − p_other), is
+            # held to the calibrated margin (the tuning half has no kind misread to calibrate on)
+            kind_sure = (
+                not has_rules or best.confidence * (2 * kind_p - 1) >= self.thresholds.margin
+            )
+            if not kind_sure:
+                other = "node" if kind == "rule" else "rule"
+                rest = [
+                    dataclasses.replace(
+                        best, kind=other, confidence=round(best.confidence * (1 - kind_p), 4)
+                    )
+                ]
             readings.append(
                 Reading(
                     number,
@@ -427,6 +466,7 @@ class TextToPlan:
                     rest[0] if rest else None,
                     self.thresholds.floor,
                     self.thresholds.margin,
+                    kind_sure,
                 )
             )
         return readings

@@ -328,6 +328,12 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
         env,
     )
     assert plan_steps(plan)[0] == ["interact switch", "go enemy", "attack enemy", "go lava"]
+    # a bug report's steps, its other fields passed over
+    report = reader.plan("Steps to reproduce: press the switch.\nObserved: nothing opens.", env)
+    assert plan_steps(report) == (["interact switch"], [])
+    # a node or a rule? the classifier unsure of it, the reading is refused with both
+    (sight,) = reader.read("Attack enemies on sight.", game)
+    assert not sight.clear and {sight.best.kind, sight.runner_up.kind} == {"node", "rule"}
 
 
 def test_a_step_naming_a_type_takes_the_one_nearest_where_the_step_before_left_off(reader):
