@@ -72,8 +72,12 @@ LIGHT_VERBS = frozenset("do make take have give get".split())
 #: door with the blue key") or a feature ("the door with the blue stripe").
 ATTACHING = frozenset({"with", "using"})
 #: Where a compound sentence may be cut, when a verb follows.
-JOINS = frozenset({",", ";", "and", "then"})
-_TOKEN = re.compile(r"[a-z0-9']+|[,;:]|(?<=\s)-(?=\s)")
+JOINS = frozenset({",", ";", "and", "then", "+", "&"})
+_TOKEN = re.compile(r"[a-z0-9']+|[,;:+&]|(?<=\s)-(?=\s)")
+#: How a "when" clause about the player's own progress opens ("when you're across"): it orders
+#: the steps, as "once" does; another ("when a goblin comes near") makes a rule.
+_PROGRESS = (["you're"], ["you've"], ["you", "are"], ["you", "have"], ["you", "reach"])
+_PROGRESS += (["you", "get"], ["you", "arrive"], ["you", "land"], ["the", "player"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,9 +187,28 @@ def light_verb_noun(step: list[str]) -> list[str]:
 
 def is_condition(sentence: str) -> bool:
     """Whether ``sentence`` opens on a condition that makes it a rule ("If a coin is near, pick it
-    up.", "Whenever..."): :data:`CONDITIONS`."""
+    up.", "Whenever..."): :data:`CONDITIONS`, but not a clause that orders the steps."""
     words = tokens(sentence)
-    return bool(words) and words[0] in CONDITIONS
+    return bool(words) and words[0] in CONDITIONS and not _orders(words)
+
+
+def _orders(words: list[str]) -> bool:
+    """Whether ``words`` open on a clause that only orders the steps: "once", "after", "as soon
+    as", or a "when" of the player's progress (:data:`_PROGRESS`)."""
+    return (
+        words[:1] in (["once"], ["after"])
+        or words[:3] == ["as", "soon", "as"]
+        or words[:1] == ["when"]
+        and any(words[1 : 1 + len(p)] == p for p in _PROGRESS)
+    )
+
+
+def drop_ordering(sentence: str) -> str:
+    """``sentence`` without an opening clause that only orders the steps, to its comma ("Once
+    you're across, grab the coin and use the shrine." → "grab the coin and use the shrine.")."""
+    lead = re.match(r"\W*(?:(?:then|and)\b\W*)*", sentence, re.IGNORECASE).end()
+    clause, comma, rest = sentence[lead:].partition(",")
+    return rest.strip() if comma and _orders(tokens(clause)) else sentence
 
 
 def steps(sentence: str, lead: Collection[str] = ()) -> list[list[str]]:

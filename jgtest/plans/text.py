@@ -411,12 +411,12 @@ class TextToPlan:
         ("walk across and pull the lever") is passed over."""
         planned, last = [], ""
         for number, sentence in sentences:
-            cats = self.nlp(self.strip_discourse(sentence)).cats
+            cats = self.nlp(meaning.drop_ordering(self.strip_discourse(sentence))).cats
             kind = "rule" if cats.get("RULE", 0.0) > cats.get("NODE", 0.0) else "node"
             kind_p = cats.get(kind.upper(), 1.0)
             if meaning.is_condition(sentence):
                 kind, kind_p = "rule", 1.0
-            text = _LIST_MARKER.sub("", sentence)
+            text = meaning.drop_ordering(_LIST_MARKER.sub("", sentence))
             if self.reader == "combined":
                 text = self._mend_spelling(text, vocab)
             # cut into steps before the discourse words go: "and", "then" join steps

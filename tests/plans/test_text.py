@@ -291,7 +291,14 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
     """Subjects, "go" before a verb and lead phrases are left out of a step; a clause commenting
     on a step, a stop and a sentence of commentary give no step; a light verb's noun is the
     verb."""
-    from jgtest.plans.meaning import as_instruction, light_verb_noun, only_stops, steps
+    from jgtest.plans.meaning import (
+        as_instruction,
+        drop_ordering,
+        is_condition,
+        light_verb_noun,
+        only_stops,
+        steps,
+    )
     from jgtest.plans.text import DISCOURSE
 
     split = lambda text: [" ".join(step) for step in steps(text, DISCOURSE)]
@@ -308,6 +315,20 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
         "go to the lava",
     ]
     assert split("Pick up the first coin.") == ["pick up the first coin"]
+    assert split("Press switch + walk to door; jump lava") == [
+        "press switch",
+        "walk to door",
+        "jump lava",
+    ]
+    # a clause that only orders the steps goes; a condition stays, and makes a rule
+    assert drop_ordering("Once you're across, grab the coin and use the shrine.") == (
+        "grab the coin and use the shrine."
+    )
+    assert drop_ordering("When a goblin comes near, kill it.") == (
+        "When a goblin comes near, kill it."
+    )
+    assert is_condition("When a goblin comes near, kill it.")
+    assert not is_condition("When you're across, grab the coin.")
     assert light_verb_noun("give the lever a pull".split()) == "pull the lever".split()
     assert light_verb_noun("make a jump over the lava".split()) == "jump over the lava".split()
     assert light_verb_noun("get a coin".split()) == "get a coin".split()
