@@ -78,6 +78,8 @@ _TOKEN = re.compile(r"[a-z0-9']+|[,;:+&]|(?<=\s)-(?=\s)")
 #: the steps, as "once" does; another ("when a goblin comes near") makes a rule.
 _PROGRESS = (["you're"], ["you've"], ["you", "are"], ["you", "have"], ["you", "reach"])
 _PROGRESS += (["you", "get"], ["you", "arrive"], ["you", "land"], ["the", "player"])
+#: States reached once, that make a "when" clause order the steps ("when the goblin is dead").
+STATES = frozenset("down dead open opened opens gone done over across through past killed".split())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,19 +189,23 @@ def light_verb_noun(step: list[str]) -> list[str]:
 
 def is_condition(sentence: str) -> bool:
     """Whether ``sentence`` opens on a condition that makes it a rule ("If a coin is near, pick it
-    up.", "Whenever..."): :data:`CONDITIONS`, but not a clause that orders the steps."""
+    up.", "Whenever..."): :data:`CONDITIONS`, but not a clause that orders the steps; or has a
+    "whenever" ("Kill goblins whenever they come near.")."""
     words = tokens(sentence)
-    return bool(words) and words[0] in CONDITIONS and not _orders(words)
+    opens = bool(words) and words[0] in CONDITIONS and not _orders(words)
+    return opens or "whenever" in words
 
 
 def _orders(words: list[str]) -> bool:
     """Whether ``words`` open on a clause that only orders the steps: "once", "after", "as soon
-    as", or a "when" of the player's progress (:data:`_PROGRESS`)."""
+    as", or a "when" of the player's progress (:data:`_PROGRESS`) or of a state
+    (:data:`STATES`)."""
+    clause = set(words[: words.index(",")] if "," in words else words)
+    progress = any(words[1 : 1 + len(p)] == p for p in _PROGRESS) or bool(clause & STATES)
     return (
         words[:1] in (["once"], ["after"])
         or words[:3] == ["as", "soon", "as"]
-        or words[:1] == ["when"]
-        and any(words[1 : 1 + len(p)] == p for p in _PROGRESS)
+        or (words[:1] == ["when"] and progress)
     )
 
 
@@ -310,6 +316,9 @@ def split_step(tokens: list[str], last_object: str) -> Step:
                 frame = split_step(after, " ".join(subject))
                 return Step(text, " ".join(subject), frame.frame)
     words = [t for t in tokens if t not in ",;:-"]
+    named = _named_before(words, last_object)
+    if named:
+        return Step(text, named, " ".join([words[0], "it", *words[3:]]))
     for d in range(1, len(words)):
         if words[d] in DETERMINERS and not (words[d] in RELATIVES and d + 1 == len(words)):
             e = _phrase_end(words, d + 1)
@@ -332,6 +341,17 @@ def split_step(tokens: list[str], last_object: str) -> Step:
             text, " ".join(words[start:end]), " ".join([*words[:start], "it", *words[end:]])
         )
     return Step(text, "", text)
+
+
+def _named_before(words: list[str], last_object: str) -> str:
+    """The phrase of ``last_object`` that a demonstrative object names again: "open that door"
+    after "the item that unlocks the blue door" is "the blue door"; ``""`` when none."""
+    if len(words) < 3 or words[1] not in ("that", "this") or words[2] not in last_object.split():
+        return ""
+    before = last_object.split()
+    end = len(before) - before[::-1].index(words[2])
+    start = max((k for k in range(end) if before[k] in DETERMINERS - RELATIVES), default=0)
+    return " ".join(before[start:end])
 
 
 def _noun_phrase(words: list[str]) -> list[str]:
@@ -380,6 +400,15 @@ class MeaningScorer:
             for noun in [_noun_phrase(phrase.split())]
             for w in noun[:-1]
         }
+        self._actor_nouns = {
+            actor: {
+                noun[-1]
+                for phrase in (*own, *(extra_actors or {}).get(actor, ()))
+                for noun in [_noun_phrase(phrase.split())]
+                if noun
+            }
+            for actor, own in vocab.ACTOR_PHRASES.items()
+        }
         self._action_phrases = phrases(vocab.ACTION_PHRASES, extra_actions)
         self._reading_phrases = {
             reading: self.encoder.encode(list(p))
@@ -409,13 +438,24 @@ class MeaningScorer:
             return ""
         return " ".join(["the", *carried, *own])
 
+    def clause_actors(self, phrase: str) -> set:
+        """The actors a relative clause of ``phrase`` names and its head does not: "the device
+        that unlocks the door" is no door."""
+        words = phrase.split()
+        k = next((k for k, w in enumerate(words[1:], 1) if w in RELATIVES), None)
+        if k is None:
+            return set()
+        head, clause = set(words[:k]), set(words[k + 1 :])
+        return {a for a, nouns in self._actor_nouns.items() if nouns & clause and not nouns & head}
+
     def score(
         self, plan_steps: list[Step], in_place: list[bool] | None = None
     ) -> list[dict[tuple, float]]:
         """Each step's confidence in every reading, ``{(action, actor): s_actor · s_action}``; a
         step naming no object scores its actors on its whole text, one with an attached phrase on
         its object :meth:`with_attached`, one whose object phrase has words no actor phrase has, on
-        the better of it and its :meth:`known_words`. A step that acts
+        the better of it and its :meth:`known_words`; an actor its relative clause names is not
+        its object (:meth:`clause_actors`). A step that acts
         ``in_place`` (:func:`acts_in_place`) acts on its object: getting there is read only as
         collecting it (``READING_PHRASES``), never as walking to it."""
         import numpy as np
@@ -434,11 +474,12 @@ class MeaningScorer:
         objects, known = encoded[:n], encoded[n : 2 * n]
         frames = np.stack([encoded[2 * n : 3 * n], encoded[3 * n :]], axis=1)  # (steps, 2, width)
         out = []
-        for obj, own_words, frame, touches in zip(
-            objects, known, frames, in_place or [False] * len(plan_steps)
+        for step, obj, own_words, frame, touches in zip(
+            plan_steps, objects, known, frames, in_place or [False] * len(plan_steps)
         ):
+            not_named = self.clause_actors(step.object)
             s_actor = {
-                a: float(max((e @ obj).max(), (e @ own_words).max()))
+                a: 0.0 if a in not_named else float(max((e @ obj).max(), (e @ own_words).max()))
                 for a, e in self._actor_phrases.items()
             }
             s_action = {a: float((e @ frame.T).max()) for a, e in self._action_phrases.items()}

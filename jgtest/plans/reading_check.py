@@ -49,6 +49,9 @@ def judge(reader, sets: list[dict], seeds: int = 2) -> list[str]:
     outcomes, to_run = [], []
     for i, entry in enumerate(sets):
         game = entry.get("game", DUNGEON)
+        if entry.get("rules") and not getattr(plan_game(game), "RULES", True):
+            outcomes.append(f"unplayable: {game} plans take no rules")
+            continue
         try:
             plan = reader.plan(entry["text"], env if game == DUNGEON else game, name=f"set {i}")
         except PlanError as error:

@@ -328,7 +328,15 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
         "When a goblin comes near, kill it."
     )
     assert is_condition("When a goblin comes near, kill it.")
+    assert is_condition("Kill goblins whenever they come near.")
     assert not is_condition("When you're across, grab the coin.")
+    assert not is_condition("When the goblin is dead, jump the lava.")
+    # a relative clause's actor is not the object; "that door" is the door named before
+    (device,) = reader.read("Walk to the device that unlocks the door.", game)
+    assert device.best.actor == "switch"
+    doom = "vizdoom:freedoom1/E1M1"
+    text = "Grab the thing that unlocks the blue door, then open that door."
+    assert plan_steps(reader.plan(text, doom))[0] == ["go blue card", "use blue door"]
     assert light_verb_noun("give the lever a pull".split()) == "pull the lever".split()
     assert light_verb_noun("make a jump over the lava".split()) == "jump over the lava".split()
     assert light_verb_noun("get a coin".split()) == "get a coin".split()
