@@ -37,7 +37,7 @@ DETERMINERS = frozenset(
     "the a an any every each some all that this those these its his her their your".split()
 )
 PRONOUNS = frozenset("it them one there him her".split())
-#: A step's subject, left out before its verb ("then you jump the lava").
+#: A step's subject, left out before its verb ("then you jump the lava"; "the player" too).
 SUBJECTS = frozenset("you we i".split())
 #: Verbs that open a check written as a test case ("verify the player can open the door").
 CHECKS = frozenset("verify check confirm ensure".split())
@@ -132,6 +132,23 @@ def is_commentary(sentence: str) -> bool:
     """Whether ``sentence`` comments and asks for nothing: it opens on :data:`COMMENTARY`."""
     words = tokens(sentence)
     return bool(words) and words[0] in COMMENTARY
+
+
+def acts_again(step: list[str]) -> bool:
+    """Whether ``step``, read as one, holds a second action it was not cut at: a verb after its
+    first one, after a join or "it" ("player goes to the lever and pulls it", "with it open the
+    door", "walk over n use it"), with an object, a pronoun or a particle after it; a condition
+    or an object first ("the gate, open it") is one step. Such a step is refused rather than read
+    short (a step left out is a misread)."""
+    if not step or step[0] in SUBORDINATORS | DETERMINERS:  # a condition, an object first
+        return False
+    glue = JOINS | {"n", "after", "it"}
+    after = DETERMINERS | PRONOUNS | {"to", "over", "across", "up"}
+    verbs = [k for k, w in enumerate(step) if w not in DETERMINERS and _verb_like(w)]
+    return any(
+        k > verbs[0] + 1 and step[k - 1] in glue and k + 1 < len(step) and step[k + 1] in after
+        for k in verbs[1:]
+    )
 
 
 def only_stops(step: list[str]) -> bool:
@@ -266,22 +283,28 @@ def _comments(words: list[str]) -> bool:
 
 def _step_start(words: list[str], k: int, lead: Collection[str]) -> int:
     """Where a step that may begin at ``words[k]`` has its verb: past the joins, ``lead`` phrases
-    (with their comma) and a subject before a verb."""
+    (with their comma), and a subject or a modal before a verb ("the player must flip")."""
     phrases = sorted((p.split() for p in (*JOINS, *lead)), key=len, reverse=True)
     while k < len(words):
         found = next((p for p in phrases if words[k : k + len(p)] == p), None)
         if found:
             k += len(found) + (words[k + len(found) : k + len(found) + 1] == [","])
-        elif (
-            words[k] in SUBJECTS | SERIAL_VERBS
-            and k + 1 < len(words)
-            and words[k + 1] not in PHRASE_END
-            and _verb_like(words[k + 1])
-        ):
+        elif words[k : k + 2] == ["the", "player"] and _verb_next(words, k + 2):
+            k += 2
+        elif words[k] in SUBJECTS | SERIAL_VERBS | MODALS | {"player"} and _verb_next(words, k + 1):
             k += 1
         else:
             return k
     return k
+
+
+def _verb_next(words: list[str], k: int) -> bool:
+    """Whether ``words[k]`` is a verb (or a modal) that can follow a step's subject."""
+    return (
+        k < len(words)
+        and words[k] not in PHRASE_END
+        and (words[k] in MODALS or _verb_like(words[k]))
+    )
 
 
 def _object_start(step: list[str]) -> int | None:

@@ -199,13 +199,13 @@ class Reading:
     runner_up: Interpretation | None
     floor: float = CONFIDENCE
     margin: float = MARGIN
-    kind_sure: bool = True
+    sure: bool = True
 
     @property
     def clear(self) -> bool:
         """Whether the best is taken: at least ``floor``, and ``margin`` above a runner-up that
-        acts otherwise or on another actor (a runner-up of the other kind only does not count,
-        but a kind the reader is not ``kind_sure`` of refuses it); the lexicon reader's
+        acts otherwise or on another actor (a runner-up of the other kind only does not count),
+        and ``sure`` of its shape (its kind, and that it holds one step); the lexicon reader's
         :data:`CONFIDENCE` and :data:`MARGIN`, the calibrated ones when read by meaning
         (:class:`jgtest.plans.meaning.Thresholds`)."""
         rival = self.runner_up is not None and (self.runner_up.action, self.runner_up.actor) != (
@@ -213,7 +213,7 @@ class Reading:
             self.best.actor,
         )
         return (
-            self.kind_sure
+            self.sure
             and self.best.confidence >= self.floor
             and not (rival and self.best.confidence - self.runner_up.confidence < self.margin)
         )
@@ -430,7 +430,8 @@ class TextToPlan:
                 step = meaning.split_step(tokens, last)
                 last = step.object or last
                 shown = sentence if len(parts) == 1 else f"{sentence} [{step.text}]"
-                planned.append((number, shown, (kind, kind_p), step, len(parts) > 1))
+                one_step = not meaning.acts_again(tokens)
+                planned.append((number, shown, (kind, kind_p, one_step), step, len(parts) > 1))
         readings = []
         plan_steps = [p[3] for p in planned]
         go_words = getattr(vocab, "ACTION_WORDS", {}).get(None, ())
@@ -441,7 +442,9 @@ class TextToPlan:
         )
         scores = self._scorer(vocab).score(plan_steps, in_place)
         has_rules = getattr(vocab, "RULES", True)
-        for (number, shown, (kind, kind_p), step, compound), scored in zip(planned, scores):
+        for (number, shown, (kind, kind_p, one_step), step, compound), scored in zip(
+            planned, scores
+        ):
             ranked = sorted(scored.items(), key=lambda kv: -kv[1])
             if compound and not step.object and ranked[0][0][0] is None:
                 continue
@@ -466,7 +469,7 @@ class TextToPlan:
                     rest[0] if rest else None,
                     self.thresholds.floor,
                     self.thresholds.margin,
-                    kind_sure,
+                    kind_sure and one_step,
                 )
             )
         return readings

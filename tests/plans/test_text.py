@@ -350,6 +350,14 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
         "check that the door is open".split()
     )
     assert only_stops(["stop", "there"]) and not only_stops("stop at the door".split())
+    # a step read as one that holds a second action is refused, not read short
+    (short,) = reader.read("Walk over to the lever n pull it.", game)
+    assert not short.clear
+    player = reader.read("The player walks to the lever and pulls it.", game)
+    assert [(r.best.action, r.best.actor) for r in player] == [
+        (None, "switch"),
+        ("interact", "switch"),
+    ]
     env, _ = jgtest.make("Dungeon-v0")
     plan = reader.plan(
         "I want to check the door here.\nStep 1 - press the switch.\n"
