@@ -408,7 +408,9 @@ class TextToPlan:
     def _read_by_meaning(self, sentences: list[tuple[int, str]], vocab) -> list[Reading]:
         """Each sentence's steps read by meaning (:mod:`jgtest.plans.meaning`), the kind (node or
         rule) the classifier's; a step of a compound sentence that names no object and only moves
-        ("walk across and pull the lever") is passed over."""
+        ("walk across and pull the lever") is passed over. A reading is not ``sure`` (refused)
+        when the classifier is unsure of its kind or its step holds a second action
+        (:func:`jgtest.plans.meaning.acts_again`)."""
         planned, last = [], ""
         for number, sentence in sentences:
             cats = self.nlp(meaning.drop_ordering(self.strip_discourse(sentence))).cats
