@@ -26,6 +26,7 @@ thresholds that refuse a reading (:class:`Thresholds`) are calibrated on the tun
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Collection
@@ -108,6 +109,7 @@ class Thresholds:
         return cls(stored["floor"], stored["margin"])
 
 
+@functools.cache
 def _verb_like(word: str) -> bool:
     """Whether ``word`` can open an imperative step: WordNet knows it as a verb."""
     from jgtest.plans import lexicon
@@ -284,7 +286,7 @@ def _comments(words: list[str]) -> bool:
 def _step_start(words: list[str], k: int, lead: Collection[str]) -> int:
     """Where a step that may begin at ``words[k]`` has its verb: past the joins, ``lead`` phrases
     (with their comma), and a subject or a modal before a verb ("the player must flip")."""
-    phrases = sorted((p.split() for p in (*JOINS, *lead)), key=len, reverse=True)
+    phrases = _longest_first(tuple(lead))
     while k < len(words):
         found = next((p for p in phrases if words[k : k + len(p)] == p), None)
         if found:
@@ -296,6 +298,12 @@ def _step_start(words: list[str], k: int, lead: Collection[str]) -> int:
         else:
             return k
     return k
+
+
+@functools.cache
+def _longest_first(lead: tuple[str, ...]) -> list[list[str]]:
+    """The joins and ``lead`` phrases as word lists, the longest first, built once per ``lead``."""
+    return sorted((p.split() for p in (*JOINS, *lead)), key=len, reverse=True)
 
 
 def _verb_next(words: list[str], k: int) -> bool:
