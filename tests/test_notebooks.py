@@ -78,7 +78,16 @@ def _untrained_park_models(where: Path) -> Path:
     return where
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+#: Notebooks whose small run is a slow test: PPGTA's compiles two learned explorers' campaigns
+#: (about two minutes on 2 cores); its campaign's wiring is ``tests/methods/park/test_ppgta.py``'s.
+SLOW = ("ppgta",)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=[pytest.mark.slow] if p.stem in SLOW else []) for p in NOTEBOOKS],
+    ids=lambda p: p.stem,
+)
 def test_the_notebook_runs_on_small_settings(path, tmp_path, monkeypatch):
     import nbformat
     from nbclient import NotebookClient

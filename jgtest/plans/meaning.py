@@ -54,6 +54,8 @@ STOPS = frozenset({"stop", "halt"})
 #: Openings of a sentence that comments and asks for nothing ("This checks the door.", "I just
 #: want to check the door logic.").
 COMMENTARY = frozenset("i i'm i'd i've this these it's that's here's there's note".split())
+#: Negations: a sentence opening on one asks not to act; a step holding one is refused.
+NEGATIONS = frozenset("don't dont never not".split())
 #: Words that end an object phrase (prepositions, particles, conjunctions); a relative clause
 #: ("that opens the door") stays in it.
 PHRASE_END = frozenset(
@@ -74,6 +76,8 @@ LIGHT_VERBS = frozenset("do make take have give get".split())
 ATTACHING = frozenset({"with", "using"})
 #: Where a compound sentence may be cut, when a verb follows.
 JOINS = frozenset({",", ";", "and", "then", "+", "&"})
+#: Arrows that chain a terse note's steps ("pull lever > walk to door"), read as "then".
+_ARROWS = re.compile(r"\s*(?:->|=>|→|>)\s*")
 _TOKEN = re.compile(r"[a-z0-9']+|[,;:+&]|(?<=\s)-(?=\s)")
 #: How a "when" clause about the player's own progress opens ("when you're across"): it orders
 #: the steps, as "once" does; another ("when a goblin comes near") makes a rule.
@@ -81,6 +85,20 @@ _PROGRESS = (["you're"], ["you've"], ["you", "are"], ["you", "have"], ["you", "r
 _PROGRESS += (["you", "get"], ["you", "arrive"], ["you", "land"], ["the", "player"])
 #: States reached once, that make a "when" clause order the steps ("when the goblin is dead").
 STATES = frozenset("down dead open opened opens gone done over across through past killed".split())
+#: Verbs that only help another, or say where the player got to: the clause they open names no
+#: action of the player's ("once you have the key", "after you reach the lava").
+AUXILIARIES = frozenset("be is are was were been being am have has had do does did".split())
+ARRIVING = frozenset("reach reached arrive arrived land landed get got enter entered".split())
+#: Clauses inside a step that put another action before or after it ("open the door after you
+#: kill the goblin"): the step is refused (:func:`acts_again`), since its order is not the text's.
+ORDERING = frozenset("after before once until".split())
+#: What marks a sentence as a standing rule and not a step: a quantifier, a condition or a span of
+#: the run ("kill any goblin", "whenever...", "on sight", "at all times"); with none, a sentence
+#: is a step whatever the classifier says ("kill goblin").
+RULE_WORDS = frozenset(
+    "any every each all always never whenever wherever if when unless throughout".split()
+)
+RULE_PHRASES = (("on", "sight"), ("on", "the", "way"), ("along", "the", "way"), ("as", "you", "go"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,26 +142,53 @@ def _verb_like(word: str) -> bool:
 def tokens(text: str) -> list[str]:
     """``text``'s lower-case words and the marks that shape a step (``,`` ``;`` ``:`` and a
     spaced ``-``); a way of saying "go" (:data:`GOING`) becomes "go"."""
-    text = text.lower()
+    text = _ARROWS.sub(" then ", text.lower())
     for idiom in GOING:
         text = re.sub(rf"\b{idiom}\b", "go", text)
     return _TOKEN.findall(text)
 
 
 def is_commentary(sentence: str) -> bool:
-    """Whether ``sentence`` comments and asks for nothing: it opens on :data:`COMMENTARY`."""
+    """Whether ``sentence`` comments, or asks the player not to act, and asks for nothing: it opens
+    on :data:`COMMENTARY` or :data:`NEGATIONS` ("Don't pull it yet."), and no clause after a join
+    or a dash opens on a verb ("There's a lever by the start - walk over to it.")."""
     words = tokens(sentence)
-    return bool(words) and words[0] in COMMENTARY
+    if not words or not (words[0] in COMMENTARY or _negated(words)):
+        return False
+    return not any(
+        w in JOINS | {"-", ":"}
+        and _step_start(words, k + 1, ()) < len(words)
+        and _verb_like(words[_step_start(words, k + 1, ())])
+        for k, w in enumerate(words)
+    )
+
+
+def _negated(words: list[str]) -> bool:
+    """Whether ``words`` open on a negation ("don't", "do not", "never")."""
+    return words[0] in NEGATIONS or words[:2] == ["do", "not"]
 
 
 def acts_again(step: list[str]) -> bool:
-    """Whether ``step``, read as one, holds a second action it was not cut at: a verb after its
-    first one, after a join or "it" ("player goes to the lever and pulls it", "with it open the
-    door", "walk over n use it"), with an object, a pronoun or a particle after it; a condition
-    or an object first ("the gate, open it") is one step. Such a step is refused rather than read
-    short (a step left out is a misread)."""
+    """Whether ``step``, read as one, holds a second action it was not cut at, or says not to act:
+
+    * a verb after its first one, after a join or "it" ("player goes to the lever and pulls it",
+      "with it open the door", "walk over n use it"), with an object, a pronoun or a particle
+      after it;
+    * a clause of :data:`ORDERING` that acts (:func:`clause_acts`: "open the door after you kill
+      the goblin");
+    * an "and" it was not cut at (two objects: "pick up shotgun and shells");
+    * a negation (:data:`NEGATIONS`: "walk up to the lever but don't pull it").
+
+    A condition or an object first ("the gate, open it") is one step. Such a step is refused rather
+    than read short (a step left out is a misread)."""
     if not step or step[0] in SUBORDINATORS | DETERMINERS:  # a condition, an object first
         return False
+    if any(w in ORDERING and clause_acts(step[k + 1 :]) for k, w in enumerate(step) if k):
+        return True
+    if any(w in ("and", "&", "+") for w in step[1:]):  # two objects: "pick up shotgun and shells"
+        return True
+    if NEGATIONS & set(step):  # "walk up to the lever but don't pull it"
+        return True
     glue = JOINS | {"n", "after", "it"}
     after = DETERMINERS | PRONOUNS | {"to", "over", "across", "up"}
     verbs = [k for k, w in enumerate(step) if w not in DETERMINERS and _verb_like(w)]
@@ -151,6 +196,49 @@ def acts_again(step: list[str]) -> bool:
         k > verbs[0] + 1 and step[k - 1] in glue and k + 1 < len(step) and step[k + 1] in after
         for k in verbs[1:]
     )
+
+
+def _subject(word: str) -> bool:
+    """Whether ``word`` is a subject, alone or with its auxiliary ("you", "you've", "we'll")."""
+    return word in SUBJECTS or word == "player" or word.partition("'")[0] in SUBJECTS
+
+
+def clause_acts(words: list[str]) -> bool:
+    """Whether a clause opening on ``words`` (after its "after", "once"...) names an action of the
+    player's: past a subject, modals and auxiliaries, a verb ("opening the door", "you've jumped
+    the lava", "you go kill the goblin"); not a state ("you're across", "that's done"), an
+    arrival ("you reach the lava") nor another's doing ("the goblin dies")."""
+    k = 2 if words[:2] == ["the", "player"] else 0
+    while k < len(words) and (_subject(words[k]) or words[k] in MODALS | AUXILIARIES):
+        k += 1
+    return (
+        k < len(words)
+        and words[k] not in STATES | ARRIVING | PHRASE_END | DETERMINERS
+        and _verb_like(words[k])
+    )
+
+
+def ordering_acts(sentence: str) -> bool:
+    """Whether ``sentence`` opens on a clause that orders the steps (:func:`drop_ordering`) and
+    itself names an action ("After opening the door, kill the goblin."): dropping it would drop a
+    step, and keeping it would take the text's order for the plan's, so the sentence is refused."""
+    kept = drop_ordering(sentence)
+    if kept == sentence:
+        return False
+    return clause_acts(tokens(sentence[: len(sentence) - len(kept)])[1:])
+
+
+def marks_rule(words: list[str], object_phrase: str = "") -> bool:
+    """Whether a sentence's ``words`` mark it as a standing rule (:data:`RULE_WORDS`,
+    :data:`RULE_PHRASES`) or its step's ``object_phrase`` is plural ("kill goblins")."""
+    from jgtest.plans import lexicon
+
+    if set(words) & RULE_WORDS:
+        return True
+    if any(words[k : k + len(p)] == list(p) for p in RULE_PHRASES for k in range(len(words))):
+        return True
+    noun = _noun_phrase(object_phrase.split())[-1:]
+    return bool(noun) and noun[0].endswith("s") and len(lexicon.lemmas(noun[0], lexicon.NOUN)) > 1
 
 
 def only_stops(step: list[str]) -> bool:
@@ -216,13 +304,18 @@ def is_condition(sentence: str) -> bool:
 
 
 def _orders(words: list[str]) -> bool:
-    """Whether ``words`` open on a clause that only orders the steps: "once", "after", "as soon
-    as", or a "when" of the player's progress (:data:`_PROGRESS`) or of a state
-    (:data:`STATES`)."""
-    clause = set(words[: words.index(",")] if "," in words else words)
-    progress = any(words[1 : 1 + len(p)] == p for p in _PROGRESS) or bool(clause & STATES)
+    """Whether ``words`` open on a clause that only orders the steps: "once", "after", "before",
+    "as soon as", or a "when" of the player's progress (:data:`_PROGRESS`) or of a state
+    (:data:`STATES`, in any of its forms: "when the door is opening")."""
+    from jgtest.plans import lexicon
+
+    clause = words[: words.index(",")] if "," in words else words
+    state = any(
+        w in STATES or set(lexicon.lemmas(w, lexicon.VERB)) & STATES for w in clause if w.isalpha()
+    )
+    progress = any(words[1 : 1 + len(p)] == p for p in _PROGRESS) or state
     return (
-        words[:1] in (["once"], ["after"])
+        words[:1] in (["once"], ["after"], ["before"])
         or words[:3] == ["as", "soon", "as"]
         or (words[:1] == ["when"] and progress)
     )
@@ -440,6 +533,16 @@ class MeaningScorer:
             }
             for actor, own in vocab.ACTOR_PHRASES.items()
         }
+        names = [
+            (" ".join(_noun_phrase(phrase.split())), actor)
+            for actor, own in vocab.ACTOR_PHRASES.items()
+            for phrase in (*own, *(extra_actors or {}).get(actor, ()))
+        ]
+        self._names = {
+            name: actor
+            for name, actor in names
+            if name and {a for n, a in names if n == name} == {actor}
+        }
         self._action_phrases = phrases(vocab.ACTION_PHRASES, extra_actions)
         self._reading_phrases = {
             reading: self.encoder.encode(list(p))
@@ -468,6 +571,11 @@ class MeaningScorer:
         if not carried:
             return ""
         return " ".join(["the", *carried, *own])
+
+    def named(self, step: Step) -> str | None:
+        """The actor ``step``'s object names exactly, by one of its phrases and no other actor's
+        ("the shotgun", not "the shotgun shells"); ``None`` when none does."""
+        return self._names.get(" ".join(w for w in step.object.split() if w not in DETERMINERS))
 
     def clause_actors(self, phrase: str) -> set:
         """The actors a relative clause of ``phrase`` names and its head does not: "the device
@@ -550,5 +658,21 @@ def acts_in_place(step: Step, lead: Collection[str] = (), go_words: Collection[s
     lemmas = lexicon.lemmas(verb, lexicon.VERB)
     if "to" in after or "towards" in after or set(lemmas) & (set(go_words) | LIGHT_VERBS):
         return False
+    return _commonest_sense(verb) not in ("", "verb.motion")
+
+
+def moves(frame: str) -> bool:
+    """Whether ``frame``'s verb moves the player: its commonest sense is one of motion ("walk
+    across"; not "shells", whose commonest sense as a verb is another)."""
+    words = frame.split()
+    return bool(words) and _commonest_sense(words[0]) == "verb.motion"
+
+
+@functools.cache
+def _commonest_sense(verb: str) -> str:
+    """The WordNet file of ``verb``'s commonest sense (``"verb.motion"``...); ``""``: no verb."""
+    from jgtest.plans import lexicon
+
+    lemmas = lexicon.lemmas(verb, lexicon.VERB)
     senses = [s for lemma in lemmas for s in lexicon.wordnet().synsets(lemma, lexicon.VERB)]
-    return bool(senses) and senses[0].lexname() != "verb.motion"
+    return senses[0].lexname() if senses else ""

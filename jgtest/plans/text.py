@@ -81,19 +81,36 @@ DISCOURSE = (
     "thank you",
     "ok",
     "okay",
+    "hi",
+    "hey",
+    "hello",
+    "i'd like you to",
+    "i want you to",
+    "i need you to",
+    "we need you to",
+    "don't forget to",
+    "do not forget to",
+    "remember to",
 )
 #: The readers :class:`TextToPlan` offers: by meaning with the lexicon's spelling slips mended
 #: first (the default), by meaning alone, and by the lexicon alone (WordNet and spelling).
 READERS = ("combined", "meaning", "lexicon")
-#: A bug report's fields, on a line "Field: ...": those that list the steps lose their label, the
-#: others say what happened and ask for nothing.
+#: A bug report's or a test case's fields, on a line "Field: ..." (or a table's cell): those that
+#: list the steps lose their label ("Action 2: ..." too), the others say what happened or why, and
+#: ask for nothing; so does a ticket's id ("BUG-221: ..."). The commonest fields of issue trackers'
+#: and test-case templates.
 STEP_FIELDS = frozenset(
     {"steps to reproduce", "steps", "repro steps", "repro", "reproduction steps", "to reproduce"}
-)
+) | {"str", "test steps", "test", "actions", "procedure", "sequence", "plan"}
 OTHER_FIELDS = frozenset(
-    "observed expected actual result outcome notes note environment build platform summary "
-    "title description severity priority frequency".split()
+    "observed expected actual result outcome notes note environment env build platform summary "
+    "title description severity priority frequency goal context precondition preconditions "
+    "prerequisites setup version device reproducibility component objective purpose".split()
 ) | {"expected result", "actual result", "observed result", "observed behaviour"}
+_NUMBERED_FIELD = re.compile(r"(?:step|action)\s*\d+")
+_TICKET = re.compile(r"[a-z]+-\d+")
+#: How a line's table cells are separated ("TC-014 | Action 1: move to the switch | ...").
+_CELLS = re.compile(r"\s+\|\s+")
 #: Discourse words that may come before a step's verb ("then", "please").
 _LEAD = frozenset(phrase for phrase in DISCOURSE if " " not in phrase)
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):\-–]|[-*•])\s*", re.IGNORECASE)
@@ -230,14 +247,29 @@ class Reading:
 
 def _report_field(line: str) -> str:
     """``line`` as steps: without a bug report's steps label ("Steps to reproduce: press the
-    switch" → "press the switch"), ``""`` for another field ("Observed: the door stays shut")."""
+    switch" → "press the switch"), ``""`` for another field ("Observed: the door stays shut") or a
+    ticket's id, alone or as a label (:data:`STEP_FIELDS`, :data:`OTHER_FIELDS`)."""
     label, colon, rest = line.partition(":")
     label = " ".join(label.lower().split())
+    if _TICKET.fullmatch(label):
+        return ""
     if not colon:
         return line
-    if label in STEP_FIELDS:
+    if label in STEP_FIELDS or _NUMBERED_FIELD.fullmatch(label):
         return rest
     return "" if label in OTHER_FIELDS else line
+
+
+def _arrives_again(before: list[Reading], before_steps: list, best, step, line: int) -> bool:
+    """Whether ``step`` (read as ``best``, on ``line``) only gets to the object that the reading
+    ``before`` it in the same sentence got to: "walk over to the ammo and pick it up" is one
+    node."""
+    if not before or before[0].line != line or best.action is not None:
+        return False
+    was = before[0].best
+    return (was.kind, was.action, was.actor) == (best.kind, None, best.actor) and (
+        before_steps[0].object == step.object
+    )
 
 
 @functools.cache
@@ -353,8 +385,9 @@ class TextToPlan:
         over."""
         sentences = [
             (number, sentence)
-            for number, line in enumerate(map(_report_field, text.splitlines()), 1)
-            for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", line.strip()))
+            for number, line in enumerate(text.splitlines(), 1)
+            for cell in map(_report_field, _CELLS.split(line))
+            for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", cell.strip()))
             if any(c.isalpha() for c in self.strip_discourse(sentence))
             and not meaning.is_commentary(self.strip_discourse(sentence))
         ]
@@ -406,11 +439,20 @@ class TextToPlan:
         return re.sub(r"[A-Za-z]+", mend, sentence)
 
     def _read_by_meaning(self, sentences: list[tuple[int, str]], vocab) -> list[Reading]:
-        """Each sentence's steps read by meaning (:mod:`jgtest.plans.meaning`), the kind (node or
-        rule) the classifier's; a step of a compound sentence that names no object and only moves
-        ("walk across and pull the lever") is passed over. A reading is not ``sure`` (refused)
-        when the classifier is unsure of its kind or its step holds a second action
-        (:func:`jgtest.plans.meaning.acts_again`)."""
+        """Each sentence's steps read by meaning (:mod:`jgtest.plans.meaning`).
+
+        * Its kind (node or rule) is the classifier's when the sentence marks a rule
+          (:func:`jgtest.plans.meaning.marks_rule`: "any", "whenever", "on sight", a plural
+          object); with no mark it is a node ("kill goblin").
+        * A step of a compound sentence that names no object and only moves ("walk across and pull
+          the lever", :func:`jgtest.plans.meaning.moves`) is passed over, and so is one that only
+          gets to the object the step before it got to ("walk over to the ammo and pick it up").
+        * A step whose object is an actor's own name ("the shotgun") has no rival in another actor
+          of the same action ("the shotgun shells").
+        * A reading is not ``sure`` (refused) when the classifier is unsure of its kind, its step
+          holds a second action (:func:`jgtest.plans.meaning.acts_again`), or its sentence opens on
+          an ordering clause that acts (:func:`jgtest.plans.meaning.ordering_acts`).
+        """
         planned, last = [], ""
         for number, sentence in sentences:
             cats = self.nlp(meaning.drop_ordering(self.strip_discourse(sentence))).cats
@@ -419,6 +461,7 @@ class TextToPlan:
             if meaning.is_condition(sentence):
                 kind, kind_p = "rule", 1.0
             text = meaning.drop_ordering(_LIST_MARKER.sub("", sentence))
+            ordered_acting = meaning.ordering_acts(_LIST_MARKER.sub("", sentence))
             if self.reader == "combined":
                 text = self._mend_spelling(text, vocab)
             # cut into steps before the discourse words go: "and", "then" join steps
@@ -432,9 +475,11 @@ class TextToPlan:
                 step = meaning.split_step(tokens, last)
                 last = step.object or last
                 shown = sentence if len(parts) == 1 else f"{sentence} [{step.text}]"
-                one_step = not meaning.acts_again(tokens)
-                planned.append((number, shown, (kind, kind_p, one_step), step, len(parts) > 1))
-        readings = []
+                one_step = not (ordered_acting or meaning.acts_again(tokens))
+                marked = meaning.marks_rule(meaning.tokens(text), step.object)
+                step_kind = (kind, kind_p) if marked else ("node", 1.0)
+                planned.append((number, shown, (*step_kind, one_step), step, len(parts) > 1))
+        readings, shown_steps = [], []
         plan_steps = [p[3] for p in planned]
         go_words = getattr(vocab, "ACTION_WORDS", {}).get(None, ())
         in_place = (
@@ -442,15 +487,27 @@ class TextToPlan:
             if self.reader == "combined"
             else None
         )
-        scores = self._scorer(vocab).score(plan_steps, in_place)
+        scorer = self._scorer(vocab)
+        scores = scorer.score(plan_steps, in_place)
         has_rules = getattr(vocab, "RULES", True)
         for (number, shown, (kind, kind_p, one_step), step, compound), scored in zip(
             planned, scores
         ):
             ranked = sorted(scored.items(), key=lambda kv: -kv[1])
-            if compound and not step.object and ranked[0][0][0] is None:
+            if (
+                compound
+                and not step.object
+                and ranked[0][0][0] is None
+                and meaning.moves(step.frame)
+            ):
                 continue
+            if ranked[0][0][1] == scorer.named(step):  # no rival in another actor of its action
+                ranked = [
+                    r for r in ranked if r[0][1] == ranked[0][0][1] or r[0][0] != ranked[0][0][0]
+                ]
             best, *rest = [Interpretation(kind, a, o, round(c, 4)) for (a, o), c in ranked[:2]]
+            if compound and _arrives_again(readings[-1:], shown_steps[-1:], best, step, number):
+                continue
             # the kind, as sure as the action: its margin, confidence × (p_kind − p_other), is
             # held to the calibrated margin (the tuning half has no kind misread to calibrate on)
             kind_sure = (
@@ -463,6 +520,7 @@ class TextToPlan:
                         best, kind=other, confidence=round(best.confidence * (1 - kind_p), 4)
                     )
                 ]
+            shown_steps.append(step)
             readings.append(
                 Reading(
                     number,

@@ -41,6 +41,9 @@ _read = lambda name: [
 SUITE = [s for s in load_suite(TUNING) if "game" not in s][:27] + _read(
     "paraphrases_held_out.jsonl"
 )[:17]
+#: One xdist worker runs this module (``--dist loadgroup``): its pipeline is trained and its encoder
+#: compiled once.
+pytestmark = pytest.mark.xdist_group("text_to_plan")
 #: A refusal: the line, the sentence and its two best guesses with their confidences.
 REFUSAL = re.compile(r"^line \d+: '.+': did you mean .+ \(\d\.\d\d\)( or .+ \(\d\.\d\d\))?\?$")
 
@@ -373,6 +376,40 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
     assert not sight.clear and {sight.best.kind, sight.runner_up.kind} == {"node", "rule"}
 
 
+def test_nothing_is_dropped_out_of_order_and_lines_that_ask_for_nothing_give_no_step(reader):
+    """Arrows chain a note's steps; a step whose clause acts out of the text's order, a negated
+    step and two objects under one verb are refused; an ordering clause that does not act goes;
+    a sentence opening on a negation, a ticket's id and a report's other fields, also in a table's
+    cells, ask for nothing; a terse step with no rule's mark is a node; an actor's own name has no
+    rival of its action, and getting to it twice in a sentence is one node."""
+    env, _ = jgtest.make("Dungeon-v0")
+    doom = "vizdoom:freedoom1/E1M1"
+    dungeon_steps = lambda text: plan_steps(reader.plan(text, env))[0]
+    doom_steps = lambda text: plan_steps(reader.plan(text, doom))[0]
+    assert dungeon_steps("pull lever > walk to door -> jump lava") == [
+        "interact switch",
+        "go door",
+        "jump lava",
+    ]
+    for text in (
+        "After opening the door with the lever, kill the goblin.",
+        "Activate the shrine after you've jumped the lava.",
+        "Walk to the lever but don't pull it.",
+    ):
+        assert not all(r.clear for r in reader.read(text, game)), text
+    assert not all(r.clear for r in reader.read("Pick up shotgun and shells.", plan_game(doom)))
+    assert dungeon_steps("Before you do anything else, grab the coin.") == ["go collectable"]
+    assert dungeon_steps("Walk over to the lever. Don't pull it yet.") == ["go switch"]
+    report = (
+        "BUG-12: the door sticks.\nTC-3 | Precondition: fresh level | Action 1: press the switch"
+    )
+    assert dungeon_steps(report + " | Expected: the door opens") == ["interact switch"]
+    (terse,) = reader.read("- kill goblin", game)
+    assert (terse.best.kind, terse.best.action) == ("node", "attack") and terse.clear
+    assert doom_steps("get shotgun") == ["go shotgun"]
+    assert doom_steps("Walk over to the rocket ammo and pick it up.") == ["go rocket ammo"]
+
+
 def test_a_step_naming_a_type_takes_the_one_nearest_where_the_step_before_left_off(reader):
     """ "The goblin" is the one not yet killed nearest the player, walking; "the coin" after the
     jump is the one across the lava."""
@@ -410,7 +447,7 @@ def test_a_phrase_with_with_says_which_object_when_the_game_names_one_so(reader)
     assert (switch.best.action, switch.best.actor) == ("use", "switch") and switch.clear
 
 
-def test_the_thresholds_are_the_ones_the_tuning_data_gives():
+def test_the_thresholds_are_the_ones_the_tuning_data_gives(cache):
     import json
 
     from jgtest.plans import calibrate, meaning
