@@ -39,7 +39,7 @@ DETERMINERS = frozenset(
 )
 PRONOUNS = frozenset("it them one there him her".split())
 #: A step's subject, left out before its verb ("then you jump the lava"; "the player" too).
-SUBJECTS = frozenset("you we i".split())
+SUBJECTS = frozenset("you we i they".split())
 #: Verbs that open a check written as a test case ("verify the player can open the door").
 CHECKS = frozenset("verify check confirm ensure".split())
 #: Modal verbs ("that should open the door").
@@ -647,7 +647,7 @@ def acts_in_place(step: Step, lead: Collection[str] = (), go_words: Collection[s
     """Whether the step's verb (its frame's first word after ``lead`` words) acts on its object
     rather than moving the player to it: its commonest sense is not one of motion (WordNet files
     "go", "reach", "head", "leap" under ``verb.motion``; "hit", "press", "test", "light" elsewhere),
-    it is none of the game's ``go_words`` ("visit", "collect") nor a light verb
+    it is none of the game's ``go_words`` ("visit", "collect", "find") nor a light verb
     (:data:`LIGHT_VERBS`), and no "to" follows it ("get to it")."""
     from jgtest.plans import lexicon
 

@@ -95,22 +95,30 @@ DISCOURSE = (
 #: The readers :class:`TextToPlan` offers: by meaning with the lexicon's spelling slips mended
 #: first (the default), by meaning alone, and by the lexicon alone (WordNet and spelling).
 READERS = ("combined", "meaning", "lexicon")
-#: A bug report's or a test case's fields, on a line "Field: ..." (or a table's cell): those that
-#: list the steps lose their label ("Action 2: ..." too), the others say what happened or why, and
-#: ask for nothing; so does a ticket's id ("BUG-221: ..."). The commonest fields of issue trackers'
-#: and test-case templates.
+#: A bug report's or a test case's fields, on a sentence "Field: ..." (or a table's cell): those
+#: that list the steps lose their label ("Action 2: ...", "Steps to repro: ..." too), the others say
+#: what happened or why, and ask for nothing; so does a heading ("Steps:" alone) and a ticket's id
+#: with its title ("BUG-221: ...", "[DUN-88] ..."). The commonest fields of issue trackers' and
+#: test-case templates, and Gherkin's headings.
 STEP_FIELDS = frozenset(
     {"steps to reproduce", "steps", "repro steps", "repro", "reproduction steps", "to reproduce"}
 ) | {"str", "test steps", "test", "actions", "procedure", "sequence", "plan"}
+STEP_LABEL_WORDS = frozenset("steps repro str sequence procedure actions action".split())
 OTHER_FIELDS = frozenset(
     "observed expected actual result outcome notes note environment env build platform summary "
     "title description severity priority frequency goal context precondition preconditions "
-    "prerequisites setup version device reproducibility component objective purpose".split()
+    "prerequisites setup version device reproducibility component objective purpose criteria "
+    "scenario feature background".split()
 ) | {"expected result", "actual result", "observed result", "observed behaviour"}
 _NUMBERED_FIELD = re.compile(r"(?:step|action)\s*\d+")
-_TICKET = re.compile(r"[a-z]+-\d+")
+_TICKET = re.compile(r"\[?[a-z]+-\d+\]?(?=[\s:]|$)", re.IGNORECASE)
 #: How a line's table cells are separated ("TC-014 | Action 1: move to the switch | ...").
 _CELLS = re.compile(r"\s+\|\s+")
+#: Gherkin's step keywords (Cucumber's scenarios: "Given ... When ... Then ...").
+GHERKIN = ("given", "when", "then", "and", "but")
+_FIRST_PERSON = re.compile(r"^\s*(?:i|we)\s+", re.IGNORECASE)
+#: Who acts in a Gherkin outcome that still asks for a step ("Then the player should kill it").
+PLAYER = frozenset({"the player", "player", "i", "they", "we", "you"})
 #: Discourse words that may come before a step's verb ("then", "please").
 _LEAD = frozenset(phrase for phrase in DISCOURSE if " " not in phrase)
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s*)?\d+\s*[.):\-–]|[-*•])\s*", re.IGNORECASE)
@@ -245,19 +253,61 @@ class Reading:
         )
 
 
-def _report_field(line: str) -> str:
-    """``line`` as steps: without a bug report's steps label ("Steps to reproduce: press the
-    switch" → "press the switch"), ``""`` for another field ("Observed: the door stays shut") or a
-    ticket's id, alone or as a label (:data:`STEP_FIELDS`, :data:`OTHER_FIELDS`)."""
-    label, colon, rest = line.partition(":")
-    label = " ".join(label.lower().split())
-    if _TICKET.fullmatch(label):
+def _report_field(sentence: str) -> str:
+    """``sentence`` as steps: without a steps label ("Steps to reproduce: press the switch" →
+    "press the switch"), ``""`` for another field ("Observed: the door stays shut"), a heading or a
+    ticket's id and title (:data:`STEP_FIELDS`, :data:`OTHER_FIELDS`)."""
+    if _TICKET.match(sentence.strip()):
         return ""
-    if not colon:
-        return line
-    if label in STEP_FIELDS or _NUMBERED_FIELD.fullmatch(label):
+    label, colon, rest = sentence.partition(":")
+    label = " ".join(label.lower().split())
+    words = label.split()
+    if not colon or len(words) > 4:
+        return sentence
+    if not rest.strip():  # a heading
+        return ""
+    if label in STEP_FIELDS or _NUMBERED_FIELD.fullmatch(label) or set(words) & STEP_LABEL_WORDS:
         return rest
-    return "" if label in OTHER_FIELDS else line
+    return "" if label in OTHER_FIELDS or set(words) & OTHER_FIELDS else sentence
+
+
+def gherkin_steps(lines: list[str]) -> list[str]:
+    """A Gherkin scenario's lines as plain steps, when a line opens on "Given": its context
+    ("Given ...") asks for nothing; "When", "And", "But" lose their keyword; an outcome ("Then
+    ...", and the "And"s after it) is a step when the player is its subject or it opens on the
+    action ("Then activating the shrine should end the level" → "activating the shrine"), else it
+    states what the game should do and asks for nothing ("Then the door should open"). Other
+    text is returned as it is."""
+    if not any(line.strip().lower().startswith("given ") for line in lines):
+        return lines
+    out, outcome = [], False
+    for line in lines:
+        keyword, _, rest = line.strip().partition(" ")
+        keyword = keyword.lower()
+        if keyword not in GHERKIN:
+            out.append(line)
+            continue
+        outcome = keyword == "then" or (outcome and keyword in ("and", "but"))
+        if keyword == "given":
+            out.append("")
+        else:
+            step = _outcome_step(rest) if outcome else rest
+            out.append(_FIRST_PERSON.sub("", step))  # "When I pick up the coin"
+    return out
+
+
+def _outcome_step(outcome: str) -> str:
+    """A Gherkin outcome's step (:func:`gherkin_steps`), ``""`` when it asks for none."""
+    words = outcome.split()
+    modal = next((k for k, w in enumerate(words) if w.lower() in meaning.MODALS), None)
+    if modal is None:
+        return outcome
+    subject = " ".join(words[:modal]).lower()
+    if subject in PLAYER:
+        return outcome
+    if words[0].lower().endswith("ing"):
+        return " ".join(words[:modal])
+    return ""
 
 
 def _arrives_again(before: list[Reading], before_steps: list, best, step, line: int) -> bool:
@@ -361,7 +411,8 @@ class TextToPlan:
         self._discourse.add(
             "DISCOURSE",
             [
-                [{"LOWER": word} for word in phrase.split()] + [{"ORTH": ",", "OP": "?"}]
+                [{"LOWER": token.lower_} for token in self.nlp.make_doc(phrase)]
+                + [{"ORTH": ",", "OP": "?"}]
                 for phrase in DISCOURSE
             ],
         )
@@ -385,9 +436,11 @@ class TextToPlan:
         over."""
         sentences = [
             (number, sentence)
-            for number, line in enumerate(text.splitlines(), 1)
-            for cell in map(_report_field, _CELLS.split(line))
-            for sentence in (s.strip() for s in re.split(r"(?<=[.!?])\s+", cell.strip()))
+            for number, line in enumerate(gherkin_steps(text.splitlines()), 1)
+            for cell in _CELLS.split(line)
+            for sentence in (
+                _report_field(s.strip()) for s in re.split(r"(?<=[.!?])\s+", cell.strip())
+            )
             if any(c.isalpha() for c in self.strip_discourse(sentence))
             and not meaning.is_commentary(self.strip_discourse(sentence))
         ]
@@ -481,7 +534,10 @@ class TextToPlan:
                 planned.append((number, shown, (*step_kind, one_step), step, len(parts) > 1))
         readings, shown_steps = [], []
         plan_steps = [p[3] for p in planned]
-        go_words = getattr(vocab, "ACTION_WORDS", {}).get(None, ())
+        go_words = {
+            *getattr(vocab, "ACTION_WORDS", {}).get(None, ()),
+            *(phrase.split()[0] for phrase in vocab.ACTION_PHRASES.get(None, ())),
+        }
         in_place = (
             [meaning.acts_in_place(step, _LEAD, go_words) for step in plan_steps]
             if self.reader == "combined"

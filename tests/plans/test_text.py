@@ -404,6 +404,21 @@ def test_nothing_is_dropped_out_of_order_and_lines_that_ask_for_nothing_give_no_
         "BUG-12: the door sticks.\nTC-3 | Precondition: fresh level | Action 1: press the switch"
     )
     assert dungeon_steps(report + " | Expected: the door opens") == ["interact switch"]
+    assert dungeon_steps("Steps to repro:\n1. Press the switch.\n[DUN-8] Door sticks.") == [
+        "interact switch"
+    ]
+    # a Gherkin scenario: its context and the game's outcomes ask for nothing
+    scenario = (
+        "Scenario: the door\nGiven I am at the start\nWhen I walk to the lever\nAnd pull it\n"
+        "Then the door should open\nAnd the player should jump the lava\n"
+        "And activating the shrine should end the level"
+    )
+    assert dungeon_steps(scenario) == [
+        "go switch",
+        "interact switch",
+        "jump lava",
+        "interact shrine",
+    ]
     (terse,) = reader.read("- kill goblin", game)
     assert (terse.best.kind, terse.best.action) == ("node", "attack") and terse.clear
     assert doom_steps("get shotgun") == ["go shotgun"]
