@@ -231,12 +231,17 @@ def ordering_acts(sentence: str) -> bool:
 def marks_rule(words: list[str], object_phrase: str = "") -> bool:
     """Whether a sentence's ``words`` mark it as a standing rule (:data:`RULE_WORDS`,
     :data:`RULE_PHRASES`) or its step's ``object_phrase`` is plural ("kill goblins")."""
-    from jgtest.plans import lexicon
-
     if set(words) & RULE_WORDS:
         return True
     if any(words[k : k + len(p)] == list(p) for p in RULE_PHRASES for k in range(len(words))):
         return True
+    return plural(object_phrase)
+
+
+def plural(object_phrase: str) -> bool:
+    """Whether ``object_phrase``'s noun is plural ("the goblins", "both coins")."""
+    from jgtest.plans import lexicon
+
     noun = _noun_phrase(object_phrase.split())[-1:]
     return bool(noun) and noun[0].endswith("s") and len(lexicon.lemmas(noun[0], lexicon.NOUN)) > 1
 

@@ -310,14 +310,14 @@ def _outcome_step(outcome: str) -> str:
     return ""
 
 
-def _arrives_again(before: list[Reading], before_steps: list, best, step, line: int) -> bool:
-    """Whether ``step`` (read as ``best``, on ``line``) only gets to the object that the reading
+def _arrives_again(before: list[Reading], before_steps: list, reading: Reading, step) -> bool:
+    """Whether ``step``, read (clear) as ``reading``, only gets to the object that the reading
     ``before`` it in the same sentence got to: "walk over to the ammo and pick it up" is one
     node."""
-    if not before or before[0].line != line or best.action is not None:
+    if not before or before[0].line != reading.line or reading.best.action is not None:
         return False
-    was = before[0].best
-    return (was.kind, was.action, was.actor) == (best.kind, None, best.actor) and (
+    was, now = before[0].best, reading.best
+    return (was.kind, was.action, was.actor) == (now.kind, None, now.actor) and (
         before_steps[0].object == step.object
     )
 
@@ -557,13 +557,15 @@ class TextToPlan:
                 and meaning.moves(step.frame)
             ):
                 continue
-            if ranked[0][0][1] == scorer.named(step):  # no rival in another actor of its action
+            # an actor's own name has no rival in another actor of its action (getting there:
+            # only when a verb that acts in place cannot read as going, "open the door")
+            if ranked[0][0][1] == scorer.named(step) and (
+                ranked[0][0][0] is not None or in_place is not None
+            ):
                 ranked = [
                     r for r in ranked if r[0][1] == ranked[0][0][1] or r[0][0] != ranked[0][0][0]
                 ]
             best, *rest = [Interpretation(kind, a, o, round(c, 4)) for (a, o), c in ranked[:2]]
-            if compound and _arrives_again(readings[-1:], shown_steps[-1:], best, step, number):
-                continue
             # the kind, as sure as the action: its margin, confidence × (p_kind − p_other), is
             # held to the calibrated margin (the tuning half has no kind misread to calibrate on)
             kind_sure = (
@@ -576,18 +578,27 @@ class TextToPlan:
                         best, kind=other, confidence=round(best.confidence * (1 - kind_p), 4)
                     )
                 ]
-            shown_steps.append(step)
-            readings.append(
-                Reading(
-                    number,
-                    shown,
-                    best,
-                    rest[0] if rest else None,
-                    self.thresholds.floor,
-                    self.thresholds.margin,
-                    kind_sure and one_step,
-                )
+            # a node acts on one object: "kill both goblins" is no step ("the shells" is a name)
+            one_step = one_step and not (
+                best.kind == "node" and meaning.plural(step.object) and not scorer.named(step)
             )
+            reading = Reading(
+                number,
+                shown,
+                best,
+                rest[0] if rest else None,
+                self.thresholds.floor,
+                self.thresholds.margin,
+                kind_sure and one_step,
+            )
+            if (
+                compound
+                and reading.clear
+                and _arrives_again(readings[-1:], shown_steps[-1:], reading, step)
+            ):
+                continue
+            shown_steps.append(step)
+            readings.append(reading)
         return readings
 
     def plan(self, text: str, env, name: str = "", accept_best: bool = False) -> Plan:

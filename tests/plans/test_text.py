@@ -398,6 +398,8 @@ def test_nothing_is_dropped_out_of_order_and_lines_that_ask_for_nothing_give_no_
     ):
         assert not all(r.clear for r in reader.read(text, game)), text
     assert not all(r.clear for r in reader.read("Pick up shotgun and shells.", plan_game(doom)))
+    (both,) = reader.read("Kill both goblins.", game)  # a node acts on one object
+    assert not both.clear
     assert dungeon_steps("Before you do anything else, grab the coin.") == ["go collectable"]
     assert dungeon_steps("Walk over to the lever. Don't pull it yet.") == ["go switch"]
     report = (
