@@ -23,6 +23,8 @@ MARKER = "supertuxkart.1.5"
 DEFAULT_SKIN, STAND_IN_SKIN = "classic", "peach"
 #: Without this, Mesa's llvmpipe stalls for 1-30 s on some frames (SUPERTUXKART.md).
 MESA_EXTENSION_OVERRIDE = "-GL_EXT_texture_filter_anisotropic -GL_ARB_texture_filter_anisotropic"
+#: SDL's video driver without OpenGL, with which ``pystk2.init`` cannot render and exits.
+NO_GL_SDL_DRIVER = "dummy"
 #: Environment variable that overrides the default folder.
 ENV_VAR = "JGTEST_STK_DATA"
 
@@ -128,8 +130,14 @@ def race_tracks(root: str | os.PathLike) -> list[str]:
 
 def configure_environment(root: str | os.PathLike | None = None) -> Path:
     """Prepares the asset folder and sets ``SUPERTUXKART_DATADIR`` and ``MESA_EXTENSION_OVERRIDE``
-    (the latter only if unset) for a ``pystk2.init`` in this process; returns the folder."""
+    (the latter only if unset) for a ``pystk2.init`` in this process; returns the folder.
+
+    It also drops ``SDL_VIDEODRIVER=dummy``, which the Gymnasium bridge sets for pygame's games and
+    child processes inherit: SDL's dummy driver has no OpenGL, so irrlicht cannot open its device
+    and ``pystk2.init`` exits the whole process ("Couldn't initialise irrlicht device")."""
     path = prepare_data_dir(root)
     os.environ["SUPERTUXKART_DATADIR"] = str(path)
     os.environ.setdefault("MESA_EXTENSION_OVERRIDE", MESA_EXTENSION_OVERRIDE)
+    if os.environ.get("SDL_VIDEODRIVER") == NO_GL_SDL_DRIVER:
+        del os.environ["SDL_VIDEODRIVER"]
     return path

@@ -52,11 +52,13 @@ def test_data_dir_location_and_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("JGTEST_STK_DATA", str(tmp_path / "from_env"))
     monkeypatch.delenv("SUPERTUXKART_DATADIR", raising=False)
     monkeypatch.delenv("MESA_EXTENSION_OVERRIDE", raising=False)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # as the Gymnasium bridge leaves it
     assert stk_assets.default_root() == tmp_path / "from_env"
     root = stk_assets.configure_environment()
     assert root == tmp_path / "from_env" and (root / "data" / "supertuxkart.1.5").is_file()
     assert os.environ["SUPERTUXKART_DATADIR"] == str(root)
     assert os.environ["MESA_EXTENSION_OVERRIDE"] == stk_assets.MESA_EXTENSION_OVERRIDE
+    assert "SDL_VIDEODRIVER" not in os.environ  # without OpenGL, pystk2.init exits the process
 
 
 def test_data_dir_errors(tmp_path):
@@ -195,7 +197,9 @@ def _race_report(path: str) -> None:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("stk")
-    env = dict(os.environ, JGTEST_STK_DATA=str(folder / "assets"))
+    # SDL's dummy video driver, as a process that played a pygame game first has it: the bridge
+    # must still render
+    env = dict(os.environ, JGTEST_STK_DATA=str(folder / "assets"), SDL_VIDEODRIVER="dummy")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     code = (
         "from tests.bridges.test_supertuxkart import _race_report; "
