@@ -22,7 +22,7 @@ from pathlib import Path
 
 from jgtest.errors import BadInput
 from jgtest.files import write_json_atomically
-from jgtest.plans import lexicon, meaning
+from jgtest.plans import lexicon, meaning, sentence_shape
 from jgtest.plans.model import Node, Plan, PlanError, Precondition, Rule, plan_game
 
 DATA = Path(__file__).parent / "data" / "instructions.jsonl"
@@ -299,7 +299,7 @@ def gherkin_steps(lines: list[str]) -> list[str]:
 def _outcome_step(outcome: str) -> str:
     """A Gherkin outcome's step (:func:`gherkin_steps`), ``""`` when it asks for none."""
     words = outcome.split()
-    modal = next((k for k, w in enumerate(words) if w.lower() in meaning.MODALS), None)
+    modal = next((k for k, w in enumerate(words) if w.lower() in sentence_shape.MODALS), None)
     if modal is None:
         return outcome
     subject = " ".join(words[:modal]).lower()
@@ -344,7 +344,7 @@ class TextToPlan:
 
     **By meaning** (``combined``, ``meaning``), each sentence: its list marker goes, the classifier
     (step 2 below) says node or rule (a sentence opening on "if" or "whenever" is a rule), it is cut
-    into steps (:func:`jgtest.plans.meaning.steps`), each step loses its discourse words, and
+    into steps (:func:`jgtest.plans.sentence_shape.steps`), each step loses its discourse words, and
     :class:`jgtest.plans.meaning.MeaningScorer` scores every reading; ``combined`` first mends
     spelling slips against the game's words and adds its ``ACTION_WORDS`` and ``ACTOR_WORDS`` to
     the phrases. A step is refused below ``thresholds.floor`` or within ``thresholds.margin`` of its
@@ -442,7 +442,7 @@ class TextToPlan:
                 _report_field(s.strip()) for s in re.split(r"(?<=[.!?])\s+", cell.strip())
             )
             if any(c.isalpha() for c in self.strip_discourse(sentence))
-            and not meaning.is_commentary(self.strip_discourse(sentence))
+            and not sentence_shape.is_commentary(self.strip_discourse(sentence))
         ]
         if self.reader == "lexicon":
             return [self._read_sentence(number, sentence, vocab) for number, sentence in sentences]
@@ -495,41 +495,45 @@ class TextToPlan:
         """Each sentence's steps read by meaning (:mod:`jgtest.plans.meaning`).
 
         * Its kind (node or rule) is the classifier's when the sentence marks a rule
-          (:func:`jgtest.plans.meaning.marks_rule`: "any", "whenever", "on sight", a plural
+          (:func:`jgtest.plans.sentence_shape.marks_rule`: "any", "whenever", "on sight", a plural
           object); with no mark it is a node ("kill goblin").
         * A step of a compound sentence that names no object and only moves ("walk across and pull
-          the lever", :func:`jgtest.plans.meaning.moves`) is passed over, and so is one that only
-          gets to the object the step before it got to ("walk over to the ammo and pick it up").
+          the lever", :func:`jgtest.plans.sentence_shape.moves`) is passed over, and so is one that
+          only gets to the object the step before it got to ("walk over to the ammo and pick it
+          up").
         * A step whose object is an actor's own name ("the shotgun") has no rival in another actor
           of the same action ("the shotgun shells").
         * A reading is not ``sure`` (refused) when the classifier is unsure of its kind, its step
-          holds a second action (:func:`jgtest.plans.meaning.acts_again`), or its sentence opens on
-          an ordering clause that acts (:func:`jgtest.plans.meaning.ordering_acts`).
+          holds a second action (:func:`jgtest.plans.sentence_shape.acts_again`), or its sentence
+          opens on an ordering clause that acts
+          (:func:`jgtest.plans.sentence_shape.ordering_acts`).
         """
         planned, last = [], ""
         for number, sentence in sentences:
-            cats = self.nlp(meaning.drop_ordering(self.strip_discourse(sentence))).cats
+            cats = self.nlp(sentence_shape.drop_ordering(self.strip_discourse(sentence))).cats
             kind = "rule" if cats.get("RULE", 0.0) > cats.get("NODE", 0.0) else "node"
             kind_p = cats.get(kind.upper(), 1.0)
-            if meaning.is_condition(sentence):
+            if sentence_shape.is_condition(sentence):
                 kind, kind_p = "rule", 1.0
-            text = meaning.drop_ordering(_LIST_MARKER.sub("", sentence))
-            ordered_acting = meaning.ordering_acts(_LIST_MARKER.sub("", sentence))
+            text = sentence_shape.drop_ordering(_LIST_MARKER.sub("", sentence))
+            ordered_acting = sentence_shape.ordering_acts(_LIST_MARKER.sub("", sentence))
             if self.reader == "combined":
                 text = self._mend_spelling(text, vocab)
             # cut into steps before the discourse words go: "and", "then" join steps
             parts = [
-                meaning.tokens(self.strip_discourse(" ".join(part)))
-                for part in meaning.steps(text, DISCOURSE)
+                sentence_shape.tokens(self.strip_discourse(" ".join(part)))
+                for part in sentence_shape.steps(text, DISCOURSE)
             ]
-            parts = [meaning.light_verb_noun(meaning.as_instruction(p)) for p in parts if p]
-            parts = [part for part in parts if part and not meaning.only_stops(part)]
+            parts = [
+                sentence_shape.light_verb_noun(sentence_shape.as_instruction(p)) for p in parts if p
+            ]
+            parts = [part for part in parts if part and not sentence_shape.only_stops(part)]
             for tokens in parts:
-                step = meaning.split_step(tokens, last)
+                step = sentence_shape.split_step(tokens, last)
                 last = step.object or last
                 shown = sentence if len(parts) == 1 else f"{sentence} [{step.text}]"
-                one_step = not (ordered_acting or meaning.acts_again(tokens))
-                marked = meaning.marks_rule(meaning.tokens(text), step.object)
+                one_step = not (ordered_acting or sentence_shape.acts_again(tokens))
+                marked = sentence_shape.marks_rule(sentence_shape.tokens(text), step.object)
                 step_kind = (kind, kind_p) if marked else ("node", 1.0)
                 planned.append((number, shown, (*step_kind, one_step), step, len(parts) > 1))
         readings, shown_steps = [], []
@@ -539,7 +543,7 @@ class TextToPlan:
             *(phrase.split()[0] for phrase in vocab.ACTION_PHRASES.get(None, ())),
         }
         in_place = (
-            [meaning.acts_in_place(step, _LEAD, go_words) for step in plan_steps]
+            [sentence_shape.acts_in_place(step, _LEAD, go_words) for step in plan_steps]
             if self.reader == "combined"
             else None
         )
@@ -554,7 +558,7 @@ class TextToPlan:
                 compound
                 and not step.object
                 and ranked[0][0][0] is None
-                and meaning.moves(step.frame)
+                and sentence_shape.moves(step.frame)
             ):
                 continue
             # an actor's own name has no rival in another actor of its action (getting there:
@@ -580,7 +584,9 @@ class TextToPlan:
                 ]
             # a node acts on one object: "kill both goblins" is no step ("the shells" is a name)
             one_step = one_step and not (
-                best.kind == "node" and meaning.plural(step.object) and not scorer.named(step)
+                best.kind == "node"
+                and sentence_shape.plural(step.object)
+                and not scorer.named(step)
             )
             reading = Reading(
                 number,

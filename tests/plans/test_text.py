@@ -294,7 +294,7 @@ def test_a_step_starts_at_its_verb_and_comments_ask_for_nothing(reader):
     """Subjects, "go" before a verb and lead phrases are left out of a step; a clause commenting
     on a step, a stop and a sentence of commentary give no step; a light verb's noun is the
     verb."""
-    from jgtest.plans.meaning import (
+    from jgtest.plans.sentence_shape import (
         as_instruction,
         drop_ordering,
         is_condition,
