@@ -515,8 +515,9 @@ class TextToPlan:
             kind_p = cats.get(kind.upper(), 1.0)
             if sentence_shape.is_condition(sentence):
                 kind, kind_p = "rule", 1.0
-            text = sentence_shape.drop_ordering(_LIST_MARKER.sub("", sentence))
-            ordered_acting = sentence_shape.ordering_acts(_LIST_MARKER.sub("", sentence))
+            unmarked = _LIST_MARKER.sub("", sentence)
+            text = sentence_shape.drop_ordering(unmarked)
+            ordered_acting = sentence_shape.ordering_acts(unmarked)
             if self.reader == "combined":
                 text = self._mend_spelling(text, vocab)
             # cut into steps before the discourse words go: "and", "then" join steps
